@@ -1,0 +1,18 @@
+"""The API Gateway Lambda authorizer: Bearer API key → tenant, principal and roles.
+
+The policy allows every method of the API (results are cached per key); role checks are made by
+each function against the route table.
+"""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from mneme import bootstrap
+from mneme.auth import authorize
+from mneme.observability import logger
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return authorize(event, bootstrap.current().keys)

@@ -1,0 +1,106 @@
+"""curate: scopes, layers, curated memories and API keys."""
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+
+from mneme import bootstrap
+from mneme.http.api import build_resolver, caller, json_response
+from mneme.http.lambda_entry import lambda_handler
+from mneme.http.schemas import (
+    CreateKeyRequest,
+    CreateMemoryRequest,
+    CreateScopeRequest,
+    EditMemoryRequest,
+    LayersRequest,
+    RenameScopeRequest,
+)
+from mneme.models import Memory
+from mneme.services.memories import tag_label
+
+app = build_resolver()
+
+
+def _scope_view(path: str, scope_id: str, depth: int) -> dict[str, Any]:
+    return {"path": path, "scope_id": scope_id, "depth": depth}
+
+
+def _memory_view(memory: Memory) -> dict[str, Any]:
+    services = bootstrap.current()
+    if memory.kind == "scoped":
+        assert memory.scope_id is not None
+        target = services.scopes.chain_of(memory.tenant, memory.scope_id).path
+    else:
+        target = tag_label(memory)
+    view = memory.model_dump(mode="json", exclude={"tenant", "scope_id", "layer", "value"})
+    return {**view, "target": target}
+
+
+@app.get("/v1/scopes")
+def list_scopes(path: Annotated[str, Query(max_length=600)] = "root") -> dict[str, Any]:
+    tree = bootstrap.current().scopes.subtree(caller(app).tenant, path)
+    return {"scopes": [_scope_view(p, s.scope_id, s.depth) for p, s in tree]}
+
+
+@app.post("/v1/scopes")
+def create_scope(request: Annotated[CreateScopeRequest, Body()]) -> Response[Any]:
+    created = bootstrap.current().scopes.create(caller(app).tenant, request.path, parents=request.parents)
+    return json_response(201, _scope_view(created.path, created.scope.scope_id, created.scope.depth))
+
+
+@app.post("/v1/scopes/rename")
+def rename_scope(request: Annotated[RenameScopeRequest, Body()]) -> dict[str, Any]:
+    renamed, old_path = bootstrap.current().scopes.rename(caller(app).tenant, request.path, request.new_path)
+    return {**_scope_view(renamed.path, renamed.scope.scope_id, renamed.scope.depth), "alias": old_path}
+
+
+@app.get("/v1/layers")
+def get_layers() -> dict[str, Any]:
+    return {"layers": bootstrap.current().scopes.layers(caller(app).tenant)}
+
+
+@app.put("/v1/layers")
+def put_layers(request: Annotated[LayersRequest, Body()]) -> dict[str, Any]:
+    return {"layers": bootstrap.current().scopes.set_layers(caller(app).tenant, request.layers)}
+
+
+@app.post("/v1/memories")
+def create_memory(request: Annotated[CreateMemoryRequest, Body()]) -> Response[Any]:
+    memory, _ = bootstrap.current().memories.create(caller(app), **request.model_dump(exclude_none=True))
+    return json_response(201, _memory_view(memory))
+
+
+@app.patch("/v1/memories/<memory_id>")
+def edit_memory(memory_id: str, request: Annotated[EditMemoryRequest, Body()]) -> dict[str, Any]:
+    changes = request.model_dump(exclude_unset=True)
+    version = changes.pop("version", None)
+    memory = bootstrap.current().memories.edit(caller(app), memory_id, version=version, **changes)
+    return _memory_view(memory)
+
+
+@app.post("/v1/memories/<memory_id>/archive")
+def archive_memory(memory_id: str) -> dict[str, Any]:
+    return _memory_view(bootstrap.current().memories.archive(caller(app), memory_id))
+
+
+@app.post("/v1/keys")
+def create_key(request: Annotated[CreateKeyRequest, Body()]) -> Response[Any]:
+    secret, record = bootstrap.current().keys.create(caller(app).tenant, request.principal, request.roles)
+    view = record.model_dump(mode="json", exclude={"key_hash"})
+    return json_response(201, {**view, "api_key": secret, "note": "store this key now: it is not shown again"})
+
+
+@app.get("/v1/keys")
+def list_keys() -> dict[str, Any]:
+    keys = bootstrap.current().keys.list(caller(app).tenant)
+    return {"keys": [key.model_dump(mode="json", exclude={"key_hash"}) for key in keys]}
+
+
+@app.post("/v1/keys/<key_id>/revoke")
+def revoke_key(key_id: str) -> dict[str, Any]:
+    bootstrap.current().keys.revoke(caller(app).tenant, key_id)
+    return {"key_id": key_id, "revoked": True}
+
+
+handler = lambda_handler(app)

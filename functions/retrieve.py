@@ -1,0 +1,29 @@
+"""retrieve: health and the Markdown bundle of a scope."""
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body
+
+from mneme import __version__, bootstrap
+from mneme.http.api import build_resolver, caller, json_response
+from mneme.http.lambda_entry import lambda_handler
+from mneme.http.schemas import RetrieveRequest
+
+app = build_resolver()
+
+
+@app.get("/v1/health")
+def health() -> dict[str, str]:
+    return {"status": "ok", "version": __version__}
+
+
+@app.post("/v1/retrieve")
+def retrieve(request: Annotated[RetrieveRequest, Body()]) -> Response[Any]:
+    bundle = bootstrap.current().retrieval.retrieve(caller(app), request.path)
+    if "application/json" in (app.current_event.headers.get("accept") or ""):
+        return json_response(200, bundle.model_dump(mode="json"))
+    return Response(200, "text/markdown; charset=utf-8", bundle.markdown)
+
+
+handler = lambda_handler(app)

@@ -1,0 +1,3 @@
+"""Mneme: long-term memory for AI agents."""
+
+__version__ = "0.1.0"

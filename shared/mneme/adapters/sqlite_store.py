@@ -1,0 +1,245 @@
+"""The embedded record store: one SQLite file in WAL mode.
+
+Records are stored as JSON documents next to the columns their access patterns need; every
+primary key starts with the tenant. Multi-record changes run in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+from mneme.errors import Conflict
+from mneme.models import ApiKey, Memory, Scope
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS scopes (
+    tenant TEXT NOT NULL, scope_id TEXT NOT NULL, parent_id TEXT, segment TEXT NOT NULL,
+    doc TEXT NOT NULL, PRIMARY KEY (tenant, scope_id));
+CREATE TABLE IF NOT EXISTS slots (
+    tenant TEXT NOT NULL, parent_id TEXT NOT NULL, segment TEXT NOT NULL,
+    scope_id TEXT NOT NULL, is_alias INTEGER NOT NULL, PRIMARY KEY (tenant, parent_id, segment));
+CREATE TABLE IF NOT EXISTS layers (tenant TEXT PRIMARY KEY, doc TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS memories (
+    tenant TEXT NOT NULL, memory_id TEXT NOT NULL, scope_id TEXT, layer TEXT, value TEXT,
+    key TEXT NOT NULL, status TEXT NOT NULL, version INTEGER NOT NULL, uniq TEXT,
+    doc TEXT NOT NULL, PRIMARY KEY (tenant, memory_id));
+CREATE UNIQUE INDEX IF NOT EXISTS memories_uniq ON memories (tenant, uniq) WHERE uniq IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_scope ON memories (tenant, scope_id, key);
+CREATE INDEX IF NOT EXISTS memories_layer ON memories (tenant, layer, value, key);
+CREATE TABLE IF NOT EXISTS api_keys (
+    key_hash TEXT PRIMARY KEY, tenant TEXT NOT NULL, key_id TEXT NOT NULL, doc TEXT NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS api_keys_tenant ON api_keys (tenant, key_id);
+"""
+
+ROOT_PARENT = ""  # the slot table's parent for a tenant's root scope
+
+
+class SqliteRecordStore:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            with self._lock:
+                if self._conn is None:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute("PRAGMA busy_timeout=5000")
+                    conn.executescript(SCHEMA)
+                    self._conn = conn
+        return self._conn
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            conn = self.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def _rows(self, sql: str, *args: object) -> list[tuple]:
+        with self._lock:
+            return self.conn.execute(sql, args).fetchall()
+
+    # -- scopes ---------------------------------------------------------------------------
+    def get_scope(self, tenant: str, scope_id: str) -> Scope | None:
+        rows = self._rows("SELECT doc FROM scopes WHERE tenant=? AND scope_id=?", tenant, scope_id)
+        return Scope.model_validate_json(rows[0][0]) if rows else None
+
+    def _slot(self, conn: sqlite3.Connection, tenant: str, parent: str, segment: str) -> tuple | None:
+        return conn.execute(
+            "SELECT scope_id, is_alias FROM slots WHERE tenant=? AND parent_id=? AND segment=?",
+            (tenant, parent, segment),
+        ).fetchone()
+
+    def find_child(self, tenant: str, parent_id: str | None, segment: str) -> Scope | None:
+        with self._lock:
+            slot = self._slot(self.conn, tenant, parent_id or ROOT_PARENT, segment)
+        if slot is None or slot[1]:
+            return None
+        return self.get_scope(tenant, slot[0])
+
+    def find_alias(self, tenant: str, parent_id: str, segment: str) -> str | None:
+        with self._lock:
+            slot = self._slot(self.conn, tenant, parent_id, segment)
+        return slot[0] if slot is not None and slot[1] else None
+
+    def list_children(self, tenant: str, parent_id: str) -> list[Scope]:
+        rows = self._rows(
+            "SELECT doc FROM scopes WHERE tenant=? AND parent_id=? ORDER BY segment", tenant, parent_id
+        )
+        return [Scope.model_validate_json(row[0]) for row in rows]
+
+    def create_scope(self, scope: Scope) -> None:
+        parent = scope.parent_id or ROOT_PARENT
+        with self._tx() as conn:
+            taken = self._slot(conn, scope.tenant, parent, scope.segment)
+            if taken is not None:
+                what = "an alias of another scope" if taken[1] else "a scope"
+                raise Conflict(f"{scope.segment!r} is already {what} under this parent", code="scope_exists")
+            conn.execute(
+                "INSERT INTO slots VALUES (?,?,?,?,0)", (scope.tenant, parent, scope.segment, scope.scope_id)
+            )
+            conn.execute(
+                "INSERT INTO scopes VALUES (?,?,?,?,?)",
+                (scope.tenant, scope.scope_id, scope.parent_id, scope.segment, scope.model_dump_json()),
+            )
+
+    def rename_scope(self, tenant: str, scope_id: str, new_segment: str, now: datetime) -> Scope:
+        with self._tx() as conn:
+            row = conn.execute(
+                "SELECT doc FROM scopes WHERE tenant=? AND scope_id=?", (tenant, scope_id)
+            ).fetchone()
+            if row is None:
+                raise Conflict("the scope no longer exists", code="scope_gone")
+            scope = Scope.model_validate_json(row[0])
+            parent = scope.parent_id or ROOT_PARENT
+            taken = self._slot(conn, tenant, parent, new_segment)
+            if taken is not None and not (taken[1] and taken[0] == scope_id):
+                what = "an alias of another scope" if taken[1] else "an existing scope"
+                raise Conflict(f"cannot rename onto {new_segment!r}: it is {what}", code="scope_exists")
+            conn.execute(
+                "DELETE FROM slots WHERE tenant=? AND parent_id=? AND segment=?",
+                (tenant, parent, new_segment),
+            )
+            conn.execute(
+                "UPDATE slots SET is_alias=1 WHERE tenant=? AND parent_id=? AND segment=?",
+                (tenant, parent, scope.segment),
+            )
+            conn.execute("INSERT INTO slots VALUES (?,?,?,?,0)", (tenant, parent, new_segment, scope_id))
+            renamed = scope.model_copy(update={"segment": new_segment, "updated_at": now})
+            conn.execute(
+                "UPDATE scopes SET segment=?, doc=? WHERE tenant=? AND scope_id=?",
+                (new_segment, renamed.model_dump_json(), tenant, scope_id),
+            )
+        return renamed
+
+    def get_layers(self, tenant: str) -> dict[int, str]:
+        rows = self._rows("SELECT doc FROM layers WHERE tenant=?", tenant)
+        return {int(depth): name for depth, name in json.loads(rows[0][0]).items()} if rows else {}
+
+    def put_layers(self, tenant: str, layers: dict[int, str]) -> None:
+        with self._tx() as conn:
+            conn.execute("INSERT OR REPLACE INTO layers VALUES (?,?)", (tenant, json.dumps(layers)))
+
+    # -- memories -------------------------------------------------------------------------
+    @staticmethod
+    def _memory_row(memory: Memory) -> tuple:
+        uniq = None if memory.status == "archived" else memory.uniqueness_key()
+        return (memory.scope_id, memory.layer, memory.value, memory.key, memory.status, memory.version, uniq,
+                memory.model_dump_json())  # fmt: skip
+
+    def create_memory(self, memory: Memory) -> None:
+        try:
+            with self._tx() as conn:
+                conn.execute(
+                    "INSERT INTO memories (tenant, memory_id, scope_id, layer, value, key, status, version, "
+                    "uniq, doc) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (memory.tenant, memory.memory_id, *self._memory_row(memory)),
+                )
+        except sqlite3.IntegrityError as e:
+            raise Conflict(
+                f"a memory with key {memory.key!r} already exists there", code="memory_exists"
+            ) from e
+
+    def update_memory(self, memory: Memory, expected_version: int) -> None:
+        try:
+            with self._tx() as conn:
+                cursor = conn.execute(
+                    "UPDATE memories SET scope_id=?, layer=?, value=?, key=?, status=?, version=?, uniq=?, doc=? "
+                    "WHERE tenant=? AND memory_id=? AND version=?",
+                    (*self._memory_row(memory), memory.tenant, memory.memory_id, expected_version),
+                )
+                if cursor.rowcount != 1:
+                    raise Conflict(
+                        f"memory {memory.memory_id} changed since version {expected_version}",
+                        code="version_conflict",
+                    )
+        except sqlite3.IntegrityError as e:
+            raise Conflict(
+                f"a memory with key {memory.key!r} already exists there", code="memory_exists"
+            ) from e
+
+    def get_memory(self, tenant: str, memory_id: str) -> Memory | None:
+        rows = self._rows("SELECT doc FROM memories WHERE tenant=? AND memory_id=?", tenant, memory_id)
+        return Memory.model_validate_json(rows[0][0]) if rows else None
+
+    def list_scoped_memories(self, tenant: str, scope_id: str) -> list[Memory]:
+        rows = self._rows(
+            "SELECT doc FROM memories WHERE tenant=? AND scope_id=? AND status!='archived' "
+            "ORDER BY key, memory_id",
+            tenant,
+            scope_id,
+        )
+        return [Memory.model_validate_json(row[0]) for row in rows]
+
+    def list_tagged_memories(self, tenant: str, layer: str, value: str | None) -> list[Memory]:
+        rows = self._rows(
+            "SELECT doc FROM memories WHERE tenant=? AND layer=? AND value IS ? AND status!='archived' "
+            "ORDER BY key, memory_id",
+            tenant,
+            layer,
+            value,
+        )
+        return [Memory.model_validate_json(row[0]) for row in rows]
+
+    # -- API keys -------------------------------------------------------------------------
+    def put_api_key(self, key: ApiKey) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO api_keys VALUES (?,?,?,?)",
+                (key.key_hash, key.tenant, key.key_id, key.model_dump_json()),
+            )
+
+    def get_api_key(self, key_hash: str) -> ApiKey | None:
+        rows = self._rows("SELECT doc FROM api_keys WHERE key_hash=?", key_hash)
+        return ApiKey.model_validate_json(rows[0][0]) if rows else None
+
+    def list_api_keys(self, tenant: str) -> list[ApiKey]:
+        rows = self._rows("SELECT doc FROM api_keys WHERE tenant=? ORDER BY key_id", tenant)
+        return [ApiKey.model_validate_json(row[0]) for row in rows]
+
+    def revoke_api_key(self, tenant: str, key_id: str, now: datetime) -> bool:
+        with self._tx() as conn:
+            row = conn.execute(
+                "SELECT key_hash, doc FROM api_keys WHERE tenant=? AND key_id=?", (tenant, key_id)
+            ).fetchone()
+            if row is None:
+                return False
+            key = ApiKey.model_validate_json(row[1]).model_copy(update={"revoked_at": now})
+            conn.execute("UPDATE api_keys SET doc=? WHERE key_hash=?", (key.model_dump_json(), row[0]))
+        return True

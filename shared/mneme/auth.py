@@ -1,0 +1,53 @@
+"""Turn an authorizer event into an IAM policy with the caller in its context.
+
+API Gateway answers 401 when the authorizer raises `Exception("Unauthorized")` and 403 on a Deny
+policy; the local server maps the same outcomes to the same statuses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mneme.errors import Forbidden, Unauthorized
+from mneme.services.keys import KeyService
+
+
+def bearer_token(event: dict[str, Any]) -> str | None:
+    raw = event.get("authorizationToken")
+    if raw is None:
+        headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+        raw = headers.get("authorization")
+    if not raw:
+        return None
+    scheme, _, token = raw.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _api_arn(method_arn: str) -> str:
+    """arn:...:api-id/stage/VERB/path → arn:...:api-id/stage/*/* (the whole API, cacheable)."""
+    parts = method_arn.split("/")
+    return "/".join(parts[:2] + ["*", "*"]) if len(parts) >= 2 else method_arn
+
+
+def policy(principal_id: str, effect: str, method_arn: str, context: dict[str, str]) -> dict[str, Any]:
+    return {
+        "principalId": principal_id,
+        "policyDocument": {
+            "Version": "2012-10-17",
+            "Statement": [{"Action": "execute-api:Invoke", "Effect": effect, "Resource": _api_arn(method_arn)}],
+        },
+        "context": context,
+    }
+
+
+def authorize(event: dict[str, Any], keys: KeyService) -> dict[str, Any]:
+    method_arn = event.get("methodArn", "*")
+    try:
+        caller = keys.authenticate(bearer_token(event))
+    except Unauthorized as e:
+        raise Exception("Unauthorized") from e  # API Gateway's contract for a 401
+    except Forbidden as e:
+        return policy("revoked", "Deny", method_arn, {"reason": e.code})
+    context = {"tenant": caller.tenant, "principal": caller.principal,
+               "roles": ",".join(sorted(role.value for role in caller.roles))}  # fmt: skip
+    return policy(f"{caller.tenant}/{caller.principal}", "Allow", method_arn, context)

@@ -1,0 +1,110 @@
+"""The `mneme` command line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from mneme import bootstrap
+from mneme.errors import MnemeError
+
+DEFAULT_TENANT = "default"
+
+
+def _admin_key_file() -> Path:
+    return bootstrap.current_settings().home / "admin.key"
+
+
+def ensure_first_run() -> tuple[Path, bool]:
+    """Create the store and, once, an admin key for the default tenant. Returns (key file, created)."""
+    key_file = _admin_key_file()
+    services = bootstrap.current()
+    if key_file.exists():
+        return key_file, False
+    secret, _ = services.keys.create(DEFAULT_TENANT, "local-admin", ["admin"])
+    key_file.parent.mkdir(parents=True, exist_ok=True)
+    key_file.write_text(secret + "\n")
+    key_file.chmod(0o600)
+    services.scopes.root(DEFAULT_TENANT)
+    return key_file, True
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from mneme.local.server import make_server
+
+    key_file, created = ensure_first_run()
+    server = make_server(args.host, args.port)
+    host, port = server.server_address[:2]
+    print(f"mneme serving on http://{host}:{port} (store: {bootstrap.current_settings().home.resolve()})")
+    print(f"{'created' if created else 'admin'} API key for tenant {DEFAULT_TENANT!r}: {key_file} "
+          "(use: export MNEME_API_KEY=$(cat " + str(key_file) + "))", flush=True)  # fmt: skip
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("\nshutting down", file=sys.stderr)
+    finally:
+        server.server_close()
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    keys = bootstrap.current().keys
+    if args.action == "create":
+        secret, record = keys.create(args.tenant, args.principal, args.roles.split(","))
+        print(f"key_id {record.key_id} tenant {record.tenant} principal {record.principal} "
+              f"roles {','.join(record.roles)}", file=sys.stderr)  # fmt: skip
+        print(secret)
+        print("store this key now: it is not shown again", file=sys.stderr)
+    elif args.action == "list":
+        for key in keys.list(args.tenant):
+            state = f"revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else "active"
+            print(f"{key.key_id}  {key.principal:<24} {','.join(key.roles):<28} {state}")
+    else:
+        keys.revoke(args.tenant, args.key_id)
+        print(f"revoked {args.key_id}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="mneme", description="Long-term memory for AI agents.")
+    root.add_argument("--home", help="local data folder (env MNEME_HOME, default ./.mneme)")
+    sub = root.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the local API server on the embedded engine",
+                           epilog="example: mneme serve --port 8080")  # fmt: skip
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.set_defaults(func=cmd_serve)
+
+    keys = sub.add_parser("keys", help="create, list and revoke API keys",
+                          epilog="example: mneme keys create --tenant acme --principal bot --roles reader,writer")
+    keys_sub = keys.add_subparsers(dest="action", required=True)
+    create = keys_sub.add_parser("create", help="create a key and print it once")
+    create.add_argument("--tenant", default=DEFAULT_TENANT)
+    create.add_argument("--principal", required=True)
+    create.add_argument("--roles", required=True, help="comma-separated: reader,writer,approver,admin")
+    listing = keys_sub.add_parser("list", help="list a tenant's keys (never the secrets)")
+    listing.add_argument("--tenant", default=DEFAULT_TENANT)
+    revoke = keys_sub.add_parser("revoke", help="revoke a key by id")
+    revoke.add_argument("--tenant", default=DEFAULT_TENANT)
+    revoke.add_argument("key_id")
+    keys.set_defaults(func=cmd_keys)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.home:
+        os.environ["MNEME_HOME"] = args.home
+        bootstrap.reset()
+    try:
+        return int(args.func(args))
+    except MnemeError as e:
+        print(f"error: {e.code}: {e.message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""Request and response bodies of the HTTP API. Unknown fields are refused."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from mneme.models import Role
+
+Path_ = Annotated[str, StringConstraints(min_length=4, max_length=600)]
+Key = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+ShortList = Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=128)]], Field(max_length=32)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RetrieveRequest(Strict):
+    path: Path_
+
+
+class CreateScopeRequest(Strict):
+    path: Path_
+    parents: bool = False
+
+
+class RenameScopeRequest(Strict):
+    path: Path_
+    new_path: Path_
+
+
+class LayersRequest(Strict):
+    layers: dict[int, Annotated[str, StringConstraints(min_length=1, max_length=63)]] = Field(max_length=8)
+
+
+class MemoryFields(Strict):
+    summary: Annotated[str, StringConstraints(max_length=1024)] | None = None
+    tags: ShortList | None = None
+    triggers: ShortList | None = None
+    confidence: Annotated[float, Field(ge=0, le=1)] | None = None
+    valid_until: datetime | None = None
+    review_due: datetime | None = None
+    depends_on: ShortList | None = None
+
+
+class CreateMemoryRequest(MemoryFields):
+    key: Key
+    body: Annotated[str, StringConstraints(min_length=1, max_length=16 * 1024)]
+    scope: Path_ | None = None
+    tag: Annotated[str, StringConstraints(min_length=3, max_length=130)] | None = None
+
+
+class EditMemoryRequest(MemoryFields):
+    body: Annotated[str, StringConstraints(min_length=1, max_length=16 * 1024)] | None = None
+    version: Annotated[int, Field(ge=1)] | None = None
+
+
+class CreateKeyRequest(Strict):
+    principal: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    roles: Annotated[list[Role], Field(min_length=1, max_length=4)]
+
+
+class MemoryView(BaseModel):
+    memory_id: str
+    kind: str
+    target: str
+    key: str
+    status: str
+    version: int
+    author: str
+    created_at: datetime
+    updated_at: datetime

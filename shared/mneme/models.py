@@ -1,0 +1,101 @@
+"""Records as the domain sees them. Stores persist them; services build them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Role(StrEnum):
+    reader = "reader"
+    writer = "writer"
+    approver = "approver"
+    admin = "admin"
+
+
+ROLE_RANK = {Role.reader: 0, Role.writer: 1, Role.approver: 2, Role.admin: 3}
+
+
+class Principal(BaseModel):
+    """Who is calling: resolved from the credential, never from a request body."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant: str
+    principal: str
+    roles: frozenset[Role]
+
+    def has(self, role: Role) -> bool:
+        """Roles are cumulative: admin implies approver implies writer implies reader."""
+        return any(ROLE_RANK[held] >= ROLE_RANK[role] for held in self.roles)
+
+
+class ApiKey(BaseModel):
+    key_hash: str
+    key_id: str
+    tenant: str
+    principal: str
+    roles: list[Role]
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+
+class Scope(BaseModel):
+    """A node of a tenant's tree. Its path is derived from parent links, so renames touch one record."""
+
+    tenant: str
+    scope_id: str
+    parent_id: str | None
+    segment: str
+    depth: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class ResolvedScope(BaseModel):
+    """A scope with its canonical path and its ancestors, root first, itself last."""
+
+    scope: Scope
+    path: str
+    chain: list[Scope]
+    via_alias: bool = False
+
+
+MemoryStatus = Literal["pending", "published", "archived"]
+MemoryKind = Literal["scoped", "tagged"]
+
+
+class Memory(BaseModel):
+    """Curated guidance. Scoped memories attach to `scope_id`; tagged ones to `layer` (and `value`).
+
+    `value is None` on a tagged memory means layer-wide.
+    """
+
+    tenant: str
+    memory_id: str
+    kind: MemoryKind
+    key: str
+    body: str
+    status: MemoryStatus
+    version: int = 1
+    author: str
+    created_at: datetime
+    updated_at: datetime
+    scope_id: str | None = None
+    layer: str | None = None
+    value: str | None = None
+    summary: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    triggers: list[str] = Field(default_factory=list)
+    confidence: float | None = None
+    valid_until: datetime | None = None
+    review_due: datetime | None = None
+    depends_on: list[str] = Field(default_factory=list)
+
+    def uniqueness_key(self) -> str:
+        if self.kind == "scoped":
+            return f"scoped#{self.scope_id}#{self.key}"
+        return f"tagged#{self.layer}#{self.value or '*'}#{self.key}"

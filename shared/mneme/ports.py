@@ -1,0 +1,139 @@
+"""The ports the domain talks to. Adapters live in `mneme.adapters`; `mneme.bootstrap` picks them.
+
+Every method takes the tenant explicitly and every key an adapter writes starts with it:
+isolation is part of the key, not a filter a caller can forget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mneme.models import ApiKey, Memory, Scope
+from mneme.search_models import Hit, IndexDocument, SearchFilter
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """Timezone-aware UTC now."""
+        ...
+
+
+class RecordStore(Protocol):
+    """Source of truth for scopes, aliases, layers, memories and API keys.
+
+    Errors: uniqueness or optimistic-concurrency violations raise `mneme.errors.Conflict`;
+    vendor failures are translated to `StoreUnavailable`. Reads of absent records return None.
+    """
+
+    # -- scopes ---------------------------------------------------------------------------
+    def get_scope(self, tenant: str, scope_id: str) -> Scope | None: ...
+
+    def find_child(self, tenant: str, parent_id: str | None, segment: str) -> Scope | None:
+        """The live scope named `segment` under `parent_id` (None for the tenant's root)."""
+        ...
+
+    def find_alias(self, tenant: str, parent_id: str, segment: str) -> str | None:
+        """scope_id that the old name `segment` under `parent_id` now resolves to, if any."""
+        ...
+
+    def list_children(self, tenant: str, parent_id: str) -> list[Scope]:
+        """Children of a scope, ordered by segment."""
+        ...
+
+    def create_scope(self, scope: Scope) -> None:
+        """Create atomically; Conflict if the (parent, segment) slot holds a scope or an alias."""
+        ...
+
+    def rename_scope(self, tenant: str, scope_id: str, new_segment: str, now: datetime) -> Scope:
+        """Atomically change a scope's segment and leave (parent, old segment) as an alias.
+
+        Conflict if the new slot holds another scope or another scope's alias. An alias the
+        scope itself left earlier under the new name is consumed (renaming back is allowed).
+        """
+        ...
+
+    def get_layers(self, tenant: str) -> dict[int, str]: ...
+
+    def put_layers(self, tenant: str, layers: dict[int, str]) -> None: ...
+
+    # -- memories -------------------------------------------------------------------------
+    def create_memory(self, memory: Memory) -> None:
+        """Conflict if a non-archived memory with the same uniqueness key exists."""
+        ...
+
+    def update_memory(self, memory: Memory, expected_version: int) -> None:
+        """Replace the record if its stored version equals `expected_version`, else Conflict.
+
+        Archiving (status `archived`) frees the memory's uniqueness key.
+        """
+        ...
+
+    def get_memory(self, tenant: str, memory_id: str) -> Memory | None: ...
+
+    def list_scoped_memories(self, tenant: str, scope_id: str) -> list[Memory]:
+        """Non-archived scoped memories of one scope, ordered by key then memory_id."""
+        ...
+
+    def list_tagged_memories(self, tenant: str, layer: str, value: str | None) -> list[Memory]:
+        """Non-archived tagged memories of a layer; value None selects the layer-wide ones.
+
+        Ordered by key then memory_id.
+        """
+        ...
+
+    # -- API keys (looked up before the tenant is known, so keyed by hash) ------------------
+    def put_api_key(self, key: ApiKey) -> None: ...
+
+    def get_api_key(self, key_hash: str) -> ApiKey | None: ...
+
+    def list_api_keys(self, tenant: str) -> list[ApiKey]: ...
+
+    def revoke_api_key(self, tenant: str, key_id: str, now: datetime) -> bool:
+        """Mark revoked; False if no such key in this tenant."""
+        ...
+
+
+class Embedder(Protocol):
+    """Text to vectors: float32, L2-normalised, shape (len(texts), dimension).
+
+    `model_id` names the model and its dimension (e.g. `all-MiniLM-L6-v2@384`); a vector is
+    only ever compared with vectors carrying the same `model_id`.
+    """
+
+    model_id: str
+    dimension: int
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]: ...
+
+
+class SearchIndex(Protocol):
+    """Derived, rebuildable search over episodes, facts and memories.
+
+    Documents are keyed by (tenant, doc_id); `upsert` is idempotent. Every query is filtered by
+    tenant and subtree (`SearchFilter.ancestor_id` must be in the document's `ancestor_ids`)
+    *inside* the search, so a small subtree still gets its true top-k. Results are ordered by
+    score, highest first; ties broken by doc_id ascending.
+    """
+
+    def upsert(self, docs: Sequence[IndexDocument]) -> None:
+        """Read-after-write: a document is searchable when this returns."""
+        ...
+
+    def delete(self, tenant: str, doc_ids: Sequence[str]) -> None: ...
+
+    def search_text(self, flt: SearchFilter, query: str, k: int) -> list[Hit]:
+        """BM25 over `text`; scores are positive, larger is better."""
+        ...
+
+    def search_vector(self, flt: SearchFilter, vector: NDArray[np.float32], model_id: str, k: int) -> list[Hit]:
+        """Cosine similarity in [-1, 1] against documents embedded by `model_id` only."""
+        ...
+
+    def clear_tenant(self, tenant: str) -> None:
+        """Drop every document of a tenant (before a rebuild)."""
+        ...

@@ -1,0 +1,63 @@
+"""API keys: random, shown once, stored as a SHA-256 hash; each names tenant, principal and roles."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+
+from mneme.errors import Forbidden, InvalidInput, NotFound, Unauthorized
+from mneme.models import ApiKey, Principal, Role
+from mneme.ports import Clock, RecordStore
+
+KEY_PREFIX = "mnk_"
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}")
+
+
+def hash_key(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _name(value: str, field: str) -> str:
+    if not NAME_RE.fullmatch(value):
+        raise InvalidInput(f"invalid {field} {value!r}: 1-128 of A-Z a-z 0-9 . _ @ -", code=f"invalid_{field}")
+    return value
+
+
+@dataclass
+class KeyService:
+    store: RecordStore
+    clock: Clock
+
+    def create(self, tenant: str, principal: str, roles: list[Role] | list[str]) -> tuple[str, ApiKey]:
+        """Returns (secret, record). The secret is never stored and cannot be shown again."""
+        if not roles:
+            raise InvalidInput("a key needs at least one role", code="invalid_roles")
+        try:
+            parsed = sorted({Role(role) for role in roles}, key=list(Role).index)
+        except ValueError as e:
+            raise InvalidInput(f"roles must be among {[r.value for r in Role]}", code="invalid_roles") from e
+        secret = KEY_PREFIX + secrets.token_urlsafe(32)
+        record = ApiKey(key_hash=hash_key(secret), key_id=secrets.token_hex(8), tenant=_name(tenant, "tenant"),
+                        principal=_name(principal, "principal"), roles=parsed, created_at=self.clock.now())  # fmt: skip
+        self.store.put_api_key(record)
+        return secret, record
+
+    def authenticate(self, secret: str | None) -> Principal:
+        """Unauthorized for a missing or unknown key, Forbidden for a revoked one."""
+        if not secret:
+            raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'")
+        record = self.store.get_api_key(hash_key(secret))
+        if record is None:
+            raise Unauthorized("unknown API key")
+        if record.revoked_at is not None:
+            raise Forbidden("this API key was revoked", code="key_revoked")
+        return Principal(tenant=record.tenant, principal=record.principal, roles=frozenset(record.roles))
+
+    def list(self, tenant: str) -> list[ApiKey]:
+        return self.store.list_api_keys(tenant)
+
+    def revoke(self, tenant: str, key_id: str) -> None:
+        if not self.store.revoke_api_key(tenant, key_id, self.clock.now()):
+            raise NotFound(f"key {key_id} does not exist", code="key_not_found")

@@ -1,0 +1,133 @@
+"""Curated memories: create, edit and archive, with the status model pending → published → archived."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from mneme import paths
+from mneme.errors import Conflict, Forbidden, InvalidInput, MemoryNotFound
+from mneme.models import Memory, Principal, Role
+from mneme.ports import Clock, RecordStore
+from mneme.services.scopes import ScopeService
+
+KEY_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
+MAX_BODY_BYTES = 16 * 1024
+EDITABLE = ("body", "summary", "tags", "triggers", "confidence", "valid_until", "review_due", "depends_on")
+
+
+def validate_key(key: str, *, field: str = "key") -> str:
+    if not KEY_RE.fullmatch(key):
+        raise InvalidInput(
+            f"invalid {field} {key!r}: 1-128 characters of a-z, 0-9, '.', '_' and '-', "
+            "starting with a letter or digit",
+            code="invalid_key",
+        )
+    return key
+
+
+def parse_tag(tag: str) -> tuple[str, str | None]:
+    """`layer=value` targets one value of a layer; `layer=*` is layer-wide."""
+    layer, sep, value = tag.partition("=")
+    if not sep:
+        raise InvalidInput(f"invalid tag {tag!r}: write 'layer=value' or 'layer=*'", code="invalid_tag")
+    paths.validate_segment(layer, field="tag layer")
+    if value == "*":
+        return layer, None
+    return layer, paths.validate_segment(value, field="tag value")
+
+
+def tag_label(memory: Memory) -> str:
+    return f"{memory.layer}={memory.value or '*'}"
+
+
+def _check_fields(fields: dict[str, Any]) -> None:
+    body = fields.get("body")
+    if body is not None:
+        if not body.strip():
+            raise InvalidInput("body must not be empty", code="invalid_body")
+        if len(body.encode()) > MAX_BODY_BYTES:
+            raise InvalidInput(f"body exceeds {MAX_BODY_BYTES} bytes", code="body_too_large")
+    for dependency in fields.get("depends_on") or []:
+        validate_key(dependency, field="depends_on key")
+
+
+@dataclass
+class MemoryService:
+    store: RecordStore
+    clock: Clock
+    scopes: ScopeService
+
+    def create(self, caller: Principal, *, key: str, body: str, scope: str | None = None,
+               tag: str | None = None, **fields: Any) -> tuple[Memory, str]:  # fmt: skip
+        """Create a scoped (`scope`) or tagged (`tag`) memory. Returns it with its target label."""
+        validate_key(key)
+        _check_fields({"body": body, **fields})
+        if (scope is None) == (tag is None):
+            raise InvalidInput("give exactly one of 'scope' (a path) or 'tag' ('layer=value' or 'layer=*')",
+                               code="invalid_target")  # fmt: skip
+        now = self.clock.now()
+        target: dict[str, Any]
+        if scope is not None:
+            resolved = self.scopes.resolve(caller.tenant, scope)
+            target, label = {"kind": "scoped", "scope_id": resolved.scope.scope_id}, resolved.path
+        else:
+            assert tag is not None
+            layer, value = parse_tag(tag)
+            if layer not in self.store.get_layers(caller.tenant).values():
+                raise InvalidInput(f"unknown layer {layer!r}: define it with PUT /v1/layers first",
+                                   code="unknown_layer")  # fmt: skip
+            target, label = {"kind": "tagged", "layer": layer, "value": value}, f"{layer}={value or '*'}"
+        status = "published" if caller.has(Role.approver) else "pending"
+        memory = Memory(tenant=caller.tenant, memory_id=str(uuid.uuid4()), key=key, body=body, status=status,
+                        author=caller.principal, created_at=now, updated_at=now, **target, **fields)  # fmt: skip
+        self.store.create_memory(memory)
+        return memory, label
+
+    def get(self, caller: Principal, memory_id: str) -> Memory:
+        memory = self.store.get_memory(caller.tenant, memory_id)
+        if memory is None or (memory.status == "pending" and memory.author != caller.principal
+                              and not caller.has(Role.approver)):  # fmt: skip
+            raise MemoryNotFound(f"memory {memory_id} does not exist", details={"memory_id": memory_id})
+        return memory
+
+    def _writable(self, caller: Principal, memory_id: str) -> Memory:
+        memory = self.get(caller, memory_id)
+        if memory.status == "archived":
+            raise Conflict(f"memory {memory_id} is archived", code="memory_archived")
+        if not caller.has(Role.approver) and not (memory.status == "pending" and memory.author == caller.principal):
+            raise Forbidden("only an approver can change published memories or other authors' work")
+        return memory
+
+    def edit(self, caller: Principal, memory_id: str, *, version: int | None = None, **changes: Any) -> Memory:
+        """Apply field changes; `version`, when given, must match the stored version (else 409)."""
+        unknown = set(changes) - set(EDITABLE)
+        if unknown:
+            raise InvalidInput(f"fields not editable: {sorted(unknown)}", code="invalid_fields")
+        _check_fields(changes)
+        memory = self._writable(caller, memory_id)
+        if version is not None and version != memory.version:
+            raise Conflict(f"memory {memory_id} is at version {memory.version}, not {version}",
+                           code="version_conflict", details={"current_version": memory.version})  # fmt: skip
+        updated = memory.model_copy(
+            update={**changes, "version": memory.version + 1, "updated_at": self.clock.now()}
+        )
+        self.store.update_memory(Memory.model_validate(updated.model_dump()), memory.version)
+        return updated
+
+    def archive(self, caller: Principal, memory_id: str) -> Memory:
+        memory = self._writable(caller, memory_id)
+        archived = memory.model_copy(
+            update={"status": "archived", "version": memory.version + 1, "updated_at": self.clock.now()}
+        )
+        self.store.update_memory(archived, memory.version)
+        return archived
+
+    def visible_to(self, caller: Principal, memories: list[Memory], now: datetime) -> list[Memory]:
+        """Published memories plus the caller's own pending work; expired ones are left out."""
+        return [m for m in memories
+                if (m.status == "published" or (m.status == "pending" and m.author == caller.principal))
+                and (m.valid_until is None or m.valid_until > now)]  # fmt: skip
