@@ -1,15 +1,18 @@
 """One resolver factory and one error mapping for every function.
 
-The middleware enforces the route table: body size, authentication context and role.
+The route table is enforced (body size, authentication context and role) before Powertools parses
+and validates the body: its validation middleware always runs ahead of user middlewares, so the
+check lives in `MnemeResolver.resolve`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
@@ -18,7 +21,7 @@ from mneme.errors import (
     Forbidden, InvalidInput, MethodNotAllowed, MnemeError, NotFound, PayloadTooLarge, Unauthorized,
 )
 from mneme.models import Principal, Role
-from mneme.observability import logger
+from mneme.observability import logger, metrics
 
 MAX_BODY_BYTES = 64 * 1024
 
@@ -41,19 +44,46 @@ def _validation_details(error: RequestValidationError) -> list[dict[str, Any]]:
              "type": item.get("type", "")} for item in error.errors()]  # fmt: skip
 
 
+def admit(event: Mapping[str, Any], max_body: int = MAX_BODY_BYTES) -> Principal | None:
+    """Enforce the route table on a raw event: body size, then credentials and role.
+
+    Returns the caller (None on an open route) or raises PayloadTooLarge, Unauthorized, Forbidden.
+    """
+    body = event.get("body") or ""
+    if len(body.encode(errors="surrogatepass")) > max_body:
+        raise PayloadTooLarge(f"request body exceeds {max_body} bytes", details={"limit": max_body})
+    found = routes.match(str(event.get("httpMethod") or ""), str(event.get("path") or ""))
+    if found is None or found[0].role is None:
+        return None
+    caller = principal_from_event(dict(event))
+    if not caller.has(found[0].role):
+        raise Forbidden(f"this route needs the {found[0].role.value!r} role")
+    return caller
+
+
+class MnemeResolver(APIGatewayRestResolver):
+    """Refuses an oversize body or a missing role before the body is parsed or validated."""
+
+    def __init__(self, max_body: int = MAX_BODY_BYTES) -> None:
+        super().__init__(enable_validation=True)
+        self.max_body = max_body
+
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            admit(event, self.max_body)
+        except MnemeError as error:
+            logger.info("request refused", extra={"code": error.code, "status": error.status})
+            return {"statusCode": error.status, "multiValueHeaders": {"Content-Type": ["application/json"]},
+                    "body": json.dumps(error.to_body()), "isBase64Encoded": False}  # fmt: skip
+        return super().resolve(event, context)
+
+
 def build_resolver(max_body: int = MAX_BODY_BYTES) -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver(enable_validation=True)
+    app = MnemeResolver(max_body)
 
     def enforce_route(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
-        event = app.current_event
-        found = routes.match(event.http_method, event.path)
-        body = event.body or ""
-        if len(body.encode()) > max_body:
-            raise PayloadTooLarge(f"request body exceeds {max_body} bytes")
-        if found and found[0].role is not None:
-            caller = principal_from_event(event.raw_event)
-            if not caller.has(found[0].role):
-                raise Forbidden(f"this route needs the {found[0].role.value!r} role")
+        caller = admit(app.current_event.raw_event, max_body)  # already admitted; this sets the context
+        if caller is not None:
             app.append_context(caller=caller)
             logger.append_keys(tenant=caller.tenant, principal=caller.principal)
         return next_middleware(app)

@@ -1,0 +1,61 @@
+# Mneme: every command a developer or CI needs. `make help` lists them.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export POWERTOOLS_TRACE_DISABLED := true
+export POWERTOOLS_METRICS_DISABLED := true
+
+.PHONY: help install serve test unit contract integration infra lint typecheck check synth bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[local,dev,infra]'
+	touch $(STAMP)
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+install: $(STAMP)  ## create .venv with every dependency
+
+serve: $(STAMP)  ## start Mneme locally on the embedded engine (http://127.0.0.1:8080)
+	$(BIN)/mneme serve
+
+test: $(STAMP) node_modules/.installed  ## run every test tier: unit, contract, integration, infra
+	$(BIN)/pytest tests
+
+unit: $(STAMP)  ## unit tests only (no network, no moto)
+	$(BIN)/pytest tests/unit
+
+contract: $(STAMP)  ## the port contract suites on every adapter that runs here
+	$(BIN)/pytest tests/contract
+
+integration: $(STAMP)  ## handlers, moto and the local server over loopback
+	$(BIN)/pytest tests/integration
+
+infra: $(STAMP) node_modules/.installed  ## CDK synth tests
+	$(BIN)/pytest tests/infra
+
+lint: $(STAMP)  ## ruff lint and format check
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)  ## mypy on the domain package
+	$(BIN)/mypy
+
+check: lint typecheck test  ## everything CI runs
+
+synth: $(STAMP) node_modules/.installed  ## synthesize the CDK app offline, then cfn-lint it
+	bash infra/synth.sh
+
+bench: $(STAMP)  ## print the benchmark figures
+	$(BIN)/python bench/retrieve.py
+
+clean:  ## remove local build output (not .mneme data)
+	rm -rf cdk.out infra/cdk.out .pytest_cache .mypy_cache .ruff_cache

