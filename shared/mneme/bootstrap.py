@@ -6,12 +6,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 
-from mneme.ports import Clock, RecordStore
+from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
+from mneme.services.indexing import Indexer
 from mneme.services.keys import KeyService
 from mneme.services.memories import MemoryService
+from mneme.services.recall import RecallService
+from mneme.services.remember import RememberService
 from mneme.services.retrieval import RetrievalService
 from mneme.services.scopes import ScopeService
-from mneme.settings import DynamoStore, Settings, get_settings
+from mneme.settings import BedrockEmbedderSettings, DynamoStore, OpenSearchIndex, Settings, get_settings
 
 
 class SystemClock:
@@ -23,10 +26,15 @@ class SystemClock:
 class Services:
     store: RecordStore
     clock: Clock
+    embedder: Embedder
+    index: SearchIndex
     scopes: ScopeService
     memories: MemoryService
     retrieval: RetrievalService
     keys: KeyService
+    indexer: Indexer
+    remember: RememberService
+    recall: RecallService
 
 
 def build_store(settings: Settings) -> RecordStore:
@@ -39,16 +47,44 @@ def build_store(settings: Settings) -> RecordStore:
     return SqliteRecordStore(settings.sqlite_path)
 
 
-def build(settings: Settings | None = None, *, store: RecordStore | None = None,
-          clock: Clock | None = None) -> Services:  # fmt: skip
-    """Wire the services. Tests pass `store`/`clock` fakes; everything else comes from settings."""
+def build_embedder(settings: Settings) -> Embedder:
+    if isinstance(settings.embedder, BedrockEmbedderSettings):
+        from mneme.adapters.embedders import BedrockEmbedder
+
+        return BedrockEmbedder(bedrock_model_id=settings.embedder.model_id,
+                               dimensions=settings.embedder.dimensions, region_name=settings.embedder.region)  # fmt: skip
+    from mneme.adapters.embedders import LocalEmbedder
+
+    return LocalEmbedder(intra_op_num_threads=settings.embedder.threads)
+
+
+def build_index(settings: Settings) -> SearchIndex:
+    if isinstance(settings.index, OpenSearchIndex):
+        from mneme.adapters.opensearch_index import OpenSearchIndex as OpenSearchAdapter
+
+        return OpenSearchAdapter.from_settings(settings.index)
+    from mneme.adapters.sqlite_index import SqliteSearchIndex
+
+    return SqliteSearchIndex(settings.index_path)
+
+
+def build(settings: Settings | None = None, *, store: RecordStore | None = None, clock: Clock | None = None,
+          embedder: Embedder | None = None, index: SearchIndex | None = None) -> Services:  # fmt: skip
+    """Wire the services. Tests pass fakes for any port; the rest comes from settings."""
     settings = settings or get_settings()
     store = store or build_store(settings)
     clock = clock or SystemClock()
+    embedder = embedder or build_embedder(settings)
+    index = index or build_index(settings)
     scopes = ScopeService(store, clock)
-    memories = MemoryService(store, clock, scopes)
-    return Services(store=store, clock=clock, scopes=scopes, memories=memories,
-                    retrieval=RetrievalService(store, clock, scopes, memories), keys=KeyService(store, clock))  # fmt: skip
+    indexer = Indexer(store, scopes, embedder, index)
+    memories = MemoryService(store, clock, scopes, on_change=indexer.on_memory_change)
+    return Services(
+        store=store, clock=clock, embedder=embedder, index=index, scopes=scopes, memories=memories,
+        retrieval=RetrievalService(store, clock, scopes, memories), keys=KeyService(store, clock), indexer=indexer,
+        remember=RememberService(store, clock, scopes, embedder, indexer),
+        recall=RecallService(store, clock, scopes, embedder, index),
+    )  # fmt: skip
 
 
 @cache

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -99,3 +99,27 @@ class Memory(BaseModel):
         if self.kind == "scoped":
             return f"scoped#{self.scope_id}#{self.key}"
         return f"tagged#{self.layer}#{self.value or '*'}#{self.key}"
+
+
+Tier = Literal["raw", "daily", "weekly", "monthly", "quarterly", "yearly"]
+TIERS: tuple[str, ...] = ("raw", "daily", "weekly", "monthly", "quarterly", "yearly")
+
+
+class Episode(BaseModel):
+    """A raw observation. Immutable once written; its id derives from its idempotency key."""
+
+    tenant: str
+    episode_id: str
+    scope_id: str
+    content: str
+    content_hash: str
+    occurred_at: datetime
+    created_at: datetime
+    author: str
+    session_id: str | None = None
+    tier: Tier = "raw"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    format: Literal["text", "sttp"] = "text"
+    model_id: str | None = None
+    vector: list[float] | None = None
+    indexed: bool = False

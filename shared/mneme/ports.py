@@ -6,14 +6,14 @@ isolation is part of the key, not a filter a caller can forget.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mneme.models import ApiKey, Memory, Scope
+from mneme.models import ApiKey, Episode, Memory, Scope
 from mneme.search_models import Hit, IndexDocument, SearchFilter
 
 
@@ -85,6 +85,37 @@ class RecordStore(Protocol):
         Ordered by key then memory_id.
         """
         ...
+
+    # -- episodes -------------------------------------------------------------------------
+    def put_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
+        """Write, atomically, every episode whose id is new; return the stored record for each.
+
+        Ids derive from idempotency keys, so a retried batch returns the first records and writes
+        nothing. An existing id whose `content_hash` differs is a Conflict (a reused key).
+        """
+        ...
+
+    def get_episodes(self, tenant: str, episode_ids: Sequence[str]) -> dict[str, Episode]: ...
+
+    def mark_indexed(self, tenant: str, episode_ids: Sequence[str]) -> None: ...
+
+    def list_unindexed(self, limit: int) -> list[Episode]:
+        """Episodes of any tenant stored but not yet confirmed in the index, oldest first."""
+        ...
+
+    def iter_episodes(self, tenant: str, batch: int = 500) -> Iterator[list[Episode]]:
+        """Every episode of a tenant, in pages (for rebuilding the index)."""
+        ...
+
+    def list_memories(self, tenant: str) -> list[Memory]:
+        """Every non-archived memory of a tenant (for rebuilding the index)."""
+        ...
+
+    def get_delivered(self, tenant: str, principal: str, session_id: str) -> set[str]:
+        """Ids whose bodies a recall already delivered in this session (session delta)."""
+        ...
+
+    def add_delivered(self, tenant: str, principal: str, session_id: str, ids: Sequence[str]) -> None: ...
 
     # -- API keys (looked up before the tenant is known, so keyed by hash) ------------------
     def put_api_key(self, key: ApiKey) -> None: ...

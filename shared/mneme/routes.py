@@ -29,6 +29,8 @@ R, W, A, ADMIN = Role.reader, Role.writer, Role.approver, Role.admin
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/health", "retrieve", None),
     Route("POST", "/v1/retrieve", "retrieve", R),
+    Route("POST", "/v1/remember", "remember", W),
+    Route("POST", "/v1/recall", "recall", R),
     Route("GET", "/v1/scopes", "curate", R),
     Route("POST", "/v1/scopes", "curate", ADMIN),
     Route("POST", "/v1/scopes/rename", "curate", ADMIN),

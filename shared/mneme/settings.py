@@ -20,15 +20,47 @@ class DynamoStore(BaseModel):
     region: str | None = None
 
 
+class LocalEmbedderSettings(BaseModel):
+    kind: Literal["local"] = "local"
+    threads: int = 1
+
+
+class BedrockEmbedderSettings(BaseModel):
+    kind: Literal["bedrock"]
+    model_id: str = "amazon.titan-embed-text-v2:0"
+    dimensions: Literal[256, 512, 1024] = 1024
+    region: str | None = None
+
+
+class SqliteIndex(BaseModel):
+    kind: Literal["sqlite"] = "sqlite"
+
+
+class OpenSearchIndex(BaseModel):
+    kind: Literal["opensearch"]
+    endpoint: str
+    index_name: str = "mneme"
+    region: str | None = None
+    service: Literal["aoss", "es"] = "aoss"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MNEME_", env_nested_delimiter="__", extra="ignore")
 
     home: Path = Path(".mneme")
     store: Annotated[SqliteStore | DynamoStore, Field(discriminator="kind")] = SqliteStore()
+    embedder: Annotated[LocalEmbedderSettings | BedrockEmbedderSettings, Field(discriminator="kind")] = (
+        LocalEmbedderSettings()
+    )
+    index: Annotated[SqliteIndex | OpenSearchIndex, Field(discriminator="kind")] = SqliteIndex()
 
     @property
     def sqlite_path(self) -> Path:
         return self.home / "mneme.db"
+
+    @property
+    def index_path(self) -> Path:
+        return self.home / "index.db"
 
 
 @cache

@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
 from mneme.errors import Conflict
-from mneme.models import ApiKey, Memory, Scope
+from mneme.models import ApiKey, Episode, Memory, Scope
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scopes (
@@ -32,6 +32,14 @@ CREATE TABLE IF NOT EXISTS memories (
 CREATE UNIQUE INDEX IF NOT EXISTS memories_uniq ON memories (tenant, uniq) WHERE uniq IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_scope ON memories (tenant, scope_id, key);
 CREATE INDEX IF NOT EXISTS memories_layer ON memories (tenant, layer, value, key);
+CREATE TABLE IF NOT EXISTS episodes (
+    tenant TEXT NOT NULL, episode_id TEXT NOT NULL, seq INTEGER NOT NULL, indexed INTEGER NOT NULL,
+    doc TEXT NOT NULL, PRIMARY KEY (tenant, episode_id));
+CREATE INDEX IF NOT EXISTS episodes_seq ON episodes (tenant, seq);
+CREATE INDEX IF NOT EXISTS episodes_unindexed ON episodes (seq) WHERE indexed = 0;
+CREATE TABLE IF NOT EXISTS delivered (
+    tenant TEXT NOT NULL, principal TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL,
+    PRIMARY KEY (tenant, principal, session_id, id));
 CREATE TABLE IF NOT EXISTS api_keys (
     key_hash TEXT PRIMARY KEY, tenant TEXT NOT NULL, key_id TEXT NOT NULL, doc TEXT NOT NULL);
 CREATE UNIQUE INDEX IF NOT EXISTS api_keys_tenant ON api_keys (tenant, key_id);
@@ -216,6 +224,92 @@ class SqliteRecordStore:
             value,
         )
         return [Memory.model_validate_json(row[0]) for row in rows]
+
+    # -- episodes -------------------------------------------------------------------------
+    def put_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
+        stored: list[Episode] = []
+        with self._tx() as conn:
+            seq = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM episodes").fetchone()[0]
+            for episode in episodes:
+                row = conn.execute(
+                    "SELECT doc FROM episodes WHERE tenant=? AND episode_id=?", (episode.tenant, episode.episode_id)
+                ).fetchone()
+                if row is not None:
+                    existing = Episode.model_validate_json(row[0])
+                    if existing.content_hash != episode.content_hash:
+                        raise Conflict(
+                            "this idempotency key was already used for different content",
+                            code="idempotency_key_reused",
+                            details={"episode_id": episode.episode_id},
+                        )
+                    stored.append(existing)
+                    continue
+                seq += 1
+                conn.execute(
+                    "INSERT INTO episodes VALUES (?,?,?,?,?)",
+                    (episode.tenant, episode.episode_id, seq, int(episode.indexed), episode.model_dump_json()),
+                )
+                stored.append(episode)
+        return stored
+
+    def get_episodes(self, tenant: str, episode_ids: Sequence[str]) -> dict[str, Episode]:
+        found: dict[str, Episode] = {}
+        ids = list(dict.fromkeys(episode_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for (doc,) in self._rows(
+                f"SELECT doc FROM episodes WHERE tenant=? AND episode_id IN ({marks})", tenant, *chunk
+            ):
+                episode = Episode.model_validate_json(doc)
+                found[episode.episode_id] = episode
+        return found
+
+    def mark_indexed(self, tenant: str, episode_ids: Sequence[str]) -> None:
+        with self._tx() as conn:
+            for episode_id in episode_ids:
+                row = conn.execute(
+                    "SELECT doc FROM episodes WHERE tenant=? AND episode_id=?", (tenant, episode_id)
+                ).fetchone()
+                if row is None:
+                    continue
+                doc = Episode.model_validate_json(row[0]).model_copy(update={"indexed": True}).model_dump_json()
+                conn.execute(
+                    "UPDATE episodes SET indexed=1, doc=? WHERE tenant=? AND episode_id=?", (doc, tenant, episode_id)
+                )
+
+    def list_unindexed(self, limit: int) -> list[Episode]:
+        rows = self._rows("SELECT doc FROM episodes WHERE indexed=0 ORDER BY seq LIMIT ?", limit)
+        return [Episode.model_validate_json(row[0]) for row in rows]
+
+    def iter_episodes(self, tenant: str, batch: int = 500) -> Iterator[list[Episode]]:
+        after = 0
+        while True:
+            rows = self._rows(
+                "SELECT seq, doc FROM episodes WHERE tenant=? AND seq>? ORDER BY seq LIMIT ?", tenant, after, batch
+            )
+            if not rows:
+                return
+            after = rows[-1][0]
+            yield [Episode.model_validate_json(doc) for _, doc in rows]
+
+    def list_memories(self, tenant: str) -> list[Memory]:
+        rows = self._rows(
+            "SELECT doc FROM memories WHERE tenant=? AND status!='archived' ORDER BY memory_id", tenant
+        )
+        return [Memory.model_validate_json(row[0]) for row in rows]
+
+    def get_delivered(self, tenant: str, principal: str, session_id: str) -> set[str]:
+        rows = self._rows(
+            "SELECT id FROM delivered WHERE tenant=? AND principal=? AND session_id=?", tenant, principal, session_id
+        )
+        return {row[0] for row in rows}
+
+    def add_delivered(self, tenant: str, principal: str, session_id: str, ids: Sequence[str]) -> None:
+        with self._tx() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO delivered VALUES (?,?,?,?)", [(tenant, principal, session_id, i) for i in ids]
+            )
 
     # -- API keys -------------------------------------------------------------------------
     def put_api_key(self, key: ApiKey) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
 
 from mneme.models import Role
+from mneme.services.remember import RememberItem
 
 Path_ = Annotated[str, StringConstraints(min_length=4, max_length=600)]
 Key = Annotated[str, StringConstraints(min_length=1, max_length=128)]
@@ -41,8 +42,9 @@ class MemoryFields(Strict):
     tags: ShortList | None = None
     triggers: ShortList | None = None
     confidence: Annotated[float, Field(ge=0, le=1)] | None = None
-    valid_until: datetime | None = None
-    review_due: datetime | None = None
+    # With a timezone: a naive time cannot be compared with the clock (it used to fail retrieve with a 500).
+    valid_until: AwareDatetime | None = None
+    review_due: AwareDatetime | None = None
     depends_on: ShortList | None = None
 
 
@@ -56,6 +58,10 @@ class CreateMemoryRequest(MemoryFields):
 class EditMemoryRequest(MemoryFields):
     body: Annotated[str, StringConstraints(min_length=1, max_length=16 * 1024)] | None = None
     version: Annotated[int, Field(ge=1)] | None = None
+
+
+class NoBody(Strict):
+    """The body of a route that takes none: absent or `{}`; any field (e.g. `tenant`) is refused."""
 
 
 class CreateKeyRequest(Strict):
@@ -73,3 +79,7 @@ class MemoryView(BaseModel):
     author: str
     created_at: datetime
     updated_at: datetime
+
+
+class RememberBatch(Strict):
+    items: Annotated[list[RememberItem], Field(min_length=1, max_length=100)]

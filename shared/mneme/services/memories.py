@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,6 +18,7 @@ from mneme.services.scopes import ScopeService
 KEY_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
 MAX_BODY_BYTES = 16 * 1024
 EDITABLE = ("body", "summary", "tags", "triggers", "confidence", "valid_until", "review_due", "depends_on")
+NOT_NULL = ("body", "tags", "triggers", "depends_on")
 
 
 def validate_key(key: str, *, field: str = "key") -> str:
@@ -60,6 +62,12 @@ class MemoryService:
     store: RecordStore
     clock: Clock
     scopes: ScopeService
+    on_change: Callable[[Memory], None] | None = None
+
+    def _changed(self, memory: Memory) -> Memory:
+        if self.on_change is not None:
+            self.on_change(memory)
+        return memory
 
     def create(self, caller: Principal, *, key: str, body: str, scope: str | None = None,
                tag: str | None = None, **fields: Any) -> tuple[Memory, str]:  # fmt: skip
@@ -85,7 +93,7 @@ class MemoryService:
         memory = Memory(tenant=caller.tenant, memory_id=str(uuid.uuid4()), key=key, body=body, status=status,
                         author=caller.principal, created_at=now, updated_at=now, **target, **fields)  # fmt: skip
         self.store.create_memory(memory)
-        return memory, label
+        return self._changed(memory), label
 
     def get(self, caller: Principal, memory_id: str) -> Memory:
         memory = self.store.get_memory(caller.tenant, memory_id)
@@ -107,6 +115,9 @@ class MemoryService:
         unknown = set(changes) - set(EDITABLE)
         if unknown:
             raise InvalidInput(f"fields not editable: {sorted(unknown)}", code="invalid_fields")
+        nulled = sorted(field for field in NOT_NULL if field in changes and changes[field] is None)
+        if nulled:
+            raise InvalidInput(f"fields cannot be null: {nulled}", code="invalid_fields")
         _check_fields(changes)
         memory = self._writable(caller, memory_id)
         if version is not None and version != memory.version:
@@ -116,7 +127,7 @@ class MemoryService:
             update={**changes, "version": memory.version + 1, "updated_at": self.clock.now()}
         )
         self.store.update_memory(Memory.model_validate(updated.model_dump()), memory.version)
-        return updated
+        return self._changed(updated)
 
     def archive(self, caller: Principal, memory_id: str) -> Memory:
         memory = self._writable(caller, memory_id)
@@ -124,7 +135,7 @@ class MemoryService:
             update={"status": "archived", "version": memory.version + 1, "updated_at": self.clock.now()}
         )
         self.store.update_memory(archived, memory.version)
-        return archived
+        return self._changed(archived)
 
     def visible_to(self, caller: Principal, memories: list[Memory], now: datetime) -> list[Memory]:
         """Published memories plus the caller's own pending work; expired ones are left out."""

@@ -1,0 +1,21 @@
+"""recall: hybrid ranked search with explain and a context pack."""
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler.openapi.params import Body
+
+from mneme import bootstrap
+from mneme.http.api import build_resolver, caller
+from mneme.http.lambda_entry import lambda_handler
+from mneme.services.recall import RecallRequest
+
+app = build_resolver()
+
+
+@app.post("/v1/recall")
+def recall(request: Annotated[RecallRequest, Body()]) -> dict[str, Any]:
+    response = bootstrap.current().recall.recall(caller(app), request)
+    return response.model_dump(mode="json", exclude_none=True)
+
+
+handler = lambda_handler(app)

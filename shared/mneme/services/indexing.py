@@ -1,0 +1,128 @@
+"""Keeping the derived search index in step with the records.
+
+Records are written first; `Indexer` then upserts their documents. A failed index write leaves
+the episode marked unindexed, and `sweep` (run by the local server, `mneme reindex --pending`
+and the scheduled repair in AWS) retries it until it lands. `rebuild` recreates a tenant's
+index from records alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from mneme.errors import MnemeError
+from mneme.models import Episode, Memory
+from mneme.observability import logger
+from mneme.ports import Embedder, RecordStore, SearchIndex
+from mneme.search_models import IndexDocument
+from mneme.services.scopes import ScopeService
+
+
+def episode_text(episode: Episode) -> str:
+    """Content plus its date in words, so 'March 2026' or '2026-03-14' in a query can match."""
+    when = episode.occurred_at
+    return f"{episode.content}\n\n{when:%Y-%m-%d} {when:%A %d %B %Y}"
+
+
+def memory_text(memory: Memory) -> str:
+    parts = [memory.key.replace("-", " "), memory.summary or "", " ".join(memory.tags),
+             " ".join(memory.triggers), memory.body]  # fmt: skip
+    return "\n".join(part for part in parts if part)
+
+
+@dataclass
+class Indexer:
+    store: RecordStore
+    scopes: ScopeService
+    embedder: Embedder
+    index: SearchIndex
+
+    def _ancestors(self, tenant: str, scope_id: str) -> list[str]:
+        return [scope.scope_id for scope in self.scopes.chain_of(tenant, scope_id).chain]
+
+    def episode_documents(self, episodes: Sequence[Episode]) -> list[IndexDocument]:
+        stale = [e for e in episodes if e.vector is None or e.model_id != self.embedder.model_id]
+        fresh: dict[str, list[float]] = {}
+        if stale:
+            vectors = self.embedder.embed([e.content for e in stale])
+            fresh = {e.episode_id: v.tolist() for e, v in zip(stale, vectors, strict=True)}
+        ancestors: dict[str, list[str]] = {}
+        docs = []
+        for episode in episodes:
+            vector = fresh.get(episode.episode_id, episode.vector)
+            if episode.scope_id not in ancestors:
+                ancestors[episode.scope_id] = self._ancestors(episode.tenant, episode.scope_id)
+            docs.append(IndexDocument(
+                tenant=episode.tenant, doc_id=episode.episode_id, kind="episode", scope_id=episode.scope_id,
+                ancestor_ids=ancestors[episode.scope_id], text=episode_text(episode), vector=vector,
+                model_id=self.embedder.model_id, occurred_at=episode.occurred_at, tier=episode.tier,
+                session_id=episode.session_id,
+            ))  # fmt: skip
+        return docs
+
+    def index_episodes(self, episodes: Sequence[Episode]) -> bool:
+        """Upsert and mark indexed; False (logged, left for the sweep) when the index fails."""
+        if not episodes:
+            return True
+        try:
+            self.index.upsert(self.episode_documents(episodes))
+        except MnemeError as e:
+            logger.warning("index write failed; left for the sweep", extra={"code": e.code, "count": len(episodes)})
+            return False
+        by_tenant: dict[str, list[str]] = {}
+        for episode in episodes:
+            by_tenant.setdefault(episode.tenant, []).append(episode.episode_id)
+        for tenant, ids in by_tenant.items():
+            self.store.mark_indexed(tenant, ids)
+        return True
+
+    def memory_document(self, memory: Memory) -> IndexDocument:
+        if memory.kind == "scoped":
+            assert memory.scope_id is not None
+            scope_id = memory.scope_id
+        else:
+            scope_id = self.scopes.root(memory.tenant).scope_id  # tagged guidance is tenant-wide
+        vector = self.embedder.embed([memory_text(memory)])[0].tolist()
+        return IndexDocument(
+            tenant=memory.tenant, doc_id=memory.memory_id, kind="memory", scope_id=scope_id,
+            ancestor_ids=self._ancestors(memory.tenant, scope_id), text=memory_text(memory), vector=vector,
+            model_id=self.embedder.model_id, occurred_at=memory.updated_at,
+            visible_to=None if memory.status == "published" else memory.author,
+        )  # fmt: skip
+
+    def on_memory_change(self, memory: Memory) -> None:
+        """Called after every memory write; archived memories leave the index."""
+        try:
+            if memory.status == "archived":
+                self.index.delete(memory.tenant, [memory.memory_id])
+            else:
+                self.index.upsert([self.memory_document(memory)])
+        except MnemeError as e:  # the record is the truth; `rebuild` restores the index
+            logger.warning("memory index write failed", extra={"code": e.code, "memory_id": memory.memory_id})
+
+    def sweep(self, limit: int = 500, progress: Callable[[int], None] | None = None) -> int:
+        """Index every episode stored but not confirmed in the index. Returns how many landed."""
+        done = 0
+        while batch := self.store.list_unindexed(limit):
+            if not self.index_episodes(batch):
+                break
+            done += len(batch)
+            if progress:
+                progress(done)
+        return done
+
+    def rebuild(self, tenant: str, progress: Callable[[int], None] | None = None) -> int:
+        """Recreate a tenant's documents from records (re-embedding vectors of another model)."""
+        self.index.clear_tenant(tenant)
+        count = 0
+        for batch in self.store.iter_episodes(tenant):
+            self.index.upsert(self.episode_documents(batch))
+            self.store.mark_indexed(tenant, [e.episode_id for e in batch if not e.indexed])
+            count += len(batch)
+            if progress:
+                progress(count)
+        for memory in self.store.list_memories(tenant):
+            self.index.upsert([self.memory_document(memory)])
+            count += 1
+        return count

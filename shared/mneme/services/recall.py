@@ -1,0 +1,344 @@
+"""recall: hybrid (vector + BM25) ranked search with explain, fallback policy and a context pack."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from mneme.errors import InvalidInput, MnemeError
+from mneme.models import Episode, Memory, Principal
+from mneme.observability import logger, metrics
+from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
+from mneme.search_models import DocKind, Hit, SearchFilter
+from mneme.services import anchors as anchor_rule
+from mneme.services.context_pack import PackItem, build_pack
+from mneme.services.indexing import episode_text, memory_text
+from mneme.services.scopes import ScopeService
+
+MAX_QUERY_BYTES = 2 * 1024
+MIN_VECTOR = 0.30  # balanced strictness admits vector-only hits at or above this cosine
+REVIEW_DUE = 0.7  # Engram's lifecycle factors
+LOW_CONFIDENCE = 0.9
+KIND_ORDER = {"fact": 0, "memory": 1, "episode": 2}
+
+
+class Scoring(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    alpha: float = Field(0.7, ge=0, le=1, description="vector weight")
+    beta: float = Field(0.3, ge=0, le=1, description="lexical (BM25) weight")
+    fallback: Literal["never", "on_empty", "always"] = "on_empty"
+    strictness: Literal["precision", "balanced", "recall"] = "balanced"
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> Scoring:
+        if self.alpha == 0 and self.beta == 0:
+            raise ValueError("alpha and beta cannot both be 0")
+        return self
+
+
+class Disclosure(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    expand_top: int = Field(3, ge=0, le=50)
+    budget_tokens: int | None = Field(None, ge=32, le=200_000)
+
+
+class RecallRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: str | None = Field(None, min_length=1)
+    scope: str = Field("root", min_length=4, max_length=600)
+    limit: int = Field(10, ge=1, le=200)
+    kinds: list[DocKind] | None = Field(None, min_length=1)
+    tiers: list[Literal["raw", "daily", "weekly", "monthly", "quarterly", "yearly"]] | None = Field(None, min_length=1)
+    since: datetime | None = None
+    until: datetime | None = None
+    session_id: str | None = Field(None, max_length=128)
+    scoring: Scoring = Field(default_factory=Scoring)
+    disclosure: Disclosure = Field(default_factory=Disclosure)
+    explain: bool = False
+    ids: list[str] | None = Field(None, min_length=1, max_length=200)
+    delta: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> RecallRequest:
+        if self.query is None and self.ids is None:
+            raise ValueError("give a query, or ids to fetch")
+        if self.query is not None and len(self.query.encode()) > MAX_QUERY_BYTES:
+            raise ValueError(f"query exceeds {MAX_QUERY_BYTES} bytes")
+        for name in ("since", "until"):
+            value = getattr(self, name)
+            if value is not None and value.tzinfo is None:
+                raise ValueError(f"{name} needs a timezone (e.g. Z)")
+        if self.delta and self.session_id is None:
+            raise ValueError("delta needs a session_id")
+        return self
+
+
+class Result(BaseModel):
+    id: str
+    kind: DocKind
+    scope: str
+    content: str
+    score: float
+    scores: dict[str, float]
+    occurred_at: datetime
+    created_at: datetime
+    metadata: dict[str, Any] = {}
+    session_id: str | None = None
+    tier: str | None = None
+    key: str | None = None
+    status: str | None = None
+    requires: list[str] = []
+
+
+class RecallResponse(BaseModel):
+    results: list[Result]
+    retrieval_path: Literal["hybrid", "vector", "lexical", "lexical_fallback"]
+    context: str
+    explain: dict[str, Any] | None = None
+
+
+@dataclass
+class _Candidate:
+    id: str
+    vector: float = 0.0
+    lexical: float = 0.0
+    raw_bm25: float = 0.0
+    channels: set[str] = field(default_factory=set)
+
+
+@dataclass
+class RecallService:
+    store: RecordStore
+    clock: Clock
+    scopes: ScopeService
+    embedder: Embedder
+    index: SearchIndex
+
+    def recall(self, caller: Principal, request: RecallRequest) -> RecallResponse:
+        scope = self.scopes.resolve(caller.tenant, request.scope)
+        if request.ids is not None:
+            return self._fetch(caller, request)
+        assert request.query is not None
+        flt = SearchFilter(
+            tenant=caller.tenant, ancestor_id=scope.scope.scope_id,
+            kinds=frozenset(request.kinds) if request.kinds else None,
+            tiers=frozenset(request.tiers) if request.tiers else None, since=request.since, until=request.until,
+            session_id=request.session_id, principal=caller.principal,
+        )  # fmt: skip
+        trace: dict[str, Any] = {"filters": flt.model_dump(mode="json", exclude={"tenant", "principal"}),
+                                 "stages": [], "omitted": []}  # fmt: skip
+        scoring = request.scoring
+        k = min(max(request.limit * 5, 50), 500)
+        candidates, path, vector_error = self._search(flt, request.query, scoring, k, trace)
+        query_anchors = anchor_rule.anchors(request.query)
+        trace["anchors"] = sorted(query_anchors)
+        results = self._rank(caller, candidates, scoring, query_anchors, trace)
+        fallback: dict[str, Any] = {"policy": scoring.fallback, "triggered": bool(vector_error),
+                                    "reason": "vector_unavailable" if vector_error else None}  # fmt: skip
+        if scoring.fallback == "always" or (scoring.fallback == "on_empty" and not results):
+            extra = self._lexical_fallback(caller, flt, request.query, k, {r.id for r in results}, trace)
+            if extra:
+                if not fallback["triggered"]:
+                    fallback.update(triggered=True, reason=scoring.fallback)
+                results = sorted([*results, *extra], key=_order)
+                if scoring.fallback == "on_empty":
+                    path = "lexical_fallback"
+            metrics.add_metric(name="RecallFallback", unit="Count", value=1 if extra else 0)
+        trace["fallback"] = fallback
+        results = results[: request.limit]
+        trace["stages"].append({"stage": "selected", "candidates": len(results)})
+        context, results = self._context(caller, request, scope.path, results, trace)
+        metrics.add_dimension(name="retrieval_path", value=path)
+        metrics.add_metric(name="RecallResults", unit="Count", value=len(results))
+        logger.info("recall", extra={"retrieval_path": path, "results": len(results)})
+        return RecallResponse(results=results, retrieval_path=path, context=context,
+                              explain=trace if request.explain else None)  # fmt: skip
+
+    # -- stages ---------------------------------------------------------------------------
+    def _search(self, flt: SearchFilter, query: str, scoring: Scoring, k: int,
+                trace: dict[str, Any]) -> tuple[dict[str, _Candidate], str, str | None]:  # fmt: skip
+        candidates: dict[str, _Candidate] = {}
+        vector_hits: list[Hit] = []
+        vector_error: str | None = None
+        if scoring.alpha > 0:
+            try:
+                vector = self.embedder.embed([query])[0]
+                vector_hits = self.index.search_vector(flt, vector, self.embedder.model_id, k)
+            except MnemeError as e:
+                if scoring.fallback == "never":
+                    raise
+                vector_error = e.code
+                logger.warning("vector channel failed", extra={"code": e.code})
+            trace["stages"].append({"stage": "vector", "candidates": len(vector_hits), "error": vector_error})
+        lexical_hits: list[Hit] = []
+        if scoring.beta > 0:
+            lexical_query = " ".join(sorted(anchor_rule.anchor_words(query))) or query
+            lexical_hits = self.index.search_text(flt, lexical_query, k)
+            trace["stages"].append({"stage": "lexical", "candidates": len(lexical_hits)})
+        for hit in vector_hits:
+            candidate = candidates.setdefault(hit.doc_id, _Candidate(hit.doc_id))
+            candidate.vector = max(0.0, hit.score)
+            candidate.channels.add("vector")
+        top = max((hit.score for hit in lexical_hits), default=1.0) or 1.0
+        for hit in lexical_hits:
+            candidate = candidates.setdefault(hit.doc_id, _Candidate(hit.doc_id))
+            candidate.lexical, candidate.raw_bm25 = hit.score / top, hit.score
+            candidate.channels.add("lexical")
+        trace["stages"].append({"stage": "fused", "candidates": len(candidates)})
+        if vector_error:
+            return candidates, "lexical_fallback", vector_error
+        path = "hybrid" if scoring.alpha > 0 and scoring.beta > 0 else ("vector" if scoring.alpha > 0 else "lexical")
+        return candidates, path, None
+
+    def _rank(self, caller: Principal, candidates: dict[str, _Candidate], scoring: Scoring,
+              query_anchors: set[str], trace: dict[str, Any]) -> list[Result]:  # fmt: skip
+        records = self._load(caller, list(candidates), trace)
+        now = self.clock.now()
+        weight = (scoring.alpha if any("vector" in c.channels for c in candidates.values()) else 0) + scoring.beta
+        results = []
+        for candidate in candidates.values():
+            record = records.get(candidate.id)
+            if record is None:
+                continue
+            text = episode_text(record) if isinstance(record, Episode) else memory_text(record)
+            if not _admitted(scoring.strictness, candidate, query_anchors, text):
+                trace["omitted"].append({"id": candidate.id, "reason": f"not_admitted:{scoring.strictness}"})
+                continue
+            factor, reason = _lifecycle(record, now)
+            if factor == 0:
+                trace["omitted"].append({"id": candidate.id, "reason": reason})
+                continue
+            fused = (scoring.alpha * candidate.vector + scoring.beta * candidate.lexical) / (weight or 1)
+            scores = {"vector": round(candidate.vector, 6), "lexical": round(candidate.lexical, 6),
+                      "bm25": round(candidate.raw_bm25, 6), "lifecycle": factor}  # fmt: skip
+            results.append(self._result(caller.tenant, record, fused * factor, scores))
+        trace["stages"].append({"stage": "admitted", "candidates": len(results)})
+        return sorted(results, key=_order)
+
+    def _lexical_fallback(self, caller: Principal, flt: SearchFilter, query: str, k: int, seen: set[str],
+                          trace: dict[str, Any]) -> list[Result]:  # fmt: skip
+        hits = [hit for hit in self.index.search_text(flt, query, k) if hit.doc_id not in seen]
+        trace["stages"].append({"stage": "lexical_fallback", "candidates": len(hits)})
+        top = max((hit.score for hit in hits), default=1.0) or 1.0
+        records = self._load(caller, [hit.doc_id for hit in hits], trace)
+        now = self.clock.now()
+        results = []
+        for hit in hits:
+            record = records.get(hit.doc_id)
+            factor, reason = _lifecycle(record, now) if record is not None else (0.0, "missing")
+            if record is None or factor == 0:
+                trace["omitted"].append({"id": hit.doc_id, "reason": reason})
+                continue
+            scores = {"vector": 0.0, "lexical": round(hit.score / top, 6), "bm25": round(hit.score, 6),
+                      "lifecycle": factor}  # fmt: skip
+            results.append(self._result(caller.tenant, record, hit.score / top * factor, scores))
+        return results
+
+    def _load(self, caller: Principal, ids: list[str], trace: dict[str, Any]) -> dict[str, Episode | Memory]:
+        """Records for ids, tenant-scoped; memories only when the caller may see them."""
+        found: dict[str, Episode | Memory] = dict(self.store.get_episodes(caller.tenant, [i for i in ids if i.startswith("ep_")]))
+        for memory_id in (i for i in ids if not i.startswith("ep_")):
+            memory = self.store.get_memory(caller.tenant, memory_id)
+            if memory is not None and (memory.status == "published" or
+                                       (memory.status == "pending" and memory.author == caller.principal)):  # fmt: skip
+                found[memory_id] = memory
+        for missing in (i for i in ids if i not in found):
+            trace["omitted"].append({"id": missing, "reason": "not_found"})
+        return found
+
+    def _result(self, tenant: str, record: Episode | Memory, score: float, scores: dict[str, float]) -> Result:
+        if isinstance(record, Episode):
+            return Result(id=record.episode_id, kind="episode", scope=self._path(tenant, record.scope_id),
+                          content=record.content, score=round(score, 6), scores=scores, occurred_at=record.occurred_at,
+                          created_at=record.created_at, metadata=record.metadata, session_id=record.session_id,
+                          tier=record.tier)  # fmt: skip
+        scope = self._path(tenant, record.scope_id) if record.scope_id else f"{record.layer}={record.value or '*'}"
+        return Result(id=record.memory_id, kind="memory", scope=scope, content=record.body, score=round(score, 6),
+                      scores=scores, occurred_at=record.updated_at, created_at=record.created_at, key=record.key,
+                      status=record.status, metadata={"summary": record.summary, "tags": record.tags,
+                                                      "depends_on": record.depends_on})  # fmt: skip
+
+    def _path(self, tenant: str, scope_id: str) -> str:
+        return self.scopes.chain_of(tenant, scope_id).path
+
+    def _context(self, caller: Principal, request: RecallRequest, scope_path: str, results: list[Result],
+                 trace: dict[str, Any]) -> tuple[str, list[Result]]:  # fmt: skip
+        results = self._with_prerequisites(caller, results)
+        already: list[str] = []
+        if request.delta and request.session_id:
+            delivered = self.store.get_delivered(caller.tenant, caller.principal, request.session_id)
+            already = [r.id for r in results if r.id in delivered]
+        items = [_pack_item(r) for r in results if r.id not in already]
+        title = f"# recall: {request.query} (scope {scope_path}, {len(results)} results)"
+        pack = build_pack(title, items, request.disclosure.expand_top, request.disclosure.budget_tokens, already)
+        if request.session_id and pack.expanded:
+            self.store.add_delivered(caller.tenant, caller.principal, request.session_id, pack.expanded)
+        trace["context"] = {"expanded": pack.expanded, "cards": pack.cards, "dropped": pack.dropped,
+                            "already_loaded": already, "tokens": pack.tokens}  # fmt: skip
+        return pack.markdown, results
+
+    def _with_prerequisites(self, caller: Principal, results: list[Result]) -> list[Result]:
+        """`depends_on` prerequisites of a selected memory join the results just before it."""
+        out: list[Result] = []
+        present = {r.id for r in results}
+        for result in results:
+            keys = result.metadata.get("depends_on") if result.kind == "memory" else None
+            if keys:
+                memory = self.store.get_memory(caller.tenant, result.id)
+                scope_id = memory.scope_id if memory else None
+                siblings = self.store.list_scoped_memories(caller.tenant, scope_id) if scope_id else []
+                now = self.clock.now()
+                for prereq in (m for m in siblings if m.key in keys and m.memory_id not in present):
+                    if prereq.status == "published" and _lifecycle(prereq, now)[0] > 0:
+                        out.append(self._result(caller.tenant, prereq, result.score, {"prerequisite": 1.0}))
+                        present.add(prereq.memory_id)
+                result = result.model_copy(update={"requires": [m.memory_id for m in siblings if m.key in keys]})
+            out.append(result)
+        return out
+
+    def _fetch(self, caller: Principal, request: RecallRequest) -> RecallResponse:
+        assert request.ids is not None
+        trace: dict[str, Any] = {"stages": [{"stage": "fetch", "candidates": len(request.ids)}], "omitted": []}
+        records = self._load(caller, request.ids, trace)
+        results = [self._result(caller.tenant, records[i], 1.0, {}) for i in request.ids if i in records]
+        items = [_pack_item(r) for r in results]
+        pack = build_pack(f"# fetched {len(results)} of {len(request.ids)}", items, len(items),
+                          request.disclosure.budget_tokens)  # fmt: skip
+        return RecallResponse(results=results, retrieval_path="lexical", context=pack.markdown,
+                              explain=trace if request.explain else None)  # fmt: skip
+
+
+def _admitted(strictness: str, candidate: _Candidate, query_anchors: set[str], text: str) -> bool:
+    if strictness == "precision":
+        return anchor_rule.admits(query_anchors, text)
+    if strictness == "balanced":
+        return "lexical" in candidate.channels or candidate.vector >= MIN_VECTOR
+    return True
+
+
+def _lifecycle(record: Episode | Memory, now: datetime) -> tuple[float, str | None]:
+    """Multiplier in [0, 1]; 0 means omitted, with the reason."""
+    if isinstance(record, Episode):
+        return 1.0, None
+    if record.valid_until is not None and record.valid_until <= now:
+        return 0.0, "lifecycle"
+    factor = 1.0
+    if record.review_due is not None and record.review_due <= now:
+        factor *= REVIEW_DUE
+    if record.confidence is not None and record.confidence < 0.5:
+        factor *= LOW_CONFIDENCE
+    return factor, None
+
+
+def _order(result: Result) -> tuple[float, int, str]:
+    return (-result.score, KIND_ORDER[result.kind], result.id)
+
+
+def _pack_item(result: Result) -> PackItem:
+    label = result.key or f"{result.occurred_at:%Y-%m-%d}"
+    summary = (result.metadata.get("summary") if result.kind == "memory" else None) or result.content
+    return PackItem(id=result.id, kind=result.kind, scope=result.scope, label=label, body=result.content,
+                    summary=summary, requires=result.requires)  # fmt: skip

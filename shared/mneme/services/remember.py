@@ -1,0 +1,135 @@
+"""remember: validate, embed, store, index. Batches are all-or-nothing; retries write nothing twice."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mneme.errors import Conflict, InvalidInput, MnemeError, PayloadTooLarge, ScopeNotFound
+from mneme.models import Episode, Principal, Tier
+from mneme.ports import Clock, Embedder, RecordStore
+from mneme.services.indexing import Indexer
+from mneme.services.scopes import ScopeService
+
+MAX_CONTENT_BYTES = 32 * 1024
+MAX_METADATA_BYTES = 4 * 1024
+MAX_BATCH = 100
+
+
+class RememberItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    scope: str = Field(min_length=4, max_length=600)
+    content: str = Field(min_length=1)
+    occurred_at: datetime | None = None
+    session_id: str | None = Field(default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:@-]+$")
+    tier: Tier = "raw"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=256)
+    create_scope: bool = False
+    format: Literal["text", "sttp"] = "text"
+
+
+class Remembered(BaseModel):
+    episode_id: str
+    created: bool  # False when this call was a retry of an earlier write
+    indexed: bool
+
+
+def episode_id(tenant: str, item: RememberItem, scope_id: str, occurred_at: datetime) -> str:
+    if item.idempotency_key is not None:
+        basis = ["key", tenant, item.idempotency_key]
+    else:
+        basis = ["auto", tenant, scope_id, item.content, occurred_at.isoformat()]
+    return "ep_" + hashlib.sha256("\x1f".join(basis).encode()).hexdigest()[:32]
+
+
+def content_hash(scope_id: str, item: RememberItem) -> str:
+    canonical = json.dumps([scope_id, item.content, item.session_id, item.tier, item.metadata], sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def check_limits(index: int, item: RememberItem) -> None:
+    where = {"item": index}
+    if not item.content.strip():
+        raise InvalidInput(f"item {index}: content is empty", code="invalid_content", details=where)
+    if len(item.content.encode()) > MAX_CONTENT_BYTES:
+        raise PayloadTooLarge(f"item {index}: content exceeds {MAX_CONTENT_BYTES} bytes", details=where)
+    if len(json.dumps(item.metadata).encode()) > MAX_METADATA_BYTES:
+        raise PayloadTooLarge(f"item {index}: metadata exceeds {MAX_METADATA_BYTES} bytes", details=where)
+    if item.occurred_at is not None and item.occurred_at.tzinfo is None:
+        raise InvalidInput(f"item {index}: occurred_at needs a timezone (e.g. Z)", details=where)
+
+
+@dataclass
+class RememberService:
+    store: RecordStore
+    clock: Clock
+    scopes: ScopeService
+    embedder: Embedder
+    indexer: Indexer
+
+    def remember(self, caller: Principal, items: list[RememberItem]) -> list[Remembered]:
+        """Store every item or none; the error names the first bad item."""
+        if not 1 <= len(items) <= MAX_BATCH:
+            raise InvalidInput(f"a batch holds 1 to {MAX_BATCH} items", code="invalid_batch")
+        for index, item in enumerate(items):
+            check_limits(index, item)
+        scope_ids = self._scope_ids(caller, items)
+        now = self.clock.now()
+        episodes = [self._episode(caller, item, scope_ids[item.scope], now) for item in items]
+        unique = list({e.episode_id: e for e in episodes}.values())
+        existing = self.store.get_episodes(caller.tenant, [e.episode_id for e in unique])
+        for episode in unique:
+            if episode.episode_id in existing and existing[episode.episode_id].content_hash != episode.content_hash:
+                raise Conflict("this idempotency key was already used for different content",
+                               code="idempotency_key_reused", details={"episode_id": episode.episode_id})  # fmt: skip
+        new = [e for e in unique if e.episode_id not in existing]
+        if new:
+            vectors = self.embedder.embed([e.content for e in new])
+            new = [e.model_copy(update={"vector": v.tolist(), "model_id": self.embedder.model_id})
+                   for e, v in zip(new, vectors, strict=True)]  # fmt: skip
+        stored = {**existing, **{e.episode_id: e for e in self.store.put_episodes(new)}}
+        indexed = self.indexer.index_episodes([stored[e.episode_id] for e in new if not stored[e.episode_id].indexed])
+        return [Remembered(episode_id=e.episode_id, created=e.episode_id not in existing,
+                           indexed=stored[e.episode_id].indexed or indexed) for e in episodes]  # fmt: skip
+
+    def _scope_ids(self, caller: Principal, items: list[RememberItem]) -> dict[str, str]:
+        """Resolve every scope first; create the missing ones only when the whole batch is valid."""
+        resolved: dict[str, str] = {}
+        missing: list[str] = []
+        for index, item in enumerate(items):
+            if item.scope in resolved or item.scope in missing:
+                continue
+            try:
+                resolved[item.scope] = self.scopes.resolve(caller.tenant, item.scope).scope.scope_id
+            except ScopeNotFound:
+                if not item.create_scope:
+                    raise ScopeNotFound(
+                        f"item {index}: scope {item.scope!r} does not exist (pass create_scope: true)",
+                        details={"item": index, "path": item.scope},
+                    ) from None
+                missing.append(item.scope)
+            except MnemeError as e:
+                e.message, e.details = f"item {index}: {e.message}", {"item": index, "path": item.scope}
+                raise
+        for path in missing:
+            try:
+                resolved[path] = self.scopes.create(caller.tenant, path, parents=True).scope.scope_id
+            except Conflict:  # created concurrently
+                resolved[path] = self.scopes.resolve(caller.tenant, path).scope.scope_id
+        return resolved
+
+    def _episode(self, caller: Principal, item: RememberItem, scope_id: str, now: datetime) -> Episode:
+        occurred_at = (item.occurred_at or now).astimezone(UTC)
+        return Episode(
+            tenant=caller.tenant, episode_id=episode_id(caller.tenant, item, scope_id, occurred_at),
+            scope_id=scope_id, content=item.content, content_hash=content_hash(scope_id, item),
+            occurred_at=occurred_at, created_at=now, author=caller.principal, session_id=item.session_id,
+            tier=item.tier, metadata=item.metadata, format=item.format,
+        )  # fmt: skip
