@@ -37,7 +37,9 @@ def seed(services: bootstrap.Services, per_level: int = 100) -> None:
     for depth in range(len(segments)):
         scope = ".".join(segments[: depth + 1])
         for i in range(per_level):
-            services.memories.create(ADMIN, scope=scope, key=f"m{i:03d}", body=f"Guidance {i} at {scope}. " * 8)
+            services.memories.create(
+                ADMIN, scope=scope, key=f"m{i:03d}", body=f"Guidance {i} at {scope}. " * 8
+            )
     for layer, value in (("clients", "c1"), ("services", "s1"), ("l3", "d3")):
         for i in range(20):
             services.memories.create(ADMIN, tag=f"{layer}=*", key=f"w{i:02d}", body=f"Layer-wide {i}.")
@@ -90,7 +92,11 @@ def bench_dynamodb(runs: int) -> None:
         create_table(client, "bench")
         dynamo = bootstrap.build(store=DynamoRecordStore("bench", client=client))
         seed(dynamo)
-        measure("domain, DynamoDB (moto, relative)", lambda: dynamo.retrieval.retrieve(ADMIN, PATH), max(runs // 4, 20))
+        measure(
+            "domain, DynamoDB (moto, relative)",
+            lambda: dynamo.retrieval.retrieve(ADMIN, PATH),
+            max(runs // 4, 20),
+        )
 
 
 def bench_http(tmp: str, runs: int) -> None:
@@ -101,7 +107,7 @@ def bench_http(tmp: str, runs: int) -> None:
 
     os.environ["MNEME_HOME"] = str(Path(tmp) / "http")
     bootstrap.reset()
-    key_file, _ = ensure_first_run()
+    ensure_first_run()
     services = bootstrap.current()
     secret, _ = services.keys.create(TENANT, "bench", ["admin"])
     seed(services)

@@ -14,6 +14,7 @@ from mneme.http.schemas import (
     CreateScopeRequest,
     EditMemoryRequest,
     LayersRequest,
+    NoBody,
     RenameScopeRequest,
 )
 from mneme.models import Memory
@@ -80,7 +81,7 @@ def edit_memory(memory_id: str, request: Annotated[EditMemoryRequest, Body()]) -
 
 
 @app.post("/v1/memories/<memory_id>/archive")
-def archive_memory(memory_id: str) -> dict[str, Any]:
+def archive_memory(memory_id: str, _: Annotated[NoBody | None, Body()] = None) -> dict[str, Any]:
     return _memory_view(bootstrap.current().memories.archive(caller(app), memory_id))
 
 
@@ -88,7 +89,9 @@ def archive_memory(memory_id: str) -> dict[str, Any]:
 def create_key(request: Annotated[CreateKeyRequest, Body()]) -> Response[Any]:
     secret, record = bootstrap.current().keys.create(caller(app).tenant, request.principal, request.roles)
     view = record.model_dump(mode="json", exclude={"key_hash"})
-    return json_response(201, {**view, "api_key": secret, "note": "store this key now: it is not shown again"})
+    return json_response(
+        201, {**view, "api_key": secret, "note": "store this key now: it is not shown again"}
+    )
 
 
 @app.get("/v1/keys")
@@ -98,7 +101,7 @@ def list_keys() -> dict[str, Any]:
 
 
 @app.post("/v1/keys/<key_id>/revoke")
-def revoke_key(key_id: str) -> dict[str, Any]:
+def revoke_key(key_id: str, _: Annotated[NoBody | None, Body()] = None) -> dict[str, Any]:
     bootstrap.current().keys.revoke(caller(app).tenant, key_id)
     return {"key_id": key_id, "revoked": True}
 

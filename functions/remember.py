@@ -20,8 +20,9 @@ def remember(request: Annotated[RememberItem | RememberBatch, Body()]) -> Respon
     results = bootstrap.current().remember.remember(caller(app), items)
     if not isinstance(request, RememberBatch):
         return json_response(201, results[0].model_dump())
-    return json_response(201, {"episode_ids": [r.episode_id for r in results],
-                               "items": [r.model_dump() for r in results]})  # fmt: skip
+    return json_response(
+        201, {"episode_ids": [r.episode_id for r in results], "items": [r.model_dump() for r in results]}
+    )
 
 
 handler = lambda_handler(app)

@@ -16,9 +16,11 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
-from mneme import bootstrap  # noqa: E402
-from mneme.adapters.sqlite_store import SqliteRecordStore  # noqa: E402
-from mneme.models import Principal, Role  # noqa: E402
+from mneme import bootstrap
+from mneme.adapters.sqlite_index import SqliteSearchIndex
+from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.models import Principal, Role
+from tests.support.embedding import HashEmbedder
 
 EVENTS = Path(__file__).resolve().parent.parent / "events"
 
@@ -51,7 +53,13 @@ def clock() -> FixedClock:
 
 @pytest.fixture
 def services(tmp_path: Path, clock: FixedClock) -> bootstrap.Services:
-    return bootstrap.build(store=SqliteRecordStore(tmp_path / "mneme.db"), clock=clock)
+    """The real services on SQLite and the embedded index, with the test-only hashing embedder."""
+    return bootstrap.build(
+        store=SqliteRecordStore(tmp_path / "mneme.db"),
+        clock=clock,
+        embedder=HashEmbedder(),
+        index=SqliteSearchIndex(tmp_path / "index.db"),
+    )
 
 
 @pytest.fixture

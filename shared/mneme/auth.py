@@ -26,7 +26,7 @@ def bearer_token(event: dict[str, Any]) -> str | None:
 def _api_arn(method_arn: str) -> str:
     """arn:...:api-id/stage/VERB/path → arn:...:api-id/stage/*/* (the whole API, cacheable)."""
     parts = method_arn.split("/")
-    return "/".join(parts[:2] + ["*", "*"]) if len(parts) >= 2 else method_arn
+    return "/".join([*parts[:2], "*", "*"]) if len(parts) >= 2 else method_arn
 
 
 def policy(principal_id: str, effect: str, method_arn: str, context: dict[str, str]) -> dict[str, Any]:
@@ -34,7 +34,9 @@ def policy(principal_id: str, effect: str, method_arn: str, context: dict[str, s
         "principalId": principal_id,
         "policyDocument": {
             "Version": "2012-10-17",
-            "Statement": [{"Action": "execute-api:Invoke", "Effect": effect, "Resource": _api_arn(method_arn)}],
+            "Statement": [
+                {"Action": "execute-api:Invoke", "Effect": effect, "Resource": _api_arn(method_arn)}
+            ],
         },
         "context": context,
     }
@@ -48,6 +50,9 @@ def authorize(event: dict[str, Any], keys: KeyService) -> dict[str, Any]:
         raise Exception("Unauthorized") from e  # API Gateway's contract for a 401
     except Forbidden as e:
         return policy("revoked", "Deny", method_arn, {"reason": e.code})
-    context = {"tenant": caller.tenant, "principal": caller.principal,
-               "roles": ",".join(sorted(role.value for role in caller.roles))}  # fmt: skip
+    context = {
+        "tenant": caller.tenant,
+        "principal": caller.principal,
+        "roles": ",".join(sorted(role.value for role in caller.roles)),
+    }
     return policy(f"{caller.tenant}/{caller.principal}", "Allow", method_arn, context)

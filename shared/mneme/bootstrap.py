@@ -51,8 +51,11 @@ def build_embedder(settings: Settings) -> Embedder:
     if isinstance(settings.embedder, BedrockEmbedderSettings):
         from mneme.adapters.embedders import BedrockEmbedder
 
-        return BedrockEmbedder(bedrock_model_id=settings.embedder.model_id,
-                               dimensions=settings.embedder.dimensions, region_name=settings.embedder.region)  # fmt: skip
+        return BedrockEmbedder(
+            bedrock_model_id=settings.embedder.model_id,
+            dimensions=settings.embedder.dimensions,
+            region_name=settings.embedder.region,
+        )
     from mneme.adapters.embedders import LocalEmbedder
 
     return LocalEmbedder(intra_op_num_threads=settings.embedder.threads)
@@ -68,8 +71,14 @@ def build_index(settings: Settings) -> SearchIndex:
     return SqliteSearchIndex(settings.index_path)
 
 
-def build(settings: Settings | None = None, *, store: RecordStore | None = None, clock: Clock | None = None,
-          embedder: Embedder | None = None, index: SearchIndex | None = None) -> Services:  # fmt: skip
+def build(
+    settings: Settings | None = None,
+    *,
+    store: RecordStore | None = None,
+    clock: Clock | None = None,
+    embedder: Embedder | None = None,
+    index: SearchIndex | None = None,
+) -> Services:
     """Wire the services. Tests pass fakes for any port; the rest comes from settings."""
     settings = settings or get_settings()
     store = store or build_store(settings)
@@ -80,11 +89,18 @@ def build(settings: Settings | None = None, *, store: RecordStore | None = None,
     indexer = Indexer(store, scopes, embedder, index)
     memories = MemoryService(store, clock, scopes, on_change=indexer.on_memory_change)
     return Services(
-        store=store, clock=clock, embedder=embedder, index=index, scopes=scopes, memories=memories,
-        retrieval=RetrievalService(store, clock, scopes, memories), keys=KeyService(store, clock), indexer=indexer,
+        store=store,
+        clock=clock,
+        embedder=embedder,
+        index=index,
+        scopes=scopes,
+        memories=memories,
+        retrieval=RetrievalService(store, clock, scopes, memories),
+        keys=KeyService(store, clock),
+        indexer=indexer,
         remember=RememberService(store, clock, scopes, embedder, indexer),
         recall=RecallService(store, clock, scopes, embedder, index),
-    )  # fmt: skip
+    )
 
 
 @cache

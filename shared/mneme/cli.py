@@ -38,8 +38,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     server = make_server(args.host, args.port)
     host, port = server.server_address[:2]
     print(f"mneme serving on http://{host}:{port} (store: {bootstrap.current_settings().home.resolve()})")
-    print(f"{'created' if created else 'admin'} API key for tenant {DEFAULT_TENANT!r}: {key_file} "
-          "(use: export MNEME_API_KEY=$(cat " + str(key_file) + "))", flush=True)  # fmt: skip
+    print(
+        f"{'created' if created else 'admin'} API key for tenant {DEFAULT_TENANT!r}: {key_file} "
+        "(use: export MNEME_API_KEY=$(cat " + str(key_file) + "))",
+        flush=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -53,8 +56,11 @@ def cmd_keys(args: argparse.Namespace) -> int:
     keys = bootstrap.current().keys
     if args.action == "create":
         secret, record = keys.create(args.tenant, args.principal, args.roles.split(","))
-        print(f"key_id {record.key_id} tenant {record.tenant} principal {record.principal} "
-              f"roles {','.join(record.roles)}", file=sys.stderr)  # fmt: skip
+        print(
+            f"key_id {record.key_id} tenant {record.tenant} principal {record.principal} "
+            f"roles {','.join(record.roles)}",
+            file=sys.stderr,
+        )
         print(secret)
         print("store this key now: it is not shown again", file=sys.stderr)
     elif args.action == "list":
@@ -72,14 +78,20 @@ def parser() -> argparse.ArgumentParser:
     root.add_argument("--home", help="local data folder (env MNEME_HOME, default ./.mneme)")
     sub = root.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="run the local API server on the embedded engine",
-                           epilog="example: mneme serve --port 8080")  # fmt: skip
+    serve = sub.add_parser(
+        "serve",
+        help="run the local API server on the embedded engine",
+        epilog="example: mneme serve --port 8080",
+    )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
     serve.set_defaults(func=cmd_serve)
 
-    keys = sub.add_parser("keys", help="create, list and revoke API keys",
-                          epilog="example: mneme keys create --tenant acme --principal bot --roles reader,writer")
+    keys = sub.add_parser(
+        "keys",
+        help="create, list and revoke API keys",
+        epilog="example: mneme keys create --tenant acme --principal bot --roles reader,writer",
+    )
     keys_sub = keys.add_subparsers(dest="action", required=True)
     create = keys_sub.add_parser("create", help="create a key and print it once")
     create.add_argument("--tenant", default=DEFAULT_TENANT)

@@ -161,7 +161,9 @@ class SearchIndex(Protocol):
         """BM25 over `text`; scores are positive, larger is better."""
         ...
 
-    def search_vector(self, flt: SearchFilter, vector: NDArray[np.float32], model_id: str, k: int) -> list[Hit]:
+    def search_vector(
+        self, flt: SearchFilter, vector: NDArray[np.float32], model_id: str, k: int
+    ) -> list[Hit]:
         """Cosine similarity in [-1, 1] against documents embedded by `model_id` only."""
         ...
 

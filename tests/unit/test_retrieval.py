@@ -33,7 +33,12 @@ def seed_tree(services: Services) -> None:
     create(ADMIN, tag="services=*", key="deadlines", body="Diary every filing deadline.")
     create(ADMIN, tag="services=vat", key="flat-rate-rule", body="Review flat-rate eligibility each April.")
     create(ADMIN, tag="services=vat", key="cash-accounting", body="Cash accounting applies below £1.35m.")
-    create(ADMIN, scope="root.pennine-joinery.vat", key="vat-policy", body="Pennine Joinery is on the flat-rate scheme.")
+    create(
+        ADMIN,
+        scope="root.pennine-joinery.vat",
+        key="vat-policy",
+        body="Pennine Joinery is on the flat-rate scheme.",
+    )
     create(ADMIN, scope="root.acme.vat", key="vat-policy", body="Acme files quarterly.")
 
 
@@ -60,10 +65,16 @@ def test_emission_order_is_scoped_then_layer_wide_then_value_targeted_by_key(ser
     seed_tree(services)
     blocks = services.retrieval.retrieve(ADMIN, "root.pennine-joinery.vat").blocks
     assert [(b.depth, b.priority, b.key) for b in blocks] == [
-        (0, 3, "escalation"), (0, 3, "house-style"),
-        (1, 6, "year-end"), (1, 4, "engagement-letter"), (1, 5, "contact"),
-        (2, 9, "vat-policy"), (2, 7, "deadlines"), (2, 8, "cash-accounting"), (2, 8, "flat-rate-rule"),
-    ]  # fmt: skip
+        (0, 3, "escalation"),
+        (0, 3, "house-style"),
+        (1, 6, "year-end"),
+        (1, 4, "engagement-letter"),
+        (1, 5, "contact"),
+        (2, 9, "vat-policy"),
+        (2, 7, "deadlines"),
+        (2, 8, "cash-accounting"),
+        (2, 8, "flat-rate-rule"),
+    ]
 
 
 def test_header_formats_are_verbatim(services: Services) -> None:
@@ -72,8 +83,14 @@ def test_header_formats_are_verbatim(services: Services) -> None:
     flat = next(b for b in bundle.blocks if b.key == "flat-rate-rule")
     lines = headers(bundle.markdown)
     assert "<!-- scoped: root.pennine-joinery.vat | priority: 9 | key: vat-policy -->" in lines
-    assert f"<!-- tagged: services=vat | priority: 8 | key: flat-rate-rule | memory_id: {flat.memory_id} -->" in lines
-    assert any(line.startswith("<!-- tagged: services=* | priority: 7 | key: deadlines | memory_id: ") for line in lines)
+    assert (
+        f"<!-- tagged: services=vat | priority: 8 | key: flat-rate-rule | memory_id: {flat.memory_id} -->"
+        in lines
+    )
+    assert any(
+        line.startswith("<!-- tagged: services=* | priority: 7 | key: deadlines | memory_id: ")
+        for line in lines
+    )
 
 
 def test_bundle_opens_with_the_contract(services: Services) -> None:
@@ -90,7 +107,9 @@ def test_unknown_path_is_scope_not_found(services: Services) -> None:
 
 
 def test_expired_memories_are_left_out(services: Services, clock) -> None:  # type: ignore[no-untyped-def]
-    services.memories.create(ADMIN, scope="root", key="soon", body="Temporary.", valid_until=clock.now() + timedelta(hours=1))
+    services.memories.create(
+        ADMIN, scope="root", key="soon", body="Temporary.", valid_until=clock.now() + timedelta(hours=1)
+    )
     services.memories.create(ADMIN, scope="root", key="always", body="Permanent.")
     assert [b.key for b in services.retrieval.retrieve(ADMIN, "root").blocks] == ["always", "soon"]
     clock.advance(hours=2)
@@ -102,7 +121,13 @@ def test_chained_renames_keep_old_paths_resolving_to_canonical_headers(services:
     services.scopes.rename("acme", "root.pennine-joinery", "root.pennine")
     services.scopes.rename("acme", "root.pennine", "root.pj")
     services.scopes.rename("acme", "root.pj.vat", "root.pj.tax")
-    for old in ("root.pennine-joinery.vat", "root.pennine.vat", "root.pj.vat", "root.pj.tax", "root.pennine.tax"):
+    for old in (
+        "root.pennine-joinery.vat",
+        "root.pennine.vat",
+        "root.pj.vat",
+        "root.pj.tax",
+        "root.pennine.tax",
+    ):
         bundle = services.retrieval.retrieve(ADMIN, old)
         assert bundle.canonical_path == "root.pj.tax"
         assert "<!-- scoped: root.pj.tax | priority: 9 | key: vat-policy -->" in bundle.markdown

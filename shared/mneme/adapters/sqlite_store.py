@@ -168,8 +168,16 @@ class SqliteRecordStore:
     @staticmethod
     def _memory_row(memory: Memory) -> tuple:
         uniq = None if memory.status == "archived" else memory.uniqueness_key()
-        return (memory.scope_id, memory.layer, memory.value, memory.key, memory.status, memory.version, uniq,
-                memory.model_dump_json())  # fmt: skip
+        return (
+            memory.scope_id,
+            memory.layer,
+            memory.value,
+            memory.key,
+            memory.status,
+            memory.version,
+            uniq,
+            memory.model_dump_json(),
+        )
 
     def create_memory(self, memory: Memory) -> None:
         try:
@@ -188,7 +196,8 @@ class SqliteRecordStore:
         try:
             with self._tx() as conn:
                 cursor = conn.execute(
-                    "UPDATE memories SET scope_id=?, layer=?, value=?, key=?, status=?, version=?, uniq=?, doc=? "
+                    "UPDATE memories SET scope_id=?, layer=?, value=?, key=?, status=?, version=?, uniq=?, "
+                    "doc=? "
                     "WHERE tenant=? AND memory_id=? AND version=?",
                     (*self._memory_row(memory), memory.tenant, memory.memory_id, expected_version),
                 )
@@ -232,7 +241,8 @@ class SqliteRecordStore:
             seq = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM episodes").fetchone()[0]
             for episode in episodes:
                 row = conn.execute(
-                    "SELECT doc FROM episodes WHERE tenant=? AND episode_id=?", (episode.tenant, episode.episode_id)
+                    "SELECT doc FROM episodes WHERE tenant=? AND episode_id=?",
+                    (episode.tenant, episode.episode_id),
                 ).fetchone()
                 if row is not None:
                     existing = Episode.model_validate_json(row[0])
@@ -247,7 +257,13 @@ class SqliteRecordStore:
                 seq += 1
                 conn.execute(
                     "INSERT INTO episodes VALUES (?,?,?,?,?)",
-                    (episode.tenant, episode.episode_id, seq, int(episode.indexed), episode.model_dump_json()),
+                    (
+                        episode.tenant,
+                        episode.episode_id,
+                        seq,
+                        int(episode.indexed),
+                        episode.model_dump_json(),
+                    ),
                 )
                 stored.append(episode)
         return stored
@@ -273,9 +289,12 @@ class SqliteRecordStore:
                 ).fetchone()
                 if row is None:
                     continue
-                doc = Episode.model_validate_json(row[0]).model_copy(update={"indexed": True}).model_dump_json()
+                doc = (
+                    Episode.model_validate_json(row[0]).model_copy(update={"indexed": True}).model_dump_json()
+                )
                 conn.execute(
-                    "UPDATE episodes SET indexed=1, doc=? WHERE tenant=? AND episode_id=?", (doc, tenant, episode_id)
+                    "UPDATE episodes SET indexed=1, doc=? WHERE tenant=? AND episode_id=?",
+                    (doc, tenant, episode_id),
                 )
 
     def list_unindexed(self, limit: int) -> list[Episode]:
@@ -286,7 +305,10 @@ class SqliteRecordStore:
         after = 0
         while True:
             rows = self._rows(
-                "SELECT seq, doc FROM episodes WHERE tenant=? AND seq>? ORDER BY seq LIMIT ?", tenant, after, batch
+                "SELECT seq, doc FROM episodes WHERE tenant=? AND seq>? ORDER BY seq LIMIT ?",
+                tenant,
+                after,
+                batch,
             )
             if not rows:
                 return
@@ -301,14 +323,18 @@ class SqliteRecordStore:
 
     def get_delivered(self, tenant: str, principal: str, session_id: str) -> set[str]:
         rows = self._rows(
-            "SELECT id FROM delivered WHERE tenant=? AND principal=? AND session_id=?", tenant, principal, session_id
+            "SELECT id FROM delivered WHERE tenant=? AND principal=? AND session_id=?",
+            tenant,
+            principal,
+            session_id,
         )
         return {row[0] for row in rows}
 
     def add_delivered(self, tenant: str, principal: str, session_id: str, ids: Sequence[str]) -> None:
         with self._tx() as conn:
             conn.executemany(
-                "INSERT OR IGNORE INTO delivered VALUES (?,?,?,?)", [(tenant, principal, session_id, i) for i in ids]
+                "INSERT OR IGNORE INTO delivered VALUES (?,?,?,?)",
+                [(tenant, principal, session_id, i) for i in ids],
             )
 
     # -- API keys -------------------------------------------------------------------------

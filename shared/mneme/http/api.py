@@ -12,22 +12,29 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from mneme import routes
 from mneme.errors import (
-    Forbidden, InvalidInput, MethodNotAllowed, MnemeError, NotFound, PayloadTooLarge, Unauthorized,
+    Forbidden,
+    InvalidInput,
+    MethodNotAllowed,
+    MnemeError,
+    NotFound,
+    PayloadTooLarge,
+    Unauthorized,
 )
 from mneme.models import Principal, Role
-from mneme.observability import logger, metrics
+from mneme.observability import logger
 
 MAX_BODY_BYTES = 64 * 1024
 
 
 def error_response(error: MnemeError) -> Response:
-    return Response(status_code=error.status, content_type="application/json", body=json.dumps(error.to_body()))
+    return Response(
+        status_code=error.status, content_type="application/json", body=json.dumps(error.to_body())
+    )
 
 
 def principal_from_event(event: dict[str, Any]) -> Principal:
@@ -40,8 +47,14 @@ def principal_from_event(event: dict[str, Any]) -> Principal:
 
 
 def _validation_details(error: RequestValidationError) -> list[dict[str, Any]]:
-    return [{"loc": [str(part) for part in item.get("loc", ())], "message": item.get("msg", ""),
-             "type": item.get("type", "")} for item in error.errors()]  # fmt: skip
+    return [
+        {
+            "loc": [str(part) for part in item.get("loc", ())],
+            "message": item.get("msg", ""),
+            "type": item.get("type", ""),
+        }
+        for item in error.errors()
+    ]
 
 
 def admit(event: Mapping[str, Any], max_body: int = MAX_BODY_BYTES) -> Principal | None:
@@ -73,8 +86,12 @@ class MnemeResolver(APIGatewayRestResolver):
             admit(event, self.max_body)
         except MnemeError as error:
             logger.info("request refused", extra={"code": error.code, "status": error.status})
-            return {"statusCode": error.status, "multiValueHeaders": {"Content-Type": ["application/json"]},
-                    "body": json.dumps(error.to_body()), "isBase64Encoded": False}  # fmt: skip
+            return {
+                "statusCode": error.status,
+                "multiValueHeaders": {"Content-Type": ["application/json"]},
+                "body": json.dumps(error.to_body()),
+                "isBase64Encoded": False,
+            }
         return super().resolve(event, context)
 
 
@@ -107,7 +124,9 @@ def build_resolver(max_body: int = MAX_BODY_BYTES) -> APIGatewayRestResolver:
         event = app.current_event
         allowed = routes.allowed_methods(event.path)
         if allowed:
-            return error_response(MethodNotAllowed(f"{event.http_method} is not allowed; use {', '.join(allowed)}"))
+            return error_response(
+                MethodNotAllowed(f"{event.http_method} is not allowed; use {', '.join(allowed)}")
+            )
         return error_response(NotFound(f"no route {event.path}", code="route_not_found"))
 
     return app

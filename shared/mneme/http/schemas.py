@@ -12,7 +12,9 @@ from mneme.services.remember import RememberItem
 
 Path_ = Annotated[str, StringConstraints(min_length=4, max_length=600)]
 Key = Annotated[str, StringConstraints(min_length=1, max_length=128)]
-ShortList = Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=128)]], Field(max_length=32)]
+ShortList = Annotated[
+    list[Annotated[str, StringConstraints(min_length=1, max_length=128)]], Field(max_length=32)
+]
 
 
 class Strict(BaseModel):

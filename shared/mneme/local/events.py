@@ -21,8 +21,16 @@ class LocalContext:
         return 30_000
 
 
-def proxy_event(route: Route, method: str, path: str, query: str, headers: dict[str, str], body: str | None,
-                path_params: dict[str, str], authorizer: dict[str, Any] | None) -> dict[str, Any]:  # fmt: skip
+def proxy_event(
+    route: Route,
+    method: str,
+    path: str,
+    query: str,
+    headers: dict[str, str],
+    body: str | None,
+    path_params: dict[str, str],
+    authorizer: dict[str, Any] | None,
+) -> dict[str, Any]:
     parsed = parse_qs(query, keep_blank_values=True)
     request_id = str(uuid.uuid4())
     return {

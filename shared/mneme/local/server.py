@@ -13,8 +13,11 @@ from mneme import routes
 from mneme.errors import Forbidden, MethodNotAllowed, MnemeError, NotFound, Unauthorized
 from mneme.local.events import LocalContext, proxy_event, token_event
 
-LOCAL_ENV = {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true",
-             "POWERTOOLS_LOG_LEVEL": "WARNING"}  # fmt: skip
+LOCAL_ENV = {
+    "POWERTOOLS_TRACE_DISABLED": "true",
+    "POWERTOOLS_METRICS_DISABLED": "true",
+    "POWERTOOLS_LOG_LEVEL": "WARNING",
+}
 
 
 def _function(name: str) -> Any:
@@ -27,22 +30,28 @@ def dispatch(method: str, raw_path: str, headers: dict[str, str], body: str | No
     found = routes.match(method, url.path)
     if found is None:
         allowed = routes.allowed_methods(url.path)
-        error: MnemeError = (MethodNotAllowed(f"{method} is not allowed; use {', '.join(allowed)}") if allowed
-                             else NotFound(f"no route {url.path}", code="route_not_found"))  # fmt: skip
+        error: MnemeError = (
+            MethodNotAllowed(f"{method} is not allowed; use {', '.join(allowed)}")
+            if allowed
+            else NotFound(f"no route {url.path}", code="route_not_found")
+        )
         return _error(error)
     route, params = found
     authorizer = None
     if route.role is not None:
         auth_header = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
         try:
-            result = _function("authorizer")(token_event(route, method, url.path, auth_header),
-                                             LocalContext("authorizer"))  # fmt: skip
+            result = _function("authorizer")(
+                token_event(route, method, url.path, auth_header), LocalContext("authorizer")
+            )
         except Exception as e:
             if str(e) == "Unauthorized":
                 return _error(Unauthorized("missing or unknown API key: send 'Authorization: Bearer <key>'"))
             raise
         if result["policyDocument"]["Statement"][0]["Effect"] != "Allow":
-            return _error(Forbidden("this API key is not allowed", code=result["context"].get("reason", "forbidden")))
+            return _error(
+                Forbidden("this API key is not allowed", code=result["context"].get("reason", "forbidden"))
+            )
         authorizer = {**result["context"], "principalId": result["principalId"]}
     event = proxy_event(route, method, url.path, url.query, headers, body, params, authorizer)
     response: dict[str, Any] = _function(route.function)(event, LocalContext(route.function))
@@ -50,8 +59,11 @@ def dispatch(method: str, raw_path: str, headers: dict[str, str], body: str | No
 
 
 def _error(error: MnemeError) -> dict[str, Any]:
-    return {"statusCode": error.status, "headers": {"Content-Type": "application/json"},
-            "body": json.dumps(error.to_body())}  # fmt: skip
+    return {
+        "statusCode": error.status,
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps(error.to_body()),
+    }
 
 
 class Handler(BaseHTTPRequestHandler):

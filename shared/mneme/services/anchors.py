@@ -6,14 +6,21 @@ import re
 
 WORD_RE = re.compile(r"[a-z0-9]+")
 STOPWORDS = frozenset(
-    "a about above after again against all am an and any are as at be because been before being below between "
-    "both but by can could did do does doing down during each few for from further had has have having he her "
-    "here hers him his how i if in into is it its itself just me more most my no nor not now of off on once "
-    "only or other our ours out over own same she should so some such than that the their them then there "
-    "these they this those through to too under until up very was we were what when where which while who "
-    "whom why will with would you your yours".split()
+    """
+    a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers him his how i if in into is it its itself
+    just me more most my no nor not now of off on once only or other our ours out over own
+    same she should so some such than that the their them then there these they this those
+    through to too under until up very was we were what when where which while who whom why
+    will with would you your yours
+    """.split()
 )
-GENERIC = frozenset("memory memories rule rules knowledge note notes remember recall info information thing".split())
+GENERIC = frozenset(
+    """
+    memory memories rule rules knowledge note notes remember recall info information thing
+    """.split()
+)
 SUFFIXES = ("ingly", "edly", "ing", "ed", "es", "ly", "s")
 
 

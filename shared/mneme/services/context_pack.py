@@ -45,8 +45,13 @@ class Pack:
     tokens: int
 
 
-def build_pack(title: str, items: list[PackItem], expand_top: int, budget_tokens: int | None,
-               already_loaded: list[str] | None = None) -> Pack:  # fmt: skip
+def build_pack(
+    title: str,
+    items: list[PackItem],
+    expand_top: int,
+    budget_tokens: int | None,
+    already_loaded: list[str] | None = None,
+) -> Pack:
     """Top `expand_top` as bodies, the rest as cards, then a `fetch:` line.
 
     Over budget: demote bodies to cards from the lowest-ranked up, then drop the lowest-ranked
@@ -79,4 +84,6 @@ def build_pack(title: str, items: list[PackItem], expand_top: int, budget_tokens
             break
         markdown = render()
     cards = [i for i in kept if i not in expanded]
-    return Pack(markdown=markdown, expanded=expanded, cards=cards, dropped=dropped, tokens=estimate_tokens(markdown))
+    return Pack(
+        markdown=markdown, expanded=expanded, cards=cards, dropped=dropped, tokens=estimate_tokens(markdown)
+    )

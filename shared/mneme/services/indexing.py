@@ -26,8 +26,13 @@ def episode_text(episode: Episode) -> str:
 
 
 def memory_text(memory: Memory) -> str:
-    parts = [memory.key.replace("-", " "), memory.summary or "", " ".join(memory.tags),
-             " ".join(memory.triggers), memory.body]  # fmt: skip
+    parts = [
+        memory.key.replace("-", " "),
+        memory.summary or "",
+        " ".join(memory.tags),
+        " ".join(memory.triggers),
+        memory.body,
+    ]
     return "\n".join(part for part in parts if part)
 
 
@@ -53,12 +58,21 @@ class Indexer:
             vector = fresh.get(episode.episode_id, episode.vector)
             if episode.scope_id not in ancestors:
                 ancestors[episode.scope_id] = self._ancestors(episode.tenant, episode.scope_id)
-            docs.append(IndexDocument(
-                tenant=episode.tenant, doc_id=episode.episode_id, kind="episode", scope_id=episode.scope_id,
-                ancestor_ids=ancestors[episode.scope_id], text=episode_text(episode), vector=vector,
-                model_id=self.embedder.model_id, occurred_at=episode.occurred_at, tier=episode.tier,
-                session_id=episode.session_id,
-            ))  # fmt: skip
+            docs.append(
+                IndexDocument(
+                    tenant=episode.tenant,
+                    doc_id=episode.episode_id,
+                    kind="episode",
+                    scope_id=episode.scope_id,
+                    ancestor_ids=ancestors[episode.scope_id],
+                    text=episode_text(episode),
+                    vector=vector,
+                    model_id=self.embedder.model_id,
+                    occurred_at=episode.occurred_at,
+                    tier=episode.tier,
+                    session_id=episode.session_id,
+                )
+            )
         return docs
 
     def index_episodes(self, episodes: Sequence[Episode]) -> bool:
@@ -68,7 +82,9 @@ class Indexer:
         try:
             self.index.upsert(self.episode_documents(episodes))
         except MnemeError as e:
-            logger.warning("index write failed; left for the sweep", extra={"code": e.code, "count": len(episodes)})
+            logger.warning(
+                "index write failed; left for the sweep", extra={"code": e.code, "count": len(episodes)}
+            )
             return False
         by_tenant: dict[str, list[str]] = {}
         for episode in episodes:
@@ -85,11 +101,17 @@ class Indexer:
             scope_id = self.scopes.root(memory.tenant).scope_id  # tagged guidance is tenant-wide
         vector = self.embedder.embed([memory_text(memory)])[0].tolist()
         return IndexDocument(
-            tenant=memory.tenant, doc_id=memory.memory_id, kind="memory", scope_id=scope_id,
-            ancestor_ids=self._ancestors(memory.tenant, scope_id), text=memory_text(memory), vector=vector,
-            model_id=self.embedder.model_id, occurred_at=memory.updated_at,
+            tenant=memory.tenant,
+            doc_id=memory.memory_id,
+            kind="memory",
+            scope_id=scope_id,
+            ancestor_ids=self._ancestors(memory.tenant, scope_id),
+            text=memory_text(memory),
+            vector=vector,
+            model_id=self.embedder.model_id,
+            occurred_at=memory.updated_at,
             visible_to=None if memory.status == "published" else memory.author,
-        )  # fmt: skip
+        )
 
     def on_memory_change(self, memory: Memory) -> None:
         """Called after every memory write; archived memories leave the index."""

@@ -21,7 +21,9 @@ def hash_key(secret: str) -> str:
 
 def _name(value: str, field: str) -> str:
     if not NAME_RE.fullmatch(value):
-        raise InvalidInput(f"invalid {field} {value!r}: 1-128 of A-Z a-z 0-9 . _ @ -", code=f"invalid_{field}")
+        raise InvalidInput(
+            f"invalid {field} {value!r}: 1-128 of A-Z a-z 0-9 . _ @ -", code=f"invalid_{field}"
+        )
     return value
 
 
@@ -39,8 +41,14 @@ class KeyService:
         except ValueError as e:
             raise InvalidInput(f"roles must be among {[r.value for r in Role]}", code="invalid_roles") from e
         secret = KEY_PREFIX + secrets.token_urlsafe(32)
-        record = ApiKey(key_hash=hash_key(secret), key_id=secrets.token_hex(8), tenant=_name(tenant, "tenant"),
-                        principal=_name(principal, "principal"), roles=parsed, created_at=self.clock.now())  # fmt: skip
+        record = ApiKey(
+            key_hash=hash_key(secret),
+            key_id=secrets.token_hex(8),
+            tenant=_name(tenant, "tenant"),
+            principal=_name(principal, "principal"),
+            roles=parsed,
+            created_at=self.clock.now(),
+        )
         self.store.put_api_key(record)
         return secret, record
 

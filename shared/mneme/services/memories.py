@@ -69,14 +69,24 @@ class MemoryService:
             self.on_change(memory)
         return memory
 
-    def create(self, caller: Principal, *, key: str, body: str, scope: str | None = None,
-               tag: str | None = None, **fields: Any) -> tuple[Memory, str]:  # fmt: skip
+    def create(
+        self,
+        caller: Principal,
+        *,
+        key: str,
+        body: str,
+        scope: str | None = None,
+        tag: str | None = None,
+        **fields: Any,
+    ) -> tuple[Memory, str]:
         """Create a scoped (`scope`) or tagged (`tag`) memory. Returns it with its target label."""
         validate_key(key)
         _check_fields({"body": body, **fields})
         if (scope is None) == (tag is None):
-            raise InvalidInput("give exactly one of 'scope' (a path) or 'tag' ('layer=value' or 'layer=*')",
-                               code="invalid_target")  # fmt: skip
+            raise InvalidInput(
+                "give exactly one of 'scope' (a path) or 'tag' ('layer=value' or 'layer=*')",
+                code="invalid_target",
+            )
         now = self.clock.now()
         target: dict[str, Any]
         if scope is not None:
@@ -86,19 +96,31 @@ class MemoryService:
             assert tag is not None
             layer, value = parse_tag(tag)
             if layer not in self.store.get_layers(caller.tenant).values():
-                raise InvalidInput(f"unknown layer {layer!r}: define it with PUT /v1/layers first",
-                                   code="unknown_layer")  # fmt: skip
+                raise InvalidInput(
+                    f"unknown layer {layer!r}: define it with PUT /v1/layers first", code="unknown_layer"
+                )
             target, label = {"kind": "tagged", "layer": layer, "value": value}, f"{layer}={value or '*'}"
         status = "published" if caller.has(Role.approver) else "pending"
-        memory = Memory(tenant=caller.tenant, memory_id=str(uuid.uuid4()), key=key, body=body, status=status,
-                        author=caller.principal, created_at=now, updated_at=now, **target, **fields)  # fmt: skip
+        memory = Memory(
+            tenant=caller.tenant,
+            memory_id=str(uuid.uuid4()),
+            key=key,
+            body=body,
+            status=status,
+            author=caller.principal,
+            created_at=now,
+            updated_at=now,
+            **target,
+            **fields,
+        )
         self.store.create_memory(memory)
         return self._changed(memory), label
 
     def get(self, caller: Principal, memory_id: str) -> Memory:
         memory = self.store.get_memory(caller.tenant, memory_id)
-        if memory is None or (memory.status == "pending" and memory.author != caller.principal
-                              and not caller.has(Role.approver)):  # fmt: skip
+        if memory is None or (
+            memory.status == "pending" and memory.author != caller.principal and not caller.has(Role.approver)
+        ):
             raise MemoryNotFound(f"memory {memory_id} does not exist", details={"memory_id": memory_id})
         return memory
 
@@ -106,11 +128,15 @@ class MemoryService:
         memory = self.get(caller, memory_id)
         if memory.status == "archived":
             raise Conflict(f"memory {memory_id} is archived", code="memory_archived")
-        if not caller.has(Role.approver) and not (memory.status == "pending" and memory.author == caller.principal):
+        if not caller.has(Role.approver) and not (
+            memory.status == "pending" and memory.author == caller.principal
+        ):
             raise Forbidden("only an approver can change published memories or other authors' work")
         return memory
 
-    def edit(self, caller: Principal, memory_id: str, *, version: int | None = None, **changes: Any) -> Memory:
+    def edit(
+        self, caller: Principal, memory_id: str, *, version: int | None = None, **changes: Any
+    ) -> Memory:
         """Apply field changes; `version`, when given, must match the stored version (else 409)."""
         unknown = set(changes) - set(EDITABLE)
         if unknown:
@@ -121,8 +147,11 @@ class MemoryService:
         _check_fields(changes)
         memory = self._writable(caller, memory_id)
         if version is not None and version != memory.version:
-            raise Conflict(f"memory {memory_id} is at version {memory.version}, not {version}",
-                           code="version_conflict", details={"current_version": memory.version})  # fmt: skip
+            raise Conflict(
+                f"memory {memory_id} is at version {memory.version}, not {version}",
+                code="version_conflict",
+                details={"current_version": memory.version},
+            )
         updated = memory.model_copy(
             update={**changes, "version": memory.version + 1, "updated_at": self.clock.now()}
         )
@@ -139,6 +168,9 @@ class MemoryService:
 
     def visible_to(self, caller: Principal, memories: list[Memory], now: datetime) -> list[Memory]:
         """Published memories plus the caller's own pending work; expired ones are left out."""
-        return [m for m in memories
-                if (m.status == "published" or (m.status == "pending" and m.author == caller.principal))
-                and (m.valid_until is None or m.valid_until > now)]  # fmt: skip
+        return [
+            m
+            for m in memories
+            if (m.status == "published" or (m.status == "pending" and m.author == caller.principal))
+            and (m.valid_until is None or m.valid_until > now)
+        ]

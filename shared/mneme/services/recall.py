@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mneme.errors import InvalidInput, MnemeError
+from mneme.errors import MnemeError
 from mneme.models import Episode, Memory, Principal
 from mneme.observability import logger, metrics
 from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
@@ -51,15 +52,23 @@ class RecallRequest(BaseModel):
     scope: str = Field("root", min_length=4, max_length=600)
     limit: int = Field(10, ge=1, le=200)
     kinds: list[DocKind] | None = Field(None, min_length=1)
-    tiers: list[Literal["raw", "daily", "weekly", "monthly", "quarterly", "yearly"]] | None = Field(None, min_length=1)
+    tiers: list[Literal["raw", "daily", "weekly", "monthly", "quarterly", "yearly"]] | None = Field(
+        None, min_length=1
+    )
     since: datetime | None = None
     until: datetime | None = None
-    session_id: str | None = Field(None, max_length=128)
+    session_id: str | None = Field(
+        None,
+        max_length=128,
+        description="only episodes of this session; with delta, the delivery session instead",
+    )
     scoring: Scoring = Field(default_factory=Scoring)
     disclosure: Disclosure = Field(default_factory=Disclosure)
     explain: bool = False
     ids: list[str] | None = Field(None, min_length=1, max_length=200)
-    delta: bool = False
+    delta: bool = Field(
+        False, description="collapse bodies already delivered in session_id (no session filter)"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> RecallRequest:
@@ -123,21 +132,31 @@ class RecallService:
             return self._fetch(caller, request)
         assert request.query is not None
         flt = SearchFilter(
-            tenant=caller.tenant, ancestor_id=scope.scope.scope_id,
+            tenant=caller.tenant,
+            ancestor_id=scope.scope.scope_id,
             kinds=frozenset(request.kinds) if request.kinds else None,
-            tiers=frozenset(request.tiers) if request.tiers else None, since=request.since, until=request.until,
-            session_id=request.session_id, principal=caller.principal,
-        )  # fmt: skip
-        trace: dict[str, Any] = {"filters": flt.model_dump(mode="json", exclude={"tenant", "principal"}),
-                                 "stages": [], "omitted": []}  # fmt: skip
+            tiers=frozenset(request.tiers) if request.tiers else None,
+            since=request.since,
+            until=request.until,
+            session_id=None if request.delta else request.session_id,
+            principal=caller.principal,
+        )
+        trace: dict[str, Any] = {
+            "filters": flt.model_dump(mode="json", exclude={"tenant", "principal"}),
+            "stages": [],
+            "omitted": [],
+        }
         scoring = request.scoring
         k = min(max(request.limit * 5, 50), 500)
         candidates, path, vector_error = self._search(flt, request.query, scoring, k, trace)
         query_anchors = anchor_rule.anchors(request.query)
         trace["anchors"] = sorted(query_anchors)
         results = self._rank(caller, candidates, scoring, query_anchors, trace)
-        fallback: dict[str, Any] = {"policy": scoring.fallback, "triggered": bool(vector_error),
-                                    "reason": "vector_unavailable" if vector_error else None}  # fmt: skip
+        fallback: dict[str, Any] = {
+            "policy": scoring.fallback,
+            "triggered": bool(vector_error),
+            "reason": "vector_unavailable" if vector_error else None,
+        }
         if scoring.fallback == "always" or (scoring.fallback == "on_empty" and not results):
             extra = self._lexical_fallback(caller, flt, request.query, k, {r.id for r in results}, trace)
             if extra:
@@ -146,20 +165,21 @@ class RecallService:
                 results = sorted([*results, *extra], key=_order)
                 if scoring.fallback == "on_empty":
                     path = "lexical_fallback"
-            metrics.add_metric(name="RecallFallback", unit="Count", value=1 if extra else 0)
+            metrics.add_metric(name="RecallFallback", unit=MetricUnit.Count, value=1 if extra else 0)
         trace["fallback"] = fallback
         results = results[: request.limit]
         trace["stages"].append({"stage": "selected", "candidates": len(results)})
         context, results = self._context(caller, request, scope.path, results, trace)
-        metrics.add_dimension(name="retrieval_path", value=path)
-        metrics.add_metric(name="RecallResults", unit="Count", value=len(results))
+        metrics.add_metric(name=f"RecallPath_{path}", unit=MetricUnit.Count, value=1)
         logger.info("recall", extra={"retrieval_path": path, "results": len(results)})
-        return RecallResponse(results=results, retrieval_path=path, context=context,
-                              explain=trace if request.explain else None)  # fmt: skip
+        return RecallResponse(
+            results=results, retrieval_path=path, context=context, explain=trace if request.explain else None
+        )
 
     # -- stages ---------------------------------------------------------------------------
-    def _search(self, flt: SearchFilter, query: str, scoring: Scoring, k: int,
-                trace: dict[str, Any]) -> tuple[dict[str, _Candidate], str, str | None]:  # fmt: skip
+    def _search(
+        self, flt: SearchFilter, query: str, scoring: Scoring, k: int, trace: dict[str, Any]
+    ) -> tuple[dict[str, _Candidate], str, str | None]:
         candidates: dict[str, _Candidate] = {}
         vector_hits: list[Hit] = []
         vector_error: str | None = None
@@ -190,14 +210,26 @@ class RecallService:
         trace["stages"].append({"stage": "fused", "candidates": len(candidates)})
         if vector_error:
             return candidates, "lexical_fallback", vector_error
-        path = "hybrid" if scoring.alpha > 0 and scoring.beta > 0 else ("vector" if scoring.alpha > 0 else "lexical")
+        path = (
+            "hybrid"
+            if scoring.alpha > 0 and scoring.beta > 0
+            else ("vector" if scoring.alpha > 0 else "lexical")
+        )
         return candidates, path, None
 
-    def _rank(self, caller: Principal, candidates: dict[str, _Candidate], scoring: Scoring,
-              query_anchors: set[str], trace: dict[str, Any]) -> list[Result]:  # fmt: skip
+    def _rank(
+        self,
+        caller: Principal,
+        candidates: dict[str, _Candidate],
+        scoring: Scoring,
+        query_anchors: set[str],
+        trace: dict[str, Any],
+    ) -> list[Result]:
         records = self._load(caller, list(candidates), trace)
         now = self.clock.now()
-        weight = (scoring.alpha if any("vector" in c.channels for c in candidates.values()) else 0) + scoring.beta
+        weight = (
+            scoring.alpha if any("vector" in c.channels for c in candidates.values()) else 0
+        ) + scoring.beta
         results = []
         for candidate in candidates.values():
             record = records.get(candidate.id)
@@ -212,14 +244,19 @@ class RecallService:
                 trace["omitted"].append({"id": candidate.id, "reason": reason})
                 continue
             fused = (scoring.alpha * candidate.vector + scoring.beta * candidate.lexical) / (weight or 1)
-            scores = {"vector": round(candidate.vector, 6), "lexical": round(candidate.lexical, 6),
-                      "bm25": round(candidate.raw_bm25, 6), "lifecycle": factor}  # fmt: skip
+            scores = {
+                "vector": round(candidate.vector, 6),
+                "lexical": round(candidate.lexical, 6),
+                "bm25": round(candidate.raw_bm25, 6),
+                "lifecycle": factor,
+            }
             results.append(self._result(caller.tenant, record, fused * factor, scores))
         trace["stages"].append({"stage": "admitted", "candidates": len(results)})
         return sorted(results, key=_order)
 
-    def _lexical_fallback(self, caller: Principal, flt: SearchFilter, query: str, k: int, seen: set[str],
-                          trace: dict[str, Any]) -> list[Result]:  # fmt: skip
+    def _lexical_fallback(
+        self, caller: Principal, flt: SearchFilter, query: str, k: int, seen: set[str], trace: dict[str, Any]
+    ) -> list[Result]:
         hits = [hit for hit in self.index.search_text(flt, query, k) if hit.doc_id not in seen]
         trace["stages"].append({"stage": "lexical_fallback", "candidates": len(hits)})
         top = max((hit.score for hit in hits), default=1.0) or 1.0
@@ -232,40 +269,78 @@ class RecallService:
             if record is None or factor == 0:
                 trace["omitted"].append({"id": hit.doc_id, "reason": reason})
                 continue
-            scores = {"vector": 0.0, "lexical": round(hit.score / top, 6), "bm25": round(hit.score, 6),
-                      "lifecycle": factor}  # fmt: skip
+            scores = {
+                "vector": 0.0,
+                "lexical": round(hit.score / top, 6),
+                "bm25": round(hit.score, 6),
+                "lifecycle": factor,
+            }
             results.append(self._result(caller.tenant, record, hit.score / top * factor, scores))
         return results
 
     def _load(self, caller: Principal, ids: list[str], trace: dict[str, Any]) -> dict[str, Episode | Memory]:
         """Records for ids, tenant-scoped; memories only when the caller may see them."""
-        found: dict[str, Episode | Memory] = dict(self.store.get_episodes(caller.tenant, [i for i in ids if i.startswith("ep_")]))
+        found: dict[str, Episode | Memory] = dict(
+            self.store.get_episodes(caller.tenant, [i for i in ids if i.startswith("ep_")])
+        )
         for memory_id in (i for i in ids if not i.startswith("ep_")):
             memory = self.store.get_memory(caller.tenant, memory_id)
-            if memory is not None and (memory.status == "published" or
-                                       (memory.status == "pending" and memory.author == caller.principal)):  # fmt: skip
+            if memory is not None and (
+                memory.status == "published"
+                or (memory.status == "pending" and memory.author == caller.principal)
+            ):
                 found[memory_id] = memory
         for missing in (i for i in ids if i not in found):
             trace["omitted"].append({"id": missing, "reason": "not_found"})
         return found
 
-    def _result(self, tenant: str, record: Episode | Memory, score: float, scores: dict[str, float]) -> Result:
+    def _result(
+        self, tenant: str, record: Episode | Memory, score: float, scores: dict[str, float]
+    ) -> Result:
         if isinstance(record, Episode):
-            return Result(id=record.episode_id, kind="episode", scope=self._path(tenant, record.scope_id),
-                          content=record.content, score=round(score, 6), scores=scores, occurred_at=record.occurred_at,
-                          created_at=record.created_at, metadata=record.metadata, session_id=record.session_id,
-                          tier=record.tier)  # fmt: skip
-        scope = self._path(tenant, record.scope_id) if record.scope_id else f"{record.layer}={record.value or '*'}"
-        return Result(id=record.memory_id, kind="memory", scope=scope, content=record.body, score=round(score, 6),
-                      scores=scores, occurred_at=record.updated_at, created_at=record.created_at, key=record.key,
-                      status=record.status, metadata={"summary": record.summary, "tags": record.tags,
-                                                      "depends_on": record.depends_on})  # fmt: skip
+            return Result(
+                id=record.episode_id,
+                kind="episode",
+                scope=self._path(tenant, record.scope_id),
+                content=record.content,
+                score=round(score, 6),
+                scores=scores,
+                occurred_at=record.occurred_at,
+                created_at=record.created_at,
+                metadata=record.metadata,
+                session_id=record.session_id,
+                tier=record.tier,
+            )
+        scope = (
+            self._path(tenant, record.scope_id)
+            if record.scope_id
+            else f"{record.layer}={record.value or '*'}"
+        )
+        return Result(
+            id=record.memory_id,
+            kind="memory",
+            scope=scope,
+            content=record.body,
+            score=round(score, 6),
+            scores=scores,
+            occurred_at=record.updated_at,
+            created_at=record.created_at,
+            key=record.key,
+            status=record.status,
+            metadata={"summary": record.summary, "tags": record.tags, "depends_on": record.depends_on},
+        )
 
     def _path(self, tenant: str, scope_id: str) -> str:
         return self.scopes.chain_of(tenant, scope_id).path
 
-    def _context(self, caller: Principal, request: RecallRequest, scope_path: str, results: list[Result],
-                 trace: dict[str, Any]) -> tuple[str, list[Result]]:  # fmt: skip
+    def _context(
+        self,
+        caller: Principal,
+        request: RecallRequest,
+        scope_path: str,
+        results: list[Result],
+        trace: dict[str, Any],
+    ) -> tuple[str, list[Result]]:
         results = self._with_prerequisites(caller, results)
         already: list[str] = []
         if request.delta and request.session_id:
@@ -273,11 +348,18 @@ class RecallService:
             already = [r.id for r in results if r.id in delivered]
         items = [_pack_item(r) for r in results if r.id not in already]
         title = f"# recall: {request.query} (scope {scope_path}, {len(results)} results)"
-        pack = build_pack(title, items, request.disclosure.expand_top, request.disclosure.budget_tokens, already)
+        pack = build_pack(
+            title, items, request.disclosure.expand_top, request.disclosure.budget_tokens, already
+        )
         if request.session_id and pack.expanded:
             self.store.add_delivered(caller.tenant, caller.principal, request.session_id, pack.expanded)
-        trace["context"] = {"expanded": pack.expanded, "cards": pack.cards, "dropped": pack.dropped,
-                            "already_loaded": already, "tokens": pack.tokens}  # fmt: skip
+        trace["context"] = {
+            "expanded": pack.expanded,
+            "cards": pack.cards,
+            "dropped": pack.dropped,
+            "already_loaded": already,
+            "tokens": pack.tokens,
+        }
         return pack.markdown, results
 
     def _with_prerequisites(self, caller: Principal, results: list[Result]) -> list[Result]:
@@ -295,20 +377,33 @@ class RecallService:
                     if prereq.status == "published" and _lifecycle(prereq, now)[0] > 0:
                         out.append(self._result(caller.tenant, prereq, result.score, {"prerequisite": 1.0}))
                         present.add(prereq.memory_id)
-                result = result.model_copy(update={"requires": [m.memory_id for m in siblings if m.key in keys]})
+                result = result.model_copy(
+                    update={"requires": [m.memory_id for m in siblings if m.key in keys]}
+                )
             out.append(result)
         return out
 
     def _fetch(self, caller: Principal, request: RecallRequest) -> RecallResponse:
         assert request.ids is not None
-        trace: dict[str, Any] = {"stages": [{"stage": "fetch", "candidates": len(request.ids)}], "omitted": []}
+        trace: dict[str, Any] = {
+            "stages": [{"stage": "fetch", "candidates": len(request.ids)}],
+            "omitted": [],
+        }
         records = self._load(caller, request.ids, trace)
         results = [self._result(caller.tenant, records[i], 1.0, {}) for i in request.ids if i in records]
         items = [_pack_item(r) for r in results]
-        pack = build_pack(f"# fetched {len(results)} of {len(request.ids)}", items, len(items),
-                          request.disclosure.budget_tokens)  # fmt: skip
-        return RecallResponse(results=results, retrieval_path="lexical", context=pack.markdown,
-                              explain=trace if request.explain else None)  # fmt: skip
+        pack = build_pack(
+            f"# fetched {len(results)} of {len(request.ids)}",
+            items,
+            len(items),
+            request.disclosure.budget_tokens,
+        )
+        return RecallResponse(
+            results=results,
+            retrieval_path="lexical",
+            context=pack.markdown,
+            explain=trace if request.explain else None,
+        )
 
 
 def _admitted(strictness: str, candidate: _Candidate, query_anchors: set[str], text: str) -> bool:
@@ -340,5 +435,12 @@ def _order(result: Result) -> tuple[float, int, str]:
 def _pack_item(result: Result) -> PackItem:
     label = result.key or f"{result.occurred_at:%Y-%m-%d}"
     summary = (result.metadata.get("summary") if result.kind == "memory" else None) or result.content
-    return PackItem(id=result.id, kind=result.kind, scope=result.scope, label=label, body=result.content,
-                    summary=summary, requires=result.requires)  # fmt: skip
+    return PackItem(
+        id=result.id,
+        kind=result.kind,
+        scope=result.scope,
+        label=label,
+        body=result.content,
+        summary=summary,
+        requires=result.requires,
+    )

@@ -50,7 +50,9 @@ def episode_id(tenant: str, item: RememberItem, scope_id: str, occurred_at: date
 
 
 def content_hash(scope_id: str, item: RememberItem) -> str:
-    canonical = json.dumps([scope_id, item.content, item.session_id, item.tier, item.metadata], sort_keys=True)
+    canonical = json.dumps(
+        [scope_id, item.content, item.session_id, item.tier, item.metadata], sort_keys=True
+    )
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -86,18 +88,34 @@ class RememberService:
         unique = list({e.episode_id: e for e in episodes}.values())
         existing = self.store.get_episodes(caller.tenant, [e.episode_id for e in unique])
         for episode in unique:
-            if episode.episode_id in existing and existing[episode.episode_id].content_hash != episode.content_hash:
-                raise Conflict("this idempotency key was already used for different content",
-                               code="idempotency_key_reused", details={"episode_id": episode.episode_id})  # fmt: skip
+            if (
+                episode.episode_id in existing
+                and existing[episode.episode_id].content_hash != episode.content_hash
+            ):
+                raise Conflict(
+                    "this idempotency key was already used for different content",
+                    code="idempotency_key_reused",
+                    details={"episode_id": episode.episode_id},
+                )
         new = [e for e in unique if e.episode_id not in existing]
         if new:
             vectors = self.embedder.embed([e.content for e in new])
-            new = [e.model_copy(update={"vector": v.tolist(), "model_id": self.embedder.model_id})
-                   for e, v in zip(new, vectors, strict=True)]  # fmt: skip
+            new = [
+                e.model_copy(update={"vector": v.tolist(), "model_id": self.embedder.model_id})
+                for e, v in zip(new, vectors, strict=True)
+            ]
         stored = {**existing, **{e.episode_id: e for e in self.store.put_episodes(new)}}
-        indexed = self.indexer.index_episodes([stored[e.episode_id] for e in new if not stored[e.episode_id].indexed])
-        return [Remembered(episode_id=e.episode_id, created=e.episode_id not in existing,
-                           indexed=stored[e.episode_id].indexed or indexed) for e in episodes]  # fmt: skip
+        indexed = self.indexer.index_episodes(
+            [stored[e.episode_id] for e in new if not stored[e.episode_id].indexed]
+        )
+        return [
+            Remembered(
+                episode_id=e.episode_id,
+                created=e.episode_id not in existing,
+                indexed=stored[e.episode_id].indexed or indexed,
+            )
+            for e in episodes
+        ]
 
     def _scope_ids(self, caller: Principal, items: list[RememberItem]) -> dict[str, str]:
         """Resolve every scope first; create the missing ones only when the whole batch is valid."""
@@ -128,8 +146,16 @@ class RememberService:
     def _episode(self, caller: Principal, item: RememberItem, scope_id: str, now: datetime) -> Episode:
         occurred_at = (item.occurred_at or now).astimezone(UTC)
         return Episode(
-            tenant=caller.tenant, episode_id=episode_id(caller.tenant, item, scope_id, occurred_at),
-            scope_id=scope_id, content=item.content, content_hash=content_hash(scope_id, item),
-            occurred_at=occurred_at, created_at=now, author=caller.principal, session_id=item.session_id,
-            tier=item.tier, metadata=item.metadata, format=item.format,
-        )  # fmt: skip
+            tenant=caller.tenant,
+            episode_id=episode_id(caller.tenant, item, scope_id, occurred_at),
+            scope_id=scope_id,
+            content=item.content,
+            content_hash=content_hash(scope_id, item),
+            occurred_at=occurred_at,
+            created_at=now,
+            author=caller.principal,
+            session_id=item.session_id,
+            tier=item.tier,
+            metadata=item.metadata,
+            format=item.format,
+        )

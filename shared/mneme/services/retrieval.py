@@ -85,17 +85,30 @@ class RetrievalService:
             buckets: dict[Bucket, list[Memory]] = {
                 "scoped": self.store.list_scoped_memories(caller.tenant, scope.scope_id),
                 "layer": self.store.list_tagged_memories(caller.tenant, layer, None) if layer else [],
-                "value": self.store.list_tagged_memories(caller.tenant, layer, scope.segment) if layer else [],
+                "value": self.store.list_tagged_memories(caller.tenant, layer, scope.segment)
+                if layer
+                else [],
             }
             for bucket in EMISSION_ORDER:
                 visible = self.memories.visible_to(caller, buckets[bucket], now)
                 for memory in sorted(visible, key=lambda m: (m.key, m.memory_id)):
                     target = scope_path if bucket == "scoped" else tag_label(memory)
-                    blocks.append(Block(
-                        kind="scoped" if bucket == "scoped" else "tagged", target=target,
-                        priority=priority(depth, bucket), depth=depth, key=memory.key,
-                        memory_id=memory.memory_id, version=memory.version,
-                        pending=memory.status == "pending", body=memory.body,
-                    ))  # fmt: skip
-        return Bundle(path=path, canonical_path=resolved.path, blocks=blocks,
-                      markdown=render(resolved.path, walk, blocks))  # fmt: skip
+                    blocks.append(
+                        Block(
+                            kind="scoped" if bucket == "scoped" else "tagged",
+                            target=target,
+                            priority=priority(depth, bucket),
+                            depth=depth,
+                            key=memory.key,
+                            memory_id=memory.memory_id,
+                            version=memory.version,
+                            pending=memory.status == "pending",
+                            body=memory.body,
+                        )
+                    )
+        return Bundle(
+            path=path,
+            canonical_path=resolved.path,
+            blocks=blocks,
+            markdown=render(resolved.path, walk, blocks),
+        )

@@ -22,8 +22,15 @@ class ScopeService:
         if root is not None:
             return root
         now = self.clock.now()
-        scope = Scope(tenant=tenant, scope_id=str(uuid.uuid4()), parent_id=None, segment=paths.ROOT,
-                      depth=0, created_at=now, updated_at=now)  # fmt: skip
+        scope = Scope(
+            tenant=tenant,
+            scope_id=str(uuid.uuid4()),
+            parent_id=None,
+            segment=paths.ROOT,
+            depth=0,
+            created_at=now,
+            updated_at=now,
+        )
         try:
             self.store.create_scope(scope)
         except Conflict:  # another request created it first
@@ -70,8 +77,15 @@ class ScopeService:
             raise Conflict("root always exists", code="scope_exists")
         parent = self._resolve_parent(tenant, segments[:-1], parents=parents)
         now = self.clock.now()
-        scope = Scope(tenant=tenant, scope_id=str(uuid.uuid4()), parent_id=parent.scope.scope_id,
-                      segment=segments[-1], depth=len(segments), created_at=now, updated_at=now)  # fmt: skip
+        scope = Scope(
+            tenant=tenant,
+            scope_id=str(uuid.uuid4()),
+            parent_id=parent.scope.scope_id,
+            segment=segments[-1],
+            depth=len(segments),
+            created_at=now,
+            updated_at=now,
+        )
         self.store.create_scope(scope)
         return ResolvedScope(scope=scope, path=paths.join(segments), chain=[*parent.chain, scope])
 
@@ -125,8 +139,9 @@ class ScopeService:
     def set_layers(self, tenant: str, layers: dict[int, str]) -> dict[int, str]:
         for depth, name in layers.items():
             if not 1 <= depth <= paths.MAX_DEPTH:
-                raise InvalidInput(f"layer depth {depth} must be between 1 and {paths.MAX_DEPTH}",
-                                   code="invalid_layers")  # fmt: skip
+                raise InvalidInput(
+                    f"layer depth {depth} must be between 1 and {paths.MAX_DEPTH}", code="invalid_layers"
+                )
             paths.validate_segment(name, field="layer name")
         if len(set(layers.values())) != len(layers):
             raise InvalidInput("layer names must be distinct", code="invalid_layers")
