@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from mneme import bootstrap
@@ -32,10 +34,11 @@ def ensure_first_run() -> tuple[Path, bool]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from mneme.local.server import make_server
+    from mneme.local.server import make_server, start_sweeper
 
     key_file, created = ensure_first_run()
     server = make_server(args.host, args.port)
+    start_sweeper(bootstrap.current().indexer, interval=30.0)
     host, port = server.server_address[:2]
     print(f"mneme serving on http://{host}:{port} (store: {bootstrap.current_settings().home.resolve()})")
     print(
@@ -49,6 +52,36 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print("\nshutting down", file=sys.stderr)
     finally:
         server.server_close()
+    return 0
+
+
+def _progress(label: str) -> Callable[[int], None]:
+    start = time.monotonic()
+
+    def report(done: int) -> None:
+        rate = done / max(time.monotonic() - start, 1e-6)
+        print(f"\r{label}: {done} documents ({rate:,.0f}/s)", end="", file=sys.stderr, flush=True)
+
+    return report
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    """Rebuild a tenant's index from records, or retry episodes whose index write failed."""
+    indexer = bootstrap.current().indexer
+    try:
+        if args.pending:
+            done = indexer.sweep(progress=_progress("indexing pending"))
+            left = len(bootstrap.current().store.list_unindexed(1))
+            print(
+                f"\nindexed {done} pending episodes"
+                + (" (the index still fails; retry later)" if left else "")
+            )
+            return 1 if left else 0
+        done = indexer.rebuild(args.tenant, progress=_progress(f"rebuilding {args.tenant}"))
+        print(f"\nrebuilt {done} documents for tenant {args.tenant!r}")
+    except KeyboardInterrupt:
+        print("\ninterrupted: records are untouched; run the same command again to finish", file=sys.stderr)
+        return 130
     return 0
 
 
@@ -103,6 +136,17 @@ def parser() -> argparse.ArgumentParser:
     revoke.add_argument("--tenant", default=DEFAULT_TENANT)
     revoke.add_argument("key_id")
     keys.set_defaults(func=cmd_keys)
+
+    reindex = sub.add_parser(
+        "reindex",
+        help="rebuild the search index from records, or repair failed writes",
+        epilog="examples: mneme reindex --tenant default | mneme reindex --pending",
+    )
+    reindex.add_argument("--tenant", default=DEFAULT_TENANT)
+    reindex.add_argument(
+        "--pending", action="store_true", help="only retry episodes whose index write failed"
+    )
+    reindex.set_defaults(func=cmd_reindex)
     return root
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -12,6 +14,8 @@ from urllib.parse import urlsplit
 from mneme import routes
 from mneme.errors import Forbidden, MethodNotAllowed, MnemeError, NotFound, Unauthorized
 from mneme.local.events import LocalContext, proxy_event, token_event
+from mneme.observability import logger
+from mneme.services.indexing import Indexer
 
 LOCAL_ENV = {
     "POWERTOOLS_TRACE_DISABLED": "true",
@@ -69,6 +73,9 @@ def _error(error: MnemeError) -> dict[str, Any]:
 class Handler(BaseHTTPRequestHandler):
     server_version = "mneme-local"
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; with Nagle on, a keep-alive client waits for its
+    # delayed ACK (~40 ms on Linux) on every request.
+    disable_nagle_algorithm = True
 
     def _serve(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -95,6 +102,22 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         if os.environ.get("MNEME_ACCESS_LOG"):
             super().log_message(format, *args)
+
+
+def start_sweeper(indexer: Indexer, interval: float) -> threading.Thread:
+    """Retry failed index writes in the background, as the scheduled repair does in AWS."""
+
+    def loop() -> None:
+        while True:
+            time.sleep(interval)
+            try:
+                indexer.sweep()
+            except Exception:  # keep sweeping: a failed round is retried on the next one
+                logger.exception("index sweep failed")
+
+    thread = threading.Thread(target=loop, name="index-sweeper", daemon=True)
+    thread.start()
+    return thread
 
 
 def make_server(host: str, port: int) -> ThreadingHTTPServer:
