@@ -7,7 +7,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export POWERTOOLS_TRACE_DISABLED := true
 export POWERTOOLS_METRICS_DISABLED := true
 
-.PHONY: help install serve test unit contract integration infra lint typecheck check synth bench clean
+.PHONY: help install serve test unit contract integration infra lint typecheck check synth openapi bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -53,6 +53,9 @@ check: lint typecheck test  ## everything CI runs
 
 synth: $(STAMP) node_modules/.installed  ## synthesize the CDK app offline, then cfn-lint it
 	bash infra/synth.sh
+
+openapi: $(STAMP)  ## regenerate docs/openapi.json from the resolvers
+	$(BIN)/mneme openapi --output docs/openapi.json
 
 bench: $(STAMP)  ## print the benchmark figures
 	$(BIN)/python bench/retrieve.py

@@ -85,6 +85,17 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_openapi(args: argparse.Namespace) -> int:
+    from mneme.http.openapi import render
+
+    text = render()
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
     keys = bootstrap.current().keys
     if args.action == "create":
@@ -147,6 +158,14 @@ def parser() -> argparse.ArgumentParser:
         "--pending", action="store_true", help="only retry episodes whose index write failed"
     )
     reindex.set_defaults(func=cmd_reindex)
+
+    openapi = sub.add_parser(
+        "openapi",
+        help="print the OpenAPI document generated from the resolvers",
+        epilog="example: mneme openapi --output docs/openapi.json",
+    )
+    openapi.add_argument("--output", help="write to this file instead of stdout")
+    openapi.set_defaults(func=cmd_openapi)
     return root
 
 
