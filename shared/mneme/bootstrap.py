@@ -99,8 +99,13 @@ def build(
         keys=KeyService(store, clock),
         indexer=indexer,
         remember=RememberService(store, clock, scopes, embedder, indexer),
-        recall=RecallService(store, clock, scopes, embedder, index),
+        recall=RecallService(store, clock, scopes, embedder, index, fresh_window=fresh_window(settings)),
     )
+
+
+def fresh_window(settings: Settings) -> float:
+    """The embedded index is read-after-write; OpenSearch Serverless is only eventually consistent."""
+    return settings.index.fresh_window_seconds if isinstance(settings.index, OpenSearchIndex) else 0.0
 
 
 @cache

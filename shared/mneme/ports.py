@@ -99,6 +99,10 @@ class RecordStore(Protocol):
 
     def mark_indexed(self, tenant: str, episode_ids: Sequence[str]) -> None: ...
 
+    def list_recent_episodes(self, tenant: str, since: datetime, limit: int) -> list[Episode]:
+        """Episodes written (created_at) at or after `since`, newest first, at most `limit`."""
+        ...
+
     def list_unindexed(self, limit: int) -> list[Episode]:
         """Episodes of any tenant stored but not yet confirmed in the index, oldest first."""
         ...

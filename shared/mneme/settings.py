@@ -42,6 +42,7 @@ class OpenSearchIndex(BaseModel):
     index_name: str = "mneme"
     region: str | None = None
     service: Literal["aoss", "es"] = "aoss"
+    fresh_window_seconds: float = 120.0
 
 
 class Settings(BaseSettings):

@@ -238,3 +238,36 @@ def test_session_delta_collapses_bodies_already_loaded(services: Services) -> No
     assert "### ep_" not in second.context and f"already loaded: {first.results[0].id}" in second.context
     other_session = recall(services, "printer toner", session_id="chat-2", delta=True)
     assert "### ep_" in other_session.context
+
+
+class LaggingIndex:
+    """An eventually consistent index: upserts land, but searches do not see them yet."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def search_text(self, flt: Any, query: str, k: int) -> list[Any]:
+        return []
+
+    def search_vector(self, flt: Any, vector: Any, model_id: str, k: int) -> list[Any]:
+        return []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_fresh_episodes_are_recalled_before_an_eventually_consistent_index_catches_up(
+    services: Services, clock: Any
+) -> None:
+    services.recall.index = LaggingIndex(services.index)  # type: ignore[assignment]
+    services.recall.fresh_window = 120
+    north = remember(services, "Boiler pressure dropped in the north plant.", scope="root.acme.north")
+    remember(services, "Boiler pressure dropped in the south plant.", scope="root.acme.south")
+    response = recall(services, "boiler pressure", scope="root.acme.north", explain=True)
+    assert ids(response) == [north]
+    assert {"stage": "fresh", "candidates": 1} in (response.explain or {})["stages"]
+    clock.advance(seconds=121)
+    assert (
+        recall(services, "boiler pressure", scope="root.acme.north", scoring={"fallback": "never"}).results
+        == []
+    )

@@ -11,7 +11,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from mneme.errors import Conflict
@@ -34,7 +34,8 @@ CREATE INDEX IF NOT EXISTS memories_scope ON memories (tenant, scope_id, key);
 CREATE INDEX IF NOT EXISTS memories_layer ON memories (tenant, layer, value, key);
 CREATE TABLE IF NOT EXISTS episodes (
     tenant TEXT NOT NULL, episode_id TEXT NOT NULL, seq INTEGER NOT NULL, indexed INTEGER NOT NULL,
-    doc TEXT NOT NULL, PRIMARY KEY (tenant, episode_id));
+    created_at TEXT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (tenant, episode_id));
+CREATE INDEX IF NOT EXISTS episodes_created ON episodes (tenant, created_at);
 CREATE INDEX IF NOT EXISTS episodes_seq ON episodes (tenant, seq);
 CREATE INDEX IF NOT EXISTS episodes_unindexed ON episodes (seq) WHERE indexed = 0;
 CREATE TABLE IF NOT EXISTS delivered (
@@ -46,6 +47,11 @@ CREATE UNIQUE INDEX IF NOT EXISTS api_keys_tenant ON api_keys (tenant, key_id);
 """
 
 ROOT_PARENT = ""  # the slot table's parent for a tenant's root scope
+
+
+def _utc(value: datetime) -> str:
+    """Fixed-width UTC text, so it sorts as time."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class SqliteRecordStore:
@@ -256,12 +262,13 @@ class SqliteRecordStore:
                     continue
                 seq += 1
                 conn.execute(
-                    "INSERT INTO episodes VALUES (?,?,?,?,?)",
+                    "INSERT INTO episodes VALUES (?,?,?,?,?,?)",
                     (
                         episode.tenant,
                         episode.episode_id,
                         seq,
                         int(episode.indexed),
+                        _utc(episode.created_at),
                         episode.model_dump_json(),
                     ),
                 )
@@ -296,6 +303,16 @@ class SqliteRecordStore:
                     "UPDATE episodes SET indexed=1, doc=? WHERE tenant=? AND episode_id=?",
                     (doc, tenant, episode_id),
                 )
+
+    def list_recent_episodes(self, tenant: str, since: datetime, limit: int) -> list[Episode]:
+        rows = self._rows(
+            "SELECT doc FROM episodes WHERE tenant=? AND created_at>=? "
+            "ORDER BY created_at DESC, seq DESC LIMIT ?",
+            tenant,
+            _utc(since),
+            limit,
+        )
+        return [Episode.model_validate_json(row[0]) for row in rows]
 
     def list_unindexed(self, limit: int) -> list[Episode]:
         rows = self._rows("SELECT doc FROM episodes WHERE indexed=0 ORDER BY seq LIMIT ?", limit)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
+import numpy as np
 from aws_lambda_powertools.metrics import MetricUnit
+from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mneme.errors import MnemeError
@@ -20,6 +22,7 @@ from mneme.services.indexing import episode_text, memory_text
 from mneme.services.scopes import ScopeService
 
 MAX_QUERY_BYTES = 2 * 1024
+FRESH_LIMIT = 200
 MIN_VECTOR = 0.30  # balanced strictness admits vector-only hits at or above this cosine
 REVIEW_DUE = 0.7  # Engram's lifecycle factors
 LOW_CONFIDENCE = 0.9
@@ -125,6 +128,9 @@ class RecallService:
     scopes: ScopeService
     embedder: Embedder
     index: SearchIndex
+    fresh_window: float = (
+        0.0  # seconds of recent episodes scored from records (eventually consistent indexes)
+    )
 
     def recall(self, caller: Principal, request: RecallRequest) -> RecallResponse:
         scope = self.scopes.resolve(caller.tenant, request.scope)
@@ -183,6 +189,7 @@ class RecallService:
         candidates: dict[str, _Candidate] = {}
         vector_hits: list[Hit] = []
         vector_error: str | None = None
+        vector = None
         if scoring.alpha > 0:
             try:
                 vector = self.embedder.embed([query])[0]
@@ -207,6 +214,8 @@ class RecallService:
             candidate = candidates.setdefault(hit.doc_id, _Candidate(hit.doc_id))
             candidate.lexical, candidate.raw_bm25 = hit.score / top, hit.score
             candidate.channels.add("lexical")
+        if self.fresh_window > 0:
+            self._fresh_tail(flt, query, vector if scoring.alpha > 0 else None, candidates, trace)
         trace["stages"].append({"stage": "fused", "candidates": len(candidates)})
         if vector_error:
             return candidates, "lexical_fallback", vector_error
@@ -216,6 +225,52 @@ class RecallService:
             else ("vector" if scoring.alpha > 0 else "lexical")
         )
         return candidates, path, None
+
+    def _fresh_tail(
+        self,
+        flt: SearchFilter,
+        query: str,
+        vector: NDArray[np.float32] | None,
+        candidates: dict[str, _Candidate],
+        trace: dict[str, Any],
+    ) -> None:
+        """Read-after-write over an eventually consistent index (OpenSearch Serverless has no
+        refresh): score the episodes written in the last `fresh_window` seconds from their records."""
+        since = self.clock.now() - timedelta(seconds=self.fresh_window)
+        query_anchors = anchor_rule.anchors(query)
+        added = 0
+        for episode in self.store.list_recent_episodes(flt.tenant, since, FRESH_LIMIT):
+            if episode.episode_id in candidates or not self._in_filter(flt, episode):
+                continue
+            cosine = 0.0
+            if (
+                vector is not None
+                and episode.vector is not None
+                and episode.model_id == self.embedder.model_id
+            ):
+                cosine = max(0.0, float(np.dot(vector, np.asarray(episode.vector, dtype=np.float32))))
+            overlap = anchor_rule.anchor_hits(query_anchors, episode_text(episode)) / max(
+                len(query_anchors), 1
+            )
+            if cosine <= 0 and overlap <= 0:
+                continue
+            candidate = candidates[episode.episode_id] = _Candidate(episode.episode_id, cosine, overlap)
+            candidate.channels.update(
+                {"fresh", *(["vector"] if cosine else []), *(["lexical"] if overlap else [])}
+            )
+            added += 1
+        trace["stages"].append({"stage": "fresh", "candidates": added})
+
+    def _in_filter(self, flt: SearchFilter, episode: Episode) -> bool:
+        ancestors = {scope.scope_id for scope in self.scopes.chain_of(flt.tenant, episode.scope_id).chain}
+        return (
+            flt.ancestor_id in ancestors
+            and (flt.kinds is None or "episode" in flt.kinds)
+            and (flt.tiers is None or episode.tier in flt.tiers)
+            and (flt.since is None or episode.occurred_at >= flt.since)
+            and (flt.until is None or episode.occurred_at < flt.until)
+            and (flt.session_id is None or episode.session_id == flt.session_id)
+        )
 
     def _rank(
         self,
