@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from datetime import UTC, datetime
-from pathlib import Path
+from datetime import datetime
 
+from mneme.adapters.sqlite_base import utc_text
+from mneme.adapters.sqlite_consolidation import CONSOLIDATION_SCHEMA, SqliteConsolidationStore
 from mneme.errors import Conflict
 from mneme.models import ApiKey, Episode, Memory, Scope
 
@@ -34,7 +33,8 @@ CREATE INDEX IF NOT EXISTS memories_scope ON memories (tenant, scope_id, key);
 CREATE INDEX IF NOT EXISTS memories_layer ON memories (tenant, layer, value, key);
 CREATE TABLE IF NOT EXISTS episodes (
     tenant TEXT NOT NULL, episode_id TEXT NOT NULL, seq INTEGER NOT NULL, indexed INTEGER NOT NULL,
-    created_at TEXT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (tenant, episode_id));
+    created_at TEXT NOT NULL, scope_id TEXT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (tenant, episode_id));
+CREATE INDEX IF NOT EXISTS episodes_scope ON episodes (tenant, scope_id, created_at, episode_id);
 CREATE INDEX IF NOT EXISTS episodes_created ON episodes (tenant, created_at);
 CREATE INDEX IF NOT EXISTS episodes_seq ON episodes (tenant, seq);
 CREATE INDEX IF NOT EXISTS episodes_unindexed ON episodes (seq) WHERE indexed = 0;
@@ -49,45 +49,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS api_keys_tenant ON api_keys (tenant, key_id);
 ROOT_PARENT = ""  # the slot table's parent for a tenant's root scope
 
 
-def _utc(value: datetime) -> str:
-    """Fixed-width UTC text, so it sorts as time."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-class SqliteRecordStore:
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = None
-
-    @property
-    def conn(self) -> sqlite3.Connection:
-        if self._conn is None:
-            with self._lock:
-                if self._conn is None:
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                    conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    conn.execute("PRAGMA busy_timeout=5000")
-                    conn.executescript(SCHEMA)
-                    self._conn = conn
-        return self._conn
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            conn = self.conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-
-    def _rows(self, sql: str, *args: object) -> list[tuple]:
-        with self._lock:
-            return self.conn.execute(sql, args).fetchall()
+class SqliteRecordStore(SqliteConsolidationStore):
+    schema = SCHEMA + CONSOLIDATION_SCHEMA
 
     # -- scopes ---------------------------------------------------------------------------
     def get_scope(self, tenant: str, scope_id: str) -> Scope | None:
@@ -262,13 +225,14 @@ class SqliteRecordStore:
                     continue
                 seq += 1
                 conn.execute(
-                    "INSERT INTO episodes VALUES (?,?,?,?,?,?)",
+                    "INSERT INTO episodes VALUES (?,?,?,?,?,?,?)",
                     (
                         episode.tenant,
                         episode.episode_id,
                         seq,
                         int(episode.indexed),
-                        _utc(episode.created_at),
+                        utc_text(episode.created_at),
+                        episode.scope_id,
                         episode.model_dump_json(),
                     ),
                 )
@@ -309,7 +273,7 @@ class SqliteRecordStore:
             "SELECT doc FROM episodes WHERE tenant=? AND created_at>=? "
             "ORDER BY created_at DESC, seq DESC LIMIT ?",
             tenant,
-            _utc(since),
+            utc_text(since),
             limit,
         )
         return [Episode.model_validate_json(row[0]) for row in rows]

@@ -1,0 +1,1 @@
+"""consolidate: the stage pipeline that turns episodes into facts."""

@@ -1,0 +1,108 @@
+"""Records of consolidation: facts, contradictions, per-scope checkpoints and runs."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+FactStatus = Literal["active", "superseded", "expired"]
+RunStatus = Literal["running", "succeeded", "partial", "failed"]
+
+
+def derived_id(prefix: str, *parts: str) -> str:
+    """Ids derived from content, so a replayed batch writes the same records again, not new ones."""
+    return prefix + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
+
+
+def norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+class Proposal(BaseModel):
+    """What a reasoner proposes for one cluster. Entity/property/value may be absent (summary only)."""
+
+    entity: str | None = None
+    property: str | None = None
+    value: str | None = None
+    summary: str
+
+
+class Fact(BaseModel):
+    tenant: str
+    fact_id: str
+    scope_id: str
+    tier: str = "raw"  # raw for extracted facts; daily/weekly/... for roll-ups
+    entity: str | None = None
+    property: str | None = None
+    value: str | None = None
+    summary: str
+    confidence: float
+    source_episode_ids: list[str]
+    valid_from: datetime
+    valid_until: datetime | None = None
+    superseded_by: str | None = None
+    status: FactStatus = "active"
+    stale: bool = False
+    created_at: datetime
+    updated_at: datetime
+    reinforced_at: datetime
+    model_id: str | None = None
+    vector: list[float] | None = None
+
+    @staticmethod
+    def id_for(tenant: str, scope_id: str, proposal: Proposal, sources: list[str]) -> str:
+        if proposal.entity and proposal.property and proposal.value:
+            return derived_id("fa_", tenant, scope_id, norm(proposal.entity), norm(proposal.property),
+                              norm(proposal.value))  # fmt: skip
+        return derived_id("fa_", tenant, scope_id, "sources", *sorted(sources))
+
+    def valid_at(self, when: datetime) -> bool:
+        return self.valid_from <= when and (self.valid_until is None or when < self.valid_until)
+
+
+class Contradiction(BaseModel):
+    tenant: str
+    contradiction_id: str
+    scope_id: str
+    entity: str
+    property: str
+    old_fact_id: str
+    new_fact_id: str
+    old_value: str
+    new_value: str
+    resolution: Literal["superseded", "unresolved"]
+    created_at: datetime
+
+
+class Checkpoint(BaseModel):
+    """How far consolidation has read a scope's episodes: the last (created_at, episode_id) taken."""
+
+    tenant: str
+    scope_id: str
+    after_created_at: datetime | None = None
+    after_episode_id: str = ""
+    version: int = 0
+    processed: int = 0
+
+
+class StageReport(BaseModel):
+    counters: dict[str, int] = Field(default_factory=dict)
+    errors: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Run(BaseModel):
+    tenant: str
+    run_id: str
+    status: RunStatus = "running"
+    scopes: list[str] = Field(default_factory=list)
+    stages: dict[str, StageReport] = Field(default_factory=dict)
+    started_at: datetime
+    finished_at: datetime | None = None
+    requested_by: str
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        return [error for report in self.stages.values() for error in report.errors]
