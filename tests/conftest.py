@@ -59,6 +59,7 @@ def services(tmp_path: Path, clock: FixedClock) -> bootstrap.Services:
         clock=clock,
         embedder=HashEmbedder(),
         index=SqliteSearchIndex(tmp_path / "index.db"),
+        background=False,
     )
 
 

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 
+from mneme.consolidation.reasoning import ExtractiveReasoner, Reasoner
+from mneme.consolidation.service import ConsolidationService, Orchestrator
+from mneme.consolidation.stages import Deps
 from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
 from mneme.services.indexing import Indexer
 from mneme.services.keys import KeyService
@@ -14,7 +17,15 @@ from mneme.services.recall import RecallService
 from mneme.services.remember import RememberService
 from mneme.services.retrieval import RetrievalService
 from mneme.services.scopes import ScopeService
-from mneme.settings import BedrockEmbedderSettings, DynamoStore, OpenSearchIndex, Settings, get_settings
+from mneme.settings import (
+    BedrockEmbedderSettings,
+    BedrockReasonerSettings,
+    DynamoStore,
+    OpenAIReasonerSettings,
+    OpenSearchIndex,
+    Settings,
+    get_settings,
+)
 
 
 class SystemClock:
@@ -35,6 +46,7 @@ class Services:
     indexer: Indexer
     remember: RememberService
     recall: RecallService
+    consolidation: ConsolidationService
 
 
 def build_store(settings: Settings) -> RecordStore:
@@ -71,6 +83,26 @@ def build_index(settings: Settings) -> SearchIndex:
     return SqliteSearchIndex(settings.index_path)
 
 
+def build_reasoner(settings: Settings) -> Reasoner:
+    if isinstance(settings.reasoner, BedrockReasonerSettings):
+        from mneme.adapters.reasoners import BedrockReasoner
+
+        return BedrockReasoner(settings.reasoner.model_id, region_name=settings.reasoner.region)
+    if isinstance(settings.reasoner, OpenAIReasonerSettings):
+        from mneme.adapters.reasoners import OpenAIReasoner
+
+        return OpenAIReasoner(settings.reasoner.base_url, settings.reasoner.model, api_key=settings.reasoner.api_key)
+    return ExtractiveReasoner()
+
+
+def build_orchestrator(settings: Settings, service: ConsolidationService) -> Orchestrator:
+    from mneme.adapters.orchestrators import StepFunctionsOrchestrator, ThreadOrchestrator
+
+    if settings.state_machine_arn:
+        return StepFunctionsOrchestrator(settings.state_machine_arn)
+    return ThreadOrchestrator(service)
+
+
 def build(
     settings: Settings | None = None,
     *,
@@ -78,8 +110,13 @@ def build(
     clock: Clock | None = None,
     embedder: Embedder | None = None,
     index: SearchIndex | None = None,
+    reasoner: Reasoner | None = None,
+    background: bool = True,
 ) -> Services:
-    """Wire the services. Tests pass fakes for any port; the rest comes from settings."""
+    """Wire the services. Tests pass fakes for any port; the rest comes from settings.
+
+    With `background=False` consolidation runs synchronously inside `start` (tests, CLI).
+    """
     settings = settings or get_settings()
     store = store or build_store(settings)
     clock = clock or SystemClock()
@@ -88,6 +125,10 @@ def build(
     scopes = ScopeService(store, clock)
     indexer = Indexer(store, scopes, embedder, index)
     memories = MemoryService(store, clock, scopes, on_change=indexer.on_memory_change)
+    deps = Deps(store, clock, embedder, reasoner or build_reasoner(settings), indexer, settings.consolidation)
+    consolidation = ConsolidationService(deps, scopes)
+    if background:
+        consolidation.orchestrator = build_orchestrator(settings, consolidation)
     return Services(
         store=store,
         clock=clock,
@@ -100,6 +141,7 @@ def build(
         indexer=indexer,
         remember=RememberService(store, clock, scopes, embedder, indexer),
         recall=RecallService(store, clock, scopes, embedder, index, fresh_window=fresh_window(settings)),
+        consolidation=consolidation,
     )
 
 

@@ -7,12 +7,13 @@ isolation is part of the key, not a filter a caller can forget.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
+from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
 from mneme.models import ApiKey, Episode, Memory, Scope
 from mneme.search_models import Hit, IndexDocument, SearchFilter
 
@@ -120,6 +121,54 @@ class RecordStore(Protocol):
         ...
 
     def add_delivered(self, tenant: str, principal: str, session_id: str, ids: Sequence[str]) -> None: ...
+
+    # -- consolidation --------------------------------------------------------------------
+    def mark_dirty(self, tenant: str, scope_ids: Sequence[str], now: datetime) -> None:
+        """Note that scopes have episodes to consolidate (idempotent; `now` refreshes the mark)."""
+        ...
+
+    def list_dirty(self, tenant: str | None, limit: int) -> list[tuple[str, str]]:
+        """(tenant, scope_id) pairs with work, oldest mark first; None lists every tenant's."""
+        ...
+
+    def clear_dirty(self, tenant: str, scope_id: str, dirtied_before: datetime) -> None:
+        """Remove the mark unless it was refreshed after `dirtied_before` (a write during the run)."""
+        ...
+
+    def list_episodes_after(
+        self, tenant: str, scope_id: str, after: tuple[datetime | None, str], before: datetime, limit: int
+    ) -> list[Episode]:
+        """A scope's episodes ordered by (created_at, episode_id), strictly after `after`, created before
+        `before`."""
+        ...
+
+    def get_checkpoint(self, tenant: str, scope_id: str) -> Checkpoint: ...
+
+    def save_checkpoint(self, checkpoint: Checkpoint, expected_version: int) -> None:
+        """Conflict unless the stored version equals `expected_version` (0 when none is stored)."""
+        ...
+
+    def acquire_lease(self, tenant: str, scope_id: str, owner: str, now: datetime, ttl: timedelta) -> bool:
+        """Take or renew a scope's consolidation lease; False while another owner holds a live one."""
+        ...
+
+    def release_lease(self, tenant: str, scope_id: str, owner: str) -> None: ...
+
+    def put_facts(self, facts: Sequence[Fact], contradictions: Sequence[Contradiction] = ()) -> None:
+        """Upsert facts by their derived ids and add contradictions, atomically."""
+        ...
+
+    def get_facts(self, tenant: str, fact_ids: Sequence[str]) -> dict[str, Fact]: ...
+
+    def list_facts(self, tenant: str, scope_id: str | None = None) -> list[Fact]:
+        """Every fact of a scope (or tenant), any status, ordered by fact_id."""
+        ...
+
+    def list_contradictions(self, tenant: str, scope_id: str) -> list[Contradiction]: ...
+
+    def put_run(self, run: Run) -> None: ...
+
+    def get_run(self, tenant: str, run_id: str) -> Run | None: ...
 
     # -- API keys (looked up before the tenant is known, so keyed by hash) ------------------
     def put_api_key(self, key: ApiKey) -> None: ...

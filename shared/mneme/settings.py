@@ -9,6 +9,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from mneme.consolidation.stages import ConsolidationSettings
+
 
 class SqliteStore(BaseModel):
     kind: Literal["sqlite"] = "sqlite"
@@ -45,6 +47,23 @@ class OpenSearchIndex(BaseModel):
     fresh_window_seconds: float = 120.0
 
 
+class ExtractiveReasonerSettings(BaseModel):
+    kind: Literal["extractive"] = "extractive"
+
+
+class BedrockReasonerSettings(BaseModel):
+    kind: Literal["bedrock"]
+    model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
+    region: str | None = None
+
+
+class OpenAIReasonerSettings(BaseModel):
+    kind: Literal["openai"]
+    base_url: str
+    model: str
+    api_key: str | None = None
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MNEME_", env_nested_delimiter="__", extra="ignore")
 
@@ -54,6 +73,11 @@ class Settings(BaseSettings):
         LocalEmbedderSettings()
     )
     index: Annotated[SqliteIndex | OpenSearchIndex, Field(discriminator="kind")] = SqliteIndex()
+    reasoner: Annotated[
+        ExtractiveReasonerSettings | BedrockReasonerSettings | OpenAIReasonerSettings, Field(discriminator="kind")
+    ] = ExtractiveReasonerSettings()
+    consolidation: ConsolidationSettings = ConsolidationSettings()
+    state_machine_arn: str | None = None  # set in AWS: consolidation runs on Step Functions
 
     @property
     def sqlite_path(self) -> Path:

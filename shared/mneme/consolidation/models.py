@@ -55,8 +55,9 @@ class Fact(BaseModel):
     @staticmethod
     def id_for(tenant: str, scope_id: str, proposal: Proposal, sources: list[str]) -> str:
         if proposal.entity and proposal.property and proposal.value:
-            return derived_id("fa_", tenant, scope_id, norm(proposal.entity), norm(proposal.property),
-                              norm(proposal.value))  # fmt: skip
+            return derived_id(
+                "fa_", tenant, scope_id, norm(proposal.entity), norm(proposal.property), norm(proposal.value)
+            )
         return derived_id("fa_", tenant, scope_id, "sources", *sorted(sources))
 
     def valid_at(self, when: datetime) -> bool:

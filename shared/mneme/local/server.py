@@ -120,9 +120,15 @@ def start_sweeper(indexer: Indexer, interval: float) -> threading.Thread:
     return thread
 
 
+class LocalServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def serve_forever(self, poll_interval: float = 0.05) -> None:
+        """A short poll so `shutdown()` returns at once (the default makes it wait up to 0.5 s)."""
+        super().serve_forever(poll_interval)
+
+
 def make_server(host: str, port: int) -> ThreadingHTTPServer:
     for name, value in LOCAL_ENV.items():
         os.environ.setdefault(name, value)
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
-    return server
+    return LocalServer((host, port), Handler)

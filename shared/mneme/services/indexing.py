@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from mneme.consolidation.models import Fact
 from mneme.errors import MnemeError
 from mneme.models import Episode, Memory
 from mneme.observability import logger
@@ -34,6 +35,11 @@ def memory_text(memory: Memory) -> str:
         memory.body,
     ]
     return "\n".join(part for part in parts if part)
+
+
+def fact_text(fact: Fact) -> str:
+    triple = " ".join(part for part in (fact.entity, fact.property, fact.value) if part)
+    return f"{triple}\n{fact.summary}" if triple else fact.summary
 
 
 @dataclass
@@ -93,6 +99,25 @@ class Indexer:
             self.store.mark_indexed(tenant, ids)
         return True
 
+    def index_facts(self, facts: Sequence[Fact]) -> None:
+        """Facts carry their vectors (embedded at commit); a failed write is repaired by `rebuild`."""
+        ancestors: dict[str, list[str]] = {}
+        docs = []
+        for fact in facts:
+            if fact.scope_id not in ancestors:
+                ancestors[fact.scope_id] = self._ancestors(fact.tenant, fact.scope_id)
+            docs.append(
+                IndexDocument(
+                    tenant=fact.tenant, doc_id=fact.fact_id, kind="fact", scope_id=fact.scope_id,
+                    ancestor_ids=ancestors[fact.scope_id], text=fact_text(fact), vector=fact.vector,
+                    model_id=fact.model_id, occurred_at=fact.valid_from, tier=fact.tier,
+                )
+            )  # fmt: skip
+        try:
+            self.index.upsert(docs)
+        except MnemeError as e:
+            logger.warning("fact index write failed", extra={"code": e.code, "count": len(docs)})
+
     def memory_document(self, memory: Memory) -> IndexDocument:
         if memory.kind == "scoped":
             assert memory.scope_id is not None
@@ -144,6 +169,16 @@ class Indexer:
             count += len(batch)
             if progress:
                 progress(count)
+        facts = self.store.list_facts(tenant)
+        stale = [f for f in facts if f.vector is None or f.model_id != self.embedder.model_id]
+        if stale:
+            vectors = self.embedder.embed([f.summary for f in stale])
+            fresh = {f.fact_id: v.tolist() for f, v in zip(stale, vectors, strict=True)}
+            facts = [f.model_copy(update={"vector": fresh[f.fact_id], "model_id": self.embedder.model_id})
+                     if f.fact_id in fresh else f for f in facts]  # fmt: skip
+        for start in range(0, len(facts), 500):
+            self.index_facts(facts[start : start + 500])
+        count += len(facts)
         for memory in self.store.list_memories(tenant):
             self.index.upsert([self.memory_document(memory)])
             count += 1

@@ -12,20 +12,19 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mneme.errors import MnemeError
-from mneme.models import Episode, Memory, Principal
+from mneme.models import Episode, Principal
 from mneme.observability import logger, metrics
 from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
 from mneme.search_models import DocKind, Hit, SearchFilter
 from mneme.services import anchors as anchor_rule
 from mneme.services.context_pack import PackItem, build_pack
-from mneme.services.indexing import episode_text, memory_text
+from mneme.services.indexing import episode_text
+from mneme.services.recall_records import Record, Result, lifecycle, load, record_text, to_result
 from mneme.services.scopes import ScopeService
 
 MAX_QUERY_BYTES = 2 * 1024
 FRESH_LIMIT = 200
 MIN_VECTOR = 0.30  # balanced strictness admits vector-only hits at or above this cosine
-REVIEW_DUE = 0.7  # Engram's lifecycle factors
-LOW_CONFIDENCE = 0.9
 KIND_ORDER = {"fact": 0, "memory": 1, "episode": 2}
 
 
@@ -69,6 +68,7 @@ class RecallRequest(BaseModel):
     disclosure: Disclosure = Field(default_factory=Disclosure)
     explain: bool = False
     ids: list[str] | None = Field(None, min_length=1, max_length=200)
+    as_of: datetime | None = Field(None, description="facts as they were valid at this time (superseded included)")
     delta: bool = Field(
         False, description="collapse bodies already delivered in session_id (no session filter)"
     )
@@ -79,30 +79,13 @@ class RecallRequest(BaseModel):
             raise ValueError("give a query, or ids to fetch")
         if self.query is not None and len(self.query.encode()) > MAX_QUERY_BYTES:
             raise ValueError(f"query exceeds {MAX_QUERY_BYTES} bytes")
-        for name in ("since", "until"):
+        for name in ("since", "until", "as_of"):
             value = getattr(self, name)
             if value is not None and value.tzinfo is None:
                 raise ValueError(f"{name} needs a timezone (e.g. Z)")
         if self.delta and self.session_id is None:
             raise ValueError("delta needs a session_id")
         return self
-
-
-class Result(BaseModel):
-    id: str
-    kind: DocKind
-    scope: str
-    content: str
-    score: float
-    scores: dict[str, float]
-    occurred_at: datetime
-    created_at: datetime
-    metadata: dict[str, Any] = {}
-    session_id: str | None = None
-    tier: str | None = None
-    key: str | None = None
-    status: str | None = None
-    requires: list[str] = []
 
 
 class RecallResponse(BaseModel):
@@ -157,14 +140,15 @@ class RecallService:
         candidates, path, vector_error = self._search(flt, request.query, scoring, k, trace)
         query_anchors = anchor_rule.anchors(request.query)
         trace["anchors"] = sorted(query_anchors)
-        results = self._rank(caller, candidates, scoring, query_anchors, trace)
+        results = self._rank(caller, candidates, scoring, query_anchors, request.as_of, trace)
         fallback: dict[str, Any] = {
             "policy": scoring.fallback,
             "triggered": bool(vector_error),
             "reason": "vector_unavailable" if vector_error else None,
         }
         if scoring.fallback == "always" or (scoring.fallback == "on_empty" and not results):
-            extra = self._lexical_fallback(caller, flt, request.query, k, {r.id for r in results}, trace)
+            seen = {r.id for r in results}
+            extra = self._lexical_fallback(caller, flt, request.query, k, seen, request.as_of, trace)
             if extra:
                 if not fallback["triggered"]:
                     fallback.update(triggered=True, reason=scoring.fallback)
@@ -278,6 +262,7 @@ class RecallService:
         candidates: dict[str, _Candidate],
         scoring: Scoring,
         query_anchors: set[str],
+        as_of: datetime | None,
         trace: dict[str, Any],
     ) -> list[Result]:
         records = self._load(caller, list(candidates), trace)
@@ -290,11 +275,11 @@ class RecallService:
             record = records.get(candidate.id)
             if record is None:
                 continue
-            text = episode_text(record) if isinstance(record, Episode) else memory_text(record)
+            text = record_text(record)
             if not _admitted(scoring.strictness, candidate, query_anchors, text):
                 trace["omitted"].append({"id": candidate.id, "reason": f"not_admitted:{scoring.strictness}"})
                 continue
-            factor, reason = _lifecycle(record, now)
+            factor, reason = lifecycle(record, now, as_of)
             if factor == 0:
                 trace["omitted"].append({"id": candidate.id, "reason": reason})
                 continue
@@ -310,7 +295,14 @@ class RecallService:
         return sorted(results, key=_order)
 
     def _lexical_fallback(
-        self, caller: Principal, flt: SearchFilter, query: str, k: int, seen: set[str], trace: dict[str, Any]
+        self,
+        caller: Principal,
+        flt: SearchFilter,
+        query: str,
+        k: int,
+        seen: set[str],
+        as_of: datetime | None,
+        trace: dict[str, Any],
     ) -> list[Result]:
         hits = [hit for hit in self.index.search_text(flt, query, k) if hit.doc_id not in seen]
         trace["stages"].append({"stage": "lexical_fallback", "candidates": len(hits)})
@@ -320,7 +312,7 @@ class RecallService:
         results = []
         for hit in hits:
             record = records.get(hit.doc_id)
-            factor, reason = _lifecycle(record, now) if record is not None else (0.0, "missing")
+            factor, reason = lifecycle(record, now, as_of) if record is not None else (0.0, "missing")
             if record is None or factor == 0:
                 trace["omitted"].append({"id": hit.doc_id, "reason": reason})
                 continue
@@ -333,57 +325,14 @@ class RecallService:
             results.append(self._result(caller.tenant, record, hit.score / top * factor, scores))
         return results
 
-    def _load(self, caller: Principal, ids: list[str], trace: dict[str, Any]) -> dict[str, Episode | Memory]:
-        """Records for ids, tenant-scoped; memories only when the caller may see them."""
-        found: dict[str, Episode | Memory] = dict(
-            self.store.get_episodes(caller.tenant, [i for i in ids if i.startswith("ep_")])
-        )
-        for memory_id in (i for i in ids if not i.startswith("ep_")):
-            memory = self.store.get_memory(caller.tenant, memory_id)
-            if memory is not None and (
-                memory.status == "published"
-                or (memory.status == "pending" and memory.author == caller.principal)
-            ):
-                found[memory_id] = memory
+    def _load(self, caller: Principal, ids: list[str], trace: dict[str, Any]) -> dict[str, Record]:
+        found = load(self.store, caller, ids)
         for missing in (i for i in ids if i not in found):
             trace["omitted"].append({"id": missing, "reason": "not_found"})
         return found
 
-    def _result(
-        self, tenant: str, record: Episode | Memory, score: float, scores: dict[str, float]
-    ) -> Result:
-        if isinstance(record, Episode):
-            return Result(
-                id=record.episode_id,
-                kind="episode",
-                scope=self._path(tenant, record.scope_id),
-                content=record.content,
-                score=round(score, 6),
-                scores=scores,
-                occurred_at=record.occurred_at,
-                created_at=record.created_at,
-                metadata=record.metadata,
-                session_id=record.session_id,
-                tier=record.tier,
-            )
-        scope = (
-            self._path(tenant, record.scope_id)
-            if record.scope_id
-            else f"{record.layer}={record.value or '*'}"
-        )
-        return Result(
-            id=record.memory_id,
-            kind="memory",
-            scope=scope,
-            content=record.body,
-            score=round(score, 6),
-            scores=scores,
-            occurred_at=record.updated_at,
-            created_at=record.created_at,
-            key=record.key,
-            status=record.status,
-            metadata={"summary": record.summary, "tags": record.tags, "depends_on": record.depends_on},
-        )
+    def _result(self, tenant: str, record: Record, score: float, scores: dict[str, float]) -> Result:
+        return to_result(self.store, record, score, scores, lambda scope_id: self._path(tenant, scope_id))
 
     def _path(self, tenant: str, scope_id: str) -> str:
         return self.scopes.chain_of(tenant, scope_id).path
@@ -429,7 +378,7 @@ class RecallService:
                 siblings = self.store.list_scoped_memories(caller.tenant, scope_id) if scope_id else []
                 now = self.clock.now()
                 for prereq in (m for m in siblings if m.key in keys and m.memory_id not in present):
-                    if prereq.status == "published" and _lifecycle(prereq, now)[0] > 0:
+                    if prereq.status == "published" and lifecycle(prereq, now)[0] > 0:
                         out.append(self._result(caller.tenant, prereq, result.score, {"prerequisite": 1.0}))
                         present.add(prereq.memory_id)
                 result = result.model_copy(
@@ -467,20 +416,6 @@ def _admitted(strictness: str, candidate: _Candidate, query_anchors: set[str], t
     if strictness == "balanced":
         return "lexical" in candidate.channels or candidate.vector >= MIN_VECTOR
     return True
-
-
-def _lifecycle(record: Episode | Memory, now: datetime) -> tuple[float, str | None]:
-    """Multiplier in [0, 1]; 0 means omitted, with the reason."""
-    if isinstance(record, Episode):
-        return 1.0, None
-    if record.valid_until is not None and record.valid_until <= now:
-        return 0.0, "lifecycle"
-    factor = 1.0
-    if record.review_due is not None and record.review_due <= now:
-        factor *= REVIEW_DUE
-    if record.confidence is not None and record.confidence < 0.5:
-        factor *= LOW_CONFIDENCE
-    return factor, None
 
 
 def _order(result: Result) -> tuple[float, int, str]:

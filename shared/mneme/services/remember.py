@@ -104,6 +104,8 @@ class RememberService:
                 e.model_copy(update={"vector": v.tolist(), "model_id": self.embedder.model_id})
                 for e, v in zip(new, vectors, strict=True)
             ]
+        if new:  # marked first: a crash after the write must not leave a scope without its mark
+            self.store.mark_dirty(caller.tenant, sorted({e.scope_id for e in new}), now)
         stored = {**existing, **{e.episode_id: e for e in self.store.put_episodes(new)}}
         indexed = self.indexer.index_episodes(
             [stored[e.episode_id] for e in new if not stored[e.episode_id].indexed]

@@ -1,0 +1,44 @@
+"""consolidate: start a run (202) and read its record; and the Step Functions stage tasks."""
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ConfigDict, Field
+
+from mneme import bootstrap
+from mneme.consolidation.service import step
+from mneme.http.api import build_resolver, caller, json_response
+from mneme.http.lambda_entry import lambda_handler
+from mneme.observability import logger, tracer
+
+app = build_resolver()
+
+
+class ConsolidateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    scopes: list[Annotated[str, Field(min_length=4, max_length=600)]] | None = Field(None, max_length=100)
+
+
+@app.post("/v1/consolidate")
+def consolidate(request: Annotated[ConsolidateRequest, Body()]) -> Response[Any]:
+    run = bootstrap.current().consolidation.start(caller(app), request.scopes)
+    return json_response(202, {"run_id": run.run_id, "status": run.status, "scopes": run.scopes})
+
+
+@app.get("/v1/consolidations/<run_id>")
+def get_run(run_id: str) -> dict[str, Any]:
+    run = bootstrap.current().consolidation.get(caller(app), run_id)
+    return run.model_dump(mode="json", exclude={"tenant"})
+
+
+handler = lambda_handler(app)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+def stage_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """A Step Functions task: one stage of one batch (see mneme.consolidation.service.step)."""
+    logger.append_keys(stage=event.get("stage"), run_id=event.get("run_id") or event.get("batch", {}).get("run_id"))
+    return step(bootstrap.current().consolidation.deps, event)

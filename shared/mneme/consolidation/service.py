@@ -1,0 +1,158 @@
+"""Starting, running and reporting consolidation runs.
+
+`execute` is the local runner: per dirty scope, under a lease, batch after batch through
+`STAGES`. In AWS a Step Functions execution runs the same stages (see `functions/consolidate.py`);
+`ConsolidationService.start` only hands the run to whichever orchestrator was wired in.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Protocol
+
+from mneme.consolidation.models import Run, StageReport
+from mneme.consolidation.stages import STAGES, Batch, Deps
+from mneme.errors import InvalidInput, MnemeError, NotFound
+from mneme.models import Principal
+from mneme.observability import logger
+from mneme.services.scopes import ScopeService
+
+LEASE = timedelta(minutes=15)
+MAX_BATCHES_PER_SCOPE = 50
+
+
+class Orchestrator(Protocol):
+    def start(self, run: Run, targets: list[str]) -> None:
+        """Run consolidation for `targets` (scope ids) and keep `run` up to date in the store."""
+        ...
+
+
+Progress = Callable[[str, Batch], None]
+
+
+@dataclass
+class ConsolidationService:
+    deps: Deps
+    scopes: ScopeService
+    orchestrator: Orchestrator | None = None
+    owner: str = field(default_factory=lambda: f"runner-{uuid.uuid4().hex[:8]}")
+
+    def targets(self, tenant: str, paths: list[str] | None) -> list[str]:
+        """Dirty scopes of the tenant, limited to the subtrees of `paths` when given."""
+        roots = {self.scopes.resolve(tenant, path).scope.scope_id for path in paths} if paths else None
+        dirty = [scope_id for _, scope_id in self.deps.store.list_dirty(tenant, 10_000)]
+        if roots is None:
+            return dirty
+        return [s for s in dirty if roots & {a.scope_id for a in self.scopes.chain_of(tenant, s).chain}]
+
+    def start(self, caller: Principal, paths: list[str] | None = None) -> Run:
+        targets = self.targets(caller.tenant, paths)
+        run = Run(
+            tenant=caller.tenant,
+            run_id=f"run_{uuid.uuid4().hex}",
+            started_at=self.deps.clock.now(),
+            requested_by=caller.principal,
+            scopes=[self.scopes.chain_of(caller.tenant, s).path for s in targets],
+        )
+        self.deps.store.put_run(run)
+        if self.orchestrator is None:
+            return self.execute(run, targets)
+        self.orchestrator.start(run, targets)
+        return run
+
+    def get(self, caller: Principal, run_id: str) -> Run:
+        run = self.deps.store.get_run(caller.tenant, run_id)
+        if run is None:
+            raise NotFound(f"run {run_id} does not exist", code="run_not_found")
+        return run
+
+    def execute(self, run: Run, targets: list[str], progress: Progress | None = None) -> Run:
+        """The local runner. Records a truthful status: partial or failed whenever a stage erred."""
+        progressed = False
+        for scope_id in targets:
+            if not self.deps.store.acquire_lease(run.tenant, scope_id, self.owner, self.deps.clock.now(), LEASE):
+                _merge(run, "collect", {"skipped_leased": 1}, [])
+                continue
+            try:
+                progressed |= self._scope(run, scope_id, progress)
+            finally:
+                self.deps.store.release_lease(run.tenant, scope_id, self.owner)
+            self.deps.store.put_run(run)
+        run.status = "succeeded" if not run.errors else ("partial" if progressed else "failed")
+        run.finished_at = self.deps.clock.now()
+        self.deps.store.put_run(run)
+        logger.info("consolidation finished", extra={"run_id": run.run_id, "status": run.status})
+        return run
+
+    def _scope(self, run: Run, scope_id: str, progress: Progress | None) -> bool:
+        progressed = False
+        for _ in range(MAX_BATCHES_PER_SCOPE):
+            batch = run_batch(
+                self.deps,
+                Batch(tenant=run.tenant, scope_id=scope_id, run_id=run.run_id, started_at=self.deps.clock.now()),
+                progress,
+            )
+            for stage, counters in batch.counters.items():
+                _merge(run, stage, counters, [e for e in batch.errors if e["stage"] == stage])
+            progressed |= not batch.errors and bool(batch.episode_ids)
+            if batch.errors or not batch.full:
+                break
+        return progressed
+
+
+def run_batch(deps: Deps, batch: Batch, progress: Progress | None = None) -> Batch:
+    """Every stage in order. A stage that raises is recorded; only the checkpoint (which holds) runs after it."""
+    failed = False
+    for name, stage in STAGES:
+        if failed and name != "checkpoint":
+            continue
+        try:
+            batch = stage(deps, batch)
+        except MnemeError as e:
+            batch.fail(name, f"{e.code}: {e.message}", episode_ids=batch.episode_ids)
+            failed = True
+        if progress:
+            progress(name, batch)
+    return batch
+
+
+def _merge(run: Run, stage: str, counters: dict[str, int], errors: list[dict[str, object]]) -> None:
+    report = run.stages.setdefault(stage, StageReport())
+    for name, value in counters.items():
+        report.counters[name] = report.counters.get(name, 0) + value
+    report.errors.extend(errors)
+
+
+def step(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
+    """One Step Functions task: `{"stage": name, "batch": {...}}` → the batch after that stage.
+
+    `{"stage": "begin", "tenant", "run_id", "scope_id"}` opens a batch; `{"stage": "finish", "tenant",
+    "run_id", "batches": [...]}` folds every batch's counters and errors into the run record.
+    """
+    stage = event["stage"]
+    if stage == "begin":
+        batch = Batch(
+            tenant=event["tenant"], scope_id=event["scope_id"], run_id=event["run_id"], started_at=deps.clock.now()
+        )
+        return batch.model_dump(mode="json")
+    if stage == "finish":
+        run = deps.store.get_run(event["tenant"], event["run_id"])
+        if run is None:
+            raise NotFound(f"run {event['run_id']} does not exist", code="run_not_found")
+        batches = [Batch.model_validate(b) for b in event.get("batches", [])]
+        for batch in batches:
+            for name, counters in batch.counters.items():
+                _merge(run, name, counters, [e for e in batch.errors if e["stage"] == name])
+        progressed = any(b.episode_ids and not b.errors for b in batches)
+        run.status = "succeeded" if not run.errors else ("partial" if progressed else "failed")
+        run.finished_at = deps.clock.now()
+        deps.store.put_run(run)
+        return {"run_id": run.run_id, "status": run.status}
+    stages = dict(STAGES)
+    if stage not in stages:
+        raise InvalidInput(f"unknown stage {stage!r}", code="unknown_stage")
+    batch = Batch.model_validate(event["batch"])
+    return stages[stage](deps, batch).model_dump(mode="json")

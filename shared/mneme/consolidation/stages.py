@@ -1,0 +1,406 @@
+"""The consolidation stages, listed once. Each takes the batch state and returns it.
+
+The local runner calls them in order; the Step Functions definition is built from `STAGES`, one
+task per stage, passing `Batch` as JSON. Every write derives its ids from content, so a batch
+replayed after a crash writes nothing twice; the checkpoint advances only for a clean batch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from mneme.consolidation.models import Contradiction, Fact, Proposal, derived_id, norm
+from mneme.consolidation.reasoning import Reasoner, central, grounding_error
+from mneme.errors import Conflict, MnemeError
+from mneme.models import Episode
+from mneme.ports import Clock, Embedder, RecordStore
+from mneme.services.indexing import Indexer
+
+
+class ConsolidationSettings(BaseModel):
+    batch_size: int = Field(200, ge=1, le=1000)
+    cluster_threshold: float = Field(0.80, gt=0, le=1)
+    dedupe_threshold: float = Field(0.92, gt=0, le=1)
+    decay: float = 0.95  # per `decay_hours` untouched (Stash's defaults)
+    decay_hours: float = 168
+    expire_below: float = 0.1
+    settle_seconds: float = 2.0  # episodes younger than this wait for the next run (late writers)
+
+
+@dataclass
+class Deps:
+    store: RecordStore
+    clock: Clock
+    embedder: Embedder
+    reasoner: Reasoner
+    indexer: Indexer
+    settings: ConsolidationSettings
+
+
+class Decision(BaseModel):
+    action: str  # create | reinforce | supersede | unresolved
+    fact_id: str
+    cluster: int
+    proposal: Proposal
+    sources: list[str]
+    replaces: str | None = None
+    rivals: list[str] = []
+
+
+class Batch(BaseModel):
+    tenant: str
+    scope_id: str
+    run_id: str
+    started_at: datetime
+    base_version: int = 0  # the checkpoint version collected from; the checkpoint stage expects it
+    episode_ids: list[str] = []
+    last: tuple[datetime | None, str] | None = None
+    clusters: list[list[str]] = []
+    proposals: dict[int, Proposal] = {}
+    decisions: list[Decision] = []
+    counters: dict[str, dict[str, int]] = {}
+    errors: list[dict[str, Any]] = []
+    full: bool = False  # the batch hit batch_size: more episodes may be waiting
+
+    def count(self, stage: str, name: str, value: int = 1) -> None:
+        self.counters.setdefault(stage, {}).setdefault(name, 0)
+        self.counters[stage][name] += value
+
+    def fail(self, stage: str, message: str, **context: Any) -> None:
+        self.errors.append({"stage": stage, "message": message, **context})
+        self.count(stage, "errors")
+
+
+def _episodes(deps: Deps, batch: Batch) -> list[Episode]:
+    found = deps.store.get_episodes(batch.tenant, batch.episode_ids)
+    return [found[i] for i in batch.episode_ids if i in found]
+
+
+def collect(deps: Deps, batch: Batch) -> Batch:
+    checkpoint = deps.store.get_checkpoint(batch.tenant, batch.scope_id)
+    batch.base_version = checkpoint.version
+    before = batch.started_at - timedelta(seconds=deps.settings.settle_seconds)
+    after = (checkpoint.after_created_at, checkpoint.after_episode_id)
+    episodes = deps.store.list_episodes_after(batch.tenant, batch.scope_id, after, before, deps.settings.batch_size)
+    batch.episode_ids = [e.episode_id for e in episodes]
+    batch.last = (episodes[-1].created_at, episodes[-1].episode_id) if episodes else None
+    batch.full = len(episodes) == deps.settings.batch_size
+    batch.count("collect", "episodes_read", len(episodes))
+    return batch
+
+
+def _vectors(deps: Deps, episodes: list[Episode]) -> np.ndarray:
+    if all(e.vector is not None and e.model_id == deps.embedder.model_id for e in episodes):
+        return np.asarray([e.vector for e in episodes], dtype=np.float32)
+    return deps.embedder.embed([e.content for e in episodes])
+
+
+def cluster(deps: Deps, batch: Batch) -> Batch:
+    """Greedy clustering around seeds in (occurred_at, id) order: deterministic for the same input."""
+    episodes = sorted(_episodes(deps, batch), key=lambda e: (e.occurred_at, e.episode_id))
+    if not episodes:
+        return batch
+    vectors = _vectors(deps, episodes)
+    unassigned = list(range(len(episodes)))
+    clusters: list[list[str]] = []
+    while unassigned:
+        seed = unassigned[0]
+        similar = vectors[unassigned] @ vectors[seed]
+        members = [i for i, score in zip(unassigned, similar, strict=True) if score >= deps.settings.cluster_threshold]
+        clusters.append([episodes[i].episode_id for i in members])
+        unassigned = [i for i in unassigned if i not in set(members)]
+    batch.clusters = clusters
+    batch.count("cluster", "clusters", len(clusters))
+    return batch
+
+
+def extract(deps: Deps, batch: Batch) -> Batch:
+    """One proposal per cluster; grounding rejects unsupported ones; one retry with the reason."""
+    found = deps.store.get_episodes(batch.tenant, batch.episode_ids)
+    for index, ids in enumerate(batch.clusters):
+        texts = [found[i].content for i in ids if i in found]
+        feedback: str | None = None
+        for _attempt in (1, 2):
+            try:
+                proposal = deps.reasoner.propose(texts, feedback)
+            except MnemeError as e:
+                feedback = f"{e.code}: {e.message}"
+                batch.count("extract", "reasoner_failures")
+                continue
+            finally:
+                batch.count("extract", "reasoner_calls")
+            feedback = grounding_error(proposal, texts, generative=deps.reasoner.generative)
+            if feedback is None:
+                batch.proposals[index] = proposal
+                break
+            batch.count("extract", "rejected")
+        else:
+            batch.fail("extract", f"cluster not consolidated after 2 attempts: {feedback}", episode_ids=ids)
+    batch.count("extract", "proposals", len(batch.proposals))
+    return batch
+
+
+def reconcile(deps: Deps, batch: Batch) -> Batch:
+    """Decide per proposal: create, reinforce a near-duplicate, or supersede an older value.
+
+    Proposals of this batch count as rivals too, so two values in one batch are never both active.
+    """
+    facts = {f.fact_id: f for f in deps.store.list_facts(batch.tenant, batch.scope_id)}
+    active = [f for f in facts.values() if f.status == "active"]
+    claims: dict[tuple[str, str], set[str]] = {}
+    for fact in active:
+        if fact.entity and fact.property:
+            claims.setdefault((norm(fact.entity), norm(fact.property)), set()).add(fact.fact_id)
+    for index, proposal in sorted(batch.proposals.items()):
+        sources = batch.clusters[index]
+        fact_id = Fact.id_for(batch.tenant, batch.scope_id, proposal, sources)
+        decision = Decision(action="create", fact_id=fact_id, cluster=index, proposal=proposal, sources=sources)
+        if proposal.entity and proposal.property:
+            key = (norm(proposal.entity), norm(proposal.property))
+            rivals = sorted(claims.get(key, set()) - {fact_id})
+            if fact_id in facts or fact_id in claims.get(key, set()):
+                decision.action = "reinforce"
+            elif len(rivals) == 1:
+                decision.action, decision.replaces = "supersede", rivals[0]
+            elif len(rivals) > 1:
+                decision.action, decision.rivals = "unresolved", rivals
+            claims[key] = (claims.get(key, set()) - {decision.replaces}) | {fact_id}
+        elif fact_id in facts:
+            decision.action = "reinforce"
+        else:
+            duplicate = _near_duplicate(deps, proposal.summary, [f for f in active if not f.entity])
+            if duplicate is not None:
+                decision.action, decision.fact_id = "reinforce", duplicate
+        batch.decisions.append(decision)
+        batch.count("reconcile", decision.action)
+    return batch
+
+
+def _near_duplicate(deps: Deps, summary: str, candidates: list[Fact]) -> str | None:
+    usable = [f for f in candidates if f.vector is not None and f.model_id == deps.embedder.model_id]
+    if not usable:
+        return None
+    query = deps.embedder.embed([summary])[0]
+    scores = np.asarray([f.vector for f in usable], dtype=np.float32) @ query
+    best = int(np.argmax(scores))
+    return usable[best].fact_id if scores[best] >= deps.settings.dedupe_threshold else None
+
+
+def confidence(support: int, structured: bool) -> float:
+    """Stash's n/(n+2), raised by (1 - base) * 0.3 when entity and property are known."""
+    base = support / (support + 2)
+    return round(base + (1 - base) * 0.3 if structured else base, 4)
+
+
+def commit(deps: Deps, batch: Batch) -> Batch:
+    """Write facts, supersessions and contradictions in one atomic call; index the facts."""
+    found = deps.store.get_episodes(batch.tenant, [i for d in batch.decisions for i in d.sources])
+    ids = {d.fact_id for d in batch.decisions} | {d.replaces for d in batch.decisions if d.replaces}
+    ids |= {rival for d in batch.decisions for rival in d.rivals}
+    existing = deps.store.get_facts(batch.tenant, sorted(ids))
+    now = deps.clock.now()
+    writes: dict[str, Fact] = {}
+    contradictions: list[Contradiction] = []
+    for decision in batch.decisions:
+        sources = [found[i] for i in decision.sources if i in found]
+        fact = writes.get(decision.fact_id) or existing.get(decision.fact_id)
+        fact = _merge(deps, batch, decision, fact, sources, now)
+        writes[fact.fact_id] = fact
+        if decision.action == "supersede" and decision.replaces is not None:
+            old = writes.get(decision.replaces) or existing[decision.replaces]
+            newer = fact.valid_from >= old.valid_from
+            if newer and old.status == "active":
+                writes[old.fact_id] = old.model_copy(
+                    update={
+                        "status": "superseded",
+                        "valid_until": fact.valid_from,
+                        "superseded_by": fact.fact_id,
+                        "updated_at": now,
+                    }
+                )
+            contradictions.append(_contradiction(batch, old, fact, "superseded" if newer else "unresolved", now))
+        for rival in decision.rivals:
+            contradictions.append(_contradiction(batch, writes.get(rival) or existing[rival], fact, "unresolved", now))
+    facts = list(writes.values())
+    vectors = deps.embedder.embed([f.summary for f in facts]) if facts else []
+    facts = [
+        f.model_copy(update={"vector": v.tolist(), "model_id": deps.embedder.model_id})
+        for f, v in zip(facts, vectors, strict=True)
+    ]
+    deps.store.put_facts(facts, contradictions)
+    deps.indexer.index_facts(facts)
+    batch.count("commit", "facts_written", len(facts))
+    batch.count("commit", "contradictions", len(contradictions))
+    return batch
+
+
+def _merge(
+    deps: Deps, batch: Batch, decision: Decision, fact: Fact | None, sources: list[Episode], now: datetime
+) -> Fact:
+    source_ids = sorted({*(fact.source_episode_ids if fact else []), *(e.episode_id for e in sources)})
+    first_seen = min((e.occurred_at for e in sources), default=now)
+    structured = bool(decision.proposal.entity and decision.proposal.property)
+    if fact is None:
+        p = decision.proposal
+        return Fact(
+            tenant=batch.tenant,
+            fact_id=decision.fact_id,
+            scope_id=batch.scope_id,
+            entity=p.entity,
+            property=p.property,
+            value=p.value,
+            summary=p.summary,
+            source_episode_ids=source_ids,
+            confidence=confidence(len(source_ids), structured),
+            valid_from=first_seen,
+            created_at=now,
+            updated_at=now,
+            reinforced_at=now,
+        )
+    return fact.model_copy(
+        update={
+            "source_episode_ids": source_ids,
+            "confidence": confidence(len(source_ids), fact.entity is not None),
+            "valid_from": min(fact.valid_from, first_seen),
+            "updated_at": now,
+            "reinforced_at": now,
+        }
+    )
+
+
+def _contradiction(batch: Batch, old: Fact, new: Fact, resolution: str, now: datetime) -> Contradiction:
+    return Contradiction(
+        tenant=batch.tenant,
+        contradiction_id=derived_id("co_", old.fact_id, new.fact_id),
+        scope_id=batch.scope_id,
+        entity=old.entity or "",
+        property=old.property or "",
+        old_fact_id=old.fact_id,
+        new_fact_id=new.fact_id,
+        old_value=old.value or "",
+        new_value=new.value or "",
+        resolution=resolution,
+        created_at=now,  # type: ignore[arg-type]
+    )
+
+
+def rollup(deps: Deps, batch: Batch) -> Batch:
+    """Daily and weekly summaries of the batch's episodes, merged with earlier ones of the period."""
+    episodes = _episodes(deps, batch)
+    periods: dict[tuple[str, str], list[Episode]] = {}
+    for episode in episodes:
+        year, week, _ = episode.occurred_at.isocalendar()
+        periods.setdefault(("daily", f"{episode.occurred_at:%Y-%m-%d}"), []).append(episode)
+        periods.setdefault(("weekly", f"{year}-W{week:02d}"), []).append(episode)
+    ids = {key: derived_id("ro_", batch.tenant, batch.scope_id, *key) for key in periods}
+    existing = deps.store.get_facts(batch.tenant, list(ids.values()))
+    now = deps.clock.now()
+    facts = []
+    for (tier, label), members in sorted(periods.items()):
+        previous = existing.get(ids[tier, label])
+        source_ids = sorted({*(previous.source_episode_ids if previous else []), *(e.episode_id for e in members)})
+        found = deps.store.get_episodes(batch.tenant, source_ids)
+        texts = [found[i].content for i in source_ids if i in found]
+        summary = f"{tier} summary {label} ({len(source_ids)} observations): {central(texts)}"
+        facts.append(
+            Fact(
+                tenant=batch.tenant,
+                fact_id=ids[tier, label],
+                scope_id=batch.scope_id,
+                tier=tier,
+                summary=summary,
+                confidence=confidence(len(source_ids), False),
+                source_episode_ids=source_ids,
+                valid_from=min(found[i].occurred_at for i in source_ids if i in found),
+                created_at=previous.created_at if previous else now,
+                updated_at=now,
+                reinforced_at=now,
+            )
+        )
+    if facts:
+        vectors = deps.embedder.embed([f.summary for f in facts])
+        facts = [
+            f.model_copy(update={"vector": v.tolist(), "model_id": deps.embedder.model_id})
+            for f, v in zip(facts, vectors, strict=True)
+        ]
+        deps.store.put_facts(facts)
+        deps.indexer.index_facts(facts)
+    batch.count("rollup", "rollups", len(facts))
+    return batch
+
+
+def maintain(deps: Deps, batch: Batch) -> Batch:
+    """Decay untouched facts, expire the faint ones, flag facts whose sources are gone."""
+    now = deps.clock.now()
+    settings = deps.settings
+    changed = []
+    for fact in deps.store.list_facts(batch.tenant, batch.scope_id):
+        if fact.status != "active":
+            continue
+        periods = math.floor((now - fact.reinforced_at).total_seconds() / 3600 / settings.decay_hours)
+        structured = fact.entity is not None and fact.property is not None
+        effective = round(confidence(len(fact.source_episode_ids), structured) * settings.decay**periods, 4)
+        present = deps.store.get_episodes(batch.tenant, fact.source_episode_ids)
+        stale = len(present) < len(fact.source_episode_ids)
+        update: dict[str, Any] = {}
+        if effective != fact.confidence:
+            update["confidence"] = effective
+        if stale != fact.stale:
+            update["stale"] = stale
+        if effective < settings.expire_below:
+            update.update(status="expired", valid_until=now)
+        if update:
+            changed.append(fact.model_copy(update={**update, "updated_at": now}))
+    if changed:
+        deps.store.put_facts(changed)
+        deps.indexer.index_facts(changed)
+    batch.count("maintain", "facts_updated", len(changed))
+    batch.count("maintain", "expired", sum(1 for f in changed if f.status == "expired"))
+    return batch
+
+
+def checkpoint(deps: Deps, batch: Batch) -> Batch:
+    """Advance past the batch only when every earlier stage succeeded for it."""
+    if batch.errors:
+        batch.count("checkpoint", "held")
+        return batch
+    if batch.last is not None:
+        current = deps.store.get_checkpoint(batch.tenant, batch.scope_id)
+        advanced = current.model_copy(
+            update={
+                "after_created_at": batch.last[0],
+                "after_episode_id": batch.last[1],
+                "version": batch.base_version + 1,
+                "processed": current.processed + len(batch.episode_ids),
+            }
+        )
+        try:
+            deps.store.save_checkpoint(advanced, batch.base_version)
+        except Conflict as e:
+            batch.fail("checkpoint", e.message)
+            return batch
+        batch.count("checkpoint", "advanced", len(batch.episode_ids))
+    if not batch.full:
+        deps.store.clear_dirty(batch.tenant, batch.scope_id, batch.started_at)
+    return batch
+
+
+Stage = Callable[[Deps, Batch], Batch]
+STAGES: tuple[tuple[str, Stage], ...] = (
+    ("collect", collect),
+    ("cluster", cluster),
+    ("extract", extract),
+    ("reconcile", reconcile),
+    ("commit", commit),
+    ("rollup", rollup),
+    ("maintain", maintain),
+    ("checkpoint", checkpoint),
+)
+STAGE_NAMES = tuple(name for name, _ in STAGES)

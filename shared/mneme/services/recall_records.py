@@ -1,0 +1,150 @@
+"""What recall ranks: episodes, facts and memories loaded from records, and their lifecycle factors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from mneme.consolidation.models import Fact
+from mneme.models import Episode, Memory, Principal
+from mneme.ports import RecordStore
+from mneme.search_models import DocKind
+from mneme.services.indexing import episode_text, fact_text, memory_text
+
+Record = Episode | Fact | Memory
+REVIEW_DUE = 0.7  # Engram's lifecycle factors
+STALE = 0.6
+LOW_CONFIDENCE = 0.9
+FACT_PREFIXES = ("fa_", "ro_")
+
+
+class Result(BaseModel):
+    id: str
+    kind: DocKind
+    scope: str
+    content: str
+    score: float
+    scores: dict[str, float]
+    occurred_at: datetime
+    created_at: datetime
+    metadata: dict[str, Any] = {}
+    session_id: str | None = None
+    tier: str | None = None
+    key: str | None = None
+    status: str | None = None
+    requires: list[str] = []
+    fact: dict[str, Any] | None = None  # entity, property, value, confidence, validity, superseded_by
+    sources: list[dict[str, Any]] | None = None  # a fact's episodes: id, occurred_at, metadata
+
+
+def record_text(record: Record) -> str:
+    if isinstance(record, Episode):
+        return episode_text(record)
+    if isinstance(record, Fact):
+        return fact_text(record)
+    return memory_text(record)
+
+
+def lifecycle(record: Record, now: datetime, as_of: datetime | None = None) -> tuple[float, str | None]:
+    """Multiplier in [0, 1]; 0 means omitted, with the reason.
+
+    Memories: expired (valid_until passed) omitted, review_due passed ×0.7, confidence < 0.5 ×0.9.
+    Facts: superseded or expired omitted (unless valid at `as_of`), stale sources ×0.6,
+    confidence < 0.3 ×0.9. Episodes: 1.
+    """
+    if isinstance(record, Episode):
+        return 1.0, None
+    if isinstance(record, Fact):
+        if as_of is not None:
+            if not record.valid_at(as_of):
+                return 0.0, "not_valid_at_as_of"
+        elif record.status != "active":
+            return 0.0, record.status
+        factor = STALE if record.stale else 1.0
+        return factor * (LOW_CONFIDENCE if record.confidence < 0.3 else 1.0), None
+    if record.valid_until is not None and record.valid_until <= now:
+        return 0.0, "lifecycle"
+    factor = REVIEW_DUE if record.review_due is not None and record.review_due <= now else 1.0
+    if record.confidence is not None and record.confidence < 0.5:
+        factor *= LOW_CONFIDENCE
+    return factor, None
+
+
+def load(store: RecordStore, caller: Principal, ids: list[str]) -> dict[str, Record]:
+    """Records for ids, tenant-scoped; memories only when the caller may see them."""
+    found: dict[str, Record] = dict(store.get_episodes(caller.tenant, [i for i in ids if i.startswith("ep_")]))
+    found.update(store.get_facts(caller.tenant, [i for i in ids if i.startswith(FACT_PREFIXES)]))
+    for memory_id in (i for i in ids if not i.startswith(("ep_", *FACT_PREFIXES))):
+        memory = store.get_memory(caller.tenant, memory_id)
+        if memory is not None and (
+            memory.status == "published" or (memory.status == "pending" and memory.author == caller.principal)
+        ):
+            found[memory_id] = memory
+    return found
+
+
+def to_result(
+    store: RecordStore, record: Record, score: float, scores: dict[str, float], path_of: Callable[[str], str]
+) -> Result:
+    common = {"score": round(score, 6), "scores": scores}
+    if isinstance(record, Episode):
+        return Result(
+            id=record.episode_id,
+            kind="episode",
+            scope=path_of(record.scope_id),
+            content=record.content,
+            occurred_at=record.occurred_at,
+            created_at=record.created_at,
+            metadata=record.metadata,
+            session_id=record.session_id,
+            tier=record.tier,
+            **common,
+        )
+    if isinstance(record, Fact):
+        sources = store.get_episodes(record.tenant, record.source_episode_ids)
+        fact = record.model_dump(
+            mode="json",
+            include={
+                "entity",
+                "property",
+                "value",
+                "confidence",
+                "valid_from",
+                "valid_until",
+                "superseded_by",
+                "status",
+                "stale",
+            },
+        )
+        return Result(
+            id=record.fact_id,
+            kind="fact",
+            scope=path_of(record.scope_id),
+            content=record.summary,
+            occurred_at=record.valid_from,
+            created_at=record.created_at,
+            tier=record.tier,
+            status=record.status,
+            fact=fact,
+            sources=[
+                {"id": e.episode_id, "occurred_at": e.occurred_at.isoformat(), "metadata": e.metadata}
+                for e in sources.values()
+            ],
+            **common,
+        )
+    scope = path_of(record.scope_id) if record.scope_id else f"{record.layer}={record.value or '*'}"
+    return Result(
+        id=record.memory_id,
+        kind="memory",
+        scope=scope,
+        content=record.body,
+        occurred_at=record.updated_at,
+        created_at=record.created_at,
+        key=record.key,
+        status=record.status,
+        metadata={"summary": record.summary, "tags": record.tags, "depends_on": record.depends_on},
+        **common,
+    )
