@@ -1,0 +1,214 @@
+"""consolidate: stages, exactly-once facts, supersession, checkpoints, leases, runs, recall of facts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from mneme.bootstrap import Services
+from mneme.consolidation.models import Proposal
+from mneme.consolidation.reasoning import ExtractiveReasoner, grounding_error
+from mneme.consolidation.service import run_batch, step
+from mneme.consolidation.stages import STAGE_NAMES, Batch, cluster, collect, confidence
+from mneme.models import Role
+from mneme.services.recall import RecallRequest
+from mneme.services.remember import RememberItem
+from tests.conftest import principal
+
+WRITER = principal("acme", "wendy", Role.writer)
+
+
+def remember(services: Services, *texts: str, scope: str = "root.acme", **fields: Any) -> list[str]:
+    items = [RememberItem.model_validate({"scope": scope, "content": t, "create_scope": True, **fields}) for t in texts]
+    return [r.episode_id for r in services.remember.remember(WRITER, items)]
+
+
+def settle(services: Services, clock: Any) -> None:
+    clock.advance(seconds=services.consolidation.deps.settings.settle_seconds + 1)
+
+
+def test_the_stage_list_is_the_designs() -> None:
+    assert STAGE_NAMES == ("collect", "cluster", "extract", "reconcile", "commit", "rollup", "maintain", "checkpoint")
+
+
+def test_grounding_rejects_unsupported_entities_values_and_verbatim_copies() -> None:
+    texts = ["Acme's VAT scheme is flat rate.", "Acme moved to the flat rate scheme in 2024."]
+    assert (
+        grounding_error(
+            Proposal(entity="Acme", property="VAT scheme", value="flat rate", summary="s"), texts, generative=False
+        )
+        is None
+    )
+    assert "entity" in grounding_error(
+        Proposal(entity="Globex", property="p", value="flat rate", summary="s"), texts, generative=False
+    )
+    assert "value" in grounding_error(
+        Proposal(entity="Acme", property="p", value="standard", summary="s"), texts, generative=False
+    )
+    copy = Proposal(summary="Acme's VAT scheme is flat rate.")
+    assert grounding_error(copy, texts, generative=False) is None
+    assert "verbatim" in grounding_error(copy, texts, generative=True)
+
+
+def test_extractive_reasoner_is_honest_about_what_it_extracts() -> None:
+    reasoner = ExtractiveReasoner()
+    structured = reasoner.propose(["The invoice contact for Pennine Joinery is Sam Patel."])
+    assert (structured.entity, structured.property, structured.value) == (
+        "Pennine Joinery",
+        "invoice contact",
+        "Sam Patel",
+    )
+    vague = reasoner.propose(["Had a good chat about the roadmap.", "Roadmap chat went well."])
+    assert vague.entity is None and vague.value is None and vague.summary
+
+
+def test_confidence_follows_support() -> None:
+    assert confidence(1, False) == pytest.approx(1 / 3, abs=1e-4)
+    assert confidence(2, True) == pytest.approx(0.5 + 0.5 * 0.3)
+
+
+def test_clustering_is_deterministic(services: Services, clock: Any) -> None:
+    remember(services, *[f"Pallet {i} damaged in transit, forklift {i % 3}." for i in range(12)])
+    settle(services, clock)
+    deps = services.consolidation.deps
+    first = cluster(
+        deps, collect(deps, Batch(tenant="acme", scope_id=_scope(services), run_id="r", started_at=clock.now()))
+    )
+    second = cluster(
+        deps, collect(deps, Batch(tenant="acme", scope_id=_scope(services), run_id="r", started_at=clock.now()))
+    )
+    assert first.clusters == second.clusters and sum(len(c) for c in first.clusters) == 12
+
+
+def _scope(services: Services, path: str = "root.acme") -> str:
+    return services.scopes.resolve("acme", path).scope.scope_id
+
+
+def test_a_run_turns_episodes_into_facts_with_sources_and_a_truthful_record(services: Services, clock: Any) -> None:
+    ids = remember(services, "Acme's VAT scheme is flat rate.", "Acme's VAT scheme is flat rate, Sam confirmed.")
+    settle(services, clock)
+    run = services.consolidation.start(WRITER, None)
+    assert run.status == "succeeded" and run.scopes == ["root.acme"] and run.errors == []
+    assert run.stages["collect"].counters["episodes_read"] == 2
+    assert run.stages["checkpoint"].counters["advanced"] == 2
+    [fact] = [f for f in services.store.list_facts("acme") if f.tier == "raw"]
+    assert (fact.entity, fact.property, fact.value) == ("Acme", "VAT scheme", "flat rate")
+    assert sorted(fact.source_episode_ids) == sorted(ids)
+    assert services.store.get_checkpoint("acme", _scope(services)).processed == 2
+    assert services.store.list_dirty("acme", 10) == []
+
+
+def test_a_replayed_batch_writes_nothing_twice(services: Services, clock: Any) -> None:
+    remember(services, "Acme's VAT scheme is flat rate.", "The boiler in unit 4 was serviced by Dale.")
+    settle(services, clock)
+    deps = services.consolidation.deps
+    batch = Batch(tenant="acme", scope_id=_scope(services), run_id="r1", started_at=clock.now())
+    for name in STAGE_NAMES[:-1]:  # a crash before the checkpoint
+        batch = Batch.model_validate(step(deps, {"stage": name, "batch": batch.model_dump(mode="json")}))
+    facts_before = {f.fact_id: f.source_episode_ids for f in services.store.list_facts("acme")}
+    run = services.consolidation.start(WRITER, None)  # the replay
+    assert run.status == "succeeded"
+    assert {f.fact_id: f.source_episode_ids for f in services.store.list_facts("acme")} == facts_before
+    assert services.store.get_checkpoint("acme", _scope(services)).processed == 2
+
+
+def test_a_new_value_supersedes_the_old_fact_and_as_of_still_finds_it(services: Services, clock: Any) -> None:
+    remember(services, "Acme's VAT scheme is flat rate.", occurred_at=clock.now())
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    clock.advance(days=30)
+    remember(services, "Acme's VAT scheme is standard rate.", occurred_at=clock.now())
+    settle(services, clock)
+    run = services.consolidation.start(WRITER, None)
+    assert run.stages["reconcile"].counters == {"supersede": 1}
+    facts = {f.value: f for f in services.store.list_facts("acme") if f.entity}
+    old, new = facts["flat rate"], facts["standard rate"]
+    assert old.status == "superseded" and old.superseded_by == new.fact_id and old.valid_until == new.valid_from
+    [contradiction] = services.store.list_contradictions("acme", _scope(services))
+    assert (contradiction.old_value, contradiction.new_value, contradiction.resolution) == (
+        "flat rate",
+        "standard rate",
+        "superseded",
+    )
+    now = services.recall.recall(WRITER, RecallRequest(query="Acme VAT scheme", kinds=["fact"]))
+    assert [r.fact["value"] for r in now.results if r.fact and r.tier == "raw"] == ["standard rate"]
+    then = services.recall.recall(
+        WRITER, RecallRequest(query="Acme VAT scheme", kinds=["fact"], as_of=clock.now() - timedelta(days=15))
+    )
+    assert [r.fact["value"] for r in then.results if r.fact and r.tier == "raw"] == ["flat rate"]
+
+
+def test_facts_are_recalled_with_their_sources_and_rank_with_episodes(services: Services, clock: Any) -> None:
+    ids = remember(services, "The invoice contact for Pennine Joinery is Sam Patel.", metadata={"source": "email"})
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    response = services.recall.recall(WRITER, RecallRequest(query="invoice contact Pennine Joinery"))
+    kinds = [r.kind for r in response.results]
+    assert kinds[0] == "fact" and "episode" in kinds
+    fact = response.results[0]
+    assert fact.sources == [
+        {"id": ids[0], "occurred_at": fact.sources[0]["occurred_at"], "metadata": {"source": "email"}}
+    ]
+
+
+def test_a_failed_stage_holds_the_checkpoint_and_the_run_says_so(services: Services, clock: Any) -> None:
+    remember(services, "Acme's VAT scheme is flat rate.")
+    settle(services, clock)
+
+    class Broken:
+        name, generative = "broken", True
+
+        def propose(self, texts: Any, feedback: Any = None) -> Any:
+            from mneme.errors import StoreUnavailable
+
+            raise StoreUnavailable("model down")
+
+    services.consolidation.deps.reasoner = Broken()
+    run = services.consolidation.start(WRITER, None)
+    assert run.status == "failed" and run.errors[0]["stage"] == "extract" and run.errors[0]["episode_ids"]
+    assert services.store.get_checkpoint("acme", _scope(services)).processed == 0
+    assert services.store.list_dirty("acme", 10)  # still has work
+    services.consolidation.deps.reasoner = ExtractiveReasoner()
+    assert services.consolidation.start(WRITER, None).status == "succeeded"
+    assert services.store.get_checkpoint("acme", _scope(services)).processed == 1
+
+
+def test_a_leased_scope_is_skipped_and_a_stale_batch_cannot_move_the_checkpoint(services: Services, clock: Any) -> None:
+    remember(services, "Forklift 2 failed inspection.")
+    settle(services, clock)
+    scope_id = _scope(services)
+    assert services.store.acquire_lease("acme", scope_id, "other-runner", clock.now(), timedelta(minutes=5))
+    run = services.consolidation.start(WRITER, None)
+    assert run.stages["collect"].counters == {"skipped_leased": 1}
+    deps = services.consolidation.deps
+    stale = collect(deps, Batch(tenant="acme", scope_id=scope_id, run_id="a", started_at=clock.now()))
+    fresh = run_batch(deps, Batch(tenant="acme", scope_id=scope_id, run_id="b", started_at=clock.now()))
+    assert fresh.errors == []
+    from mneme.consolidation.stages import checkpoint
+
+    assert checkpoint(deps, stale).errors[0]["stage"] == "checkpoint"
+    assert services.store.get_checkpoint("acme", scope_id).processed == 1
+
+
+def test_rollups_summarise_days_and_weeks_with_sources(services: Services, clock: Any) -> None:
+    ids = remember(services, "Delivery to York arrived.", "Delivery to Hull arrived late.", occurred_at=clock.now())
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    rollups = {f.tier: f for f in services.store.list_facts("acme") if f.tier != "raw"}
+    assert set(rollups) == {"daily", "weekly"}
+    assert all(sorted(f.source_episode_ids) == sorted(ids) for f in rollups.values())
+
+
+def test_maintain_decays_untouched_facts_and_expires_faint_ones(services: Services, clock: Any) -> None:
+    remember(services, "Acme's VAT scheme is flat rate.")
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    [fact] = [f for f in services.store.list_facts("acme") if f.tier == "raw"]
+    clock.advance(weeks=40)
+    remember(services, "Unrelated note about parking.")  # makes the scope dirty again
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    decayed = services.store.get_facts("acme", [fact.fact_id])[fact.fact_id]
+    assert decayed.status == "expired" and decayed.confidence < 0.1
