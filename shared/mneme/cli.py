@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mneme import bootstrap
+from mneme.consolidation.stages import Batch
 from mneme.errors import MnemeError
 
 DEFAULT_TENANT = "default"
@@ -72,10 +73,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         if args.pending:
             done = indexer.sweep(progress=_progress("indexing pending"))
             left = len(bootstrap.current().store.list_unindexed(1))
-            print(
-                f"\nindexed {done} pending episodes"
-                + (" (the index still fails; retry later)" if left else "")
-            )
+            print(f"\nindexed {done} pending episodes" + (" (the index still fails; retry later)" if left else ""))
             return 1 if left else 0
         done = indexer.rebuild(args.tenant, progress=_progress(f"rebuilding {args.tenant}"))
         print(f"\nrebuilt {done} documents for tenant {args.tenant!r}")
@@ -83,6 +81,51 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         print("\ninterrupted: records are untouched; run the same command again to finish", file=sys.stderr)
         return 130
     return 0
+
+
+def cmd_consolidate(args: argparse.Namespace) -> int:
+    """Run consolidation in this process, batch by batch, with a progress line per stage."""
+    from mneme.consolidation.models import Run
+    from mneme.models import Principal, Role
+
+    services = bootstrap.current()
+    caller = Principal(tenant=args.tenant, principal="cli", roles=frozenset({Role.admin}))
+    service = services.consolidation
+    targets = service.targets(args.tenant, args.scope or None)
+    run = Run(
+        tenant=args.tenant,
+        run_id=f"run_cli_{int(time.time())}",
+        started_at=services.clock.now(),
+        requested_by=caller.principal,
+        scopes=[services.scopes.chain_of(args.tenant, t).path for t in targets],
+    )
+    services.store.put_run(run)
+    print(f"consolidating {len(targets)} scope(s) with the {service.deps.reasoner.name} reasoner", file=sys.stderr)
+    start, read = time.monotonic(), 0
+
+    def progress(stage: str, batch: Batch) -> None:
+        nonlocal read
+        if stage == "collect":
+            read += len(batch.episode_ids)
+        rate = read / max(time.monotonic() - start, 1e-6) * 60
+        path = services.scopes.chain_of(args.tenant, batch.scope_id).path
+        print(f"\r{path}: {stage:<10} {read} episodes ({rate:,.0f}/min)", end="", file=sys.stderr, flush=True)
+
+    try:
+        run = service.execute(run, targets, progress=progress)
+    except KeyboardInterrupt:
+        print(
+            "\ninterrupted: the unfinished batch is replayed next time (its checkpoint did not move)", file=sys.stderr
+        )
+        return 130
+    print(file=sys.stderr)
+    for stage, report in run.stages.items():
+        counters = ", ".join(f"{name} {value}" for name, value in report.counters.items())
+        print(f"  {stage:<10} {counters}")
+    for error in run.errors:
+        print(f"  error in {error['stage']}: {error['message']}")
+    print(f"run {run.run_id}: {run.status}")
+    return 0 if run.status == "succeeded" else 1
 
 
 def cmd_openapi(args: argparse.Namespace) -> int:
@@ -154,10 +197,17 @@ def parser() -> argparse.ArgumentParser:
         epilog="examples: mneme reindex --tenant default | mneme reindex --pending",
     )
     reindex.add_argument("--tenant", default=DEFAULT_TENANT)
-    reindex.add_argument(
-        "--pending", action="store_true", help="only retry episodes whose index write failed"
-    )
+    reindex.add_argument("--pending", action="store_true", help="only retry episodes whose index write failed")
     reindex.set_defaults(func=cmd_reindex)
+
+    consolidate = sub.add_parser(
+        "consolidate",
+        help="turn new episodes into facts now, with progress",
+        epilog="examples: mneme consolidate | mneme consolidate --scope root.acme",
+    )
+    consolidate.add_argument("--tenant", default=DEFAULT_TENANT)
+    consolidate.add_argument("--scope", action="append", help="limit to this subtree (repeatable)")
+    consolidate.set_defaults(func=cmd_consolidate)
 
     openapi = sub.add_parser(
         "openapi",
@@ -170,6 +220,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from mneme.local.server import LOCAL_ENV
+
+    for name, value in LOCAL_ENV.items():
+        os.environ.setdefault(name, value)
     args = parser().parse_args(argv)
     if args.home:
         os.environ["MNEME_HOME"] = args.home

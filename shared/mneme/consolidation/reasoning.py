@@ -76,6 +76,15 @@ def central(texts: Sequence[str]) -> str:
     return texts[max(range(len(texts)), key=lambda i: (overlap(i), -i))]
 
 
+def statement(text: str) -> tuple[str, str, str] | None:
+    """(entity, property, value), normalised, when exactly one sentence states one unambiguously."""
+    matches = [m for sentence in SENTENCE.split(text.strip()) for p in PATTERNS if (m := p.match(sentence.strip()))]
+    if len(matches) != 1 or not (value := clean_value(matches[0]["value"])):
+        return None
+    found = matches[0]
+    return found["entity"].strip(), found["property"].strip(), value
+
+
 class ExtractiveReasoner:
     """No network, no model: the summary is the cluster's most central text; entity/property/value
     only when exactly one sentence of it matches one unambiguous pattern."""
@@ -85,13 +94,8 @@ class ExtractiveReasoner:
 
     def propose(self, texts: Sequence[str], feedback: str | None = None) -> Proposal:
         summary = central(texts).strip()
-        matches = [m for sentence in SENTENCE.split(summary) for p in PATTERNS if (m := p.match(sentence.strip()))]
-        if len(matches) != 1 or feedback:
+        triple = None if feedback else statement(summary)
+        if triple is None:
             return Proposal(summary=summary)
-        found = matches[0]
-        value = clean_value(found["value"])
-        if not value:
-            return Proposal(summary=summary)
-        return Proposal(
-            entity=found["entity"].strip(), property=found["property"].strip(), value=value, summary=summary
-        )
+        entity, prop, value = triple
+        return Proposal(entity=entity, property=prop, value=value, summary=summary)

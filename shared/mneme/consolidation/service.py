@@ -20,7 +20,6 @@ from mneme.models import Principal
 from mneme.observability import logger
 from mneme.services.scopes import ScopeService
 
-LEASE = timedelta(minutes=15)
 MAX_BATCHES_PER_SCOPE = 50
 
 
@@ -73,7 +72,7 @@ class ConsolidationService:
         """The local runner. Records a truthful status: partial or failed whenever a stage erred."""
         progressed = False
         for scope_id in targets:
-            if not self.deps.store.acquire_lease(run.tenant, scope_id, self.owner, self.deps.clock.now(), LEASE):
+            if not self._lease(run.tenant, scope_id):
                 _merge(run, "collect", {"skipped_leased": 1}, [])
                 continue
             try:
@@ -87,9 +86,15 @@ class ConsolidationService:
         logger.info("consolidation finished", extra={"run_id": run.run_id, "status": run.status})
         return run
 
+    def _lease(self, tenant: str, scope_id: str) -> bool:
+        ttl = timedelta(seconds=self.deps.settings.lease_seconds)
+        return self.deps.store.acquire_lease(tenant, scope_id, self.owner, self.deps.clock.now(), ttl)
+
     def _scope(self, run: Run, scope_id: str, progress: Progress | None) -> bool:
         progressed = False
         for _ in range(MAX_BATCHES_PER_SCOPE):
+            if not self._lease(run.tenant, scope_id):  # renewed per batch; lost only if we stalled past it
+                break
             batch = run_batch(
                 self.deps,
                 Batch(tenant=run.tenant, scope_id=scope_id, run_id=run.run_id, started_at=self.deps.clock.now()),

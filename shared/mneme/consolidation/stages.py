@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from mneme.consolidation.models import Contradiction, Fact, Proposal, derived_id, norm
-from mneme.consolidation.reasoning import Reasoner, central, grounding_error
+from mneme.consolidation.reasoning import Reasoner, central, grounding_error, statement
 from mneme.errors import Conflict, MnemeError
 from mneme.models import Episode
 from mneme.ports import Clock, Embedder, RecordStore
@@ -32,6 +32,7 @@ class ConsolidationSettings(BaseModel):
     decay_hours: float = 168
     expire_below: float = 0.1
     settle_seconds: float = 2.0  # episodes younger than this wait for the next run (late writers)
+    lease_seconds: float = 300  # a crashed runner's scopes are free again after this; renewed per batch
 
 
 @dataclass
@@ -103,22 +104,36 @@ def _vectors(deps: Deps, episodes: list[Episode]) -> np.ndarray:
 
 
 def cluster(deps: Deps, batch: Batch) -> Batch:
-    """Greedy clustering around seeds in (occurred_at, id) order: deterministic for the same input."""
+    """Greedy clustering around seeds in (occurred_at, id) order: deterministic for the same input.
+
+    Episodes that state different values for a property never share a cluster, however similar
+    their wording ("X's bank is A" / "X's bank is B"): one cluster, one claim.
+    """
     episodes = sorted(_episodes(deps, batch), key=lambda e: (e.occurred_at, e.episode_id))
     if not episodes:
         return batch
     vectors = _vectors(deps, episodes)
+    claims = [_claim(e.content) for e in episodes]
     unassigned = list(range(len(episodes)))
     clusters: list[list[str]] = []
     while unassigned:
         seed = unassigned[0]
         similar = vectors[unassigned] @ vectors[seed]
-        members = [i for i, score in zip(unassigned, similar, strict=True) if score >= deps.settings.cluster_threshold]
+        members = [
+            i
+            for i, score in zip(unassigned, similar, strict=True)
+            if score >= deps.settings.cluster_threshold and claims[i] == claims[seed]
+        ]
         clusters.append([episodes[i].episode_id for i in members])
         unassigned = [i for i in unassigned if i not in set(members)]
     batch.clusters = clusters
     batch.count("cluster", "clusters", len(clusters))
     return batch
+
+
+def _claim(text: str) -> tuple[str, ...] | None:
+    found = statement(text)
+    return tuple(norm(part) for part in found) if found else None
 
 
 def extract(deps: Deps, batch: Batch) -> Batch:
