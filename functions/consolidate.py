@@ -38,6 +38,14 @@ handler = lambda_handler(app)
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
+def schedule_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """The EventBridge Scheduler target: one run per tenant that has dirty scopes."""
+    runs = bootstrap.current().consolidation.start_scheduled()
+    return {"runs": [{"tenant": run.tenant, "run_id": run.run_id, "scopes": len(run.scopes)} for run in runs]}
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
 def stage_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """A Step Functions task: one stage of one batch (see mneme.consolidation.service.step)."""
     logger.append_keys(stage=event.get("stage"), run_id=event.get("run_id") or event.get("batch", {}).get("run_id"))

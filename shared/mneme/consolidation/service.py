@@ -62,6 +62,12 @@ class ConsolidationService:
         self.orchestrator.start(run, targets)
         return run
 
+    def start_scheduled(self, limit: int = 10_000) -> list[Run]:
+        """The schedule's entry: a run for every tenant with dirty scopes (no scan of the episodes)."""
+        tenants = sorted({tenant for tenant, _ in self.deps.store.list_dirty(None, limit)})
+        scheduler = "scheduler"
+        return [self.start(Principal(tenant=t, principal=scheduler, roles=frozenset()), None) for t in tenants]
+
     def get(self, caller: Principal, run_id: str) -> Run:
         run = self.deps.store.get_run(caller.tenant, run_id)
         if run is None:

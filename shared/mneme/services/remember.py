@@ -42,10 +42,12 @@ class Remembered(BaseModel):
 
 
 def episode_id(tenant: str, item: RememberItem, scope_id: str, occurred_at: datetime) -> str:
+    """From the idempotency key; absent one, from scope, content, occurred_at (and the other fields, so two
+    observations that differ only in metadata stay two episodes)."""
     if item.idempotency_key is not None:
         basis = ["key", tenant, item.idempotency_key]
     else:
-        basis = ["auto", tenant, scope_id, item.content, occurred_at.isoformat()]
+        basis = ["auto", tenant, scope_id, item.content, occurred_at.isoformat(), content_hash(scope_id, item)]
     return "ep_" + hashlib.sha256("\x1f".join(basis).encode()).hexdigest()[:32]
 
 

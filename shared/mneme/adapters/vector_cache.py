@@ -1,0 +1,278 @@
+"""In-memory exact cosine search over one (tenant, model_id)'s vectors, for `SqliteSearchIndex`.
+
+A contiguous float32 matrix of L2-normalised rows plus parallel metadata arrays (strings are
+interned to int32 codes, -1 for None). Replacing or deleting a document marks its row dead and
+appends the new row; dead rows are compacted away once they make up a third of the matrix.
+A query builds one boolean mask from the filters, scores only the surviving rows (a single
+matrix-vector product) and takes the top k with argpartition, so filtering never shrinks the k.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mneme.errors import InvalidInput
+from mneme.search_models import Hit, IndexDocument, SearchFilter
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MARGIN = 1e-5  # float32 rounding slack when cutting candidates before exact rescoring
+_CHUNK = 8192  # rows rescored at a time (bounds the float64 temporary)
+
+
+def as_utc(value: datetime) -> datetime:
+    """Aware UTC; a naive datetime is taken to be UTC already."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def utc_micros(value: datetime) -> int:
+    return (as_utc(value) - EPOCH) // timedelta(microseconds=1)
+
+
+def normalised_vector(doc: IndexDocument) -> NDArray[np.float32] | None:
+    """The document's vector scaled to unit length (a zero vector stays zero), as float32."""
+    if doc.vector is None:
+        return None
+    vec = np.asarray(doc.vector, dtype=np.float64)
+    if vec.size == 0 or not np.isfinite(vec).all():
+        raise InvalidInput(f"document {doc.doc_id} has an empty or non-finite vector")
+    norm = np.linalg.norm(vec)
+    return (vec / norm if norm > 0 else vec).astype(np.float32)
+
+
+@dataclass(slots=True)
+class Rows:
+    """Documents column by column, the shape the cache appends in."""
+
+    doc_ids: list[str]
+    kinds: list[str]
+    paths: list[list[str]]  # ancestor ids, root first
+    occurred_us: list[int]
+    tiers: list[str]
+    sessions: list[str | None]
+    visible_to: list[str | None]
+    vectors: NDArray[np.float32]  # L2-normalised, one row per document
+
+    @classmethod
+    def of(cls, docs: Sequence[IndexDocument], vectors: NDArray[np.float32]) -> Rows:
+        return cls(
+            [d.doc_id for d in docs], [d.kind for d in docs], [d.ancestor_ids for d in docs],
+            [utc_micros(d.occurred_at) for d in docs], [d.tier for d in docs],
+            [d.session_id for d in docs], [d.visible_to for d in docs], vectors,
+        )  # fmt: skip
+
+
+class VectorCache:
+    def __init__(self, generation: int, dim: int | None = None) -> None:
+        self.generation = generation  # the index generation this cache reflects
+        self.dim = dim
+        self._n = 0  # rows in use, dead ones included
+        self._dead = 0
+        self._pos: dict[str, int] = {}
+        self._doc_ids: list[str] = []
+        self._codes: dict[str, int] = {}
+        self._anc_depths: dict[int, set[int]] = {}  # ancestor code -> columns it was seen in
+        self._alloc(0, 0)
+
+    def _alloc(self, cap: int, dim: int) -> None:
+        self._mat = np.zeros((cap, dim), np.float32)
+        self._alive = np.zeros(cap, bool)
+        self._occ = np.zeros(cap, np.int64)
+        self._kind = np.full(cap, -1, np.int32)
+        self._tier = np.full(cap, -1, np.int32)
+        self._session = np.full(cap, -1, np.int32)
+        self._visible = np.full(cap, -1, np.int32)
+        self._anc: list[NDArray[np.int32]] = []  # one column per depth, -1 padded
+
+    def _arrays(self) -> list[np.ndarray]:
+        return [self._mat, self._alive, self._occ, self._kind, self._tier, self._session, self._visible]
+
+    def _encode(self, values: Iterable[str | None]) -> list[int]:
+        codes = self._codes
+        return [-1 if v is None else codes.setdefault(v, len(codes)) for v in values]
+
+    def _reserve(self, extra: int, depth: int) -> None:
+        cap = len(self._alive)
+        if self._n + extra > cap:
+            need = self._n + extra
+            new_cap = max(need + need // 8, cap + cap // 2, 64)  # headroom for later upserts
+            old, old_anc = self._arrays(), self._anc
+            self._alloc(new_cap, self.dim or 0)
+            for src, dst in zip(old, self._arrays(), strict=True):
+                dst[: self._n] = src[: self._n]
+            for col in old_anc:
+                self._anc.append(np.full(new_cap, -1, np.int32))
+                self._anc[-1][: self._n] = col[: self._n]
+        while len(self._anc) < depth:
+            self._anc.append(np.full(len(self._alive), -1, np.int32))
+
+    # -- writes -----------------------------------------------------------------------------
+    def add(self, rows: Rows) -> None:
+        """Append rows (distinct doc_ids); a doc_id already present is replaced."""
+        count = len(rows.doc_ids)
+        if not count:
+            return
+        if self.dim is None:
+            self.dim = int(rows.vectors.shape[1])
+            self._mat = np.zeros((len(self._alive), self.dim), np.float32)
+        self.remove(rows.doc_ids)
+        self._reserve(count, max(map(len, rows.paths)))
+        at = range(self._n, self._n + count)
+        new = slice(at.start, at.stop)
+        self._mat[new] = rows.vectors
+        self._alive[new] = True
+        self._occ[new] = rows.occurred_us
+        self._kind[new] = self._encode(rows.kinds)
+        self._tier[new] = self._encode(rows.tiers)
+        self._session[new] = self._encode(rows.sessions)
+        self._visible[new] = self._encode(rows.visible_to)
+        self._doc_ids.extend(rows.doc_ids)
+        self._pos.update(zip(rows.doc_ids, at, strict=True))
+        self._write_ancestors(at, rows.paths)
+        self._n = at.stop
+
+    def _write_ancestors(self, rows: Sequence[int], paths: Sequence[Sequence[str]]) -> None:
+        at = np.asarray(rows, dtype=np.int64)
+        for depth, col in enumerate(self._anc):
+            codes = self._encode(path[depth] if depth < len(path) else None for path in paths)
+            col[at] = codes
+            for code in set(codes) - {-1}:
+                self._anc_depths.setdefault(code, set()).add(depth)
+
+    def remove(self, doc_ids: Iterable[str]) -> None:
+        for doc_id in doc_ids:
+            row = self._pos.pop(doc_id, None)
+            if row is not None:
+                self._alive[row] = False
+                self._dead += 1
+        if self._dead > 1024 and self._dead * 3 > self._n:
+            self._compact()
+
+    def set_ancestors(self, doc_ids: Iterable[str], ancestor_ids: Sequence[str]) -> None:
+        rows = [self._pos[d] for d in doc_ids if d in self._pos]
+        self._reserve(0, len(ancestor_ids))
+        self._write_ancestors(rows, [ancestor_ids] * len(rows))
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self._alive[: self._n])
+        old, old_anc = self._arrays(), self._anc
+        self._alloc(len(keep), self.dim or 0)
+        for src, dst in zip(old, self._arrays(), strict=True):
+            dst[:] = src[keep]
+        self._anc = [col[keep] for col in old_anc]
+        self._doc_ids = [self._doc_ids[i] for i in keep]
+        self._pos = {doc_id: i for i, doc_id in enumerate(self._doc_ids)}
+        self._n, self._dead = len(keep), 0
+
+    # -- reads ------------------------------------------------------------------------------
+    def _mask(self, flt: SearchFilter) -> NDArray[np.bool_] | None:
+        n = self._n
+        anc = self._codes.get(flt.ancestor_id)
+        if anc is None:
+            return None
+        mask = np.zeros(n, bool)
+        for depth in self._anc_depths.get(anc, ()):
+            mask |= self._anc[depth][:n] == anc
+        mask &= self._alive[:n]
+
+        def among(values: Iterable[str]) -> list[int]:
+            return [self._codes[v] for v in values if v in self._codes]
+
+        if flt.kinds is not None:
+            mask &= np.isin(self._kind[:n], among(flt.kinds))
+        if flt.tiers is not None:
+            mask &= np.isin(self._tier[:n], among(flt.tiers))
+        if flt.since is not None:
+            mask &= self._occ[:n] >= utc_micros(flt.since)
+        if flt.until is not None:
+            mask &= self._occ[:n] < utc_micros(flt.until)
+        if flt.session_id is not None:
+            mask &= self._session[:n] == self._codes.get(flt.session_id, -2)
+        principal = -2 if flt.principal is None else self._codes.get(flt.principal, -2)
+        mask &= (self._visible[:n] == -1) | (self._visible[:n] == principal)
+        return mask
+
+    def search(self, flt: SearchFilter, query: NDArray[np.float64], k: int) -> list[Hit]:
+        """Top k by cosine among rows passing `flt`; `query` is L2-normalised, of length `dim`."""
+        mask = self._mask(flt) if k > 0 else None
+        if mask is None:
+            return []
+        rows = np.flatnonzero(mask)
+        if rows.size == 0:
+            return []
+        q32 = query.astype(np.float32)
+        few = rows.size * 4 < self._n  # few survivors: gather them rather than score every row
+        scores = self._mat[rows] @ q32 if few else (self._mat[: self._n] @ q32)[rows]
+        if rows.size > k:
+            top = np.argpartition(-scores, k - 1)[:k]
+            rows = rows[scores >= scores[top].min() - _MARGIN]
+        # Rescore the candidates in float64 with a row-wise reduction, so identical vectors get
+        # identical scores wherever they sit and ties fall to doc_id.
+        exact = np.concatenate(
+            [
+                (self._mat[chunk].astype(np.float64) * query).sum(axis=1)
+                for chunk in np.array_split(rows, -(-rows.size // _CHUNK))
+            ]
+        )
+        ranked = sorted(zip(np.clip(exact, -1.0, 1.0).tolist(), rows.tolist(), strict=True), key=self._order)
+        return [Hit(doc_id=self._doc_ids[row], score=score) for score, row in ranked[:k]]
+
+    def _order(self, candidate: tuple[float, int]) -> tuple[float, str]:
+        return -candidate[0], self._doc_ids[candidate[1]]
+
+
+class CacheSet:
+    """The loaded caches, keyed by (tenant, model_id), kept in step with committed writes.
+
+    Each cache carries the tenant generation it reflects. After a write commits, `committed`
+    advances the caches that saw every earlier write and drops the others (another connection
+    wrote in between; they reload lazily); the caller then applies its own write to the survivors.
+    """
+
+    def __init__(self) -> None:
+        self._caches: dict[tuple[str, str], VectorCache] = {}
+
+    def get(self, tenant: str, model_id: str) -> VectorCache | None:
+        return self._caches.get((tenant, model_id))
+
+    def put(self, tenant: str, model_id: str, cache: VectorCache) -> None:
+        self._caches[(tenant, model_id)] = cache
+
+    def _of(self, tenant: str) -> list[tuple[str, VectorCache]]:
+        return [(model_id, cache) for (t, model_id), cache in self._caches.items() if t == tenant]
+
+    def committed(self, generations: dict[str, int]) -> None:
+        for key, cache in list(self._caches.items()):
+            gen = generations.get(key[0])
+            if gen is not None:
+                if cache.generation == gen - 1:
+                    cache.generation = gen
+                else:
+                    del self._caches[key]
+
+    def upserted(
+        self, docs: dict[tuple[str, str], IndexDocument], vectors: dict[tuple[str, str], NDArray[np.float32]]
+    ) -> None:
+        for tenant in {t for t, _ in docs}:
+            batch = [d for (t, _), d in docs.items() if t == tenant]
+            for model_id, cache in self._of(tenant):
+                cache.remove(d.doc_id for d in batch)
+                fresh = [d for d in batch if d.model_id == model_id and (tenant, d.doc_id) in vectors]
+                if fresh:
+                    cache.add(Rows.of(fresh, np.stack([vectors[(tenant, d.doc_id)] for d in fresh])))
+
+    def removed(self, tenant: str, doc_ids: Sequence[str]) -> None:
+        for _, cache in self._of(tenant):
+            cache.remove(doc_ids)
+
+    def moved(self, tenant: str, doc_ids: Sequence[str], ancestor_ids: Sequence[str]) -> None:
+        for _, cache in self._of(tenant):
+            cache.set_ancestors(doc_ids, ancestor_ids)
+
+    def drop(self, tenant: str | None = None) -> None:
+        for key in [key for key in self._caches if tenant is None or key[0] == tenant]:
+            del self._caches[key]
