@@ -32,7 +32,7 @@ class SearchFilter(BaseModel):
     ancestor_id: str
     kinds: frozenset[DocKind] | None = None
     tiers: frozenset[str] | None = None
-    since: datetime | None = None
+    since: datetime | None = None  # occurred_at window, half-open: since <= occurred_at < until
     until: datetime | None = None
     session_id: str | None = None
     principal: str | None = None  # documents with visible_to set are only seen by this principal
