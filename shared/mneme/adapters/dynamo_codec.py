@@ -1,0 +1,222 @@
+"""Pydantic models to DynamoDB items and back, and the table's key builders.
+
+Attribute rules: datetimes are ISO-8601 UTC strings with microseconds (fixed width, so they sort; a
+naive datetime is taken as UTC). Floats go through `Decimal(repr(x))`, which round-trips every
+finite float exactly; numbers come back as `int` when integral, else `float`, and the model's field
+types settle the rest (a `float` field given `1` holds `1.0`). `None` is NULL. Free-form fields
+(`json_fields`, e.g. episode metadata) are stored as one JSON string so they come back unchanged
+(`1.0` stays `1.0`, no 38-digit number limit); float vectors (`vector_fields`) as little-endian
+float64 binary, exact and eight bytes a dimension.
+
+Keys: see the table in `mneme.adapters.dynamo_store`. The tenant, layer and principal are escaped
+(`%` -> `%25`, `#` -> `%23`) because text follows them; ids, segments and keys only ever end a key.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from collections.abc import Collection, Mapping
+from datetime import UTC, datetime
+from decimal import Decimal
+from enum import Enum
+from typing import Any, TypeVar
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from pydantic import BaseModel
+
+from mneme.models import Memory
+
+AttributeValue = dict[str, Any]
+Item = dict[str, AttributeValue]
+M = TypeVar("M", bound=BaseModel)
+
+_serializer: Any = TypeSerializer()
+_deserializer: Any = TypeDeserializer()
+
+
+def iso_utc(moment: datetime) -> str:
+    aware = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return aware.isoformat(timespec="microseconds")
+
+
+def _plain(value: Any) -> Any:
+    """Python value -> what TypeSerializer accepts (no float, datetime, enum, tuple or set)."""
+    if isinstance(value, Enum):
+        return _plain(value.value)
+    if value is None or isinstance(value, bool | str | int | Decimal | bytes):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"DynamoDB cannot store the number {value!r}")
+        return Decimal(repr(value))
+    if isinstance(value, datetime):
+        return iso_utc(value)
+    if isinstance(value, BaseModel):
+        return {name: _plain(getattr(value, name)) for name in type(value).model_fields}
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=str) if isinstance(value, set | frozenset) else value
+        return [_plain(item) for item in items]
+    raise TypeError(f"cannot encode {type(value).__name__} for DynamoDB")
+
+
+def _python(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {key: _python(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_python(item) for item in value]
+    return value
+
+
+def attr(value: Any) -> AttributeValue:
+    """One attribute value, e.g. for ExpressionAttributeValues."""
+    return _serializer.serialize(_plain(value))
+
+
+def to_item(
+    model: BaseModel,
+    key: Item,
+    *,
+    json_fields: Collection[str] = (),
+    vector_fields: Collection[str] = (),
+    **extra: Any,
+) -> Item:
+    """A model's fields plus `extra` plain attributes (e.g. `item_type`) under an encoded `key`."""
+    clash = (set(key) | set(extra)) & set(type(model).model_fields)
+    if clash:
+        raise ValueError(f"{type(model).__name__} fields {sorted(clash)} clash with item attributes")
+    item = dict(key)
+    as_json = model.model_dump(mode="json", include=set(json_fields)) if json_fields else {}
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if value is not None and name in json_fields:
+            item[name] = {"S": json.dumps(as_json[name], allow_nan=False)}
+        elif value is not None and name in vector_fields:
+            item[name] = {"B": struct.pack(f"<{len(value)}d", *value)}
+        else:
+            item[name] = attr(value)
+    item.update({name: attr(value) for name, value in extra.items()})
+    return item
+
+
+def from_item(item: Mapping[str, AttributeValue]) -> dict[str, Any]:
+    return {name: _python(_deserializer.deserialize(value)) for name, value in item.items()}
+
+
+def to_model(
+    model_type: type[M],
+    item: Mapping[str, AttributeValue],
+    *,
+    json_fields: Collection[str] = (),
+    vector_fields: Collection[str] = (),
+) -> M:
+    """Validate an item as `model_type`; attributes the model does not declare are ignored."""
+    fields: dict[str, Any] = {}
+    for name, value in item.items():
+        if name not in model_type.model_fields:
+            continue
+        if name in json_fields and "S" in value:
+            fields[name] = json.loads(value["S"])
+        elif name in vector_fields and "B" in value:
+            packed = bytes(value["B"])
+            fields[name] = list(struct.unpack(f"<{len(packed) // 8}d", packed))
+        else:
+            fields[name] = _python(_deserializer.deserialize(value))
+    return model_type.model_validate(fields)
+
+
+# -- keys ---------------------------------------------------------------------------------------
+def esc(part: str) -> str:
+    return part.replace("%", "%25").replace("#", "%23")
+
+
+def key(pk: str, sk: str) -> Item:
+    return {"PK": {"S": pk}, "SK": {"S": sk}}
+
+
+def tenant_pk(tenant: str, *rest: str) -> str:
+    return "#".join(("T", esc(tenant), *rest))
+
+
+def scope_key(tenant: str, scope_id: str) -> Item:
+    return key(tenant_pk(tenant, "SCOPE", scope_id), "SCOPE")
+
+
+def slots_pk(tenant: str, parent_id: str | None) -> str:
+    return tenant_pk(tenant, "ROOTSLOTS") if parent_id is None else tenant_pk(tenant, "SLOTS", parent_id)
+
+
+def slot_key(tenant: str, parent_id: str | None, segment: str) -> Item:
+    return key(slots_pk(tenant, parent_id), f"SEG#{segment}")
+
+
+def layers_key(tenant: str) -> Item:
+    return key(tenant_pk(tenant, "LAYERS"), "LAYERS")
+
+
+def memory_key(tenant: str, memory_id: str) -> Item:
+    return key(tenant_pk(tenant, "MEMS"), f"MEM#{memory_id}")
+
+
+def mslot_pk(tenant: str, kind: str, scope_id: str | None, layer: str | None, value: str | None) -> str:
+    if kind == "scoped":
+        return tenant_pk(tenant, "MSLOT", "SCOPE", str(scope_id))
+    target = ("ALL",) if value is None else ("VAL", value)
+    return tenant_pk(tenant, "MSLOT", "TAG", esc(str(layer)), *target)
+
+
+def mslot_key(memory: Memory) -> Item | None:
+    """Where the memory's uniqueness key lives; None once archived (the key is free)."""
+    if memory.status == "archived":
+        return None
+    pk = mslot_pk(memory.tenant, memory.kind, memory.scope_id, memory.layer, memory.value)
+    return key(pk, f"KEY#{memory.key}")
+
+
+def episode_key(tenant: str, episode_id: str) -> Item:
+    return key(tenant_pk(tenant, "EPISODES"), f"EP#{episode_id}")
+
+
+def delivered_pk(tenant: str, principal: str, session_id: str) -> str:
+    return tenant_pk(tenant, "DELIVERED", esc(principal), session_id)
+
+
+def apikey_key(key_hash: str) -> Item:
+    return key(f"APIKEY#{key_hash}", "APIKEY")
+
+
+def tenant_apikey_key(tenant: str, key_id: str) -> Item:
+    return key(tenant_pk(tenant, "APIKEYS"), f"KEY#{key_id}")
+
+
+def dirty_key(tenant: str, scope_id: str) -> Item:
+    return key(tenant_pk(tenant, "DIRTY"), f"SCOPE#{scope_id}")
+
+
+def checkpoint_key(tenant: str, scope_id: str) -> Item:
+    return key(tenant_pk(tenant, "CONSOL", scope_id), "CHECKPOINT")
+
+
+def lease_key(tenant: str, scope_id: str) -> Item:
+    return key(tenant_pk(tenant, "CONSOL", scope_id), "LEASE")
+
+
+def fact_key(tenant: str, fact_id: str) -> Item:
+    return key(tenant_pk(tenant, "FACTS"), f"FACT#{fact_id}")
+
+
+def scope_fact_key(tenant: str, scope_id: str, fact_id: str) -> Item:
+    return key(tenant_pk(tenant, "SCOPEFACTS", scope_id), f"FACT#{fact_id}")
+
+
+def contradiction_key(tenant: str, scope_id: str, contradiction_id: str) -> Item:
+    return key(tenant_pk(tenant, "CONTRA", scope_id), f"C#{contradiction_id}")
+
+
+def run_key(tenant: str, run_id: str) -> Item:
+    return key(tenant_pk(tenant, "RUNS"), f"RUN#{run_id}")

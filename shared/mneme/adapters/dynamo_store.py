@@ -1,0 +1,702 @@
+"""The AWS record store: one DynamoDB table, string keys `PK`/`SK`, three KEYS_ONLY indexes.
+
+Every PK starts with `T#<tenant>#` except the API key item, read before the tenant is known.
+Key builders (with escaping) live in `mneme.adapters.dynamo_codec`.
+
+| item             | PK                                         | SK                 | holds                      |
+|------------------|--------------------------------------------|--------------------|----------------------------|
+| scope            | `T#<t>#SCOPE#<scope_id>`                   | `SCOPE`            | Scope                      |
+| name slot        | `T#<t>#SLOTS#<parent_id>`                  | `SEG#<segment>`    | live Scope copy or alias   |
+|                  | `T#<t>#ROOTSLOTS` (parent None)            | `SEG#<segment>`    | live Scope copy or alias   |
+| layers           | `T#<t>#LAYERS`                             | `LAYERS`           | `layers`: depth -> name    |
+| memory           | `T#<t>#MEMS`                               | `MEM#<id>`         | Memory                     |
+| memory key slot  | `T#<t>#MSLOT#SCOPE#<scope_id>`             | `KEY#<key>`        | non-archived Memory copy   |
+|                  | `T#<t>#MSLOT#TAG#<layer>#ALL` / `#VAL#<v>` | `KEY#<key>`        | non-archived Memory copy   |
+| episode          | `T#<t>#EPISODES`                           | `EP#<id>`          | Episode (+ GSI1-3 keys)    |
+| delivered id     | `T#<t>#DELIVERED#<principal>#<session>`    | `ID#<id>`          | `id`                       |
+| dirty scope      | `T#<t>#DIRTY`                              | `SCOPE#<scope_id>` | `dirtied_at` (+ GSI1 keys) |
+| checkpoint       | `T#<t>#CONSOL#<scope_id>`                  | `CHECKPOINT`       | Checkpoint                 |
+| lease            | `T#<t>#CONSOL#<scope_id>`                  | `LEASE`            | `owner`, `until`           |
+| fact             | `T#<t>#FACTS`                              | `FACT#<id>`        | Fact                       |
+| scope's fact     | `T#<t>#SCOPEFACTS#<scope_id>`              | `FACT#<id>`        | Fact copy                  |
+| contradiction    | `T#<t>#CONTRA#<scope_id>`                  | `C#<id>`           | Contradiction              |
+| run              | `T#<t>#RUNS`                               | `RUN#<run_id>`     | Run (`stages` as JSON)     |
+| API key          | `APIKEY#<key_hash>` (not tenant-prefixed)  | `APIKEY`           | ApiKey                     |
+| tenant's API key | `T#<t>#APIKEYS`                            | `KEY#<key_id>`     | ApiKey copy                |
+
+| index (KEYS_ONLY) | partition key                     | sort key                            | set on             |
+|-------------------|-----------------------------------|-------------------------------------|--------------------|
+| GSI1 (sparse)     | `GSI1PK = UNINDEXED`              | `GSI1SK = <created>#<t>#<id>`       | unindexed episodes |
+|                   | `GSI1PK = DIRTY`                  | `GSI1SK = <dirtied_at>#<t>#<scope>` | dirty scopes       |
+| GSI2              | `GSI2PK = T#<t>#EPISODES`         | `GSI2SK = <created>#<id>`           | every episode      |
+| GSI3              | `GSI3PK = T#<t>#SCOPEEPS#<scope>` | `GSI3SK = <created>#<id>`           | every episode      |
+
+`<created>` is `created_at` as ISO-8601 UTC with microseconds, so it sorts (as does every stored
+datetime). GSI1 serves the two cross-tenant patterns (the index sweep, the consolidation schedule);
+each of its partitions caps near 1,000 writes/s (shard GSI1PK to go beyond). Index hits are re-read
+from the table, so a stale entry (an episode marked indexed a moment ago) is dropped and what is
+returned is current. GSI3 lags writes by milliseconds: consolidation reads episodes created before
+`started_at - settle_seconds`, which covers it.
+
+Items carry `item_type`: scope, scope_slot (a live scope), scope_alias (`scope_id` it resolves to),
+layers, memory, memory_slot, episode, delivered, dirty, checkpoint, lease, fact, fact_copy,
+contradiction, run, api_key, api_key_copy. A name slot holds a live scope or an alias, never both,
+so one `attribute_not_exists(PK)` enforces "taken by a scope or an alias". A key slot exists exactly
+while its memory is not archived, so its partition is also the listing. Copies are written in the
+transaction of their original. Base-table reads are strongly consistent.
+
+| access pattern        | operation and key condition                                                 |
+|-----------------------|-----------------------------------------------------------------------------|
+| get_scope             | GetItem scope                                                               |
+| find_child/find_alias | GetItem name slot; `item_type` tells live scope from alias                  |
+| list_children         | Query PK = `T#<t>#SLOTS#<parent_id>`, filter item_type = scope_slot         |
+| create_scope          | Transact: Put scope + Put slot, both `attribute_not_exists(PK)`             |
+| rename_scope          | GetItem scope; Transact: Put scope if `segment = old`, Put old slot as      |
+|                       | alias if it is this scope's live slot, Put new slot if free or this scope's |
+|                       | own alias (which is thereby consumed)                                       |
+| get/put_layers        | GetItem / Put layers                                                        |
+| create_memory         | Transact: Put memory + Put key slot, both `attribute_not_exists(PK)`        |
+| update_memory         | GetItem memory; Transact: Put memory if `version = expected`, then refresh  |
+|                       | its own slot, or Delete its old slot and/or Put the new one if free         |
+| get_memory            | GetItem memory                                                              |
+| list_scoped_memories  | Query PK = `T#<t>#MSLOT#SCOPE#<scope_id>`                                   |
+| list_tagged_memories  | Query PK = `T#<t>#MSLOT#TAG#<layer>#ALL` (value None) or `...#VAL#<value>`  |
+| list_memories         | Query PK = `T#<t>#MEMS`, filter status <> archived                          |
+| put_episodes          | BatchGetItem episodes; Transact: Put each new one `attribute_not_exists(PK)`|
+| get_episodes          | BatchGetItem `T#<t>#EPISODES` / `EP#<id>`                                   |
+| mark_indexed          | UpdateItem each: SET indexed, REMOVE GSI1PK, GSI1SK                         |
+| list_recent_episodes  | Query GSI2 `GSI2PK = T#<t>#EPISODES AND GSI2SK >= <since>`, newest first;   |
+|                       | BatchGetItem the hits                                                       |
+| list_unindexed        | Query GSI1 GSI1PK = `UNINDEXED` (oldest first), BatchGetItem the hits       |
+| iter_episodes         | Query PK = `T#<t>#EPISODES`, one yielded batch per page                     |
+| get/add_delivered     | Query / BatchWriteItem PK = `T#<t>#DELIVERED#<principal>#<session_id>`      |
+| mark_dirty            | BatchWriteItem dirty marks (upsert refreshes `dirtied_at`)                  |
+| list_dirty            | tenant: Query PK = `T#<t>#DIRTY`; None: Query GSI1 `GSI1PK = DIRTY`         |
+| clear_dirty           | DeleteItem dirty mark if `dirtied_at <= dirtied_before`                     |
+| list_episodes_after   | Query GSI3 `GSI3PK = T#<t>#SCOPEEPS#<scope_id> AND GSI3SK BETWEEN           |
+|                       | <after> AND <before>` (or `< <before>`), BatchGetItem the hits              |
+| get/save_checkpoint   | GetItem / Put if `version = expected` (or absent when expected is 0)        |
+| acquire/release_lease | Put lease if absent, ours or `until <= now` / Delete if `owner` is ours     |
+| put_facts             | BatchGetItem contradictions; Transact: Put fact + scope copy each, Put new  |
+|                       | contradictions (a hundred items per transaction)                            |
+| get_facts / list_facts| BatchGetItem facts / Query PK = `T#<t>#FACTS` or `T#<t>#SCOPEFACTS#<scope>` |
+| list_contradictions   | Query PK = `T#<t>#CONTRA#<scope_id>`                                        |
+| put_run / get_run     | Put / GetItem run                                                           |
+| put_api_key           | Transact: Put API key if free or same tenant+key_id, Put tenant's copy      |
+| get_api_key           | GetItem `APIKEY#<key_hash>`                                                 |
+| list_api_keys         | Query PK = `T#<t>#APIKEYS`                                                  |
+| revoke_api_key        | GetItem tenant's copy; Transact: Put both with `revoked_at`                 |
+
+Queries follow `LastEvaluatedKey` to the end (`page_size` caps a page, for tests); results are
+sorted in Python as the port orders them. Batch calls retry unprocessed keys with backoff.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError
+
+from mneme.adapters.dynamo_codec import (
+    Item,
+    apikey_key,
+    attr,
+    checkpoint_key,
+    contradiction_key,
+    delivered_pk,
+    dirty_key,
+    episode_key,
+    esc,
+    fact_key,
+    from_item,
+    iso_utc,
+    key,
+    layers_key,
+    lease_key,
+    memory_key,
+    mslot_key,
+    mslot_pk,
+    run_key,
+    scope_fact_key,
+    scope_key,
+    slot_key,
+    slots_pk,
+    tenant_apikey_key,
+    tenant_pk,
+    to_item,
+    to_model,
+)
+from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
+from mneme.errors import Conflict, MnemeError, StoreUnavailable
+from mneme.models import ApiKey, Episode, Memory, Scope
+
+GSI1, GSI2, GSI3 = "GSI1", "GSI2", "GSI3"
+
+
+def _keys_only_index(name: str) -> dict[str, Any]:
+    return {
+        "IndexName": name,
+        "KeySchema": [
+            {"AttributeName": f"{name}PK", "KeyType": "HASH"},
+            {"AttributeName": f"{name}SK", "KeyType": "RANGE"},
+        ],
+        "Projection": {"ProjectionType": "KEYS_ONLY"},
+    }
+
+
+TABLE_SCHEMA: dict[str, Any] = {
+    "AttributeDefinitions": [
+        {"AttributeName": name, "AttributeType": "S"}
+        for name in ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK", "GSI3PK", "GSI3SK")
+    ],
+    "KeySchema": [{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
+    "GlobalSecondaryIndexes": [_keys_only_index(GSI1), _keys_only_index(GSI2), _keys_only_index(GSI3)],
+}
+
+LIVE, ALIAS, UNINDEXED, DIRTY = "scope_slot", "scope_alias", "UNINDEXED", "DIRTY"
+EPISODE_CODEC: dict[str, Any] = {"json_fields": ("metadata",), "vector_fields": ("vector",)}
+FACT_CODEC: dict[str, Any] = {"vector_fields": ("vector",)}
+RUN_CODEC: dict[str, Any] = {"json_fields": ("stages",)}
+BATCH_ATTEMPTS = 6
+
+
+def create_table(client: Any, table_name: str) -> None:
+    """Create the table on demand (tests, local tooling) and wait until it is active."""
+    client.create_table(TableName=table_name, BillingMode="PAY_PER_REQUEST", **TABLE_SCHEMA)
+    client.get_waiter("table_exists").wait(TableName=table_name)
+
+
+# -- writes and errors --------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Write:
+    """One TransactWriteItems entry and the Conflict it means when its condition fails."""
+
+    request: dict[str, Any]
+    code: str
+    message: str
+
+
+def _put(item: Item, condition: str | None, code: str, message: str, **values: Any) -> _Write:
+    return _Write({"Put": {"Item": item, **_condition(condition, values)}}, code, message)
+
+
+def _delete(key: Item, condition: str, code: str, message: str, **values: Any) -> _Write:
+    return _Write({"Delete": {"Key": key, **_condition(condition, values)}}, code, message)
+
+
+def _expression(values: Mapping[str, Any], *expressions: str) -> dict[str, Any]:
+    """Names and values for `#x` / `:x` placeholders: `#x` is attribute x, `:x` is values[x]."""
+    words = " ".join(expressions).replace("(", " ").replace(")", " ").replace(",", " ").split()
+    names = {word: word[1:] for word in words if word.startswith("#")}
+    params: dict[str, Any] = {"ExpressionAttributeNames": names} if names else {}
+    if values:
+        params["ExpressionAttributeValues"] = {f":{name}": attr(value) for name, value in values.items()}
+    return params
+
+
+def _condition(expression: str | None, values: Mapping[str, Any]) -> dict[str, Any]:
+    if expression is None:
+        return {}
+    checked = {"ConditionExpression": expression, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+    return {**checked, **_expression(values, expression)}
+
+
+def _unique(keys: Iterable[Item]) -> list[Item]:
+    return list({(k["PK"]["S"], k["SK"]["S"]): k for k in keys}.values())
+
+
+def _taken(memory: Memory) -> str:
+    return f"a memory with key {memory.key!r} already exists there"
+
+
+def _holder(item: Mapping[str, Any] | None) -> str:
+    if not item:
+        return ""
+    found = from_item(item)
+    return {
+        LIVE: f" (held by scope {found.get('scope_id')})",
+        ALIAS: f" (held by an alias of scope {found.get('scope_id')})",
+        "memory_slot": f" (held by memory {found.get('memory_id')})",
+        "memory": f" (stored version {found.get('version')})",
+    }.get(str(found.get("item_type")), "")
+
+
+def _translate(error: ClientError | BotoCoreError, writes: Sequence[_Write] = ()) -> MnemeError:
+    """The one place DynamoDB failures become domain errors."""
+    if isinstance(error, ClientError):
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        reasons: list[Any] = list(error.response.get("CancellationReasons") or [])
+        if code == "ConditionalCheckFailedException":
+            reasons = [{"Code": "ConditionalCheckFailed", "Item": error.response.get("Item")}]
+        for write, reason in zip(writes, reasons, strict=False):
+            if reason.get("Code") == "ConditionalCheckFailed":
+                return Conflict(write.message + _holder(reason.get("Item")), code=write.code)
+        if code == "ConditionalCheckFailedException":
+            return Conflict("a concurrent change won; retry")
+        return StoreUnavailable(f"DynamoDB request failed ({code or 'unknown error'}); retry later")
+    return StoreUnavailable(f"DynamoDB could not be reached ({type(error).__name__}); retry later")
+
+
+class DynamoRecordStore:
+    def __init__(
+        self,
+        table_name: str,
+        *,
+        client: Any = None,
+        region_name: str | None = None,
+        page_size: int | None = None,
+    ) -> None:
+        self.table_name = table_name
+        self._client = client
+        self._region_name = region_name
+        self._page_size = page_size
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = boto3.client("dynamodb", region_name=self._region_name)
+        return self._client
+
+    # -- calls ----------------------------------------------------------------------------
+    def _call(self, operation: str, writes: Sequence[_Write] = (), **params: Any) -> dict[str, Any]:
+        try:
+            response: dict[str, Any] = getattr(self.client, operation)(**params)
+        except (ClientError, BotoCoreError) as e:
+            raise _translate(e, writes) from e
+        return response
+
+    def _get(self, key: Item) -> Item | None:
+        response = self._call("get_item", TableName=self.table_name, Key=key, ConsistentRead=True)
+        item: Item | None = response.get("Item")
+        return item
+
+    def _pages(self, params: dict[str, Any]) -> Iterator[list[Item]]:
+        params = {"TableName": self.table_name, **params}
+        if self._page_size is not None:
+            params["Limit"] = min(self._page_size, params.get("Limit", self._page_size))
+        while True:
+            page = self._call("query", **params)
+            yield page.get("Items", [])
+            if "LastEvaluatedKey" not in page:
+                return
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def _query(self, pk: str, where: str | None = None, **values: Any) -> list[Item]:
+        params = {"KeyConditionExpression": "PK = :pk", "ConsistentRead": True}
+        if where is not None:
+            params["FilterExpression"] = where
+        params.update(_expression({"pk": pk, **values}, where or ""))
+        return [item for page in self._pages(params) for item in page]
+
+    def _transact(self, writes: Sequence[_Write]) -> None:
+        items = [{op: {**body, "TableName": self.table_name}} for w in writes for op, body in w.request.items()]
+        self._call("transact_write_items", writes, TransactItems=items)
+
+    def _write_one(self, write: _Write) -> None:
+        """A single conditional Put or Delete, without the cost of a transaction."""
+        ((op, body),) = write.request.items()
+        operation = "put_item" if op == "Put" else "delete_item"
+        self._call(operation, [write], TableName=self.table_name, **body)
+
+    def _drain(self, operation: str, pending: dict[str, Any], leftover: str) -> list[Item]:
+        """One batch call, then its unprocessed remainder again with backoff until none is left."""
+        found: list[Item] = []
+        for attempt in range(BATCH_ATTEMPTS):
+            response = self._call(operation, RequestItems=pending)
+            found.extend(response.get("Responses", {}).get(self.table_name, []))
+            pending = response.get(leftover) or {}
+            if not pending:
+                return found
+            time.sleep(0.05 * 2**attempt)
+        raise StoreUnavailable("DynamoDB kept leaving batch requests unprocessed; retry later")
+
+    def _batch_get(self, keys: Sequence[Item]) -> list[Item]:
+        chunks = [keys[start : start + 100] for start in range(0, len(keys), 100)]
+        requests = [{self.table_name: {"Keys": list(chunk), "ConsistentRead": True}} for chunk in chunks]
+        return [item for request in requests for item in self._drain("batch_get_item", request, "UnprocessedKeys")]
+
+    def _batch_write(self, requests: Sequence[dict[str, Any]]) -> None:
+        for start in range(0, len(requests), 25):
+            self._drain("batch_write_item", {self.table_name: list(requests[start : start + 25])}, "UnprocessedItems")
+
+    # -- scopes ---------------------------------------------------------------------------
+    def get_scope(self, tenant: str, scope_id: str) -> Scope | None:
+        item = self._get(scope_key(tenant, scope_id))
+        return to_model(Scope, item) if item else None
+
+    def _slot(self, tenant: str, parent_id: str | None, segment: str, item_type: str) -> Item | None:
+        item = self._get(slot_key(tenant, parent_id, segment))
+        return item if item is not None and item.get("item_type") == {"S": item_type} else None
+
+    def find_child(self, tenant: str, parent_id: str | None, segment: str) -> Scope | None:
+        item = self._slot(tenant, parent_id, segment, LIVE)
+        return to_model(Scope, item) if item else None
+
+    def find_alias(self, tenant: str, parent_id: str, segment: str) -> str | None:
+        item = self._slot(tenant, parent_id, segment, ALIAS)
+        return str(from_item(item)["scope_id"]) if item else None
+
+    def list_children(self, tenant: str, parent_id: str) -> list[Scope]:
+        items = self._query(slots_pk(tenant, parent_id), "#item_type = :live", live=LIVE)
+        return sorted((to_model(Scope, item) for item in items), key=lambda scope: scope.segment)
+
+    def create_scope(self, scope: Scope) -> None:
+        tenant, parent = scope.tenant, scope.parent_id
+        record = to_item(scope, scope_key(tenant, scope.scope_id), item_type="scope")
+        slot = to_item(scope, slot_key(tenant, parent, scope.segment), item_type=LIVE)
+        free = "attribute_not_exists(PK)"
+        self._transact(
+            [
+                _put(record, free, "scope_exists", f"scope {scope.scope_id} already exists"),
+                _put(slot, free, "scope_exists", f"{scope.segment!r} is already taken under this parent"),
+            ]
+        )
+
+    def rename_scope(self, tenant: str, scope_id: str, new_segment: str, now: datetime) -> Scope:
+        scope = self.get_scope(tenant, scope_id)
+        if scope is None:
+            raise Conflict(f"scope {scope_id} no longer exists", code="scope_gone")
+        if new_segment == scope.segment:
+            return scope
+        renamed = scope.model_copy(update={"segment": new_segment, "updated_at": now})
+        record = to_item(renamed, scope_key(tenant, scope_id), item_type="scope")
+        alias = {
+            **slot_key(tenant, scope.parent_id, scope.segment),
+            **{name: attr(getattr(scope, name)) for name in ("tenant", "parent_id", "segment", "scope_id")},
+            "item_type": attr(ALIAS),
+        }
+        slot = to_item(renamed, slot_key(tenant, scope.parent_id, new_segment), item_type=LIVE)
+        changed = f"scope {scope_id} changed while being renamed; retry"
+        taken = f"cannot rename onto {new_segment!r}: the name is taken"
+        own_slot = "#item_type = :live AND #scope_id = :id"
+        free_or_own_alias = "attribute_not_exists(PK) OR (#item_type = :alias AND #scope_id = :id)"
+        self._transact(
+            [
+                _put(record, "#segment = :old", "conflict", changed, old=scope.segment),
+                _put(alias, own_slot, "conflict", changed, live=LIVE, id=scope_id),
+                _put(slot, free_or_own_alias, "scope_exists", taken, alias=ALIAS, id=scope_id),
+            ]
+        )
+        return renamed
+
+    def get_layers(self, tenant: str) -> dict[int, str]:
+        item = self._get(layers_key(tenant))
+        layers = from_item(item)["layers"] if item else {}
+        return {int(depth): str(name) for depth, name in layers.items()}
+
+    def put_layers(self, tenant: str, layers: dict[int, str]) -> None:
+        item = {**layers_key(tenant), "item_type": attr("layers"), "layers": attr(layers)}
+        self._call("put_item", TableName=self.table_name, Item=item)
+
+    # -- memories -------------------------------------------------------------------------
+    def create_memory(self, memory: Memory) -> None:
+        free = "attribute_not_exists(PK)"
+        record = to_item(memory, memory_key(memory.tenant, memory.memory_id), item_type="memory")
+        writes = [_put(record, free, "memory_exists", f"memory {memory.memory_id} already exists")]
+        slot = mslot_key(memory)
+        if slot is not None:
+            writes.append(_put(to_item(memory, slot, item_type="memory_slot"), free, "memory_exists", _taken(memory)))
+        self._transact(writes)
+
+    def update_memory(self, memory: Memory, expected_version: int) -> None:
+        stale = f"memory {memory.memory_id} changed since version {expected_version}"
+        stored = self.get_memory(memory.tenant, memory.memory_id)
+        if stored is None or stored.version != expected_version:
+            missing = f"memory {memory.memory_id} does not exist"
+            raise Conflict(stale if stored else missing, code="version_conflict")
+        record = to_item(memory, memory_key(memory.tenant, memory.memory_id), item_type="memory")
+        writes = [_put(record, "#version = :v", "version_conflict", stale, v=expected_version)]
+        old, new = mslot_key(stored), mslot_key(memory)
+        mine, owner = "#memory_id = :id", {"id": memory.memory_id}
+        if old is not None and old == new:
+            writes.append(_put(to_item(memory, old, item_type="memory_slot"), mine, "version_conflict", stale, **owner))
+        else:
+            if old is not None:
+                writes.append(_delete(old, mine, "version_conflict", stale, **owner))
+            if new is not None:
+                slot = to_item(memory, new, item_type="memory_slot")
+                writes.append(_put(slot, "attribute_not_exists(PK)", "memory_exists", _taken(memory)))
+        self._transact(writes)
+
+    def get_memory(self, tenant: str, memory_id: str) -> Memory | None:
+        item = self._get(memory_key(tenant, memory_id))
+        return to_model(Memory, item) if item else None
+
+    def _memories(self, pk: str) -> list[Memory]:
+        memories = [to_model(Memory, item) for item in self._query(pk)]
+        return sorted(memories, key=lambda memory: (memory.key, memory.memory_id))
+
+    def list_scoped_memories(self, tenant: str, scope_id: str) -> list[Memory]:
+        return self._memories(mslot_pk(tenant, "scoped", scope_id, None, None))
+
+    def list_tagged_memories(self, tenant: str, layer: str, value: str | None) -> list[Memory]:
+        return self._memories(mslot_pk(tenant, "tagged", None, layer, value))
+
+    def list_memories(self, tenant: str) -> list[Memory]:
+        items = self._query(tenant_pk(tenant, "MEMS"), "#status <> :archived", archived="archived")
+        return sorted((to_model(Memory, item) for item in items), key=lambda memory: memory.memory_id)
+
+    # -- episodes -------------------------------------------------------------------------
+    @staticmethod
+    def _episode_item(episode: Episode) -> Item:
+        tenant, episode_id, created = episode.tenant, episode.episode_id, iso_utc(episode.created_at)
+        indexes = {
+            "GSI2PK": tenant_pk(tenant, "EPISODES"),
+            "GSI2SK": f"{created}#{episode_id}",
+            "GSI3PK": tenant_pk(tenant, "SCOPEEPS", episode.scope_id),
+            "GSI3SK": f"{created}#{episode_id}",
+        }
+        if not episode.indexed:
+            indexes.update(GSI1PK=UNINDEXED, GSI1SK=f"{created}#{esc(tenant)}#{episode_id}")
+        return to_item(episode, episode_key(tenant, episode_id), **EPISODE_CODEC, item_type="episode", **indexes)
+
+    def _episodes(self, keys: Sequence[Item]) -> list[Episode]:
+        items = self._batch_get(keys)
+        return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
+
+    def put_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
+        """More than 100 episodes are written a hundred at a time, each hundred atomically."""
+        if len(episodes) > 100:
+            chunks = [episodes[start : start + 100] for start in range(0, len(episodes), 100)]
+            return [episode for chunk in chunks for episode in self.put_episodes(chunk)]
+        try:
+            return self._put_new_episodes(episodes)
+        except Conflict as e:
+            if e.code != "episode_race":
+                raise
+            return self._put_new_episodes(episodes)  # a concurrent writer won; now its records are read
+
+    def _put_new_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
+        unique: dict[tuple[str, str], Episode] = {}
+        for episode in episodes:  # the first of repeated ids is the one written
+            unique.setdefault((episode.tenant, episode.episode_id), episode)
+        stored = {(e.tenant, e.episode_id): e for e in self._episodes([episode_key(*k) for k in unique])}
+        new = [episode for k, episode in unique.items() if k not in stored]
+        chosen = {**{(e.tenant, e.episode_id): e for e in new}, **stored}
+        for episode in episodes:
+            if chosen[(episode.tenant, episode.episode_id)].content_hash != episode.content_hash:
+                reused = "this idempotency key was already used for different content"
+                raise Conflict(reused, code="idempotency_key_reused", details={"episode_id": episode.episode_id})
+        if new:
+            free, race = "attribute_not_exists(PK)", "an episode was written concurrently"
+            self._transact([_put(self._episode_item(e), free, "episode_race", race) for e in new])
+        return [chosen[(episode.tenant, episode.episode_id)] for episode in episodes]
+
+    def get_episodes(self, tenant: str, episode_ids: Sequence[str]) -> dict[str, Episode]:
+        found = self._episodes([episode_key(tenant, i) for i in dict.fromkeys(episode_ids)])
+        return {episode.episode_id: episode for episode in found}
+
+    def mark_indexed(self, tenant: str, episode_ids: Sequence[str]) -> None:
+        for episode_id in dict.fromkeys(episode_ids):
+            try:
+                self._call(
+                    "update_item",
+                    TableName=self.table_name,
+                    Key=episode_key(tenant, episode_id),
+                    UpdateExpression="SET #indexed = :yes REMOVE GSI1PK, GSI1SK",
+                    ConditionExpression="attribute_exists(PK)",
+                    **_expression({"yes": True}, "#indexed"),
+                )
+            except Conflict:  # no such episode in this tenant: nothing to mark
+                continue
+
+    def _index_items(
+        self, query: dict[str, Any], limit: int, keep: Callable[[Item], bool] = lambda item: True
+    ) -> list[Item]:
+        """Up to `limit` items found through a KEYS_ONLY index, in index order, each re-read from the
+        table (strongly consistent) and kept if `keep` says it still qualifies."""
+        found: list[Item] = []
+        for page in self._pages({**query, "Limit": limit}):
+            keys = [{"PK": hit["PK"], "SK": hit["SK"]} for hit in page]
+            items = {(i["PK"]["S"], i["SK"]["S"]): i for i in self._batch_get(list(_unique(keys)))}
+            for k in _unique(keys):
+                item = items.get((k["PK"]["S"], k["SK"]["S"]))
+                if item is not None and keep(item):
+                    found.append(item)
+            if len(found) >= limit:
+                break
+        return found[:limit]
+
+    def list_recent_episodes(self, tenant: str, since: datetime, limit: int) -> list[Episode]:
+        if limit < 1:
+            return []
+        condition = "GSI2PK = :pk AND GSI2SK >= :since"
+        values = {"pk": tenant_pk(tenant, "EPISODES"), "since": iso_utc(since)}
+        query = {"IndexName": GSI2, "KeyConditionExpression": condition, "ScanIndexForward": False}
+        items = self._index_items({**query, **_expression(values)}, limit)
+        return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
+
+    def list_unindexed(self, limit: int) -> list[Episode]:
+        if limit < 1:
+            return []
+        query = {"IndexName": GSI1, "KeyConditionExpression": "GSI1PK = :q", **_expression({"q": UNINDEXED})}
+        items = self._index_items(query, limit, keep=lambda item: "GSI1PK" in item)  # else marked meanwhile
+        return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
+
+    def iter_episodes(self, tenant: str, batch: int = 500) -> Iterator[list[Episode]]:
+        query = {"KeyConditionExpression": "PK = :pk", "ConsistentRead": True, "Limit": batch}
+        for page in self._pages({**query, **_expression({"pk": tenant_pk(tenant, "EPISODES")})}):
+            if page:
+                yield [to_model(Episode, item, **EPISODE_CODEC) for item in page]
+
+    def get_delivered(self, tenant: str, principal: str, session_id: str) -> set[str]:
+        return {str(from_item(item)["id"]) for item in self._query(delivered_pk(tenant, principal, session_id))}
+
+    def add_delivered(self, tenant: str, principal: str, session_id: str, ids: Sequence[str]) -> None:
+        pk = delivered_pk(tenant, principal, session_id)
+        items = [{**key(pk, f"ID#{i}"), "item_type": attr("delivered"), "id": attr(i)} for i in dict.fromkeys(ids)]
+        puts = [{"PutRequest": {"Item": item}} for item in items]
+        self._batch_write(puts)
+
+    # -- consolidation --------------------------------------------------------------------
+    def mark_dirty(self, tenant: str, scope_ids: Sequence[str], now: datetime) -> None:
+        dirtied = iso_utc(now)
+        marks = [
+            {
+                **dirty_key(tenant, scope_id),
+                "GSI1PK": attr(DIRTY),
+                "GSI1SK": attr(f"{dirtied}#{esc(tenant)}#{scope_id}"),
+                **{name: attr(value) for name, value in
+                   (("item_type", "dirty"), ("tenant", tenant), ("scope_id", scope_id), ("dirtied_at", dirtied))},
+            }
+            for scope_id in dict.fromkeys(scope_ids)
+        ]  # fmt: skip
+        self._batch_write([{"PutRequest": {"Item": mark}} for mark in marks])
+
+    def list_dirty(self, tenant: str | None, limit: int) -> list[tuple[str, str]]:
+        if limit < 1:
+            return []
+        if tenant is None:
+            query = {"IndexName": GSI1, "KeyConditionExpression": "GSI1PK = :q", **_expression({"q": DIRTY})}
+            items = self._index_items(query, limit)
+        else:
+            items = self._query(tenant_pk(tenant, "DIRTY"))
+        marks = sorted((from_item(item) for item in items), key=lambda mark: str(mark["dirtied_at"]))
+        return [(str(mark["tenant"]), str(mark["scope_id"])) for mark in marks[:limit]]
+
+    def clear_dirty(self, tenant: str, scope_id: str, dirtied_before: datetime) -> None:
+        unchanged, before = "#dirtied_at <= :before", iso_utc(dirtied_before)
+        try:
+            self._write_one(_delete(dirty_key(tenant, scope_id), unchanged, "conflict", "", before=before))
+        except Conflict:  # refreshed during the run (or already clear): the mark stays
+            return
+
+    def list_episodes_after(
+        self, tenant: str, scope_id: str, after: tuple[datetime | None, str], before: datetime, limit: int
+    ) -> list[Episode]:
+        if limit < 1:
+            return []
+        created, episode_id = after
+        values = {"pk": tenant_pk(tenant, "SCOPEEPS", scope_id), "upper": iso_utc(before)}
+        condition, lower = "GSI3PK = :pk AND GSI3SK < :upper", ""
+        if created is not None:  # (created_at, episode_id) order is the order of "<created>#<episode_id>"
+            lower = f"{iso_utc(created)}#{episode_id}"
+            if lower >= values["upper"]:
+                return []
+            condition, values["lower"] = "GSI3PK = :pk AND GSI3SK BETWEEN :lower AND :upper", lower
+        query = {"IndexName": GSI3, "KeyConditionExpression": condition, **_expression(values)}
+        items = self._index_items(query, limit, keep=lambda item: item["GSI3SK"]["S"] != lower)
+        return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
+
+    def get_checkpoint(self, tenant: str, scope_id: str) -> Checkpoint:
+        item = self._get(checkpoint_key(tenant, scope_id))
+        return to_model(Checkpoint, item) if item else Checkpoint(tenant=tenant, scope_id=scope_id)
+
+    def save_checkpoint(self, checkpoint: Checkpoint, expected_version: int) -> None:
+        item = to_item(checkpoint, checkpoint_key(checkpoint.tenant, checkpoint.scope_id), item_type="checkpoint")
+        unchanged = "attribute_not_exists(PK) OR #version = :v" if expected_version == 0 else "#version = :v"
+        moved = "the checkpoint moved: another run advanced this scope"
+        self._write_one(_put(item, unchanged, "checkpoint_moved", moved, v=expected_version))
+
+    def acquire_lease(self, tenant: str, scope_id: str, owner: str, now: datetime, ttl: timedelta) -> bool:
+        lease = {**lease_key(tenant, scope_id), "item_type": attr("lease"), "owner": attr(owner),
+                 "until": attr(iso_utc(now + ttl))}  # fmt: skip
+        free = "attribute_not_exists(PK) OR #owner = :owner OR #until <= :now"
+        try:
+            self._write_one(_put(lease, free, "conflict", "leased", owner=owner, now=iso_utc(now)))
+        except Conflict:  # another owner holds a live lease
+            return False
+        return True
+
+    def release_lease(self, tenant: str, scope_id: str, owner: str) -> None:
+        try:
+            self._write_one(_delete(lease_key(tenant, scope_id), "#owner = :owner", "conflict", "", owner=owner))
+        except Conflict:  # not ours (any more): leave it
+            return
+
+    def put_facts(self, facts: Sequence[Fact], contradictions: Sequence[Contradiction] = ()) -> None:
+        """Atomic up to 50 facts (two items each) with their contradictions; larger sets go in chunks."""
+        writes: list[_Write] = []
+        for fact in {fact.fact_id: fact for fact in facts}.values():  # the last of a repeated id wins
+            copies = ((fact_key(fact.tenant, fact.fact_id), "fact"),
+                      (scope_fact_key(fact.tenant, fact.scope_id, fact.fact_id), "fact_copy"))  # fmt: skip
+            for fact_item_key, item_type in copies:
+                item = to_item(fact, fact_item_key, **FACT_CODEC, item_type=item_type)
+                writes.append(_put(item, None, "conflict", ""))
+        added = {(c.tenant, c.scope_id, c.contradiction_id): c for c in reversed(contradictions)}  # first wins
+        stored = {(i["PK"]["S"], i["SK"]["S"]) for i in self._batch_get([contradiction_key(*k) for k in added])}
+        for ident, contradiction in added.items():  # a stored contradiction is never rewritten
+            contra_key = contradiction_key(*ident)
+            if (contra_key["PK"]["S"], contra_key["SK"]["S"]) not in stored:
+                writes.append(_put(to_item(contradiction, contra_key, item_type="contradiction"), None, "conflict", ""))
+        for start in range(0, len(writes), 100):
+            self._transact(writes[start : start + 100])
+
+    def get_facts(self, tenant: str, fact_ids: Sequence[str]) -> dict[str, Fact]:
+        items = self._batch_get([fact_key(tenant, fact_id) for fact_id in dict.fromkeys(fact_ids)])
+        return {fact.fact_id: fact for fact in (to_model(Fact, item, **FACT_CODEC) for item in items)}
+
+    def list_facts(self, tenant: str, scope_id: str | None = None) -> list[Fact]:
+        pk = tenant_pk(tenant, "FACTS") if scope_id is None else tenant_pk(tenant, "SCOPEFACTS", scope_id)
+        facts = [to_model(Fact, item, **FACT_CODEC) for item in self._query(pk)]
+        return sorted(facts, key=lambda fact: fact.fact_id)
+
+    def list_contradictions(self, tenant: str, scope_id: str) -> list[Contradiction]:
+        found = [to_model(Contradiction, item) for item in self._query(tenant_pk(tenant, "CONTRA", scope_id))]
+        return sorted(found, key=lambda contradiction: contradiction.contradiction_id)
+
+    def put_run(self, run: Run) -> None:
+        item = to_item(run, run_key(run.tenant, run.run_id), **RUN_CODEC, item_type="run")
+        self._call("put_item", TableName=self.table_name, Item=item)
+
+    def get_run(self, tenant: str, run_id: str) -> Run | None:
+        item = self._get(run_key(tenant, run_id))
+        return to_model(Run, item, **RUN_CODEC) if item else None
+
+    # -- API keys -------------------------------------------------------------------------
+    def _put_api_key(self, api_key: ApiKey, copy_condition: str | None) -> None:
+        record = to_item(api_key, apikey_key(api_key.key_hash), item_type="api_key")
+        copy = to_item(api_key, tenant_apikey_key(api_key.tenant, api_key.key_id), item_type="api_key_copy")
+        same_key = "attribute_not_exists(PK) OR (#tenant = :tenant AND #key_id = :key_id)"
+        owner = {"tenant": api_key.tenant, "key_id": api_key.key_id}
+        self._transact(
+            [
+                _put(record, same_key, "conflict", "the key hash belongs to another key", **owner),
+                _put(copy, copy_condition, "conflict", f"API key {api_key.key_id} changed concurrently"),
+            ]
+        )
+
+    def put_api_key(self, key: ApiKey) -> None:
+        self._put_api_key(key, None)
+
+    def get_api_key(self, key_hash: str) -> ApiKey | None:
+        item = self._get(apikey_key(key_hash))
+        return to_model(ApiKey, item) if item else None
+
+    def list_api_keys(self, tenant: str) -> list[ApiKey]:
+        api_keys = [to_model(ApiKey, item) for item in self._query(tenant_pk(tenant, "APIKEYS"))]
+        return sorted(api_keys, key=lambda api_key: api_key.key_id)
+
+    def revoke_api_key(self, tenant: str, key_id: str, now: datetime) -> bool:
+        item = self._get(tenant_apikey_key(tenant, key_id))
+        if item is None:
+            return False
+        api_key = to_model(ApiKey, item)
+        if api_key.revoked_at is None:  # revoking twice keeps the first time
+            self._put_api_key(api_key.model_copy(update={"revoked_at": now}), "attribute_exists(PK)")
+        return True

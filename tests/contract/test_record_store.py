@@ -1,0 +1,943 @@
+"""One contract for every RecordStore adapter: the embedded SQLite store and DynamoDB (under moto)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from botocore.stub import Stubber
+from moto import mock_aws
+from moto.dynamodb import models as moto_dynamodb_models
+from moto.dynamodb.models.table import Table as MotoTable
+
+from mneme.adapters.dynamo_store import TABLE_SCHEMA, DynamoRecordStore, create_table
+from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run, StageReport
+from mneme.errors import Conflict, StoreUnavailable
+from mneme.models import ApiKey, Episode, Memory, Role, Scope
+from mneme.ports import RecordStore
+
+try:
+    from mneme.adapters.sqlite_store import SqliteRecordStore
+except ImportError:  # another adapter still being written
+    SqliteRecordStore = None  # type: ignore[assignment,misc]
+
+TABLE = "mneme-contract"
+T0 = datetime(2025, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
+A, B = "tenant-a", "tenant-b"
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.setenv(name, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="eu-west-1")
+        create_table(client, TABLE)
+        yield client
+
+
+@pytest.fixture(params=["sqlite", "dynamodb"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> RecordStore:
+    if request.param == "sqlite":
+        if SqliteRecordStore is None:
+            pytest.skip("sqlite store not yet importable")
+        return SqliteRecordStore(tmp_path / "mneme.db")
+    return DynamoRecordStore(TABLE, client=request.getfixturevalue("aws"))
+
+
+# -- builders -------------------------------------------------------------------------------
+def scope(scope_id: str, parent: Scope | None, segment: str, tenant: str = A) -> Scope:
+    return Scope(
+        tenant=tenant,
+        scope_id=scope_id,
+        parent_id=parent.scope_id if parent else None,
+        segment=segment,
+        depth=0 if parent is None else parent.depth + 1,
+        created_at=T0,
+        updated_at=T0,
+    )
+
+
+def _memory(memory_id: str, tenant: str, fields: dict[str, Any]) -> Memory:
+    base: dict[str, Any] = {"body": f"body of {memory_id}", "status": "published", "author": "ada"}
+    stamps = {"created_at": T0, "updated_at": T0}
+    return Memory.model_validate({**base, **stamps, **fields, "tenant": tenant, "memory_id": memory_id})
+
+
+def scoped(memory_id: str, scope_id: str, key: str, tenant: str = A, **fields: Any) -> Memory:
+    return _memory(memory_id, tenant, {"kind": "scoped", "scope_id": scope_id, "key": key, **fields})
+
+
+def tagged(memory_id: str, layer: str, value: str | None, key: str, tenant: str = A, **fields: Any) -> Memory:
+    target = {"kind": "tagged", "layer": layer, "value": value, "key": key}
+    return _memory(memory_id, tenant, {**target, **fields})
+
+
+def api_key(key_id: str, tenant: str = A, **fields: Any) -> ApiKey:
+    base: dict[str, Any] = {"principal": "bot", "roles": [Role.reader, Role.writer], "created_at": T0}
+    identity = {"key_hash": f"hash-{tenant}-{key_id}", "key_id": key_id, "tenant": tenant}
+    return ApiKey.model_validate({**base, **fields, **identity})
+
+
+def episode(episode_id: str, minute: int = 0, tenant: str = A, **fields: Any) -> Episode:
+    base: dict[str, Any] = {"scope_id": "acme", "content": f"saw {episode_id}", "author": "agent-7"}
+    stamps = {"occurred_at": T0, "created_at": T0 + timedelta(minutes=minute)}
+    content_hash = {"content_hash": f"hash-of-{episode_id}"}
+    return Episode.model_validate(
+        {**base, **stamps, **content_hash, **fields, "tenant": tenant, "episode_id": episode_id}
+    )
+
+
+def fact(fact_id: str, scope_id: str = "s1", tenant: str = A, **fields: Any) -> Fact:
+    base: dict[str, Any] = {"summary": f"fact {fact_id}", "confidence": 0.8, "source_episode_ids": ["e1", "e2"]}
+    stamps = {"valid_from": T0, "created_at": T0, "updated_at": T0, "reinforced_at": T0}
+    identity = {"tenant": tenant, "fact_id": fact_id, "scope_id": scope_id}
+    return Fact.model_validate({**base, **stamps, **fields, **identity})
+
+
+def contradiction(contradiction_id: str, scope_id: str = "s1", tenant: str = A, **fields: Any) -> Contradiction:
+    base: dict[str, Any] = {
+        "entity": "acme",
+        "property": "vat",
+        "old_fact_id": "f1",
+        "new_fact_id": "f2",
+        "old_value": "flat",
+        "new_value": "standard",
+        "resolution": "superseded",
+        "created_at": T0,
+    }
+    identity = {"tenant": tenant, "contradiction_id": contradiction_id, "scope_id": scope_id}
+    return Contradiction.model_validate({**base, **fields, **identity})
+
+
+def tree(store: RecordStore, tenant: str = A) -> tuple[Scope, Scope]:
+    """root and root.acme."""
+    root = scope("r", None, "root", tenant)
+    acme = scope("acme", root, "acme", tenant)
+    store.create_scope(root)
+    store.create_scope(acme)
+    return root, acme
+
+
+def ids(memories: list[Memory]) -> list[str]:
+    return [memory.memory_id for memory in memories]
+
+
+def ids_of(episodes: list[Episode]) -> list[str]:
+    return [e.episode_id for e in episodes]
+
+
+# -- scopes ---------------------------------------------------------------------------------
+def test_absent_scope_records_read_as_none(store: RecordStore) -> None:
+    assert store.get_scope(A, "nope") is None
+    assert store.find_child(A, None, "root") is None
+    assert store.find_alias(A, "nope", "x") is None
+    assert store.list_children(A, "nope") == []
+
+
+def test_create_scope_round_trips_and_is_found_by_slot(store: RecordStore) -> None:
+    root, acme = tree(store)
+
+    assert store.get_scope(A, "r") == root
+    assert store.get_scope(A, "acme") == acme
+    assert store.find_child(A, None, "root") == root
+    assert store.find_child(A, "r", "acme") == acme
+    assert store.find_child(A, "r", "other") is None
+    assert store.find_alias(A, "r", "acme") is None  # a live name is not an alias
+
+
+def test_list_children_is_ordered_by_segment_and_only_direct_live_children(store: RecordStore) -> None:
+    root, acme = tree(store)
+    for scope_id, segment in [("z", "zeta"), ("b", "beta"), ("m", "mid-1"), ("m0", "mid")]:
+        store.create_scope(scope(scope_id, root, segment))
+    store.create_scope(scope("vat", acme, "vat"))
+    store.rename_scope(A, "b", "alpha", T0)  # leaves an alias "beta", which is not a child
+
+    children = store.list_children(A, "r")
+
+    assert [child.segment for child in children] == ["acme", "alpha", "mid", "mid-1", "zeta"]
+    assert [child.segment for child in store.list_children(A, "acme")] == ["vat"]
+
+
+def test_same_segment_under_different_parents_is_allowed(store: RecordStore) -> None:
+    root, acme = tree(store)
+    store.create_scope(scope("vat1", root, "vat"))
+    store.create_scope(scope("vat2", acme, "vat"))
+
+    assert store.find_child(A, "r", "vat").scope_id == "vat1"  # type: ignore[union-attr]
+    assert store.find_child(A, "acme", "vat").scope_id == "vat2"  # type: ignore[union-attr]
+
+
+def test_create_scope_on_a_live_name_conflicts_and_writes_nothing(store: RecordStore) -> None:
+    root, acme = tree(store)
+
+    with pytest.raises(Conflict):
+        store.create_scope(scope("acme2", root, "acme"))
+
+    assert store.get_scope(A, "acme2") is None
+    assert store.find_child(A, "r", "acme") == acme
+    assert [child.scope_id for child in store.list_children(A, "r")] == ["acme"]
+
+
+def test_create_scope_on_an_alias_conflicts_and_writes_nothing(store: RecordStore) -> None:
+    root, _ = tree(store)
+    store.rename_scope(A, "acme", "acme-ltd", T0)
+
+    with pytest.raises(Conflict):
+        store.create_scope(scope("new", root, "acme"))
+
+    assert store.get_scope(A, "new") is None
+    assert store.find_alias(A, "r", "acme") == "acme"
+    assert store.find_child(A, "r", "acme") is None
+
+
+def test_rename_moves_the_name_and_leaves_an_alias(store: RecordStore) -> None:
+    _, acme = tree(store)
+    later = T0 + timedelta(hours=1)
+
+    renamed = store.rename_scope(A, "acme", "acme-ltd", later)
+
+    assert renamed == acme.model_copy(update={"segment": "acme-ltd", "updated_at": later})
+    assert store.get_scope(A, "acme") == renamed
+    assert store.find_child(A, "r", "acme-ltd") == renamed
+    assert store.find_child(A, "r", "acme") is None
+    assert store.find_alias(A, "r", "acme") == "acme"
+    assert store.find_alias(A, "r", "acme-ltd") is None
+    assert [child.segment for child in store.list_children(A, "r")] == ["acme-ltd"]
+
+
+def test_chained_renames_leave_every_old_name_resolving(store: RecordStore) -> None:
+    tree(store)
+    store.rename_scope(A, "acme", "b", T0)
+    store.rename_scope(A, "acme", "c", T0)
+
+    assert store.find_alias(A, "r", "acme") == "acme"
+    assert store.find_alias(A, "r", "b") == "acme"
+    assert store.find_child(A, "r", "c").scope_id == "acme"  # type: ignore[union-attr]
+    assert store.get_scope(A, "acme").segment == "c"  # type: ignore[union-attr]
+
+
+def test_renaming_back_consumes_the_scopes_own_alias(store: RecordStore) -> None:
+    tree(store)
+    store.rename_scope(A, "acme", "acme-ltd", T0)
+
+    back = store.rename_scope(A, "acme", "acme", T0 + timedelta(minutes=5))
+
+    assert back.segment == "acme"
+    assert store.find_child(A, "r", "acme") == back
+    assert store.find_alias(A, "r", "acme") is None
+    assert store.find_alias(A, "r", "acme-ltd") == "acme"
+    assert store.find_child(A, "r", "acme-ltd") is None
+
+
+def test_rename_onto_a_live_scope_conflicts_and_writes_nothing(store: RecordStore) -> None:
+    root, acme = tree(store)
+    other = scope("other", root, "other")
+    store.create_scope(other)
+
+    with pytest.raises(Conflict):
+        store.rename_scope(A, "acme", "other", T0 + timedelta(hours=1))
+
+    assert store.get_scope(A, "acme") == acme
+    assert store.find_child(A, "r", "acme") == acme
+    assert store.find_child(A, "r", "other") == other
+    assert store.find_alias(A, "r", "acme") is None
+
+
+def test_rename_onto_another_scopes_alias_conflicts_and_writes_nothing(store: RecordStore) -> None:
+    root, _ = tree(store)
+    store.rename_scope(A, "acme", "acme-ltd", T0)  # "acme" is now an alias of scope acme
+    beta = scope("beta", root, "beta")
+    store.create_scope(beta)
+
+    with pytest.raises(Conflict):
+        store.rename_scope(A, "beta", "acme", T0 + timedelta(hours=1))
+
+    assert store.get_scope(A, "beta") == beta
+    assert store.find_child(A, "r", "beta") == beta
+    assert store.find_alias(A, "r", "acme") == "acme"
+    assert store.find_alias(A, "r", "beta") is None
+
+
+def test_rename_of_a_missing_scope_conflicts(store: RecordStore) -> None:
+    tree(store)
+
+    with pytest.raises(Conflict):
+        store.rename_scope(A, "ghost", "anything", T0)
+
+    assert store.find_child(A, "r", "anything") is None
+
+
+# -- layers ---------------------------------------------------------------------------------
+def test_layers_round_trip_and_are_replaced_whole(store: RecordStore) -> None:
+    assert store.get_layers(A) == {}
+
+    store.put_layers(A, {1: "clients", 2: "services", 3: "years"})
+    assert store.get_layers(A) == {1: "clients", 2: "services", 3: "years"}
+
+    store.put_layers(A, {1: "customers"})
+    assert store.get_layers(A) == {1: "customers"}
+
+
+# -- memories -------------------------------------------------------------------------------
+def test_memory_round_trips_every_field_exactly(store: RecordStore) -> None:
+    plus_two = timezone(timedelta(hours=2))
+    memory = scoped(
+        "m1", "acme", "vat-policy", status="pending", version=3, summary="VAT rules",
+        tags=["vat", "tax", "vat"], triggers=["invoice", "ünïcode ✓"], confidence=0.1 + 0.2,
+        valid_until=datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=plus_two), review_due=T0,
+        depends_on=["m0", "m-1"], body="# Heading\n\n- line with `code` and \"quotes\"\n",
+    )  # fmt: skip
+
+    store.create_memory(memory)
+    got = store.get_memory(A, "m1")
+
+    assert got == memory
+    assert got is not None and got.confidence == 0.30000000000000004
+    assert got.valid_until is not None and got.valid_until.utcoffset() is not None
+    assert got.tags == ["vat", "tax", "vat"]
+
+
+def test_memory_optional_fields_and_whole_floats_round_trip(store: RecordStore) -> None:
+    store.create_memory(scoped("m1", "acme", "a", confidence=1.0))
+    store.create_memory(tagged("m2", "services", None, "b"))
+
+    one, two = store.get_memory(A, "m1"), store.get_memory(A, "m2")
+
+    assert one is not None and one.confidence == 1.0 and isinstance(one.confidence, float)
+    assert two == tagged("m2", "services", None, "b")
+    assert store.get_memory(A, "nope") is None
+
+
+def test_scoped_key_is_unique_per_scope(store: RecordStore) -> None:
+    store.create_memory(scoped("m1", "acme", "vat-policy"))
+
+    with pytest.raises(Conflict):
+        store.create_memory(scoped("m2", "acme", "vat-policy"))
+
+    assert store.get_memory(A, "m2") is None
+    assert ids(store.list_scoped_memories(A, "acme")) == ["m1"]
+    store.create_memory(scoped("m3", "other", "vat-policy"))  # same key, other scope
+    store.create_memory(tagged("m4", "clients", "acme", "vat-policy"))  # same key, tagged
+    assert ids(store.list_scoped_memories(A, "other")) == ["m3"]
+
+
+def test_tagged_key_is_unique_per_layer_and_value(store: RecordStore) -> None:
+    store.create_memory(tagged("wide", "services", None, "rule"))
+    store.create_memory(tagged("vat", "services", "vat", "rule"))  # value-targeted: another slot
+    store.create_memory(tagged("pay", "services", "payroll", "rule"))
+    store.create_memory(tagged("other-layer", "clients", None, "rule"))
+
+    with pytest.raises(Conflict):
+        store.create_memory(tagged("wide2", "services", None, "rule"))
+    with pytest.raises(Conflict):
+        store.create_memory(tagged("vat2", "services", "vat", "rule"))
+
+    assert store.get_memory(A, "wide2") is None and store.get_memory(A, "vat2") is None
+    assert ids(store.list_tagged_memories(A, "services", None)) == ["wide"]
+    assert ids(store.list_tagged_memories(A, "services", "vat")) == ["vat"]
+    assert ids(store.list_tagged_memories(A, "services", "payroll")) == ["pay"]
+    assert ids(store.list_tagged_memories(A, "clients", None)) == ["other-layer"]
+
+
+def test_update_with_the_expected_version_replaces_the_record(store: RecordStore) -> None:
+    memory = scoped("m1", "acme", "k")
+    store.create_memory(memory)
+    edited = memory.model_copy(update={"body": "new body", "version": 2, "updated_at": T0 + timedelta(days=1)})
+
+    store.update_memory(edited, expected_version=1)
+
+    assert store.get_memory(A, "m1") == edited
+    assert store.list_scoped_memories(A, "acme") == [edited]
+
+
+def test_update_with_a_stale_version_conflicts_and_writes_nothing(store: RecordStore) -> None:
+    memory = scoped("m1", "acme", "k")
+    store.create_memory(memory)
+    first = memory.model_copy(update={"body": "first", "version": 2})
+    store.update_memory(first, expected_version=1)
+
+    with pytest.raises(Conflict):
+        store.update_memory(memory.model_copy(update={"body": "second", "version": 2}), expected_version=1)
+
+    assert store.get_memory(A, "m1") == first
+    assert store.list_scoped_memories(A, "acme") == [first]
+
+
+def test_update_of_a_missing_memory_conflicts(store: RecordStore) -> None:
+    with pytest.raises(Conflict):
+        store.update_memory(scoped("ghost", "acme", "k", version=2), expected_version=1)
+
+    assert store.get_memory(A, "ghost") is None
+    assert store.list_scoped_memories(A, "acme") == []
+
+
+def test_archiving_frees_the_key(store: RecordStore) -> None:
+    memory = scoped("m1", "acme", "k")
+    store.create_memory(memory)
+    archived = memory.model_copy(update={"status": "archived", "version": 2})
+
+    store.update_memory(archived, expected_version=1)
+    store.create_memory(scoped("m2", "acme", "k"))
+
+    assert store.get_memory(A, "m1") == archived
+    assert ids(store.list_scoped_memories(A, "acme")) == ["m2"]
+
+
+def test_archiving_a_tagged_memory_frees_its_key(store: RecordStore) -> None:
+    memory = tagged("t1", "services", "vat", "rule")
+    store.create_memory(memory)
+
+    store.update_memory(memory.model_copy(update={"status": "archived", "version": 2}), expected_version=1)
+    store.create_memory(tagged("t2", "services", "vat", "rule"))
+
+    assert ids(store.list_tagged_memories(A, "services", "vat")) == ["t2"]
+
+
+def test_changing_the_key_moves_the_uniqueness_slot(store: RecordStore) -> None:
+    memory = scoped("m1", "acme", "old")
+    store.create_memory(memory)
+    moved = memory.model_copy(update={"key": "new", "scope_id": "other", "version": 2})
+
+    store.update_memory(moved, expected_version=1)
+
+    store.create_memory(scoped("m2", "acme", "old"))  # the old slot is free
+    with pytest.raises(Conflict):
+        store.create_memory(scoped("m3", "other", "new"))  # the new one is taken
+    assert ids(store.list_scoped_memories(A, "acme")) == ["m2"]
+    assert ids(store.list_scoped_memories(A, "other")) == ["m1"]
+
+
+def test_changing_the_key_onto_a_taken_key_conflicts_and_writes_nothing(store: RecordStore) -> None:
+    one, two = scoped("m1", "acme", "a"), scoped("m2", "acme", "b")
+    store.create_memory(one)
+    store.create_memory(two)
+
+    with pytest.raises(Conflict):
+        store.update_memory(one.model_copy(update={"key": "b", "version": 2}), expected_version=1)
+
+    assert store.get_memory(A, "m1") == one
+    assert store.list_scoped_memories(A, "acme") == [one, two]
+    store.update_memory(one.model_copy(update={"body": "still mine", "version": 2}), expected_version=1)
+
+
+def test_lists_are_ordered_by_key_then_id_and_skip_archived_and_other_targets(store: RecordStore) -> None:
+    for memory_id, key in [
+        ("m3", "zeta"),
+        ("m1", "alpha"),
+        ("m4", "Beta"),
+        ("m2", "alpha-2"),
+        ("m5", "gone"),
+    ]:
+        store.create_memory(scoped(memory_id, "acme", key, status="pending" if key == "zeta" else "published"))
+    gone = store.get_memory(A, "m5")
+    assert gone is not None
+    store.update_memory(gone.model_copy(update={"status": "archived", "version": 2}), expected_version=1)
+    store.create_memory(scoped("x", "other", "alpha"))
+    store.create_memory(tagged("t2", "services", None, "b"))
+    store.create_memory(tagged("t1", "services", None, "a"))
+    store.create_memory(tagged("tv", "services", "vat", "a"))
+
+    assert ids(store.list_scoped_memories(A, "acme")) == ["m4", "m1", "m2", "m3"]  # "Beta" < "alpha"
+    assert ids(store.list_tagged_memories(A, "services", None)) == ["t1", "t2"]
+    assert ids(store.list_tagged_memories(A, "services", "vat")) == ["tv"]
+    assert store.list_tagged_memories(A, "services", "payroll") == []
+    assert store.list_scoped_memories(A, "nobody") == []
+
+
+@pytest.fixture
+def cheap_moto_transactions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto deep-copies the whole table before every transaction item (to roll back a cancelled one),
+    which makes 1,200 creates take minutes. For a test in which no transaction is cancelled, skip it."""
+    real_deepcopy = copy.deepcopy
+
+    def deepcopy(obj: Any, memo: Any = None) -> Any:
+        return obj if isinstance(obj, MotoTable) else real_deepcopy(obj, memo)
+
+    monkeypatch.setattr(moto_dynamodb_models, "copy", SimpleNamespace(deepcopy=deepcopy))
+
+
+@pytest.mark.usefixtures("cheap_moto_transactions")
+def test_more_than_a_page_of_memories_in_one_scope_all_come_back_in_order(store: RecordStore) -> None:
+    # 1,200 items of ~1.3 KB are more than DynamoDB's 1 MB page, so the adapter must follow pages.
+    for n in range(1200):
+        store.create_memory(scoped(f"m{n:04d}", "big", f"key-{(n * 7919) % 1200:04d}", body="x" * 1000))
+    queries = _count_queries(store.client) if isinstance(store, DynamoRecordStore) else [1, 1]
+
+    listed = store.list_scoped_memories(A, "big")
+
+    assert len(queries) >= 2
+    assert len(listed) == 1200
+    assert [memory.key for memory in listed] == [f"key-{n:04d}" for n in range(1200)]
+    assert {memory.memory_id for memory in listed} == {f"m{n:04d}" for n in range(1200)}
+
+
+def test_list_memories_is_every_live_memory_of_the_tenant_by_id(store: RecordStore) -> None:
+    store.create_memory(scoped("m2", "acme", "a"))
+    store.create_memory(tagged("m1", "services", None, "a"))
+    store.create_memory(tagged("m3", "services", "vat", "a", status="pending"))
+    gone = scoped("m0", "other", "x")
+    store.create_memory(gone)
+    store.update_memory(gone.model_copy(update={"status": "archived", "version": 2}), expected_version=1)
+
+    assert ids(store.list_memories(A)) == ["m1", "m2", "m3"]
+    assert store.list_memories(B) == []
+
+
+# -- episodes -------------------------------------------------------------------------------
+def test_episodes_round_trip_exactly(store: RecordStore) -> None:
+    metadata = {
+        "source": "chat",
+        "n": 1,
+        "ratio": 1.0,
+        "tiny": 1e-300,
+        "nested": {"list": [1, 2.5, None, "ü"]},
+    }
+    vector = [0.1, -0.2, 1 / 3, 0.0, -1e-30]
+    first = episode("e1", occurred_at=datetime(2025, 2, 1, 8, 0, 0, 1, tzinfo=timezone(timedelta(hours=-5))),
+                    metadata=metadata, vector=vector, model_id="minilm@384", session_id="s1", tier="daily",
+                    format="sttp")  # fmt: skip
+    second = episode("e2")
+
+    assert store.put_episodes([first, second]) == [first, second]
+
+    got = store.get_episodes(A, ["e1", "e2", "missing", "e1"])
+    assert got == {"e1": first, "e2": second}
+    assert got["e1"].metadata == metadata and isinstance(got["e1"].metadata["ratio"], float)
+    assert got["e1"].vector == vector
+    assert store.get_episodes(A, []) == {}
+
+
+def test_putting_episodes_again_returns_the_first_records_and_writes_nothing(
+    store: RecordStore,
+) -> None:
+    first = episode("e1", minute=1)
+    store.put_episodes([first])
+    retry = first.model_copy(update={"created_at": T0 + timedelta(hours=5), "content": "same hash"})
+
+    stored = store.put_episodes([retry, episode("e2", minute=2)])
+
+    assert stored == [first, episode("e2", minute=2)]
+    assert store.get_episodes(A, ["e1"]) == {"e1": first}
+    assert ids_of(store.list_recent_episodes(A, T0, 10)) == ["e2", "e1"]
+
+
+def test_a_reused_episode_id_with_other_content_conflicts_and_writes_no_episode(
+    store: RecordStore,
+) -> None:
+    store.put_episodes([episode("e1")])
+
+    with pytest.raises(Conflict):
+        store.put_episodes([episode("e2"), episode("e1", content_hash="another")])
+    with pytest.raises(Conflict):
+        store.put_episodes([episode("e3"), episode("e3", content_hash="another")])
+
+    assert set(store.get_episodes(A, ["e1", "e2", "e3"])) == {"e1"}
+
+
+def test_an_id_repeated_in_one_batch_is_written_once(store: RecordStore) -> None:
+    stored = store.put_episodes([episode("e1"), episode("e1", content="retyped")])
+
+    assert stored == [episode("e1"), episode("e1")]
+    assert store.get_episodes(A, ["e1"]) == {"e1": episode("e1")}
+
+
+def test_more_than_a_hundred_episodes_are_all_stored(store: RecordStore) -> None:
+    batch = [episode(f"e{n:03d}", minute=n) for n in range(150)]
+
+    assert store.put_episodes(batch) == batch
+
+    assert len(store.get_episodes(A, [e.episode_id for e in batch])) == 150
+
+
+def test_unindexed_episodes_are_listed_oldest_first_across_tenants_until_marked(store: RecordStore) -> None:
+    # (written in created_at order: "oldest" is unambiguous whether a store orders by time or by write)
+    store.put_episodes([episode("done", 0, indexed=True), episode("a1", 1)])
+    store.put_episodes([episode("b2", 2, tenant=B)])
+    store.put_episodes([episode("a3", 3)])
+
+    assert ids_of(store.list_unindexed(10)) == ["a1", "b2", "a3"]
+    assert ids_of(store.list_unindexed(2)) == ["a1", "b2"]
+
+    store.mark_indexed(A, ["a1", "missing"])
+    store.mark_indexed(A, ["b2"])  # tenant A cannot mark tenant B's episode
+
+    assert ids_of(store.list_unindexed(10)) == ["b2", "a3"]
+    assert store.get_episodes(A, ["a1"])["a1"].indexed is True
+    assert store.get_episodes(B, ["b2"])["b2"].indexed is False
+    store.mark_indexed(B, ["b2"])
+    store.mark_indexed(A, ["a3"])
+    assert store.list_unindexed(10) == []
+
+
+def test_recent_episodes_are_newest_first_from_since_on(store: RecordStore) -> None:
+    store.put_episodes([episode(f"e{n}", minute=n) for n in range(6)])
+    store.put_episodes([episode("other", minute=9, tenant=B)])
+
+    assert ids_of(store.list_recent_episodes(A, T0 + timedelta(minutes=2), 10)) == ["e5", "e4", "e3", "e2"]
+    assert ids_of(store.list_recent_episodes(A, T0 + timedelta(minutes=2), 3)) == ["e5", "e4", "e3"]
+    since_in_another_zone = (T0 + timedelta(minutes=4)).astimezone(timezone(timedelta(hours=3)))
+    assert ids_of(store.list_recent_episodes(A, since_in_another_zone, 10)) == ["e5", "e4"]
+    assert store.list_recent_episodes(A, T0 + timedelta(minutes=6), 10) == []
+
+
+def test_iter_episodes_pages_through_every_episode_of_the_tenant(store: RecordStore) -> None:
+    store.put_episodes([episode(f"e{n}", minute=n) for n in range(5)])
+    store.put_episodes([episode("other", tenant=B)])
+
+    pages = list(store.iter_episodes(A, batch=2))
+
+    assert all(1 <= len(page) <= 2 for page in pages)
+    assert sorted(e.episode_id for page in pages for e in page) == [f"e{n}" for n in range(5)]
+    assert list(store.iter_episodes("nobody")) == []
+
+
+def test_delivered_ids_accumulate_per_principal_and_session(store: RecordStore) -> None:
+    assert store.get_delivered(A, "bot", "s1") == set()
+
+    store.add_delivered(A, "bot", "s1", ["m1", "e2"])
+    store.add_delivered(A, "bot", "s1", ["e2", "e3", "e3"])
+    store.add_delivered(A, "bot", "s1", [])
+
+    assert store.get_delivered(A, "bot", "s1") == {"m1", "e2", "e3"}
+    assert store.get_delivered(A, "bot", "s2") == set()
+    assert store.get_delivered(A, "other-bot", "s1") == set()
+    assert store.get_delivered(B, "bot", "s1") == set()
+
+
+# -- consolidation --------------------------------------------------------------------------
+def minutes(n: float) -> datetime:
+    return T0 + timedelta(minutes=n)
+
+
+def test_dirty_scopes_are_listed_oldest_mark_first_and_cleared_unless_refreshed(store: RecordStore) -> None:
+    store.mark_dirty(A, ["s1"], minutes(1))
+    store.mark_dirty(A, ["s2", "s2"], minutes(2))
+    store.mark_dirty(B, ["s3"], minutes(3))
+    store.mark_dirty(A, ["s4"], minutes(4))
+
+    assert store.list_dirty(A, 10) == [(A, "s1"), (A, "s2"), (A, "s4")]
+    assert store.list_dirty(A, 2) == [(A, "s1"), (A, "s2")]
+    assert store.list_dirty(None, 10) == [(A, "s1"), (A, "s2"), (B, "s3"), (A, "s4")]
+    assert store.list_dirty(None, 1) == [(A, "s1")]
+
+    store.mark_dirty(A, ["s1"], minutes(6))  # a write during a run refreshes the mark
+    store.clear_dirty(A, "s1", minutes(5))  # ... so the run that started at 5 leaves it
+    store.clear_dirty(A, "s2", minutes(5))
+    store.clear_dirty(A, "never-marked", minutes(5))
+    store.clear_dirty(B, "s4", minutes(9))  # another tenant's scope of that id is untouched
+
+    assert store.list_dirty(A, 10) == [(A, "s4"), (A, "s1")]
+    store.clear_dirty(A, "s1", minutes(6))  # at or after the mark: cleared
+    assert store.list_dirty(A, 10) == [(A, "s4")]
+    assert store.list_dirty(B, 10) == [(B, "s3")]
+
+
+def test_episodes_after_a_checkpoint_are_read_in_order_up_to_before(store: RecordStore) -> None:
+    store.put_episodes([episode(f"e{n}", minute=n) for n in range(6)])
+    store.put_episodes([episode("x2", minute=1), episode("x1", minute=1)])  # same created_at: id order
+    store.put_episodes([episode("elsewhere", minute=1, scope_id="other")])
+    store.put_episodes([episode("theirs", minute=1, tenant=B)])
+
+    def read(after: tuple[datetime | None, str], before: float, limit: int = 100) -> list[str]:
+        return ids_of(store.list_episodes_after(A, "acme", after, minutes(before), limit))
+
+    assert read((None, ""), 4) == ["e0", "e1", "x1", "x2", "e2", "e3"]
+    assert read((None, ""), 4, limit=2) == ["e0", "e1"]
+    assert read((minutes(1), "e1"), 4) == ["x1", "x2", "e2", "e3"]
+    assert read((minutes(1), "x1"), 4, limit=2) == ["x2", "e2"]
+    assert read((minutes(3), "e3"), 4) == []
+    assert read((minutes(5), "e5"), 4) == []
+    assert read((None, ""), 0) == []
+
+
+def test_checkpoints_advance_only_from_the_expected_version(store: RecordStore) -> None:
+    assert store.get_checkpoint(A, "s1") == Checkpoint(tenant=A, scope_id="s1")
+    first = Checkpoint(tenant=A, scope_id="s1", after_created_at=minutes(1), after_episode_id="e1", version=1,
+                       processed=1)  # fmt: skip
+
+    store.save_checkpoint(first, expected_version=0)
+    with pytest.raises(Conflict):
+        store.save_checkpoint(first.model_copy(update={"after_episode_id": "other"}), expected_version=0)
+    second = first.model_copy(update={"after_created_at": minutes(2), "after_episode_id": "e2", "version": 2})
+    store.save_checkpoint(second, expected_version=1)
+    with pytest.raises(Conflict):
+        store.save_checkpoint(second.model_copy(update={"version": 3, "processed": 99}), expected_version=1)
+
+    assert store.get_checkpoint(A, "s1") == second
+    assert store.get_checkpoint(B, "s1") == Checkpoint(tenant=B, scope_id="s1")
+
+
+def test_a_lease_is_held_until_it_expires_or_its_owner_releases_it(store: RecordStore) -> None:
+    minute = timedelta(minutes=1)
+
+    assert store.acquire_lease(A, "s1", "w1", minutes(0), minute) is True
+    assert store.acquire_lease(A, "s1", "w2", minutes(0.5), minute) is False
+    assert store.acquire_lease(A, "s1", "w1", minutes(0.5), minute) is True  # renewed to 1.5
+    assert store.acquire_lease(A, "s1", "w2", minutes(1), minute) is False
+    assert store.acquire_lease(B, "s1", "w2", minutes(1), minute) is True  # another tenant's scope
+    assert store.acquire_lease(A, "s1", "w2", minutes(1.5), minute) is True  # expired: taken over
+
+    store.release_lease(A, "s1", "w1")  # not the owner any more: no effect
+    assert store.acquire_lease(A, "s1", "w1", minutes(2), minute) is False
+    store.release_lease(A, "s1", "w2")
+    assert store.acquire_lease(A, "s1", "w1", minutes(2), minute) is True
+    store.save_checkpoint(Checkpoint(tenant=A, scope_id="s1", version=1), expected_version=0)  # lease kept apart
+    assert store.acquire_lease(A, "s1", "w3", minutes(2.5), minute) is False
+
+
+def test_facts_and_contradictions_round_trip_upsert_and_list(store: RecordStore) -> None:
+    f1 = fact("f1", entity="acme", property="vat", value="flat", valid_until=minutes(9), vector=[0.25, 1 / 3],
+              model_id="m@2", confidence=0.1 + 0.2, tier="daily", stale=True)  # fmt: skip
+    f2, f3 = fact("f2", scope_id="s2"), fact("f3")
+    c1 = contradiction("c1")
+
+    store.put_facts([f3, f1, f2], [c1])
+
+    assert store.get_facts(A, ["f1", "f3", "missing", "f1"]) == {"f1": f1, "f3": f3}
+    assert [f.fact_id for f in store.list_facts(A)] == ["f1", "f2", "f3"]
+    assert store.list_facts(A, "s1") == [f1, f3]
+    assert store.list_contradictions(A, "s1") == [c1]
+    assert store.list_contradictions(A, "s2") == []
+
+    superseded = f1.model_copy(update={"status": "superseded", "superseded_by": "f4", "updated_at": minutes(3)})
+    store.put_facts([superseded], [c1.model_copy(update={"resolution": "unresolved"}), contradiction("c0")])
+
+    assert store.get_facts(A, ["f1"]) == {"f1": superseded}
+    assert store.list_facts(A, "s1") == [superseded, f3]
+    assert store.list_contradictions(A, "s1") == [contradiction("c0"), c1]  # c1 is added once, never rewritten
+    assert store.get_facts(B, ["f1"]) == {} and store.list_facts(B) == [] and store.list_contradictions(B, "s1") == []
+
+
+def test_many_facts_are_all_stored(store: RecordStore) -> None:
+    facts = [fact(f"f{n:03d}", scope_id=f"s{n % 3}") for n in range(130)]
+
+    store.put_facts(facts)
+
+    assert len(store.get_facts(A, [f.fact_id for f in facts])) == 130
+    assert [f.fact_id for f in store.list_facts(A)] == [f.fact_id for f in facts]
+    assert len(store.list_facts(A, "s0")) == 44
+
+
+def test_runs_round_trip_and_are_replaced(store: RecordStore) -> None:
+    run = Run(tenant=A, run_id="run1", started_at=T0, requested_by="ada", scopes=["root.acme"])
+    store.put_run(run)
+    assert store.get_run(A, "run1") == run
+
+    error = {"code": "grounding", "score": 0.5, "ids": ["e1"], "none": None}
+    stages = {"collect": StageReport(counters={"episodes_read": 3}), "extract": StageReport(errors=[error])}
+    finished = run.model_copy(update={"status": "partial", "stages": stages, "finished_at": minutes(2)})
+    store.put_run(finished)
+
+    assert store.get_run(A, "run1") == finished
+    assert store.get_run(A, "missing") is None
+    assert store.get_run(B, "run1") is None
+
+
+# -- API keys -------------------------------------------------------------------------------
+def test_api_keys_round_trip_list_and_revoke(store: RecordStore) -> None:
+    assert store.get_api_key("hash-none") is None
+    assert store.list_api_keys(A) == []
+    second, first = api_key("k2"), api_key("k1", roles=[Role.admin])
+    store.put_api_key(second)
+    store.put_api_key(first)
+
+    assert store.get_api_key("hash-tenant-a-k1") == first
+    assert store.list_api_keys(A) == [first, second]
+
+    revoked_at = T0 + timedelta(days=3)
+    assert store.revoke_api_key(A, "k1", revoked_at) is True
+    assert store.revoke_api_key(A, "nope", revoked_at) is False
+
+    revoked = first.model_copy(update={"revoked_at": revoked_at})
+    assert store.get_api_key("hash-tenant-a-k1") == revoked
+    assert store.list_api_keys(A) == [revoked, second]
+
+
+# -- tenant isolation -----------------------------------------------------------------------
+def test_tenant_b_sees_and_touches_nothing_of_tenant_a(store: RecordStore) -> None:
+    tree(store, A)
+    store.rename_scope(A, "acme", "acme-ltd", T0)
+    store.put_layers(A, {1: "clients"})
+    store.create_memory(scoped("m1", "acme", "k"))
+    store.create_memory(tagged("t1", "clients", None, "k"))
+    store.create_memory(tagged("t2", "clients", "acme", "k"))
+    store.put_api_key(api_key("k1", A))
+    store.put_episodes([episode("e1")])
+    store.add_delivered(A, "bot", "s1", ["m1"])
+
+    assert store.get_scope(B, "r") is None
+    assert store.find_child(B, None, "root") is None
+    assert store.find_child(B, "r", "acme-ltd") is None
+    assert store.find_alias(B, "r", "acme") is None
+    assert store.list_children(B, "r") == []
+    assert store.get_layers(B) == {}
+    assert store.get_memory(B, "m1") is None
+    assert store.list_scoped_memories(B, "acme") == []
+    assert store.list_tagged_memories(B, "clients", None) == []
+    assert store.list_tagged_memories(B, "clients", "acme") == []
+    assert store.list_api_keys(B) == []
+    assert store.list_memories(B) == []
+    assert store.get_episodes(B, ["e1"]) == {}
+    assert store.list_recent_episodes(B, T0, 10) == []
+    assert list(store.iter_episodes(B)) == []
+    assert store.get_delivered(B, "bot", "s1") == set()
+    assert store.revoke_api_key(B, "k1", T0) is False
+    with pytest.raises(Conflict):
+        store.rename_scope(B, "acme", "stolen", T0)
+    with pytest.raises(Conflict):
+        store.update_memory(scoped("m1", "acme", "k", tenant=B, body="stolen", version=2), expected_version=1)
+
+    # Tenant A is untouched, and B may use the same ids, names and keys for itself.
+    assert store.get_api_key("hash-tenant-a-k1") == api_key("k1", A)
+    assert store.get_scope(A, "acme").segment == "acme-ltd"  # type: ignore[union-attr]
+    assert store.get_memory(A, "m1") == scoped("m1", "acme", "k")
+    tree(store, B)
+    store.create_memory(scoped("m1", "acme", "k", tenant=B))
+    store.create_memory(tagged("t1", "clients", None, "k", tenant=B))
+    store.put_layers(B, {1: "customers"})
+    assert store.find_child(B, "r", "acme") is not None
+    assert store.get_layers(A) == {1: "clients"}
+    assert ids(store.list_scoped_memories(A, "acme")) == ["m1"]
+    assert store.list_scoped_memories(A, "acme")[0].tenant == A
+
+
+# -- DynamoDB only --------------------------------------------------------------------------
+def _count_queries(client: Any) -> list[int]:
+    calls: list[int] = []
+    client.meta.events.register("after-call.dynamodb.Query", lambda **_: calls.append(1))
+    return calls
+
+
+def test_dynamodb_follows_every_page(aws: Any) -> None:
+    store = DynamoRecordStore(TABLE, client=aws, page_size=4)
+    root, _ = tree(store)
+    for n in range(9):
+        store.create_scope(scope(f"s{n}", root, f"seg-{8 - n}"))
+        store.create_memory(scoped(f"m{n}", "acme", f"k{8 - n}"))
+        store.create_memory(tagged(f"t{n}", "services", "vat", f"k{n}"))
+        store.put_api_key(api_key(f"key{n}"))
+    store.rename_scope(A, "s0", "renamed", T0)  # an alias among the slots: filtered out, page by page
+    calls = _count_queries(aws)
+
+    assert [s.segment for s in store.list_children(A, "r")][:3] == ["acme", "renamed", "seg-0"]
+    assert len(store.list_children(A, "r")) == 10
+    assert [m.key for m in store.list_scoped_memories(A, "acme")] == [f"k{n}" for n in range(9)]
+    assert len(store.list_tagged_memories(A, "services", "vat")) == 9
+    assert len(store.list_api_keys(A)) == 9
+    assert len(calls) >= 5 * 3
+
+
+def test_dynamodb_follows_every_page_of_episodes_facts_and_marks(aws: Any) -> None:
+    store = DynamoRecordStore(TABLE, client=aws, page_size=3)
+    store.put_episodes([episode(f"e{n}", minute=n) for n in range(10)])
+    store.put_episodes([episode(f"b{n}", minute=n, tenant=B) for n in range(4)])
+    store.put_facts([fact(f"f{n}") for n in range(10)])
+    for n in range(7):
+        store.mark_dirty(A if n % 2 else B, [f"s{n}"], minutes(n))
+    store.mark_indexed(A, ["e0", "e1", "e2", "e3", "e4"])  # a run of hits the sweep must page past
+    calls = _count_queries(aws)
+
+    assert ids_of(store.list_unindexed(6)) == ["b0", "b1", "b2", "b3", "e5", "e6"]
+    assert ids_of(store.list_recent_episodes(A, minutes(2), 100)) == [f"e{n}" for n in range(9, 1, -1)]
+    assert len(store.list_episodes_after(A, "acme", (minutes(1), "e1"), minutes(99), 100)) == 8
+    assert [len(page) for page in store.iter_episodes(A, batch=4)] == [3, 3, 3, 1]
+    assert len(store.list_facts(A)) == len(store.list_facts(A, "s1")) == 10
+    assert [scope_id for _, scope_id in store.list_dirty(None, 100)] == [f"s{n}" for n in range(7)]
+    assert len(store.list_dirty(A, 100)) == 3
+    assert len(calls) >= 7 * 2
+
+
+def test_dynamodb_throttling_becomes_store_unavailable() -> None:
+    client = boto3.client("dynamodb", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x")
+    store = DynamoRecordStore(TABLE, client=client)
+    with Stubber(client) as stub:
+        stub.add_client_error("get_item", "ProvisionedThroughputExceededException", http_status_code=400)
+        stub.add_client_error("query", "InternalServerError", http_status_code=500)
+        stub.add_client_error("transact_write_items", "ThrottlingException", http_status_code=400)
+
+        with pytest.raises(StoreUnavailable) as throttled:
+            store.get_scope(A, "r")
+        with pytest.raises(StoreUnavailable):
+            store.list_children(A, "r")
+        with pytest.raises(StoreUnavailable):
+            store.create_scope(scope("r", None, "root"))
+
+    assert isinstance(throttled.value.__cause__, ClientError)
+
+
+def test_dynamodb_conflict_names_what_collided(aws: Any) -> None:
+    store = DynamoRecordStore(TABLE, client=aws)
+    root, _ = tree(store)
+    store.rename_scope(A, "acme", "acme-ltd", T0)
+    store.create_memory(scoped("m1", "acme", "k"))
+
+    with pytest.raises(Conflict, match="alias of scope acme") as on_alias:
+        store.create_scope(scope("new", root, "acme"))
+    with pytest.raises(Conflict, match="held by scope acme"):
+        store.create_scope(scope("n2", root, "acme-ltd"))
+    with pytest.raises(Conflict, match="held by memory m1"):
+        store.create_memory(scoped("m2", "acme", "k"))
+
+    assert on_alias.value.code == "scope_exists"
+    assert isinstance(on_alias.value.__cause__, ClientError)
+
+
+def test_dynamodb_items_are_tenant_prefixed_and_dates_are_utc_strings(aws: Any) -> None:
+    store = DynamoRecordStore(TABLE, client=aws)
+    tree(store)
+    store.rename_scope(A, "acme", "acme-ltd", T0)
+    store.put_layers(A, {1: "clients"})
+    store.create_memory(
+        scoped("m1", "acme", "k", valid_until=datetime(2026, 1, 1, 2, tzinfo=timezone(timedelta(hours=2))))
+    )
+    store.put_api_key(api_key("k1"))
+    store.put_episodes([episode("e1", metadata={"x": 1.0})])
+    store.add_delivered(A, "bot#1", "s1", ["e1"])
+    store.mark_dirty(A, ["acme"], T0)
+    store.save_checkpoint(Checkpoint(tenant=A, scope_id="acme", version=1), expected_version=0)
+    store.acquire_lease(A, "acme", "w1", T0, timedelta(minutes=1))
+    store.put_facts([fact("f1")], [contradiction("c1")])
+    store.put_run(Run(tenant=A, run_id="run1", started_at=T0, requested_by="ada"))
+
+    items = aws.scan(TableName=TABLE)["Items"]
+    pks = sorted(item["PK"]["S"] for item in items)
+
+    assert len(items) == 19  # scopes 5, layers, memory 2, key 2, episode, delivered, consolidation 3, facts 3, run
+    assert [pk for pk in pks if not pk.startswith(f"T#{A}#")] == ["APIKEY#hash-tenant-a-k1"]
+    assert f"T#{A}#DELIVERED#bot%231#s1" in pks  # a principal's "#" cannot reach into another key
+    stored_episode = next(item for item in items if item["SK"]["S"] == "EP#e1")
+    assert stored_episode["metadata"] == {"S": '{"x": 1.0}'}
+    assert stored_episode["GSI1PK"] == {"S": "UNINDEXED"}
+    memory = next(item for item in items if item["SK"]["S"] == "MEM#m1")
+    assert memory["valid_until"] == {"S": "2026-01-01T00:00:00.000000+00:00"}
+    assert memory["created_at"] == {"S": "2025-03-01T09:30:15.123456+00:00"}
+
+
+def test_dynamodb_store_creates_no_client_until_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_: Any, **__: Any) -> None:
+        raise AssertionError("client created too early")
+
+    monkeypatch.setattr(boto3, "client", refuse)
+
+    DynamoRecordStore(TABLE, region_name="eu-west-1")
+
+
+def test_create_table_uses_the_shared_schema(aws: Any) -> None:
+    table = aws.describe_table(TableName=TABLE)["Table"]
+
+    assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["KeySchema"] == TABLE_SCHEMA["KeySchema"]
+    indexes = [
+        {name: index[name] for name in ("IndexName", "KeySchema", "Projection")}
+        for index in table["GlobalSecondaryIndexes"]
+    ]
+    assert indexes == TABLE_SCHEMA["GlobalSecondaryIndexes"]
