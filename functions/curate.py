@@ -12,12 +12,14 @@ from mneme.http.schemas import (
     CreateKeyRequest,
     CreateMemoryRequest,
     CreateScopeRequest,
+    DecisionRequest,
     EditMemoryRequest,
     LayersRequest,
     NoBody,
+    RejectRequest,
     RenameScopeRequest,
 )
-from mneme.models import Memory
+from mneme.models import Memory, Role
 from mneme.services.memories import tag_label
 
 app = build_resolver()
@@ -76,8 +78,40 @@ def create_memory(request: Annotated[CreateMemoryRequest, Body()]) -> Response[A
 def edit_memory(memory_id: str, request: Annotated[EditMemoryRequest, Body()]) -> dict[str, Any]:
     changes = request.model_dump(exclude_unset=True)
     version = changes.pop("version", None)
-    memory = bootstrap.current().memories.edit(caller(app), memory_id, version=version, **changes)
-    return _memory_view(memory)
+    outcome = bootstrap.current().review.edit(caller(app), memory_id, version=version, **changes)
+    revision = outcome["revision"]
+    if revision is None:
+        return _memory_view(outcome["memory"])
+    return {**_memory_view(outcome["memory"]), "pending_revision": revision.model_dump(mode="json", exclude={"tenant"})}
+
+
+@app.post("/v1/memories/<memory_id>/approve")
+def approve_memory(memory_id: str, request: Annotated[DecisionRequest | None, Body()] = None) -> dict[str, Any]:
+    author = request.author if request else None
+    return _memory_view(bootstrap.current().review.approve(caller(app), memory_id, author))
+
+
+@app.post("/v1/memories/<memory_id>/reject")
+def reject_memory(memory_id: str, request: Annotated[RejectRequest, Body()]) -> dict[str, Any]:
+    outcome = bootstrap.current().review.reject(caller(app), memory_id, request.reason, request.author)
+    revision = outcome["revision"]
+    view = _memory_view(outcome["memory"])
+    return {**view, "rejected_revision": revision.model_dump(mode="json", exclude={"tenant"})} if revision else view
+
+
+@app.get("/v1/memories/<memory_id>/history")
+def memory_history(memory_id: str) -> dict[str, Any]:
+    entries = bootstrap.current().review.history(caller(app), memory_id)
+    return {"memory_id": memory_id, "history": [e.model_dump(mode="json", exclude={"tenant"}) for e in entries]}
+
+
+@app.get("/v1/reviews")
+def reviews(path: Annotated[str | None, Query(max_length=600)] = None, mine: bool = False) -> dict[str, Any]:
+    """Approvers: the review queue. Everyone (or `mine=true`): their own revisions and decisions."""
+    review, who = bootstrap.current().review, caller(app)
+    if mine or not who.has(Role.approver):
+        return {"mine": [r.model_dump(mode="json", exclude={"tenant"}) for r in review.mine(who)]}
+    return {"queue": review.queue(who, path)}
 
 
 @app.post("/v1/memories/<memory_id>/archive")
@@ -89,9 +123,7 @@ def archive_memory(memory_id: str, _: Annotated[NoBody | None, Body()] = None) -
 def create_key(request: Annotated[CreateKeyRequest, Body()]) -> Response[Any]:
     secret, record = bootstrap.current().keys.create(caller(app).tenant, request.principal, request.roles)
     view = record.model_dump(mode="json", exclude={"key_hash"})
-    return json_response(
-        201, {**view, "api_key": secret, "note": "store this key now: it is not shown again"}
-    )
+    return json_response(201, {**view, "api_key": secret, "note": "store this key now: it is not shown again"})
 
 
 @app.get("/v1/keys")

@@ -16,6 +16,7 @@ from mneme.services.memories import MemoryService
 from mneme.services.recall import RecallService
 from mneme.services.remember import RememberService
 from mneme.services.retrieval import RetrievalService
+from mneme.services.review import ReviewService
 from mneme.services.scopes import ScopeService
 from mneme.settings import (
     BedrockEmbedderSettings,
@@ -47,6 +48,7 @@ class Services:
     remember: RememberService
     recall: RecallService
     consolidation: ConsolidationService
+    review: ReviewService
 
 
 def build_store(settings: Settings) -> RecordStore:
@@ -142,6 +144,7 @@ def build(
         remember=RememberService(store, clock, scopes, embedder, indexer),
         recall=RecallService(store, clock, scopes, embedder, index, fresh_window=fresh_window(settings)),
         consolidation=consolidation,
+        review=ReviewService(store, clock, memories, scopes),
     )
 
 

@@ -123,3 +123,33 @@ class Episode(BaseModel):
     model_id: str | None = None
     vector: list[float] | None = None
     indexed: bool = False
+
+
+class Revision(BaseModel):
+    """A writer's pending edit of a published memory: one open revision per author per memory."""
+
+    tenant: str
+    memory_id: str
+    author: str
+    base_version: int
+    changes: dict[str, Any]
+    status: Literal["open", "approved", "rejected"] = "open"
+    reason: str | None = None
+    decided_by: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class HistoryEntry(BaseModel):
+    """One step of a memory's life: who, when, what changed (field: [before, after]), approved by whom."""
+
+    tenant: str
+    memory_id: str
+    version: int
+    action: Literal["created", "edited", "approved", "rejected", "archived", "revision_approved", "revision_rejected"]
+    actor: str
+    approved_by: str | None = None
+    status: MemoryStatus
+    changes: dict[str, list[Any]] = Field(default_factory=dict)
+    reason: str | None = None
+    at: datetime

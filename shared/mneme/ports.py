@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
-from mneme.models import ApiKey, Episode, Memory, Scope
+from mneme.models import ApiKey, Episode, HistoryEntry, Memory, Revision, Scope
 from mneme.search_models import Hit, IndexDocument, SearchFilter
 
 
@@ -169,6 +169,25 @@ class RecordStore(Protocol):
     def put_run(self, run: Run) -> None: ...
 
     def get_run(self, tenant: str, run_id: str) -> Run | None: ...
+
+    # -- review ---------------------------------------------------------------------------
+    def put_revision(self, revision: Revision) -> None:
+        """Upsert by (tenant, memory_id, author): one revision per author per memory."""
+        ...
+
+    def get_revision(self, tenant: str, memory_id: str, author: str) -> Revision | None: ...
+
+    def list_revisions(
+        self, tenant: str, *, memory_id: str | None = None, author: str | None = None, status: str | None = "open"
+    ) -> list[Revision]: ...
+
+    def add_history(self, entry: HistoryEntry) -> None:
+        """Append; history is never rewritten."""
+        ...
+
+    def list_history(self, tenant: str, memory_id: str) -> list[HistoryEntry]:
+        """Oldest first."""
+        ...
 
     # -- API keys (looked up before the tenant is known, so keyed by hash) ------------------
     def put_api_key(self, key: ApiKey) -> None: ...

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from mneme.adapters.sqlite_base import utc_text
 from mneme.adapters.sqlite_consolidation import CONSOLIDATION_SCHEMA, SqliteConsolidationStore
+from mneme.adapters.sqlite_review import REVIEW_SCHEMA, SqliteReviewStore
 from mneme.errors import Conflict
 from mneme.models import ApiKey, Episode, Memory, Scope
 
@@ -49,8 +50,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS api_keys_tenant ON api_keys (tenant, key_id);
 ROOT_PARENT = ""  # the slot table's parent for a tenant's root scope
 
 
-class SqliteRecordStore(SqliteConsolidationStore):
-    schema = SCHEMA + CONSOLIDATION_SCHEMA
+class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
+    schema = SCHEMA + CONSOLIDATION_SCHEMA + REVIEW_SCHEMA
 
     # -- scopes ---------------------------------------------------------------------------
     def get_scope(self, tenant: str, scope_id: str) -> Scope | None:

@@ -32,9 +32,7 @@ MAX_BODY_BYTES = 64 * 1024
 
 
 def error_response(error: MnemeError) -> Response:
-    return Response(
-        status_code=error.status, content_type="application/json", body=json.dumps(error.to_body())
-    )
+    return Response(status_code=error.status, content_type="application/json", body=json.dumps(error.to_body()))
 
 
 def principal_from_event(event: dict[str, Any]) -> Principal:
@@ -124,9 +122,7 @@ def build_resolver(max_body: int = MAX_BODY_BYTES) -> APIGatewayRestResolver:
         event = app.current_event
         allowed = routes.allowed_methods(event.path)
         if allowed:
-            return error_response(
-                MethodNotAllowed(f"{event.http_method} is not allowed; use {', '.join(allowed)}")
-            )
+            return error_response(MethodNotAllowed(f"{event.http_method} is not allowed; use {', '.join(allowed)}"))
         return error_response(NotFound(f"no route {event.path}", code="route_not_found"))
 
     return app

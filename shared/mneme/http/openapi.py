@@ -16,9 +16,7 @@ def document() -> dict[str, Any]:
         "paths": {},
         "components": {
             "schemas": {},
-            "securitySchemes": {
-                "apiKey": {"type": "http", "scheme": "bearer", "description": "Mneme API key"}
-            },
+            "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer", "description": "Mneme API key"}},
         },
     }
     for name in routes.FUNCTIONS:

@@ -12,9 +12,7 @@ from mneme.services.remember import RememberItem
 
 Path_ = Annotated[str, StringConstraints(min_length=4, max_length=600)]
 Key = Annotated[str, StringConstraints(min_length=1, max_length=128)]
-ShortList = Annotated[
-    list[Annotated[str, StringConstraints(min_length=1, max_length=128)]], Field(max_length=32)
-]
+ShortList = Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=128)]], Field(max_length=32)]
 
 
 class Strict(BaseModel):
@@ -64,6 +62,14 @@ class EditMemoryRequest(MemoryFields):
 
 class NoBody(Strict):
     """The body of a route that takes none: absent or `{}`; any field (e.g. `tenant`) is refused."""
+
+
+class DecisionRequest(Strict):
+    author: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
+
+
+class RejectRequest(DecisionRequest):
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=2000)]
 
 
 class CreateKeyRequest(Strict):

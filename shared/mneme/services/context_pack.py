@@ -84,6 +84,4 @@ def build_pack(
             break
         markdown = render()
     cards = [i for i in kept if i not in expanded]
-    return Pack(
-        markdown=markdown, expanded=expanded, cards=cards, dropped=dropped, tokens=estimate_tokens(markdown)
-    )
+    return Pack(markdown=markdown, expanded=expanded, cards=cards, dropped=dropped, tokens=estimate_tokens(markdown))

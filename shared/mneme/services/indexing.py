@@ -88,9 +88,7 @@ class Indexer:
         try:
             self.index.upsert(self.episode_documents(episodes))
         except MnemeError as e:
-            logger.warning(
-                "index write failed; left for the sweep", extra={"code": e.code, "count": len(episodes)}
-            )
+            logger.warning("index write failed; left for the sweep", extra={"code": e.code, "count": len(episodes)})
             return False
         by_tenant: dict[str, list[str]] = {}
         for episode in episodes:

@@ -21,9 +21,7 @@ def hash_key(secret: str) -> str:
 
 def _name(value: str, field: str) -> str:
     if not NAME_RE.fullmatch(value):
-        raise InvalidInput(
-            f"invalid {field} {value!r}: 1-128 of A-Z a-z 0-9 . _ @ -", code=f"invalid_{field}"
-        )
+        raise InvalidInput(f"invalid {field} {value!r}: 1-128 of A-Z a-z 0-9 . _ @ -", code=f"invalid_{field}")
     return value
 
 

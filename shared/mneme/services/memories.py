@@ -11,7 +11,7 @@ from typing import Any
 
 from mneme import paths
 from mneme.errors import Conflict, Forbidden, InvalidInput, MemoryNotFound
-from mneme.models import Memory, Principal, Role
+from mneme.models import HistoryEntry, Memory, Principal, Role
 from mneme.ports import Clock, RecordStore
 from mneme.services.scopes import ScopeService
 
@@ -24,8 +24,7 @@ NOT_NULL = ("body", "tags", "triggers", "depends_on")
 def validate_key(key: str, *, field: str = "key") -> str:
     if not KEY_RE.fullmatch(key):
         raise InvalidInput(
-            f"invalid {field} {key!r}: 1-128 characters of a-z, 0-9, '.', '_' and '-', "
-            "starting with a letter or digit",
+            f"invalid {field} {key!r}: 1-128 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit",
             code="invalid_key",
         )
     return key
@@ -46,6 +45,20 @@ def tag_label(memory: Memory) -> str:
     return f"{memory.layer}={memory.value or '*'}"
 
 
+def _plain(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def check_changes(changes: dict[str, Any]) -> None:
+    unknown = set(changes) - set(EDITABLE)
+    if unknown:
+        raise InvalidInput(f"fields not editable: {sorted(unknown)}", code="invalid_fields")
+    nulled = sorted(field for field in NOT_NULL if field in changes and changes[field] is None)
+    if nulled:
+        raise InvalidInput(f"fields cannot be null: {nulled}", code="invalid_fields")
+    _check_fields(changes)
+
+
 def _check_fields(fields: dict[str, Any]) -> None:
     body = fields.get("body")
     if body is not None:
@@ -64,7 +77,28 @@ class MemoryService:
     scopes: ScopeService
     on_change: Callable[[Memory], None] | None = None
 
-    def _changed(self, memory: Memory) -> Memory:
+    def _changed(
+        self,
+        memory: Memory,
+        action: str,
+        actor: str,
+        before: Memory | None = None,
+        approved_by: str | None = None,
+        reason: str | None = None,
+    ) -> Memory:
+        """Record the step in the memory's history, then tell the index."""
+        fields = ("key", "status", *EDITABLE)
+        changes = {
+            f: [getattr(before, f) if before else None, getattr(memory, f)]
+            for f in fields
+            if before is None or getattr(before, f) != getattr(memory, f)
+        }
+        entry = HistoryEntry(
+            tenant=memory.tenant, memory_id=memory.memory_id, version=memory.version, action=action,  # type: ignore[arg-type]
+            actor=actor, approved_by=approved_by, status=memory.status, reason=reason, at=memory.updated_at,
+            changes={k: [_plain(v) for v in pair] for k, pair in changes.items() if pair[0] != pair[1]},
+        )  # fmt: skip
+        self.store.add_history(entry)
         if self.on_change is not None:
             self.on_change(memory)
         return memory
@@ -114,7 +148,8 @@ class MemoryService:
             **fields,
         )
         self.store.create_memory(memory)
-        return self._changed(memory), label
+        approved_by = caller.principal if status == "published" else None
+        return self._changed(memory, "created", caller.principal, approved_by=approved_by), label
 
     def get(self, caller: Principal, memory_id: str) -> Memory:
         memory = self.store.get_memory(caller.tenant, memory_id)
@@ -128,23 +163,13 @@ class MemoryService:
         memory = self.get(caller, memory_id)
         if memory.status == "archived":
             raise Conflict(f"memory {memory_id} is archived", code="memory_archived")
-        if not caller.has(Role.approver) and not (
-            memory.status == "pending" and memory.author == caller.principal
-        ):
+        if not caller.has(Role.approver) and not (memory.status == "pending" and memory.author == caller.principal):
             raise Forbidden("only an approver can change published memories or other authors' work")
         return memory
 
-    def edit(
-        self, caller: Principal, memory_id: str, *, version: int | None = None, **changes: Any
-    ) -> Memory:
+    def edit(self, caller: Principal, memory_id: str, *, version: int | None = None, **changes: Any) -> Memory:
         """Apply field changes; `version`, when given, must match the stored version (else 409)."""
-        unknown = set(changes) - set(EDITABLE)
-        if unknown:
-            raise InvalidInput(f"fields not editable: {sorted(unknown)}", code="invalid_fields")
-        nulled = sorted(field for field in NOT_NULL if field in changes and changes[field] is None)
-        if nulled:
-            raise InvalidInput(f"fields cannot be null: {nulled}", code="invalid_fields")
-        _check_fields(changes)
+        check_changes(changes)
         memory = self._writable(caller, memory_id)
         if version is not None and version != memory.version:
             raise Conflict(
@@ -152,19 +177,30 @@ class MemoryService:
                 code="version_conflict",
                 details={"current_version": memory.version},
             )
-        updated = memory.model_copy(
-            update={**changes, "version": memory.version + 1, "updated_at": self.clock.now()}
-        )
-        self.store.update_memory(Memory.model_validate(updated.model_dump()), memory.version)
-        return self._changed(updated)
+        return self.apply(caller, memory, changes, action="edited")
+
+    def apply(
+        self,
+        caller: Principal,
+        memory: Memory,
+        changes: dict[str, Any],
+        *,
+        action: str,
+        status: str | None = None,
+        reason: str | None = None,
+    ) -> Memory:
+        """Write `changes` as the next version (optimistic on the version read)."""
+        update = {**changes, "version": memory.version + 1, "updated_at": self.clock.now()}
+        if status is not None:
+            update["status"] = status
+        updated = Memory.model_validate(memory.model_copy(update=update).model_dump())
+        self.store.update_memory(updated, memory.version)
+        published = updated.status == "published" and caller.has(Role.approver)
+        return self._changed(updated, action, caller.principal, memory, caller.principal if published else None, reason)
 
     def archive(self, caller: Principal, memory_id: str) -> Memory:
         memory = self._writable(caller, memory_id)
-        archived = memory.model_copy(
-            update={"status": "archived", "version": memory.version + 1, "updated_at": self.clock.now()}
-        )
-        self.store.update_memory(archived, memory.version)
-        return self._changed(archived)
+        return self.apply(caller, memory, {}, action="archived", status="archived")
 
     def visible_to(self, caller: Principal, memories: list[Memory], now: datetime) -> list[Memory]:
         """Published memories plus the caller's own pending work; expired ones are left out."""

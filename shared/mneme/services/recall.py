@@ -54,9 +54,7 @@ class RecallRequest(BaseModel):
     scope: str = Field("root", min_length=4, max_length=600)
     limit: int = Field(10, ge=1, le=200)
     kinds: list[DocKind] | None = Field(None, min_length=1)
-    tiers: list[Literal["raw", "daily", "weekly", "monthly", "quarterly", "yearly"]] | None = Field(
-        None, min_length=1
-    )
+    tiers: list[Literal["raw", "daily", "weekly", "monthly", "quarterly", "yearly"]] | None = Field(None, min_length=1)
     since: datetime | None = None
     until: datetime | None = None
     session_id: str | None = Field(
@@ -69,9 +67,7 @@ class RecallRequest(BaseModel):
     explain: bool = False
     ids: list[str] | None = Field(None, min_length=1, max_length=200)
     as_of: datetime | None = Field(None, description="facts as they were valid at this time (superseded included)")
-    delta: bool = Field(
-        False, description="collapse bodies already delivered in session_id (no session filter)"
-    )
+    delta: bool = Field(False, description="collapse bodies already delivered in session_id (no session filter)")
 
     @model_validator(mode="after")
     def _check(self) -> RecallRequest:
@@ -111,9 +107,7 @@ class RecallService:
     scopes: ScopeService
     embedder: Embedder
     index: SearchIndex
-    fresh_window: float = (
-        0.0  # seconds of recent episodes scored from records (eventually consistent indexes)
-    )
+    fresh_window: float = 0.0  # seconds of recent episodes scored from records (eventually consistent indexes)
 
     def recall(self, caller: Principal, request: RecallRequest) -> RecallResponse:
         scope = self.scopes.resolve(caller.tenant, request.scope)
@@ -203,11 +197,7 @@ class RecallService:
         trace["stages"].append({"stage": "fused", "candidates": len(candidates)})
         if vector_error:
             return candidates, "lexical_fallback", vector_error
-        path = (
-            "hybrid"
-            if scoring.alpha > 0 and scoring.beta > 0
-            else ("vector" if scoring.alpha > 0 else "lexical")
-        )
+        path = "hybrid" if scoring.alpha > 0 and scoring.beta > 0 else ("vector" if scoring.alpha > 0 else "lexical")
         return candidates, path, None
 
     def _fresh_tail(
@@ -227,21 +217,13 @@ class RecallService:
             if episode.episode_id in candidates or not self._in_filter(flt, episode):
                 continue
             cosine = 0.0
-            if (
-                vector is not None
-                and episode.vector is not None
-                and episode.model_id == self.embedder.model_id
-            ):
+            if vector is not None and episode.vector is not None and episode.model_id == self.embedder.model_id:
                 cosine = max(0.0, float(np.dot(vector, np.asarray(episode.vector, dtype=np.float32))))
-            overlap = anchor_rule.anchor_hits(query_anchors, episode_text(episode)) / max(
-                len(query_anchors), 1
-            )
+            overlap = anchor_rule.anchor_hits(query_anchors, episode_text(episode)) / max(len(query_anchors), 1)
             if cosine <= 0 and overlap <= 0:
                 continue
             candidate = candidates[episode.episode_id] = _Candidate(episode.episode_id, cosine, overlap)
-            candidate.channels.update(
-                {"fresh", *(["vector"] if cosine else []), *(["lexical"] if overlap else [])}
-            )
+            candidate.channels.update({"fresh", *(["vector"] if cosine else []), *(["lexical"] if overlap else [])})
             added += 1
         trace["stages"].append({"stage": "fresh", "candidates": added})
 
@@ -267,9 +249,7 @@ class RecallService:
     ) -> list[Result]:
         records = self._load(caller, list(candidates), trace)
         now = self.clock.now()
-        weight = (
-            scoring.alpha if any("vector" in c.channels for c in candidates.values()) else 0
-        ) + scoring.beta
+        weight = (scoring.alpha if any("vector" in c.channels for c in candidates.values()) else 0) + scoring.beta
         results = []
         for candidate in candidates.values():
             record = records.get(candidate.id)
@@ -352,9 +332,7 @@ class RecallService:
             already = [r.id for r in results if r.id in delivered]
         items = [_pack_item(r) for r in results if r.id not in already]
         title = f"# recall: {request.query} (scope {scope_path}, {len(results)} results)"
-        pack = build_pack(
-            title, items, request.disclosure.expand_top, request.disclosure.budget_tokens, already
-        )
+        pack = build_pack(title, items, request.disclosure.expand_top, request.disclosure.budget_tokens, already)
         if request.session_id and pack.expanded:
             self.store.add_delivered(caller.tenant, caller.principal, request.session_id, pack.expanded)
         trace["context"] = {
@@ -381,9 +359,7 @@ class RecallService:
                     if prereq.status == "published" and lifecycle(prereq, now)[0] > 0:
                         out.append(self._result(caller.tenant, prereq, result.score, {"prerequisite": 1.0}))
                         present.add(prereq.memory_id)
-                result = result.model_copy(
-                    update={"requires": [m.memory_id for m in siblings if m.key in keys]}
-                )
+                result = result.model_copy(update={"requires": [m.memory_id for m in siblings if m.key in keys]})
             out.append(result)
         return out
 

@@ -77,12 +77,20 @@ def load(store: RecordStore, caller: Principal, ids: list[str]) -> dict[str, Rec
     """Records for ids, tenant-scoped; memories only when the caller may see them."""
     found: dict[str, Record] = dict(store.get_episodes(caller.tenant, [i for i in ids if i.startswith("ep_")]))
     found.update(store.get_facts(caller.tenant, [i for i in ids if i.startswith(FACT_PREFIXES)]))
-    for memory_id in (i for i in ids if not i.startswith(("ep_", *FACT_PREFIXES))):
+    memory_ids = [i for i in ids if not i.startswith(("ep_", *FACT_PREFIXES))]
+    revisions = (
+        {r.memory_id: r for r in store.list_revisions(caller.tenant, author=caller.principal)} if memory_ids else {}
+    )
+    for memory_id in memory_ids:
         memory = store.get_memory(caller.tenant, memory_id)
-        if memory is not None and (
+        if memory is None or not (
             memory.status == "published" or (memory.status == "pending" and memory.author == caller.principal)
         ):
-            found[memory_id] = memory
+            continue
+        revision = revisions.get(memory_id) if memory.status == "published" else None
+        if revision is not None:  # the caller's own pending edit replaces the published body, for them only
+            memory = memory.model_copy(update={"body": revision.changes.get("body", memory.body), "status": "pending"})
+        found[memory_id] = memory
     return found
 
 

@@ -52,9 +52,7 @@ def episode_id(tenant: str, item: RememberItem, scope_id: str, occurred_at: date
 
 
 def content_hash(scope_id: str, item: RememberItem) -> str:
-    canonical = json.dumps(
-        [scope_id, item.content, item.session_id, item.tier, item.metadata], sort_keys=True
-    )
+    canonical = json.dumps([scope_id, item.content, item.session_id, item.tier, item.metadata], sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -90,10 +88,7 @@ class RememberService:
         unique = list({e.episode_id: e for e in episodes}.values())
         existing = self.store.get_episodes(caller.tenant, [e.episode_id for e in unique])
         for episode in unique:
-            if (
-                episode.episode_id in existing
-                and existing[episode.episode_id].content_hash != episode.content_hash
-            ):
+            if episode.episode_id in existing and existing[episode.episode_id].content_hash != episode.content_hash:
                 raise Conflict(
                     "this idempotency key was already used for different content",
                     code="idempotency_key_reused",
@@ -109,9 +104,7 @@ class RememberService:
         if new:  # marked first: a crash after the write must not leave a scope without its mark
             self.store.mark_dirty(caller.tenant, sorted({e.scope_id for e in new}), now)
         stored = {**existing, **{e.episode_id: e for e in self.store.put_episodes(new)}}
-        indexed = self.indexer.index_episodes(
-            [stored[e.episode_id] for e in new if not stored[e.episode_id].indexed]
-        )
+        indexed = self.indexer.index_episodes([stored[e.episode_id] for e in new if not stored[e.episode_id].indexed])
         return [
             Remembered(
                 episode_id=e.episode_id,

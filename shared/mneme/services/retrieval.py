@@ -76,6 +76,7 @@ class RetrievalService:
         resolved = self.scopes.resolve(caller.tenant, path)
         layers = self.store.get_layers(caller.tenant)
         now = self.clock.now()
+        revisions = {r.memory_id: r for r in self.store.list_revisions(caller.tenant, author=caller.principal)}
         blocks: list[Block] = []
         walk: list[str] = []
         for depth, scope in enumerate(resolved.chain):
@@ -85,14 +86,14 @@ class RetrievalService:
             buckets: dict[Bucket, list[Memory]] = {
                 "scoped": self.store.list_scoped_memories(caller.tenant, scope.scope_id),
                 "layer": self.store.list_tagged_memories(caller.tenant, layer, None) if layer else [],
-                "value": self.store.list_tagged_memories(caller.tenant, layer, scope.segment)
-                if layer
-                else [],
+                "value": self.store.list_tagged_memories(caller.tenant, layer, scope.segment) if layer else [],
             }
             for bucket in EMISSION_ORDER:
                 visible = self.memories.visible_to(caller, buckets[bucket], now)
                 for memory in sorted(visible, key=lambda m: (m.key, m.memory_id)):
                     target = scope_path if bucket == "scoped" else tag_label(memory)
+                    revision = revisions.get(memory.memory_id) if memory.status == "published" else None
+                    body = revision.changes.get("body", memory.body) if revision else memory.body
                     blocks.append(
                         Block(
                             kind="scoped" if bucket == "scoped" else "tagged",
@@ -102,8 +103,8 @@ class RetrievalService:
                             key=memory.key,
                             memory_id=memory.memory_id,
                             version=memory.version,
-                            pending=memory.status == "pending",
-                            body=memory.body,
+                            pending=memory.status == "pending" or revision is not None,
+                            body=body,
                         )
                     )
         return Bundle(

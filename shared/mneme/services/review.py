@@ -1,0 +1,215 @@
+"""The review workflow: writers' pending work, approvers' decisions, the queue and the history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mneme.errors import Conflict, Forbidden, InvalidInput, MemoryNotFound, NotFound
+from mneme.models import HistoryEntry, Memory, Principal, Revision, Role
+from mneme.ports import Clock, RecordStore
+from mneme.services.memories import EDITABLE, MemoryService, check_changes, tag_label
+from mneme.services.scopes import ScopeService
+
+
+@dataclass
+class ReviewService:
+    store: RecordStore
+    clock: Clock
+    memories: MemoryService
+    scopes: ScopeService
+
+    def edit(self, caller: Principal, memory_id: str, *, version: int | None = None, **changes: Any) -> dict[str, Any]:
+        """Approvers and the author of pending work edit directly; a writer's edit of a published
+        memory becomes (or updates) that writer's pending revision."""
+        memory = self.memories.get(caller, memory_id)
+        if caller.has(Role.approver) or memory.status != "published":
+            return {"memory": self.memories.edit(caller, memory_id, version=version, **changes), "revision": None}
+        check_changes(changes)
+        now = self.clock.now()
+        existing = self.store.get_revision(caller.tenant, memory_id, caller.principal)
+        if existing is not None and existing.status == "open":
+            revision = existing.model_copy(
+                update={"changes": {**existing.changes, **_plain(changes)}, "updated_at": now}
+            )
+        else:
+            revision = Revision(
+                tenant=caller.tenant,
+                memory_id=memory_id,
+                author=caller.principal,
+                base_version=memory.version,
+                changes=_plain(changes),
+                created_at=now,
+                updated_at=now,
+            )
+        self.store.put_revision(revision)
+        return {"memory": memory, "revision": revision}
+
+    def approve(self, caller: Principal, memory_id: str, author: str | None = None) -> Memory:
+        memory = self._memory(caller, memory_id)
+        if memory.status == "pending" and author in (None, memory.author):
+            return self.memories.apply(caller, memory, {}, action="approved", status="published")
+        revision = self._revision(caller, memory_id, author)
+        if revision.base_version != memory.version:
+            raise Conflict(
+                f"the revision was made on version {revision.base_version}; the memory is now at version "
+                f"{memory.version}: the author must edit again",
+                code="stale_revision",
+                details={"base_version": revision.base_version, "current_version": memory.version},
+            )
+        updated = self.memories.apply(caller, memory, _typed(revision.changes), action="revision_approved")
+        self.store.put_revision(
+            revision.model_copy(
+                update={"status": "approved", "decided_by": caller.principal, "updated_at": self.clock.now()}
+            )
+        )
+        return updated
+
+    def reject(self, caller: Principal, memory_id: str, reason: str, author: str | None = None) -> dict[str, Any]:
+        memory = self._memory(caller, memory_id)
+        if memory.status == "pending" and author in (None, memory.author):
+            rejected = self.memories.apply(caller, memory, {}, action="rejected", status="archived", reason=reason)
+            return {"memory": rejected, "revision": None}
+        revision = self._revision(caller, memory_id, author)
+        closed = revision.model_copy(
+            update={
+                "status": "rejected",
+                "reason": reason,
+                "decided_by": caller.principal,
+                "updated_at": self.clock.now(),
+            }
+        )
+        self.store.put_revision(closed)
+        self.store.add_history(
+            HistoryEntry(
+                tenant=caller.tenant,
+                memory_id=memory_id,
+                version=memory.version,
+                action="revision_rejected",
+                actor=caller.principal,
+                status=memory.status,
+                reason=reason,
+                at=self.clock.now(),
+                changes={k: [getattr(memory, k), v] for k, v in revision.changes.items()},
+            )
+        )
+        return {"memory": memory, "revision": closed}
+
+    def queue(self, caller: Principal, path: str | None = None) -> list[dict[str, Any]]:
+        """Pending creates and open revisions, oldest first, with a diff against the published version."""
+        within = self.scopes.resolve(caller.tenant, path).scope.scope_id if path else None
+        now = self.clock.now()
+        items = []
+        for memory in self.store.list_memories(caller.tenant):
+            if memory.status == "pending" and self._within(memory, within):
+                items.append(
+                    self._item(
+                        memory,
+                        "create",
+                        memory.author,
+                        memory.created_at,
+                        now,
+                        {f: [None, _field(memory, f)] for f in ("body", *EDITABLE[1:]) if _field(memory, f)},
+                    )
+                )
+        for revision in self.store.list_revisions(caller.tenant):
+            memory = self.store.get_memory(caller.tenant, revision.memory_id)
+            if memory is None or memory.status != "published" or not self._within(memory, within):
+                continue
+            diff = {k: [_plain_value(getattr(memory, k)), v] for k, v in revision.changes.items()}
+            item = self._item(memory, "revision", revision.author, revision.created_at, now, diff)
+            item["stale"] = revision.base_version != memory.version
+            items.append(item)
+        return sorted(items, key=lambda i: (i["submitted_at"], i["memory_id"], i["author"]))
+
+    def history(self, caller: Principal, memory_id: str) -> list[HistoryEntry]:
+        self._memory(caller, memory_id)
+        return self.store.list_history(caller.tenant, memory_id)
+
+    def mine(self, caller: Principal) -> list[Revision]:
+        """The caller's own revisions in every state, so an author can read why one was rejected."""
+        return self.store.list_revisions(caller.tenant, author=caller.principal, status=None)
+
+    def pending_for(self, caller: Principal) -> dict[str, Revision]:
+        """The caller's open revisions by memory id (folded into their own retrieve and recall)."""
+        return {r.memory_id: r for r in self.store.list_revisions(caller.tenant, author=caller.principal)}
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _memory(self, caller: Principal, memory_id: str) -> Memory:
+        if not caller.has(Role.approver):
+            raise Forbidden("reviewing needs the approver role")
+        memory = self.store.get_memory(caller.tenant, memory_id)
+        if memory is None:
+            raise MemoryNotFound(f"memory {memory_id} does not exist", details={"memory_id": memory_id})
+        return memory
+
+    def _revision(self, caller: Principal, memory_id: str, author: str | None) -> Revision:
+        open_ = self.store.list_revisions(caller.tenant, memory_id=memory_id, author=author)
+        if not open_:
+            raise NotFound(
+                f"memory {memory_id} has no pending work" + (f" by {author}" if author else ""), code="no_pending_work"
+            )
+        if len(open_) > 1:
+            raise InvalidInput(
+                "several authors have pending revisions: name one with 'author'",
+                code="ambiguous_revision",
+                details={"authors": [r.author for r in open_]},
+            )
+        return open_[0]
+
+    def _within(self, memory: Memory, scope_id: str | None) -> bool:
+        if scope_id is None:
+            return True
+        if memory.scope_id is None:
+            return self.scopes.root(memory.tenant).scope_id == scope_id
+        return scope_id in {s.scope_id for s in self.scopes.chain_of(memory.tenant, memory.scope_id).chain}
+
+    def _item(
+        self, memory: Memory, kind: str, author: str, submitted: Any, now: Any, diff: dict[str, Any]
+    ) -> dict[str, Any]:
+        target = (
+            tag_label(memory)
+            if memory.kind == "tagged"
+            else self.scopes.chain_of(memory.tenant, memory.scope_id or "").path
+        )
+        return {
+            "memory_id": memory.memory_id,
+            "kind": kind,
+            "key": memory.key,
+            "target": target,
+            "author": author,
+            "submitted_at": submitted,
+            "age_seconds": int((now - submitted).total_seconds()),
+            "published_version": memory.version if memory.status == "published" else None,
+            "diff": diff,
+        }
+
+
+def _plain_value(value: Any) -> Any:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def _plain(changes: dict[str, Any]) -> dict[str, Any]:
+    return {k: _plain_value(v) for k, v in changes.items()}
+
+
+def _typed(changes: dict[str, Any]) -> dict[str, Any]:
+    """Stored revision changes are JSON; let the Memory model parse datetimes back."""
+    return Memory.model_validate({**_SAMPLE, **changes}).model_dump(include=set(changes))
+
+
+def _field(memory: Memory, name: str) -> Any:
+    return _plain_value(getattr(memory, name))
+
+
+_SAMPLE: dict[str, Any] = {
+    "tenant": "t",
+    "memory_id": "m",
+    "kind": "scoped",
+    "key": "k",
+    "body": "b",
+    "status": "pending",
+    "author": "a",
+    "created_at": "2000-01-01T00:00:00Z",
+    "updated_at": "2000-01-01T00:00:00Z",
+}

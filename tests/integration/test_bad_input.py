@@ -1,0 +1,321 @@
+"""Bad input through the local server: always a 4xx with the error shape, never a 500, never a
+partial write."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from mneme.http import schemas
+from mneme.models import Role
+from mneme.routes import ROUTES, Route
+
+from .helpers import Api, assert_error, fill, new_key, snapshot
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
+
+KIB = 1024
+
+
+@dataclass
+class Seeded:
+    api: Api
+    memory_id: str
+    key_id: str
+
+    def path(self, template: str) -> str:
+        return template.replace("{memory_id}", self.memory_id).replace("{key_id}", self.key_id)
+
+
+@pytest.fixture
+def seeded(server: str) -> Seeded:
+    """A tenant with layers, two client trees, scoped and tagged memories and a second key."""
+    api = Api(server, new_key("acme", "alice", Role.admin))
+    api.ok("PUT", "/v1/layers", {"layers": {"1": "clients", "2": "services"}})
+    api.ok("POST", "/v1/scopes", {"path": "root.pennine-joinery.vat", "parents": True}, status=201)
+    api.ok("POST", "/v1/scopes", {"path": "root.acme.vat", "parents": True}, status=201)
+    memory = api.create_memory("vat-policy", "Flat-rate scheme.", scope="root.pennine-joinery.vat")
+    api.create_memory("flat-rate-rule", "Check every April.", tag="services=vat")
+    key_id = api.ok("POST", "/v1/keys", {"principal": "bot", "roles": ["reader"]}, status=201)["key_id"]
+    return Seeded(api, memory["memory_id"], key_id)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One refused request: method, path template, JSON body (or raw text), expected status and code."""
+
+    id: str
+    method: str
+    path: str
+    body: Any = None
+    status: int = 400
+    code: str | None = None
+    raw: str | bytes | None = None
+
+
+def memory(**fields: Any) -> dict[str, Any]:
+    return {"scope": "root.pennine-joinery.vat", "key": "new-note", "body": "Text.", **fields}
+
+
+def tagged(tag: str) -> dict[str, Any]:
+    return {"tag": tag, "key": "new-note", "body": "Text."}
+
+
+INVALID = "invalid_input"  # the schema refused it
+DEPTH_9 = "root." + ".".join("abcdefghi")
+CASES = [
+    # malformed JSON
+    Case("json-garbage", "POST", "/v1/retrieve", raw="{not json", code=INVALID),
+    Case("json-truncated", "POST", "/v1/scopes", raw='{"path": "root.x"', code=INVALID),
+    Case("json-empty", "POST", "/v1/memories", raw="", code=INVALID),
+    Case("json-null", "PUT", "/v1/layers", raw="null", code=INVALID),
+    Case("json-array", "POST", "/v1/keys", raw="[]", code=INVALID),
+    Case("json-string", "PATCH", "/v1/memories/{memory_id}", raw='"body"', code=INVALID),
+    Case("not-utf8", "POST", "/v1/scopes", raw=b"\xff\xfe{\x00", code=INVALID),
+    # wrong types
+    Case("path-int", "POST", "/v1/retrieve", {"path": 5}, code=INVALID),
+    Case("parents-list", "POST", "/v1/scopes", {"path": "root.x", "parents": [1]}, code=INVALID),
+    Case("key-int", "POST", "/v1/memories", memory(key=7), code=INVALID),
+    Case("body-list", "POST", "/v1/memories", memory(body=["Text."]), code=INVALID),
+    Case("tags-string", "POST", "/v1/memories", memory(tags="vat"), code=INVALID),
+    Case("confidence-word", "POST", "/v1/memories", memory(confidence="high"), code=INVALID),
+    Case("valid-until-word", "POST", "/v1/memories", memory(valid_until="soon"), code=INVALID),
+    Case("layers-list", "PUT", "/v1/layers", {"layers": ["clients"]}, code=INVALID),
+    Case("layers-depth-word", "PUT", "/v1/layers", {"layers": {"one": "clients"}}, code=INVALID),
+    Case("roles-string", "POST", "/v1/keys", {"principal": "bot2", "roles": "reader"}, code=INVALID),
+    Case("new-path-null", "POST", "/v1/scopes/rename", {"path": "root.acme", "new_path": None}, code=INVALID),
+    Case("version-word", "PATCH", "/v1/memories/{memory_id}", {"body": "x", "version": "one"}, code=INVALID),
+    Case("version-zero", "PATCH", "/v1/memories/{memory_id}", {"body": "x", "version": 0}, code=INVALID),
+    # bad paths, on every route that takes one
+    Case("uppercase", "POST", "/v1/retrieve", {"path": "root.Pennine-joinery"}, code="invalid_path"),
+    Case("empty-segment", "POST", "/v1/scopes", {"path": "root..vat", "parents": True}, code="invalid_path"),
+    Case("trailing-dot", "POST", "/v1/scopes", {"path": "root.acme.", "parents": True}, code="invalid_path"),
+    Case("depth-9", "POST", "/v1/scopes", {"path": DEPTH_9, "parents": True}, code="invalid_path"),
+    Case("segment-64", "POST", "/v1/scopes", {"path": "root." + "a" * 64}, code="invalid_path"),
+    Case("not-root", "POST", "/v1/scopes", {"path": "acme.vat", "parents": True}, code="invalid_path"),
+    Case("root-uppercase", "POST", "/v1/retrieve", {"path": "Root.acme"}, code="invalid_path"),
+    Case("leading-hyphen", "POST", "/v1/scopes", {"path": "root.-acme"}, code="invalid_path"),
+    Case("space", "POST", "/v1/scopes", {"path": "root.acme vat", "parents": True}, code="invalid_path"),
+    Case("slash", "POST", "/v1/scopes", {"path": "root/acme", "parents": True}, code="invalid_path"),
+    Case("path-600+", "POST", "/v1/retrieve", {"path": "root." + "a" * 600}, code=INVALID),
+    Case("memory-scope", "POST", "/v1/memories", memory(scope="root.Acme"), code="invalid_path"),
+    Case(
+        "rename-to-bad",
+        "POST",
+        "/v1/scopes/rename",
+        {"path": "root.acme", "new_path": "root.AC"},
+        code="invalid_path",
+    ),
+    Case(
+        "rename-move",
+        "POST",
+        "/v1/scopes/rename",
+        {"path": "root.acme.vat", "new_path": "root.vat"},
+        code="invalid_rename",
+    ),
+    Case(
+        "rename-root",
+        "POST",
+        "/v1/scopes/rename",
+        {"path": "root", "new_path": "root.x"},
+        code="invalid_rename",
+    ),
+    Case("list-bad-path", "GET", "/v1/scopes?path=root.Acme", code="invalid_path"),
+    Case("list-empty-path", "GET", "/v1/scopes?path=", code="invalid_path"),
+    Case("list-long-path", "GET", "/v1/scopes?path=root." + "a" * 700, code=INVALID),
+    Case("retrieve-unknown", "POST", "/v1/retrieve", {"path": "root.acme.payroll"}, 404, "scope_not_found"),
+    Case("parent-missing", "POST", "/v1/scopes", {"path": "root.new.vat"}, 404, "scope_not_found"),
+    Case("scope-exists", "POST", "/v1/scopes", {"path": "root.acme.vat", "parents": True}, 409, "scope_exists"),
+    Case("root-exists", "POST", "/v1/scopes", {"path": "root"}, 409, "scope_exists"),
+    Case(
+        "rename-onto",
+        "POST",
+        "/v1/scopes/rename",
+        {"path": "root.acme", "new_path": "root.pennine-joinery"},
+        409,
+        "scope_exists",
+    ),
+    # oversize
+    Case("body-64k+-memory", "POST", "/v1/memories", memory(body="x" * 65 * KIB), 413, "payload_too_large"),
+    Case(
+        "body-64k+-scope",
+        "POST",
+        "/v1/scopes",
+        {"path": "root.x", "pad": "x" * 65 * KIB},
+        413,
+        "payload_too_large",
+    ),
+    Case(
+        "body-64k+-layers",
+        "PUT",
+        "/v1/layers",
+        raw="x" * (64 * KIB + 1),
+        status=413,
+        code="payload_too_large",
+    ),
+    Case("memory-16k+", "POST", "/v1/memories", memory(body="x" * (16 * KIB + 1))),
+    Case("memory-16k+-bytes", "POST", "/v1/memories", memory(body="€" * 6000), code="body_too_large"),
+    Case("edit-16k+", "PATCH", "/v1/memories/{memory_id}", {"body": "x" * (16 * KIB + 1)}),
+    # unknown fields
+    Case("retrieve-extra", "POST", "/v1/retrieve", {"path": "root", "depth": 1}, code=INVALID),
+    Case("memory-status", "POST", "/v1/memories", memory(status="published"), code=INVALID),
+    Case("memory-author", "POST", "/v1/memories", memory(author="someone-else"), code=INVALID),
+    Case("edit-key", "PATCH", "/v1/memories/{memory_id}", {"key": "renamed"}, code=INVALID),
+    Case("edit-status", "PATCH", "/v1/memories/{memory_id}", {"status": "archived"}, code=INVALID),
+    Case(
+        "key-extra",
+        "POST",
+        "/v1/keys",
+        {"principal": "bot2", "roles": ["reader"], "key_id": "x"},
+        code=INVALID,
+    ),
+    Case("archive-body", "POST", "/v1/memories/{memory_id}/archive", {"force": True}, code=INVALID),
+    Case("revoke-body", "POST", "/v1/keys/{key_id}/revoke", {"reason": "x"}, code=INVALID),
+    # bad memory keys
+    Case("key-uppercase", "POST", "/v1/memories", memory(key="New-Note"), code="invalid_key"),
+    Case("key-space", "POST", "/v1/memories", memory(key="new note"), code="invalid_key"),
+    Case("key-leading-dot", "POST", "/v1/memories", memory(key=".hidden"), code="invalid_key"),
+    Case("key-empty", "POST", "/v1/memories", memory(key=""), code=INVALID),
+    Case("key-129", "POST", "/v1/memories", memory(key="k" * 129), code=INVALID),
+    Case("key-unicode", "POST", "/v1/memories", memory(key="clé"), code="invalid_key"),
+    Case("depends-on-bad", "POST", "/v1/memories", memory(depends_on=["Bad Key"]), code="invalid_key"),
+    Case("key-exists", "POST", "/v1/memories", memory(key="vat-policy"), 409, "memory_exists"),
+    # bad API key requests
+    Case(
+        "principal-space",
+        "POST",
+        "/v1/keys",
+        {"principal": "a bot", "roles": ["reader"]},
+        code="invalid_principal",
+    ),
+    Case("principal-empty", "POST", "/v1/keys", {"principal": "", "roles": ["reader"]}, code=INVALID),
+    Case("roles-empty", "POST", "/v1/keys", {"principal": "bot2", "roles": []}, code=INVALID),
+    Case("roles-unknown", "POST", "/v1/keys", {"principal": "bot2", "roles": ["root"]}, code=INVALID),
+    Case("revoke-unknown", "POST", "/v1/keys/0000000000000000/revoke", status=404, code="key_not_found"),
+    # bad tags and targets
+    Case("tag-no-value", "POST", "/v1/memories", tagged("services"), code="invalid_tag"),
+    Case("tag-no-layer", "POST", "/v1/memories", tagged("=vat")),
+    Case("tag-uppercase-layer", "POST", "/v1/memories", tagged("Services=vat")),
+    Case("tag-uppercase-value", "POST", "/v1/memories", tagged("services=VAT")),
+    Case("tag-empty-value", "POST", "/v1/memories", tagged("services=")),
+    Case("tag-two-equals", "POST", "/v1/memories", tagged("services=vat=x")),
+    Case("tag-unknown-layer", "POST", "/v1/memories", tagged("regions=north"), code="unknown_layer"),
+    Case("scope-and-tag", "POST", "/v1/memories", memory(tag="services=vat"), code="invalid_target"),
+    Case("no-target", "POST", "/v1/memories", {"key": "new-note", "body": "Text."}, code="invalid_target"),
+    Case("blank-body", "POST", "/v1/memories", memory(body="  \n "), code="invalid_body"),
+    # limits
+    Case("tags-33", "POST", "/v1/memories", memory(tags=[f"t{i}" for i in range(33)]), code=INVALID),
+    Case("summary-1025", "POST", "/v1/memories", memory(summary="s" * 1025), code=INVALID),
+    Case("confidence-above-1", "POST", "/v1/memories", memory(confidence=1.5), code=INVALID),
+    Case("confidence-below-0", "POST", "/v1/memories", memory(confidence=-0.1), code=INVALID),
+    Case("layers-9", "PUT", "/v1/layers", {"layers": {str(d): f"l{d}" for d in range(1, 10)}}, code=INVALID),
+    Case("layer-depth-0", "PUT", "/v1/layers", {"layers": {"0": "clients"}}, code="invalid_layers"),
+    Case("layer-depth-9", "PUT", "/v1/layers", {"layers": {"9": "deep"}}, code="invalid_layers"),
+    Case("layer-name-bad", "PUT", "/v1/layers", {"layers": {"1": "Clients", "2": "services"}}),
+    Case(
+        "layer-names-twice",
+        "PUT",
+        "/v1/layers",
+        {"layers": {"1": "same", "2": "same"}},
+        code="invalid_layers",
+    ),
+    Case("roles-5", "POST", "/v1/keys", {"principal": "bot2", "roles": ["reader"] * 5}, code=INVALID),
+    # times without a zone cannot be compared with the clock (this used to break retrieve with a 500)
+    Case("valid-until-naive", "POST", "/v1/memories", memory(valid_until="2030-01-01T00:00:00"), code=INVALID),
+    Case(
+        "review-due-naive",
+        "PATCH",
+        "/v1/memories/{memory_id}",
+        {"review_due": "2030-01-01T00:00"},
+        code=INVALID,
+    ),
+    # null for a field a memory cannot lack (this used to be a 500)
+    Case("edit-body-null", "PATCH", "/v1/memories/{memory_id}", {"body": None}, code="invalid_fields"),
+    Case("edit-tags-null", "PATCH", "/v1/memories/{memory_id}", {"tags": None}, code="invalid_fields"),
+    Case("edit-unknown-memory", "PATCH", "/v1/memories/nope", {"body": "x"}, 404, "memory_not_found"),
+    # wrong route or method
+    Case("no-route", "POST", "/v1/nothing", {"path": "root"}, 404, "route_not_found"),
+    Case("wrong-method", "DELETE", "/v1/scopes", status=405, code="method_not_allowed"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+def test_bad_input_is_refused_cleanly_and_writes_nothing(seeded: Seeded, case: Case) -> None:
+    # Given a populated tenant
+    before = snapshot(seeded.api)
+    # When the request is sent
+    response = seeded.api.call(case.method, seeded.path(case.path), case.body, raw=case.raw)
+    # Then it is refused with the documented error shape
+    assert_error(response, case.status, case.code)
+    # and the store is exactly as it was
+    assert snapshot(seeded.api) == before
+
+
+def test_the_limits_themselves_are_accepted(seeded: Seeded) -> None:
+    # The boundaries of the refused cases above are valid: depth 8, a 63-character segment,
+    # a 16 KiB memory body, 8 layers and a layer-wide tag
+    api = seeded.api
+    api.ok("POST", "/v1/scopes", {"path": "root." + ".".join("abcdefgh"), "parents": True}, status=201)
+    api.ok("POST", "/v1/scopes", {"path": "root." + "a" * 63}, status=201)
+    api.create_memory("big", "x" * 16 * KIB, scope="root")
+    api.ok("PUT", "/v1/layers", {"layers": {str(d): f"l{d}" for d in range(1, 9)}})
+    api.create_memory("everywhere", "Text.", tag="l8=*", valid_until="2030-01-01T00:00:00Z")
+    assert "key: everywhere" in api.retrieve("root." + ".".join("abcdefgh")).text
+
+
+# -- property: nothing a client sends produces a 5xx ----------------------------------------
+
+# Field names the API knows: every request model's, the §7 names of remember/recall/consolidate, and `tenant`.
+DESIGN_FIELDS = {"content", "occurred_at", "session_id", "tier", "metadata", "idempotency_key", "create_scope",
+                 "format", "items", "query", "limit", "kinds", "tiers", "since", "until", "scoring", "disclosure",
+                 "explain", "ids", "scopes"}  # fmt: skip
+MODELS = [value for value in vars(schemas).values() if isinstance(value, type) and issubclass(value, BaseModel)]
+FIELDS = sorted({name for model in MODELS for name in model.model_fields} | DESIGN_FIELDS | {"tenant"})
+PLAUSIBLE = st.sampled_from(
+    [
+        "root",
+        "root.acme.vat",
+        "root.pennine-joinery",
+        "services=vat",
+        "clients=*",
+        "k",
+        "",
+        "reader",
+        "2030-01-01T00:00:00",
+        "2030-01-01T00:00:00Z",
+        "\ud800",
+    ]
+)
+LEAVES = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=30) | PLAUSIBLE
+JSON = st.recursive(
+    LEAVES,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10) | PLAUSIBLE, inner, max_size=4),
+    max_leaves=10,
+)
+SHAPED = st.dictionaries(st.sampled_from(FIELDS), JSON | PLAUSIBLE, max_size=6)
+RAW = st.text(max_size=80) | st.binary(max_size=80)
+
+
+def _body(value: Any) -> str:
+    return json.dumps(value)  # NaN and Infinity included: Python clients do send them
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    route=st.sampled_from(ROUTES),
+    param=st.sampled_from(["{real}", "nope", "..", "%00", "a" * 300]),
+    payload=st.one_of(SHAPED.map(_body), JSON.map(_body), RAW),
+)
+def test_random_bodies_on_every_route_never_yield_a_5xx(seeded: Seeded, route: Route, param: str, payload: Any) -> None:
+    memory_id = seeded.memory_id if param == "{real}" else param
+    key_id = seeded.key_id if param == "{real}" else param
+    response = seeded.api.call(route.method, fill(route, memory_id=memory_id, key_id=key_id), raw=payload)
+    assert response.status_code < 500, response.text
+    if response.status_code >= 400:
+        assert_error(response, response.status_code)
