@@ -2,7 +2,7 @@
 
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from mneme import bootstrap
 from mneme.http.api import build_resolver, caller
@@ -16,6 +16,13 @@ app = build_resolver()
 def recall(request: Annotated[RecallRequest, Body()]) -> dict[str, Any]:
     response = bootstrap.current().recall.recall(caller(app), request)
     return response.model_dump(mode="json", exclude_none=True)
+
+
+@app.get("/v1/changes")
+def changes(
+    cursor: Annotated[str | None, Query(max_length=512)] = None, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+) -> dict[str, Any]:
+    return bootstrap.current().feed.changes(caller(app), cursor, limit)
 
 
 handler = lambda_handler(app)

@@ -20,6 +20,7 @@ from mneme import bootstrap
 from mneme.adapters.sqlite_index import SqliteSearchIndex
 from mneme.adapters.sqlite_store import SqliteRecordStore
 from mneme.models import Principal, Role
+from mneme.settings import Settings
 from tests.support.embedding import HashEmbedder
 
 EVENTS = Path(__file__).resolve().parent.parent / "events"
@@ -55,6 +56,7 @@ def clock() -> FixedClock:
 def services(tmp_path: Path, clock: FixedClock) -> bootstrap.Services:
     """The real services on SQLite and the embedded index, with the test-only hashing embedder."""
     return bootstrap.build(
+        Settings(home=tmp_path),
         store=SqliteRecordStore(tmp_path / "mneme.db"),
         clock=clock,
         embedder=HashEmbedder(),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -10,6 +11,7 @@ from mneme.consolidation.reasoning import ExtractiveReasoner, Reasoner
 from mneme.consolidation.service import ConsolidationService, Orchestrator
 from mneme.consolidation.stages import Deps
 from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
+from mneme.services.feed import FeedService
 from mneme.services.indexing import Indexer
 from mneme.services.keys import KeyService
 from mneme.services.memories import MemoryService
@@ -49,6 +51,7 @@ class Services:
     recall: RecallService
     consolidation: ConsolidationService
     review: ReviewService
+    feed: FeedService
 
 
 def build_store(settings: Settings) -> RecordStore:
@@ -145,7 +148,22 @@ def build(
         recall=RecallService(store, clock, scopes, embedder, index, fresh_window=fresh_window(settings)),
         consolidation=consolidation,
         review=ReviewService(store, clock, memories, scopes),
+        feed=FeedService(store, cursor_secret(settings)),
     )
+
+
+def cursor_secret(settings: Settings) -> bytes:
+    """The configured secret; on the embedded engine, one generated once into MNEME_HOME."""
+    if settings.cursor_secret is not None:
+        return settings.cursor_secret.get_secret_value().encode()
+    if isinstance(settings.store, DynamoStore):
+        raise RuntimeError("MNEME_CURSOR_SECRET must be set when the store is DynamoDB (cursors cross instances)")
+    path = settings.home / "cursor.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_hex(32))
+        path.chmod(0o600)
+    return path.read_text().strip().encode()
 
 
 def fresh_window(settings: Settings) -> float:

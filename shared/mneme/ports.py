@@ -189,6 +189,15 @@ class RecordStore(Protocol):
         """Oldest first."""
         ...
 
+    # -- change feed ----------------------------------------------------------------------
+    def list_changes(self, tenant: str, after: tuple[str, str] | None, limit: int) -> list[tuple[str, str, str]]:
+        """(position, kind, id) of changed records strictly after `after` = (position, id), in (position, id)
+        order. Each record sits once, at its latest change (kind: scope | memory | episode | fact).
+        Positions are UTC timestamp text that never go backwards in commit order as seen by a reader: a
+        reader paging from any cursor sees every change exactly once. Adapters without serialised
+        writes hide changes younger than a settle horizon to keep that promise."""
+        ...
+
     # -- API keys (looked up before the tenant is known, so keyed by hash) ------------------
     def put_api_key(self, key: ApiKey) -> None: ...
 

@@ -31,6 +31,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/retrieve", "retrieve", R),
     Route("POST", "/v1/remember", "remember", W),
     Route("POST", "/v1/recall", "recall", R),
+    Route("GET", "/v1/changes", "recall", R),
     Route("POST", "/v1/consolidate", "consolidate", W),
     Route("GET", "/v1/consolidations/{run_id}", "consolidate", R),
     Route("GET", "/v1/scopes", "curate", R),

@@ -6,7 +6,7 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mneme.consolidation.stages import ConsolidationSettings
@@ -78,6 +78,7 @@ class Settings(BaseSettings):
     ] = ExtractiveReasonerSettings()
     consolidation: ConsolidationSettings = ConsolidationSettings()
     state_machine_arn: str | None = None  # set in AWS: consolidation runs on Step Functions
+    cursor_secret: SecretStr | None = None  # signs change-feed cursors; locally kept in <home>/cursor.key
 
     @property
     def sqlite_path(self) -> Path:

@@ -128,6 +128,8 @@ class SqliteConsolidationStore(SqliteBase):
                 "INSERT INTO contradictions VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
                 [(c.tenant, c.contradiction_id, c.scope_id, c.model_dump_json()) for c in contradictions],
             )
+            for tenant in sorted({f.tenant for f in facts}):
+                self._feed(conn, tenant, "fact", [f.fact_id for f in facts if f.tenant == tenant])
 
     def get_facts(self, tenant: str, fact_ids: Sequence[str]) -> dict[str, Fact]:
         found: dict[str, Fact] = {}

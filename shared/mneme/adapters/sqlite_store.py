@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 
-from mneme.adapters.sqlite_base import utc_text
+from mneme.adapters.sqlite_base import FEED_SCHEMA, utc_text
 from mneme.adapters.sqlite_consolidation import CONSOLIDATION_SCHEMA, SqliteConsolidationStore
 from mneme.adapters.sqlite_review import REVIEW_SCHEMA, SqliteReviewStore
 from mneme.errors import Conflict
@@ -51,7 +51,7 @@ ROOT_PARENT = ""  # the slot table's parent for a tenant's root scope
 
 
 class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
-    schema = SCHEMA + CONSOLIDATION_SCHEMA + REVIEW_SCHEMA
+    schema = SCHEMA + CONSOLIDATION_SCHEMA + REVIEW_SCHEMA + FEED_SCHEMA
 
     # -- scopes ---------------------------------------------------------------------------
     def get_scope(self, tenant: str, scope_id: str) -> Scope | None:
@@ -96,6 +96,7 @@ class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
                 "INSERT INTO scopes VALUES (?,?,?,?,?)",
                 (scope.tenant, scope.scope_id, scope.parent_id, scope.segment, scope.model_dump_json()),
             )
+            self._feed(conn, scope.tenant, "scope", [scope.scope_id])
 
     def rename_scope(self, tenant: str, scope_id: str, new_segment: str, now: datetime) -> Scope:
         with self._tx() as conn:
@@ -124,6 +125,7 @@ class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
                 "UPDATE scopes SET segment=?, doc=? WHERE tenant=? AND scope_id=?",
                 (new_segment, renamed.model_dump_json(), tenant, scope_id),
             )
+            self._feed(conn, tenant, "scope", [scope_id])
         return renamed
 
     def get_layers(self, tenant: str) -> dict[int, str]:
@@ -157,6 +159,7 @@ class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
                     "uniq, doc) VALUES (?,?,?,?,?,?,?,?,?,?)",
                     (memory.tenant, memory.memory_id, *self._memory_row(memory)),
                 )
+                self._feed(conn, memory.tenant, "memory", [memory.memory_id])
         except sqlite3.IntegrityError as e:
             raise Conflict(
                 f"a memory with key {memory.key!r} already exists there", code="memory_exists"
@@ -176,6 +179,7 @@ class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
                         f"memory {memory.memory_id} changed since version {expected_version}",
                         code="version_conflict",
                     )
+                self._feed(conn, memory.tenant, "memory", [memory.memory_id])
         except sqlite3.IntegrityError as e:
             raise Conflict(
                 f"a memory with key {memory.key!r} already exists there", code="memory_exists"
@@ -238,6 +242,7 @@ class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
                     ),
                 )
                 stored.append(episode)
+                self._feed(conn, episode.tenant, "episode", [episode.episode_id])
         return stored
 
     def get_episodes(self, tenant: str, episode_ids: Sequence[str]) -> dict[str, Episode]:

@@ -1,0 +1,79 @@
+"""The change feed: records changed after an opaque, signed cursor, in a total (position, id) order."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from mneme.errors import InvalidInput
+from mneme.models import Principal
+from mneme.ports import RecordStore
+
+MAX_LIMIT = 1000
+
+
+@dataclass
+class FeedService:
+    store: RecordStore
+    secret: bytes
+
+    def changes(self, caller: Principal, cursor: str | None, limit: int = 100) -> dict[str, Any]:
+        if not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}", code="invalid_limit")
+        after = self._decode(caller.tenant, cursor) if cursor else None
+        rows = self.store.list_changes(caller.tenant, after, limit + 1)
+        page, has_more = rows[:limit], len(rows) > limit
+        records = self._records(caller, page)
+        changes = [
+            {"position": ts, "kind": kind, "id": record_id, "record": records.get((kind, record_id))}
+            for ts, kind, record_id in page
+        ]
+        last = (page[-1][0], page[-1][2]) if page else after
+        return {
+            "changes": changes,
+            "next_cursor": self._encode(caller.tenant, last) if last else cursor,
+            "has_more": has_more,
+        }
+
+    def _records(self, caller: Principal, page: list[tuple[str, str, str]]) -> dict[tuple[str, str], Any]:
+        ids: dict[str, list[str]] = {}
+        for _, kind, record_id in page:
+            ids.setdefault(kind, []).append(record_id)
+        out: dict[tuple[str, str], Any] = {}
+        tenant = caller.tenant
+        for episode in self.store.get_episodes(tenant, ids.get("episode", [])).values():
+            out["episode", episode.episode_id] = episode.model_dump(mode="json", exclude={"tenant", "vector"})
+        for fact in self.store.get_facts(tenant, ids.get("fact", [])).values():
+            out["fact", fact.fact_id] = fact.model_dump(mode="json", exclude={"tenant", "vector"})
+        for memory_id in ids.get("memory", []):
+            memory = self.store.get_memory(tenant, memory_id)
+            if memory is not None and (memory.status != "pending" or memory.author == caller.principal):
+                out["memory", memory_id] = memory.model_dump(mode="json", exclude={"tenant"})
+        for scope_id in ids.get("scope", []):
+            scope = self.store.get_scope(tenant, scope_id)
+            if scope is not None:
+                out["scope", scope_id] = scope.model_dump(mode="json", exclude={"tenant"})
+        return out
+
+    # -- cursors: base64url(JSON) + "." + HMAC-SHA256 over it and the tenant ---------------------
+    def _sign(self, tenant: str, payload: bytes) -> str:
+        digest = hmac.new(self.secret, tenant.encode() + b"\x00" + payload, hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest[:18]).decode().rstrip("=")
+
+    def _encode(self, tenant: str, position: tuple[str, str]) -> str:
+        payload = base64.urlsafe_b64encode(json.dumps(list(position)).encode()).decode().rstrip("=")
+        return f"{payload}.{self._sign(tenant, payload.encode())}"
+
+    def _decode(self, tenant: str, cursor: str) -> tuple[str, str]:
+        payload, _, signature = cursor.partition(".")
+        if not signature or not hmac.compare_digest(signature, self._sign(tenant, payload.encode())):
+            raise InvalidInput("invalid cursor: it was altered or belongs to another tenant", code="invalid_cursor")
+        try:
+            ts, record_id = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        except (ValueError, TypeError) as e:
+            raise InvalidInput("invalid cursor", code="invalid_cursor") from e
+        return str(ts), str(record_id)
