@@ -52,6 +52,14 @@ def create_scope(request: Annotated[CreateScopeRequest, Body()]) -> Response[Any
     return json_response(201, _scope_view(created.path, created.scope.scope_id, created.scope.depth))
 
 
+@app.delete("/v1/scopes")
+def erase_scope(
+    path: Annotated[str, Query(min_length=4, max_length=600)], dry_run: Annotated[bool, Query()] = True
+) -> dict[str, Any]:
+    """Right to erasure: a dry run (the default) counts; `dry_run=false` deletes the subtree for good."""
+    return bootstrap.current().portability.erase(caller(app).tenant, path, dry_run=dry_run)
+
+
 @app.post("/v1/scopes/rename")
 def rename_scope(request: Annotated[RenameScopeRequest, Body()]) -> dict[str, Any]:
     renamed, old_path = bootstrap.current().scopes.rename(caller(app).tenant, request.path, request.new_path)

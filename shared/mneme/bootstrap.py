@@ -15,6 +15,7 @@ from mneme.services.feed import FeedService
 from mneme.services.indexing import Indexer
 from mneme.services.keys import KeyService
 from mneme.services.memories import MemoryService
+from mneme.services.portability import PortabilityService
 from mneme.services.recall import RecallService
 from mneme.services.remember import RememberService
 from mneme.services.retrieval import RetrievalService
@@ -52,6 +53,7 @@ class Services:
     consolidation: ConsolidationService
     review: ReviewService
     feed: FeedService
+    portability: PortabilityService
 
 
 def build_store(settings: Settings) -> RecordStore:
@@ -149,6 +151,7 @@ def build(
         consolidation=consolidation,
         review=ReviewService(store, clock, memories, scopes),
         feed=FeedService(store, cursor_secret(settings)),
+        portability=PortabilityService(store, clock, scopes, indexer),
     )
 
 

@@ -189,6 +189,21 @@ class RecordStore(Protocol):
         """Oldest first."""
         ...
 
+    # -- portability and erasure ------------------------------------------------------------
+    def list_aliases(self, tenant: str, parent_id: str) -> list[tuple[str, str]]:
+        """(old segment, scope_id) of the aliases left under a parent, by segment."""
+        ...
+
+    def put_alias(self, tenant: str, parent_id: str, segment: str, scope_id: str) -> bool:
+        """Add an alias unless the slot is taken (by a scope or an alias); True when written."""
+        ...
+
+    def erase_scopes(self, tenant: str, scope_ids: Sequence[str], *, dry_run: bool) -> tuple[dict[str, int], list[str]]:
+        """Delete for good the scopes and every memory (with revisions and history), episode, fact,
+        checkpoint, alias and feed entry attached to them; a dry run only counts. Returns the counts and
+        the erased record ids."""
+        ...
+
     # -- change feed ----------------------------------------------------------------------
     def list_changes(self, tenant: str, after: tuple[str, str] | None, limit: int) -> list[tuple[str, str, str]]:
         """(position, kind, id) of changed records strictly after `after` = (position, id), in (position, id)
@@ -242,9 +257,7 @@ class SearchIndex(Protocol):
         """BM25 over `text`; scores are positive, larger is better."""
         ...
 
-    def search_vector(
-        self, flt: SearchFilter, vector: NDArray[np.float32], model_id: str, k: int
-    ) -> list[Hit]:
+    def search_vector(self, flt: SearchFilter, vector: NDArray[np.float32], model_id: str, k: int) -> list[Hit]:
         """Cosine similarity in [-1, 1] against documents embedded by `model_id` only."""
         ...
 

@@ -37,6 +37,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/scopes", "curate", R),
     Route("POST", "/v1/scopes", "curate", ADMIN),
     Route("POST", "/v1/scopes/rename", "curate", ADMIN),
+    Route("DELETE", "/v1/scopes", "curate", ADMIN),
     Route("GET", "/v1/layers", "curate", R),
     Route("PUT", "/v1/layers", "curate", ADMIN),
     Route("POST", "/v1/memories", "curate", W),

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from mneme.adapters.sqlite_base import FEED_SCHEMA, utc_text
 from mneme.adapters.sqlite_consolidation import CONSOLIDATION_SCHEMA, SqliteConsolidationStore
+from mneme.adapters.sqlite_portability import SqlitePortabilityStore
 from mneme.adapters.sqlite_review import REVIEW_SCHEMA, SqliteReviewStore
 from mneme.errors import Conflict
 from mneme.models import ApiKey, Episode, Memory, Scope
@@ -50,7 +51,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS api_keys_tenant ON api_keys (tenant, key_id);
 ROOT_PARENT = ""  # the slot table's parent for a tenant's root scope
 
 
-class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
+class SqliteRecordStore(SqlitePortabilityStore, SqliteReviewStore, SqliteConsolidationStore):
     schema = SCHEMA + CONSOLIDATION_SCHEMA + REVIEW_SCHEMA + FEED_SCHEMA
 
     # -- scopes ---------------------------------------------------------------------------
@@ -77,9 +78,7 @@ class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
         return slot[0] if slot is not None and slot[1] else None
 
     def list_children(self, tenant: str, parent_id: str) -> list[Scope]:
-        rows = self._rows(
-            "SELECT doc FROM scopes WHERE tenant=? AND parent_id=? ORDER BY segment", tenant, parent_id
-        )
+        rows = self._rows("SELECT doc FROM scopes WHERE tenant=? AND parent_id=? ORDER BY segment", tenant, parent_id)
         return [Scope.model_validate_json(row[0]) for row in rows]
 
     def create_scope(self, scope: Scope) -> None:
@@ -89,9 +88,7 @@ class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
             if taken is not None:
                 what = "an alias of another scope" if taken[1] else "a scope"
                 raise Conflict(f"{scope.segment!r} is already {what} under this parent", code="scope_exists")
-            conn.execute(
-                "INSERT INTO slots VALUES (?,?,?,?,0)", (scope.tenant, parent, scope.segment, scope.scope_id)
-            )
+            conn.execute("INSERT INTO slots VALUES (?,?,?,?,0)", (scope.tenant, parent, scope.segment, scope.scope_id))
             conn.execute(
                 "INSERT INTO scopes VALUES (?,?,?,?,?)",
                 (scope.tenant, scope.scope_id, scope.parent_id, scope.segment, scope.model_dump_json()),
@@ -100,9 +97,7 @@ class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
 
     def rename_scope(self, tenant: str, scope_id: str, new_segment: str, now: datetime) -> Scope:
         with self._tx() as conn:
-            row = conn.execute(
-                "SELECT doc FROM scopes WHERE tenant=? AND scope_id=?", (tenant, scope_id)
-            ).fetchone()
+            row = conn.execute("SELECT doc FROM scopes WHERE tenant=? AND scope_id=?", (tenant, scope_id)).fetchone()
             if row is None:
                 raise Conflict("the scope no longer exists", code="scope_gone")
             scope = Scope.model_validate_json(row[0])
@@ -161,9 +156,7 @@ class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
                 )
                 self._feed(conn, memory.tenant, "memory", [memory.memory_id])
         except sqlite3.IntegrityError as e:
-            raise Conflict(
-                f"a memory with key {memory.key!r} already exists there", code="memory_exists"
-            ) from e
+            raise Conflict(f"a memory with key {memory.key!r} already exists there", code="memory_exists") from e
 
     def update_memory(self, memory: Memory, expected_version: int) -> None:
         try:
@@ -181,9 +174,7 @@ class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
                     )
                 self._feed(conn, memory.tenant, "memory", [memory.memory_id])
         except sqlite3.IntegrityError as e:
-            raise Conflict(
-                f"a memory with key {memory.key!r} already exists there", code="memory_exists"
-            ) from e
+            raise Conflict(f"a memory with key {memory.key!r} already exists there", code="memory_exists") from e
 
     def get_memory(self, tenant: str, memory_id: str) -> Memory | None:
         rows = self._rows("SELECT doc FROM memories WHERE tenant=? AND memory_id=?", tenant, memory_id)
@@ -191,8 +182,7 @@ class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
 
     def list_scoped_memories(self, tenant: str, scope_id: str) -> list[Memory]:
         rows = self._rows(
-            "SELECT doc FROM memories WHERE tenant=? AND scope_id=? AND status!='archived' "
-            "ORDER BY key, memory_id",
+            "SELECT doc FROM memories WHERE tenant=? AND scope_id=? AND status!='archived' ORDER BY key, memory_id",
             tenant,
             scope_id,
         )
@@ -266,9 +256,7 @@ class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
                 ).fetchone()
                 if row is None:
                     continue
-                doc = (
-                    Episode.model_validate_json(row[0]).model_copy(update={"indexed": True}).model_dump_json()
-                )
+                doc = Episode.model_validate_json(row[0]).model_copy(update={"indexed": True}).model_dump_json()
                 conn.execute(
                     "UPDATE episodes SET indexed=1, doc=? WHERE tenant=? AND episode_id=?",
                     (doc, tenant, episode_id),
@@ -276,8 +264,7 @@ class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
 
     def list_recent_episodes(self, tenant: str, since: datetime, limit: int) -> list[Episode]:
         rows = self._rows(
-            "SELECT doc FROM episodes WHERE tenant=? AND created_at>=? "
-            "ORDER BY created_at DESC, seq DESC LIMIT ?",
+            "SELECT doc FROM episodes WHERE tenant=? AND created_at>=? ORDER BY created_at DESC, seq DESC LIMIT ?",
             tenant,
             utc_text(since),
             limit,
@@ -303,9 +290,7 @@ class SqliteRecordStore(SqliteReviewStore, SqliteConsolidationStore):
             yield [Episode.model_validate_json(doc) for _, doc in rows]
 
     def list_memories(self, tenant: str) -> list[Memory]:
-        rows = self._rows(
-            "SELECT doc FROM memories WHERE tenant=? AND status!='archived' ORDER BY memory_id", tenant
-        )
+        rows = self._rows("SELECT doc FROM memories WHERE tenant=? AND status!='archived' ORDER BY memory_id", tenant)
         return [Memory.model_validate_json(row[0]) for row in rows]
 
     def get_delivered(self, tenant: str, principal: str, session_id: str) -> set[str]:

@@ -1,0 +1,172 @@
+"""Export a subtree to JSON lines, import it elsewhere idempotently, and erase a subtree for good.
+
+Export keeps record ids, so importing the same file twice changes nothing, and tagged headers in
+retrieve bundles stay byte-identical after a move to a fresh tenant. Vectors are optional: on
+import they are reused when the model matches and recomputed otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from mneme import paths
+from mneme.consolidation.models import Fact
+from mneme.errors import InvalidInput, ScopeNotFound
+from mneme.models import Episode, HistoryEntry, Memory
+from mneme.ports import Clock, RecordStore
+from mneme.services.indexing import Indexer
+from mneme.services.scopes import ScopeService
+
+FORMAT = "mneme-export/1"
+
+
+@dataclass
+class PortabilityService:
+    store: RecordStore
+    clock: Clock
+    scopes: ScopeService
+    indexer: Indexer
+
+    def export(self, tenant: str, path: str = "root", *, vectors: bool = False) -> Iterator[dict[str, Any]]:
+        tree = self.scopes.subtree(tenant, path)
+        root_path = tree[0][0]
+        by_id = {scope.scope_id: scope_path for scope_path, scope in tree}
+        yield {
+            "type": "header",
+            "format": FORMAT,
+            "root": root_path,
+            "exported_at": self.clock.now().isoformat(),
+            "model_id": self.indexer.embedder.model_id,
+        }
+        yield {"type": "layers", "layers": self.store.get_layers(tenant)}
+        for scope_path, _ in tree:
+            yield {"type": "scope", "path": scope_path}
+        for scope_path, scope in tree:
+            for segment, target in self.store.list_aliases(tenant, scope.scope_id):
+                if target in by_id:
+                    yield {"type": "alias", "path": f"{scope_path}.{segment}", "target": by_id[target]}
+        drop = {"tenant", "scope_id"} | (set() if vectors else {"vector"})
+        for memory in self.store.list_memories(tenant):
+            if memory.scope_id in by_id or (memory.scope_id is None and root_path == paths.ROOT):
+                history = [
+                    h.model_dump(mode="json", exclude={"tenant"})
+                    for h in self.store.list_history(tenant, memory.memory_id)
+                ]
+                yield {
+                    "type": "memory",
+                    "scope": by_id.get(memory.scope_id or ""),
+                    "history": history,
+                    **memory.model_dump(mode="json", exclude={"tenant", "scope_id"}),
+                }
+        for batch in self.store.iter_episodes(tenant):
+            for episode in batch:
+                if episode.scope_id in by_id:
+                    yield {
+                        "type": "episode",
+                        "scope": by_id[episode.scope_id],
+                        **episode.model_dump(mode="json", exclude=drop),
+                    }
+        for scope_path, scope in tree:
+            for fact in self.store.list_facts(tenant, scope.scope_id):
+                yield {"type": "fact", "scope": scope_path, **fact.model_dump(mode="json", exclude=drop)}
+
+    def import_(
+        self, tenant: str, lines: Iterable[dict[str, Any]], progress: Callable[[dict[str, int]], None] | None = None
+    ) -> dict[str, int]:
+        """Write what is missing; records whose id exists are left alone (a second import changes nothing)."""
+        counts = {"scopes": 0, "aliases": 0, "memories": 0, "episodes": 0, "facts": 0, "skipped": 0}
+        scope_ids: dict[str, str] = {}
+        pending_episodes: list[Episode] = []
+
+        def scope_id(path: str) -> str:
+            if path not in scope_ids:
+                try:
+                    scope_ids[path] = self.scopes.resolve(tenant, path).scope.scope_id
+                except ScopeNotFound:
+                    scope_ids[path] = self.scopes.create(tenant, path, parents=True).scope.scope_id
+                    counts["scopes"] += 1
+            return scope_ids[path]
+
+        for number, line in enumerate(lines, start=1):
+            kind = line.get("type")
+            if kind == "header":
+                if line.get("format") != FORMAT:
+                    raise InvalidInput(f"line {number}: not a {FORMAT} file", code="invalid_export")
+            elif kind == "layers":
+                if not self.store.get_layers(tenant):
+                    self.scopes.set_layers(tenant, {int(k): v for k, v in line["layers"].items()})
+            elif kind == "scope":
+                scope_id(line["path"])
+            elif kind == "alias":
+                parent_path, _, segment = line["path"].rpartition(".")
+                counts["aliases"] += self.store.put_alias(
+                    tenant, scope_id(parent_path), segment, scope_id(line["target"])
+                )
+            elif kind == "memory":
+                self._memory(tenant, line, scope_id, counts)
+            elif kind == "episode":
+                pending_episodes.append(
+                    Episode.model_validate(
+                        {**_fields(line), "tenant": tenant, "scope_id": scope_id(line["scope"]), "indexed": False}
+                    )
+                )
+                if len(pending_episodes) >= 100:
+                    self._episodes(tenant, pending_episodes, counts)
+            elif kind == "fact":
+                self._episodes(tenant, pending_episodes, counts)
+                fact = Fact.model_validate({**_fields(line), "tenant": tenant, "scope_id": scope_id(line["scope"])})
+                if self.store.get_facts(tenant, [fact.fact_id]):
+                    counts["skipped"] += 1
+                else:
+                    self.store.put_facts([fact])
+                    self.indexer.index_facts([fact])
+                    counts["facts"] += 1
+            else:
+                raise InvalidInput(f"line {number}: unknown record type {kind!r}", code="invalid_export")
+            if progress and number % 100 == 0:
+                progress(counts)
+        self._episodes(tenant, pending_episodes, counts)
+        return counts
+
+    def _memory(
+        self, tenant: str, line: dict[str, Any], scope_id: Callable[[str], str], counts: dict[str, int]
+    ) -> None:
+        fields = _fields(line, drop={"history", "scope", "target"})
+        memory = Memory.model_validate(
+            {**fields, "tenant": tenant, "scope_id": scope_id(line["scope"]) if line.get("scope") else None}
+        )
+        if self.store.get_memory(tenant, memory.memory_id) is not None:
+            counts["skipped"] += 1
+            return
+        self.store.create_memory(memory)
+        for entry in line.get("history", []):
+            self.store.add_history(HistoryEntry.model_validate({**entry, "tenant": tenant}))
+        self.indexer.on_memory_change(memory)
+        counts["memories"] += 1
+
+    def _episodes(self, tenant: str, episodes: list[Episode], counts: dict[str, int]) -> None:
+        if not episodes:
+            return
+        existing = self.store.get_episodes(tenant, [e.episode_id for e in episodes])
+        new = [e for e in episodes if e.episode_id not in existing]
+        counts["skipped"] += len(episodes) - len(new)
+        stored = self.store.put_episodes(new)
+        self.indexer.index_episodes(stored)
+        counts["episodes"] += len(new)
+        episodes.clear()
+
+    def erase(self, tenant: str, path: str, *, dry_run: bool = True) -> dict[str, Any]:
+        """Delete a subtree's scopes, memories, episodes and facts for good (right to erasure)."""
+        tree = self.scopes.subtree(tenant, path)
+        if tree[0][1].parent_id is None:
+            raise InvalidInput("root cannot be erased; erase its children", code="invalid_erase")
+        counts, ids = self.store.erase_scopes(tenant, [scope.scope_id for _, scope in tree], dry_run=dry_run)
+        if ids:
+            self.indexer.index.delete(tenant, ids)
+        return {"path": tree[0][0], "dry_run": dry_run, "counts": counts}
+
+
+def _fields(line: dict[str, Any], drop: set[str] | None = None) -> dict[str, Any]:
+    return {k: v for k, v in line.items() if k not in {"type", "scope", *(drop or set())}}
