@@ -13,14 +13,17 @@ from mneme.http.schemas import (
     CreateMemoryRequest,
     CreateScopeRequest,
     DecisionRequest,
+    DraftRequest,
     EditMemoryRequest,
     LayersRequest,
     NoBody,
+    PublishRequest,
     RejectRequest,
     RenameScopeRequest,
 )
 from mneme.models import Memory, Role
 from mneme.services.memories import tag_label
+from mneme.structure_models import Draft, Preview
 
 app = build_resolver()
 
@@ -125,6 +128,26 @@ def reviews(path: Annotated[str | None, Query(max_length=600)] = None, mine: boo
 @app.post("/v1/memories/<memory_id>/archive")
 def archive_memory(memory_id: str, _: Annotated[NoBody | None, Body()] = None) -> dict[str, Any]:
     return _memory_view(bootstrap.current().memories.archive(caller(app), memory_id))
+
+
+@app.post("/v1/structure/drafts")
+def create_draft(request: Annotated[DraftRequest, Body()]) -> Response[Any]:
+    draft, preview = bootstrap.current().structure.create(caller(app), request.operations)
+    return json_response(201, _draft_view(draft, preview))
+
+
+@app.get("/v1/structure/drafts/<draft_id>")
+def get_draft(draft_id: str) -> dict[str, Any]:
+    return _draft_view(*bootstrap.current().structure.get(caller(app), draft_id))
+
+
+@app.post("/v1/structure/drafts/<draft_id>/publish")
+def publish_draft(draft_id: str, request: Annotated[PublishRequest, Body()]) -> dict[str, Any]:
+    return _draft_view(*bootstrap.current().structure.publish(caller(app), draft_id, request.fingerprint))
+
+
+def _draft_view(draft: Draft, preview: Preview) -> dict[str, Any]:
+    return {**draft.model_dump(mode="json", exclude={"tenant"}), "preview": preview.model_dump(mode="json")}
 
 
 @app.post("/v1/keys")

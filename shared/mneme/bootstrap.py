@@ -21,6 +21,7 @@ from mneme.services.remember import RememberService
 from mneme.services.retrieval import RetrievalService
 from mneme.services.review import ReviewService
 from mneme.services.scopes import ScopeService
+from mneme.services.structure import StructureService
 from mneme.settings import (
     BedrockEmbedderSettings,
     BedrockReasonerSettings,
@@ -54,6 +55,7 @@ class Services:
     review: ReviewService
     feed: FeedService
     portability: PortabilityService
+    structure: StructureService
 
 
 def build_store(settings: Settings) -> RecordStore:
@@ -152,6 +154,7 @@ def build(
         review=ReviewService(store, clock, memories, scopes),
         feed=FeedService(store, cursor_secret(settings)),
         portability=PortabilityService(store, clock, scopes, indexer),
+        structure=StructureService(store, clock, scopes, indexer),
     )
 
 

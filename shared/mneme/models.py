@@ -123,6 +123,7 @@ class Episode(BaseModel):
     model_id: str | None = None
     vector: list[float] | None = None
     indexed: bool = False
+    archived: bool = False  # by a structure delete; kept, never recalled
 
 
 class Revision(BaseModel):

@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
 from mneme.models import ApiKey, Episode, HistoryEntry, Memory, Revision, Scope
 from mneme.search_models import Hit, IndexDocument, SearchFilter
+from mneme.structure_models import Draft, Plan
 
 
 class Clock(Protocol):
@@ -202,6 +203,17 @@ class RecordStore(Protocol):
         """Delete for good the scopes and every memory (with revisions and history), episode, fact,
         checkpoint, alias and feed entry attached to them; a dry run only counts. Returns the counts and
         the erased record ids."""
+        ...
+
+    # -- structure drafts -------------------------------------------------------------------
+    def put_draft(self, draft: Draft) -> None: ...
+
+    def get_draft(self, tenant: str, draft_id: str) -> Draft | None: ...
+
+    def apply_structure(self, tenant: str, plan: Plan, draft: Draft, now: datetime) -> None:
+        """Apply every change of the plan and store the published draft, all or nothing; a crash
+        mid-way leaves nothing applied, or (adapters that need several transactions) a journal
+        that the next call resumes to completion."""
         ...
 
     # -- change feed ----------------------------------------------------------------------

@@ -15,6 +15,7 @@ from mneme.adapters.sqlite_base import FEED_SCHEMA, utc_text
 from mneme.adapters.sqlite_consolidation import CONSOLIDATION_SCHEMA, SqliteConsolidationStore
 from mneme.adapters.sqlite_portability import SqlitePortabilityStore
 from mneme.adapters.sqlite_review import REVIEW_SCHEMA, SqliteReviewStore
+from mneme.adapters.sqlite_structure import STRUCTURE_SCHEMA, SqliteStructureStore
 from mneme.errors import Conflict
 from mneme.models import ApiKey, Episode, Memory, Scope
 
@@ -51,8 +52,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS api_keys_tenant ON api_keys (tenant, key_id);
 ROOT_PARENT = ""  # the slot table's parent for a tenant's root scope
 
 
-class SqliteRecordStore(SqlitePortabilityStore, SqliteReviewStore, SqliteConsolidationStore):
-    schema = SCHEMA + CONSOLIDATION_SCHEMA + REVIEW_SCHEMA + FEED_SCHEMA
+class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteReviewStore, SqliteConsolidationStore):
+    schema = SCHEMA + CONSOLIDATION_SCHEMA + REVIEW_SCHEMA + FEED_SCHEMA + STRUCTURE_SCHEMA
 
     # -- scopes ---------------------------------------------------------------------------
     def get_scope(self, tenant: str, scope_id: str) -> Scope | None:

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-FactStatus = Literal["active", "superseded", "expired"]
+FactStatus = Literal["active", "superseded", "expired", "archived"]
 RunStatus = Literal["running", "succeeded", "partial", "failed"]
 
 

@@ -9,6 +9,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstrai
 
 from mneme.models import Role
 from mneme.services.remember import RememberItem
+from mneme.structure_models import Operation
 
 Path_ = Annotated[str, StringConstraints(min_length=4, max_length=600)]
 Key = Annotated[str, StringConstraints(min_length=1, max_length=128)]
@@ -70,6 +71,14 @@ class DecisionRequest(Strict):
 
 class RejectRequest(DecisionRequest):
     reason: Annotated[str, StringConstraints(min_length=1, max_length=2000)]
+
+
+class DraftRequest(Strict):
+    operations: Annotated[list[Operation], Field(min_length=1, max_length=50)]
+
+
+class PublishRequest(Strict):
+    fingerprint: Annotated[str, StringConstraints(min_length=1, max_length=64)]
 
 
 class CreateKeyRequest(Strict):

@@ -162,12 +162,13 @@ class Indexer:
         self.index.clear_tenant(tenant)
         count = 0
         for batch in self.store.iter_episodes(tenant):
+            batch = [e for e in batch if not e.archived]
             self.index.upsert(self.episode_documents(batch))
             self.store.mark_indexed(tenant, [e.episode_id for e in batch if not e.indexed])
             count += len(batch)
             if progress:
                 progress(count)
-        facts = self.store.list_facts(tenant)
+        facts = [f for f in self.store.list_facts(tenant) if f.status != "archived"]
         stale = [f for f in facts if f.vector is None or f.model_id != self.embedder.model_id]
         if stale:
             vectors = self.embedder.embed([f.summary for f in stale])

@@ -214,7 +214,7 @@ class RecallService:
         query_anchors = anchor_rule.anchors(query)
         added = 0
         for episode in self.store.list_recent_episodes(flt.tenant, since, FRESH_LIMIT):
-            if episode.episode_id in candidates or not self._in_filter(flt, episode):
+            if episode.episode_id in candidates or episode.archived or not self._in_filter(flt, episode):
                 continue
             cosine = 0.0
             if vector is not None and episode.vector is not None and episode.model_id == self.embedder.model_id:

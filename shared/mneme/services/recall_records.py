@@ -56,7 +56,7 @@ def lifecycle(record: Record, now: datetime, as_of: datetime | None = None) -> t
     confidence < 0.3 ×0.9. Episodes: 1.
     """
     if isinstance(record, Episode):
-        return 1.0, None
+        return (0.0, "archived") if record.archived else (1.0, None)
     if isinstance(record, Fact):
         if as_of is not None:
             if not record.valid_at(as_of):

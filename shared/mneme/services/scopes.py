@@ -54,9 +54,9 @@ class ScopeService:
             if child is None:
                 raise ScopeNotFound(f"scope {path!r} does not exist", details={"path": path})
             chain.append(child)
-        return ResolvedScope(
-            scope=chain[-1], path=paths.join([s.segment for s in chain[1:]]), chain=chain, via_alias=via_alias
-        )
+        if via_alias:  # an alias may lead anywhere after a move or merge: rebuild the canonical chain
+            return self.chain_of(tenant, chain[-1].scope_id).model_copy(update={"via_alias": True})
+        return ResolvedScope(scope=chain[-1], path=paths.join([s.segment for s in chain[1:]]), chain=chain)
 
     def chain_of(self, tenant: str, scope_id: str) -> ResolvedScope:
         """Resolve a scope id to its canonical path by following parent links."""
