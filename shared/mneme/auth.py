@@ -34,9 +34,7 @@ def policy(principal_id: str, effect: str, method_arn: str, context: dict[str, s
         "principalId": principal_id,
         "policyDocument": {
             "Version": "2012-10-17",
-            "Statement": [
-                {"Action": "execute-api:Invoke", "Effect": effect, "Resource": _api_arn(method_arn)}
-            ],
+            "Statement": [{"Action": "execute-api:Invoke", "Effect": effect, "Resource": _api_arn(method_arn)}],
         },
         "context": context,
     }

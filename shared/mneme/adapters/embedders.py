@@ -144,9 +144,7 @@ class LocalEmbedder:
     dimension: int = MINILM_DIMENSION
     model_id: str = f"all-MiniLM-L6-v2@{MINILM_DIMENSION}"
 
-    def __init__(
-        self, *, intra_op_num_threads: int = 1, batch_size: int = 64, model_path: Path | None = None
-    ):
+    def __init__(self, *, intra_op_num_threads: int = 1, batch_size: int = 64, model_path: Path | None = None):
         if intra_op_num_threads < 1:
             raise ValueError("intra_op_num_threads must be >= 1")
         if batch_size < 1:

@@ -65,11 +65,7 @@ class SqliteConsolidationStore(SqliteBase):
 
     def get_checkpoint(self, tenant: str, scope_id: str) -> Checkpoint:
         rows = self._rows("SELECT doc FROM checkpoints WHERE tenant=? AND scope_id=?", tenant, scope_id)
-        return (
-            Checkpoint.model_validate_json(rows[0][0])
-            if rows
-            else Checkpoint(tenant=tenant, scope_id=scope_id)
-        )
+        return Checkpoint.model_validate_json(rows[0][0]) if rows else Checkpoint(tenant=tenant, scope_id=scope_id)
 
     def save_checkpoint(self, checkpoint: Checkpoint, expected_version: int) -> None:
         """Conflict unless the stored version is `expected_version` (0: none stored yet)."""
@@ -79,9 +75,7 @@ class SqliteConsolidationStore(SqliteBase):
                 (checkpoint.tenant, checkpoint.scope_id),
             ).fetchone()
             if (row[0] if row else 0) != expected_version:
-                raise Conflict(
-                    "the checkpoint moved: another run advanced this scope", code="checkpoint_moved"
-                )
+                raise Conflict("the checkpoint moved: another run advanced this scope", code="checkpoint_moved")
             conn.execute(
                 "INSERT INTO checkpoints (tenant, scope_id, version, doc) VALUES (?,?,?,?) "
                 "ON CONFLICT DO UPDATE SET version=excluded.version, doc=excluded.doc",
@@ -137,9 +131,7 @@ class SqliteConsolidationStore(SqliteBase):
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for (doc,) in self._rows(
-                f"SELECT doc FROM facts WHERE tenant=? AND fact_id IN ({marks})", tenant, *chunk
-            ):
+            for (doc,) in self._rows(f"SELECT doc FROM facts WHERE tenant=? AND fact_id IN ({marks})", tenant, *chunk):
                 fact = Fact.model_validate_json(doc)
                 found[fact.fact_id] = fact
         return found
@@ -149,15 +141,11 @@ class SqliteConsolidationStore(SqliteBase):
         if scope_id is None:
             rows = self._rows("SELECT doc FROM facts WHERE tenant=? ORDER BY fact_id", tenant)
         else:
-            rows = self._rows(
-                "SELECT doc FROM facts WHERE tenant=? AND scope_id=? ORDER BY fact_id", tenant, scope_id
-            )
+            rows = self._rows("SELECT doc FROM facts WHERE tenant=? AND scope_id=? ORDER BY fact_id", tenant, scope_id)
         return [Fact.model_validate_json(row[0]) for row in rows]
 
     def list_contradictions(self, tenant: str, scope_id: str) -> list[Contradiction]:
-        rows = self._rows(
-            "SELECT doc FROM contradictions WHERE tenant=? AND scope_id=? ORDER BY id", tenant, scope_id
-        )
+        rows = self._rows("SELECT doc FROM contradictions WHERE tenant=? AND scope_id=? ORDER BY id", tenant, scope_id)
         return [Contradiction.model_validate_json(row[0]) for row in rows]
 
     def put_run(self, run: Run) -> None:

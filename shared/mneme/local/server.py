@@ -53,9 +53,7 @@ def dispatch(method: str, raw_path: str, headers: dict[str, str], body: str | No
                 return _error(Unauthorized("missing or unknown API key: send 'Authorization: Bearer <key>'"))
             raise
         if result["policyDocument"]["Statement"][0]["Effect"] != "Allow":
-            return _error(
-                Forbidden("this API key is not allowed", code=result["context"].get("reason", "forbidden"))
-            )
+            return _error(Forbidden("this API key is not allowed", code=result["context"].get("reason", "forbidden")))
         authorizer = {**result["context"], "principalId": result["principalId"]}
     event = proxy_event(route, method, url.path, url.query, headers, body, params, authorizer)
     response: dict[str, Any] = _function(route.function)(event, LocalContext(route.function))
