@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, StringConstraints
 
 from mneme.models import Role
 from mneme.services.remember import RememberItem
@@ -26,7 +26,7 @@ class RetrieveRequest(Strict):
 
 class CreateScopeRequest(Strict):
     path: Path_
-    parents: bool = False
+    parents: StrictBool = False
 
 
 class RenameScopeRequest(Strict):

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 from aws_lambda_powertools.metrics import MetricUnit
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from mneme.errors import MnemeError
 from mneme.models import Episode, Principal
@@ -64,10 +64,10 @@ class RecallRequest(BaseModel):
     )
     scoring: Scoring = Field(default_factory=Scoring)
     disclosure: Disclosure = Field(default_factory=Disclosure)
-    explain: bool = False
+    explain: StrictBool = False
     ids: list[str] | None = Field(None, min_length=1, max_length=200)
     as_of: datetime | None = Field(None, description="facts as they were valid at this time (superseded included)")
-    delta: bool = Field(False, description="collapse bodies already delivered in session_id (no session filter)")
+    delta: StrictBool = Field(False, description="collapse bodies already delivered in session_id (no session filter)")
 
     @model_validator(mode="after")
     def _check(self) -> RecallRequest:

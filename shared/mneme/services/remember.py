@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from mneme.errors import Conflict, InvalidInput, MnemeError, PayloadTooLarge, ScopeNotFound
 from mneme.models import Episode, Principal, Tier
@@ -31,7 +31,7 @@ class RememberItem(BaseModel):
     tier: Tier = "raw"
     metadata: dict[str, Any] = Field(default_factory=dict)
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=256)
-    create_scope: bool = False
+    create_scope: StrictBool = False
     format: Literal["text", "sttp"] = "text"
 
 
