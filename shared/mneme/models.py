@@ -124,6 +124,8 @@ class Episode(BaseModel):
     vector: list[float] | None = None
     indexed: bool = False
     archived: bool = False  # by a structure delete; kept, never recalled
+    search_text: str | None = None  # what is embedded and indexed when it differs from `content` (STTP)
+    structured: dict[str, Any] | None = None  # an STTP node's AVEC, metrics, provenance, envelope, content
 
 
 class Revision(BaseModel):

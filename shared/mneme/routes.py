@@ -30,6 +30,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/health", "retrieve", None),
     Route("POST", "/v1/retrieve", "retrieve", R),
     Route("POST", "/v1/remember", "remember", W),
+    Route("POST", "/v1/sttp/validate", "remember", R),
     Route("POST", "/v1/recall", "recall", R),
     Route("GET", "/v1/changes", "recall", R),
     Route("POST", "/v1/consolidate", "consolidate", W),

@@ -23,7 +23,7 @@ from mneme.services.scopes import ScopeService
 def episode_text(episode: Episode) -> str:
     """Content plus its date in words, so 'March 2026' or '2026-03-14' in a query can match."""
     when = episode.occurred_at
-    return f"{episode.content}\n\n{when:%Y-%m-%d} {when:%A %d %B %Y}"
+    return f"{episode.search_text or episode.content}\n\n{when:%Y-%m-%d} {when:%A %d %B %Y}"
 
 
 def memory_text(memory: Memory) -> str:
@@ -56,7 +56,7 @@ class Indexer:
         stale = [e for e in episodes if e.vector is None or e.model_id != self.embedder.model_id]
         fresh: dict[str, list[float]] = {}
         if stale:
-            vectors = self.embedder.embed([e.content for e in stale])
+            vectors = self.embedder.embed([e.search_text or e.content for e in stale])
             fresh = {e.episode_id: v.tolist() for e, v in zip(stale, vectors, strict=True)}
         ancestors: dict[str, list[str]] = {}
         docs = []

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from mneme import paths
+from mneme import paths, sttp
 from mneme.consolidation.models import Fact
 from mneme.errors import InvalidInput, ScopeNotFound
 from mneme.models import Episode, HistoryEntry, Memory
@@ -71,6 +71,20 @@ class PortabilityService:
         for scope_path, scope in tree:
             for fact in self.store.list_facts(tenant, scope.scope_id):
                 yield {"type": "fact", "scope": scope_path, **fact.model_dump(mode="json", exclude=drop)}
+
+    def export_sttp(self, tenant: str, path: str = "root") -> Iterator[str]:
+        """Every episode and roll-up of a subtree as a strict-valid STTP node (raw nodes kept verbatim)."""
+        tree = self.scopes.subtree(tenant, path)
+        in_tree = {scope.scope_id for _, scope in tree}
+        for batch in self.store.iter_episodes(tenant):
+            for episode in batch:
+                if episode.scope_id in in_tree and not episode.archived:
+                    yield episode_node(episode)
+        for _, scope in tree:
+            for fact in self.store.list_facts(tenant, scope.scope_id):
+                if fact.tier != "raw" and fact.status == "active":
+                    node = sttp.episode_to_node(fact.summary, fact.tier, f"rollup-{fact.fact_id}", fact.valid_from)
+                    yield sttp.render(node)
 
     def import_(
         self, tenant: str, lines: Iterable[dict[str, Any]], progress: Callable[[dict[str, int]], None] | None = None
@@ -166,6 +180,19 @@ class PortabilityService:
         if ids:
             self.indexer.index.delete(tenant, ids)
         return {"path": tree[0][0], "dry_run": dry_run, "counts": counts}
+
+
+def episode_node(episode: Episode) -> str:
+    if episode.format == "sttp" and sttp.parse(episode.content, "strict").strict_valid:
+        return episode.content
+    node = sttp.episode_to_node(
+        episode.search_text or episode.content,
+        episode.tier,
+        episode.session_id or f"episode-{episode.episode_id}",
+        episode.occurred_at,
+        episode.structured,
+    )
+    return sttp.render(node)
 
 
 def _fields(line: dict[str, Any], drop: set[str] | None = None) -> dict[str, Any]:

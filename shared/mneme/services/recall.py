@@ -33,6 +33,7 @@ class Scoring(BaseModel):
     alpha: float = Field(0.7, ge=0, le=1, description="vector weight")
     beta: float = Field(0.3, ge=0, le=1, description="lexical (BM25) weight")
     fallback: Literal["never", "on_empty", "always"] = "on_empty"
+    resonance: float = Field(0.0, ge=0, le=1, description="weight of AVEC resonance (needs `avec`)")
     strictness: Literal["precision", "balanced", "recall"] = "balanced"
 
     @model_validator(mode="after")
@@ -40,6 +41,25 @@ class Scoring(BaseModel):
         if self.alpha == 0 and self.beta == 0:
             raise ValueError("alpha and beta cannot both be 0")
         return self
+
+
+class Avec(BaseModel):
+    """An attractor state (Locus): each dimension in [0, 1]."""
+
+    model_config = ConfigDict(extra="forbid")
+    stability: float = Field(ge=0, le=1)
+    friction: float = Field(ge=0, le=1)
+    logic: float = Field(ge=0, le=1)
+    autonomy: float = Field(ge=0, le=1)
+
+    def resonance(self, other: dict[str, Any] | None) -> float | None:
+        """1 − mean absolute difference over the four dimensions; None when `other` has no AVEC."""
+        if not other or any(not isinstance(other.get(k), int | float) for k in AVEC_DIMENSIONS):
+            return None
+        return 1 - sum(abs(getattr(self, k) - float(other[k])) for k in AVEC_DIMENSIONS) / 4
+
+
+AVEC_DIMENSIONS = ("stability", "friction", "logic", "autonomy")
 
 
 class Disclosure(BaseModel):
@@ -66,6 +86,7 @@ class RecallRequest(BaseModel):
     disclosure: Disclosure = Field(default_factory=Disclosure)
     explain: StrictBool = False
     ids: list[str] | None = Field(None, min_length=1, max_length=200)
+    avec: Avec | None = Field(None, description="the agent's state, for resonance with STTP episodes")
     as_of: datetime | None = Field(None, description="facts as they were valid at this time (superseded included)")
     delta: StrictBool = Field(False, description="collapse bodies already delivered in session_id (no session filter)")
 
@@ -135,6 +156,8 @@ class RecallService:
         query_anchors = anchor_rule.anchors(request.query)
         trace["anchors"] = sorted(query_anchors)
         results = self._rank(caller, candidates, scoring, query_anchors, request.as_of, trace)
+        if request.avec is not None and scoring.resonance > 0:
+            results = sorted((self._resonate(r, request.avec, scoring.resonance) for r in results), key=_order)
         fallback: dict[str, Any] = {
             "policy": scoring.fallback,
             "triggered": bool(vector_error),
@@ -273,6 +296,15 @@ class RecallService:
             results.append(self._result(caller.tenant, record, fused * factor, scores))
         trace["stages"].append({"stage": "admitted", "candidates": len(results)})
         return sorted(results, key=_order)
+
+    @staticmethod
+    def _resonate(result: Result, avec: Avec, weight: float) -> Result:
+        """Locus' resonance signal (against the node's model AVEC), added to the score with its weight."""
+        resonance = avec.resonance(((result.sttp or {}).get("avec") or {}).get("model"))
+        if resonance is None:
+            return result
+        scores = {**result.scores, "resonance": round(resonance, 6)}
+        return result.model_copy(update={"score": round(result.score + weight * resonance, 6), "scores": scores})
 
     def _lexical_fallback(
         self,

@@ -38,6 +38,7 @@ class Result(BaseModel):
     requires: list[str] = []
     fact: dict[str, Any] | None = None  # entity, property, value, confidence, validity, superseded_by
     sources: list[dict[str, Any]] | None = None  # a fact's episodes: id, occurred_at, metadata
+    sttp: dict[str, Any] | None = None  # an STTP episode's structured fields (AVEC, metrics, provenance...)
 
 
 def record_text(record: Record) -> str:
@@ -109,6 +110,7 @@ def to_result(
             metadata=record.metadata,
             session_id=record.session_id,
             tier=record.tier,
+            sttp=record.structured,
             **common,
         )
     if isinstance(record, Fact):

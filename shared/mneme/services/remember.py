@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from mneme import sttp
 from mneme.errors import Conflict, InvalidInput, MnemeError, PayloadTooLarge, ScopeNotFound
 from mneme.models import Episode, Principal, Tier
 from mneme.ports import Clock, Embedder, RecordStore
@@ -33,6 +34,7 @@ class RememberItem(BaseModel):
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=256)
     create_scope: StrictBool = False
     format: Literal["text", "sttp"] = "text"
+    profile: Literal["strict", "tolerant"] = "strict"  # how an STTP node is validated
 
 
 class Remembered(BaseModel):
@@ -54,6 +56,18 @@ def episode_id(tenant: str, item: RememberItem, scope_id: str, occurred_at: date
 def content_hash(scope_id: str, item: RememberItem) -> str:
     canonical = json.dumps([scope_id, item.content, item.session_id, item.tier, item.metadata], sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def sttp_fields(index: int, item: RememberItem) -> dict[str, Any]:
+    """Validate an STTP node; a failure is a 400 carrying the diagnostics. The raw text is kept as is."""
+    result = sttp.parse(item.content, item.profile)
+    if result.node is None or not result.ok:
+        raise InvalidInput(
+            f"item {index}: the STTP node is not valid under the {item.profile} profile",
+            code="invalid_sttp",
+            details={"item": index, "diagnostics": [asdict(d) for d in result.diagnostics]},
+        )
+    return sttp.node_to_episode_fields(result.node)
 
 
 def check_limits(index: int, item: RememberItem) -> None:
@@ -82,9 +96,13 @@ class RememberService:
             raise InvalidInput(f"a batch holds 1 to {MAX_BATCH} items", code="invalid_batch")
         for index, item in enumerate(items):
             check_limits(index, item)
+        nodes = {index: sttp_fields(index, item) for index, item in enumerate(items) if item.format == "sttp"}
         scope_ids = self._scope_ids(caller, items)
         now = self.clock.now()
-        episodes = [self._episode(caller, item, scope_ids[item.scope], now) for item in items]
+        episodes = [
+            self._episode(caller, item, scope_ids[item.scope], now, nodes.get(index))
+            for index, item in enumerate(items)
+        ]
         unique = list({e.episode_id: e for e in episodes}.values())
         existing = self.store.get_episodes(caller.tenant, [e.episode_id for e in unique])
         for episode in unique:
@@ -96,7 +114,7 @@ class RememberService:
                 )
         new = [e for e in unique if e.episode_id not in existing]
         if new:
-            vectors = self.embedder.embed([e.content for e in new])
+            vectors = self.embedder.embed([e.search_text or e.content for e in new])
             new = [
                 e.model_copy(update={"vector": v.tolist(), "model_id": self.embedder.model_id})
                 for e, v in zip(new, vectors, strict=True)
@@ -140,8 +158,11 @@ class RememberService:
                 resolved[path] = self.scopes.resolve(caller.tenant, path).scope.scope_id
         return resolved
 
-    def _episode(self, caller: Principal, item: RememberItem, scope_id: str, now: datetime) -> Episode:
-        occurred_at = (item.occurred_at or now).astimezone(UTC)
+    def _episode(
+        self, caller: Principal, item: RememberItem, scope_id: str, now: datetime, node: dict[str, Any] | None
+    ) -> Episode:
+        node = node or {}
+        occurred_at = (item.occurred_at or node.get("occurred_at") or now).astimezone(UTC)
         return Episode(
             tenant=caller.tenant,
             episode_id=episode_id(caller.tenant, item, scope_id, occurred_at),
@@ -151,8 +172,10 @@ class RememberService:
             occurred_at=occurred_at,
             created_at=now,
             author=caller.principal,
-            session_id=item.session_id,
-            tier=item.tier,
+            session_id=item.session_id or node.get("session_id"),
+            tier=node.get("tier") or item.tier,
             metadata=item.metadata,
             format=item.format,
+            search_text=node.get("text"),
+            structured=node.get("metadata"),
         )
