@@ -82,11 +82,11 @@ def build_embedder(settings: Settings) -> Embedder:
     return LocalEmbedder(intra_op_num_threads=settings.embedder.threads)
 
 
-def build_index(settings: Settings) -> SearchIndex:
+def build_index(settings: Settings, dimension: int) -> SearchIndex:
     if isinstance(settings.index, OpenSearchIndex):
         from mneme.adapters.opensearch_index import OpenSearchIndex as OpenSearchAdapter
 
-        return OpenSearchAdapter.from_settings(settings.index)
+        return OpenSearchAdapter.from_settings(settings.index, dimension=dimension)
     from mneme.adapters.sqlite_index import SqliteSearchIndex
 
     return SqliteSearchIndex(settings.index_path)
@@ -130,7 +130,7 @@ def build(
     store = store or build_store(settings)
     clock = clock or SystemClock()
     embedder = embedder or build_embedder(settings)
-    index = index or build_index(settings)
+    index = index or build_index(settings, embedder.dimension)
     scopes = ScopeService(store, clock)
     indexer = Indexer(store, scopes, embedder, index)
     memories = MemoryService(store, clock, scopes, on_change=indexer.on_memory_change)

@@ -1,0 +1,508 @@
+"""OpenSearchIndex without a server: request bodies (reviewed snapshots), scores, errors, refresh, SigV4.
+
+Snapshots live in tests/unit/snapshots/opensearch/*.json and are compared as parsed JSON. After an
+intended change, regenerate them with MNEME_UPDATE_SNAPSHOTS=1 and review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import boto3
+import numpy as np
+import pytest
+from opensearchpy import (
+    AuthorizationException,
+    ConnectionError,
+    ConnectionTimeout,
+    NotFoundError,
+    RequestError,
+    RequestsHttpConnection,
+    TransportError,
+)
+
+from mneme.adapters import opensearch_index
+from mneme.adapters.opensearch_index import (
+    OpenSearchIndex,
+    bulk_failure,
+    document_id,
+    es_time,
+    index_body,
+    score_to_cosine,
+    translate_error,
+)
+from mneme.errors import InvalidInput, StoreUnavailable, Throttled
+from mneme.search_models import IndexDocument, SearchFilter
+from mneme.settings import OpenSearchIndex as OpenSearchSettings
+
+SNAPSHOTS = Path(__file__).parent / "snapshots" / "opensearch"
+UPDATE = os.environ.get("MNEME_UPDATE_SNAPSHOTS") == "1"
+INDEX = "mneme"
+
+
+def check_snapshot(name: str, value: Any) -> None:
+    path = SNAPSHOTS / f"{name}.json"
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    assert path.exists(), f"no snapshot {path.name}; run with MNEME_UPDATE_SNAPSHOTS=1 and review it"
+    assert json.loads(json.dumps(value)) == json.loads(path.read_text())
+
+
+# -- a client that records requests ------------------------------------------------------------
+class FakeIndices:
+    def __init__(self, client: FakeClient) -> None:
+        self.client = client
+
+    def exists(self, **kwargs: Any) -> bool:
+        self.client.record("indices.exists", kwargs)
+        return self.client.index_exists
+
+    def create(self, **kwargs: Any) -> dict[str, Any]:
+        self.client.record("indices.create", kwargs)
+        self.client.index_exists = True
+        return {"acknowledged": True}
+
+    def get_mapping(self, **kwargs: Any) -> dict[str, Any]:
+        self.client.record("indices.get_mapping", kwargs)
+        if not self.client.index_exists:
+            raise NotFoundError(404, "index_not_found_exception", {})
+        return {INDEX: {"mappings": {"properties": {"vector": {"type": "knn_vector", "dimension": 4}}}}}
+
+    def refresh(self, **kwargs: Any) -> None:
+        self.client.record("indices.refresh", kwargs)
+
+
+class FakeClient:
+    def __init__(self, *, index_exists: bool = True) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.index_exists = index_exists
+        self.indices = FakeIndices(self)
+        self.hits: list[dict[str, Any]] = []
+        self.bulk_response: dict[str, Any] = {"errors": False, "items": []}
+        self.error: Exception | None = None
+
+    def record(self, name: str, kwargs: dict[str, Any]) -> None:
+        self.calls.append((name, kwargs))
+        if self.error is not None:
+            raise self.error
+
+    def search(self, **kwargs: Any) -> dict[str, Any]:
+        self.record("search", kwargs)
+        body = kwargs["body"]
+        return {"hits": {"hits": [] if "search_after" in body else self.hits}}
+
+    def bulk(self, **kwargs: Any) -> dict[str, Any]:
+        self.record("bulk", kwargs)
+        return self.bulk_response
+
+    def count(self, **kwargs: Any) -> dict[str, Any]:
+        self.record("count", kwargs)
+        return {"count": 2}
+
+    def delete_by_query(self, **kwargs: Any) -> dict[str, Any]:
+        self.record("delete_by_query", kwargs)
+        return {"deleted": 2}
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        return [kwargs for call, kwargs in self.calls if call == name]
+
+
+def adapter(client: FakeClient, **kwargs: Any) -> OpenSearchIndex:
+    return OpenSearchIndex(client, INDEX, **kwargs)  # type: ignore[arg-type]
+
+
+EVERY_FILTER = SearchFilter(
+    tenant="acme",
+    ancestor_id="scope-team",
+    kinds=frozenset({"fact", "episode"}),
+    tiers=frozenset({"summary", "raw"}),
+    since=datetime(2026, 3, 1, 9, 30, 0, 123456, tzinfo=timezone(timedelta(hours=1))),
+    until=datetime(2026, 4, 1, tzinfo=UTC),
+    session_id="sess-1",
+    principal="alice",
+)
+
+
+def document(doc_id: str, **fields: Any) -> IndexDocument:
+    return IndexDocument(
+        **{
+            "tenant": "acme",
+            "doc_id": doc_id,
+            "kind": "episode",
+            "scope_id": "scope-team",
+            "ancestor_ids": ["scope-root", "scope-team"],
+            "text": "Alice's team met in Leeds",
+            "occurred_at": datetime(2026, 3, 14, 10, 0, 0, 987654, tzinfo=UTC),
+            **fields,
+        }
+    )
+
+
+# -- request bodies ----------------------------------------------------------------------------
+def test_search_text_body_with_every_filter() -> None:
+    client = FakeClient()
+    adapter(client).search_text(EVERY_FILTER, "  Where did Alice's team\tmeet? ", 7)
+    (call,) = client.named("search")
+    assert call["index"] == INDEX
+    check_snapshot("search_text", call["body"])
+
+
+def test_search_text_body_without_optional_filters() -> None:
+    client = FakeClient()
+    adapter(client).search_text(SearchFilter(tenant="acme", ancestor_id="scope-root"), "leeds", 20_000)
+    check_snapshot("search_text_minimal", client.named("search")[0]["body"])
+
+
+def test_search_vector_body_with_every_filter() -> None:
+    client = FakeClient()  # the index's vector dimension is 4: the 2-d query is normalised and padded
+    adapter(client).search_vector(EVERY_FILTER, np.array([3.0, 4.0], np.float32), "test-hash@2", 5)
+    (call,) = client.named("search")
+    check_snapshot("search_vector", call["body"])
+    assert client.named("indices.get_mapping") == [{"index": INDEX}]
+
+
+def test_upsert_bulk_body() -> None:
+    client = FakeClient()
+    docs = [
+        document("ep-1", vector=[1.0, 2.0, 2.0], model_id="test-hash@3", session_id="sess-1"),
+        document("mem-1", kind="memory", visible_to="alice", tier="summary"),
+        document("ep-1", vector=[0.0, 0.0, 3.0], model_id="test-hash@3", session_id="sess-1"),  # wins
+    ]
+    adapter(client).upsert(docs)
+    (call,) = client.named("bulk")
+    lines = [json.loads(line) for line in call["body"].splitlines()]
+    check_snapshot("upsert_bulk", lines)
+
+
+def test_index_body() -> None:
+    check_snapshot("index_body", index_body(1024))
+
+
+def test_update_ancestors_and_delete_bodies() -> None:
+    client = FakeClient()
+    client.hits = [{"_id": "acme:ep-1", "sort": ["ep-1"]}, {"_id": "acme:ep-2", "sort": ["ep-2"]}]
+    index = adapter(client, page_size=2)
+    index.update_ancestors("acme", "scope-team", ["scope-root", "scope-new", "scope-team"])
+    index.delete("acme", ["ep-1", "ep-1", "ep-3"])
+    searches = client.named("search")
+    assert searches[0]["body"]["query"] == {
+        "bool": {"filter": [{"term": {"tenant": "acme"}}, {"term": {"scope_id": "scope-team"}}]}
+    }
+    assert searches[1]["body"]["search_after"] == ["ep-2"]
+    moved, deleted = ([json.loads(line) for line in call["body"].splitlines()] for call in client.named("bulk"))
+    assert moved == [
+        {"update": {"_id": "acme:ep-1", "retry_on_conflict": 3}},
+        {"doc": {"ancestor_ids": ["scope-root", "scope-new", "scope-team"]}},
+        {"update": {"_id": "acme:ep-2", "retry_on_conflict": 3}},
+        {"doc": {"ancestor_ids": ["scope-root", "scope-new", "scope-team"]}},
+    ]
+    assert deleted == [{"delete": {"_id": "acme:ep-1"}}, {"delete": {"_id": "acme:ep-3"}}]
+
+
+def test_queries_that_cannot_match_send_nothing() -> None:
+    client = FakeClient()
+    index = adapter(client)
+    f = SearchFilter(tenant="acme", ancestor_id="r")
+    assert index.search_text(f, "!!! ...", 5) == []
+    assert index.search_text(f, "words", 0) == []
+    assert index.search_text(f.model_copy(update={"kinds": frozenset()}), "words", 5) == []
+    assert index.search_vector(f.model_copy(update={"tiers": frozenset()}), np.ones(4, np.float32), "m", 5) == []
+    assert index.search_vector(f, np.zeros(4, np.float32), "m", 5) == []
+    assert index.search_vector(f, np.ones(4, np.float32), "m", -1) == []
+    index.upsert([])
+    index.delete("acme", [])
+    assert client.calls == []
+
+
+def test_hits_are_read_from_the_sort_values() -> None:
+    client = FakeClient()
+    client.hits = [{"_id": "acme:b", "_score": None, "sort": [0.75, "b"]}, {"_id": "acme:a", "sort": [0.25, "a"]}]
+    index = adapter(client)
+    f = SearchFilter(tenant="acme", ancestor_id="r")
+    assert [(h.doc_id, h.score) for h in index.search_vector(f, np.ones(4, np.float32), "m", 2)] == [
+        ("b", 0.5),
+        ("a", -0.5),
+    ]
+    assert [(h.doc_id, h.score) for h in index.search_text(f, "x", 2)] == [("b", 0.75), ("a", 0.25)]
+
+
+# -- scores, ids, times ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("score", "cosine"), [(1.0, 1.0), (0.5, 0.0), (0.0, -1.0), (0.75, 0.5), (1.0000001, 1.0), (-0.0000001, -1.0)]
+)
+def test_score_to_cosine(score: float, cosine: float) -> None:
+    assert score_to_cosine(score) == pytest.approx(cosine)
+
+
+def test_document_ids_cannot_collide_across_tenants() -> None:
+    assert document_id("acme", "ep-1") == "acme:ep-1"
+    assert document_id("a:b", "c") != document_id("a", "b:c")
+    assert document_id("a%3Ab", "c") != document_id("a:b", "c")
+
+
+def test_times_are_utc_milliseconds() -> None:
+    assert es_time(datetime(2026, 3, 1, 9, 30, 0, 123999, tzinfo=timezone(timedelta(hours=1)))) == (
+        "2026-03-01T08:30:00.123Z"
+    )
+    assert es_time(datetime(2026, 3, 1)) == "2026-03-01T00:00:00.000Z"  # naive is UTC
+    assert es_time(datetime(999, 1, 1, tzinfo=UTC)) == "0999-01-01T00:00:00.000Z"
+
+
+# -- refresh -----------------------------------------------------------------------------------
+def exercise(index: OpenSearchIndex, client: FakeClient) -> None:
+    client.hits = [{"_id": "acme:ep-1", "sort": ["ep-1"]}]
+    index.upsert([document("ep-1", vector=[1.0, 0.0], model_id="m@2")])
+    index.delete("acme", ["ep-1"])
+    index.update_ancestors("acme", "scope-team", ["scope-root", "scope-team"])
+    index.clear_tenant("acme")
+
+
+def test_managed_domain_writes_wait_for_refresh() -> None:
+    client = FakeClient()
+    exercise(adapter(client, refresh=True), client)
+    assert {call["refresh"] for call in client.named("bulk")} == {"wait_for"}
+    assert client.named("delete_by_query") == [
+        {"index": INDEX, "body": {"query": {"term": {"tenant": "acme"}}}, "conflicts": "proceed", "refresh": True}
+    ]
+
+
+def test_serverless_never_refreshes_nor_deletes_by_query() -> None:
+    client = FakeClient()
+    exercise(adapter(client, serverless=True), client)
+    assert client.calls
+    assert all("refresh" not in kwargs for _, kwargs in client.calls)
+    assert {name for name, _ in client.calls} == {"indices.exists", "indices.get_mapping", "bulk", "search"}
+    clear = [json.loads(line) for line in client.named("bulk")[-1]["body"].splitlines()]
+    assert clear == [{"delete": {"_id": "acme:ep-1"}}]
+    with pytest.raises(ValueError, match="no refresh"):
+        adapter(client, serverless=True, refresh=True)
+
+
+def test_no_refresh_unless_asked_and_no_io_in_the_constructor() -> None:
+    client = FakeClient()
+    index = adapter(client)
+    assert client.calls == []
+    exercise(index, client)
+    assert all("refresh" not in kwargs for _, kwargs in client.calls)
+
+
+def test_a_missing_index_is_created_once_with_the_mapping() -> None:
+    client = FakeClient(index_exists=False)
+    index = adapter(client, dimension=4)
+    index.upsert([document("ep-1", vector=[1.0, 0.0], model_id="m@2")])
+    index.upsert([document("ep-2")])
+    assert client.named("indices.create") == [{"index": INDEX, "body": index_body(4)}]
+    assert [name for name, _ in client.calls] == ["indices.exists", "indices.create", "bulk", "bulk"]
+
+
+def test_bad_vectors_are_rejected_before_any_request() -> None:
+    client = FakeClient()
+    index = adapter(client)
+    with pytest.raises(InvalidInput, match="does not fit"):
+        index.upsert([document("ok", vector=[1.0], model_id="m@1"), document("big", vector=[1.0] * 5, model_id="m@5")])
+    with pytest.raises(InvalidInput, match="no model_id"):
+        index.upsert([document("x", vector=[1.0])])
+    assert client.named("bulk") == []
+
+
+# -- errors ------------------------------------------------------------------------------------
+REJECTED = {
+    "error": {
+        "type": "search_phase_execution_exception",
+        "reason": "all shards failed",
+        "caused_by": {"type": "illegal_argument_exception", "reason": "field [x] is not a knn_vector"},
+        "root_cause": [{"type": "illegal_argument_exception", "reason": "field [x] is not a knn_vector"}],
+    },
+    "status": 400,
+}
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected", "text"),
+    [
+        (ConnectionError("N/A", "connection refused", OSError()), StoreUnavailable, "unreachable"),
+        (ConnectionTimeout("TIMEOUT", "read timed out", OSError()), StoreUnavailable, "read timed out"),
+        (TransportError(429, "too_many_requests", {}), Throttled, "429"),
+        (TransportError(503, "unavailable", {}), StoreUnavailable, "503"),
+        (TransportError(500, "internal", {}), StoreUnavailable, "500"),
+        (RequestError(400, "search_phase_execution_exception", REJECTED), StoreUnavailable, "is not a knn_vector"),
+        (AuthorizationException(403, "security_exception", {}), StoreUnavailable, "403"),
+    ],
+)
+def test_errors_are_translated(exc: Exception, expected: type[Exception], text: str) -> None:
+    client = FakeClient()
+    client.error = exc
+    with pytest.raises(expected, match=text) as caught:
+        adapter(client).count("acme")
+    assert caught.value.__cause__ is exc
+    assert type(translate_error(exc, "x")) is expected
+
+
+def test_a_missing_index_reads_as_empty() -> None:
+    client = FakeClient()
+    client.error = NotFoundError(404, "index_not_found_exception", {})
+    index = adapter(client)
+    f = SearchFilter(tenant="acme", ancestor_id="r")
+    assert index.count("acme") == 0
+    assert index.search_text(f, "x", 3) == []
+    assert index.doc_ids("acme") == set()
+
+
+def item(action: str, status: int, error: str | None = None) -> dict[str, Any]:
+    result: dict[str, Any] = {"_id": "x", "status": status}
+    if error is not None:
+        result["error"] = {"type": error, "reason": f"{error} happened"}
+    return {action: result}
+
+
+def test_bulk_item_failures() -> None:
+    ok = item("update", 200)
+    assert bulk_failure({"errors": False, "items": [ok]}, "x") is None
+    bad = bulk_failure({"errors": True, "items": [ok, item("update", 400, "mapper_parsing_exception")]}, "indexing")
+    assert isinstance(bad, StoreUnavailable)
+    assert "1 of 2 documents failed while indexing (400): mapper_parsing_exception" in bad.message
+    busy = [item("index", 400, "mapper_parsing_exception"), item("index", 429, "es_rejected_execution_exception")]
+    assert isinstance(bulk_failure({"errors": True, "items": busy}, "x"), Throttled)
+    broken = [item("index", 503, "unavailable_shards_exception"), item("index", 400, "mapper_parsing_exception")]
+    failure = bulk_failure({"errors": True, "items": broken}, "x")
+    assert isinstance(failure, StoreUnavailable)
+    assert failure.details == {"status": 503}
+    missing = [item("update", 404, "document_missing_exception")]
+    assert bulk_failure({"errors": True, "items": missing}, "x", ignore=frozenset({404})) is None
+
+
+def test_upsert_raises_on_item_errors() -> None:
+    client = FakeClient()
+    client.bulk_response = {"errors": True, "items": [item("index", 429, "es_rejected_execution_exception")]}
+    with pytest.raises(Throttled):
+        adapter(client).upsert([document("ep-1")])
+
+
+# -- from_settings and SigV4 -------------------------------------------------------------------
+class Recorder(BaseHTTPRequestHandler):
+    requests: list[tuple[str, str, dict[str, str]]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.requests.append((self.command, self.path, dict(self.headers.items())))
+        body = json.dumps({"count": 3}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def recorder() -> Iterator[tuple[str, list[tuple[str, str, dict[str, str]]]]]:
+    Recorder.requests = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", Recorder.requests
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+@pytest.mark.parametrize("service", ["aoss", "es"])
+@pytest.mark.usefixtures("aws_env")
+def test_from_settings_signs_with_sigv4(
+    service: str, recorder: tuple[str, list[tuple[str, str, dict[str, str]]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, requests = recorder
+    sessions: list[boto3.Session] = []
+    real_session = boto3.Session
+
+    def counting_session(*args: Any, **kwargs: Any) -> boto3.Session:
+        sessions.append(real_session(*args, **kwargs))
+        return sessions[-1]
+
+    monkeypatch.setattr(boto3, "Session", counting_session)
+    settings = OpenSearchSettings.model_validate(
+        {"kind": "opensearch", "endpoint": url, "index_name": "mem", "region": "eu-west-1", "service": service}
+    )
+    index = OpenSearchIndex.from_settings(settings)
+    assert sessions == [] and requests == []  # credentials are looked up on first use, not before
+    assert (index.serverless, index.refresh) == ((True, False) if service == "aoss" else (False, True))
+    assert index.count("t1") == 3
+    assert index.count("t1") == 3
+    assert len(sessions) == 1
+    (method, path, headers), _ = requests
+    assert (method, path) == ("POST", "/mem/_count")
+    auth = headers["Authorization"]
+    assert auth.startswith(f"AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/{datetime.now(UTC):%Y%m%d}/eu-west-1/{service}/")
+    assert f"/eu-west-1/{service}/aws4_request" in auth
+    assert "x-amz-content-sha256" in auth.split("SignedHeaders=")[1]
+    assert headers["X-Amz-Content-SHA256"] and headers["X-Amz-Date"]
+
+
+def test_from_settings_uses_tls_for_https_endpoints() -> None:
+    settings = OpenSearchSettings(kind="opensearch", endpoint="abc123.eu-west-1.aoss.amazonaws.com")
+    index = OpenSearchIndex.from_settings(settings, dimension=1024)
+    assert index.client.transport.hosts == [
+        {"host": "abc123.eu-west-1.aoss.amazonaws.com", "port": 443, "use_ssl": True}
+    ]
+    connection = index.client.transport.get_connection()
+    assert connection.host == "https://abc123.eu-west-1.aoss.amazonaws.com:443"
+    assert isinstance(connection, RequestsHttpConnection)
+    assert connection.session.verify not in (False, None)  # certificates are verified (a CA bundle path)
+    assert index.index_name == "mneme"
+
+
+class NoCredentials:
+    region_name = "eu-west-1"
+
+    def get_credentials(self) -> None:
+        return None
+
+
+class NoRegion:
+    region_name = None
+
+    def get_credentials(self) -> object:
+        return object()
+
+
+@pytest.mark.parametrize(("session", "text"), [(NoCredentials, "no AWS credentials"), (NoRegion, "no AWS region")])
+def test_missing_credentials_or_region(
+    session: type, text: str, recorder: tuple[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(boto3, "Session", session)
+    settings = OpenSearchSettings(kind="opensearch", endpoint=recorder[0], service="aoss")
+    with pytest.raises(StoreUnavailable, match=text):
+        OpenSearchIndex.from_settings(settings).count("t1")
+    assert recorder[1] == []
+
+
+def test_nothing_above_adapters_imports_opensearch() -> None:
+    root = Path(opensearch_index.__file__).resolve().parents[1]
+    offenders = [
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if "adapters" not in path.parts and "opensearchpy" in path.read_text()
+    ]
+    assert offenders == []
