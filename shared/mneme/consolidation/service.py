@@ -108,7 +108,8 @@ class ConsolidationService:
             )
             for stage, counters in batch.counters.items():
                 _merge(run, stage, counters, [e for e in batch.errors if e["stage"] == stage])
-            progressed |= not batch.errors and bool(batch.episode_ids)
+            written = batch.counters.get("commit", {}).get("facts_written", 0)
+            progressed |= bool(batch.episode_ids) and (not batch.errors or written > 0)
             if batch.errors or not batch.full:
                 break
         return progressed
@@ -124,6 +125,10 @@ def run_batch(deps: Deps, batch: Batch, progress: Progress | None = None) -> Bat
             batch = stage(deps, batch)
         except MnemeError as e:
             batch.fail(name, f"{e.code}: {e.message}", episode_ids=batch.episode_ids)
+            failed = True
+        except Exception as e:  # a bug must still leave a truthful run record and a held checkpoint
+            logger.exception("consolidation stage crashed", extra={"stage": name})
+            batch.fail(name, f"internal error: {type(e).__name__}", episode_ids=batch.episode_ids)
             failed = True
         if progress:
             progress(name, batch)

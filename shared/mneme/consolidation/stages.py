@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from mneme.consolidation.models import Contradiction, Fact, Proposal, derived_id, norm
 from mneme.consolidation.reasoning import Reasoner, central, grounding_error, statement
-from mneme.errors import Conflict, MnemeError
+from mneme.errors import Conflict, MnemeError, StoreUnavailable, Throttled
 from mneme.models import Episode
 from mneme.ports import Clock, Embedder, RecordStore
 from mneme.services.indexing import Indexer
@@ -137,27 +137,38 @@ def _claim(text: str) -> tuple[str, ...] | None:
 
 
 def extract(deps: Deps, batch: Batch) -> Batch:
-    """One proposal per cluster; grounding rejects unsupported ones; one retry with the reason."""
+    """One proposal per cluster; grounding rejects unsupported ones; one retry, told why when the
+    answer was rejected. A reasoner that is misconfigured (not a transient failure, not a bad answer)
+    stops the stage at once instead of failing every cluster twice."""
     found = deps.store.get_episodes(batch.tenant, batch.episode_ids)
     for index, ids in enumerate(batch.clusters):
-        texts = [found[i].content for i in ids if i in found]
+        texts = [found[i].search_text or found[i].content for i in ids if i in found]
+        if not texts:
+            continue
         feedback: str | None = None
+        problem = "no answer"
         for _attempt in (1, 2):
+            batch.count("extract", "reasoner_calls")
             try:
                 proposal = deps.reasoner.propose(texts, feedback)
-            except MnemeError as e:
-                feedback = f"{e.code}: {e.message}"
+            except (StoreUnavailable, Throttled) as e:  # transient: retry without blaming the answer
+                problem = f"{e.code}: {e.message}"
                 batch.count("extract", "reasoner_failures")
                 continue
-            finally:
-                batch.count("extract", "reasoner_calls")
+            except MnemeError as e:
+                if e.status >= 500 and e.code != "reasoner_output_invalid":
+                    raise  # access denied, unknown model, rejected request: a configuration problem
+                problem = feedback = f"{e.code}: {e.message}"
+                batch.count("extract", "reasoner_failures")
+                continue
             feedback = grounding_error(proposal, texts, generative=deps.reasoner.generative)
             if feedback is None:
                 batch.proposals[index] = proposal
                 break
+            problem = feedback
             batch.count("extract", "rejected")
         else:
-            batch.fail("extract", f"cluster not consolidated after 2 attempts: {feedback}", episode_ids=ids)
+            batch.fail("extract", f"cluster not consolidated after 2 attempts: {problem}", episode_ids=ids)
     batch.count("extract", "proposals", len(batch.proposals))
     return batch
 

@@ -1,0 +1,277 @@
+"""BedrockReasoner against a real bedrock-runtime client stubbed with botocore's Stubber (no AWS)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
+from botocore.stub import ANY, Stubber
+
+from mneme.adapters.reasoners import BedrockReasoner, ReasonerOutputInvalid
+from mneme.consolidation.models import Proposal
+from mneme.consolidation.reasoning import Reasoner
+from mneme.errors import MnemeError, StoreUnavailable, Throttled
+
+MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
+TEXTS = ["Pennine Joinery's VAT scheme is flat rate.", "Sam confirmed Pennine Joinery uses the flat rate scheme."]
+GOOD = {
+    "entity": "Pennine Joinery",
+    "property": "VAT scheme",
+    "value": "flat rate",
+    "summary": "Pennine Joinery is on the flat rate VAT scheme.",
+}
+# Written out here, not imported: the test pins the wire contract.
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "entity": {"type": ["string", "null"], "description": ANY},
+        "property": {"type": ["string", "null"], "description": ANY},
+        "value": {"type": ["string", "null"], "description": ANY},
+        "summary": {"type": "string", "description": ANY},
+    },
+    "required": ["entity", "property", "value", "summary"],
+    "additionalProperties": False,
+}
+EXPECTED = {
+    "modelId": MODEL,
+    "system": [{"text": ANY}],
+    "messages": [{"role": "user", "content": [{"text": ANY}]}],
+    "inferenceConfig": {"maxTokens": 512, "temperature": 0.0},
+    "toolConfig": {
+        "tools": [{"toolSpec": {"name": "record_fact", "description": ANY, "inputSchema": {"json": SCHEMA}}}],
+        "toolChoice": {"tool": {"name": "record_fact"}},
+    },
+}
+
+
+@pytest.fixture(autouse=True)
+def fake_aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.setenv(name, "testing")
+
+
+class Recorder:
+    """A stubbed bedrock-runtime client that records each Converse request's parameters."""
+
+    def __init__(self) -> None:
+        self.client = boto3.client("bedrock-runtime", region_name="us-east-1")
+        self.stubber = Stubber(self.client)
+        self.requests: list[dict[str, Any]] = []
+        self.sleeps: list[float] = []
+        self.client.meta.events.register("before-parameter-build.bedrock-runtime.Converse", self._record)
+
+    def _record(self, params: dict[str, Any], **_: Any) -> None:
+        self.requests.append(json.loads(json.dumps(params)))
+
+    def reasoner(self, **kwargs: Any) -> BedrockReasoner:
+        return BedrockReasoner(MODEL, client=self.client, sleep=self.sleeps.append, **kwargs)
+
+    def answer(self, *content: dict[str, Any], stop: str = "tool_use", expected: dict[str, Any] = EXPECTED) -> None:
+        response = {
+            "output": {"message": {"role": "assistant", "content": list(content)}},
+            "stopReason": stop,
+            "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
+            "metrics": {"latencyMs": 12},
+        }
+        self.stubber.add_response("converse", response, expected)
+
+    def tool(self, data: Any, name: str = "record_fact") -> None:
+        self.answer({"toolUse": {**_use(data), "name": name}})
+
+    def error(self, code: str, status: int = 400) -> None:
+        self.stubber.add_client_error(
+            "converse", service_error_code=code, service_message=f"{code} from stub", http_status_code=status
+        )
+
+    def user_text(self, i: int = 0) -> str:
+        return str(self.requests[i]["messages"][0]["content"][0]["text"])
+
+
+@pytest.fixture
+def bedrock() -> Iterator[Recorder]:
+    recorder = Recorder()
+    with recorder.stubber:
+        yield recorder
+        recorder.stubber.assert_no_pending_responses()
+
+
+def test_identity_and_port() -> None:
+    reasoner: Reasoner = BedrockReasoner(MODEL, client=object())
+    assert reasoner.name == f"bedrock:{MODEL}"
+    assert reasoner.generative is True
+
+
+def test_request_shape_and_good_answer(bedrock: Recorder) -> None:
+    bedrock.tool(GOOD)
+    proposal = bedrock.reasoner().propose(TEXTS)
+    assert proposal == Proposal(**GOOD)
+    (request,) = bedrock.requests
+    assert request["modelId"] == MODEL
+    assert request["toolConfig"]["toolChoice"] == {"tool": {"name": "record_fact"}}
+    system = request["system"][0]["text"]
+    assert "ONE durable fact" in system and "null" in system and "own words" in system
+    text = bedrock.user_text()
+    assert f"1. {TEXTS[0]}" in text and f"2. {TEXTS[1]}" in text
+    assert "rejected" not in text
+
+
+def test_feedback_is_appended_on_retry(bedrock: Recorder) -> None:
+    bedrock.tool(GOOD)
+    bedrock.reasoner().propose(TEXTS, feedback="the value 'quarterly' does not appear in the episodes")
+    text = bedrock.user_text()
+    assert text.index(TEXTS[1]) < text.index("Your previous answer was rejected:")
+    assert text.rstrip().splitlines()[-2].endswith("the value 'quarterly' does not appear in the episodes")
+
+
+def _use(data: Any) -> dict[str, Any]:
+    return {"toolUseId": "tooluse_1", "name": "record_fact", "input": data}
+
+
+def test_options_reach_the_request(bedrock: Recorder) -> None:
+    expected = {**EXPECTED, "inferenceConfig": {"maxTokens": 256, "temperature": 0.2}}
+    bedrock.answer({"toolUse": _use(GOOD)}, expected=expected)
+    bedrock.reasoner(max_tokens=256, temperature=0.2).propose(TEXTS)
+
+
+def test_summary_only_and_blank_fields_become_null(bedrock: Recorder) -> None:
+    bedrock.tool({"entity": " ", "property": "", "value": None, "summary": "  The team deploys on Tuesdays. "})
+    assert bedrock.reasoner().propose(TEXTS) == Proposal(summary="The team deploys on Tuesdays.")
+
+
+def test_text_before_the_tool_call_is_ignored(bedrock: Recorder) -> None:
+    bedrock.answer({"text": "Let me record that."}, {"toolUse": _use(GOOD)})
+    assert bedrock.reasoner().propose(TEXTS).value == "flat rate"
+
+
+def test_stringified_tool_input_is_accepted(bedrock: Recorder) -> None:
+    bedrock.tool(json.dumps(GOOD))
+    assert bedrock.reasoner().propose(TEXTS) == Proposal(**GOOD)
+
+
+def test_throttled_twice_then_success_backs_off_without_sleeping(bedrock: Recorder) -> None:
+    bedrock.error("ThrottlingException", 429)
+    bedrock.error("ThrottlingException", 429)
+    bedrock.tool(GOOD)
+    assert bedrock.reasoner().propose(TEXTS) == Proposal(**GOOD)
+    assert len(bedrock.requests) == 3
+    assert len(bedrock.sleeps) == 2
+    assert 0.25 <= bedrock.sleeps[0] <= 0.5 and 0.5 <= bedrock.sleeps[1] <= 1.0  # equal jitter, doubling
+
+
+def test_throttling_exhausted_is_throttled(bedrock: Recorder) -> None:
+    for _ in range(4):
+        bedrock.error("ThrottlingException", 429)
+    with pytest.raises(Throttled) as info:
+        bedrock.reasoner().propose(TEXTS)
+    assert "4 attempts" in info.value.message
+    assert len(bedrock.sleeps) == 3
+
+
+@pytest.mark.parametrize("code", ["ServiceUnavailableException", "ModelTimeoutException", "InternalServerException"])
+def test_transient_errors_are_retried_then_store_unavailable(bedrock: Recorder, code: str) -> None:
+    bedrock.error(code, 503)
+    bedrock.error(code, 503)
+    with pytest.raises(StoreUnavailable) as info:
+        bedrock.reasoner(max_attempts=2).propose(TEXTS)
+    assert code in info.value.message
+    assert len(bedrock.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("code", "mapped"),
+    [
+        ("ValidationException", "reasoner_request_invalid"),
+        ("AccessDeniedException", "reasoner_access_denied"),
+        ("ResourceNotFoundException", "reasoner_model_not_found"),
+    ],
+)
+def test_request_and_permission_faults_are_not_retried(bedrock: Recorder, code: str, mapped: str) -> None:
+    bedrock.error(code, 403 if code == "AccessDeniedException" else 400)
+    with pytest.raises(MnemeError) as info:
+        bedrock.reasoner().propose(TEXTS)
+    assert type(info.value) is MnemeError
+    assert info.value.code == mapped
+    assert MODEL in info.value.message
+    assert bedrock.sleeps == []
+
+
+def test_text_only_answer_is_invalid_output(bedrock: Recorder) -> None:
+    bedrock.answer({"text": "Pennine Joinery uses the flat rate scheme."}, stop="end_turn")
+    with pytest.raises(ReasonerOutputInvalid) as info:
+        bedrock.reasoner().propose(TEXTS)
+    assert info.value.code == "reasoner_output_invalid"
+    assert info.value.status == 502
+    assert "did not call record_fact" in info.value.message
+    assert "end_turn" in info.value.message
+    assert bedrock.sleeps == []  # not retried here: the extract stage retries with feedback
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"entity": "Pennine Joinery", "property": "VAT scheme", "value": "flat rate"},  # summary missing
+        {**GOOD, "value": 20},  # not a string
+        ["not", "an", "object"],
+        "{not json",
+    ],
+)
+def test_malformed_tool_input_is_invalid_output(bedrock: Recorder, data: Any) -> None:
+    bedrock.tool(data)
+    with pytest.raises(ReasonerOutputInvalid):
+        bedrock.reasoner().propose(TEXTS)
+
+
+def test_another_tool_is_not_an_answer(bedrock: Recorder) -> None:
+    bedrock.tool(GOOD, name="something_else")
+    with pytest.raises(ReasonerOutputInvalid):
+        bedrock.reasoner().propose(TEXTS)
+
+
+class Unreachable:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def converse(self, **_: Any) -> dict[str, Any]:
+        self.calls += 1
+        if self.calls == 1:
+            raise ReadTimeoutError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com")
+        raise EndpointConnectionError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com")
+
+
+def test_network_failures_are_retried_then_store_unavailable() -> None:
+    client, sleeps = Unreachable(), list[float]()
+    with pytest.raises(StoreUnavailable):
+        BedrockReasoner(MODEL, client=client, sleep=sleeps.append, max_attempts=3).propose(TEXTS)
+    assert client.calls == 3 and len(sleeps) == 2
+
+
+def test_client_is_created_lazily_with_botocore_retries_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    created: list[dict[str, Any]] = []
+    stubbed = Recorder()
+
+    def fake_client(service: str, **kwargs: Any) -> Any:
+        created.append({"service": service, **kwargs})
+        return stubbed.client
+
+    monkeypatch.setattr(boto3, "client", fake_client)
+    reasoner = BedrockReasoner(MODEL, region_name="eu-west-2", sleep=stubbed.sleeps.append)
+    assert created == []
+    stubbed.tool(GOOD)
+    stubbed.tool(GOOD)
+    with stubbed.stubber:
+        reasoner.propose(TEXTS)
+        reasoner.propose(TEXTS)
+    assert len(created) == 1
+    assert created[0]["service"] == "bedrock-runtime" and created[0]["region_name"] == "eu-west-2"
+    assert created[0]["config"].retries == {"mode": "standard", "total_max_attempts": 1}
+
+
+def test_long_clusters_are_cut_to_the_prompt_budget(bedrock: Recorder) -> None:
+    bedrock.tool(GOOD)
+    bedrock.reasoner(max_prompt_chars=2_000).propose(["word " * 1000, "short one"])
+    text = bedrock.user_text()
+    assert len(text) < 2_000 and "[…]" in text and "2. short one" in text
