@@ -1,0 +1,1 @@
+"""One construct per capability (storage, functions, api), composed by a thin stack."""

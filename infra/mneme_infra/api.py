@@ -1,0 +1,155 @@
+"""The REST API: one method per entry of the route table, integrated with the Lambda of its `function`.
+
+A TOKEN authorizer (cached per key; its policy covers the whole API) guards every route with a role;
+each function then checks the role against the same route table. Errors API Gateway answers itself
+carry Mneme's error shape.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from aws_cdk import Acknowledgment, Duration, Validations
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.mneme_infra.config import InfraConfig
+from mneme.routes import ROUTES, Route
+
+F = apigw.AccessLogField
+ACCESS_LOG_FIELDS = {
+    "requestId": F.context_request_id(),
+    "requestTime": F.context_request_time(),
+    "ip": F.context_identity_source_ip(),
+    "httpMethod": F.context_http_method(),
+    "resourcePath": F.context_resource_path(),
+    "status": F.context_status(),
+    "responseLength": F.context_response_length(),
+    "latency": F.context_response_latency(),
+    "integrationLatency": F.context_integration_latency(),
+    "principal": F.context_authorizer_principal_id(),
+    "authorizerError": F.context_authorizer_error(),
+    "errorType": F.context_error_response_type(),
+    "xrayTraceId": F.context_xray_trace_id(),
+}
+TOKEN_PATTERN = r"^[Bb]earer [A-Za-z0-9._~+/=-]+$"
+
+
+@dataclass(frozen=True)
+class GatewayError:
+    """An error API Gateway answers without calling a function. status None keeps API Gateway's status;
+    message None keeps its message. Templates substitute `$context` variables but run no VTL logic."""
+
+    type: apigw.ResponseType
+    status: str | None
+    code: str
+    message: str | None = None
+
+    def template(self) -> str:
+        message = json.dumps(self.message) if self.message else "$context.error.messageString"
+        return ('{"error": {"code": "' + self.code + '", "message": ' + message
+                + ', "details": {"request_id": "$context.requestId"}}}')  # fmt: skip
+
+
+R = apigw.ResponseType
+GATEWAY_ERRORS = (
+    GatewayError(
+        R.UNAUTHORIZED,
+        "401",
+        "unauthorized",
+        "missing or unknown API key: send 'Authorization: Bearer <key>'",
+    ),
+    # A Deny from the authorizer always carries its reason (mneme.auth), e.g. key_revoked.
+    GatewayError(R.ACCESS_DENIED, "403", "$context.authorizer.reason", "this API key is not allowed"),
+    # API Gateway's answer to a path or method it does not know.
+    GatewayError(R.MISSING_AUTHENTICATION_TOKEN, "404", "route_not_found", "no such route"),
+    GatewayError(R.REQUEST_TOO_LARGE, "413", "payload_too_large"),
+    GatewayError(R.THROTTLED, "429", "throttled"),
+    GatewayError(R.DEFAULT_4_XX, None, "request_rejected"),
+    GatewayError(R.DEFAULT_5_XX, None, "internal_error"),
+)
+
+API_ACKNOWLEDGMENTS = (
+    Acknowledgment(
+        id="AwsSolutions-COG4",
+        reason="Callers are agents holding Mneme API keys (DESIGN.md section 7), checked by the TOKEN "
+        "authorizer; there are no Cognito users.",
+    ),
+    Acknowledgment(
+        id="AwsSolutions-APIG2",
+        reason="Each function validates bodies and parameters against its pydantic models and answers in "
+        "Mneme's error shape; a gateway model would duplicate that schema.",
+    ),
+    Acknowledgment(
+        id="AwsSolutions-APIG6",
+        reason="Execution logging needs the account-wide API Gateway CloudWatch role, which one stack "
+        "must not own; access logs (with authorizer and integration errors) and X-Ray cover each request.",
+    ),
+    Acknowledgment(
+        id="AwsSolutions-APIG3",
+        reason="No WAFv2 web ACL in the seed stack; stage throttling and the authorizer's token pattern "
+        "bound abuse until the production stack adds one.",
+    ),
+)
+
+
+class Api(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: InfraConfig,
+        handlers: Mapping[str, lambda_.IFunction],
+        authorizer: lambda_.IFunction,
+        routes: Sequence[Route] = ROUTES,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        access_logs = logs.LogGroup(self, "AccessLogs", retention=config.log_retention, removal_policy=config.removal)
+        self.rest_api = apigw.RestApi(
+            self,
+            "RestApi",
+            rest_api_name=f"mneme-{config.stage}",
+            description="Mneme: long-term memory for AI agents",
+            endpoint_types=[apigw.EndpointType.REGIONAL],
+            cloud_watch_role=False,
+            deploy_options=apigw.StageOptions(
+                stage_name=config.stage,
+                throttling_rate_limit=config.throttle_rate_limit,
+                throttling_burst_limit=config.throttle_burst_limit,
+                tracing_enabled=True,
+                access_log_destination=apigw.LogGroupLogDestination(access_logs),
+                access_log_format=apigw.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FIELDS)),
+            ),
+        )
+        token_authorizer = apigw.TokenAuthorizer(
+            self,
+            "Authorizer",
+            handler=authorizer,
+            results_cache_ttl=Duration.seconds(config.authorizer_cache_seconds),
+            validation_regex=TOKEN_PATTERN,
+        )
+        integrations = {name: apigw.LambdaIntegration(fn, allow_test_invoke=False) for name, fn in handlers.items()}
+        for route in routes:
+            resource = self.rest_api.root.resource_for_path(route.path)
+            if route.role is None:
+                public = resource.add_method(
+                    route.method, integrations[route.function], authorization_type=apigw.AuthorizationType.NONE
+                )
+                Validations.of(public).acknowledge(
+                    Acknowledgment(id="AwsSolutions-APIG4", reason="Public by design (DESIGN.md section 7): health.")
+                )
+            else:
+                resource.add_method(route.method, integrations[route.function], authorizer=token_authorizer)
+        for error in GATEWAY_ERRORS:
+            self.rest_api.add_gateway_response(
+                f"Gateway{error.type.response_type}",
+                type=error.type,
+                status_code=error.status,
+                templates={"application/json": error.template()},
+            )
+        Validations.of(self.rest_api).acknowledge(*API_ACKNOWLEDGMENTS)

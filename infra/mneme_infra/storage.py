@@ -1,0 +1,105 @@
+"""The record store: one DynamoDB table whose keys and indexes come from the adapter's TABLE_SCHEMA."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from aws_cdk import Acknowledgment, CfnElement, Duration, Stack, Validations
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
+from aws_cdk.aws_dynamodb import Attribute
+from constructs import Construct
+
+from infra.mneme_infra.config import InfraConfig
+
+try:
+    from mneme.adapters.dynamo_store import TABLE_SCHEMA
+except ImportError:  # the adapter is not there yet: the layout it is expected to export
+    TABLE_SCHEMA = {
+        "AttributeDefinitions": [
+            {"AttributeName": name, "AttributeType": "S"} for name in ("PK", "SK", "GSI1PK", "GSI1SK")
+        ],
+        "KeySchema": [
+            {"AttributeName": "PK", "KeyType": "HASH"},
+            {"AttributeName": "SK", "KeyType": "RANGE"},
+        ],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": "GSI1",
+                "KeySchema": [
+                    {"AttributeName": "GSI1PK", "KeyType": "HASH"},
+                    {"AttributeName": "GSI1SK", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+    }
+
+_TYPES = {
+    "S": dynamodb.AttributeType.STRING,
+    "N": dynamodb.AttributeType.NUMBER,
+    "B": dynamodb.AttributeType.BINARY,
+}
+
+
+def _keys(schema: Mapping[str, Any], key_schema: list[dict[str, str]]) -> tuple[Attribute, Attribute | None]:
+    """(partition key, sort key or None) of a key schema, typed from the attribute definitions."""
+    types = {d["AttributeName"]: _TYPES[d["AttributeType"]] for d in schema["AttributeDefinitions"]}
+    by_role = {k["KeyType"]: Attribute(name=k["AttributeName"], type=types[k["AttributeName"]]) for k in key_schema}
+    return by_role["HASH"], by_role.get("RANGE")
+
+
+class Storage(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: InfraConfig,
+        schema: Mapping[str, Any] = TABLE_SCHEMA,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        partition_key, sort_key = _keys(schema, schema["KeySchema"])
+        key, encryption = None, dynamodb.TableEncryption.AWS_MANAGED
+        if config.table_encryption == "customer_managed":
+            key = kms.Key(self, "TableKey", description="Mneme records", enable_key_rotation=True,
+                          removal_policy=config.removal, pending_window=Duration.days(30))  # fmt: skip
+            encryption = dynamodb.TableEncryption.CUSTOMER_MANAGED
+        self.table = dynamodb.Table(
+            self,
+            "Table",
+            partition_key=partition_key,
+            sort_key=sort_key,
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            encryption=encryption,
+            encryption_key=key,
+            deletion_protection=config.protect_data,
+            removal_policy=config.removal,
+        )
+        for index in schema.get("GlobalSecondaryIndexes", []):
+            index_partition, index_sort = _keys(schema, index["KeySchema"])
+            projection = index.get("Projection", {"ProjectionType": "ALL"})
+            self.table.add_global_secondary_index(
+                index_name=index["IndexName"],
+                partition_key=index_partition,
+                sort_key=index_sort,
+                projection_type=dynamodb.ProjectionType[projection["ProjectionType"]],
+                non_key_attributes=projection.get("NonKeyAttributes"),
+            )
+        if schema.get("GlobalSecondaryIndexes"):
+            self._acknowledge_index_grants()
+
+    def _acknowledge_index_grants(self) -> None:
+        """`grant_*` on an indexed table also allows `<table arn>/index/*`: this table's indexes only."""
+        stack = Stack.of(self)
+        logical_id = stack.resolve(stack.get_logical_id(cast(CfnElement, self.table.node.default_child)))
+        Validations.of(stack).acknowledge(
+            Acknowledgment(
+                id=f"AwsSolutions-IAM5[Resource::<{logical_id}.Arn>/index/*]",
+                reason="Grants on the table also cover its own GSIs (TABLE_SCHEMA), which serve its queries.",
+            )
+        )
