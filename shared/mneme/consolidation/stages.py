@@ -255,7 +255,7 @@ def commit(deps: Deps, batch: Batch) -> Batch:
         for rival in decision.rivals:
             contradictions.append(_contradiction(batch, writes.get(rival) or existing[rival], fact, "unresolved", now))
     facts = list(writes.values())
-    vectors = deps.embedder.embed([f.summary for f in facts]) if facts else []
+    vectors = deps.embedder.embed([f.summary for f in facts]) if facts else np.zeros((0, deps.embedder.dimension))
     facts = [
         f.model_copy(update={"vector": v.tolist(), "model_id": deps.embedder.model_id})
         for f, v in zip(facts, vectors, strict=True)

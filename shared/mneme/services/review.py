@@ -113,12 +113,12 @@ class ReviewService:
                     )
                 )
         for revision in self.store.list_revisions(caller.tenant):
-            memory = self.store.get_memory(caller.tenant, revision.memory_id)
-            if memory is None or memory.status != "published" or not self._within(memory, within):
+            published = self.store.get_memory(caller.tenant, revision.memory_id)
+            if published is None or published.status != "published" or not self._within(published, within):
                 continue
-            diff = {k: [_plain_value(getattr(memory, k)), v] for k, v in revision.changes.items()}
-            item = self._item(memory, "revision", revision.author, revision.created_at, now, diff)
-            item["stale"] = revision.base_version != memory.version
+            diff = {k: [_plain_value(getattr(published, k)), v] for k, v in revision.changes.items()}
+            item = self._item(published, "revision", revision.author, revision.created_at, now, diff)
+            item["stale"] = revision.base_version != published.version
             items.append(item)
         return sorted(items, key=lambda i: (i["submitted_at"], i["memory_id"], i["author"]))
 
