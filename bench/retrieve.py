@@ -37,9 +37,7 @@ def seed(services: bootstrap.Services, per_level: int = 100) -> None:
     for depth in range(len(segments)):
         scope = ".".join(segments[: depth + 1])
         for i in range(per_level):
-            services.memories.create(
-                ADMIN, scope=scope, key=f"m{i:03d}", body=f"Guidance {i} at {scope}. " * 8
-            )
+            services.memories.create(ADMIN, scope=scope, key=f"m{i:03d}", body=f"Guidance {i} at {scope}. " * 8)
     for layer, value in (("clients", "c1"), ("services", "s1"), ("l3", "d3")):
         for i in range(20):
             services.memories.create(ADMIN, tag=f"{layer}=*", key=f"w{i:02d}", body=f"Layer-wide {i}.")

@@ -31,18 +31,14 @@ def episode(i: int) -> dict[str, object]:
 def writer(server: str, home: Path) -> Api:
     key_file, _ = cli.ensure_first_run()
     admin = Api(server, key_file.read_text().strip())
-    return admin.as_key(
-        admin.ok("POST", "/v1/keys", {"principal": "importer", "roles": ["writer"]})["api_key"]
-    )
+    return admin.as_key(admin.ok("POST", "/v1/keys", {"principal": "importer", "roles": ["writer"]})["api_key"])
 
 
 @pytest.fixture
 def thousand(writer: Api) -> list[str]:
     ids: list[str] = []
     for start in range(0, 1000, 100):
-        body = writer.ok(
-            "POST", "/v1/remember", {"items": [episode(i) for i in range(start, start + 100)]}, 201
-        )
+        body = writer.ok("POST", "/v1/remember", {"items": [episode(i) for i in range(start, start + 100)]}, 201)
         assert all(item["created"] and item["indexed"] for item in body["items"])
         ids += body["episode_ids"]
     return ids
@@ -96,9 +92,7 @@ def test_subtree_time_and_session_filters_over_http(writer: Api, thousand: list[
         },
     )
     assert march["results"] and all(r["occurred_at"].startswith("2026-03") for r in march["results"])
-    session = writer.ok(
-        "POST", "/v1/recall", {"query": "kitchen units", "session_id": "import-3", "limit": 50}
-    )
+    session = writer.ok("POST", "/v1/recall", {"query": "kitchen units", "session_id": "import-3", "limit": 50})
     assert session["results"] and all(r["session_id"] == "import-3" for r in session["results"])
 
 
@@ -131,8 +125,6 @@ def test_remember_refuses_bad_batches_atomically(writer: Api) -> None:
     )
     assert missing.status_code == 404 and missing.json()["error"]["details"]["item"] == 1
     assert (
-        writer.ok("POST", "/v1/recall", {"query": "Order 1003", "scoring": {"strictness": "precision"}})[
-            "results"
-        ]
+        writer.ok("POST", "/v1/recall", {"query": "Order 1003", "scoring": {"strictness": "precision"}})["results"]
         == []
     )

@@ -11,11 +11,11 @@ import pytest
 from botocore.exceptions import EndpointConnectionError
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
+
 from mneme.adapters import embedders
 from mneme.adapters.embedders import BedrockEmbedder, LocalEmbedder, ensure_same_model
 from mneme.errors import InvalidInput, MnemeError, StoreUnavailable, Throttled
 from mneme.ports import Embedder
-
 from tests.support.embedding import HashEmbedder
 
 TITAN = "amazon.titan-embed-text-v2:0"
@@ -195,9 +195,7 @@ class Recorder:
     def embedder(self, **kwargs: Any) -> BedrockEmbedder:
         return BedrockEmbedder(client=self.client, sleep=self.sleeps.append, **kwargs)
 
-    def ok(
-        self, vector: list[float] | None = None, *, raw: bytes | None = None, dimensions: int = 1024
-    ) -> None:
+    def ok(self, vector: list[float] | None = None, *, raw: bytes | None = None, dimensions: int = 1024) -> None:
         if raw is None:
             payload = {"embedding": vector or [1.0] * dimensions, "inputTextTokenCount": 3}
             raw = json.dumps(payload).encode()

@@ -36,9 +36,7 @@ def ids(response: RecallResponse) -> list[str]:
 def test_another_tenant_never_sees_anything(services: Services) -> None:
     remember(services, "The safe code is in the blue folder.")
     other = principal("globex", "gina", Role.admin)
-    assert (
-        ids(recall(services, "safe code blue folder", caller=other, scoring={"strictness": "recall"})) == []
-    )
+    assert ids(recall(services, "safe code blue folder", caller=other, scoring={"strictness": "recall"})) == []
 
 
 def test_subtree_scope_limits_results(services: Services) -> None:
@@ -50,9 +48,7 @@ def test_subtree_scope_limits_results(services: Services) -> None:
 
 def test_filters_on_time_tier_session_and_kind(services: Services) -> None:
     early = remember(services, "Budget meeting notes.", occurred_at=DAY, session_id="s1")
-    late = remember(
-        services, "Budget meeting notes, second.", occurred_at=DAY + timedelta(days=10), tier="daily"
-    )
+    late = remember(services, "Budget meeting notes, second.", occurred_at=DAY + timedelta(days=10), tier="daily")
     assert ids(recall(services, "budget meeting", since=DAY + timedelta(days=1))) == [late]
     assert ids(recall(services, "budget meeting", until=DAY + timedelta(days=1))) == [early]
     assert ids(recall(services, "budget meeting", tiers=["daily"])) == [late]
@@ -76,9 +72,7 @@ def test_precision_applies_the_anchor_rule(services: Services) -> None:
 
 def test_generic_words_alone_do_not_admit(services: Services) -> None:
     remember(services, "A rule about knowledge and memory.")
-    response = recall(
-        services, "memory rule knowledge", scoring={"strictness": "precision", "fallback": "never"}
-    )
+    response = recall(services, "memory rule knowledge", scoring={"strictness": "precision", "fallback": "never"})
     assert response.results == []
 
 
@@ -129,9 +123,7 @@ def test_every_result_carries_per_channel_scores(services: Services) -> None:
 
 def test_lifecycle_review_due_lowers_and_valid_until_omits(services: Services, clock: Any) -> None:
     services.scopes.create("acme", "root.acme")
-    fresh, _ = services.memories.create(
-        ALICE, scope="root.acme", key="fresh", body="Recycling goes out Tuesday."
-    )
+    fresh, _ = services.memories.create(ALICE, scope="root.acme", key="fresh", body="Recycling goes out Tuesday.")
     services.memories.create(
         ALICE,
         scope="root.acme",
@@ -267,7 +259,4 @@ def test_fresh_episodes_are_recalled_before_an_eventually_consistent_index_catch
     assert ids(response) == [north]
     assert {"stage": "fresh", "candidates": 1} in (response.explain or {})["stages"]
     clock.advance(seconds=121)
-    assert (
-        recall(services, "boiler pressure", scope="root.acme.north", scoring={"fallback": "never"}).results
-        == []
-    )
+    assert recall(services, "boiler pressure", scope="root.acme.north", scoring={"fallback": "never"}).results == []

@@ -82,9 +82,7 @@ def test_a_batch_with_one_bad_item_writes_nothing_and_names_the_item(acme: Servi
         (item("ok", occurred_at=datetime(2026, 1, 1)), InvalidInput),
     ],
 )
-def test_limits_are_enforced_before_any_work(
-    acme: Services, bad: RememberItem, error: type[MnemeError]
-) -> None:
+def test_limits_are_enforced_before_any_work(acme: Services, bad: RememberItem, error: type[MnemeError]) -> None:
     with pytest.raises(error, match="item 1"):
         acme.remember.remember(WRITER, [item("fine"), bad])
     assert acme.store.list_unindexed(10) == []
@@ -140,9 +138,7 @@ def test_an_index_failure_loses_nothing_and_the_sweep_repairs_it(acme: Services)
 
 def test_rebuild_recreates_the_index_from_records(acme: Services) -> None:
     stored = acme.remember.remember(WRITER, [item(f"Pallet {i} checked.") for i in range(12)])
-    acme.memories.create(
-        principal("acme", "alice"), scope="root.acme", key="pallets", body="Check pallets daily."
-    )
+    acme.memories.create(principal("acme", "alice"), scope="root.acme", key="pallets", body="Check pallets daily.")
     acme.index.clear_tenant("acme")
     assert recall_ids(acme, "pallet checked", limit=50) == []
     assert acme.indexer.rebuild("acme") == 13

@@ -83,13 +83,9 @@ def test_header_formats_are_verbatim(services: Services) -> None:
     flat = next(b for b in bundle.blocks if b.key == "flat-rate-rule")
     lines = headers(bundle.markdown)
     assert "<!-- scoped: root.pennine-joinery.vat | priority: 9 | key: vat-policy -->" in lines
-    assert (
-        f"<!-- tagged: services=vat | priority: 8 | key: flat-rate-rule | memory_id: {flat.memory_id} -->"
-        in lines
-    )
+    assert f"<!-- tagged: services=vat | priority: 8 | key: flat-rate-rule | memory_id: {flat.memory_id} -->" in lines
     assert any(
-        line.startswith("<!-- tagged: services=* | priority: 7 | key: deadlines | memory_id: ")
-        for line in lines
+        line.startswith("<!-- tagged: services=* | priority: 7 | key: deadlines | memory_id: ") for line in lines
     )
 
 
