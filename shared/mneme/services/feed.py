@@ -70,7 +70,7 @@ class FeedService:
 
     def _decode(self, tenant: str, cursor: str) -> tuple[str, str]:
         payload, _, signature = cursor.partition(".")
-        if not signature or not hmac.compare_digest(signature, self._sign(tenant, payload.encode())):
+        if not cursor.isascii() or not signature or not hmac.compare_digest(signature, self._sign(tenant, payload.encode())):
             raise InvalidInput("invalid cursor: it was altered or belongs to another tenant", code="invalid_cursor")
         try:
             ts, record_id = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
