@@ -241,7 +241,7 @@ CASES = [
     Case("edit-unknown-memory", "PATCH", "/v1/memories/nope", {"body": "x"}, 404, "memory_not_found"),
     # wrong route or method
     Case("no-route", "POST", "/v1/nothing", {"path": "root"}, 404, "route_not_found"),
-    Case("wrong-method", "DELETE", "/v1/scopes", status=405, code="method_not_allowed"),
+    Case("wrong-method", "PUT", "/v1/scopes", status=405, code="method_not_allowed"),
 ]
 
 
