@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,7 +20,7 @@ from moto.dynamodb.models.table import Table as MotoTable
 from mneme.adapters.dynamo_store import TABLE_SCHEMA, DynamoRecordStore, create_table
 from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run, StageReport
 from mneme.errors import Conflict, StoreUnavailable
-from mneme.models import ApiKey, Episode, Memory, Role, Scope
+from mneme.models import ApiKey, Episode, HistoryEntry, Memory, Revision, Role, Scope
 from mneme.ports import RecordStore
 
 try:
@@ -50,7 +50,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> RecordStore:
         if SqliteRecordStore is None:
             pytest.skip("sqlite store not yet importable")
         return SqliteRecordStore(tmp_path / "mneme.db")
-    return DynamoRecordStore(TABLE, client=request.getfixturevalue("aws"))
+    return DynamoRecordStore(TABLE, client=request.getfixturevalue("aws"), feed_horizon_seconds=0)
 
 
 # -- builders -------------------------------------------------------------------------------
@@ -116,6 +116,18 @@ def contradiction(contradiction_id: str, scope_id: str = "s1", tenant: str = A, 
     }
     identity = {"tenant": tenant, "contradiction_id": contradiction_id, "scope_id": scope_id}
     return Contradiction.model_validate({**base, **fields, **identity})
+
+
+def revision(memory_id: str, author: str, tenant: str = A, **fields: Any) -> Revision:
+    base: dict[str, Any] = {"base_version": 1, "changes": {"body": f"{author}'s body"}}
+    identity = {"tenant": tenant, "memory_id": memory_id, "author": author}
+    return Revision.model_validate({**base, "created_at": T0, "updated_at": T0, **fields, **identity})
+
+
+def history(memory_id: str, version: int, action: str, tenant: str = A, **fields: Any) -> HistoryEntry:
+    base: dict[str, Any] = {"actor": "ada", "status": "published", "at": T0}
+    identity = {"tenant": tenant, "memory_id": memory_id, "version": version, "action": action}
+    return HistoryEntry.model_validate({**base, **fields, **identity})
 
 
 def tree(store: RecordStore, tenant: str = A) -> tuple[Scope, Scope]:
@@ -762,6 +774,256 @@ def test_api_keys_round_trip_list_and_revoke(store: RecordStore) -> None:
     assert store.list_api_keys(A) == [revoked, second]
 
 
+# -- review --------------------------------------------------------------------------------
+def test_revisions_round_trip_and_upsert_by_memory_and_author(store: RecordStore) -> None:
+    assert store.get_revision(A, "m1", "bob") is None
+    changes = {"body": "v2", "tags": ["a", "b"], "confidence": 1.0, "summary": None, "deep": {"x": [1, 2.5]}}
+    first = revision("m1", "bob", changes=changes, base_version=3)
+
+    store.put_revision(first)
+
+    got = store.get_revision(A, "m1", "bob")
+    assert got == first
+    assert got is not None and isinstance(got.changes["confidence"], float)
+    updated = first.model_copy(update={"changes": {"body": "v3"}, "updated_at": minutes(5)})
+    store.put_revision(updated)
+    assert store.get_revision(A, "m1", "bob") == updated
+    assert store.list_revisions(A, status=None) == [updated]  # one revision per author per memory
+    assert store.get_revision(A, "m1", "amy") is None and store.get_revision(A, "m2", "bob") is None
+
+
+def test_a_revision_changing_status_leaves_the_lists_of_its_old_status(store: RecordStore) -> None:
+    opened = revision("m1", "bob")
+    store.put_revision(opened)
+    rejected = opened.model_copy(update={"status": "rejected", "reason": "no", "decided_by": "carol"})
+
+    store.put_revision(rejected)
+
+    assert store.get_revision(A, "m1", "bob") == rejected
+    assert store.list_revisions(A) == []
+    assert store.list_revisions(A, author="bob") == []
+    assert store.list_revisions(A, memory_id="m1") == []
+    assert store.list_revisions(A, status="rejected") == [rejected]
+    assert store.list_revisions(A, author="bob", status=None) == [rejected]
+
+    reopened = rejected.model_copy(update={"status": "open", "reason": None, "decided_by": None})
+    store.put_revision(reopened)
+
+    assert store.list_revisions(A) == [reopened]
+    assert store.list_revisions(A, author="bob") == [reopened]
+    assert store.list_revisions(A, memory_id="m1", author="bob") == [reopened]
+    assert store.list_revisions(A, status="rejected") == []
+    assert store.list_revisions(A, author="bob", status="rejected") == []
+
+
+def test_list_revisions_filters_by_memory_author_and_status_ordered_by_memory_then_author(
+    store: RecordStore,
+) -> None:
+    specs = [("m2", "bob", "open"), ("m1", "zed", "open"), ("m1", "amy", "approved"), ("m1", "bob", "open"),
+             ("m10", "amy", "rejected"), ("m2", "amy", "open"), ("m1", "bot#1", "open"),
+             ("m1", "bot", "open")]  # fmt: skip
+    for memory_id, author, status in specs:
+        store.put_revision(revision(memory_id, author, status=status))
+
+    def listed(**filters: Any) -> list[tuple[str, str]]:
+        return [(r.memory_id, r.author) for r in store.list_revisions(A, **filters)]
+
+    assert listed() == [("m1", "bob"), ("m1", "bot"), ("m1", "bot#1"), ("m1", "zed"), ("m2", "amy"), ("m2", "bob")]
+    assert listed(status=None) == [("m1", "amy"), ("m1", "bob"), ("m1", "bot"), ("m1", "bot#1"), ("m1", "zed"),
+                                   ("m10", "amy"), ("m2", "amy"), ("m2", "bob")]  # fmt: skip
+    assert listed(memory_id="m1") == [("m1", "bob"), ("m1", "bot"), ("m1", "bot#1"), ("m1", "zed")]  # not m10's
+    assert listed(memory_id="m1", status=None)[0] == ("m1", "amy")
+    assert listed(memory_id="m10") == [] and listed(memory_id="m10", status="rejected") == [("m10", "amy")]
+    assert listed(author="amy") == [("m2", "amy")]
+    assert listed(author="amy", status=None) == [("m1", "amy"), ("m10", "amy"), ("m2", "amy")]
+    assert listed(author="bot") == [("m1", "bot")]  # not bot#1's
+    assert listed(memory_id="m1", author="amy") == []
+    assert listed(memory_id="m1", author="amy", status="approved") == [("m1", "amy")]
+    assert listed(memory_id="m1", author="amy", status=None) == [("m1", "amy")]
+    assert listed(status="approved") == [("m1", "amy")]
+    assert listed(status="rejected") == [("m10", "amy")]
+    assert listed(memory_id="nope", status=None) == [] and listed(author="nobody", status=None) == []
+    assert listed(status="no-such-status") == []
+
+
+def test_history_is_append_only_and_listed_in_append_order_per_memory(store: RecordStore) -> None:
+    assert store.list_history(A, "m1") == []
+    created = history("m1", 1, "created", status="pending", at=minutes(0))
+    approved = history("m1", 1, "approved", approved_by="carol", at=minutes(0))  # the same instant
+    other = history("m10", 1, "created")
+    edited = history(
+        "m1", 2, "edited", changes={"body": ["v1", "v2"], "confidence": [None, 1.0]}, reason="typo", at=minutes(-5)
+    )  # fmt: skip  (an earlier `at` appended later: append order wins)
+
+    for entry in (created, approved, other, edited, edited):
+        store.add_history(entry)
+
+    assert store.list_history(A, "m1") == [created, approved, edited, edited]  # nothing is merged or rewritten
+    assert store.list_history(A, "m10") == [other]
+    assert store.list_history(A, "m1")[2].changes == {"body": ["v1", "v2"], "confidence": [None, 1.0]}
+    assert isinstance(store.list_history(A, "m1")[2].changes["confidence"][1], float)
+
+
+def test_review_records_are_tenant_isolated(store: RecordStore) -> None:
+    mine = revision("m1", "bob")
+    store.put_revision(mine)
+    store.add_history(history("m1", 1, "created"))
+
+    assert store.get_revision(B, "m1", "bob") is None
+    assert store.list_revisions(B, status=None) == []
+    assert store.list_revisions(B, memory_id="m1", status=None) == []
+    assert store.list_revisions(B, author="bob", status=None) == []
+    assert store.list_history(B, "m1") == []
+
+    theirs = revision("m1", "bob", tenant=B, status="approved")
+    store.put_revision(theirs)
+    store.add_history(history("m1", 1, "edited", tenant=B))
+
+    assert store.get_revision(A, "m1", "bob") == mine
+    assert store.list_revisions(A) == [mine] and store.list_revisions(B) == []
+    assert store.list_revisions(B, status="approved") == [theirs]
+    assert [entry.action for entry in store.list_history(A, "m1")] == ["created"]
+    assert [entry.action for entry in store.list_history(B, "m1")] == ["edited"]
+
+
+# -- change feed ----------------------------------------------------------------------------
+def changes(store: RecordStore, tenant: str = A) -> list[tuple[str, str, str]]:
+    return store.list_changes(tenant, None, 10_000)
+
+
+def feed(store: RecordStore, tenant: str = A) -> list[tuple[str, str]]:
+    return [(kind, record_id) for _, kind, record_id in changes(store, tenant)]
+
+
+def test_every_record_write_reaches_the_feed_once_at_its_latest_change(store: RecordStore) -> None:
+    tree(store)
+    memory = scoped("m1", "acme", "k")
+    store.create_memory(memory)
+    store.put_episodes([episode("e1"), episode("e2", minute=1)])
+    store.put_facts([fact("f1")], [contradiction("c1")])
+    store.create_memory(scoped("m2", "acme", "k2"))
+
+    assert feed(store) == [("scope", "r"), ("scope", "acme"), ("memory", "m1"), ("episode", "e1"), ("episode", "e2"),
+                           ("fact", "f1"), ("memory", "m2")]  # fmt: skip
+
+    store.rename_scope(A, "r", "root-2", T0)
+    store.update_memory(memory.model_copy(update={"body": "v2", "version": 2}), expected_version=1)
+    store.put_facts([fact("f1", summary="reinforced")])
+    store.put_episodes([episode("e1")])  # a retry writes nothing, so changes nothing
+    store.mark_indexed(A, ["e2"])  # bookkeeping, not a change of the record
+    store.put_layers(A, {1: "clients"})  # not a feed record, nor are the ones below
+    store.put_revision(revision("m2", "bob"))
+    store.add_history(history("m2", 1, "created"))
+    store.mark_dirty(A, ["acme"], T0)
+    store.put_run(Run(tenant=A, run_id="run1", started_at=T0, requested_by="ada"))
+    store.put_api_key(api_key("k1"))
+    store.add_delivered(A, "bot", "s1", ["m1"])
+
+    assert feed(store) == [("scope", "acme"), ("episode", "e1"), ("episode", "e2"), ("memory", "m2"),
+                           ("scope", "r"), ("memory", "m1"), ("fact", "f1")]  # fmt: skip
+
+
+def test_a_failed_write_leaves_the_feed_as_it_was(store: RecordStore) -> None:
+    root, _ = tree(store)
+    store.create_scope(scope("other", root, "other"))
+    store.create_memory(scoped("m1", "acme", "k"))
+    store.put_episodes([episode("e1")])
+    before = changes(store)
+
+    with pytest.raises(Conflict):
+        store.create_scope(scope("x", root, "acme"))
+    with pytest.raises(Conflict):
+        store.rename_scope(A, "acme", "other", T0)
+    with pytest.raises(Conflict):
+        store.create_memory(scoped("m2", "acme", "k"))
+    with pytest.raises(Conflict):
+        store.update_memory(scoped("m1", "acme", "k", body="stale", version=3), expected_version=2)
+    with pytest.raises(Conflict):
+        store.put_episodes([episode("e2"), episode("e1", content_hash="another")])
+
+    assert changes(store) == before
+
+
+def test_feed_positions_are_fixed_width_utc_text_strictly_increasing_across_writes(store: RecordStore) -> None:
+    root, _ = tree(store)
+    store.create_memory(scoped("m1", "acme", "k"))
+    store.put_episodes([episode("e1")])
+    store.put_facts([fact("f1")])
+    store.create_scope(scope("b", root, "b"))
+    store.put_episodes([episode("e2"), episode("e0")])  # one batch: position order, then id order
+
+    rows = changes(store)
+    positions = [position for position, _, _ in rows]
+
+    assert [record_id for _, _, record_id in rows][:6] == ["r", "acme", "m1", "e1", "f1", "b"]
+    assert positions[:6] == sorted(set(positions[:6]))  # one write after another: strictly later
+    assert [(p, i) for p, _, i in rows] == sorted((p, i) for p, _, i in rows)
+    assert len({(p, i) for p, _, i in rows}) == len(rows) == 8
+    for position in positions:
+        parsed = datetime.strptime(position, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        assert len(position) == 27 and abs(parsed - datetime.now(UTC)) < timedelta(minutes=5)
+
+
+def test_paging_after_any_cursor_resumes_exactly(store: RecordStore) -> None:
+    tree(store)
+    store.put_episodes([episode(f"e{n}", minute=n) for n in range(5)])  # (the embedded store: one position)
+    for n in range(3):
+        store.create_memory(scoped(f"m{n}", "acme", f"k{n}"))
+    store.put_facts([fact("f2"), fact("f1")])
+    store.rename_scope(A, "acme", "acme-ltd", T0)
+    everything = changes(store)
+    assert len(everything) == 12
+
+    for limit in (1, 2, 5, 100):
+        seen: list[tuple[str, str, str]] = []
+        after: tuple[str, str] | None = None
+        while page := store.list_changes(A, after, limit):
+            assert len(page) <= limit
+            seen += page
+            after = (page[-1][0], page[-1][2])
+        assert seen == everything
+    for index, (position, _, record_id) in enumerate(everything):
+        assert store.list_changes(A, (position, record_id), 100) == everything[index + 1 :]
+        assert store.list_changes(A, (position, record_id), 2) == everything[index + 1 : index + 3]
+        assert store.list_changes(A, (position, ""), 100) == [r for r in everything if r[0] >= position]
+    assert store.list_changes(A, None, 0) == []
+    assert store.list_changes(A, ("9999-12-31T23:59:59.999999Z", "z"), 10) == []
+
+    last = (everything[-1][0], everything[-1][2])
+    store.update_memory(scoped("m0", "acme", "k0", body="v2", version=2), expected_version=1)
+    store.put_episodes([episode("late")])
+    later = store.list_changes(A, last, 100)
+    assert [(kind, i) for _, kind, i in later] == [("memory", "m0"), ("episode", "late")]
+    assert all((p, i) > last for p, _, i in later)
+
+
+def test_feeds_are_per_tenant(store: RecordStore) -> None:
+    tree(store, A)
+    tree(store, B)
+    store.create_memory(scoped("m1", "acme", "k", tenant=B))
+    store.put_episodes([episode("e1", tenant=B), episode("e1")])
+    store.put_facts([fact("f1", tenant=B), fact("f2")])  # one call, two tenants
+
+    assert feed(store, A) == [("scope", "r"), ("scope", "acme"), ("episode", "e1"), ("fact", "f2")]
+    assert feed(store, B) == [("scope", "r"), ("scope", "acme"), ("memory", "m1"), ("episode", "e1"), ("fact", "f1")]
+    store.rename_scope(B, "r", "moved", T0)  # moving B's record leaves A's record of the same id in place
+    assert feed(store, A)[0] == ("scope", "r") and feed(store, B)[-1] == ("scope", "r")
+    assert store.list_changes("nobody", None, 10) == []
+
+
+@pytest.mark.usefixtures("cheap_moto_transactions")
+def test_big_batches_reach_the_feed_whole(store: RecordStore) -> None:
+    store.put_episodes([episode(f"e{n:03d}", minute=n) for n in range(120)])
+    store.put_facts([fact(f"f{n:03d}") for n in range(60)], [contradiction(f"c{n:02d}") for n in range(90)])
+    store.put_facts([fact(f"f{n:03d}", summary="again") for n in range(60)])  # every fact moves: 4 items each
+
+    listed = feed(store)
+
+    assert listed == [("episode", f"e{n:03d}") for n in range(120)] + [("fact", f"f{n:03d}") for n in range(60)]
+    assert len(store.list_contradictions(A, "s1")) == 90
+    assert {f.summary for f in store.list_facts(A)} == {"again"}
+
+
 # -- tenant isolation -----------------------------------------------------------------------
 def test_tenant_b_sees_and_touches_nothing_of_tenant_a(store: RecordStore) -> None:
     tree(store, A)
@@ -907,13 +1169,24 @@ def test_dynamodb_items_are_tenant_prefixed_and_dates_are_utc_strings(aws: Any) 
     store.acquire_lease(A, "acme", "w1", T0, timedelta(minutes=1))
     store.put_facts([fact("f1")], [contradiction("c1")])
     store.put_run(Run(tenant=A, run_id="run1", started_at=T0, requested_by="ada"))
+    store.put_revision(revision("m#1", "bot#1"))
+    store.add_history(history("m1", 1, "created"))
 
     items = aws.scan(TableName=TABLE)["Items"]
     pks = sorted(item["PK"]["S"] for item in items)
 
-    assert len(items) == 19  # scopes 5, layers, memory 2, key 2, episode, delivered, consolidation 3, facts 3, run
+    # scopes 5, layers, memory 2, key 2, episode, delivered, consolidation 3, facts 3, run, feed 5, review 4
+    assert len(items) == 28
     assert [pk for pk in pks if not pk.startswith(f"T#{A}#")] == ["APIKEY#hash-tenant-a-k1"]
     assert f"T#{A}#DELIVERED#bot%231#s1" in pks  # a principal's "#" cannot reach into another key
+    assert f"T#{A}#AUTHREVS#bot%231#open" in pks  # nor can an author's
+    assert {item["SK"]["S"] for item in items if item["PK"]["S"] == f"T#{A}#REVQ#open"} == {"M#m%231#bot#1"}
+    entries = [item for item in items if item["PK"]["S"] == f"T#{A}#FEED"]
+    assert sorted(item["id"]["S"] for item in entries) == ["acme", "e1", "f1", "m1", "r"]  # acme once, renamed
+    for entry in entries:
+        assert entry["SK"]["S"] == f"{entry['position']['S']}#{entry['id']['S']}"
+        record = next(i for i in items if i.get("feed_position") == entry["position"] and i["item_type"]["S"] != "feed")
+        assert record["item_type"]["S"] == entry["kind"]["S"]
     stored_episode = next(item for item in items if item["SK"]["S"] == "EP#e1")
     assert stored_episode["metadata"] == {"S": '{"x": 1.0}'}
     assert stored_episode["GSI1PK"] == {"S": "UNINDEXED"}
@@ -941,3 +1214,216 @@ def test_create_table_uses_the_shared_schema(aws: Any) -> None:
         for index in table["GlobalSecondaryIndexes"]
     ]
     assert indexes == TABLE_SCHEMA["GlobalSecondaryIndexes"]
+
+
+class FakeClock:
+    """The adapter's injectable clock: stands still until moved."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def __call__(self) -> datetime:
+        return self.at
+
+    def advance(self, seconds: float) -> None:
+        self.at += timedelta(seconds=seconds)
+
+
+class HeldClient:
+    """A DynamoDB client whose transactions are held back until `release`: a writer that took its feed
+    position and has not committed yet."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.held: list[dict[str, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+    def transact_write_items(self, **params: Any) -> dict[str, Any]:
+        self.held.append(params)
+        return {}
+
+    def release(self) -> None:
+        for params in self.held:
+            self.client.transact_write_items(**params)
+        self.held.clear()
+
+
+class InterleavedClient:
+    """A DynamoDB client that runs the next of `before` (another writer's work) just before each of its
+    own `operation` calls: a concurrent write landing between this writer's read and its write."""
+
+    def __init__(self, client: Any, before: list[Callable[[], Any]], operation: str = "transact_write_items") -> None:
+        self.client, self.before, self.operation, self.calls = client, before, operation, 0
+
+    def __getattr__(self, name: str) -> Any:
+        if name != self.operation:
+            return getattr(self.client, name)
+
+        def interleaved(**params: Any) -> Any:
+            if self.before:
+                self.before.pop(0)()
+            self.calls += 1
+            return getattr(self.client, name)(**params)
+
+        return interleaved
+
+
+def _feed_items(aws: Any, tenant: str = A) -> list[dict[str, Any]]:
+    items = aws.scan(TableName=TABLE)["Items"]
+    return sorted((i for i in items if i["PK"]["S"] == f"T#{tenant}#FEED"), key=lambda i: i["SK"]["S"])
+
+
+def test_dynamodb_feed_hides_changes_younger_than_the_horizon(aws: Any) -> None:
+    clock = FakeClock(T0)
+    store = DynamoRecordStore(TABLE, client=aws, now=clock)  # the default horizon: 5 s
+    root = scope("r", None, "root")
+    store.create_scope(root)
+
+    assert store.list_changes(A, None, 10) == []
+    clock.advance(4.999999)
+    assert store.list_changes(A, None, 10) == []
+    clock.advance(0.000001)
+    first = store.list_changes(A, None, 10)
+    assert first == [("2025-03-01T09:30:15.123456Z", "scope", "r")]
+
+    store.create_scope(scope("acme", root, "acme"))  # written at T0 + 5 s
+    clock.advance(4)
+    assert store.list_changes(A, (first[0][0], "r"), 10) == []
+    clock.advance(1)
+    assert store.list_changes(A, (first[0][0], "r"), 10) == [("2025-03-01T09:30:20.123456Z", "scope", "acme")]
+
+    wide = DynamoRecordStore(TABLE, client=aws, now=clock, feed_horizon_seconds=60)
+    assert wide.list_changes(A, None, 10) == []
+    clock.advance(55)
+    assert [i for _, _, i in wide.list_changes(A, None, 10)] == ["r", "acme"]
+
+
+def test_dynamodb_a_late_commit_lands_ahead_of_every_reader(aws: Any) -> None:
+    # Writer A takes position t1 but commits late; writer B takes t2 > t1 and commits at once; a reader
+    # pages meanwhile. With the horizon the reader cannot pass t1 before A commits, so it sees both, once.
+    clock = FakeClock(T0 - timedelta(seconds=30))
+    held = HeldClient(aws)
+    writer_a = DynamoRecordStore(TABLE, client=held, now=clock)
+    writer_b = DynamoRecordStore(TABLE, client=aws, now=clock)
+    reader = DynamoRecordStore(TABLE, client=aws, now=clock)
+    writer_b.create_scope(scope("early", None, "early"))  # settled long before
+
+    clock.advance(30)
+    writer_a.create_scope(scope("a", None, "a"))  # t1 = T0, not committed yet
+    (t1,) = [p["Put"]["Item"]["position"]["S"] for p in held.held[0]["TransactItems"] if "position" in p["Put"]["Item"]]
+    clock.advance(1)
+    writer_b.create_scope(scope("b", None, "b"))  # t2 = T0 + 1 s, committed
+    clock.advance(3)  # T0 + 4 s: A's transaction is still within the horizon of t1
+
+    seen = reader.list_changes(A, None, 10)
+    cursor = (seen[-1][0], seen[-1][2])
+    assert [i for _, _, i in seen] == ["early"]  # b is committed, but not settled
+    assert cursor < (t1, "a")  # the reader has not passed t1
+
+    held.release()  # A commits at T0 + 4 s, within the horizon
+    clock.advance(1.5)  # T0 + 5.5 s: t1 has settled, t2 not yet
+    page = reader.list_changes(A, cursor, 10)
+    seen += page
+    assert [i for _, _, i in page] == ["a"]
+    clock.advance(0.5)
+    seen += reader.list_changes(A, (page[-1][0], page[-1][2]), 10)
+
+    assert [(p, i) for p, _, i in seen] == [(seen[0][0], "early"), (t1, "a"), ("2025-03-01T09:30:16.123456Z", "b")]
+    assert t1 == "2025-03-01T09:30:15.123456Z"
+
+
+def test_dynamodb_without_a_horizon_a_late_commit_would_be_missed(aws: Any) -> None:
+    # The same interleaving with no horizon: the reader passes t1 before A commits and never sees A.
+    clock = FakeClock(T0)
+    held = HeldClient(aws)
+    writer_a = DynamoRecordStore(TABLE, client=held, now=clock, feed_horizon_seconds=0)
+    reader = DynamoRecordStore(TABLE, client=aws, now=clock, feed_horizon_seconds=0)
+    writer_a.create_scope(scope("a", None, "a"))
+    clock.advance(1)
+    reader.create_scope(scope("b", None, "b"))
+    seen = reader.list_changes(A, None, 10)
+    held.release()
+
+    assert [i for _, _, i in seen] == ["b"]
+    assert reader.list_changes(A, (seen[-1][0], "b"), 10) == []  # a, behind the cursor, is lost
+    assert [i for _, _, i in reader.list_changes(A, None, 10)] == ["a", "b"]
+
+
+def test_dynamodb_a_record_moved_concurrently_keeps_one_feed_entry(aws: Any) -> None:
+    other = DynamoRecordStore(TABLE, client=aws, feed_horizon_seconds=0)
+    other.put_facts([fact("f1")])
+    other.create_memory(scoped("m1", "acme", "k"))
+    interleaved = InterleavedClient(aws, [lambda: other.put_facts([fact("f1", summary="theirs")])])
+    store = DynamoRecordStore(TABLE, client=interleaved, feed_horizon_seconds=0)
+
+    store.put_facts([fact("f1", summary="ours")])  # its first try fails on the moved entry; it reads again
+
+    assert interleaved.calls == 2
+    assert store.get_facts(A, ["f1"])["f1"].summary == "ours"
+    assert [i["id"]["S"] for i in _feed_items(aws)] == ["m1", "f1"]
+
+    # Two same-version updates of a memory: the version alone would let both through.
+    same_version = scoped("m1", "acme", "k", body="theirs")
+    interleaved.before.append(lambda: other.update_memory(same_version, expected_version=1))
+    with pytest.raises(Conflict):
+        store.update_memory(scoped("m1", "acme", "k", body="ours"), expected_version=1)
+
+    assert store.get_memory(A, "m1") == same_version
+    assert [i["id"]["S"] for i in _feed_items(aws)] == ["f1", "m1"]
+    memory_item = aws.get_item(TableName=TABLE, Key={"PK": {"S": f"T#{A}#MEMS"}, "SK": {"S": "MEM#m1"}})["Item"]
+    assert memory_item["feed_position"] == _feed_items(aws)[-1]["position"]
+
+
+def test_dynamodb_history_appended_concurrently_keeps_both_entries_in_commit_order(aws: Any) -> None:
+    other = DynamoRecordStore(TABLE, client=aws)
+    other.add_history(history("m1", 1, "created"))
+    theirs, ours = history("m1", 2, "edited", actor="them"), history("m1", 2, "edited", actor="us")
+    interleaved = InterleavedClient(aws, [lambda: other.add_history(theirs)], operation="put_item")
+    store = DynamoRecordStore(TABLE, client=interleaved)
+
+    store.add_history(ours)  # its sequence number was taken meanwhile: it reads again and appends after
+
+    assert interleaved.calls == 2
+    assert [entry.actor for entry in store.list_history(A, "m1")] == ["ada", "them", "us"]
+
+
+@pytest.mark.usefixtures("cheap_moto_transactions")
+def test_dynamodb_transactions_stay_within_a_hundred_items_with_their_feed_entries(aws: Any) -> None:
+    sizes: list[int] = []
+    aws.meta.events.register(
+        "before-parameter-build.dynamodb.TransactWriteItems",
+        lambda params, **_: sizes.append(len(params["TransactItems"])),
+    )
+    store = DynamoRecordStore(TABLE, client=aws, feed_horizon_seconds=0)
+
+    store.put_episodes([episode(f"e{n:03d}", minute=n) for n in range(120)])
+    assert sizes == [100, 100, 40]
+    sizes.clear()
+    store.put_facts([fact(f"f{n:03d}") for n in range(60)], [contradiction(f"c{n:03d}") for n in range(150)])
+    # 25 new facts (3 items each) a transaction; the last one takes as many contradictions as fit (at 4 items a
+    # fact), then the rest go a hundred at a time
+    assert sizes == [75, 75, 30 + 60, 90]
+    sizes.clear()
+    store.put_facts([fact(f"f{n:03d}") for n in range(30)])
+    assert sizes == [100, 20]  # moved: 4 items each
+    assert len(_feed_items(aws)) == 180
+
+
+def test_dynamodb_follows_every_page_of_the_feed_and_review_records(aws: Any) -> None:
+    store = DynamoRecordStore(TABLE, client=aws, page_size=2, feed_horizon_seconds=0)
+    store.put_episodes([episode(f"e{n}", minute=n) for n in range(7)])
+    for n in range(5):
+        store.put_revision(revision(f"m{n}", "bob"))
+        store.put_revision(revision("m0", f"author{n}", status="approved"))
+        store.add_history(history("m0", n, "edited"))
+    calls = _count_queries(aws)
+
+    assert [i for _, _, i in store.list_changes(A, None, 100)] == [f"e{n}" for n in range(7)]
+    assert [i for _, _, i in store.list_changes(A, None, 5)] == [f"e{n}" for n in range(5)]
+    assert len(store.list_revisions(A)) == 5
+    assert len(store.list_revisions(A, author="bob")) == 5
+    assert len(store.list_revisions(A, memory_id="m0", status=None)) == 6
+    assert [entry.version for entry in store.list_history(A, "m0")] == list(range(5))
+    assert len(calls) >= 5 * 2

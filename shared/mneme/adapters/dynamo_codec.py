@@ -1,4 +1,4 @@
-"""Pydantic models to DynamoDB items and back, and the table's key builders.
+"""Pydantic models to DynamoDB items and back, the table's key builders, and write-request builders.
 
 Attribute rules: datetimes are ISO-8601 UTC strings with microseconds (fixed width, so they sort; a
 naive datetime is taken as UTC). Floats go through `Decimal(repr(x))`, which round-trips every
@@ -8,8 +8,13 @@ types settle the rest (a `float` field given `1` holds `1.0`). `None` is NULL. F
 (`1.0` stays `1.0`, no 38-digit number limit); float vectors (`vector_fields`) as little-endian
 float64 binary, exact and eight bytes a dimension.
 
-Keys: see the table in `mneme.adapters.dynamo_store`. The tenant, layer and principal are escaped
-(`%` -> `%25`, `#` -> `%23`) because text follows them; ids, segments and keys only ever end a key.
+Keys: see the table in `mneme.adapters.dynamo_store`. The tenant, layer, principal and author are
+escaped (`%` -> `%25`, `#` -> `%23`) because text follows them, as is a memory id where text follows
+it; ids, segments and keys otherwise only ever end a key. Change-feed positions are fixed-width UTC
+text (`%Y-%m-%dT%H:%M:%S.%fZ`, as the embedded store writes them), so they sort as time.
+
+Writes: `put` / `delete` build one TransactWriteItems entry with its condition (`#x` names attribute
+x, `:x` the value passed as x) and the Conflict a failed condition means.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ import json
 import math
 import struct
 from collections.abc import Collection, Mapping
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from enum import Enum
 from typing import Any, TypeVar
@@ -36,9 +42,28 @@ _serializer: Any = TypeSerializer()
 _deserializer: Any = TypeDeserializer()
 
 
+POSITION_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_MICRO = timedelta(microseconds=1)
+
+
 def iso_utc(moment: datetime) -> str:
     aware = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     return aware.isoformat(timespec="microseconds")
+
+
+def position_text(moment: datetime) -> str:
+    """A change-feed position: fixed-width UTC text that sorts as time."""
+    aware = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return aware.strftime(POSITION_FORMAT)
+
+
+def next_position(moment: datetime, *after: str | None) -> str:
+    """`moment` as a position, moved to a microsecond past each of `after` that is not already behind it."""
+    position = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    for previous in after:
+        if previous is not None:
+            position = max(position, datetime.strptime(previous, POSITION_FORMAT).replace(tzinfo=UTC) + _MICRO)
+    return position_text(position)
 
 
 def _plain(value: Any) -> Any:
@@ -128,6 +153,41 @@ def to_model(
         else:
             fields[name] = _python(_deserializer.deserialize(value))
     return model_type.model_validate(fields)
+
+
+# -- write requests -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Write:
+    """One TransactWriteItems entry and the Conflict it means when its condition fails."""
+
+    request: dict[str, Any]
+    code: str
+    message: str
+
+
+def put(item: Item, condition: str | None, code: str, message: str, **values: Any) -> Write:
+    return Write({"Put": {"Item": item, **_condition(condition, values)}}, code, message)
+
+
+def delete(key: Item, condition: str | None, code: str, message: str, **values: Any) -> Write:
+    return Write({"Delete": {"Key": key, **_condition(condition, values)}}, code, message)
+
+
+def expression(values: Mapping[str, Any], *expressions: str) -> dict[str, Any]:
+    """Names and values for `#x` / `:x` placeholders: `#x` is attribute x, `:x` is values[x]."""
+    words = " ".join(expressions).replace("(", " ").replace(")", " ").replace(",", " ").split()
+    names = {word: word[1:] for word in words if word.startswith("#")}
+    params: dict[str, Any] = {"ExpressionAttributeNames": names} if names else {}
+    if values:
+        params["ExpressionAttributeValues"] = {f":{name}": attr(value) for name, value in values.items()}
+    return params
+
+
+def _condition(condition: str | None, values: Mapping[str, Any]) -> dict[str, Any]:
+    if condition is None:
+        return {}
+    checked = {"ConditionExpression": condition, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+    return {**checked, **expression(values, condition)}
 
 
 # -- keys ---------------------------------------------------------------------------------------
@@ -220,3 +280,35 @@ def contradiction_key(tenant: str, scope_id: str, contradiction_id: str) -> Item
 
 def run_key(tenant: str, run_id: str) -> Item:
     return key(tenant_pk(tenant, "RUNS"), f"RUN#{run_id}")
+
+
+def feed_pk(tenant: str) -> str:
+    return tenant_pk(tenant, "FEED")
+
+
+def feed_key(tenant: str, position: str, record_id: str) -> Item:
+    return key(feed_pk(tenant), f"{position}#{record_id}")
+
+
+def revision_key(tenant: str, memory_id: str, author: str) -> Item:
+    return key(tenant_pk(tenant, "REVS"), f"M#{esc(memory_id)}#{author}")
+
+
+def author_revisions_pk(tenant: str, author: str, status: str) -> str:
+    return tenant_pk(tenant, "AUTHREVS", esc(author), status)
+
+
+def author_revision_key(tenant: str, author: str, status: str, memory_id: str) -> Item:
+    return key(author_revisions_pk(tenant, author, status), f"M#{memory_id}")
+
+
+def revision_queue_key(tenant: str, status: str, memory_id: str, author: str) -> Item:
+    return key(tenant_pk(tenant, "REVQ", status), f"M#{esc(memory_id)}#{author}")
+
+
+def history_pk(tenant: str, memory_id: str) -> str:
+    return tenant_pk(tenant, "HIST", memory_id)
+
+
+def history_key(tenant: str, memory_id: str, seq: int) -> Item:
+    return key(history_pk(tenant, memory_id), f"SEQ#{seq:012d}")

@@ -3,26 +3,31 @@
 Every PK starts with `T#<tenant>#` except the API key item, read before the tenant is known.
 Key builders (with escaping) live in `mneme.adapters.dynamo_codec`.
 
-| item             | PK                                         | SK                 | holds                      |
-|------------------|--------------------------------------------|--------------------|----------------------------|
-| scope            | `T#<t>#SCOPE#<scope_id>`                   | `SCOPE`            | Scope                      |
-| name slot        | `T#<t>#SLOTS#<parent_id>`                  | `SEG#<segment>`    | live Scope copy or alias   |
-|                  | `T#<t>#ROOTSLOTS` (parent None)            | `SEG#<segment>`    | live Scope copy or alias   |
-| layers           | `T#<t>#LAYERS`                             | `LAYERS`           | `layers`: depth -> name    |
-| memory           | `T#<t>#MEMS`                               | `MEM#<id>`         | Memory                     |
-| memory key slot  | `T#<t>#MSLOT#SCOPE#<scope_id>`             | `KEY#<key>`        | non-archived Memory copy   |
-|                  | `T#<t>#MSLOT#TAG#<layer>#ALL` / `#VAL#<v>` | `KEY#<key>`        | non-archived Memory copy   |
-| episode          | `T#<t>#EPISODES`                           | `EP#<id>`          | Episode (+ GSI1-3 keys)    |
-| delivered id     | `T#<t>#DELIVERED#<principal>#<session>`    | `ID#<id>`          | `id`                       |
-| dirty scope      | `T#<t>#DIRTY`                              | `SCOPE#<scope_id>` | `dirtied_at` (+ GSI1 keys) |
-| checkpoint       | `T#<t>#CONSOL#<scope_id>`                  | `CHECKPOINT`       | Checkpoint                 |
-| lease            | `T#<t>#CONSOL#<scope_id>`                  | `LEASE`            | `owner`, `until`           |
-| fact             | `T#<t>#FACTS`                              | `FACT#<id>`        | Fact                       |
-| scope's fact     | `T#<t>#SCOPEFACTS#<scope_id>`              | `FACT#<id>`        | Fact copy                  |
-| contradiction    | `T#<t>#CONTRA#<scope_id>`                  | `C#<id>`           | Contradiction              |
-| run              | `T#<t>#RUNS`                               | `RUN#<run_id>`     | Run (`stages` as JSON)     |
-| API key          | `APIKEY#<key_hash>` (not tenant-prefixed)  | `APIKEY`           | ApiKey                     |
-| tenant's API key | `T#<t>#APIKEYS`                            | `KEY#<key_id>`     | ApiKey copy                |
+| item             | PK                                         | SK                    | holds                      |
+|------------------|--------------------------------------------|-----------------------|----------------------------|
+| scope            | `T#<t>#SCOPE#<scope_id>`                   | `SCOPE`               | Scope                      |
+| name slot        | `T#<t>#SLOTS#<parent_id>`                  | `SEG#<segment>`       | live Scope copy or alias   |
+|                  | `T#<t>#ROOTSLOTS` (parent None)            | `SEG#<segment>`       | live Scope copy or alias   |
+| layers           | `T#<t>#LAYERS`                             | `LAYERS`              | `layers`: depth -> name    |
+| memory           | `T#<t>#MEMS`                               | `MEM#<id>`            | Memory                     |
+| memory key slot  | `T#<t>#MSLOT#SCOPE#<scope_id>`             | `KEY#<key>`           | non-archived Memory copy   |
+|                  | `T#<t>#MSLOT#TAG#<layer>#ALL` / `#VAL#<v>` | `KEY#<key>`           | non-archived Memory copy   |
+| episode          | `T#<t>#EPISODES`                           | `EP#<id>`             | Episode (+ GSI1-3 keys)    |
+| delivered id     | `T#<t>#DELIVERED#<principal>#<session>`    | `ID#<id>`             | `id`                       |
+| dirty scope      | `T#<t>#DIRTY`                              | `SCOPE#<scope_id>`    | `dirtied_at` (+ GSI1 keys) |
+| checkpoint       | `T#<t>#CONSOL#<scope_id>`                  | `CHECKPOINT`          | Checkpoint                 |
+| lease            | `T#<t>#CONSOL#<scope_id>`                  | `LEASE`               | `owner`, `until`           |
+| fact             | `T#<t>#FACTS`                              | `FACT#<id>`           | Fact                       |
+| scope's fact     | `T#<t>#SCOPEFACTS#<scope_id>`              | `FACT#<id>`           | Fact copy                  |
+| contradiction    | `T#<t>#CONTRA#<scope_id>`                  | `C#<id>`              | Contradiction              |
+| run              | `T#<t>#RUNS`                               | `RUN#<run_id>`        | Run (`stages` as JSON)     |
+| feed entry       | `T#<t>#FEED`                               | `<position>#<id>`     | `kind`, `id`, `position`   |
+| revision         | `T#<t>#REVS`                               | `M#<memory>#<author>` | Revision (`changes` JSON)  |
+| author revision  | `T#<t>#AUTHREVS#<author>#<status>`         | `M#<memory>`          | Revision copy              |
+| queued revision  | `T#<t>#REVQ#<status>`                      | `M#<memory>#<author>` | Revision copy              |
+| history entry    | `T#<t>#HIST#<memory>`                      | `SEQ#<seq:012d>`      | HistoryEntry, `seq`        |
+| API key          | `APIKEY#<key_hash>` (not tenant-prefixed)  | `APIKEY`              | ApiKey                     |
+| tenant's API key | `T#<t>#APIKEYS`                            | `KEY#<key_id>`        | ApiKey copy                |
 
 | index (KEYS_ONLY) | partition key                     | sort key                            | set on             |
 |-------------------|-----------------------------------|-------------------------------------|--------------------|
@@ -40,63 +45,110 @@ returned is current. GSI3 lags writes by milliseconds: consolidation reads episo
 
 Items carry `item_type`: scope, scope_slot (a live scope), scope_alias (`scope_id` it resolves to),
 layers, memory, memory_slot, episode, delivered, dirty, checkpoint, lease, fact, fact_copy,
-contradiction, run, api_key, api_key_copy. A name slot holds a live scope or an alias, never both,
-so one `attribute_not_exists(PK)` enforces "taken by a scope or an alias". A key slot exists exactly
+contradiction, run, feed, revision, revision_copy, history, api_key, api_key_copy. Scope, memory,
+episode and fact items also carry `feed_position` (see the change feed). A name slot holds a live
+scope or an alias, never both, so one `attribute_not_exists(PK)` enforces "taken by a scope or an
+alias". A key slot exists exactly
 while its memory is not archived, so its partition is also the listing. Copies are written in the
 transaction of their original. Base-table reads are strongly consistent.
 
-| access pattern        | operation and key condition                                                 |
-|-----------------------|-----------------------------------------------------------------------------|
-| get_scope             | GetItem scope                                                               |
-| find_child/find_alias | GetItem name slot; `item_type` tells live scope from alias                  |
-| list_children         | Query PK = `T#<t>#SLOTS#<parent_id>`, filter item_type = scope_slot         |
-| create_scope          | Transact: Put scope + Put slot, both `attribute_not_exists(PK)`             |
-| rename_scope          | GetItem scope; Transact: Put scope if `segment = old`, Put old slot as      |
-|                       | alias if it is this scope's live slot, Put new slot if free or this scope's |
-|                       | own alias (which is thereby consumed)                                       |
-| get/put_layers        | GetItem / Put layers                                                        |
-| create_memory         | Transact: Put memory + Put key slot, both `attribute_not_exists(PK)`        |
-| update_memory         | GetItem memory; Transact: Put memory if `version = expected`, then refresh  |
-|                       | its own slot, or Delete its old slot and/or Put the new one if free         |
-| get_memory            | GetItem memory                                                              |
-| list_scoped_memories  | Query PK = `T#<t>#MSLOT#SCOPE#<scope_id>`                                   |
-| list_tagged_memories  | Query PK = `T#<t>#MSLOT#TAG#<layer>#ALL` (value None) or `...#VAL#<value>`  |
-| list_memories         | Query PK = `T#<t>#MEMS`, filter status <> archived                          |
-| put_episodes          | BatchGetItem episodes; Transact: Put each new one `attribute_not_exists(PK)`|
-| get_episodes          | BatchGetItem `T#<t>#EPISODES` / `EP#<id>`                                   |
-| mark_indexed          | UpdateItem each: SET indexed, REMOVE GSI1PK, GSI1SK                         |
-| list_recent_episodes  | Query GSI2 `GSI2PK = T#<t>#EPISODES AND GSI2SK >= <since>`, newest first;   |
-|                       | BatchGetItem the hits                                                       |
-| list_unindexed        | Query GSI1 GSI1PK = `UNINDEXED` (oldest first), BatchGetItem the hits       |
-| iter_episodes         | Query PK = `T#<t>#EPISODES`, one yielded batch per page                     |
-| get/add_delivered     | Query / BatchWriteItem PK = `T#<t>#DELIVERED#<principal>#<session_id>`      |
-| mark_dirty            | BatchWriteItem dirty marks (upsert refreshes `dirtied_at`)                  |
-| list_dirty            | tenant: Query PK = `T#<t>#DIRTY`; None: Query GSI1 `GSI1PK = DIRTY`         |
-| clear_dirty           | DeleteItem dirty mark if `dirtied_at <= dirtied_before`                     |
-| list_episodes_after   | Query GSI3 `GSI3PK = T#<t>#SCOPEEPS#<scope_id> AND GSI3SK BETWEEN           |
-|                       | <after> AND <before>` (or `< <before>`), BatchGetItem the hits              |
-| get/save_checkpoint   | GetItem / Put if `version = expected` (or absent when expected is 0)        |
-| acquire/release_lease | Put lease if absent, ours or `until <= now` / Delete if `owner` is ours     |
-| put_facts             | BatchGetItem contradictions; Transact: Put fact + scope copy each, Put new  |
-|                       | contradictions (a hundred items per transaction)                            |
-| get_facts / list_facts| BatchGetItem facts / Query PK = `T#<t>#FACTS` or `T#<t>#SCOPEFACTS#<scope>` |
-| list_contradictions   | Query PK = `T#<t>#CONTRA#<scope_id>`                                        |
-| put_run / get_run     | Put / GetItem run                                                           |
-| put_api_key           | Transact: Put API key if free or same tenant+key_id, Put tenant's copy      |
-| get_api_key           | GetItem `APIKEY#<key_hash>`                                                 |
-| list_api_keys         | Query PK = `T#<t>#APIKEYS`                                                  |
-| revoke_api_key        | GetItem tenant's copy; Transact: Put both with `revoked_at`                 |
+| access pattern         | operation and key condition                                                     |
+|------------------------|---------------------------------------------------------------------------------|
+| get_scope              | GetItem scope                                                                   |
+| find_child/find_alias  | GetItem name slot; `item_type` tells live scope from alias                      |
+| list_children          | Query PK = `T#<t>#SLOTS#<parent_id>`, filter item_type = scope_slot             |
+| create_scope           | Transact: Put scope + Put slot, both `attribute_not_exists(PK)`; feed move      |
+| rename_scope           | GetItem scope; Transact: Put scope if `segment = old` and unmoved, Put old      |
+|                        | slot as alias if it is this scope's live slot, Put new slot if free or this     |
+|                        | scope's own alias (which is thereby consumed); feed move                        |
+| get/put_layers         | GetItem / Put layers                                                            |
+| create_memory          | Transact: Put memory + Put key slot, both `attribute_not_exists(PK)`; feed move |
+| update_memory          | GetItem memory; Transact: Put memory if `version = expected` and unmoved,       |
+|                        | then refresh its own slot, or Delete its old slot and/or Put the new one if     |
+|                        | free; feed move                                                                 |
+| get_memory             | GetItem memory                                                                  |
+| list_scoped_memories   | Query PK = `T#<t>#MSLOT#SCOPE#<scope_id>`                                       |
+| list_tagged_memories   | Query PK = `T#<t>#MSLOT#TAG#<layer>#ALL` (value None) or `...#VAL#<value>`      |
+| list_memories          | Query PK = `T#<t>#MEMS`, filter status <> archived                              |
+| put_episodes           | BatchGetItem episodes; Transact: Put each new one `attribute_not_exists(PK)`    |
+|                        | and its feed entry (fifty episodes per transaction)                             |
+| get_episodes           | BatchGetItem `T#<t>#EPISODES` / `EP#<id>`                                       |
+| mark_indexed           | UpdateItem each: SET indexed, REMOVE GSI1PK, GSI1SK (not a feed change)         |
+| list_recent_episodes   | Query GSI2 `GSI2PK = T#<t>#EPISODES AND GSI2SK >= <since>`, newest first;       |
+|                        | BatchGetItem the hits                                                           |
+| list_unindexed         | Query GSI1 GSI1PK = `UNINDEXED` (oldest first), BatchGetItem the hits           |
+| iter_episodes          | Query PK = `T#<t>#EPISODES`, one yielded batch per page                         |
+| get/add_delivered      | Query / BatchWriteItem PK = `T#<t>#DELIVERED#<principal>#<session_id>`          |
+| mark_dirty             | BatchWriteItem dirty marks (upsert refreshes `dirtied_at`)                      |
+| list_dirty             | tenant: Query PK = `T#<t>#DIRTY`; None: Query GSI1 `GSI1PK = DIRTY`             |
+| clear_dirty            | DeleteItem dirty mark if `dirtied_at <= dirtied_before`                         |
+| list_episodes_after    | Query GSI3 `GSI3PK = T#<t>#SCOPEEPS#<scope_id> AND GSI3SK BETWEEN               |
+|                        | <after> AND <before>` (or `< <before>`), BatchGetItem the hits                  |
+| get/save_checkpoint    | GetItem / Put if `version = expected` (or absent when expected is 0)            |
+| acquire/release_lease  | Put lease if absent, ours or `until <= now` / Delete if `owner` is ours         |
+| put_facts              | BatchGetItem contradictions; per 25 facts: BatchGetItem their `feed_position`,  |
+|                        | Transact: Put fact if unmoved + scope copy + feed move each (the last one also  |
+|                        | Puts new contradictions, the rest a hundred per transaction); a fact moved      |
+|                        | meanwhile (concurrent upsert) fails the condition: read again and retry         |
+| get_facts / list_facts | BatchGetItem facts / Query PK = `T#<t>#FACTS` or `T#<t>#SCOPEFACTS#<scope>`     |
+| list_contradictions    | Query PK = `T#<t>#CONTRA#<scope_id>`                                            |
+| put_run / get_run      | Put / GetItem run                                                               |
+| list_changes           | read the clock; Query PK = `T#<t>#FEED AND SK BETWEEN <after pos>#<after id>    |
+|                        | AND <settled>$` (or `SK <= <settled>$`), drop the `after` entry itself;         |
+|                        | `<settled>` = now - horizon, and `$` sorts just above `#`                       |
+| put_revision           | Transact: Put revision + author's and queued copy under its status, Delete      |
+|                        | both copies under the other two statuses (upsert with no read; 7 items)         |
+| get_revision           | GetItem revision                                                                |
+| list_revisions         | memory_id (+ author): Query PK = `T#<t>#REVS`, `begins_with(SK,                 |
+|                        | M#<memory>#)` (GetItem revision); author: Query `T#<t>#AUTHREVS#<author>        |
+|                        | #<status>`; neither: Query `T#<t>#REVQ#<status>`; one Query per status          |
+|                        | asked for (status None: all three); memory's hits filtered by status            |
+| add_history            | Query PK = `T#<t>#HIST#<memory>` backwards, Limit 1 (the last seq); Put         |
+|                        | `SEQ#<seq + 1>` if `attribute_not_exists(PK)`; taken meanwhile: read again      |
+| list_history           | Query PK = `T#<t>#HIST#<memory>` (sequence order = append order)                |
+| put_api_key            | Transact: Put API key if free or same tenant+key_id, Put tenant's copy          |
+| get_api_key            | GetItem `APIKEY#<key_hash>`                                                     |
+| list_api_keys          | Query PK = `T#<t>#APIKEYS`                                                      |
+| revoke_api_key         | GetItem tenant's copy; Transact: Put both with `revoked_at`                     |
 
 Queries follow `LastEvaluatedKey` to the end (`page_size` caps a page, for tests); results are
-sorted in Python as the port orders them. Batch calls retry unprocessed keys with backoff.
+sorted in Python as the port orders them. Batch calls retry unprocessed keys with backoff. A
+transaction holds at most 100 items: create_scope/create_memory 3, rename_scope/update_memory at most
+5, put_episodes 2 per episode (50 a transaction), put_facts at most 4 per fact (25 a transaction),
+put_revision 7.
+
+Change feed ("feed move" above). A scope, memory, episode or fact has one entry in its tenant's feed
+partition `T#<t>#FEED`, at `<position>#<id>`, and carries that position in `feed_position`. A write
+of the record is one TransactWriteItems: Put the record with the new `feed_position` on condition
+that the stored one is still the one read ("unmoved"; absent for a new record), Put the new entry,
+Delete the old one. Two writers moving one record cannot leave two entries: the second fails its
+condition (put_facts reads again and retries; update_memory and rename_scope raise the Conflict they
+raise for any concurrent change). A retried put_episodes adds no entry; mark_indexed is no change.
+
+Ordering. The position is the writer's clock at the write (`now`, injectable), moved 1 µs past the
+record's previous position and past the last position this store object handed out; fixed-width UTC
+text `%Y-%m-%dT%H:%M:%S.%fZ`, as the SQLite store writes, so `<position>#<id>` sorts as (position,
+id). Writers are not serialised, so a transaction can commit after one with a later position has
+committed and been read; a reader whose cursor passed the earlier position would never see it. So
+list_changes reads its clock first and returns only entries at or before `settled = now -
+feed_horizon_seconds` (default 5 s): a cursor never goes past `settled`. Assumption: a write
+transaction is visible to readers within the horizon of its position as the reader's clock tells it:
+one TransactWriteItems (with the SDK's retries) plus writer/reader clock skew stays under the horizon.
+Then any entry still uncommitted when a reader reads its clock has position > settled >= the cursor it
+can reach, so it lands ahead of every cursor and is read, once, when it settles (a committed
+transaction is wholly visible: the Query's read-committed isolation matters only during the commit).
+If the assumption breaks (a stalled commit, a clock off by more) a reader can miss a change: raise the
+horizon. The cost is latency: a change reaches the feed `feed_horizon_seconds` after its write. Each
+tenant's feed is one partition (about 1,000 writes/s; a move is a Put and a Delete). Records written
+before the feed existed have no entry until their next write.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -104,14 +156,17 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from mneme.adapters.dynamo_codec import (
     Item,
+    Write,
     apikey_key,
     attr,
     checkpoint_key,
     contradiction_key,
+    delete,
     delivered_pk,
     dirty_key,
     episode_key,
     esc,
+    expression,
     fact_key,
     from_item,
     iso_utc,
@@ -121,6 +176,7 @@ from mneme.adapters.dynamo_codec import (
     memory_key,
     mslot_key,
     mslot_pk,
+    put,
     run_key,
     scope_fact_key,
     scope_key,
@@ -131,6 +187,7 @@ from mneme.adapters.dynamo_codec import (
     to_item,
     to_model,
 )
+from mneme.adapters.dynamo_extras import FEED_POSITION, DynamoExtras, position_of, unmoved
 from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
 from mneme.errors import Conflict, MnemeError, StoreUnavailable
 from mneme.models import ApiKey, Episode, Memory, Scope
@@ -163,6 +220,9 @@ EPISODE_CODEC: dict[str, Any] = {"json_fields": ("metadata",), "vector_fields": 
 FACT_CODEC: dict[str, Any] = {"vector_fields": ("vector",)}
 RUN_CODEC: dict[str, Any] = {"json_fields": ("stages",)}
 BATCH_ATTEMPTS = 6
+EPISODES_PER_TRANSACTION = 50  # episode + feed entry
+FACTS_PER_TRANSACTION = 25  # fact + scope copy + feed entry + old feed entry
+FACT_ATTEMPTS = 5
 
 
 def create_table(client: Any, table_name: str) -> None:
@@ -171,41 +231,7 @@ def create_table(client: Any, table_name: str) -> None:
     client.get_waiter("table_exists").wait(TableName=table_name)
 
 
-# -- writes and errors --------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Write:
-    """One TransactWriteItems entry and the Conflict it means when its condition fails."""
-
-    request: dict[str, Any]
-    code: str
-    message: str
-
-
-def _put(item: Item, condition: str | None, code: str, message: str, **values: Any) -> _Write:
-    return _Write({"Put": {"Item": item, **_condition(condition, values)}}, code, message)
-
-
-def _delete(key: Item, condition: str, code: str, message: str, **values: Any) -> _Write:
-    return _Write({"Delete": {"Key": key, **_condition(condition, values)}}, code, message)
-
-
-def _expression(values: Mapping[str, Any], *expressions: str) -> dict[str, Any]:
-    """Names and values for `#x` / `:x` placeholders: `#x` is attribute x, `:x` is values[x]."""
-    words = " ".join(expressions).replace("(", " ").replace(")", " ").replace(",", " ").split()
-    names = {word: word[1:] for word in words if word.startswith("#")}
-    params: dict[str, Any] = {"ExpressionAttributeNames": names} if names else {}
-    if values:
-        params["ExpressionAttributeValues"] = {f":{name}": attr(value) for name, value in values.items()}
-    return params
-
-
-def _condition(expression: str | None, values: Mapping[str, Any]) -> dict[str, Any]:
-    if expression is None:
-        return {}
-    checked = {"ConditionExpression": expression, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
-    return {**checked, **_expression(values, expression)}
-
-
+# -- errors -----------------------------------------------------------------------------
 def _unique(keys: Iterable[Item]) -> list[Item]:
     return list({(k["PK"]["S"], k["SK"]["S"]): k for k in keys}.values())
 
@@ -226,7 +252,7 @@ def _holder(item: Mapping[str, Any] | None) -> str:
     }.get(str(found.get("item_type")), "")
 
 
-def _translate(error: ClientError | BotoCoreError, writes: Sequence[_Write] = ()) -> MnemeError:
+def _translate(error: ClientError | BotoCoreError, writes: Sequence[Write] = ()) -> MnemeError:
     """The one place DynamoDB failures become domain errors."""
     if isinstance(error, ClientError):
         code = str(error.response.get("Error", {}).get("Code", ""))
@@ -242,7 +268,11 @@ def _translate(error: ClientError | BotoCoreError, writes: Sequence[_Write] = ()
     return StoreUnavailable(f"DynamoDB could not be reached ({type(error).__name__}); retry later")
 
 
-class DynamoRecordStore:
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class DynamoRecordStore(DynamoExtras):
     def __init__(
         self,
         table_name: str,
@@ -250,11 +280,19 @@ class DynamoRecordStore:
         client: Any = None,
         region_name: str | None = None,
         page_size: int | None = None,
+        feed_horizon_seconds: float = 5.0,
+        now: Callable[[], datetime] = _utc_now,
     ) -> None:
+        """`feed_horizon_seconds` bounds how long a write transaction may take (see the change feed);
+        `now` is the clock feed positions and the horizon are read from."""
         self.table_name = table_name
         self._client = client
         self._region_name = region_name
         self._page_size = page_size
+        self._feed_horizon = timedelta(seconds=feed_horizon_seconds)
+        self._now = now
+        self._last_position: str | None = None
+        self._position_lock = threading.Lock()
 
     @property
     def client(self) -> Any:
@@ -263,7 +301,7 @@ class DynamoRecordStore:
         return self._client
 
     # -- calls ----------------------------------------------------------------------------
-    def _call(self, operation: str, writes: Sequence[_Write] = (), **params: Any) -> dict[str, Any]:
+    def _call(self, operation: str, writes: Sequence[Write] = (), **params: Any) -> dict[str, Any]:
         try:
             response: dict[str, Any] = getattr(self.client, operation)(**params)
         except (ClientError, BotoCoreError) as e:
@@ -286,18 +324,22 @@ class DynamoRecordStore:
                 return
             params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def _query(self, pk: str, where: str | None = None, **values: Any) -> list[Item]:
-        params = {"KeyConditionExpression": "PK = :pk", "ConsistentRead": True}
+    def _query(self, pk: str, where: str | None = None, *, prefix: str | None = None, **values: Any) -> list[Item]:
+        """Every item of a partition (whose SK starts with `prefix`) that passes the filter `where`."""
+        params: dict[str, Any] = {"KeyConditionExpression": "PK = :pk", "ConsistentRead": True}
+        if prefix is not None:
+            params["KeyConditionExpression"] += " AND begins_with(SK, :prefix)"
+            values["prefix"] = prefix
         if where is not None:
             params["FilterExpression"] = where
-        params.update(_expression({"pk": pk, **values}, where or ""))
+        params.update(expression({"pk": pk, **values}, where or ""))
         return [item for page in self._pages(params) for item in page]
 
-    def _transact(self, writes: Sequence[_Write]) -> None:
+    def _transact(self, writes: Sequence[Write]) -> None:
         items = [{op: {**body, "TableName": self.table_name}} for w in writes for op, body in w.request.items()]
         self._call("transact_write_items", writes, TransactItems=items)
 
-    def _write_one(self, write: _Write) -> None:
+    def _write_one(self, write: Write) -> None:
         """A single conditional Put or Delete, without the cost of a transaction."""
         ((op, body),) = write.request.items()
         operation = "put_item" if op == "Put" else "delete_item"
@@ -315,9 +357,10 @@ class DynamoRecordStore:
             time.sleep(0.05 * 2**attempt)
         raise StoreUnavailable("DynamoDB kept leaving batch requests unprocessed; retry later")
 
-    def _batch_get(self, keys: Sequence[Item]) -> list[Item]:
+    def _batch_get(self, keys: Sequence[Item], projection: str | None = None) -> list[Item]:
         chunks = [keys[start : start + 100] for start in range(0, len(keys), 100)]
-        requests = [{self.table_name: {"Keys": list(chunk), "ConsistentRead": True}} for chunk in chunks]
+        read = {"ConsistentRead": True, **({"ProjectionExpression": projection} if projection else {})}
+        requests = [{self.table_name: {"Keys": list(chunk), **read}} for chunk in chunks]
         return [item for request in requests for item in self._drain("batch_get_item", request, "UnprocessedKeys")]
 
     def _batch_write(self, requests: Sequence[dict[str, Any]]) -> None:
@@ -346,25 +389,30 @@ class DynamoRecordStore:
         return sorted((to_model(Scope, item) for item in items), key=lambda scope: scope.segment)
 
     def create_scope(self, scope: Scope) -> None:
-        tenant, parent = scope.tenant, scope.parent_id
-        record = to_item(scope, scope_key(tenant, scope.scope_id), item_type="scope")
+        tenant, parent, position = scope.tenant, scope.parent_id, self._position()
+        record = to_item(scope, scope_key(tenant, scope.scope_id), item_type="scope", feed_position=position)
         slot = to_item(scope, slot_key(tenant, parent, scope.segment), item_type=LIVE)
         free = "attribute_not_exists(PK)"
         self._transact(
             [
-                _put(record, free, "scope_exists", f"scope {scope.scope_id} already exists"),
-                _put(slot, free, "scope_exists", f"{scope.segment!r} is already taken under this parent"),
+                put(record, free, "scope_exists", f"scope {scope.scope_id} already exists"),
+                put(slot, free, "scope_exists", f"{scope.segment!r} is already taken under this parent"),
+                *self._feed_move(tenant, "scope", scope.scope_id, None, position),
             ]
         )
 
     def rename_scope(self, tenant: str, scope_id: str, new_segment: str, now: datetime) -> Scope:
-        scope = self.get_scope(tenant, scope_id)
-        if scope is None:
+        stored = self._get(scope_key(tenant, scope_id))
+        if stored is None:
             raise Conflict(f"scope {scope_id} no longer exists", code="scope_gone")
+        scope = to_model(Scope, stored)
         if new_segment == scope.segment:
             return scope
         renamed = scope.model_copy(update={"segment": new_segment, "updated_at": now})
-        record = to_item(renamed, scope_key(tenant, scope_id), item_type="scope")
+        previous = position_of(stored)
+        position = self._position(previous)
+        record = to_item(renamed, scope_key(tenant, scope_id), item_type="scope", feed_position=position)
+        same, feed_values = unmoved(previous)
         alias = {
             **slot_key(tenant, scope.parent_id, scope.segment),
             **{name: attr(getattr(scope, name)) for name in ("tenant", "parent_id", "segment", "scope_id")},
@@ -377,9 +425,10 @@ class DynamoRecordStore:
         free_or_own_alias = "attribute_not_exists(PK) OR (#item_type = :alias AND #scope_id = :id)"
         self._transact(
             [
-                _put(record, "#segment = :old", "conflict", changed, old=scope.segment),
-                _put(alias, own_slot, "conflict", changed, live=LIVE, id=scope_id),
-                _put(slot, free_or_own_alias, "scope_exists", taken, alias=ALIAS, id=scope_id),
+                put(record, f"#segment = :old AND {same}", "conflict", changed, old=scope.segment, **feed_values),
+                put(alias, own_slot, "conflict", changed, live=LIVE, id=scope_id),
+                put(slot, free_or_own_alias, "scope_exists", taken, alias=ALIAS, id=scope_id),
+                *self._feed_move(tenant, "scope", scope_id, previous, position),
             ]
         )
         return renamed
@@ -395,32 +444,41 @@ class DynamoRecordStore:
 
     # -- memories -------------------------------------------------------------------------
     def create_memory(self, memory: Memory) -> None:
-        free = "attribute_not_exists(PK)"
-        record = to_item(memory, memory_key(memory.tenant, memory.memory_id), item_type="memory")
-        writes = [_put(record, free, "memory_exists", f"memory {memory.memory_id} already exists")]
+        free, position = "attribute_not_exists(PK)", self._position()
+        record = to_item(memory, memory_key(memory.tenant, memory.memory_id), item_type="memory",
+                         feed_position=position)  # fmt: skip
+        writes = [put(record, free, "memory_exists", f"memory {memory.memory_id} already exists")]
         slot = mslot_key(memory)
         if slot is not None:
-            writes.append(_put(to_item(memory, slot, item_type="memory_slot"), free, "memory_exists", _taken(memory)))
-        self._transact(writes)
+            writes.append(put(to_item(memory, slot, item_type="memory_slot"), free, "memory_exists", _taken(memory)))
+        self._transact([*writes, *self._feed_move(memory.tenant, "memory", memory.memory_id, None, position)])
 
     def update_memory(self, memory: Memory, expected_version: int) -> None:
+        """The version condition, and that the feed entry is where it was read, guard the whole move."""
         stale = f"memory {memory.memory_id} changed since version {expected_version}"
-        stored = self.get_memory(memory.tenant, memory.memory_id)
+        item = self._get(memory_key(memory.tenant, memory.memory_id))
+        stored = to_model(Memory, item) if item else None
         if stored is None or stored.version != expected_version:
             missing = f"memory {memory.memory_id} does not exist"
             raise Conflict(stale if stored else missing, code="version_conflict")
-        record = to_item(memory, memory_key(memory.tenant, memory.memory_id), item_type="memory")
-        writes = [_put(record, "#version = :v", "version_conflict", stale, v=expected_version)]
+        previous = position_of(item)
+        position = self._position(previous)
+        same, feed_values = unmoved(previous)
+        record = to_item(memory, memory_key(memory.tenant, memory.memory_id), item_type="memory",
+                         feed_position=position)  # fmt: skip
+        unchanged = f"#version = :v AND {same}"
+        writes = [put(record, unchanged, "version_conflict", stale, v=expected_version, **feed_values)]
+        writes += self._feed_move(memory.tenant, "memory", memory.memory_id, previous, position)
         old, new = mslot_key(stored), mslot_key(memory)
         mine, owner = "#memory_id = :id", {"id": memory.memory_id}
         if old is not None and old == new:
-            writes.append(_put(to_item(memory, old, item_type="memory_slot"), mine, "version_conflict", stale, **owner))
+            writes.append(put(to_item(memory, old, item_type="memory_slot"), mine, "version_conflict", stale, **owner))
         else:
             if old is not None:
-                writes.append(_delete(old, mine, "version_conflict", stale, **owner))
+                writes.append(delete(old, mine, "version_conflict", stale, **owner))
             if new is not None:
                 slot = to_item(memory, new, item_type="memory_slot")
-                writes.append(_put(slot, "attribute_not_exists(PK)", "memory_exists", _taken(memory)))
+                writes.append(put(slot, "attribute_not_exists(PK)", "memory_exists", _taken(memory)))
         self._transact(writes)
 
     def get_memory(self, tenant: str, memory_id: str) -> Memory | None:
@@ -443,26 +501,29 @@ class DynamoRecordStore:
 
     # -- episodes -------------------------------------------------------------------------
     @staticmethod
-    def _episode_item(episode: Episode) -> Item:
+    def _episode_item(episode: Episode, position: str) -> Item:
         tenant, episode_id, created = episode.tenant, episode.episode_id, iso_utc(episode.created_at)
-        indexes = {
+        attributes = {
+            "feed_position": position,
             "GSI2PK": tenant_pk(tenant, "EPISODES"),
             "GSI2SK": f"{created}#{episode_id}",
             "GSI3PK": tenant_pk(tenant, "SCOPEEPS", episode.scope_id),
             "GSI3SK": f"{created}#{episode_id}",
         }
         if not episode.indexed:
-            indexes.update(GSI1PK=UNINDEXED, GSI1SK=f"{created}#{esc(tenant)}#{episode_id}")
-        return to_item(episode, episode_key(tenant, episode_id), **EPISODE_CODEC, item_type="episode", **indexes)
+            attributes.update(GSI1PK=UNINDEXED, GSI1SK=f"{created}#{esc(tenant)}#{episode_id}")
+        return to_item(episode, episode_key(tenant, episode_id), **EPISODE_CODEC, item_type="episode", **attributes)
 
     def _episodes(self, keys: Sequence[Item]) -> list[Episode]:
         items = self._batch_get(keys)
         return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
 
     def put_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
-        """More than 100 episodes are written a hundred at a time, each hundred atomically."""
-        if len(episodes) > 100:
-            chunks = [episodes[start : start + 100] for start in range(0, len(episodes), 100)]
+        """More than 50 episodes are written fifty at a time (two items each: the episode and its feed
+        entry), each fifty atomically."""
+        if len(episodes) > EPISODES_PER_TRANSACTION:
+            per = EPISODES_PER_TRANSACTION
+            chunks = [episodes[start : start + per] for start in range(0, len(episodes), per)]
             return [episode for chunk in chunks for episode in self.put_episodes(chunk)]
         try:
             return self._put_new_episodes(episodes)
@@ -484,7 +545,12 @@ class DynamoRecordStore:
                 raise Conflict(reused, code="idempotency_key_reused", details={"episode_id": episode.episode_id})
         if new:
             free, race = "attribute_not_exists(PK)", "an episode was written concurrently"
-            self._transact([_put(self._episode_item(e), free, "episode_race", race) for e in new])
+            writes: list[Write] = []
+            for e in new:
+                position = self._position()
+                writes.append(put(self._episode_item(e, position), free, "episode_race", race))
+                writes += self._feed_move(e.tenant, "episode", e.episode_id, None, position)
+            self._transact(writes)
         return [chosen[(episode.tenant, episode.episode_id)] for episode in episodes]
 
     def get_episodes(self, tenant: str, episode_ids: Sequence[str]) -> dict[str, Episode]:
@@ -500,7 +566,7 @@ class DynamoRecordStore:
                     Key=episode_key(tenant, episode_id),
                     UpdateExpression="SET #indexed = :yes REMOVE GSI1PK, GSI1SK",
                     ConditionExpression="attribute_exists(PK)",
-                    **_expression({"yes": True}, "#indexed"),
+                    **expression({"yes": True}, "#indexed"),
                 )
             except Conflict:  # no such episode in this tenant: nothing to mark
                 continue
@@ -528,19 +594,19 @@ class DynamoRecordStore:
         condition = "GSI2PK = :pk AND GSI2SK >= :since"
         values = {"pk": tenant_pk(tenant, "EPISODES"), "since": iso_utc(since)}
         query = {"IndexName": GSI2, "KeyConditionExpression": condition, "ScanIndexForward": False}
-        items = self._index_items({**query, **_expression(values)}, limit)
+        items = self._index_items({**query, **expression(values)}, limit)
         return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
 
     def list_unindexed(self, limit: int) -> list[Episode]:
         if limit < 1:
             return []
-        query = {"IndexName": GSI1, "KeyConditionExpression": "GSI1PK = :q", **_expression({"q": UNINDEXED})}
+        query = {"IndexName": GSI1, "KeyConditionExpression": "GSI1PK = :q", **expression({"q": UNINDEXED})}
         items = self._index_items(query, limit, keep=lambda item: "GSI1PK" in item)  # else marked meanwhile
         return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
 
     def iter_episodes(self, tenant: str, batch: int = 500) -> Iterator[list[Episode]]:
         query = {"KeyConditionExpression": "PK = :pk", "ConsistentRead": True, "Limit": batch}
-        for page in self._pages({**query, **_expression({"pk": tenant_pk(tenant, "EPISODES")})}):
+        for page in self._pages({**query, **expression({"pk": tenant_pk(tenant, "EPISODES")})}):
             if page:
                 yield [to_model(Episode, item, **EPISODE_CODEC) for item in page]
 
@@ -572,7 +638,7 @@ class DynamoRecordStore:
         if limit < 1:
             return []
         if tenant is None:
-            query = {"IndexName": GSI1, "KeyConditionExpression": "GSI1PK = :q", **_expression({"q": DIRTY})}
+            query = {"IndexName": GSI1, "KeyConditionExpression": "GSI1PK = :q", **expression({"q": DIRTY})}
             items = self._index_items(query, limit)
         else:
             items = self._query(tenant_pk(tenant, "DIRTY"))
@@ -582,7 +648,7 @@ class DynamoRecordStore:
     def clear_dirty(self, tenant: str, scope_id: str, dirtied_before: datetime) -> None:
         unchanged, before = "#dirtied_at <= :before", iso_utc(dirtied_before)
         try:
-            self._write_one(_delete(dirty_key(tenant, scope_id), unchanged, "conflict", "", before=before))
+            self._write_one(delete(dirty_key(tenant, scope_id), unchanged, "conflict", "", before=before))
         except Conflict:  # refreshed during the run (or already clear): the mark stays
             return
 
@@ -599,7 +665,7 @@ class DynamoRecordStore:
             if lower >= values["upper"]:
                 return []
             condition, values["lower"] = "GSI3PK = :pk AND GSI3SK BETWEEN :lower AND :upper", lower
-        query = {"IndexName": GSI3, "KeyConditionExpression": condition, **_expression(values)}
+        query = {"IndexName": GSI3, "KeyConditionExpression": condition, **expression(values)}
         items = self._index_items(query, limit, keep=lambda item: item["GSI3SK"]["S"] != lower)
         return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
 
@@ -611,41 +677,68 @@ class DynamoRecordStore:
         item = to_item(checkpoint, checkpoint_key(checkpoint.tenant, checkpoint.scope_id), item_type="checkpoint")
         unchanged = "attribute_not_exists(PK) OR #version = :v" if expected_version == 0 else "#version = :v"
         moved = "the checkpoint moved: another run advanced this scope"
-        self._write_one(_put(item, unchanged, "checkpoint_moved", moved, v=expected_version))
+        self._write_one(put(item, unchanged, "checkpoint_moved", moved, v=expected_version))
 
     def acquire_lease(self, tenant: str, scope_id: str, owner: str, now: datetime, ttl: timedelta) -> bool:
         lease = {**lease_key(tenant, scope_id), "item_type": attr("lease"), "owner": attr(owner),
                  "until": attr(iso_utc(now + ttl))}  # fmt: skip
         free = "attribute_not_exists(PK) OR #owner = :owner OR #until <= :now"
         try:
-            self._write_one(_put(lease, free, "conflict", "leased", owner=owner, now=iso_utc(now)))
+            self._write_one(put(lease, free, "conflict", "leased", owner=owner, now=iso_utc(now)))
         except Conflict:  # another owner holds a live lease
             return False
         return True
 
     def release_lease(self, tenant: str, scope_id: str, owner: str) -> None:
         try:
-            self._write_one(_delete(lease_key(tenant, scope_id), "#owner = :owner", "conflict", "", owner=owner))
+            self._write_one(delete(lease_key(tenant, scope_id), "#owner = :owner", "conflict", "", owner=owner))
         except Conflict:  # not ours (any more): leave it
             return
 
     def put_facts(self, facts: Sequence[Fact], contradictions: Sequence[Contradiction] = ()) -> None:
-        """Atomic up to 50 facts (two items each) with their contradictions; larger sets go in chunks."""
-        writes: list[_Write] = []
-        for fact in {fact.fact_id: fact for fact in facts}.values():  # the last of a repeated id wins
-            copies = ((fact_key(fact.tenant, fact.fact_id), "fact"),
-                      (scope_fact_key(fact.tenant, fact.scope_id, fact.fact_id), "fact_copy"))  # fmt: skip
-            for fact_item_key, item_type in copies:
-                item = to_item(fact, fact_item_key, **FACT_CODEC, item_type=item_type)
-                writes.append(_put(item, None, "conflict", ""))
+        """Atomic up to 25 facts (four items each: fact, scope copy, feed entry, old feed entry) with their
+        new contradictions; larger sets go in chunks, each atomic."""
+        unique = list({(fact.tenant, fact.fact_id): fact for fact in facts}.values())  # the last of an id wins
         added = {(c.tenant, c.scope_id, c.contradiction_id): c for c in reversed(contradictions)}  # first wins
         stored = {(i["PK"]["S"], i["SK"]["S"]) for i in self._batch_get([contradiction_key(*k) for k in added])}
+        new: list[Write] = []
         for ident, contradiction in added.items():  # a stored contradiction is never rewritten
             contra_key = contradiction_key(*ident)
             if (contra_key["PK"]["S"], contra_key["SK"]["S"]) not in stored:
-                writes.append(_put(to_item(contradiction, contra_key, item_type="contradiction"), None, "conflict", ""))
-        for start in range(0, len(writes), 100):
-            self._transact(writes[start : start + 100])
+                new.append(put(to_item(contradiction, contra_key, item_type="contradiction"), None, "conflict", ""))
+        per, riding = FACTS_PER_TRANSACTION, 0
+        chunks = [unique[start : start + per] for start in range(0, len(unique), per)]
+        for index, chunk in enumerate(chunks):  # the last chunk takes the contradictions that fit
+            riding = 100 - 4 * len(chunk) if index == len(chunks) - 1 else 0
+            self._put_fact_chunk(chunk, new[:riding])
+        for start in range(riding, len(new), 100):
+            self._transact(new[start : start + 100])
+
+    def _put_fact_chunk(self, facts: Sequence[Fact], extra: Sequence[Write]) -> None:
+        """One transaction: each fact (and its scope copy) moved to the feed's head, plus `extra`. A fact
+        whose feed entry moved after it was read (a concurrent upsert) makes it read and try again."""
+        for attempt in range(FACT_ATTEMPTS):
+            keys = [fact_key(fact.tenant, fact.fact_id) for fact in facts]
+            items = self._batch_get(keys, projection=f"PK, SK, {FEED_POSITION}")
+            positions = {(i["PK"]["S"], i["SK"]["S"]): position_of(i) for i in items}
+            writes: list[Write] = []
+            for fact, record_key in zip(facts, keys, strict=True):
+                previous = positions.get((record_key["PK"]["S"], record_key["SK"]["S"]))
+                position = self._position(previous)
+                same, feed_values = unmoved(previous)
+                record = to_item(fact, record_key, **FACT_CODEC, item_type="fact", feed_position=position)
+                copy = to_item(fact, scope_fact_key(fact.tenant, fact.scope_id, fact.fact_id), **FACT_CODEC,
+                               item_type="fact_copy")  # fmt: skip
+                writes += [put(record, same, "fact_race", "a fact was written concurrently", **feed_values),
+                           put(copy, None, "conflict", ""),
+                           *self._feed_move(fact.tenant, "fact", fact.fact_id, previous, position)]  # fmt: skip
+            try:
+                if writes or extra:
+                    self._transact([*writes, *extra])
+                return
+            except Conflict as e:
+                if e.code != "fact_race" or attempt == FACT_ATTEMPTS - 1:
+                    raise
 
     def get_facts(self, tenant: str, fact_ids: Sequence[str]) -> dict[str, Fact]:
         items = self._batch_get([fact_key(tenant, fact_id) for fact_id in dict.fromkeys(fact_ids)])
@@ -676,8 +769,8 @@ class DynamoRecordStore:
         owner = {"tenant": api_key.tenant, "key_id": api_key.key_id}
         self._transact(
             [
-                _put(record, same_key, "conflict", "the key hash belongs to another key", **owner),
-                _put(copy, copy_condition, "conflict", f"API key {api_key.key_id} changed concurrently"),
+                put(record, same_key, "conflict", "the key hash belongs to another key", **owner),
+                put(copy, copy_condition, "conflict", f"API key {api_key.key_id} changed concurrently"),
             ]
         )
 
