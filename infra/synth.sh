@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Synthesize the CDK app offline, then lint the templates. Needs .venv and `npm ci` (the pinned CDK CLI).
+# Synthesize the CDK app offline, lint the templates and check the Lambda packages. Needs .venv and `npm ci` (the pinned CDK CLI).
 # Assets are bundled without Docker (infra/layer_bundling.py); pip reaches PyPI for the dependency layer.
 # Extra arguments go to `cdk synth`, e.g. infra/synth.sh -c mneme:stage=alice
 set -euo pipefail
@@ -15,4 +15,6 @@ npx --no-install cdk synth --quiet --no-notices "$@"
 # (and role policy) so the policy exists before the function; the role half is redundant with the
 # function's Role GetAtt, which cfn-lint flags; harmless. Nothing else is ignored: any other finding fails.
 ../.venv/bin/cfn-lint --ignore-checks W3005 -- cdk.out/*.template.json
-echo "synth + cfn-lint OK: $(ls cdk.out/*.template.json | tr '\n' ' ')"
+# Unzipped size of every function with its layers (Lambda's limit: 250 MB); no torch, onnxruntime or CDK.
+../.venv/bin/python package_report.py cdk.out
+echo "synth + cfn-lint + package report OK: $(ls cdk.out/*.template.json | tr '\n' ' ')"

@@ -126,6 +126,7 @@ class Api(Construct):
                 access_log_format=apigw.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FIELDS)),
             ),
         )
+        self.rest_api.node.try_remove_child("Endpoint")  # CDK's own URL output: the stack outputs ApiUrl
         token_authorizer = apigw.TokenAuthorizer(
             self,
             "Authorizer",
@@ -133,7 +134,10 @@ class Api(Construct):
             results_cache_ttl=Duration.seconds(config.authorizer_cache_seconds),
             validation_regex=TOKEN_PATTERN,
         )
-        integrations = {name: apigw.LambdaIntegration(fn, allow_test_invoke=False) for name, fn in handlers.items()}
+        integrations = {
+            name: apigw.LambdaIntegration(handlers[name], allow_test_invoke=False)
+            for name in dict.fromkeys(route.function for route in routes)
+        }  # only the functions routes name: the others are invoked by Step Functions and the scheduler
         for route in routes:
             resource = self.rest_api.root.resource_for_path(route.path)
             if route.role is None:

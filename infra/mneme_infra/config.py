@@ -2,18 +2,29 @@
 
 Defaults suit a production stage: data is retained and protected. Override per invocation, e.g.
 `npx cdk synth -c mneme:stage=alice -c mneme:removal_policy=destroy`. No setting needs AWS credentials.
+Model ids and the embedding dimension default to the application's own defaults (mneme.settings), so
+the stack and a locally configured client agree unless both are changed.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import re
+from typing import Annotated, Literal, get_args
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_logs as logs
 from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mneme.consolidation.service import MAX_BATCHES_PER_SCOPE
+from mneme.settings import BedrockEmbedderSettings, BedrockReasonerSettings
+
 CONTEXT_PREFIX = "mneme:"
+# A Bedrock model id, optionally behind a cross-region inference profile prefix (us., eu., global., ...).
+MODEL_ID = r"^[a-z0-9-]+(\.[a-z0-9-]+)+(:[a-z0-9-]+)*$"
+SCHEDULE = re.compile(r"^(rate\((1 (minute|hour|day)|([2-9]|[1-9][0-9]+) (minutes|hours|days))\)|cron\([^()]+\))$")
+_EMBEDDER = BedrockEmbedderSettings(kind="bedrock")
+_REASONER = BedrockReasonerSettings(kind="bedrock")
 
 _RETENTION = {
     1: logs.RetentionDays.ONE_DAY,
@@ -42,6 +53,25 @@ class InfraConfig(BaseModel):
     throttle_rate_limit: Annotated[float, Field(gt=0)] = 50.0
     throttle_burst_limit: Annotated[int, Field(gt=0)] = 100
     authorizer_cache_seconds: Annotated[int, Field(ge=0, le=3600)] = 300
+    # models (Bedrock): ids as Bedrock names them; the index dimension follows the embedder's
+    embedding_model_id: Annotated[str, Field(pattern=MODEL_ID)] = _EMBEDDER.model_id
+    embedding_dimensions: int = _EMBEDDER.dimensions  # one of BedrockEmbedderSettings' dimensions
+    reasoner_model_id: Annotated[str, Field(pattern=MODEL_ID)] = _REASONER.model_id
+    # search: an OpenSearch Serverless collection (name defaults to mneme-<stage>)
+    search_collection_name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{2,26}$")] | None = None
+    search_index_name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,79}$")] = "mneme"
+    search_encryption: Literal["aws_owned", "customer_managed"] = "aws_owned"
+    search_standby_replicas: bool = True  # False halves the idle OCUs: for disposable stages
+    # consolidation: the schedule and the state machine's fan-out
+    consolidation_schedule: str = "rate(15 minutes)"
+    consolidation_enabled: bool = True  # False creates the schedule disabled
+    map_concurrency: Annotated[int, Field(ge=1, le=40)] = 4
+    max_batches_per_scope: Annotated[int, Field(ge=1, le=500)] = MAX_BATCHES_PER_SCOPE
+    # alarms (the Locus operations chapter's starting thresholds; tune per environment)
+    recall_p95_ms: Annotated[int, Field(ge=50, le=30_000)] = 2000
+    validation_failure_percent: Annotated[float, Field(gt=0, le=100)] = 2.0
+    consolidation_failure_percent: Annotated[float, Field(gt=0, le=100)] = 1.0
+    alarm_email: Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")] | None = None
 
     @field_validator("log_retention_days")
     @classmethod
@@ -49,6 +79,21 @@ class InfraConfig(BaseModel):
         if days not in _RETENTION:
             raise ValueError(f"log_retention_days must be one of {sorted(_RETENTION)}")
         return days
+
+    @field_validator("embedding_dimensions")
+    @classmethod
+    def _embedder_dimension(cls, dimensions: int) -> int:
+        allowed = get_args(BedrockEmbedderSettings.model_fields["dimensions"].annotation)
+        if dimensions not in allowed:
+            raise ValueError(f"embedding_dimensions must be one of {allowed}")
+        return dimensions
+
+    @field_validator("consolidation_schedule")
+    @classmethod
+    def _schedule_expression(cls, expression: str) -> str:
+        if not SCHEDULE.match(expression):
+            raise ValueError("consolidation_schedule must be rate(<n> <unit>) or cron(<fields>)")
+        return expression
 
     @classmethod
     def from_context(cls, node: Node) -> InfraConfig:
@@ -61,6 +106,10 @@ class InfraConfig(BaseModel):
                 if key.startswith(CONTEXT_PREFIX)
             }
         )
+
+    @property
+    def collection_name(self) -> str:
+        return self.search_collection_name or f"mneme-{self.stage}"
 
     @property
     def removal(self) -> RemovalPolicy:

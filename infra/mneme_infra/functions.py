@@ -1,48 +1,34 @@
-"""Every Lambda function, built by one helper from the route table's function names plus the authorizer.
+"""Every Lambda function, built by one helper: the route table's functions, the authorizer and the two
+consolidation entry points that no route calls (the Step Functions stage task and the schedule target).
 
 Code: one asset holding `functions/` and `mneme/`. Dependencies: one layer. Each function has its own
-role, log group and table access; a function without a `FunctionSpec` fails the synth.
+role and log group, the same adapter settings (so `mneme.bootstrap` wires the same services everywhere),
+and only the access its `FunctionSpec.uses` names; a function without a spec fails the synth.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
+import re
+from collections.abc import Mapping, Sequence
 
 from aws_cdk import Acknowledgment, AssetHashType, Duration, Stack, Validations
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.layer_bundling import CopySources, PipLayer, bundling, runtime_requirements
+from infra.mneme_infra.access import delivered_writes_statement, invoke_models_statement, model_acknowledgments
 from infra.mneme_infra.config import InfraConfig
+from infra.mneme_infra.search import Search
+from infra.mneme_infra.specs import AUTHORIZER, EXTRA_FUNCTIONS, REPO, SPECS, FunctionSpec, Use
 from mneme.observability import NAMESPACE, SERVICE
 
-REPO = Path(__file__).resolve().parents[2]
-AUTHORIZER = "authorizer"
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 ARCHITECTURE = lambda_.Architecture.ARM_64
-
-
-@dataclass(frozen=True)
-class FunctionSpec:
-    memory_mb: int
-    timeout_seconds: int  # below API Gateway's 29 s integration timeout
-    table_access: Literal["read", "read_write"]
-
-
-SPECS: dict[str, FunctionSpec] = {
-    AUTHORIZER: FunctionSpec(memory_mb=512, timeout_seconds=5, table_access="read"),
-    "retrieve": FunctionSpec(memory_mb=1024, timeout_seconds=10, table_access="read"),
-    "remember": FunctionSpec(memory_mb=1024, timeout_seconds=25, table_access="read_write"),
-    "recall": FunctionSpec(memory_mb=1024, timeout_seconds=15, table_access="read"),
-    "consolidate": FunctionSpec(memory_mb=1024, timeout_seconds=25, table_access="read_write"),
-    "curate": FunctionSpec(memory_mb=512, timeout_seconds=15, table_access="read_write"),
-}
 
 # grant_read_write_data on a table with a customer key adds these action families, on that key only.
 _KEY_ACKNOWLEDGMENTS = tuple(
@@ -54,6 +40,10 @@ _KEY_ACKNOWLEDGMENTS = tuple(
 )
 
 
+def construct_name(name: str) -> str:
+    return "".join(part.title() for part in re.split(r"[-_]", name))
+
+
 class Functions(Construct):
     def __init__(
         self,
@@ -62,10 +52,12 @@ class Functions(Construct):
         *,
         config: InfraConfig,
         table: dynamodb.ITable,
+        search: Search,
         names: Sequence[str],
+        specs: Mapping[str, FunctionSpec] = SPECS,
     ) -> None:
         super().__init__(scope, construct_id)
-        self._config, self._table = config, table
+        self._config, self._table, self._specs = config, table, specs
         self.code = lambda_.Code.from_asset(
             str(REPO / "functions"),
             asset_hash_type=AssetHashType.OUTPUT,
@@ -84,22 +76,61 @@ class Functions(Construct):
                 bundling=bundling(PipLayer(runtime_requirements(REPO / "pyproject.toml"))),
             ),
         )
-        self.by_name = {name: self._function(name) for name in dict.fromkeys([*names, AUTHORIZER])}
+        self.cursor_secret = secretsmanager.Secret(
+            self,
+            "CursorSecret",
+            description="Mneme: signs change-feed cursors (GET /v1/changes)",
+            generate_secret_string=secretsmanager.SecretStringGenerator(exclude_punctuation=True, password_length=64),
+            removal_policy=config.removal,
+        )
+        Validations.of(self.cursor_secret).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-SMG4",
+                reason="Rotating the cursor-signing key would invalidate every cursor a connector holds; the app "
+                "verifies with one key only, so rotation waits for a two-key (current, previous) reader.",
+            )
+        )
+        # The settings every function reads at cold start (mneme.settings); see docs/deploy.md.
+        self.environment = {
+            "POWERTOOLS_SERVICE_NAME": SERVICE,
+            "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
+            "MNEME_HOME": "/tmp/mneme",  # the only writable path on Lambda; nothing is kept there in AWS
+            "MNEME_STORE__KIND": "dynamodb",
+            "MNEME_STORE__TABLE_NAME": table.table_name,
+            "MNEME_STORE__REGION": Stack.of(self).region,
+            "MNEME_EMBEDDER__KIND": "bedrock",
+            "MNEME_EMBEDDER__MODEL_ID": config.embedding_model_id,
+            "MNEME_EMBEDDER__DIMENSIONS": str(config.embedding_dimensions),
+            "MNEME_INDEX__KIND": "opensearch",
+            "MNEME_INDEX__ENDPOINT": search.endpoint,
+            "MNEME_INDEX__INDEX_NAME": search.index_name,
+            "MNEME_INDEX__SERVICE": "aoss",
+        }
+        self.by_name = {name: self._function(name) for name in dict.fromkeys([*names, *EXTRA_FUNCTIONS])}
+        search.allow(readers=self.roles_using("index_read"), writers=self.roles_using("index_write"))
 
     @property
     def authorizer(self) -> lambda_.IFunction:
         return self.by_name[AUTHORIZER]
 
+    def roles_using(self, use: Use) -> list[iam.IRole]:
+        return [fn.role for name, fn in self.by_name.items() if use in self._specs[name].uses and fn.role]
+
+    def allow_start_runs(self, state_machine: sfn.IStateMachine) -> None:
+        """The functions that start consolidation runs get the state machine's ARN and StartExecution on it."""
+        for name, function in self.by_name.items():
+            if "start_runs" in self._specs[name].uses:
+                function.add_environment("MNEME_STATE_MACHINE_ARN", state_machine.state_machine_arn)
+                state_machine.grant_start_execution(function)
+
     def _function(self, name: str) -> lambda_.Function:
-        spec = SPECS.get(name)
-        if spec is None or not (REPO / "functions" / f"{name}.py").is_file():
-            raise ValueError(f"function {name!r} needs functions/{name}.py and a FunctionSpec in {__name__}")
-        construct_id = name.title().replace("_", "")
+        spec = self._specs.get(name)
+        module, handler = spec.entry(name) if spec else (name, "handler")
+        if spec is None or not (REPO / "functions" / f"{module}.py").is_file():
+            raise ValueError(f"function {name!r} needs functions/{module}.py and a FunctionSpec in {__name__}")
+        construct_id = construct_name(name)
         log_group = logs.LogGroup(
-            self,
-            f"{construct_id}Logs",
-            retention=self._config.log_retention,
-            removal_policy=self._config.removal,
+            self, f"{construct_id}Logs", retention=self._config.log_retention, removal_policy=self._config.removal
         )
         role = iam.Role(self, f"{construct_id}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
         log_group.grant_write(role)
@@ -109,24 +140,20 @@ class Functions(Construct):
             description=f"Mneme {name}",
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
-            handler=f"functions.{name}.handler",
+            handler=f"functions.{module}.{handler}",
             code=self.code,
             layers=[self.layer],
             role=role,
             memory_size=spec.memory_mb,
             timeout=Duration.seconds(spec.timeout_seconds),
+            reserved_concurrent_executions=spec.reserved_concurrency,
+            retry_attempts=spec.async_retries,
             tracing=lambda_.Tracing.ACTIVE,
             log_group=log_group,
             logging_format=lambda_.LoggingFormat.JSON,
             application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
             system_log_level_v2=lambda_.SystemLogLevel.WARN,
-            environment={
-                "POWERTOOLS_SERVICE_NAME": SERVICE,
-                "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
-                "MNEME_STORE__KIND": "dynamodb",
-                "MNEME_STORE__TABLE_NAME": self._table.table_name,
-                "MNEME_STORE__REGION": Stack.of(self).region,
-            },
+            environment={**self.environment, **self._extra_environment(spec)},
         )
         Validations.of(function).acknowledge(
             Acknowledgment(
@@ -140,10 +167,36 @@ class Functions(Construct):
                 reason="X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level permissions.",
             )
         )
-        if spec.table_access == "read":
-            self._table.grant_read_data(function)
-        else:
-            self._table.grant_read_write_data(function)
+        self._grant(spec, role)
+        return function
+
+    def _extra_environment(self, spec: FunctionSpec) -> dict[str, str]:
+        extra: dict[str, str] = {}
+        if "reasoner" in spec.uses:
+            extra |= {"MNEME_REASONER__KIND": "bedrock", "MNEME_REASONER__MODEL_ID": self._config.reasoner_model_id}
+        if "cursor_secret" in spec.uses:
+            extra["MNEME_CURSOR_SECRET_ARN"] = self.cursor_secret.secret_arn
+        return extra
+
+    def _grant(self, spec: FunctionSpec, role: iam.Role) -> None:
+        if spec.table_access == "read_write":
+            self._table.grant_read_write_data(role)
             if self._table.encryption_key is not None:
                 Validations.of(role).acknowledge(*_KEY_ACKNOWLEDGMENTS)
-        return function
+        else:
+            self._table.grant_read_data(role)
+        if spec.table_access == "read_delivered":
+            role.add_to_principal_policy(delivered_writes_statement(self._table))
+            if self._table.encryption_key is not None:
+                self._table.encryption_key.grant_encrypt(role)
+                Validations.of(role).acknowledge(*_KEY_ACKNOWLEDGMENTS)
+        models = [
+            *([self._config.embedding_model_id] if "embedder" in spec.uses else []),
+            *([self._config.reasoner_model_id] if "reasoner" in spec.uses else []),
+        ]
+        if models:
+            role.add_to_principal_policy(invoke_models_statement(self, models))
+            if acknowledgments := model_acknowledgments(models):
+                Validations.of(role).acknowledge(*acknowledgments)
+        if "cursor_secret" in spec.uses:
+            self.cursor_secret.grant_read(role)

@@ -1,4 +1,4 @@
-"""The Mneme stack (storage, functions, api) and the app that holds it, checked by cdk-nag on synth."""
+"""The Mneme stack, composed of one construct per capability, and the app that holds it, checked by cdk-nag."""
 
 from __future__ import annotations
 
@@ -11,7 +11,11 @@ from constructs import Construct
 
 from infra.mneme_infra.api import Api
 from infra.mneme_infra.config import InfraConfig
+from infra.mneme_infra.consolidation import Consolidation
 from infra.mneme_infra.functions import Functions
+from infra.mneme_infra.monitoring import Monitoring
+from infra.mneme_infra.search import Search
+from infra.mneme_infra.specs import SCHEDULE, STAGES
 from infra.mneme_infra.storage import TABLE_SCHEMA, Storage
 from mneme.routes import FUNCTIONS
 
@@ -27,10 +31,36 @@ class MnemeStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, description=f"Mneme long-term memory for AI agents ({config.stage})")
         storage = Storage(self, "Storage", config=config, schema=table_schema)
-        functions = Functions(self, "Functions", config=config, table=storage.table, names=FUNCTIONS)
+        search = Search(self, "Search", config=config)
+        functions = Functions(self, "Functions", config=config, table=storage.table, search=search, names=FUNCTIONS)
+        consolidation = Consolidation(
+            self,
+            "Consolidation",
+            config=config,
+            stages=functions.by_name[STAGES],
+            schedule_target=functions.by_name[SCHEDULE],
+        )
+        functions.allow_start_runs(consolidation.state_machine)
         api = Api(self, "Api", config=config, handlers=functions.by_name, authorizer=functions.authorizer)
-        CfnOutput(self, "ApiUrl", value=api.rest_api.url)
-        CfnOutput(self, "TableName", value=storage.table.table_name)
+        Monitoring(
+            self,
+            "Monitoring",
+            config=config,
+            functions=functions.by_name,
+            rest_api=api.rest_api,
+            state_machine=consolidation.state_machine,
+            stage_function=STAGES,
+        )
+        CfnOutput(self, "ApiUrl", value=api.rest_api.url, description="MNEME_URL for the CLI and the MCP server")
+        CfnOutput(self, "TableName", value=storage.table.table_name, description="MNEME_STORE__TABLE_NAME")
+        CfnOutput(self, "CollectionEndpoint", value=search.endpoint, description="MNEME_INDEX__ENDPOINT")
+        CfnOutput(self, "StateMachineArn", value=consolidation.state_machine.state_machine_arn)
+        CfnOutput(
+            self,
+            "CursorSecretArn",
+            value=functions.cursor_secret.secret_arn,
+            description="MNEME_CURSOR_SECRET_ARN: the change-feed cursor key (operators: the CLI needs its value)",
+        )
 
 
 def build_app(

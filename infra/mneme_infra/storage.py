@@ -1,4 +1,9 @@
-"""The record store: one DynamoDB table whose keys and indexes come from the adapter's TABLE_SCHEMA."""
+"""The record store: one DynamoDB table whose keys and indexes come from the adapter's TABLE_SCHEMA.
+
+No TTL attribute: no record the adapter writes expires by time yet (leases and delivered-session markers
+are overwritten or kept). No stream: a failed index write is retried by the indexer's sweep, not by a
+stream consumer. Add either here when the adapter starts to rely on it.
+"""
 
 from __future__ import annotations
 

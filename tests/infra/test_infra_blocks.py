@@ -10,9 +10,13 @@ from aws_cdk import aws_dynamodb as dynamodb
 from pydantic import ValidationError
 
 from infra.layer_bundling import CopySources, bundling, drop_distributions, runtime_requirements
+from infra.mneme_infra.access import bedrock_model_arns, is_inference_profile
 from infra.mneme_infra.config import InfraConfig
-from infra.mneme_infra.functions import REPO, SPECS, Functions
+from infra.mneme_infra.functions import Functions
+from infra.mneme_infra.search import Search
+from infra.mneme_infra.specs import EXTRA_FUNCTIONS, REPO, SPECS
 from mneme.routes import FUNCTIONS
+from mneme.settings import BedrockEmbedderSettings, BedrockReasonerSettings
 
 PYPROJECT = REPO / "pyproject.toml"
 
@@ -32,6 +36,25 @@ def test_config_reads_prefixed_context_and_coerces_cli_strings() -> None:
     assert (config.stage, config.log_retention_days) == ("alice", 7)
 
 
+def test_config_defaults_match_the_application_settings() -> None:
+    config = config_from({})
+    embedder, reasoner = BedrockEmbedderSettings(kind="bedrock"), BedrockReasonerSettings(kind="bedrock")
+    assert (config.embedding_model_id, config.embedding_dimensions) == (embedder.model_id, embedder.dimensions)
+    assert config.reasoner_model_id == reasoner.model_id
+    assert (config.consolidation_schedule, config.map_concurrency, config.max_batches_per_scope) == (
+        "rate(15 minutes)",
+        4,
+        50,
+    )
+    assert config.collection_name == "mneme-dev"
+    assert config_from({"mneme:stage": "alice"}).collection_name == "mneme-alice"
+
+
+@pytest.mark.parametrize("schedule", ["rate(1 minute)", "rate(15 minutes)", "rate(2 hours)", "cron(0 3 * * ? *)"])
+def test_config_accepts_scheduler_expressions(schedule: str) -> None:
+    assert config_from({"mneme:consolidation_schedule": schedule}).consolidation_schedule == schedule
+
+
 @pytest.mark.parametrize(
     "context",
     [
@@ -39,6 +62,14 @@ def test_config_reads_prefixed_context_and_coerces_cli_strings() -> None:
         {"mneme:log_retention_days": "10"},
         {"mneme:stage": "Prod_1"},
         {"mneme:removal_policy": "snapshot"},
+        {"mneme:consolidation_schedule": "rate(1 minutes)"},
+        {"mneme:consolidation_schedule": "every 15 minutes"},
+        {"mneme:embedding_dimensions": "384"},
+        {"mneme:embedding_model_id": "Titan v2"},
+        {"mneme:map_concurrency": "0"},
+        {"mneme:search_collection_name": "x"},
+        {"mneme:search_collection_name": "a-name-that-is-far-too-long-for-aoss"},
+        {"mneme:alarm_email": "not-an-address"},
     ],
 )
 def test_config_rejects_unknown_keys_and_bad_values(context: dict[str, object]) -> None:
@@ -46,16 +77,35 @@ def test_config_rejects_unknown_keys_and_bad_values(context: dict[str, object]) 
         config_from(context)
 
 
-def test_every_function_of_the_route_table_has_a_spec_and_a_module() -> None:
-    missing = [name for name in FUNCTIONS if name not in SPECS or not (REPO / "functions" / f"{name}.py").is_file()]
-    assert missing == [], "add a FunctionSpec (memory, timeout, table access) to infra/mneme_infra/functions.py"
+def test_every_function_has_a_spec_and_its_handler_exists() -> None:
+    import importlib
+
+    for name in [*FUNCTIONS, *EXTRA_FUNCTIONS]:
+        assert name in SPECS, "add a FunctionSpec (memory, timeout, table access) to infra/mneme_infra/functions.py"
+        module, handler = SPECS[name].entry(name)
+        assert callable(getattr(importlib.import_module(f"functions.{module}"), handler)), name
 
 
 def test_a_function_without_a_spec_fails_the_synth() -> None:
     stack = Stack(App(context={"aws:cdk:bundling-stacks": []}), "S")
     table = dynamodb.Table(stack, "T", partition_key=dynamodb.Attribute(name="PK", type=dynamodb.AttributeType.STRING))
+    search = Search(stack, "Search", config=InfraConfig())
     with pytest.raises(ValueError, match="FunctionSpec"):
-        Functions(stack, "F", config=InfraConfig(), table=table, names=["no_such_function"])
+        Functions(stack, "F", config=InfraConfig(), table=table, search=search, names=["no_such_function"])
+
+
+@pytest.mark.parametrize(
+    ("model_id", "profile"),
+    [("amazon.titan-embed-text-v2:0", False), ("us.anthropic.claude-3-5-haiku-20241022-v1:0", True),
+     ("global.anthropic.claude-sonnet-4-20250514-v1:0", True), ("cohere.embed-english-v3", False)],
+)  # fmt: skip
+def test_bedrock_arns_distinguish_models_from_inference_profiles(model_id: str, profile: bool) -> None:
+    stack = Stack(App(), "S")
+    arns = [stack.resolve(arn) for arn in bedrock_model_arns(stack, model_id)]
+    assert is_inference_profile(model_id) is profile
+    assert len(arns) == (2 if profile else 1)
+    assert ("inference-profile/" + model_id in str(arns)) is profile
+    assert "foundation-model/" + (model_id.split(".", 1)[1] if profile else model_id) in str(arns)
 
 
 def test_layer_requirements_are_the_project_dependencies_without_boto3() -> None:

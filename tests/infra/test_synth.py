@@ -4,103 +4,20 @@ is protected, each function gets only the access it needs, and cdk-nag has nothi
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aws_cdk
 import pytest
-from aws_cdk.assertions import Match, Template
+from aws_cdk.assertions import Match
 
-from infra.mneme_infra.functions import AUTHORIZER, SPECS
-from infra.mneme_infra.stack import build_app
+from infra.mneme_infra.specs import AUTHORIZER, EXTRA_FUNCTIONS, SCHEDULE, SPECS, STAGES
 from infra.mneme_infra.storage import TABLE_SCHEMA
 from mneme.routes import FUNCTIONS, ROUTES
+from tests.infra.synth import GSI_SCHEMA, VARIANT, Synth, as_list, synthesize
 
-CDK_JSON = Path(__file__).resolve().parents[2] / "infra" / "cdk.json"
 WRITE_ACTIONS = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
-GSI_SCHEMA = {
-    "AttributeDefinitions": [{"AttributeName": n, "AttributeType": "S"} for n in ("PK", "SK", "G1PK", "G1SK")],
-    "KeySchema": [{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-    "GlobalSecondaryIndexes": [
-        {
-            "IndexName": "GSI1",
-            "KeySchema": [
-                {"AttributeName": "G1PK", "KeyType": "HASH"},
-                {"AttributeName": "G1SK", "KeyType": "RANGE"},
-            ],
-            "Projection": {"ProjectionType": "ALL"},
-        }
-    ],
-}
-VARIANT = {
-    "mneme:stage": "test",
-    "mneme:removal_policy": "destroy",
-    "mneme:table_encryption": "customer_managed",
-    "mneme:log_retention_days": "7",  # as `-c` passes it
-}
-
-
-@dataclass(frozen=True)
-class Synth:
-    template: Template
-    resources: dict[str, dict[str, Any]]
-    violations: list[dict[str, Any]]  # cdk-nag findings left after acknowledgments
-    acknowledgments: dict[str, str]  # rule id -> reason, as recorded in the stack metadata
-
-    def of_type(self, resource_type: str) -> dict[str, dict[str, Any]]:
-        return {lid: r for lid, r in self.resources.items() if r["Type"] == resource_type}
-
-    def function_ids(self) -> dict[str, str]:
-        """function name -> logical id, from the handler `functions.<name>.handler`."""
-        return {
-            r["Properties"]["Handler"].split(".")[1]: lid for lid, r in self.of_type("AWS::Lambda::Function").items()
-        }
-
-
-def synthesize(outdir: Path, context: Mapping[str, Any] = {}, schema: Mapping[str, Any] = TABLE_SCHEMA) -> Synth:
-    """Synthesize like `cdk synth` (cdk.json context, cdk-nag plugin) but skip asset bundling."""
-    cdk_context = json.loads(CDK_JSON.read_text())["context"]
-    app, stack = build_app({**cdk_context, **context, "aws:cdk:bundling-stacks": []}, str(outdir), schema)
-    try:
-        app.synth()
-    except RuntimeError as e:  # cdk-nag errors fail the synth after the assembly is written
-        assert "ValidationFailed" in str(e), e
-    template = json.loads((outdir / f"{stack.artifact_id}.template.json").read_text())
-    report = json.loads((outdir / "validation-report.json").read_text())
-    metadata = json.loads((outdir / f"{stack.artifact_id}.metadata.json").read_text())
-    violations = [v for plugin in report["pluginReports"] for v in plugin["violations"]]
-    acknowledgments = {
-        rule.removeprefix("Annotation::"): reason
-        for entries in metadata.values()
-        for entry in entries
-        if entry["type"] == aws_cdk.Validations.ACKNOWLEDGED_RULES_METADATA_KEY
-        for rule, reason in entry["data"].items()
-    }
-    return Synth(Template.from_json(template), template["Resources"], violations, acknowledgments)
-
-
-@pytest.fixture(scope="module")
-def default(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return synthesize(tmp_path_factory.mktemp("default"))
-
-
-@pytest.fixture(scope="module")
-def variant(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """A disposable stage with a customer-managed key and a GSI: every conditional branch of the stack."""
-    return synthesize(tmp_path_factory.mktemp("variant"), VARIANT, GSI_SCHEMA)
-
-
-def role_actions(synth: Synth, function: str) -> set[str]:
-    role_id = synth.resources[synth.function_ids()[function]]["Properties"]["Role"]["Fn::GetAtt"][0]
-    actions: set[str] = set()
-    for policy in synth.of_type("AWS::IAM::Policy").values():
-        if {"Ref": role_id} in policy["Properties"]["Roles"]:
-            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
-                action = statement["Action"]
-                actions |= {action} if isinstance(action, str) else set(action)
-    return actions
+ALL_FUNCTIONS = sorted([*FUNCTIONS, *EXTRA_FUNCTIONS])
 
 
 def api_methods(synth: Synth) -> dict[tuple[str, str], dict[str, Any]]:
@@ -131,6 +48,8 @@ def test_table_is_on_demand_encrypted_recoverable_and_retained(default: Synth) -
                 "SSESpecification": {"SSEEnabled": True},
                 "DeletionProtectionEnabled": True,
                 "GlobalSecondaryIndexes": TABLE_SCHEMA["GlobalSecondaryIndexes"] or Match.absent(),
+                "TimeToLiveSpecification": Match.absent(),  # no record expires yet
+                "StreamSpecification": Match.absent(),  # indexing retries by sweep, not a stream
             },
             "DeletionPolicy": "Retain",
             "UpdateReplacePolicy": "Retain",
@@ -144,11 +63,7 @@ def test_table_takes_gsis_from_the_schema_and_a_customer_key_when_configured(var
         {
             "Properties": {
                 "GlobalSecondaryIndexes": GSI_SCHEMA["GlobalSecondaryIndexes"],
-                "SSESpecification": {
-                    "SSEEnabled": True,
-                    "SSEType": "KMS",
-                    "KMSMasterKeyId": Match.any_value(),
-                },
+                "SSESpecification": {"SSEEnabled": True, "SSEType": "KMS", "KMSMasterKeyId": Match.any_value()},
                 "DeletionProtectionEnabled": False,
             },
             "DeletionPolicy": "Delete",
@@ -158,52 +73,110 @@ def test_table_takes_gsis_from_the_schema_and_a_customer_key_when_configured(var
 
 
 # -- functions -----------------------------------------------------------------------------------------
-def test_one_function_per_route_function_plus_the_authorizer(default: Synth) -> None:
-    assert sorted(default.function_ids()) == sorted([*FUNCTIONS, AUTHORIZER])
-    (table_id,) = default.of_type("AWS::DynamoDB::Table")
+def test_one_function_per_route_function_plus_authorizer_stages_and_schedule(default: Synth) -> None:
+    default.template.resource_count_is("AWS::Lambda::Function", len(ALL_FUNCTIONS))
+    assert sorted(default.function_ids()) == ALL_FUNCTIONS
     (layer_id,) = default.of_type("AWS::Lambda::LayerVersion")
-    for name in default.function_ids():
-        default.template.has_resource_properties(
-            "AWS::Lambda::Function",
-            {
-                "Handler": f"functions.{name}.handler",
-                "Runtime": "python3.12",
-                "Architectures": ["arm64"],
-                "TracingConfig": {"Mode": "Active"},
-                "LoggingConfig": {"LogFormat": "JSON", "LogGroup": Match.any_value()},
-                "Layers": [{"Ref": layer_id}],
-                "Environment": {
-                    "Variables": Match.object_like(
-                        {
-                            "POWERTOOLS_SERVICE_NAME": "mneme",
-                            "POWERTOOLS_METRICS_NAMESPACE": "Mneme",
-                            "MNEME_STORE__KIND": "dynamodb",
-                            "MNEME_STORE__TABLE_NAME": {"Ref": table_id},
-                            "MNEME_STORE__REGION": {"Ref": "AWS::Region"},
-                        }
-                    )
-                },
-            },
-        )
+    for name in ALL_FUNCTIONS:
+        module, handler = SPECS[name].entry(name)
+        props = default.function(name)
+        assert props["Handler"] == f"functions.{module}.{handler}"
+        assert (props["Runtime"], props["Architectures"]) == ("python3.12", ["arm64"])
+        assert props["TracingConfig"] == {"Mode": "Active"}
+        assert props["LoggingConfig"]["LogFormat"] == "JSON"
+        assert props["Layers"] == [{"Ref": layer_id}]
+        assert (props["MemorySize"], props["Timeout"]) == (SPECS[name].memory_mb, SPECS[name].timeout_seconds)
+    assert default.function(STAGES)["Handler"] == "functions.consolidate.stage_handler"
+    assert default.function(SCHEDULE)["Handler"] == "functions.consolidate.schedule_handler"
+    assert default.function(SCHEDULE)["ReservedConcurrentExecutions"] == 1
+    default.template.has_resource_properties("AWS::Lambda::EventInvokeConfig", {"MaximumRetryAttempts": 0})
+
+
+def test_every_function_gets_the_adapter_settings_bootstrap_reads(default: Synth) -> None:
+    (table_id,) = default.of_type("AWS::DynamoDB::Table")
+    (collection_id,) = default.of_type("AWS::OpenSearchServerless::Collection")
+    for name in ALL_FUNCTIONS:
+        env = default.function(name)["Environment"]["Variables"]
+        assert env["POWERTOOLS_SERVICE_NAME"] == "mneme" and env["POWERTOOLS_METRICS_NAMESPACE"] == "Mneme"
+        assert env["MNEME_STORE__KIND"] == "dynamodb" and env["MNEME_STORE__TABLE_NAME"] == {"Ref": table_id}
+        assert env["MNEME_EMBEDDER__KIND"] == "bedrock"
+        assert env["MNEME_EMBEDDER__MODEL_ID"] == "amazon.titan-embed-text-v2:0"
+        assert env["MNEME_EMBEDDER__DIMENSIONS"] == "1024"
+        assert env["MNEME_INDEX__KIND"] == "opensearch" and env["MNEME_INDEX__SERVICE"] == "aoss"
+        assert env["MNEME_INDEX__ENDPOINT"] == {"Fn::GetAtt": [collection_id, "CollectionEndpoint"]}
+        assert ("MNEME_REASONER__KIND" in env) == (name == STAGES), name
+        assert ("MNEME_STATE_MACHINE_ARN" in env) == (name in {"consolidate", SCHEDULE}), name
+        assert ("MNEME_CURSOR_SECRET_ARN" in env) == (name == "recall"), name
+        assert "MNEME_CURSOR_SECRET" not in env  # never the secret's value
+    (machine_id,) = default.of_type("AWS::StepFunctions::StateMachine")
+    assert default.function("consolidate")["Environment"]["Variables"]["MNEME_STATE_MACHINE_ARN"] == {"Ref": machine_id}
 
 
 def test_log_groups_follow_the_configured_retention(default: Synth, variant: Synth) -> None:
     for synth, days in ((default, 30), (variant, 7)):
         groups = synth.of_type("AWS::Logs::LogGroup").values()
-        assert len(groups) == len(synth.function_ids()) + 1  # + API access logs
+        assert len(groups) == len(ALL_FUNCTIONS) + 2  # + API access logs + state machine
         assert {g["Properties"]["RetentionInDays"] for g in groups} == {days}
 
 
 def test_each_function_gets_the_table_access_of_its_spec(default: Synth) -> None:
-    for name in default.function_ids():
-        actions = role_actions(default, name)
+    for name in ALL_FUNCTIONS:
+        actions = default.role_actions(name)
         assert {"dynamodb:GetItem", "dynamodb:Query"} <= actions, name
-        expected_writes = WRITE_ACTIONS if SPECS[name].table_access == "read_write" else set()
-        assert actions & WRITE_ACTIONS == expected_writes, name
-    assert not role_actions(default, "retrieve") & WRITE_ACTIONS
-    assert role_actions(default, "curate") >= WRITE_ACTIONS
+        if SPECS[name].table_access == "read_write":
+            assert actions >= WRITE_ACTIONS, name
+        elif SPECS[name].table_access == "read":
+            assert not actions & WRITE_ACTIONS, name
     for role in default.of_type("AWS::IAM::Role").values():
         assert "ManagedPolicyArns" not in role["Properties"]  # logs are granted on each function's group only
+
+
+def test_recall_cannot_write_records_only_its_delivered_session_markers(default: Synth) -> None:
+    writes = [s for s in default.role_statements("recall") if set(as_list(s["Action"])) & WRITE_ACTIONS]
+    assert len(writes) == 1
+    (statement,) = writes
+    assert set(as_list(statement["Action"])) == {"dynamodb:BatchWriteItem", "dynamodb:PutItem"}
+    assert statement["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["T#*#DELIVERED#*"]}}
+    assert not default.role_actions("recall") & {"dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+    assert not default.role_actions("retrieve") & WRITE_ACTIONS
+
+
+def bedrock_resources(synth: Synth, function: str) -> list[Any]:
+    return [r for s in synth.role_statements(function) if "bedrock:InvokeModel" in as_list(s["Action"])
+            for r in as_list(s["Resource"])]  # fmt: skip
+
+
+def foundation_model(model_id: str) -> dict[str, Any]:
+    return {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":bedrock:", {"Ref": "AWS::Region"},
+                              f"::foundation-model/{model_id}"]]}  # fmt: skip
+
+
+def test_bedrock_is_allowed_only_for_the_configured_models_and_only_where_used(default: Synth) -> None:
+    embedder, reasoner = (
+        foundation_model("amazon.titan-embed-text-v2:0"),
+        foundation_model("anthropic.claude-3-5-haiku-20241022-v1:0"),
+    )
+    expected = {"remember": [embedder], "recall": [embedder], "curate": [embedder], STAGES: [embedder, reasoner]}
+    for name in ALL_FUNCTIONS:
+        assert bedrock_resources(default, name) == expected.get(name, []), name
+        assert not {a for a in default.role_actions(name) if a.startswith("bedrock:")} - {"bedrock:InvokeModel"}
+
+
+def test_an_inference_profile_reasoner_gets_the_profile_and_its_model(variant: Synth) -> None:
+    resources = json.dumps(bedrock_resources(variant, STAGES))
+    assert ":inference-profile/us.anthropic.claude-3-5-haiku-20241022-v1:0" in resources
+    assert ":bedrock:*::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0" in resources
+    assert variant.function(STAGES)["Environment"]["Variables"]["MNEME_EMBEDDER__DIMENSIONS"] == "512"
+
+
+def test_only_the_run_starters_may_start_executions_and_only_recall_reads_the_cursor_secret(default: Synth) -> None:
+    for name in ALL_FUNCTIONS:
+        actions = default.role_actions(name)
+        assert ("states:StartExecution" in actions) == (name in {"consolidate", SCHEDULE}), name
+        assert ("secretsmanager:GetSecretValue" in actions) == (name == "recall"), name
+    (secret_id,) = default.of_type("AWS::SecretsManager::Secret")
+    (statement,) = [s for s in default.role_statements("recall") if "secretsmanager:GetSecretValue" in s["Action"]]
+    assert statement["Resource"] == {"Ref": secret_id}
 
 
 # -- api -----------------------------------------------------------------------------------------------
@@ -215,6 +188,8 @@ def test_every_route_is_a_method_on_its_path_integrated_with_its_function(defaul
         integration = methods[route.method, route.path]["Integration"]
         assert integration["Type"] == "AWS_PROXY"
         assert function_ids[route.function] in json.dumps(integration["Uri"]), route
+    integrated = json.dumps([m["Integration"] for m in methods.values()])
+    assert function_ids[STAGES] not in integrated and function_ids[SCHEDULE] not in integrated
 
 
 def test_routes_with_a_role_use_the_token_authorizer_and_health_is_public(default: Synth) -> None:
@@ -244,10 +219,7 @@ def test_stage_is_throttled_traced_and_access_logged(default: Synth) -> None:
             "MethodSettings": Match.array_with(
                 [Match.object_like({"ThrottlingRateLimit": 50, "ThrottlingBurstLimit": 100, "ResourcePath": "/*"})]
             ),
-            "AccessLogSetting": {
-                "DestinationArn": Match.any_value(),
-                "Format": Match.string_like_regexp("requestId"),
-            },
+            "AccessLogSetting": {"DestinationArn": Match.any_value(), "Format": Match.string_like_regexp("requestId")},
         },
     )
 
@@ -274,7 +246,17 @@ def test_gateway_errors_have_mnemes_error_shape(
     assert body["error"]["details"] == {"request_id": "$context.requestId"}
 
 
-# -- cdk-nag -------------------------------------------------------------------------------------------
+# -- outputs and cdk-nag -------------------------------------------------------------------------------
+def test_outputs_name_what_a_client_and_an_operator_need(default: Synth) -> None:
+    assert set(default.raw["Outputs"]) == {
+        "ApiUrl",
+        "TableName",
+        "CollectionEndpoint",
+        "StateMachineArn",
+        "CursorSecretArn",
+    }
+
+
 @pytest.mark.parametrize("config", ["default", "variant"])
 def test_cdk_nag_finds_no_unacknowledged_errors(config: str, request: pytest.FixtureRequest) -> None:
     synth: Synth = request.getfixturevalue(config)

@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS episodes (
 CREATE INDEX IF NOT EXISTS episodes_scope ON episodes (tenant, scope_id, created_at, episode_id);
 CREATE INDEX IF NOT EXISTS episodes_created ON episodes (tenant, created_at);
 CREATE INDEX IF NOT EXISTS episodes_seq ON episodes (tenant, seq);
+CREATE INDEX IF NOT EXISTS episodes_seq_all ON episodes (seq);
 CREATE INDEX IF NOT EXISTS episodes_unindexed ON episodes (seq) WHERE indexed = 0;
 CREATE TABLE IF NOT EXISTS delivered (
     tenant TEXT NOT NULL, principal TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-WORD_RE = re.compile(r"[a-z0-9]+")
+WORD_RE = re.compile(r"[^\W_]+")  # letters and digits of any script: "Müller" stays one word
 STOPWORDS = frozenset(
     """
     a about above after again against all am an and any are as at be because been before

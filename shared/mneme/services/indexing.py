@@ -21,9 +21,9 @@ from mneme.services.scopes import ScopeService
 
 
 def episode_text(episode: Episode) -> str:
-    """Content plus its date in words, so 'March 2026' or '2026-03-14' in a query can match."""
+    """Content plus its date in words, so '4 March 2026' or '2026-03-04' in a query can match."""
     when = episode.occurred_at
-    return f"{episode.search_text or episode.content}\n\n{when:%Y-%m-%d} {when:%A %d %B %Y}"
+    return f"{episode.search_text or episode.content}\n\n{when:%Y-%m-%d} {when:%A} {when.day} {when:%B %Y}"
 
 
 def memory_text(memory: Memory) -> str:

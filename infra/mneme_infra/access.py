@@ -1,0 +1,71 @@
+"""IAM statements that CDK has no `grant_*` for: Bedrock models by id, and recall's one kind of table write.
+
+Bedrock: `bedrock:InvokeModel` (which also covers the Converse API) on exactly the configured models.
+A plain model id is a foundation model in the stack's region. An id with a geographic prefix
+(`us.anthropic...`) is a cross-region inference profile: the role needs the profile in its own region and
+the underlying foundation model in every region the profile may route to, which AWS does not list in
+advance (hence the `*` region on that one model id).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Acknowledgment, Aws, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+# Prefixes of Bedrock's cross-region inference profiles (system-defined profile ids).
+INFERENCE_PROFILE_PREFIXES = ("us.", "eu.", "apac.", "us-gov.", "jp.", "au.", "ca.", "global.")
+
+
+def is_inference_profile(model_id: str) -> bool:
+    return model_id.startswith(INFERENCE_PROFILE_PREFIXES)
+
+
+def bedrock_model_arns(scope: Construct, model_id: str) -> list[str]:
+    """The resources `bedrock:InvokeModel` must allow for `model_id` (see the module docstring)."""
+    stack = Stack.of(scope)
+    if not is_inference_profile(model_id):
+        return [stack.format_arn(service="bedrock", account="", resource="foundation-model", resource_name=model_id)]
+    return [
+        stack.format_arn(service="bedrock", resource="inference-profile", resource_name=model_id),
+        base_model_arn(model_id),
+    ]
+
+
+def base_model_arn(model_id: str) -> str:
+    return f"arn:{Aws.PARTITION}:bedrock:*::foundation-model/{model_id.split('.', 1)[1]}"
+
+
+def model_acknowledgments(model_ids: list[str]) -> list[Acknowledgment]:
+    """cdk-nag flags the any-region foundation model behind an inference profile; say why it is needed."""
+    return [
+        Acknowledgment(
+            id=f"AwsSolutions-IAM5[Resource::{base_model_arn(model_id).replace(Aws.PARTITION, '<AWS::Partition>')}]",
+            reason=f"Inference profile {model_id} routes requests to this one model in regions AWS chooses, "
+            "so the model is allowed in any region; no other model is.",
+        )
+        for model_id in dict.fromkeys(model_ids)
+        if is_inference_profile(model_id)
+    ]
+
+
+def invoke_models_statement(scope: Construct, model_ids: list[str]) -> iam.PolicyStatement:
+    resources = [arn for model_id in dict.fromkeys(model_ids) for arn in bedrock_model_arns(scope, model_id)]
+    return iam.PolicyStatement(sid="InvokeConfiguredModels", actions=["bedrock:InvokeModel"], resources=resources)
+
+
+# `mneme.adapters.dynamo_codec.delivered_pk`: T#<tenant>#DELIVERED#<principal>#<session>. No other key
+# builder writes a DELIVERED segment, and escaped parts (tenant, principal) cannot contain '#'.
+DELIVERED_PARTITIONS = "T#*#DELIVERED#*"
+
+
+def delivered_writes_statement(table: dynamodb.ITable) -> iam.PolicyStatement:
+    """recall records which memories it delivered in a session (`add_delivered`, a BatchWriteItem of puts);
+    the condition limits every written item to those partitions, so recall cannot write records."""
+    return iam.PolicyStatement(
+        sid="WriteDeliveredSessionMarkersOnly",
+        actions=["dynamodb:BatchWriteItem", "dynamodb:PutItem"],
+        resources=[table.table_arn],
+        conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [DELIVERED_PARTITIONS]}},
+    )

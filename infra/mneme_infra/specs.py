@@ -1,0 +1,56 @@
+"""What each Lambda function is: its handler, size and the access it needs (read by functions.py).
+
+The route table names the HTTP functions; three more have no route: the authorizer, the Step Functions
+stage task and the schedule target. A function is keyed by name; `module`/`handler` locate its code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+REPO = Path(__file__).resolve().parents[2]
+AUTHORIZER, STAGES, SCHEDULE = "authorizer", "consolidate-stages", "consolidate-schedule"
+
+# embedder / reasoner: Bedrock InvokeModel on the configured model; index_read / index_write: the search
+# collection; start_runs: StartExecution of the consolidation state machine; cursor_secret: read the secret
+# that signs change-feed cursors.
+Use = Literal["embedder", "reasoner", "index_read", "index_write", "start_runs", "cursor_secret"]
+# read_delivered: read everything, write only recall's delivered-session markers (access.py)
+TableAccess = Literal["read", "read_write", "read_delivered"]
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    memory_mb: int
+    timeout_seconds: int  # HTTP functions: below API Gateway's 29 s integration timeout
+    table_access: TableAccess
+    uses: frozenset[Use] = frozenset()
+    module: str | None = None  # functions/<module>.py; default: the function's name
+    handler: str = "handler"
+    reserved_concurrency: int | None = None
+    async_retries: int | None = None  # for asynchronous invocations (the schedule)
+
+    def entry(self, name: str) -> tuple[str, str]:
+        """(module, handler attribute)."""
+        return self.module or name, self.handler
+
+
+SPECS: dict[str, FunctionSpec] = {
+    AUTHORIZER: FunctionSpec(memory_mb=512, timeout_seconds=5, table_access="read"),
+    "retrieve": FunctionSpec(memory_mb=1024, timeout_seconds=10, table_access="read"),
+    "remember": FunctionSpec(1024, 25, "read_write", frozenset({"embedder", "index_write"})),
+    "recall": FunctionSpec(1024, 15, "read_delivered", frozenset({"embedder", "index_read", "cursor_secret"})),
+    "consolidate": FunctionSpec(1024, 25, "read_write", frozenset({"start_runs"})),
+    "curate": FunctionSpec(1024, 25, "read_write", frozenset({"embedder", "index_write"})),
+    STAGES: FunctionSpec(
+        1024, 600, "read_write", frozenset({"embedder", "reasoner", "index_write"}), "consolidate", "stage_handler"
+    ),
+    # One invocation at a time and no automatic retry: a retried tick would start duplicate runs, and the
+    # next tick (15 minutes by default) picks up whatever this one missed.
+    SCHEDULE: FunctionSpec(
+        512, 60, "read_write", frozenset({"start_runs"}), "consolidate", "schedule_handler", 1, async_retries=0
+    ),
+}
+EXTRA_FUNCTIONS = (AUTHORIZER, STAGES, SCHEDULE)

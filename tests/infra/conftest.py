@@ -1,0 +1,18 @@
+"""One synth of the default stage and one of the variant (every conditional branch), shared by the infra tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.infra.synth import GSI_SCHEMA, VARIANT, Synth, synthesize
+
+
+@pytest.fixture(scope="session")
+def default(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synthesize(tmp_path_factory.mktemp("default"))
+
+
+@pytest.fixture(scope="session")
+def variant(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """A disposable stage with customer-managed keys, an inference-profile reasoner and a GSI."""
+    return synthesize(tmp_path_factory.mktemp("variant"), VARIANT, GSI_SCHEMA)

@@ -1,0 +1,141 @@
+"""The consolidation state machine (built from STAGE_NAMES) and its schedule."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from infra.mneme_infra.specs import SCHEDULE, STAGES
+from infra.mneme_infra.workflow import LAMBDA_ERRORS, TRANSIENT_ERRORS
+from mneme.consolidation.stages import STAGE_NAMES
+from tests.infra.synth import Synth
+
+TASKS = ("Begin", *(f"Stage_{name}" for name in STAGE_NAMES), "HoldCheckpoint")
+
+
+@pytest.fixture(scope="module")
+def asl(default: Synth) -> dict[str, Any]:
+    return default.state_machine()
+
+
+def per_target(asl: dict[str, Any]) -> dict[str, Any]:
+    return asl["States"]["Targets"]["ItemProcessor"]["States"]
+
+
+def test_one_standard_jsonata_state_machine_logging_all_and_traced(default: Synth) -> None:
+    default.template.resource_count_is("AWS::StepFunctions::StateMachine", 1)
+    (machine,) = default.of_type("AWS::StepFunctions::StateMachine").values()
+    props = machine["Properties"]
+    assert props["StateMachineType"] == "STANDARD"
+    assert props["TracingConfiguration"] == {"Enabled": True}
+    assert props["LoggingConfiguration"]["Level"] == "ALL"
+    assert props["LoggingConfiguration"]["IncludeExecutionData"] is False  # batches hold tenants' memories
+    assert default.state_machine()["QueryLanguage"] == "JSONata"
+
+
+def test_map_over_targets_then_finish(asl: dict[str, Any], default: Synth, variant: Synth) -> None:
+    assert asl["StartAt"] == "Targets"
+    targets = asl["States"]["Targets"]
+    assert targets["Type"] == "Map" and targets["Items"] == "{% $states.input.targets %}"
+    assert targets["ItemSelector"]["scope_id"] == "{% $states.context.Map.Item.Value %}"
+    assert targets["MaxConcurrency"] == 4
+    assert variant.state_machine()["States"]["Targets"]["MaxConcurrency"] == 2
+    assert targets["Next"] == "Finish"
+    assert asl["States"]["Finish"]["Arguments"]["Payload"]["stage"] == "finish"
+    assert asl["States"]["Finish"].get("End") is True
+
+
+def test_stage_tasks_follow_the_stage_list_order(asl: dict[str, Any]) -> None:
+    states = per_target(asl)
+    assert states[states["Target"]["Next"]] is states["Begin"]
+    order, name = [], states["Begin"]["Next"]
+    while name.startswith("Stage_"):
+        order.append(name.removeprefix("Stage_"))
+        assert states[name]["Arguments"]["Payload"] == {"stage": order[-1], "batch": "{% $states.input %}"}
+        assert states[name]["Output"] == "{% $states.result.Payload %}"
+        name = states[name]["Next"]
+    assert tuple(order) == STAGE_NAMES
+    assert name == "Summarize" and states[name]["Next"] == "MoreEpisodes"
+
+
+def test_every_task_invokes_the_stage_function_and_retries_by_error_name(asl: dict[str, Any], default: Synth) -> None:
+    stages_id = default.function_ids()[STAGES]
+    tasks = {**{name: per_target(asl)[name] for name in TASKS}, "Finish": asl["States"]["Finish"],
+             "RecordRunFailure": asl["States"]["RecordRunFailure"]}  # fmt: skip
+    for name, task in tasks.items():
+        assert task["Resource"].endswith(":states:::lambda:invoke"), name
+        assert task["Arguments"]["FunctionName"] == f"<{stages_id}>", name
+        retries = {tuple(r["ErrorEquals"]): r for r in task["Retry"]}
+        assert set(retries) == {LAMBDA_ERRORS, TRANSIENT_ERRORS}, name
+        assert TRANSIENT_ERRORS == ("Throttled", "StoreUnavailable")
+        for retry in retries.values():
+            assert retry["BackoffRate"] == 2 and retry["JitterStrategy"] == "FULL" and retry["MaxAttempts"] > 1
+
+
+def test_a_failing_stage_is_caught_recorded_and_the_checkpoint_held(asl: dict[str, Any]) -> None:
+    states = per_target(asl)
+    for name in ("Begin", *(f"Stage_{s}" for s in STAGE_NAMES)):
+        (catch,) = states[name]["Catch"]
+        assert catch["ErrorEquals"] == ["States.ALL"] and catch["Next"] == "HoldCheckpoint", name
+        stage = "begin" if name == "Begin" else name.removeprefix("Stage_")
+        assert f'"stage": "{stage}"' in catch["Output"] and "$append($b.errors" in catch["Output"], name
+    hold = states["HoldCheckpoint"]
+    assert hold["Arguments"]["Payload"] == {"stage": STAGE_NAMES[-1], "batch": "{% $states.input %}"}
+    assert hold["Next"] == "Summarize" and hold["Catch"][0]["Next"] == "Summarize"
+
+
+def test_the_scope_loops_while_the_batch_is_full_and_clean_up_to_the_limit(asl: dict[str, Any]) -> None:
+    choice = per_target(asl)["MoreEpisodes"]
+    (rule,) = choice["Choices"]
+    assert rule["Next"] == "Begin" and choice["Default"] == "TargetDone"
+    condition = rule["Condition"]
+    assert "$states.input.full = true" in condition and "$count($states.input.errors) = 0" in condition
+    assert "$iteration < 50" in condition
+    assert per_target(asl)["Begin"]["Assign"] == {"iteration": "{% $iteration + 1 %}"}
+
+
+def test_a_failed_map_still_closes_the_run_record_then_fails(asl: dict[str, Any]) -> None:
+    (catch,) = asl["States"]["Targets"]["Catch"]
+    assert catch["ErrorEquals"] == ["States.ALL"] and catch["Next"] == "RecordRunFailure"
+    record = asl["States"]["RecordRunFailure"]
+    assert record["Arguments"]["Payload"]["stage"] == "finish" and record["Next"] == "ConsolidationFailed"
+    assert asl["States"]["ConsolidationFailed"]["Type"] == "Fail"
+
+
+def referenced_ids(value: Any) -> set[str]:
+    """Logical ids of every Fn::GetAtt inside `value`."""
+    if isinstance(value, dict):
+        if "Fn::GetAtt" in value:
+            return {value["Fn::GetAtt"][0]}
+        return {i for v in value.values() for i in referenced_ids(v)}
+    if isinstance(value, list):
+        return {i for v in value for i in referenced_ids(v)}
+    return set()
+
+
+def test_state_machine_may_invoke_only_the_stage_function(default: Synth) -> None:
+    (machine,) = default.of_type("AWS::StepFunctions::StateMachine").values()
+    statements = default.statements_of_role(machine["Properties"]["RoleArn"]["Fn::GetAtt"][0])
+    invoke = [s for s in statements if "lambda:InvokeFunction" in json.dumps(s["Action"])]
+    assert referenced_ids([s["Resource"] for s in invoke]) == {default.function_ids()[STAGES]}
+
+
+def test_schedule_invokes_the_schedule_function_at_the_configured_rate(default: Synth, variant: Synth) -> None:
+    default.template.resource_count_is("AWS::Scheduler::Schedule", 1)
+    (schedule,) = default.of_type("AWS::Scheduler::Schedule").values()
+    props = schedule["Properties"]
+    assert props["ScheduleExpression"] == "rate(15 minutes)" and props["State"] == "ENABLED"
+    target = props["Target"]
+    assert target["Arn"] == {"Fn::GetAtt": [default.function_ids()[SCHEDULE], "Arn"]}
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] == 0
+    role_id = target["RoleArn"]["Fn::GetAtt"][0]
+    trust = default.resources[role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust[0]["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    assert "aws:SourceAccount" in json.dumps(trust)
+    invoke = [s["Resource"] for s in default.statements_of_role(role_id)]
+    assert referenced_ids(invoke) == {default.function_ids()[SCHEDULE]}
+    (disabled,) = variant.of_type("AWS::Scheduler::Schedule").values()
+    assert disabled["Properties"]["ScheduleExpression"] == "rate(1 hour)"
+    assert disabled["Properties"]["State"] == "DISABLED"
