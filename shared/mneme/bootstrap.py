@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -10,6 +11,7 @@ from functools import cache
 from mneme.consolidation.reasoning import ExtractiveReasoner, Reasoner
 from mneme.consolidation.service import ConsolidationService, Orchestrator
 from mneme.consolidation.stages import Deps
+from mneme.errors import StoreUnavailable
 from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
 from mneme.services.feed import FeedService
 from mneme.services.indexing import Indexer
@@ -158,18 +160,28 @@ def build(
     )
 
 
-def cursor_secret(settings: Settings) -> bytes:
-    """The configured secret; on the embedded engine, one generated once into MNEME_HOME."""
-    if settings.cursor_secret is not None:
-        return settings.cursor_secret.get_secret_value().encode()
-    if isinstance(settings.store, DynamoStore):
-        raise RuntimeError("MNEME_CURSOR_SECRET must be set when the store is DynamoDB (cursors cross instances)")
-    path = settings.home / "cursor.key"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_hex(32))
-        path.chmod(0o600)
-    return path.read_text().strip().encode()
+def cursor_secret(settings: Settings) -> Callable[[], bytes]:
+    """Where the cursor key comes from, read on first use: the setting, a Secrets Manager secret, or
+    (embedded engine only) a key generated once into MNEME_HOME."""
+
+    @cache
+    def secret() -> bytes:
+        if settings.cursor_secret is not None:
+            return settings.cursor_secret.get_secret_value().encode()
+        if settings.cursor_secret_arn is not None:
+            from mneme.adapters.secrets import fetch_secret
+
+            return fetch_secret(settings.cursor_secret_arn)
+        if isinstance(settings.store, DynamoStore):
+            raise StoreUnavailable("set MNEME_CURSOR_SECRET_ARN (or MNEME_CURSOR_SECRET) to sign feed cursors")
+        path = settings.home / "cursor.key"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(secrets.token_hex(32))
+            path.chmod(0o600)
+        return path.read_text().strip().encode()
+
+    return secret
 
 
 def fresh_window(settings: Settings) -> float:

@@ -79,6 +79,7 @@ class Settings(BaseSettings):
     consolidation: ConsolidationSettings = ConsolidationSettings()
     state_machine_arn: str | None = None  # set in AWS: consolidation runs on Step Functions
     cursor_secret: SecretStr | None = None  # signs change-feed cursors; locally kept in <home>/cursor.key
+    cursor_secret_arn: str | None = None  # in AWS: a Secrets Manager secret holding it
 
     @property
     def sqlite_path(self) -> Path:

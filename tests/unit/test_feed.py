@@ -69,7 +69,7 @@ def test_tampered_and_foreign_cursors_are_refused(services: Services) -> None:
 def test_a_reader_paging_during_concurrent_writes_sees_every_change_exactly_once(tmp_path: Path) -> None:
     # Given several writers committing at the same time, sharing timestamps, and a reader paging meanwhile
     store = SqliteRecordStore(tmp_path / "feed.db")
-    feed = FeedService(store, b"secret")
+    feed = FeedService(store, lambda: b"secret")
     from datetime import UTC, datetime
 
     from mneme.models import Scope

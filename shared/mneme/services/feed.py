@@ -6,6 +6,7 @@ import base64
 import hashlib
 import hmac
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,11 @@ MAX_LIMIT = 1000
 @dataclass
 class FeedService:
     store: RecordStore
-    secret: bytes
+    secret_source: Callable[[], bytes]  # read on first use: functions that never page the feed never fetch it
+
+    @property
+    def secret(self) -> bytes:
+        return self.secret_source()
 
     def changes(self, caller: Principal, cursor: str | None, limit: int = 100) -> dict[str, Any]:
         if not 1 <= limit <= MAX_LIMIT:
@@ -70,7 +75,11 @@ class FeedService:
 
     def _decode(self, tenant: str, cursor: str) -> tuple[str, str]:
         payload, _, signature = cursor.partition(".")
-        if not cursor.isascii() or not signature or not hmac.compare_digest(signature, self._sign(tenant, payload.encode())):
+        if (
+            not cursor.isascii()
+            or not signature
+            or not hmac.compare_digest(signature, self._sign(tenant, payload.encode()))
+        ):
             raise InvalidInput("invalid cursor: it was altered or belongs to another tenant", code="invalid_cursor")
         try:
             ts, record_id = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
