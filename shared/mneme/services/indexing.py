@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from aws_lambda_powertools.metrics import MetricUnit
+
 from mneme.consolidation.models import Fact
 from mneme.errors import MnemeError
 from mneme.models import Episode, Memory
-from mneme.observability import logger
+from mneme.observability import logger, metrics
 from mneme.ports import Embedder, RecordStore, SearchIndex
 from mneme.search_models import IndexDocument
 from mneme.services.scopes import ScopeService
@@ -147,7 +149,8 @@ class Indexer:
             logger.warning("memory index write failed", extra={"code": e.code, "memory_id": memory.memory_id})
 
     def sweep(self, limit: int = 500, progress: Callable[[int], None] | None = None) -> int:
-        """Index every episode stored but not confirmed in the index. Returns how many landed."""
+        """Index every episode stored but not confirmed in the index. Returns how many landed, and
+        reports what is still waiting as the `IndexRepairBacklog` metric."""
         done = 0
         while batch := self.store.list_unindexed(limit):
             if not self.index_episodes(batch):
@@ -155,6 +158,8 @@ class Indexer:
             done += len(batch)
             if progress:
                 progress(done)
+        backlog = len(self.store.list_unindexed(1000))
+        metrics.add_metric(name="IndexRepairBacklog", unit=MetricUnit.Count, value=backlog)
         return done
 
     def rebuild(self, tenant: str, progress: Callable[[int], None] | None = None) -> int:
