@@ -1,0 +1,102 @@
+"""remember throughput on the embedded engine (SQLite store + SQLite index + real LocalEmbedder).
+
+Single-item calls and batches of 100, in episodes per second of wall time and of CPU time, with
+the share of the wall time spent in `embedder.embed`, in the record store (put_episodes,
+get_episodes, mark_indexed, get_scope) and in the index upsert; batches with 1 and 2 onnxruntime
+threads. Each run starts from an empty engine in a temp dir with the model loaded and warmed up;
+episodes come from the synthetic generator in bench/_common.py. Figures only: the machine is
+shared, so quote them, do not assert on them.
+
+    .venv/bin/python bench/ingest.py [--singles 300] [--batches 20] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from _common import CALLER, LocalEmbedder, engine, machine, p50, pct, synthetic_items, table
+
+TARGET = 300  # episodes/s for batch ingest
+
+
+def run(tmp: Path, name: str, threads: int, calls: int, per_call: int, offset: int) -> dict[str, float]:
+    """`calls` remember calls of `per_call` items each into a fresh engine."""
+    eng = engine(tmp / name, threads)
+    eng.embedder.embed(["warm up the model and the session"])
+    eng.services.remember.remember(CALLER, synthetic_items(offset, 1))  # scopes, files, caches
+    batches = [synthetic_items(offset + 1 + c * per_call, per_call) for c in range(calls)]
+    eng.embedder.reset(), eng.index.reset(), eng.store.reset()
+    latencies = []
+    start, cpu = time.perf_counter(), time.process_time()
+    for batch in batches:
+        t0 = time.perf_counter()
+        eng.services.remember.remember(CALLER, batch)
+        latencies.append((time.perf_counter() - t0) * 1000)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    eng.close()
+    return {
+        "rate": calls * per_call / wall,
+        "cpu": calls * per_call / cpu,
+        "embed": eng.embedder.total() / wall,
+        "store": eng.store.total() / wall,
+        "index": eng.index.seconds["upsert"] / wall,
+        "p50": p50(latencies),
+        "p95": pct(latencies, 95),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--singles", type=int, default=300, help="single-item remember calls per run")
+    parser.add_argument("--batches", type=int, default=20, help="batches of 100 per run")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per configuration (median reported)")
+    args = parser.parse_args()
+    print(f"remember throughput, embedded engine, {LocalEmbedder.model_id}; {machine()}")
+    print(
+        f"median of {args.repeats} runs per row; embed/store/index = share of the wall time in those calls;"
+    )
+    print(
+        "ep/cpu-s = episodes per second of process CPU time (all threads; less sensitive to a busy machine)\n"
+    )
+    configs = [
+        ("single items", 1, args.singles, 1),
+        ("batches of 100", 1, args.batches, 100),
+        ("batches of 100", 2, args.batches, 100),
+    ]
+    rows, rates = [], {}
+    with tempfile.TemporaryDirectory(prefix="mneme-ingest-") as tmp:
+        for label, threads, calls, per_call in configs:
+            runs = [
+                run(Path(tmp), f"{per_call}-{threads}-{r}", threads, calls, per_call, r * 100_000)
+                for r in range(args.repeats)
+            ]
+            med = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+            rates[(per_call, threads)] = med["rate"]
+            rows.append([
+                label, threads, calls * per_call, f"{med['rate']:.0f}",
+                f"{min(r['rate'] for r in runs):.0f}-{max(r['rate'] for r in runs):.0f}", f"{med['cpu']:.0f}",
+                f"{med['embed']:.0%}", f"{med['store']:.0%}", f"{med['index']:.0%}",
+                f"{med['p50']:.1f}", f"{med['p95']:.1f}",
+            ])  # fmt: skip
+    headers = ["mode", "threads", "episodes", "ep/s", "range", "ep/cpu-s", "embed", "store", "index"]
+    print(table([*headers, "ms/call p50", "p95"], rows))
+    best = max(rates[(100, 1)], rates[(100, 2)])
+    print(
+        f"\nbatch ingest: {rates[(100, 1)]:.0f} ep/s with 1 thread, {rates[(100, 2)]:.0f} ep/s with 2 "
+        f"(x{rates[(100, 2)] / rates[(100, 1)]:.2f}); target >= {TARGET} ep/s: "
+        f"{'met' if best >= TARGET else 'NOT met'} on this run"
+    )
+    print(
+        f"single-item calls: {rates[(1, 1)]:.0f} ep/s "
+        f"({rates[(100, 1)] / rates[(1, 1)]:.1f}x slower than batches)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""recall latency p50/p95 at 10k and 100k episodes on the embedded engine, phase by phase.
+
+The corpus is built through `remember` (real LocalEmbedder, batches of 100) from the synthetic
+generator in bench/_common.py, and cached under bench/.cache/ keyed by size and by a fingerprint
+of the generator and both SQLite schemas; a bigger corpus starts from a copy of the biggest
+smaller one. Each query runs three ways, interleaved: hybrid with the default scoring
+(alpha 0.7, beta 0.3, balanced), BM25 only (alpha 0, beta 1) and vector only (alpha 1, beta 0).
+Phases come from timing proxies: embed = `embedder.embed`, search = `index.search_text` +
+`index.search_vector`, rank = total - embed - search (record loading, admission, fusion, scope
+paths, context pack), of which load = `store.get_episodes` and scopes = `store.get_scope`.
+Percentiles are per column, so the columns of a row need not add up. Figures only, no asserts.
+
+    .venv/bin/python bench/recall.py [--sizes 10000,100000] [--fast] [--queries 200] [--rebuild]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import shutil
+import time
+from pathlib import Path
+
+import _common as c
+
+from mneme.adapters import sqlite_index, sqlite_store
+from mneme.observability import metrics
+from mneme.services.recall import RecallRequest, Scoring
+
+GENERATOR_VERSION = "1"
+PHASES = ("total", "embed", "search", "rank")  # p50 and p95
+PARTS = ("load", "scopes")  # parts of rank, p50 only
+MODES = {
+    "hybrid 0.7/0.3": Scoring(),
+    "BM25 only": Scoring(alpha=0, beta=1),
+    "vector only": Scoring(alpha=1, beta=0),
+}
+QUERY_TEMPLATES = [
+    "what went wrong with order {order}",
+    "{person} leave cover",
+    "which customer got a {product} {defect}?",
+    "why did the {region} deploy fail",
+    "who restores bicycles or keeps bees at the weekend",
+    "invoice INV-{invoice} overdue",
+    "what does {person} prefer for updates",
+    "the {product} keeps losing wifi",
+    "{customer} quote for a {city} delivery",
+    "budget overrun on the {project}",
+    "part {part} back-order",
+    "move the {project} tracking to another tool",
+]
+
+
+def fingerprint() -> str:
+    basis = GENERATOR_VERSION + sqlite_store.SCHEMA + sqlite_index.SCHEMA + "".join(c.TEMPLATES)
+    return hashlib.sha256(basis.encode()).hexdigest()[:10]
+
+
+def corpus(size: int, threads: int, rebuild: bool) -> Path:
+    """A directory holding `size` synthetic episodes, built (or extended) and cached on demand."""
+    key = fingerprint()
+    final = c.CACHE / f"recall-{key}-{size}"
+    if rebuild and final.exists():
+        shutil.rmtree(final)
+    if (final / "done.json").exists():
+        return final
+    smaller = [
+        int(p.name.rsplit("-", 1)[1])
+        for p in c.CACHE.glob(f"recall-{key}-*")
+        if (p / "done.json").exists() and int(p.name.rsplit("-", 1)[1]) < size
+    ]
+    partial = c.CACHE / f"recall-{key}-{size}.partial"
+    if not (partial / "index.db").exists():  # else resume an interrupted build
+        base = max(smaller, default=0)
+        shutil.rmtree(partial, ignore_errors=True)
+        if base:
+            shutil.copytree(c.CACHE / f"recall-{key}-{base}", partial)
+    eng = c.engine(partial, threads)
+    eng.services.indexer.sweep()  # episodes stored just before an interruption
+    base = eng.services.index.count(c.TENANT)
+    print(f"building {size} episodes in {final.relative_to(c.ROOT)} (from {base}, {threads} threads)")
+    start = chunk_start = time.perf_counter()
+    chunk_first = base
+    for first in range(base, size, 100):
+        eng.services.remember.remember(c.CALLER, c.synthetic_items(first, min(100, size - first)))
+        done = min(first + 100, size)
+        if done % 10_000 == 0 or done == size:
+            now = time.perf_counter()
+            rate = (done - chunk_first) / (now - chunk_start)
+            print(f"  {done:>7} episodes, the last {done - chunk_first} at {rate:.0f} ep/s")
+            chunk_start, chunk_first = now, done
+    eng.close()
+    elapsed = time.perf_counter() - start
+    (partial / "done.json").write_text(json.dumps({"size": size, "from": base, "seconds": elapsed}))
+    partial.rename(final)
+    return final
+
+
+def queries(count: int, size: int) -> list[str]:
+    rng = random.Random(42)
+    out = []
+    for n in range(count):
+        _, _, _, content = c.synthetic(rng.randrange(size))  # half are words of a real episode
+        if n % 2:
+            words = [w.strip(".,:;") for w in content.split() if len(w) > 3]
+            out.append(" ".join(rng.sample(words, min(len(words), rng.randint(2, 5)))))
+            continue
+        values = {
+            "order": rng.randint(10000, 69999), "person": c.person(rng), "product": rng.choice(c.PRODUCTS),
+            "defect": rng.choice(c.DEFECTS), "region": rng.choice(c.REGIONS),
+            "invoice": f"2025-{rng.randint(1, 9999):04d}", "customer": rng.choice(c.CUSTOMERS),
+            "city": rng.choice(c.CITIES), "project": rng.choice(c.PROJECTS), "part": c.part_code(rng),
+        }  # fmt: skip
+        out.append(rng.choice(QUERY_TEMPLATES).format(**values))
+    return out
+
+
+def measure(directory: Path, size: int, texts: list[str]) -> None:
+    eng = c.engine(directory, threads=1)
+    recall = eng.services.recall.recall
+    cold = c.stopwatch(lambda: recall(c.CALLER, RecallRequest(query="warm up the vector cache")))
+    for text in texts[:10]:
+        for scoring in MODES.values():
+            recall(c.CALLER, RecallRequest(query=text, scoring=scoring))
+    metrics.clear_metrics()
+    samples = {clock: {mode: {} for mode in MODES} for clock in ("wall", "cpu")}
+    results: dict[str, list[int]] = {mode: [] for mode in MODES}
+    for text in texts:
+        for mode, scoring in MODES.items():
+            eng.embedder.reset(), eng.index.reset(), eng.store.reset()
+            wall, cpu = time.perf_counter(), time.thread_time()
+            response = recall(c.CALLER, RecallRequest(query=text, scoring=scoring))
+            wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
+            metrics.clear_metrics()  # Powertools prints the set every 100 values otherwise
+            results[mode].append(len(response.results))
+            for clock, total, attr in (("wall", wall, "seconds"), ("cpu", cpu, "cpu")):
+                spent = {
+                    k: v
+                    for proxy in (eng.embedder, eng.index, eng.store)
+                    for k, v in getattr(proxy, attr).items()
+                }
+                embed, search = spent["embed"], spent["search_text"] + spent["search_vector"]
+                phases = {"total": total, "embed": embed, "search": search, "rank": total - embed - search,
+                          "load": spent["get_episodes"], "scopes": spent["get_scope"]}  # fmt: skip
+                for name, seconds in phases.items():
+                    samples[clock][mode].setdefault(name, []).append(seconds * 1000)
+    eng.close()
+    print(
+        f"\n{size} episodes: first query {cold * 1000:.0f} ms (loads the vector cache); {len(texts)} queries"
+    )
+    for clock, title in (("wall", "wall ms"), ("cpu", "cpu ms")):
+        rows = []
+        for mode, s in samples[clock].items():
+            row: list[object] = [mode]
+            for phase in PHASES:
+                row += [f"{c.p50(s[phase]):.1f}", f"{c.pct(s[phase], 95):.1f}"]
+            rows.append([*row, *(f"{c.p50(s[part]):.1f}" for part in PARTS)])
+        headers = [title] + [f"{p} {q}" for p in PHASES for q in ("p50", "p95")]
+        print(c.table([*headers, *(f"{p} p50" for p in PARTS)], rows))
+    print("results per query (mean): " + ", ".join(f"{m} {sum(r) / len(r):.1f}" for m, r in results.items()))
+    for clock in ("wall", "cpu"):
+        p95 = c.pct(samples[clock]["hybrid 0.7/0.3"]["total"], 95)
+        print(f"hybrid p95 at {size} ({clock}): {p95:.1f} ms incl. query embedding; target <= 50 ms at 100k: "
+              f"{'met' if p95 <= 50 else 'NOT met'} here")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="10000,100000", help="comma-separated corpus sizes")
+    parser.add_argument("--fast", action="store_true", help="only the smallest size, 100 queries")
+    parser.add_argument("--queries", type=int, default=200, help="queries per size (each run 3 ways)")
+    parser.add_argument("--build-threads", type=int, default=2, help="embedder threads while building")
+    parser.add_argument("--rebuild", action="store_true", help="ignore cached corpora")
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    if args.fast:
+        sizes, args.queries = sizes[:1], min(args.queries, 100)
+    print(f"recall latency, embedded engine, {c.LocalEmbedder.model_id}, limit 10; {c.machine()}")
+    print("wall time, then CPU time of the calling thread (less sensitive to a busy machine than wall time);")
+    print("rank = total - embed - search; load (store.get_episodes) and scopes (store.get_scope) are in rank")
+    for size in sizes:
+        directory = corpus(size, args.build_threads, args.rebuild)
+        measure(directory, size, queries(args.queries, size))
+
+
+if __name__ == "__main__":
+    main()
