@@ -152,10 +152,10 @@ class RecallService:
         }
         scoring = request.scoring
         k = min(max(request.limit * 5, 50), 500)
-        candidates, path, vector_error = self._search(flt, request.query, scoring, k, trace)
+        candidates, path, vector_error, query_vector = self._search(flt, request.query, scoring, k, trace)
         query_anchors = anchor_rule.anchors(request.query)
         trace["anchors"] = sorted(query_anchors)
-        results = self._rank(caller, candidates, scoring, query_anchors, request.as_of, trace)
+        results = self._rank(caller, candidates, scoring, query_anchors, request.as_of, query_vector, trace)
         if request.avec is not None and scoring.resonance > 0:
             results = sorted((self._resonate(r, request.avec, scoring.resonance) for r in results), key=_order)
         fallback: dict[str, Any] = {
@@ -186,7 +186,7 @@ class RecallService:
     # -- stages ---------------------------------------------------------------------------
     def _search(
         self, flt: SearchFilter, query: str, scoring: Scoring, k: int, trace: dict[str, Any]
-    ) -> tuple[dict[str, _Candidate], str, str | None]:
+    ) -> tuple[dict[str, _Candidate], str, str | None, NDArray[np.float32] | None]:
         candidates: dict[str, _Candidate] = {}
         vector_hits: list[Hit] = []
         vector_error: str | None = None
@@ -219,9 +219,9 @@ class RecallService:
             self._fresh_tail(flt, query, vector if scoring.alpha > 0 else None, candidates, trace)
         trace["stages"].append({"stage": "fused", "candidates": len(candidates)})
         if vector_error:
-            return candidates, "lexical_fallback", vector_error
+            return candidates, "lexical_fallback", vector_error, None
         path = "hybrid" if scoring.alpha > 0 and scoring.beta > 0 else ("vector" if scoring.alpha > 0 else "lexical")
-        return candidates, path, None
+        return candidates, path, None, vector
 
     def _fresh_tail(
         self,
@@ -268,9 +268,12 @@ class RecallService:
         scoring: Scoring,
         query_anchors: set[str],
         as_of: datetime | None,
+        query_vector: NDArray[np.float32] | None,
         trace: dict[str, Any],
     ) -> list[Result]:
         records = self._load(caller, list(candidates), trace)
+        if query_vector is not None:
+            self._fill_vector_scores(candidates, records, query_vector)
         now = self.clock.now()
         weight = (scoring.alpha if any("vector" in c.channels for c in candidates.values()) else 0) + scoring.beta
         results = []
@@ -296,6 +299,22 @@ class RecallService:
             results.append(self._result(caller.tenant, record, fused * factor, scores))
         trace["stages"].append({"stage": "admitted", "candidates": len(results)})
         return sorted(results, key=_order)
+
+    def _fill_vector_scores(
+        self, candidates: dict[str, _Candidate], records: dict[str, Record], query_vector: NDArray[np.float32]
+    ) -> None:
+        """A hit found only by BM25 gets its real cosine from the stored vector, not 0 (exact matches
+        that the vector top-k missed must not be ranked below weaker hits both channels found)."""
+        for candidate in candidates.values():
+            record = records.get(candidate.id)
+            stored = getattr(record, "vector", None)
+            if (
+                "vector" in candidate.channels
+                or stored is None
+                or getattr(record, "model_id", None) != self.embedder.model_id
+            ):
+                continue
+            candidate.vector = max(0.0, float(np.dot(query_vector, np.asarray(stored, dtype=np.float32))))
 
     @staticmethod
     def _resonate(result: Result, avec: Avec, weight: float) -> Result:
