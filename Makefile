@@ -7,7 +7,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export POWERTOOLS_TRACE_DISABLED := true
 export POWERTOOLS_METRICS_DISABLED := true
 
-.PHONY: help install serve test unit contract integration infra lint typecheck check synth openapi bench clean
+.PHONY: help install serve test unit contract integration infra lint typecheck check synth fuzz openapi bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -15,7 +15,7 @@ help:  ## list the targets
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[local,dev,infra]'
+	$(BIN)/pip install --quiet -e '.[local,dev,infra,mcp]'
 	touch $(STAMP)
 
 node_modules/.installed: package.json package-lock.json
@@ -53,6 +53,9 @@ check: lint typecheck test  ## everything CI runs
 
 synth: $(STAMP) node_modules/.installed  ## synthesize the CDK app offline, then cfn-lint it
 	bash infra/synth.sh
+
+fuzz: $(STAMP)  ## API fuzzing; MNEME_FUZZ_EXAMPLES=200 or MNEME_FUZZ_SEED=N for a deeper run
+	$(BIN)/pytest tests/integration/test_fuzz.py
 
 openapi: $(STAMP)  ## regenerate docs/openapi.json from the resolvers
 	$(BIN)/mneme openapi --output docs/openapi.json

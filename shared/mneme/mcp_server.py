@@ -1,0 +1,404 @@
+"""`mneme mcp`: Mneme's memory as MCP tools on stdio, with the official SDK (`mcp` 2.x, `MCPServer`).
+
+Two modes, chosen by `mneme mcp` from flags, environment or the config file:
+
+- **embedded** (no MNEME_URL): the local store under MNEME_HOME (default ./.mneme), opened in this
+  process. The agent acts as tenant MNEME_TENANT (default `default`), principal MNEME_PRINCIPAL
+  (default `mcp-agent`) with roles MNEME_ROLES (default `writer`): it can read, remember and
+  propose memories; a writer's proposals stay pending until an approver publishes them.
+- **remote** (MNEME_URL + MNEME_API_KEY): a Mneme API through `mneme.client.MnemeClient`; the key
+  decides tenant, principal and roles.
+
+Both go through the same route handlers (embedded mode invokes them in-process), so validation,
+roles and errors are the API's. A failed call comes back as an MCP tool error (`isError: true`)
+whose text starts with the API's error code and whose structured content is the API's error body
+`{"error": {"code", "message", "details"?, "status"}}`.
+
+MNEME_SCOPE (or `--scope`) names the scope the agent works in: the default of every tool's scope.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated, Any, Literal, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import AwareDatetime, BaseModel, Field
+
+from mneme import __version__
+from mneme.client import Bundle, MemoryRecord, MnemeClient, Remembered, RunView, ScopeView
+from mneme.errors import InvalidInput, MnemeError
+from mneme.paths import MAX_DEPTH
+
+DEFAULT_PRINCIPAL = "mcp-agent"
+DEFAULT_ROLES: tuple[str, ...] = ("writer",)
+CONSOLIDATE_WAIT_SECONDS = 120.0
+
+T = TypeVar("T")
+
+PATH_PATTERN = rf"^root(\.[a-z0-9][a-z0-9-]{{0,62}}){{0,{MAX_DEPTH}}}$"
+ScopePath = Annotated[
+    str,
+    Field(
+        pattern=PATH_PATTERN,
+        max_length=600,
+        description="A scope path: 'root' then up to 8 dot-separated segments of a-z, 0-9 and '-', "
+        "e.g. 'root.acme.vat'.",
+    ),
+]
+
+INSTRUCTIONS = """\
+Mneme is your long-term memory. It is organised as a tree of scopes addressed by dotted paths \
+(root, root.acme, root.acme.vat). {working_scope}
+
+Use it like this:
+1. Start of a task: call `retrieve` with the scope you work in. It returns the curated guidance for \
+that scope as a Markdown bundle of blocks from root down to the scope, each with a priority. Follow it. \
+Where blocks conflict, the higher priority wins. Two blocks with EQUAL priority that contradict each \
+other are a conflict: point it out to the user and do not silently pick a side.
+2. Before answering anything that may depend on earlier work, decisions, people or facts: call `recall` \
+with a focused query. Use what it returns and mention where it came from. Items shown as one-line cards \
+can be read in full with `recall` and ids=[...].
+3. While working: `remember` durable observations (decisions, facts about people, systems and \
+preferences, outcomes), not chit-chat or what can be re-derived. Each text must stand on its own: name \
+the subject, include dates and specifics. Use one session_id for a session's observations.
+4. End of a session: `remember` a self-contained summary of what was accomplished, in 2-3 sentences. \
+If the session added significant new knowledge, call `consolidate` so it becomes facts.
+5. Curated guidance changes through `propose_memory` (as a writer your proposal is pending until an \
+approver publishes it: say so) and `archive_memory` (by memory_id, from a bundle header or a result).
+6. If a tool call fails, retry it once. If it fails again, tell the user that memory is unavailable \
+and continue without it.
+7. Never pretend to remember. Only present as remembered what a successful tool call returned in this \
+session; if recall finds nothing, say that you have no memory of it.
+"""
+
+
+class RecallHit(BaseModel):
+    id: str
+    kind: str
+    scope: str
+    score: float
+    occurred_at: datetime
+    key: str | None = None
+    status: str | None = None
+    metadata: dict[str, Any] = {}
+
+
+class RecallOutput(BaseModel):
+    retrieval_path: str
+    context: str = Field(description="Markdown context pack: top results in full, the rest as cards")
+    results: list[RecallHit]
+
+
+class ScopesOutput(BaseModel):
+    scopes: list[ScopeView]
+
+
+def instructions(scope: str) -> str:
+    working = (
+        f"You work in scope {scope}: it is the default scope of every tool."
+        if scope != "root"
+        else "Pass the scope you work in to the tools (the default is root, the whole tree)."
+    )
+    return INSTRUCTIONS.format(working_scope=working)
+
+
+def error_result(error: MnemeError) -> CallToolResult:
+    """An MCP tool error carrying the API's error code and message (and its body as structured content)."""
+    body = error.to_body()
+    body["error"]["status"] = error.status
+    text = f"{error.code}: {error.message}"
+    if error.details is not None:
+        text += f"\ndetails: {error.details}"
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=body, is_error=True)
+
+
+def _result(value: BaseModel, text: str) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=value.model_dump(mode="json")
+    )
+
+
+def _call(work: Callable[[], T], render: Callable[[T], tuple[BaseModel, str]]) -> CallToolResult:
+    try:
+        value = work()
+    except MnemeError as e:
+        return error_result(e)
+    model, text = render(value)
+    return _result(model, text)
+
+
+def _memory_text(verb: str, memory: MemoryRecord) -> str:
+    text = f"{verb} memory {memory.key!r} for {memory.target}: status {memory.status}, version {memory.version}, "
+    text += f"memory_id {memory.memory_id}."
+    if memory.status == "pending":
+        text += " It is pending: only you see it until an approver publishes it."
+    return text
+
+
+def _run_text(run: RunView) -> str:
+    lines = [f"consolidation run {run.run_id}: {run.status} over {len(run.scopes)} scope(s)"]
+    for stage, report in run.stages.items():
+        if report.counters:
+            lines.append(f"  {stage}: " + ", ".join(f"{k} {v}" for k, v in report.counters.items()))
+    lines += [f"  error in {e.get('stage', '?')}: {e.get('message', e)}" for e in run.errors]
+    if run.status == "running":
+        lines.append("  still running: new facts appear in recall when it finishes")
+    elif run.status != "succeeded":
+        lines.append("  some stages failed: the unfinished episodes are retried by the next run")
+    return "\n".join(lines)
+
+
+def build_server(client: MnemeClient, *, scope: str = "root") -> MCPServer:
+    """The MCP server over `client` (embedded or remote). `scope` is the agent's working scope."""
+    if not re.fullmatch(PATH_PATTERN, scope):
+        raise ValueError(f"invalid working scope {scope!r}")
+    working_scope = scope
+    server: MCPServer = MCPServer(
+        name="mneme",
+        title="Mneme memory",
+        description="Long-term memory for AI agents: curated guidance, observations and facts.",
+        instructions=instructions(scope),
+        version=__version__,
+        log_level="WARNING",
+    )
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+
+    @server.tool(
+        name="retrieve",
+        title="Retrieve the guidance of a scope",
+        description=(
+            "Return the curated guidance for a scope as one Markdown bundle: every block that applies, from root "
+            "down to the scope, with a header giving its target, priority and key. Call it first, with the scope "
+            "you work in, and follow the guidance. A higher priority overrides a lower one where they conflict; "
+            "equal priorities that contradict are a conflict to report to the user. Blocks ending '| pending' are "
+            "your own unapproved proposals. Unknown scope: error scope_not_found."
+        ),
+        annotations=read_only,
+    )
+    def retrieve(path: ScopePath = scope) -> Annotated[CallToolResult, Bundle]:
+        return _call(lambda: client.retrieve_json(path), lambda bundle: (bundle, bundle.markdown))
+
+    @server.tool(
+        name="remember",
+        title="Remember an observation",
+        description=(
+            "Store one durable observation (an episode) in a scope: a decision, a fact about a person, system or "
+            "preference, an outcome. Write it self-contained (name the subject, include dates and specifics) since "
+            "it will be read later without this conversation. At the end of a session, remember a 2-3 sentence "
+            "summary of what was accomplished. Consolidation later turns observations into facts. Retrying the "
+            "same call is safe when you pass an idempotency_key. Returns the episode_id."
+        ),
+        annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False, open_world_hint=False),
+    )
+    def remember(
+        content: Annotated[str, Field(min_length=1, max_length=32_768, description="The observation, self-contained")],
+        scope: ScopePath = scope,
+        session_id: Annotated[
+            str | None,
+            Field(
+                max_length=128,
+                pattern=r"^[A-Za-z0-9._:@-]+$",
+                description="Groups the observations of one session",
+            ),
+        ] = None,
+        occurred_at: Annotated[
+            AwareDatetime | None, Field(description="When it happened, ISO 8601 with timezone; default now")
+        ] = None,
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="JSON object returned unchanged with every recall of it")
+        ] = None,
+        idempotency_key: Annotated[
+            str | None, Field(min_length=1, max_length=256, description="Makes a retry return the first result")
+        ] = None,
+        create_scope: Annotated[bool, Field(description="Create the scope (and its parents) if missing")] = False,
+    ) -> Annotated[CallToolResult, Remembered]:
+        fields: dict[str, Any] = {"create_scope": create_scope}
+        for name, value in (
+            ("session_id", session_id),
+            ("occurred_at", occurred_at),
+            ("metadata", metadata),
+            ("idempotency_key", idempotency_key),
+        ):
+            if value is not None:
+                fields[name] = value
+
+        def render(r: Remembered) -> tuple[BaseModel, str]:
+            state = "stored" if r.created else "already stored (a retry)"
+            return r, f"remembered in {scope}: episode_id {r.episode_id}, {state}"
+
+        return _call(lambda: client.remember(scope, content, **fields), render)
+
+    @server.tool(
+        name="recall",
+        title="Recall what is known",
+        description=(
+            "Search everything remembered under a scope (its whole subtree): consolidated facts, observations and "
+            "curated memories, ranked by meaning and keywords. Call it before answering anything that may depend "
+            "on earlier work. Returns a Markdown context pack: the best results in full, the rest as one-line cards, "
+            "and a final 'fetch:' line; pass card ids as `ids` (without a query) to read them in full. An empty "
+            "answer means nothing is remembered about it: say so rather than guessing."
+        ),
+        annotations=read_only,
+    )
+    def recall(
+        query: Annotated[
+            str | None, Field(min_length=1, max_length=2048, description="What to look for, in plain words")
+        ] = None,
+        scope: ScopePath = scope,
+        limit: Annotated[int, Field(ge=1, le=50, description="Most results to return")] = 10,
+        kinds: Annotated[
+            list[Literal["fact", "episode", "memory"]] | None,
+            Field(min_length=1, description="Only these kinds (default all)"),
+        ] = None,
+        since: Annotated[AwareDatetime | None, Field(description="Only what occurred at or after this time")] = None,
+        until: Annotated[AwareDatetime | None, Field(description="Only what occurred before this time")] = None,
+        session_id: Annotated[str | None, Field(max_length=128, description="Only this session's episodes")] = None,
+        budget_tokens: Annotated[
+            int | None, Field(ge=32, le=20_000, description="Cut the context pack to about this many tokens")
+        ] = None,
+        ids: Annotated[
+            list[str] | None,
+            Field(min_length=1, max_length=50, description="Fetch these items in full (ids from cards)"),
+        ] = None,
+    ) -> Annotated[CallToolResult, RecallOutput]:
+        fields: dict[str, Any] = {"scope": scope, "limit": limit}
+        for name, value in (
+            ("query", query),
+            ("kinds", kinds),
+            ("since", since),
+            ("until", until),
+            ("session_id", session_id),
+            ("ids", ids),
+        ):
+            if value is not None:
+                fields[name] = value
+        if budget_tokens is not None:
+            fields["disclosure"] = {"budget_tokens": budget_tokens}
+
+        def render(response: Any) -> tuple[BaseModel, str]:
+            hits = [RecallHit.model_validate(r.model_dump()) for r in response.results]
+            output = RecallOutput(retrieval_path=response.retrieval_path, context=response.context, results=hits)
+            text = response.context if response.results else f"Nothing remembered under {scope} matches this."
+            return output, text
+
+        return _call(lambda: client.recall(**fields), render)
+
+    @server.tool(
+        name="consolidate",
+        title="Consolidate observations into facts",
+        description=(
+            "Turn the observations remembered since the last run into durable facts (deduplicated, with "
+            "contradictions resolved by supersession). Call it at the end of a session that added significant new "
+            "knowledge. Waits up to 2 minutes for the run and returns its status with per-stage counters; a status "
+            "other than 'succeeded' means some stages failed and the next run retries them."
+        ),
+        annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+    )
+    def consolidate(
+        scopes: Annotated[
+            list[ScopePath] | None, Field(max_length=100, description="Only these subtrees (default: every scope)")
+        ] = None,
+        wait: Annotated[bool, Field(description="Wait for the run to finish (up to 2 minutes)")] = True,
+    ) -> Annotated[CallToolResult, RunView]:
+        def work() -> RunView:
+            started = client.consolidate(scopes)
+            if not wait:
+                return client.get_run(started.run_id)
+            try:
+                return client.wait_run(started.run_id, timeout=CONSOLIDATE_WAIT_SECONDS)
+            except TimeoutError:
+                return client.get_run(started.run_id)
+
+        return _call(work, lambda run: (run, _run_text(run)))
+
+    @server.tool(
+        name="archive_memory",
+        title="Archive a curated memory",
+        description=(
+            "Archive one curated memory by its memory_id (shown in bundle headers of tagged blocks, in recall "
+            "results and in propose_memory's answer). It leaves bundles and recall. You can archive your own "
+            "pending proposals; archiving published guidance needs the approver role (else error forbidden)."
+        ),
+        annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False),
+    )
+    def archive_memory(
+        memory_id: Annotated[str, Field(min_length=1, max_length=128, description="The memory's id")],
+    ) -> Annotated[CallToolResult, MemoryRecord]:
+        return _call(lambda: client.archive_memory(memory_id), lambda m: (m, _memory_text("archived", m)))
+
+    @server.tool(
+        name="propose_memory",
+        title="Propose curated guidance",
+        description=(
+            "Propose a curated memory: Markdown guidance that `retrieve` shows in bundles. Attach it to a scope "
+            "(scope=...; default your working scope) or to a layer of the tree (tag='layer=value', or 'layer=*' "
+            "for every scope at that layer). `key` names it and is unique per target. As a writer your proposal is "
+            "pending: only you see it (marked '| pending') until an approver publishes it. Use it for lasting "
+            "rules and conventions; use `remember` for observations."
+        ),
+        annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False, open_world_hint=False),
+    )
+    def propose_memory(
+        key: Annotated[
+            str,
+            Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$", description="Stable key, e.g. 'vat-policy'"),
+        ],
+        body: Annotated[str, Field(min_length=1, max_length=16_384, description="The guidance, in Markdown")],
+        scope: Annotated[
+            str | None,
+            Field(pattern=PATH_PATTERN, max_length=600, description="Attach to this scope (default: working scope)"),
+        ] = None,
+        tag: Annotated[
+            str | None,
+            Field(
+                pattern=r"^[a-z0-9][a-z0-9-]{0,62}=([a-z0-9][a-z0-9-]{0,62}|\*)$",
+                description="Attach to a layer instead: 'layer=value' or 'layer=*'",
+            ),
+        ] = None,
+        summary: Annotated[str | None, Field(max_length=1024, description="One line shown on cards")] = None,
+        tags: Annotated[list[str] | None, Field(max_length=32, description="Labels for search")] = None,
+        valid_until: Annotated[AwareDatetime | None, Field(description="Left out of bundles after this time")] = None,
+    ) -> Annotated[CallToolResult, MemoryRecord]:
+        if tag is not None and scope is not None:
+            return error_result(InvalidInput("give either scope or tag, not both", code="invalid_target"))
+        target: dict[str, Any] = {"tag": tag} if tag is not None else {"scope": scope or working_scope}
+        fields: dict[str, Any] = {
+            name: value
+            for name, value in (("summary", summary), ("tags", tags), ("valid_until", valid_until))
+            if value is not None
+        }
+        return _call(
+            lambda: client.create_memory(key, body, **target, **fields), lambda m: (m, _memory_text("proposed", m))
+        )
+
+    @server.tool(
+        name="list_scopes",
+        title="List scopes",
+        description=(
+            "List a scope and all scopes below it (canonical paths, depth-first). Use it to find the right scope "
+            "to retrieve, recall or remember in."
+        ),
+        annotations=read_only,
+    )
+    def list_scopes(path: ScopePath = "root") -> Annotated[CallToolResult, ScopesOutput]:
+        def render(scopes: list[ScopeView]) -> tuple[BaseModel, str]:
+            return ScopesOutput(scopes=scopes), "\n".join(s.path for s in scopes)
+
+        return _call(lambda: client.list_scopes(path), render)
+
+    return server
+
+
+def run(client: MnemeClient, *, scope: str = "root", mode: str = "") -> int:
+    """Serve on stdio until the client disconnects."""
+    server = build_server(client, scope=scope)
+    print(f"mneme mcp: {mode or client.base_url}, working scope {scope}", file=sys.stderr, flush=True)
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C in a terminal: a quiet exit
+        server.run("stdio")
+    return 0
