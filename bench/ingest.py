@@ -50,20 +50,14 @@ def run(tmp: Path, name: str, threads: int, calls: int, per_call: int, offset: i
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--singles", type=int, default=300, help="single-item remember calls per run")
     parser.add_argument("--batches", type=int, default=20, help="batches of 100 per run")
     parser.add_argument("--repeats", type=int, default=3, help="runs per configuration (median reported)")
     args = parser.parse_args()
     print(f"remember throughput, embedded engine, {LocalEmbedder.model_id}; {machine()}")
-    print(
-        f"median of {args.repeats} runs per row; embed/store/index = share of the wall time in those calls;"
-    )
-    print(
-        "ep/cpu-s = episodes per second of process CPU time (all threads; less sensitive to a busy machine)\n"
-    )
+    print(f"median of {args.repeats} runs per row; embed/store/index = share of the wall time in those calls;")
+    print("ep/cpu-s = episodes per second of process CPU time (all threads; less sensitive to a busy machine)\n")
     configs = [
         ("single items", 1, args.singles, 1),
         ("batches of 100", 1, args.batches, 100),
@@ -92,10 +86,7 @@ def main() -> None:
         f"(x{rates[(100, 2)] / rates[(100, 1)]:.2f}); target >= {TARGET} ep/s: "
         f"{'met' if best >= TARGET else 'NOT met'} on this run"
     )
-    print(
-        f"single-item calls: {rates[(1, 1)]:.0f} ep/s "
-        f"({rates[(100, 1)] / rates[(1, 1)]:.1f}x slower than batches)"
-    )
+    print(f"single-item calls: {rates[(1, 1)]:.0f} ep/s ({rates[(100, 1)] / rates[(1, 1)]:.1f}x slower than batches)")
 
 
 if __name__ == "__main__":

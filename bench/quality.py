@@ -132,9 +132,7 @@ def summary(results: dict[str, list[dict]], queries: list[dict], kinds: Sequence
     rows = []
     for name, res in results.items():
         cells = [f"{mean(res, 'r10', g, field):.2f}/{mean(res, 'rr', g, field):.2f}" for field, g in groups]
-        rows.append(
-            [name, f"{mean(res, 'r5'):.3f}", f"{mean(res, 'r10'):.3f}", f"{mean(res, 'rr'):.3f}", *cells]
-        )
+        rows.append([name, f"{mean(res, 'r5'):.3f}", f"{mean(res, 'r10'):.3f}", f"{mean(res, 'rr'):.3f}", *cells])
     return c.table(headers, rows) + "\n(columns after MRR: R@10/MRR of that group of queries)"
 
 
@@ -178,9 +176,7 @@ def what_if(eng: c.Engine, ids: dict[str, str], queries: list[dict]) -> None:
         v = {h.doc_id: max(0.0, h.score) for h in hits}
         words = {w for w in re.findall(r"[^\W_]+", q["query"].lower()) if w not in STOPWORDS | GENERIC}
         lexical = {
-            uni: {
-                h.doc_id: h.score for h in eng.index.search_text(flt, " ".join(sorted(ws)) or q["query"], 50)
-            }
+            uni: {h.doc_id: h.score for h in eng.index.search_text(flt, " ".join(sorted(ws)) or q["query"], 50)}
             for uni, ws in ((False, anchor_words(q["query"])), (True, words))
         }
         records = eng.services.store.get_episodes(
@@ -189,11 +185,7 @@ def what_if(eng: c.Engine, ids: dict[str, str], queries: list[dict]) -> None:
         cosine = {d: max(0.0, float(np.dot(vec, e.vector))) for d, e in records.items()}
         for name in VARIANTS:
             how, weights, *flags = name.split()
-            full = (
-                {d: cosine[d] for d in v.keys() | lexical["unicode" in flags].keys()}
-                if "fill" in flags
-                else v
-            )
+            full = {d: cosine[d] for d in v.keys() | lexical["unicode" in flags].keys()} if "fill" in flags else v
             ranked = fuse(full, lexical["unicode" in flags], *WEIGHTS[weights], how)
             scored(out[name], [ids.get(d, d) for d in ranked], q)
     print("\nwhat-if, strictness balanced (replica of the ranking with candidate fixes; see VARIANTS)")
@@ -213,9 +205,7 @@ def fuse(v: dict[str, float], lex: dict[str, float], alpha: float, beta: float, 
     scores = {}
     for d in (d for d in v.keys() | lex.keys() if d in lex or v[d] >= MIN_VECTOR):
         if how == "rrf":
-            scores[d] = (alpha / (60 + vrank[d]) if d in v else 0) + (
-                beta / (60 + lrank[d]) if d in lex else 0
-            )
+            scores[d] = (alpha / (60 + vrank[d]) if d in v else 0) + (beta / (60 + lrank[d]) if d in lex else 0)
         else:
             vs = (v[d] - lo) / ((hi - lo) or 1) if how == "minmax" and d in v else v.get(d, 0.0)
             scores[d] = alpha * vs + beta * lex.get(d, 0.0) / top
@@ -232,12 +222,8 @@ def show_misses(name: str, rows: list[dict], texts: dict[str, str]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--misses", metavar="SCORING", help='print the misses of one scoring, e.g. "lexical balanced"'
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--misses", metavar="SCORING", help='print the misses of one scoring, e.g. "lexical balanced"')
     parser.add_argument("--what-if", action="store_true", help="also rank with candidate fusion fixes")
     parser.add_argument("--rebuild", action="store_true", help="re-ingest the corpus")
     args = parser.parse_args()

@@ -137,9 +137,7 @@ def measure(directory: Path, size: int, texts: list[str]) -> None:
             results[mode].append(len(response.results))
             for clock, total, attr in (("wall", wall, "seconds"), ("cpu", cpu, "cpu")):
                 spent = {
-                    k: v
-                    for proxy in (eng.embedder, eng.index, eng.store)
-                    for k, v in getattr(proxy, attr).items()
+                    k: v for proxy in (eng.embedder, eng.index, eng.store) for k, v in getattr(proxy, attr).items()
                 }
                 embed, search = spent["embed"], spent["search_text"] + spent["search_vector"]
                 phases = {"total": total, "embed": embed, "search": search, "rank": total - embed - search,
@@ -147,9 +145,7 @@ def measure(directory: Path, size: int, texts: list[str]) -> None:
                 for name, seconds in phases.items():
                     samples[clock][mode].setdefault(name, []).append(seconds * 1000)
     eng.close()
-    print(
-        f"\n{size} episodes: first query {cold * 1000:.0f} ms (loads the vector cache); {len(texts)} queries"
-    )
+    print(f"\n{size} episodes: first query {cold * 1000:.0f} ms (loads the vector cache); {len(texts)} queries")
     for clock, title in (("wall", "wall ms"), ("cpu", "cpu ms")):
         rows = []
         for mode, s in samples[clock].items():
@@ -167,9 +163,7 @@ def measure(directory: Path, size: int, texts: list[str]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated corpus sizes")
     parser.add_argument("--fast", action="store_true", help="only the smallest size, 100 queries")
     parser.add_argument("--queries", type=int, default=200, help="queries per size (each run 3 ways)")

@@ -357,9 +357,7 @@ THREADS = [  # (first session, second session, query, entities, values for x and
 
 
 def main() -> None:
-    argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    ).parse_args()
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     rng = random.Random(SEED)
     episodes: list[dict] = []
     queries: list[dict] = []
@@ -414,17 +412,13 @@ def main() -> None:
         for text, (year, mon) in zip(texts, [(2026, month), (2026, month - 1), (2025, month)], strict=True):
             when = datetime(year, mon, rng.randint(1, 28), rng.randint(8, 17), tzinfo=UTC)
             label = f"{c.MONTHS[mon - 1]} {year}"
-            ask(
-                "date", "topic+month", rng.choice(TOPIC_QUESTIONS).format(t=topic, m=label), [add(text, when)]
-            )
+            ask("date", "topic+month", rng.choice(TOPIC_QUESTIONS).format(t=topic, m=label), [add(text, when)])
     for k, (first, second, question, entities, xs, ys) in enumerate(THREADS):
         start = c.START + timedelta(days=rng.randrange(c.SPAN_DAYS - 60))
         for j, entity in enumerate(entities):
             values = {"e": entity, "p": c.person(rng), "c": rng.choice(c.CUSTOMERS), "x": xs[j], "y": ys[j]}
             a = add(first.format(**values), start + timedelta(days=j), f"thread-{k}-{j}-a")
-            b = add(
-                second.format(**values), start + timedelta(days=j + rng.randint(20, 45)), f"thread-{k}-{j}-b"
-            )
+            b = add(second.format(**values), start + timedelta(days=j + rng.randint(20, 45)), f"thread-{k}-{j}-b")
             ask("multi-session", "two sessions", question.format(**values), [a, b])
     days: dict[str, list[str]] = {}
     for e in episodes:
