@@ -1175,8 +1175,9 @@ def test_dynamodb_items_are_tenant_prefixed_and_dates_are_utc_strings(aws: Any) 
     items = aws.scan(TableName=TABLE)["Items"]
     pks = sorted(item["PK"]["S"] for item in items)
 
-    # scopes 5, layers, memory 2, key 2, episode, delivered, consolidation 3, facts 3, run, feed 5, review 4
-    assert len(items) == 28
+    # scopes 6 (with the alias's back-reference), layers, memory 2, key 2, episode, delivered, consolidation 3,
+    # facts 3, run, feed 5, review 4
+    assert len(items) == 29
     assert [pk for pk in pks if not pk.startswith(f"T#{A}#")] == ["APIKEY#hash-tenant-a-k1"]
     assert f"T#{A}#DELIVERED#bot%231#s1" in pks  # a principal's "#" cannot reach into another key
     assert f"T#{A}#AUTHREVS#bot%231#open" in pks  # nor can an author's

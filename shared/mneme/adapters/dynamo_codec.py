@@ -42,6 +42,7 @@ _serializer: Any = TypeSerializer()
 _deserializer: Any = TypeDeserializer()
 
 
+LIVE, ALIAS, DIRTY = "scope_slot", "scope_alias", "DIRTY"  # name slot item types; GSI1 partition of dirty marks
 POSITION_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 _MICRO = timedelta(microseconds=1)
 
@@ -215,6 +216,28 @@ def slot_key(tenant: str, parent_id: str | None, segment: str) -> Item:
     return key(slots_pk(tenant, parent_id), f"SEG#{segment}")
 
 
+def alias_item(tenant: str, parent_id: str | None, segment: str, scope_id: str) -> Item:
+    """The name slot (parent, segment) as an alias resolving to `scope_id`."""
+    fields = {"tenant": tenant, "parent_id": parent_id, "segment": segment, "scope_id": scope_id}
+    return {**slot_key(tenant, parent_id, segment), **{n: attr(v) for n, v in fields.items()}, "item_type": attr(ALIAS)}
+
+
+def alias_ref_pk(tenant: str, scope_id: str) -> str:
+    return tenant_pk(tenant, "ALIASOF", scope_id)
+
+
+def alias_ref_key(tenant: str, scope_id: str, parent_id: str | None, segment: str) -> Item:
+    """The back-reference of an alias (parent, segment) -> scope: where a scope's aliases are listed."""
+    where = "ROOT" if parent_id is None else f"SLOT#{esc(parent_id)}"
+    return key(alias_ref_pk(tenant, scope_id), f"{where}#{segment}")
+
+
+def alias_ref_item(tenant: str, parent_id: str | None, segment: str, scope_id: str) -> Item:
+    fields = {"tenant": tenant, "parent_id": parent_id, "segment": segment, "scope_id": scope_id}
+    ref_key = alias_ref_key(tenant, scope_id, parent_id, segment)
+    return {**ref_key, **{n: attr(v) for n, v in fields.items()}, "item_type": attr("alias_ref")}
+
+
 def layers_key(tenant: str) -> Item:
     return key(tenant_pk(tenant, "LAYERS"), "LAYERS")
 
@@ -256,6 +279,14 @@ def tenant_apikey_key(tenant: str, key_id: str) -> Item:
 
 def dirty_key(tenant: str, scope_id: str) -> Item:
     return key(tenant_pk(tenant, "DIRTY"), f"SCOPE#{scope_id}")
+
+
+def dirty_mark(tenant: str, scope_id: str, dirtied: datetime) -> Item:
+    """A dirty mark, also in GSI1 (`DIRTY`, `<dirtied_at>#<t>#<scope>`) for the cross-tenant schedule."""
+    at = iso_utc(dirtied)
+    fields = {"item_type": "dirty", "tenant": tenant, "scope_id": scope_id, "dirtied_at": at}
+    gsi = {"GSI1PK": attr(DIRTY), "GSI1SK": attr(f"{at}#{esc(tenant)}#{scope_id}")}
+    return {**dirty_key(tenant, scope_id), **gsi, **{n: attr(v) for n, v in fields.items()}}
 
 
 def checkpoint_key(tenant: str, scope_id: str) -> Item:
@@ -312,3 +343,23 @@ def history_pk(tenant: str, memory_id: str) -> str:
 
 def history_key(tenant: str, memory_id: str, seq: int) -> Item:
     return key(history_pk(tenant, memory_id), f"SEQ#{seq:012d}")
+
+
+def draft_key(tenant: str, draft_id: str) -> Item:
+    return key(tenant_pk(tenant, "DRAFTS"), f"DRAFT#{draft_id}")
+
+
+def journal_key(tenant: str, draft_id: str) -> Item:
+    return key(tenant_pk(tenant, "JOURNAL"), f"DRAFT#{draft_id}")
+
+
+def journal_lock_key(tenant: str) -> Item:
+    return key(tenant_pk(tenant, "JOURNAL"), "ACTIVE")
+
+
+def journal_plan_pk(tenant: str, draft_id: str) -> str:
+    return tenant_pk(tenant, "JOURNAL", draft_id)
+
+
+def journal_plan_key(tenant: str, draft_id: str, digest: str, part: int) -> Item:
+    return key(journal_plan_pk(tenant, draft_id), f"PLAN#{digest}#{part:04d}")

@@ -8,6 +8,8 @@ Key builders (with escaping) live in `mneme.adapters.dynamo_codec`.
 | scope            | `T#<t>#SCOPE#<scope_id>`                   | `SCOPE`               | Scope                      |
 | name slot        | `T#<t>#SLOTS#<parent_id>`                  | `SEG#<segment>`       | live Scope copy or alias   |
 |                  | `T#<t>#ROOTSLOTS` (parent None)            | `SEG#<segment>`       | live Scope copy or alias   |
+| alias back-ref   | `T#<t>#ALIASOF#<scope_id>`                 | `SLOT#<parent>#<seg>` | `parent_id`, `segment`     |
+|                  |                                            | `ROOT#<seg>` (None)   | (one per alias of scope)   |
 | layers           | `T#<t>#LAYERS`                             | `LAYERS`              | `layers`: depth -> name    |
 | memory           | `T#<t>#MEMS`                               | `MEM#<id>`            | Memory                     |
 | memory key slot  | `T#<t>#MSLOT#SCOPE#<scope_id>`             | `KEY#<key>`           | non-archived Memory copy   |
@@ -28,6 +30,11 @@ Key builders (with escaping) live in `mneme.adapters.dynamo_codec`.
 | history entry    | `T#<t>#HIST#<memory>`                      | `SEQ#<seq:012d>`      | HistoryEntry, `seq`        |
 | API key          | `APIKEY#<key_hash>` (not tenant-prefixed)  | `APIKEY`              | ApiKey                     |
 | tenant's API key | `T#<t>#APIKEYS`                            | `KEY#<key_id>`        | ApiKey copy                |
+| structure draft  | `T#<t>#DRAFTS`                             | `DRAFT#<draft_id>`    | Draft JSON `doc`, `status` |
+| publish journal  | `T#<t>#JOURNAL`                            | `DRAFT#<draft_id>`    | status, cursor, steps,     |
+|                  |                                            |                       | `now`, published draft     |
+| publish lock     | `T#<t>#JOURNAL`                            | `ACTIVE`              | `draft_id` being applied   |
+| journal's plan   | `T#<t>#JOURNAL#<draft_id>`                 | `PLAN#<hash>#<part>`  | Plan JSON bytes (300 KB)   |
 
 | index (KEYS_ONLY) | partition key                     | sort key                            | set on             |
 |-------------------|-----------------------------------|-------------------------------------|--------------------|
@@ -44,11 +51,14 @@ returned is current. GSI3 lags writes by milliseconds: consolidation reads episo
 `started_at - settle_seconds`, which covers it.
 
 Items carry `item_type`: scope, scope_slot (a live scope), scope_alias (`scope_id` it resolves to),
-layers, memory, memory_slot, episode, delivered, dirty, checkpoint, lease, fact, fact_copy,
-contradiction, run, feed, revision, revision_copy, history, api_key, api_key_copy. Scope, memory,
-episode and fact items also carry `feed_position` (see the change feed). A name slot holds a live
-scope or an alias, never both, so one `attribute_not_exists(PK)` enforces "taken by a scope or an
-alias". A key slot exists exactly
+alias_ref, layers, memory, memory_slot, episode, delivered, dirty, checkpoint, lease, fact, fact_copy,
+contradiction, run, feed, revision, revision_copy, history, api_key, api_key_copy, draft, journal,
+journal_lock, journal_plan. Scope, memory, episode and fact items also carry `feed_position` (see the
+change feed), and `structure_draft` once a publish wrote them (see the journal). A name slot holds a
+live scope or an alias, never both, so one `attribute_not_exists(PK)` enforces "taken by a scope or an
+alias". Every alias has a back-reference in its scope's `ALIASOF` partition, written and deleted in the
+alias's transaction (so a merge can repoint, and an erasure find, the aliases resolving to a scope;
+aliases written before back-references existed are not found that way). A key slot exists exactly
 while its memory is not archived, so its partition is also the listing. Copies are written in the
 transaction of their original. Base-table reads are strongly consistent.
 
@@ -59,8 +69,8 @@ transaction of their original. Base-table reads are strongly consistent.
 | list_children          | Query PK = `T#<t>#SLOTS#<parent_id>`, filter item_type = scope_slot             |
 | create_scope           | Transact: Put scope + Put slot, both `attribute_not_exists(PK)`; feed move      |
 | rename_scope           | GetItem scope; Transact: Put scope if `segment = old` and unmoved, Put old      |
-|                        | slot as alias if it is this scope's live slot, Put new slot if free or this     |
-|                        | scope's own alias (which is thereby consumed); feed move                        |
+|                        | slot as alias if it is this scope's live slot (+ its back-ref), Put new slot    |
+|                        | if free or this scope's own alias (consumed: Delete its back-ref); feed move    |
 | get/put_layers         | GetItem / Put layers                                                            |
 | create_memory          | Transact: Put memory + Put key slot, both `attribute_not_exists(PK)`; feed move |
 | update_memory          | GetItem memory; Transact: Put memory if `version = expected` and unmoved,       |
@@ -110,12 +120,39 @@ transaction of their original. Base-table reads are strongly consistent.
 | get_api_key            | GetItem `APIKEY#<key_hash>`                                                     |
 | list_api_keys          | Query PK = `T#<t>#APIKEYS`                                                      |
 | revoke_api_key         | GetItem tenant's copy; Transact: Put both with `revoked_at`                     |
+| list_aliases           | Query PK = `T#<t>#SLOTS#<parent_id>`, filter item_type = scope_alias            |
+| put_alias              | Transact: Put alias slot if `attribute_not_exists(PK)` + its back-ref           |
+| erase_scopes           | Query `T#<t>#MEMS` (the scopes' memories, archived too), GSI3 per scope (its    |
+|                        | episodes, re-read), `SCOPEFACTS#<scope>` (its facts); dry run: counts. Then per |
+|                        | scope, deepest first: BatchWriteItem Delete its memories (key slot, revisions   |
+|                        | with their copies, history), episodes, facts and copies, their feed entries,    |
+|                        | contradictions, checkpoint, lease, dirty mark, aliases resolving to it (via     |
+|                        | `ALIASOF`) and slots under it; last, Transact: Delete scope + feed entry + live |
+|                        | slot. Not atomic; erasing again finishes it. Delivered ids are not erased.      |
+| put/get_draft          | Put / GetItem draft                                                             |
+| apply_structure        | the journal (below and in `mneme.adapters.dynamo_structure`): check the plan;   |
+|                        | Put plan parts; Transact: Put journal + lock if absent; per step one or more    |
+|                        | Transacts (each <= 100 items) then UpdateItem cursor; Transact: Put draft,      |
+|                        | journal `done`, Delete lock                                                     |
+| resume_journals        | GetItem lock; GetItem journal, Query its plan parts; run the remaining steps    |
 
 Queries follow `LastEvaluatedKey` to the end (`page_size` caps a page, for tests); results are
 sorted in Python as the port orders them. Batch calls retry unprocessed keys with backoff. A
-transaction holds at most 100 items: create_scope/create_memory 3, rename_scope/update_memory at most
-5, put_episodes 2 per episode (50 a transaction), put_facts at most 4 per fact (25 a transaction),
-put_revision 7.
+transaction holds at most 100 items: create_scope/create_memory 3, update_memory at most 5,
+rename_scope 7, put_episodes 2 per episode (50 a transaction), put_facts at most 4 per fact (25 a
+transaction), put_revision 7; a publish step's transactions are sized per record kind (e.g. 20 scopes
+or memories at 5 items, 33 episodes at 3).
+
+Structure publish journal (`apply_structure`; details in `mneme.adapters.dynamo_structure`). A draft's
+plan can exceed a transaction, so it is applied as ordered steps recorded in a journal: the plan is
+checked (stale: Conflict, nothing written), stored, and the journal head + the tenant's publish lock
+are put in one transaction; each step reads what it changes and writes final state (records it wrote
+carry `structure_draft = <draft_id>` and are skipped when a step runs again), then the head's cursor
+advances; the last transaction stores the published draft, marks the head done and drops the lock.
+A crash leaves the head `applying`: `apply_structure` of that draft, or `resume_journals(tenant)`,
+reruns from the cursor with the journal's plan and `now`, reaching the state an uninterrupted publish
+reaches. The draft reads `open` until then; readers may see the tree part-way meanwhile. A publish of
+another draft first completes the interrupted one, then raises Conflict `stale_preview`.
 
 Change feed ("feed move" above). A scope, memory, episode or fact has one entry in its tenant's feed
 partition `T#<t>#FEED`, at `<position>#<id>`, and carries that position in `feed_position`. A write
@@ -155,8 +192,14 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from mneme.adapters.dynamo_codec import (
+    ALIAS,
+    DIRTY,
+    LIVE,
     Item,
     Write,
+    alias_item,
+    alias_ref_item,
+    alias_ref_key,
     apikey_key,
     attr,
     checkpoint_key,
@@ -164,6 +207,7 @@ from mneme.adapters.dynamo_codec import (
     delete,
     delivered_pk,
     dirty_key,
+    dirty_mark,
     episode_key,
     esc,
     expression,
@@ -187,7 +231,8 @@ from mneme.adapters.dynamo_codec import (
     to_item,
     to_model,
 )
-from mneme.adapters.dynamo_extras import FEED_POSITION, DynamoExtras, position_of, unmoved
+from mneme.adapters.dynamo_extras import FEED_POSITION, position_of, unmoved
+from mneme.adapters.dynamo_structure import DynamoStructure
 from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
 from mneme.errors import Conflict, MnemeError, StoreUnavailable
 from mneme.models import ApiKey, Episode, Memory, Scope
@@ -215,7 +260,7 @@ TABLE_SCHEMA: dict[str, Any] = {
     "GlobalSecondaryIndexes": [_keys_only_index(GSI1), _keys_only_index(GSI2), _keys_only_index(GSI3)],
 }
 
-LIVE, ALIAS, UNINDEXED, DIRTY = "scope_slot", "scope_alias", "UNINDEXED", "DIRTY"
+UNINDEXED = "UNINDEXED"
 EPISODE_CODEC: dict[str, Any] = {"json_fields": ("metadata",), "vector_fields": ("vector",)}
 FACT_CODEC: dict[str, Any] = {"vector_fields": ("vector",)}
 RUN_CODEC: dict[str, Any] = {"json_fields": ("stages",)}
@@ -272,7 +317,7 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class DynamoRecordStore(DynamoExtras):
+class DynamoRecordStore(DynamoStructure):
     def __init__(
         self,
         table_name: str,
@@ -413,11 +458,8 @@ class DynamoRecordStore(DynamoExtras):
         position = self._position(previous)
         record = to_item(renamed, scope_key(tenant, scope_id), item_type="scope", feed_position=position)
         same, feed_values = unmoved(previous)
-        alias = {
-            **slot_key(tenant, scope.parent_id, scope.segment),
-            **{name: attr(getattr(scope, name)) for name in ("tenant", "parent_id", "segment", "scope_id")},
-            "item_type": attr(ALIAS),
-        }
+        alias = alias_item(tenant, scope.parent_id, scope.segment, scope_id)
+        alias_ref = alias_ref_item(tenant, scope.parent_id, scope.segment, scope_id)
         slot = to_item(renamed, slot_key(tenant, scope.parent_id, new_segment), item_type=LIVE)
         changed = f"scope {scope_id} changed while being renamed; retry"
         taken = f"cannot rename onto {new_segment!r}: the name is taken"
@@ -427,7 +469,9 @@ class DynamoRecordStore(DynamoExtras):
             [
                 put(record, f"#segment = :old AND {same}", "conflict", changed, old=scope.segment, **feed_values),
                 put(alias, own_slot, "conflict", changed, live=LIVE, id=scope_id),
+                put(alias_ref, None, "conflict", ""),
                 put(slot, free_or_own_alias, "scope_exists", taken, alias=ALIAS, id=scope_id),
+                delete(alias_ref_key(tenant, scope_id, scope.parent_id, new_segment), None, "conflict", ""),
                 *self._feed_move(tenant, "scope", scope_id, previous, position),
             ]
         )
@@ -621,17 +665,7 @@ class DynamoRecordStore(DynamoExtras):
 
     # -- consolidation --------------------------------------------------------------------
     def mark_dirty(self, tenant: str, scope_ids: Sequence[str], now: datetime) -> None:
-        dirtied = iso_utc(now)
-        marks = [
-            {
-                **dirty_key(tenant, scope_id),
-                "GSI1PK": attr(DIRTY),
-                "GSI1SK": attr(f"{dirtied}#{esc(tenant)}#{scope_id}"),
-                **{name: attr(value) for name, value in
-                   (("item_type", "dirty"), ("tenant", tenant), ("scope_id", scope_id), ("dirtied_at", dirtied))},
-            }
-            for scope_id in dict.fromkeys(scope_ids)
-        ]  # fmt: skip
+        marks = [dirty_mark(tenant, scope_id, now) for scope_id in dict.fromkeys(scope_ids)]
         self._batch_write([{"PutRequest": {"Item": mark}} for mark in marks])
 
     def list_dirty(self, tenant: str | None, limit: int) -> list[tuple[str, str]]:
