@@ -90,6 +90,13 @@ class StructureService:
         if not caller.has(Role.approver):
             raise Forbidden("publishing a structure draft needs the approver role")
         draft = self._draft(caller, draft_id)
+        if draft.status == "open" and self._resume(caller.tenant):  # a publish interrupted by a crash
+            draft = self._draft(caller, draft_id)
+            if draft.status == "published":
+                empty = Preview(
+                    path_changes=[], aliases=[], memories=[], records=[], conflicts=[], fingerprint=fingerprint
+                )
+                return draft, empty
         if draft.status != "open":
             raise Conflict(f"draft {draft_id} is {draft.status}", code="draft_closed")
         plan, preview = self.compile(caller.tenant, draft.operations)
@@ -117,6 +124,15 @@ class StructureService:
         if archived:
             index.delete(caller.tenant, archived)
         return published, preview
+
+    def _resume(self, tenant: str) -> bool:
+        """Finish publishes a crash left half-applied (stores that publish through a journal), then
+        rebuild the tenant's index from records so it follows them. True when one was finished."""
+        resume = getattr(self.store, "resume_journals", None)
+        if resume is None or not resume(tenant):
+            return False
+        self.indexer.rebuild(tenant)
+        return True
 
     def _archived_ids(self, tenant: str, plan: Plan) -> list[str]:
         ids = list(plan.memory_archives)
