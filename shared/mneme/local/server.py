@@ -6,6 +6,7 @@ import importlib
 import json
 import os
 import threading
+import warnings
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -129,4 +130,6 @@ class LocalServer(ThreadingHTTPServer):
 def make_server(host: str, port: int) -> ThreadingHTTPServer:
     for name, value in LOCAL_ENV.items():
         os.environ.setdefault(name, value)
+    logger.setLevel(os.environ["POWERTOOLS_LOG_LEVEL"])  # the logger may predate the variable
+    warnings.filterwarnings("ignore", "No application metrics to publish")  # metrics are off locally
     return LocalServer((host, port), Handler)
