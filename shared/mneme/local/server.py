@@ -6,8 +6,8 @@ import importlib
 import json
 import os
 import threading
-import warnings
 import time
+import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
