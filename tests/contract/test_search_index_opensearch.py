@@ -8,10 +8,20 @@ collected here again, against two backends:
   with `StoreUnavailable`; if osmem learns kNN they turn into errors and this list must shrink).
 - `real`: a real OpenSearch at `OPENSEARCH_URL` (e.g. http://localhost:9200, security disabled), a fresh
   index per test; skipped unless the variable is set. Every test must pass there.
+
+and in two modes:
+
+- `managed`: a managed domain (custom `_id`s, `refresh=True`);
+- `serverless`: `serverless=True`, the VECTORSEARCH collection model (server-generated ids, copies,
+  de-duplicating reads; `mneme.adapters.opensearch_serverless`). osmem makes writes searchable at once,
+  which stands in for a refresh; on a real OpenSearch the client refreshes after every `_bulk`
+  (`VisibleWrites`). A copy the adapter could not see yet is simulated by indexing it directly
+  (`put_copies`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -21,8 +31,10 @@ import numpy as np
 import pytest
 from opensearchpy import OpenSearch
 
-from mneme.adapters.opensearch_index import OpenSearchIndex, document_id, index_body
+from mneme.adapters.opensearch_index import OpenSearchIndex, document_id, document_source, index_body
+from mneme.adapters.opensearch_serverless import content_digest
 from mneme.errors import InvalidInput, StoreUnavailable
+from mneme.search_models import IndexDocument
 from tests.contract import test_search_index as suite
 from tests.contract.test_search_index import DIM, MODEL, doc, flt, ids, search
 
@@ -83,16 +95,51 @@ def backend(request: pytest.FixtureRequest) -> Iterator[tuple[str, OpenSearch, s
     client.indices.delete(index=name, ignore_unavailable=True)
 
 
-@pytest.fixture
-def index(request: pytest.FixtureRequest, backend: tuple[str, OpenSearch, str]) -> OpenSearchIndex:
-    """A fresh, empty OpenSearchIndex (the contract suite's fixture name), read-after-write."""
+class VisibleWrites:
+    """A client that refreshes the index after every `_bulk`: Serverless' refresh interval, shrunk to zero."""
+
+    def __init__(self, client: OpenSearch) -> None:
+        self.client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+    def bulk(self, **kwargs: Any) -> Any:
+        response = self.client.bulk(**kwargs)
+        self.client.indices.refresh(index=kwargs["index"])
+        return response
+
+
+def make_index(backend: tuple[str, OpenSearch, str], mode: str, **kwargs: Any) -> OpenSearchIndex:
+    """An OpenSearchIndex of the backend's fresh index: read-after-write (managed) or serverless."""
     name, client, index_name = backend
+    if mode == "managed":
+        return OpenSearchIndex(client, index_name, dimension=DIM, refresh=True, **kwargs)
+    if name == "real":
+        client = VisibleWrites(client)  # type: ignore[assignment]
+    return OpenSearchIndex(client, index_name, dimension=DIM, serverless=True, **kwargs)
+
+
+@pytest.fixture(params=["managed", "serverless"])
+def index(request: pytest.FixtureRequest, backend: tuple[str, OpenSearch, str]) -> OpenSearchIndex:
+    """A fresh, empty OpenSearchIndex (the contract suite's fixture name), in both modes."""
+    name = backend[0]
     if name == "osmem":
         params = getattr(request.node, "callspec", None)
         channel = params.params.get("channel") if params is not None else None
         if channel == "vector" or request.node.originalname in VECTOR_ONLY_TESTS:
             request.applymarker(pytest.mark.xfail(reason=OSMEM_HAS_NO_KNN, raises=StoreUnavailable, strict=True))
-    return OpenSearchIndex(client, index_name, dimension=DIM, refresh=True)
+    return make_index(backend, request.param)
+
+
+@pytest.fixture
+def managed_index(backend: tuple[str, OpenSearch, str]) -> OpenSearchIndex:
+    return make_index(backend, "managed")
+
+
+@pytest.fixture
+def serverless_index(backend: tuple[str, OpenSearch, str]) -> OpenSearchIndex:
+    return make_index(backend, "serverless")
 
 
 # -- OpenSearch specifics ----------------------------------------------------------------------
@@ -109,9 +156,9 @@ def test_update_ancestors_text(index: OpenSearchIndex) -> None:
     assert ids(search(index, "text", flt("b"))) == ["d1", "d2"]
 
 
-def test_update_ancestors_pages_through_big_scopes(backend: tuple[str, OpenSearch, str]) -> None:
-    _, client, name = backend
-    index = OpenSearchIndex(client, name, dimension=DIM, refresh=True, page_size=7)
+@pytest.mark.parametrize("mode", ["managed", "serverless"])
+def test_update_ancestors_pages_through_big_scopes(backend: tuple[str, OpenSearch, str], mode: str) -> None:
+    index = make_index(backend, mode, page_size=7)
     index.upsert([doc(f"d{i:02d}", path=("root", "s")) for i in range(30)])
     index.update_ancestors("t1", "s", ["root", "moved", "s"])
     assert len(search(index, "text", flt("moved"))) == 30
@@ -140,7 +187,8 @@ def test_creates_the_index_with_the_mapping(backend: tuple[str, OpenSearch, str]
     ]
 
 
-def test_documents_are_keyed_by_tenant_and_doc_id(index: OpenSearchIndex) -> None:
+def test_documents_are_keyed_by_tenant_and_doc_id(managed_index: OpenSearchIndex) -> None:
+    index = managed_index
     index.upsert([doc("d1", tenant="a", session_id="s", visible_to="alice"), doc("d1", tenant="b:x")])
     stored = index.client.get(index=index.index_name, id="a:d1")["_source"]
     assert stored["tenant"] == "a"
@@ -154,7 +202,8 @@ def test_documents_are_keyed_by_tenant_and_doc_id(index: OpenSearchIndex) -> Non
     assert document_id("b:x", "d1") == "b%3Ax:d1"  # cannot collide with tenant "b", doc "x:d1"
 
 
-def test_short_vectors_are_padded_and_long_ones_rejected(index: OpenSearchIndex) -> None:
+def test_short_vectors_are_padded_and_long_ones_rejected(managed_index: OpenSearchIndex) -> None:
+    index = managed_index
     index.upsert([doc("d1", vector=[3.0, 4.0, 0.0], model_id="small@3")])
     stored = index.client.get(index=index.index_name, id="t1:d1")["_source"]["vector"]
     assert stored == pytest.approx([0.6, 0.8] + [0.0] * (DIM - 2))
@@ -172,7 +221,8 @@ def test_short_vectors_are_padded_and_long_ones_rejected(index: OpenSearchIndex)
     assert index.doc_ids("t1") == {"d1"}  # the rejected batches sent nothing
 
 
-def test_a_zero_vector_is_stored_without_a_vector(index: OpenSearchIndex) -> None:
+def test_a_zero_vector_is_stored_without_a_vector(managed_index: OpenSearchIndex) -> None:
+    index = managed_index
     index.upsert([doc("d1", "zero vector", vector=[0.0] * 4)])
     stored = index.client.get(index=index.index_name, id="t1:d1")["_source"]
     assert "vector" not in stored
@@ -180,13 +230,15 @@ def test_a_zero_vector_is_stored_without_a_vector(index: OpenSearchIndex) -> Non
     assert ids(index.search_text(flt(), "zero", 5)) == ["d1"]
 
 
-def test_a_missing_index_without_dimension(backend: tuple[str, OpenSearch, str]) -> None:
+@pytest.mark.parametrize("mode", ["managed", "serverless"])
+def test_a_missing_index_without_dimension(backend: tuple[str, OpenSearch, str], mode: str) -> None:
     _, client, name = backend
-    index = OpenSearchIndex(client, name, refresh=True)
+    index = OpenSearchIndex(client, name, refresh=mode == "managed", serverless=mode == "serverless")
     assert index.search_text(flt(), "anything", 5) == []
     assert index.search_vector(flt(), np.ones(DIM, np.float32), MODEL, 5) == []
     assert index.count("t1") == 0
     assert index.doc_ids("t1") == set()
+    assert index.compact("t1") == 0
     index.delete("t1", ["d1"])
     index.clear_tenant("t1")
     index.update_ancestors("t1", "s", ["root", "s"])
@@ -203,12 +255,13 @@ def test_an_existing_index_gives_its_dimension(backend: tuple[str, OpenSearch, s
     assert len(client.get(index=name, id="t1:d1")["_source"]["vector"]) == DIM
 
 
-def test_item_errors_are_translated(backend: tuple[str, OpenSearch, str]) -> None:
+@pytest.mark.parametrize("mode", ["managed", "serverless"])
+def test_item_errors_are_translated(backend: tuple[str, OpenSearch, str], mode: str) -> None:
     _, client, name = backend
     body = index_body(DIM)
     body["mappings"]["properties"]["occurred_at"] = {"type": "integer"}  # an index that rejects our dates
     client.indices.create(index=name, body=body)
-    index = OpenSearchIndex(client, name, refresh=True)
+    index = OpenSearchIndex(client, name, refresh=mode == "managed", serverless=mode == "serverless")
     with pytest.raises(StoreUnavailable, match="2 of 2 documents failed") as caught:
         index.upsert([doc("d1"), doc("d2")])
     assert caught.value.details == {"status": 400}
@@ -226,13 +279,158 @@ def test_serverless_mode_clears_without_delete_by_query(backend: tuple[str, Open
     assert index.doc_ids("b") == {"d0"}
 
 
-def test_bulk_requests_are_chunked(backend: tuple[str, OpenSearch, str], monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("mode", ["managed", "serverless"])
+def test_bulk_requests_are_chunked(
+    backend: tuple[str, OpenSearch, str], mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mneme.adapters import opensearch_index
 
     monkeypatch.setattr(opensearch_index, "_BULK_ACTIONS", 3)
-    _, client, name = backend
-    index = OpenSearchIndex(client, name, dimension=DIM, refresh=True)
+    index = make_index(backend, mode)
     index.upsert([doc(f"d{i}") for i in range(10)])
     assert index.count("t1") == 10
     index.delete("t1", [f"d{i}" for i in range(7)])
     assert index.doc_ids("t1") == {"d7", "d8", "d9"}
+
+
+# -- Serverless (VECTORSEARCH collections: server-generated ids, copies) -------------------------
+def put_copies(index: OpenSearchIndex, document: IndexDocument, written_at: int, n: int = 1) -> None:
+    """Index `n` copies of `document` behind the adapter's back: copies it could not see when it wrote."""
+    index.ensure_index(DIM)
+    source = document_source(document, DIM)
+    source |= {"digest": content_digest(source), "written_at": written_at}
+    body = "".join(f"{json.dumps({'index': {}})}\n{json.dumps(source)}\n" for _ in range(n))
+    response = index.client.bulk(body=body, index=index.index_name)
+    assert not response["errors"]
+
+
+def copies(index: OpenSearchIndex, doc_id: str, tenant: str = "t1") -> list[dict[str, Any]]:
+    """Every stored copy of a document (`_id`, `_source`), newest first."""
+    query = {"bool": {"filter": [{"term": {"tenant": tenant}}, {"term": {"doc_id": doc_id}}]}}
+    body = {"size": 1000, "query": query, "sort": [{"written_at": {"order": "desc"}}]}
+    hits: list[dict[str, Any]] = index.client.search(index=index.index_name, body=body)["hits"]["hits"]
+    return hits
+
+
+def test_serverless_ids_are_generated_by_the_server(serverless_index: OpenSearchIndex) -> None:
+    index = serverless_index
+    index.upsert([doc("d1", session_id="s"), doc("d2")])
+    (stored,) = copies(index, "d1")
+    assert stored["_id"] not in ("t1:d1", "d1")
+    assert stored["_source"]["doc_id"] == "d1"
+    assert stored["_source"]["session_id"] == "s"
+    assert isinstance(stored["_source"]["written_at"], int)
+    assert len(stored["_source"]["vector"]) == DIM
+    assert index.compact("t1") == 0
+
+
+def test_serverless_reupsert_replaces_a_visible_copy(backend: tuple[str, OpenSearch, str]) -> None:
+    writer = make_index(backend, "serverless")
+    writer.upsert([doc("d1", "zebra stripes"), doc("d2", "zebra crossing")])
+    (first,) = copies(writer, "d1")
+    other = make_index(backend, "serverless")  # another process: it finds the copy by searching
+    other.upsert([doc("d1", "penguin ice")])
+    (second,) = copies(other, "d1")
+    assert second["_id"] != first["_id"]
+    assert second["_source"]["text"] == "penguin ice"
+    assert second["_source"]["written_at"] > first["_source"]["written_at"]
+    writer.upsert([doc("d1", "walrus tusks")])  # and again, through the first writer
+    (third,) = copies(writer, "d1")
+    assert third["_source"]["text"] == "walrus tusks"
+    assert ids(writer.search_text(flt(), "zebra penguin walrus", 10)) == ["d1", "d2"]
+    assert writer.count("t1") == 2
+
+
+def test_serverless_a_copy_newer_than_the_clock_stays_older_than_the_next_write(
+    serverless_index: OpenSearchIndex,
+) -> None:
+    index = serverless_index
+    future = 4_102_444_800_000  # 2100-01-01: another writer's clock far ahead of ours
+    put_copies(index, doc("d1", "from the future"), future)
+    index.upsert([doc("d1", "from now")])
+    (stored,) = copies(index, "d1")
+    assert stored["_source"]["text"] == "from now"
+    assert stored["_source"]["written_at"] == future + 1
+
+
+def test_serverless_duplicates_are_hidden_then_compacted(serverless_index: OpenSearchIndex) -> None:
+    index = serverless_index
+    index.upsert([doc("d1", "fresh apples"), doc("d2", "apples and pears"), doc("x", "apples", tenant="t2")])
+    newest = copies(index, "d1")[0]["_source"]["written_at"]
+    put_copies(index, doc("d1", "stale apples", path=("root", "old")), newest - 5_000)  # invisible at upsert time
+    put_copies(index, doc("x", "apples", tenant="t2"), newest - 5_000, n=2)
+    assert len(copies(index, "d1")) == 2
+    assert index.count("t1") == 2
+    assert index.doc_ids("t1") == {"d1", "d2"}
+    assert ids(index.search_text(flt(), "apples", 10)) == ["d1", "d2"]  # one hit per document
+    assert ids(index.search_text(flt(), "stale", 10)) == ["d1"]  # until compaction, the old copy still matches
+    assert ids(index.search_text(flt("old"), "apples", 10)) == ["d1"]
+    assert index.compact("t1") == 1
+    (kept,) = copies(index, "d1")
+    assert kept["_source"]["text"] == "fresh apples"
+    assert kept["_source"]["written_at"] == newest
+    assert index.search_text(flt(), "stale", 10) == []
+    assert index.search_text(flt("old"), "apples", 10) == []
+    assert index.compact("t1") == 0
+    assert len(copies(index, "x", tenant="t2")) == 3  # another tenant is compacted on its own
+    assert index.compact("t2") == 2
+    assert len(copies(index, "x", tenant="t2")) == 1
+
+
+def test_serverless_search_returns_k_distinct_documents(serverless_index: OpenSearchIndex) -> None:
+    index = serverless_index
+    docs = [doc(d, "tied words") for d in ["a", "b", "c", "d"]]
+    index.upsert(docs)
+    newest = copies(index, "a")[0]["_source"]["written_at"]
+    for d in docs[:2]:
+        put_copies(index, d, newest - 1, n=15)  # 16 equal-scoring copies each of a and b: 2k + 16 is not enough
+    hits = index.search_text(flt(), "tied", 3)
+    assert ids(hits) == ["a", "b", "c"]
+    assert len({h.score for h in hits}) == 1
+    assert ids(index.search_text(flt(), "tied", 10)) == ["a", "b", "c", "d"]
+    assert index.count("t1") == 4
+    assert index.compact("t1") == 30
+    assert ids(index.search_text(flt(), "tied", 3)) == ["a", "b", "c"]
+
+
+def test_serverless_delete_and_clear_remove_every_copy(backend: tuple[str, OpenSearch, str]) -> None:
+    index = make_index(backend, "serverless", page_size=2)  # pages cut through groups of tied copies
+    index.upsert([doc(d) for d in ["d1", "d2", "d3"]])
+    put_copies(index, doc("d1"), 1_000, n=5)  # five copies with the same written_at
+    put_copies(index, doc("d2"), 1_000, n=3)
+    put_copies(index, doc("d3"), 2_000, n=1)
+    assert index.count("t1") == 3
+    index.delete("t1", ["d1", "d2"])
+    assert copies(index, "d1") == [] and copies(index, "d2") == []
+    assert len(copies(index, "d3")) == 2
+    put_copies(index, doc("d4"), 1_000, n=5)
+    index.clear_tenant("t1")
+    assert index.client.count(index=index.index_name)["count"] == 0
+
+
+def test_serverless_update_ancestors_reindexes(backend: tuple[str, OpenSearch, str]) -> None:
+    index = make_index(backend, "serverless", page_size=3)
+    index.upsert([doc(f"d{i}", f"text {i}", path=("root", "a", "s"), session_id="x") for i in range(5)])
+    index.upsert([doc("other", path=("root", "a"))])
+    before = {d: copies(index, d) for d in ["d0", "d1", "d2", "d3", "d4"]}
+    put_copies(index, doc("d0", "older text", path=("root", "a", "s")), before["d0"][0]["_source"]["written_at"] - 1)
+    index.update_ancestors("t1", "s", ["root", "b", "s"])
+    for d, (old,) in before.items():
+        new = copies(index, d)
+        assert new[0]["_id"] != old["_id"]
+        assert new[0]["_source"] == {
+            **old["_source"],
+            "ancestor_ids": ["root", "b", "s"],
+            "written_at": old["_source"]["written_at"] + 1,
+            "digest": content_digest({**old["_source"], "ancestor_ids": ["root", "b", "s"]}),
+        }
+        assert all(c["_source"]["ancestor_ids"] == ["root", "b", "s"] for c in new)  # the duplicate moved too
+    assert [c["_source"]["text"] for c in copies(index, "d0")] == ["text 0", "older text"]  # order kept
+    assert index.compact("t1") == 1
+    assert ids(index.search_text(flt("b"), "text", 10)) == ["d0", "d1", "d2", "d3", "d4"]
+    assert index.search_text(flt("a"), "text", 10) == []
+    assert copies(index, "other")[0]["_source"]["ancestor_ids"] == ["root", "a"]
+    moved = {d: copies(index, d)[0]["_id"] for d in before}
+    index.update_ancestors("t1", "s", ["root", "b", "s"])  # already there: nothing is rewritten
+    assert {d: copies(index, d)[0]["_id"] for d in before} == moved
+    assert index.count("t1") == 6

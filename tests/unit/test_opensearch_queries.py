@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -33,11 +33,13 @@ from mneme.adapters.opensearch_index import (
     OpenSearchIndex,
     bulk_failure,
     document_id,
+    document_source,
     es_time,
     index_body,
     score_to_cosine,
     translate_error,
 )
+from mneme.adapters.opensearch_serverless import ServerlessDocuments, WriteClock, content_digest
 from mneme.errors import InvalidInput, StoreUnavailable, Throttled
 from mneme.search_models import IndexDocument, SearchFilter
 from mneme.settings import OpenSearchIndex as OpenSearchSettings
@@ -88,6 +90,9 @@ class FakeClient:
         self.hits: list[dict[str, Any]] = []
         self.bulk_response: dict[str, Any] = {"errors": False, "items": []}
         self.error: Exception | None = None
+        self.responder: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # search body -> response
+        self.generate_items = False  # answer `_bulk` item by item, with server ids srv-0, srv-1, ...
+        self.generated = 0
 
     def record(self, name: str, kwargs: dict[str, Any]) -> None:
         self.calls.append((name, kwargs))
@@ -97,11 +102,28 @@ class FakeClient:
     def search(self, **kwargs: Any) -> dict[str, Any]:
         self.record("search", kwargs)
         body = kwargs["body"]
+        if self.responder is not None:
+            return self.responder(body)
         return {"hits": {"hits": [] if "search_after" in body else self.hits}}
 
     def bulk(self, **kwargs: Any) -> dict[str, Any]:
         self.record("bulk", kwargs)
-        return self.bulk_response
+        if not self.generate_items:
+            return self.bulk_response
+        items: list[dict[str, Any]] = []
+        lines = iter(json.loads(line) for line in kwargs["body"].splitlines())
+        for line in lines:
+            action, meta = next(iter(line.items()))
+            if action == "delete":
+                items.append({"delete": {"_id": meta["_id"], "status": 200, "result": "deleted"}})
+                continue
+            next(lines)
+            items.append({action: {"_id": f"srv-{self.generated}", "status": 201, "result": "created"}})
+            self.generated += 1
+        return {"errors": False, "items": items}
+
+    def bulk_lines(self) -> list[list[dict[str, Any]]]:
+        return [[json.loads(line) for line in call["body"].splitlines()] for call in self.named("bulk")]
 
     def count(self, **kwargs: Any) -> dict[str, Any]:
         self.record("count", kwargs)
@@ -117,6 +139,18 @@ class FakeClient:
 
 def adapter(client: FakeClient, **kwargs: Any) -> OpenSearchIndex:
     return OpenSearchIndex(client, INDEX, **kwargs)  # type: ignore[arg-type]
+
+
+NOW = 1_800_000_000.0  # the serverless write clock in these tests (epoch seconds)
+
+
+def serverless(client: FakeClient, **kwargs: Any) -> tuple[OpenSearchIndex, ServerlessDocuments]:
+    """A serverless adapter with a fixed clock, and its serverless document model."""
+    index = adapter(client, serverless=True, **kwargs)
+    model = index._serverless
+    assert model is not None
+    model.clock = WriteClock(lambda: NOW)
+    return index, model
 
 
 EVERY_FILTER = SearchFilter(
@@ -258,7 +292,8 @@ def test_times_are_utc_milliseconds() -> None:
 
 # -- refresh -----------------------------------------------------------------------------------
 def exercise(index: OpenSearchIndex, client: FakeClient) -> None:
-    client.hits = [{"_id": "acme:ep-1", "sort": ["ep-1"]}]
+    source = document_source(document("ep-1"), 4)  # sort: [doc_id] (managed), [doc_id, written_at] (serverless)
+    client.hits = [{"_id": "acme:ep-1", "_source": source, "sort": ["ep-1", 5]}]
     index.upsert([document("ep-1", vector=[1.0, 0.0], model_id="m@2")])
     index.delete("acme", ["ep-1"])
     index.update_ancestors("acme", "scope-team", ["scope-root", "scope-team"])
@@ -276,12 +311,19 @@ def test_managed_domain_writes_wait_for_refresh() -> None:
 
 def test_serverless_never_refreshes_nor_deletes_by_query() -> None:
     client = FakeClient()
-    exercise(adapter(client, serverless=True), client)
-    assert client.calls
+    client.generate_items = True
+    index = adapter(client, serverless=True)
+    exercise(index, client)
+    client.hits = [{"_id": "srv-old", "_source": document_source(document("ep-1"), 4), "sort": ["ep-1", 5]}]
+    index.update_ancestors("acme", "scope-team", ["scope-root", "scope-new", "scope-team"])
+    index.clear_tenant("acme")
+    assert index.compact("acme") == 0
     assert all("refresh" not in kwargs for _, kwargs in client.calls)
     assert {name for name, _ in client.calls} == {"indices.exists", "indices.get_mapping", "bulk", "search"}
-    clear = [json.loads(line) for line in client.named("bulk")[-1]["body"].splitlines()]
-    assert clear == [{"delete": {"_id": "acme:ep-1"}}]
+    moved, deleted, cleared, cleared_recent = client.bulk_lines()[-4:]
+    assert [line.get("index") for line in moved] == [{}, None]  # a move re-indexes, without an `_id`
+    assert deleted == cleared == [{"delete": {"_id": "srv-old"}}]
+    assert cleared_recent == [{"delete": {"_id": "srv-1"}}]  # the moved copy, which a search may not see yet
     with pytest.raises(ValueError, match="no refresh"):
         adapter(client, serverless=True, refresh=True)
 
@@ -393,7 +435,10 @@ class Recorder(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self.requests.append((self.command, self.path, dict(self.headers.items())))
-        body = json.dumps({"count": 3}).encode()
+        buckets = [{"key": {"doc_id": d}, "doc_count": 1} for d in "abc"]  # serverless counts doc_ids
+        body = json.dumps(
+            {"count": 3, "hits": {"hits": []}, "aggregations": {"doc_ids": {"buckets": buckets}}}
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -452,7 +497,7 @@ def test_from_settings_signs_with_sigv4(
     assert index.count("t1") == 3
     assert len(sessions) == 1
     (method, path, headers), _ = requests
-    assert (method, path) == ("POST", "/mem/_count")
+    assert (method, path) == ("POST", "/mem/_search" if service == "aoss" else "/mem/_count")
     auth = headers["Authorization"]
     assert auth.startswith(f"AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/{datetime.now(UTC):%Y%m%d}/eu-west-1/{service}/")
     assert f"/eu-west-1/{service}/aws4_request" in auth
@@ -506,3 +551,227 @@ def test_nothing_above_adapters_imports_opensearch() -> None:
         if "adapters" not in path.parts and "opensearchpy" in path.read_text()
     ]
     assert offenders == []
+
+
+# -- serverless: copies with server-generated ids ------------------------------------------------
+def copy_hit(server_id: str, doc_id: str, written_at: int, source: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A lookup hit: a copy of `doc_id` (sort = [doc_id, written_at]) with `source`."""
+    return {"_id": server_id, "_source": source or {}, "sort": [doc_id, written_at]}
+
+
+def test_managed_compact_sends_nothing() -> None:
+    client = FakeClient()
+    assert adapter(client).compact("acme") == 0
+    assert client.calls == []
+
+
+def test_serverless_upsert_bodies() -> None:
+    client = FakeClient()
+    client.generate_items = True
+    future = 1_900_000_000_000  # a copy written by a writer whose clock is ahead of ours
+    client.hits = [copy_hit("old-1", "ep-1", future, {"digest": "other"}), copy_hit("old-2", "ep-1", 5)]
+    index, _ = serverless(client)
+    docs = [
+        document("ep-1", vector=[1.0, 2.0, 2.0], model_id="test-hash@3", session_id="sess-1"),
+        document("mem-1", kind="memory", visible_to="alice", tier="summary"),
+        document("ep-1", vector=[0.0, 0.0, 3.0], model_id="test-hash@3", session_id="sess-1"),  # wins
+    ]
+    index.upsert(docs)
+    (lookup,) = client.named("search")
+    written, deleted = client.bulk_lines()
+    check_snapshot("serverless_upsert", {"lookup": lookup["body"], "index": written, "delete": deleted})
+    assert written[0] == written[2] == {"index": {}}  # no `_id`: the server assigns it
+    assert written[1]["written_at"] == future + 1  # newer than every copy seen
+    assert written[3]["written_at"] == int(NOW * 1000)
+    assert written[1]["digest"] == content_digest(document_source(docs[2], 4))
+    assert deleted == [{"delete": {"_id": "old-1"}}, {"delete": {"_id": "old-2"}}]
+
+
+def test_serverless_unchanged_reupsert_writes_nothing() -> None:
+    client = FakeClient()
+    client.generate_items = True
+    index, _ = serverless(client)
+    ep = document("ep-1", vector=[1.0, 0.0], model_id="m@2")
+    digest = content_digest(document_source(ep, 4))
+    index.upsert([ep])  # nothing visible yet: srv-0
+    client.hits = [copy_hit("srv-0", "ep-1", 7, {"digest": digest})]
+    index.upsert([ep])  # the newest visible copy has this content: no write
+    assert len(client.named("bulk")) == 1
+    client.hits = [copy_hit("srv-0", "ep-1", 7, {"digest": digest}), copy_hit("dup", "ep-1", 3, {"digest": "x"})]
+    index.upsert([ep])  # ... but an older duplicate goes
+    assert client.bulk_lines()[-1] == [{"delete": {"_id": "dup"}}]
+    client.hits = [copy_hit("older", "ep-1", 3, {"digest": digest})]
+    index.upsert([ep])  # srv-0 is newer and not visible yet: it is replaced, not trusted to be equal
+    *_, written, deleted = client.bulk_lines()
+    assert written[0] == {"index": {}}
+    assert deleted == [{"delete": {"_id": "older"}}, {"delete": {"_id": "srv-0"}}]
+
+
+def test_serverless_writes_remember_their_copies_until_visible() -> None:
+    client = FakeClient()  # searches find nothing: every copy written is still invisible
+    client.generate_items = True
+    index, model = serverless(client)
+    index.upsert([document("ep-1", text="first")])
+    index.upsert([document("ep-1", text="second")])
+    assert client.bulk_lines()[-1] == [{"delete": {"_id": "srv-0"}}]
+    index.delete("acme", ["ep-1", "ep-2"])
+    assert client.bulk_lines()[-1] == [{"delete": {"_id": "srv-1"}}]
+    index.upsert([document("ep-3"), document("other", tenant="beta")])
+    index.clear_tenant("acme")
+    assert client.bulk_lines()[-1] == [{"delete": {"_id": "srv-2"}}]
+    assert model.recent.ids([("beta", "other")]) == ["srv-3"]
+    calls = len(client.calls)
+    index.clear_tenant("acme")
+    index.delete("acme", ["ep-3"])
+    assert client.named("bulk")[-1] is client.calls[calls - 1][1]  # nothing left to delete: no bulk
+
+
+def test_recent_writes_expire_and_are_bounded() -> None:
+    from mneme.adapters.opensearch_serverless import RecentWrites
+
+    now = [0.0]
+    recent = RecentWrites(ttl=10.0, limit=3, clock=lambda: now[0])
+    for i in range(4):
+        recent.remember(("t", f"d{i % 2}"), f"s{i}")
+    assert len(recent) == 3  # the oldest went
+    assert recent.ids([("t", "d0"), ("t", "d1")]) == ["s2", "s1", "s3"]
+    recent.forget(["s1"])
+    assert recent.tenant_ids("t") == ["s2", "s3"]
+    now[0] = 10.5
+    assert recent.ids([("t", "d0")]) == [] and len(recent) == 0
+
+
+def test_write_clock_is_strictly_increasing() -> None:
+    clock = WriteClock(lambda: 1.0)
+    assert [clock(), clock(), clock()] == [1000, 1001, 1002]
+    clock.observe(5000)
+    assert clock() == 5001
+
+
+def test_serverless_search_bodies() -> None:
+    client = FakeClient()
+    index, _ = serverless(client)
+    index.search_text(EVERY_FILTER, "  Where did Alice's team\tmeet? ", 7)
+    index.search_vector(EVERY_FILTER, np.array([3.0, 4.0], np.float32), "test-hash@2", 5)
+    text, vector = (call["body"] for call in client.named("search"))
+    check_snapshot("serverless_search_text", text)
+    check_snapshot("serverless_search_vector", vector)
+    assert (text["size"], vector["size"], vector["query"]["knn"]["vector"]["k"]) == (30, 26, 42)
+
+
+def test_serverless_search_deduplicates_and_widens() -> None:
+    client = FakeClient()
+    stored = (
+        [{"_id": f"a{i}", "sort": [0.75, "a"]} for i in range(20)]
+        + [{"_id": f"b{i}", "sort": [0.5 - i / 100, "b"]} for i in range(20)]  # b's copies score differently
+        + [{"_id": "c", "sort": [0.25, "c"]}]
+    )
+    sizes: list[int] = []
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        sizes.append(body["size"])
+        return {"hits": {"hits": stored[: body["size"]]}}
+
+    client.responder = respond
+    index, _ = serverless(client)
+    f = SearchFilter(tenant="acme", ancestor_id="r")
+    assert [(h.doc_id, h.score) for h in index.search_text(f, "x", 2)] == [("a", 0.75), ("b", 0.5)]
+    assert sizes == [20, 40]  # 20 copies of a: too few distinct documents, ask for twice as many
+    sizes.clear()
+    hits = index.search_vector(f, np.ones(4, np.float32), "m", 3)
+    assert [(h.doc_id, h.score) for h in hits] == [("a", 0.5), ("b", 0.0), ("c", -0.5)]
+    assert sizes == [22, 44]
+    sizes.clear()
+    assert [h.doc_id for h in index.search_text(f, "x", 50)] == ["a", "b", "c"]
+    assert sizes == [116]  # fewer hits than asked for: all there is
+
+
+def test_serverless_counts_and_compaction() -> None:
+    client = FakeClient()
+    client.generate_items = True
+    pages = {
+        None: [{"key": {"doc_id": "a"}, "doc_count": 1}, {"key": {"doc_id": "b"}, "doc_count": 3}],
+        "b": [{"key": {"doc_id": "c"}, "doc_count": 2}],
+    }
+    copies = {"b": ["b-new", "b-old", "b-older"], "c": ["c-new", "c-old"]}
+    stored = {d: SortedCopies([(sid, d, 9 - i) for i, sid in enumerate(sids)]) for d, sids in copies.items()}
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        if "aggs" in body:
+            after = body["aggs"]["doc_ids"]["composite"].get("after", {}).get("doc_id")
+            buckets = pages[after]
+            return {
+                "hits": {"hits": []},
+                "aggregations": {"doc_ids": {"buckets": buckets, "after_key": buckets[-1]["key"]}},
+            }
+        (wanted,) = body["query"]["bool"]["filter"][1]["terms"]["doc_id"]
+        return stored[wanted](body)
+
+    client.responder = respond
+    index, _ = serverless(client, page_size=2)
+    assert index.count("acme") == 3
+    assert index.doc_ids("acme") == {"a", "b", "c"}
+    check_snapshot("serverless_doc_ids", client.named("search")[1]["body"])
+    client.calls.clear()
+    assert index.compact("acme") == 3
+    lookups = [call["body"] for call in client.named("search") if "aggs" not in call["body"]]
+    check_snapshot("serverless_copies", lookups[0])
+    assert client.bulk_lines() == [
+        [{"delete": {"_id": "b-old"}}, {"delete": {"_id": "b-older"}}],
+        [{"delete": {"_id": "c-old"}}],
+    ]
+
+
+def test_serverless_update_ancestors_reindexes() -> None:
+    client = FakeClient()
+    client.generate_items = True
+    path = ["scope-root", "scope-new", "scope-team"]
+    old = {**document_source(document("ep-1"), 4), "written_at": 41, "digest": "d"}
+    client.hits = [
+        copy_hit("srv-a", "ep-1", 41, old),
+        copy_hit("srv-b", "ep-2", 7, {**old, "doc_id": "ep-2", "ancestor_ids": path}),  # already moved
+    ]
+    index, _ = serverless(client)
+    index.update_ancestors("acme", "scope-team", path)
+    (lookup,) = client.named("search")
+    assert lookup["body"]["size"] == 200  # sources carry vectors: smaller pages
+    assert lookup["body"]["_source"] is True
+    written, deleted = client.bulk_lines()
+    moved = {**old, "ancestor_ids": path}
+    assert written == [{"index": {}}, {**moved, "written_at": 42, "digest": content_digest(moved)}]
+    assert deleted == [{"delete": {"_id": "srv-a"}}]
+
+
+def test_serverless_bad_vectors_are_rejected_before_any_search() -> None:
+    client = FakeClient()
+    index, _ = serverless(client)
+    with pytest.raises(InvalidInput, match="does not fit"):
+        index.upsert([document("ok", vector=[1.0], model_id="m@1"), document("big", vector=[1.0] * 5, model_id="m@5")])
+    assert client.named("search") == client.named("bulk") == []
+
+
+class SortedCopies:
+    """A fake `_search` over copies with real [doc_id asc, written_at desc] sorting and `search_after`."""
+
+    def __init__(self, copies: list[tuple[str, str, int]]) -> None:
+        self.copies = sorted(copies, key=lambda c: (c[1], -c[2]))  # ties keep insertion order
+        self.sizes: list[int] = []
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.sizes.append(body["size"])
+        rows = self.copies
+        if "search_after" in body:
+            d, w = body["search_after"]
+            rows = [c for c in rows if c[1] > d or (c[1] == d and c[2] < w)]
+        return {"hits": {"hits": [{"_id": sid, "sort": [d, w]} for sid, d, w in rows[: body["size"]]]}}
+
+
+@pytest.mark.parametrize("page_size", [1, 2, 3, 5, 100])
+def test_copy_paging_never_skips_nor_repeats_tied_copies(page_size: int) -> None:
+    stored = [(f"x{i}", "x", 7) for i in range(7)] + [(f"y{i}", "y", 9 - i // 2) for i in range(6)] + [("z", "z", 1)]
+    client = FakeClient()
+    client.responder = SortedCopies(stored)
+    _, model = serverless(client, page_size=page_size)
+    seen = [hit["_id"] for hits in model.copies({"match_all": {}}, "testing") for hit in hits]
+    assert sorted(seen) == sorted(sid for sid, _, _ in stored)
+    assert len(seen) == len(stored)

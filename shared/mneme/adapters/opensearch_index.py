@@ -1,9 +1,15 @@
 """`mneme.ports.SearchIndex` over OpenSearch: Amazon OpenSearch Service domains (`es`) and Serverless (`aoss`).
 
-Documents. One OpenSearch document per (tenant, doc_id), `_id` = "<tenant>:<doc_id>" (a ":" or "%"
-inside the tenant is percent-escaped, so two tenants can never produce the same `_id`). The mapping is
-`index_body(dimension)`: keyword filter fields, `text` with an English stemming analyzer, `occurred_at`
-as a `date` (millisecond precision) and `vector` as an HNSW `knn_vector` (faiss, cosinesimil).
+Documents. On a managed domain, one OpenSearch document per (tenant, doc_id), `_id` = "<tenant>:<doc_id>"
+(a ":" or "%" inside the tenant is percent-escaped, so two tenants can never produce the same `_id`).
+Serverless vector search collections do not accept custom ids: there (`serverless=True`) every write
+indexes a new copy with a server-generated id, and `mneme.adapters.opensearch_serverless` (its own
+docstring explains the model, what is exact and what is eventually consistent) replaces the write path,
+de-duplicates search results by doc_id and adds `compact`. The mapping is `index_body(dimension)`:
+keyword filter fields, `text` with an English stemming analyzer, `occurred_at` as a `date` (millisecond
+precision), `vector` as an HNSW `knn_vector` (faiss, cosinesimil), and, written in serverless mode only,
+`written_at` (epoch ms, the order of a document's copies) and `digest` (a content hash, neither indexed
+nor aggregatable).
 
 Vectors are L2-normalised before they are stored. The index has one vector dimension; a shorter vector
 (another model, e.g. during a re-embedding) is zero-padded to it, which leaves every cosine between
@@ -11,9 +17,9 @@ vectors of that model unchanged, and `search_vector` only compares documents of 
 (a `term` filter). A longer vector is `InvalidInput`. An all-zero vector is stored without a vector
 (cosinesimil rejects zero vectors): the document stays text-searchable.
 
-Writes go through `_bulk` (chunked by count and size): `update` with `doc_as_upsert` for documents
-with a vector, so an unchanged re-upsert is a no-op (`write_lines`), `index` for those without;
-`update_ancestors` is a bulk partial update of the scope's documents, found page by page.
+Writes (managed domains) go through `_bulk` (chunked by count and size): `update` with `doc_as_upsert`
+for documents with a vector, so an unchanged re-upsert is a no-op (`write_lines`), `index` for those
+without; `update_ancestors` is a bulk partial update of the scope's documents, found page by page.
 
 Filters. Every query carries `term` filters on `tenant` and on `ancestor_ids` (the subtree: a document
 lists every scope from the root down to its own, so a rename needs no reindex and a move is
@@ -33,15 +39,10 @@ Consistency. With `refresh=True` (managed domains; `from_settings` sets it for s
 returns, as the port requires. Serverless has no refresh API and no refresh parameter, so this adapter
 never sends one there (`serverless=True`): documents become searchable within the collection's refresh
 interval, and read-after-write is handled above the port by the domain (`fresh_window_seconds`: recall
-reads recent episodes from the record store), not here. `count`, `doc_ids` and the paged writes below
-see the index as of its last refresh.
-
-Serverless caveats (from the AWS documentation; not testable here): collections support `_bulk` and
-`_search` but not `_delete_by_query`, `_update_by_query` or `_refresh`, so `clear_tenant` pages through
-the tenant and bulk-deletes by `_id` there, and `update_ancestors` uses bulk partial updates everywhere.
-*Vector search* collections assign their own document ids: indexing with a custom `_id`, and updates by
-id, are only allowed in *search* collections. This adapter's upsert-by-`_id` therefore needs a managed
-domain (or a collection type that accepts custom ids).
+reads recent episodes from the record store), not here. `count`, `doc_ids` and the paged writes see the
+index as of its last refresh. Serverless collections support `_bulk`, `_search` and `_count`, but not
+`_delete_by_query`, `_update_by_query`, `_refresh` or scroll, and *vector search* collections take no
+custom `_id` and no update by id: see `opensearch_serverless`.
 
 Errors. opensearch-py exceptions are translated by `translate_error`: connection failures and 5xx are
 `StoreUnavailable`, 429 is `Throttled`, a rejected request (4xx) is `StoreUnavailable` with the server's
@@ -56,7 +57,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -79,6 +80,7 @@ from mneme.errors import InvalidInput, MnemeError, StoreUnavailable, Throttled
 from mneme.search_models import Hit, IndexDocument, SearchFilter
 
 if TYPE_CHECKING:
+    from mneme.adapters.opensearch_serverless import ServerlessDocuments
     from mneme.settings import OpenSearchIndex as OpenSearchSettings
 
 Engine = Literal["faiss", "lucene"]
@@ -137,6 +139,8 @@ def index_body(dimension: int, *, engine: Engine = "faiss") -> dict[str, Any]:
                 "session_id": keyword(),
                 "visible_to": keyword(),
                 "model_id": keyword(),
+                "written_at": {"type": "long"},  # serverless only: epoch ms, orders a document's copies
+                "digest": {"type": "keyword", "index": False, "doc_values": False},  # serverless: content hash
                 "vector": {
                     "type": "knn_vector",
                     "dimension": dimension,
@@ -249,13 +253,13 @@ def match_text(query: str) -> str | None:
     return " ".join(query.split()[:_MAX_QUERY_WORDS])
 
 
-def text_search_body(flt: SearchFilter, query: str, k: int) -> dict[str, Any] | None:
-    """The `_search` body of `search_text`; None when nothing can match."""
+def text_search_body(flt: SearchFilter, query: str, k: int, *, size: int | None = None) -> dict[str, Any] | None:
+    """The `_search` body of `search_text` (`size` hits, default k); None when nothing can match."""
     text = match_text(query)
     if text is None or _matches_nothing(flt, k):
         return None
     return {
-        "size": min(k, MAX_K),
+        "size": min(k if size is None else size, MAX_K),
         "query": {
             "bool": {
                 "must": [{"match": {"text": {"query": text, "operator": "or"}}}],
@@ -268,11 +272,13 @@ def text_search_body(flt: SearchFilter, query: str, k: int) -> dict[str, Any] | 
     }
 
 
-def vector_search_body(flt: SearchFilter, vector: Sequence[float], model_id: str, k: int) -> dict[str, Any] | None:
-    """The `_search` body of `search_vector` (`vector` already normalised and padded)."""
+def vector_search_body(
+    flt: SearchFilter, vector: Sequence[float], model_id: str, k: int, *, size: int | None = None
+) -> dict[str, Any] | None:
+    """The `_search` body of `search_vector` (`vector` already normalised and padded; `size` hits, default k)."""
     if _matches_nothing(flt, k):
         return None
-    size = min(k, MAX_K)
+    size = min(k if size is None else size, MAX_K)
     return {
         "size": size,
         "query": {
@@ -385,8 +391,9 @@ class OpenSearchIndex:
 
     `dimension` is the vector dimension used to create the index if it is missing (without it the
     index must exist, and its dimension is read from its mapping). `refresh=True` makes writes wait
-    for visibility (managed domains only); `serverless=True` never sends refresh parameters and
-    avoids the by-query APIs Serverless lacks. The constructor does no I/O.
+    for visibility (managed domains only); `serverless=True` never sends refresh parameters, writes
+    copies with server-generated ids and de-duplicates reads (`opensearch_serverless`). The
+    constructor does no I/O.
     """
 
     def __init__(
@@ -410,6 +417,11 @@ class OpenSearchIndex:
         self._dimension: int | None = None  # the index's, once known
         self._exists = False
         self._lock = threading.Lock()
+        self._serverless: ServerlessDocuments | None = None
+        if serverless:
+            from mneme.adapters.opensearch_serverless import ServerlessDocuments
+
+            self._serverless = ServerlessDocuments(self)
 
     @classmethod
     def from_settings(cls, settings: OpenSearchSettings, *, dimension: int | None = None) -> OpenSearchIndex:
@@ -486,23 +498,40 @@ class OpenSearchIndex:
                     self._dimension = int(dim)
         return self._dimension
 
-    def _bulk(self, lines: list[dict[str, Any]], action: str, ignore: frozenset[int] = frozenset()) -> None:
-        """Send action/source lines in chunks (by count and size); raise on the first failed chunk."""
+    def _bulk(
+        self,
+        lines: list[dict[str, Any]],
+        action: str,
+        ignore: frozenset[int] = frozenset(),
+        *,
+        items: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Send action/source lines in chunks (by count and size); raise on the first failed chunk.
+
+        `items` collects the response items of every chunk sent (the failed chunk's too), in order.
+        """
         for body in _chunks(lines):
             response = self._call(action, self.client.bulk, body=body, index=self.index_name, **self._write_params())
+            if items is not None:
+                items.extend(response.get("items", []))
             if response.get("errors"):
                 failure = bulk_failure(response, action, ignore)
                 if failure is not None:
                     raise failure
 
-    def _search(self, body: dict[str, Any], action: str) -> list[dict[str, Any]]:
+    def _search_response(self, body: dict[str, Any], action: str) -> dict[str, Any] | None:
+        """The whole `_search` response; None when the index is missing."""
         try:
-            response = self.client.search(index=self.index_name, body=body)
+            response: dict[str, Any] = self.client.search(index=self.index_name, body=body)
         except OpenSearchException as exc:
             if _index_missing(exc):
-                return []
+                return None
             raise translate_error(exc, action) from exc
-        hits: list[dict[str, Any]] = response["hits"]["hits"]
+        return response
+
+    def _search(self, body: dict[str, Any], action: str) -> list[dict[str, Any]]:
+        response = self._search_response(body, action)
+        hits: list[dict[str, Any]] = [] if response is None else response["hits"]["hits"]
         return hits
 
     def _pages(self, query: dict[str, Any], action: str) -> Iterator[list[dict[str, Any]]]:
@@ -536,11 +565,17 @@ class OpenSearchIndex:
                 f"search index {self.index_name!r} does not exist and no dimension was given to create it"
             )
         dimension = self._vector_dimension() if needs_vectors else None
+        if self._serverless is not None:
+            self._serverless.upsert(list(latest.values()), dimension)
+            return
         lines = [line for doc in latest.values() for line in write_lines(doc, dimension)]  # all validated first
         self._bulk(lines, "indexing documents")
 
     def delete(self, tenant: str, doc_ids: Sequence[str]) -> None:
         if not doc_ids or not self._ready():
+            return
+        if self._serverless is not None:
+            self._serverless.delete(tenant, doc_ids)
             return
         lines = [{"delete": {"_id": document_id(tenant, d)}} for d in dict.fromkeys(doc_ids)]
         self._bulk(lines, "deleting documents", ignore=frozenset({404}))
@@ -548,6 +583,9 @@ class OpenSearchIndex:
     def update_ancestors(self, tenant: str, scope_id: str, ancestor_ids: Sequence[str]) -> None:
         """Give every document of `scope_id` the new path (root first, the scope itself last)."""
         if not self._ready():
+            return
+        if self._serverless is not None:
+            self._serverless.update_ancestors(tenant, scope_id, ancestor_ids)
             return
         path = list(ancestor_ids)
         query = {"bool": {"filter": [{"term": {"tenant": tenant}}, {"term": {"scope_id": scope_id}}]}}
@@ -561,23 +599,34 @@ class OpenSearchIndex:
     def clear_tenant(self, tenant: str) -> None:
         if not self._ready():
             return
-        query = {"term": {"tenant": tenant}}
-        if self.serverless:  # no _delete_by_query on Serverless
-            for hits in self._pages(query, "clearing a tenant"):
-                lines = [{"delete": {"_id": hit["_id"]}} for hit in hits]
-                self._bulk(lines, "clearing a tenant", ignore=frozenset({404}))
+        if self._serverless is not None:  # no _delete_by_query on Serverless
+            self._serverless.clear_tenant(tenant)
             return
         self._call(
             "clearing a tenant",
             self.client.delete_by_query,
             index=self.index_name,
-            body={"query": query},
+            body={"query": {"term": {"tenant": tenant}}},
             conflicts="proceed",
             **self._write_params(by_query=True),
         )
 
+    def compact(self, tenant: str) -> int:
+        """Delete all but the newest copy of each of the tenant's documents; returns how many copies went.
+
+        Only serverless mode can hold several copies of a document (see `opensearch_serverless`); on a
+        managed domain the `_id` is unique, so this is 0 without any request. The sweep
+        (`Indexer.sweep`) should call it, when the index has it, for the tenants it touched.
+        """
+        if self._serverless is None:
+            return 0
+        return self._serverless.compact(tenant)
+
     # -- reads ----------------------------------------------------------------------------------
     def count(self, tenant: str) -> int:
+        """How many documents the tenant has (distinct doc_ids)."""
+        if self._serverless is not None:
+            return self._serverless.count(tenant)
         try:
             response = self.client.count(index=self.index_name, body={"query": {"term": {"tenant": tenant}}})
         except OpenSearchException as exc:
@@ -587,15 +636,29 @@ class OpenSearchIndex:
         return int(response["count"])
 
     def doc_ids(self, tenant: str) -> set[str]:
+        if self._serverless is not None:
+            return self._serverless.doc_ids(tenant)
         return {
             hit["sort"][0] for hits in self._pages({"term": {"tenant": tenant}}, "listing documents") for hit in hits
         }
 
-    def search_text(self, flt: SearchFilter, query: str, k: int) -> list[Hit]:
-        body = text_search_body(flt, query, k)
+    def _ranked(
+        self,
+        k: int,
+        body_for: Callable[[int | None], dict[str, Any] | None],
+        action: str,
+        score: Callable[[Any], float],
+    ) -> list[Hit]:
+        """Hits from the sort values [score, doc_id] of `body_for(size)` (serverless: de-duplicated)."""
+        if self._serverless is not None:
+            return self._serverless.ranked(k, body_for, action, score)
+        body = body_for(None)
         if body is None:
             return []
-        return [Hit(doc_id=h["sort"][1], score=float(h["sort"][0])) for h in self._search(body, "searching text")]
+        return [Hit(doc_id=h["sort"][1], score=score(h["sort"][0])) for h in self._search(body, action)]
+
+    def search_text(self, flt: SearchFilter, query: str, k: int) -> list[Hit]:
+        return self._ranked(k, lambda size: text_search_body(flt, query, k, size=size), "searching text", float)
 
     def search_vector(self, flt: SearchFilter, vector: NDArray[np.float32], model_id: str, k: int) -> list[Hit]:
         query = np.asarray(vector, dtype=np.float64).reshape(-1)
@@ -607,11 +670,13 @@ class OpenSearchIndex:
         dimension = self._vector_dimension()
         if dimension is None:
             return []  # no index (or no vector field) yet: nothing to find
-        body = vector_search_body(flt, padded(query / norm, dimension, "query"), model_id, k)
-        if body is None:
-            return []
-        hits = self._search(body, "searching vectors")
-        return [Hit(doc_id=h["sort"][1], score=score_to_cosine(h["sort"][0])) for h in hits]
+        padded_query = padded(query / norm, dimension, "query")
+        return self._ranked(
+            k,
+            lambda size: vector_search_body(flt, padded_query, model_id, k, size=size),
+            "searching vectors",
+            score_to_cosine,
+        )
 
 
 def _chunks(lines: list[dict[str, Any]]) -> Iterator[str]:

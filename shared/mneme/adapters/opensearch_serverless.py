@@ -1,0 +1,397 @@
+"""`OpenSearchIndex` on an Amazon OpenSearch Serverless VECTORSEARCH collection (`serverless=True`).
+
+Why. Vector search collections assign document ids themselves: a `_bulk` `index` action may not carry
+an `_id`, and there is no upsert, no update by id, no `_update_by_query`, `_delete_by_query`, `_refresh`
+or scroll. Search is eventually consistent: a write becomes visible at the collection's next refresh.
+
+Documents. Every write indexes a new *copy* of a document, without `_id` (the server's id comes back in
+the `_bulk` response). `tenant` + `doc_id` identify the document; `written_at` (epoch ms) orders its
+copies, and the newest copy is the document. A writer gives a copy max(its clock, newest copy it saw + 1),
+its clock being strictly increasing (`WriteClock`), so a copy outranks every copy its writer could see.
+
+Writes. Lookups are `term tenant` + `terms doc_id` (or `term scope_id`) searches, sorted by
+[doc_id asc, written_at desc] and paged with `search_after` *inclusively* at the last (doc_id,
+written_at): a copy tied with the page's last one is fetched again (and dropped by server id) rather than
+skipped, and a page that is one tie group is widened.
+- `upsert`: look up the batch's copies, index the new copies, then bulk-delete the old ones by server id.
+  Indexing first means a failure never leaves a document missing: at worst an old copy survives next to
+  the new one, hidden by de-duplication and removed by `compact`. A document whose newest visible copy
+  already has the content (`digest`, a hash of the copy) is not rewritten: as on a managed domain, an
+  unchanged re-upsert is a no-op and leaves no deleted copy to skew BM25 statistics until a merge.
+- `delete`, `clear_tenant`: look up the copies and bulk-delete them by server id.
+- `update_ancestors`: no partial update exists, so a scope move re-indexes: it reads the scope's copies
+  with `_source`, indexes them with the new path (`written_at` + 1: the order between a document's copies
+  is kept, and a later upsert still outranks the moved copy), then deletes the old ones.
+Each writer also remembers the server ids it indexed in the last `RECENT_SECONDS` (`RecentWrites`,
+bounded) and deletes those too when it replaces, deletes or clears the same documents.
+
+Reads. `search_text` and `search_vector` de-duplicate by doc_id, keeping the best-scoring copy (the
+first in [_score desc, doc_id asc] order). They ask for 2k + 16 candidates and, while duplicates leave
+fewer than k distinct documents and more candidates exist, ask again for twice as many (up to 10,000).
+`count` and `doc_ids` count distinct doc_ids exactly, with a paged `composite` aggregation on doc_id.
+
+Compaction. `compact(tenant)` finds the doc_ids with more than one copy (the same composite aggregation,
+doc_count > 1) and deletes all but the newest copy of each; it returns how many copies it deleted. The
+sweep (`Indexer.sweep`) should call it for the tenants it touches, when the index has `compact`.
+
+What is exact, what is eventual.
+- Exact once the writes are visible: one copy per document after an upsert, a delete or a clear; `count`
+  and `doc_ids` are distinct doc_ids; searches never return a doc_id twice and return k distinct
+  documents when k exist (within the first 10,000 candidates).
+- Exact within one process, for any refresh lag under `RECENT_SECONDS`: upsert -> upsert, upsert -> delete
+  and upsert -> clear_tenant of the same document remove the copies this process wrote (`RecentWrites`).
+- Eventual: a copy written by *another* process and not yet visible survives a replace (a duplicate, hidden
+  by de-duplication, but a search may match it on its old text or filters until `compact` removes it; and
+  if the replace was an unchanged re-upsert, skipped, that newer copy wins) or a delete/clear (the
+  document lingers until the domain's `rebuild`: the record store is the truth).
+  `update_ancestors` moves only visible copies: a copy still invisible keeps its old path. Counts and
+  lookups see the index as of its last refresh. The newest copy is chosen by `written_at`, so writers'
+  clocks are assumed to agree to within the time between two writes of the same document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from mneme.adapters.opensearch_index import MAX_K, TIE_SLACK, document_source
+from mneme.errors import StoreUnavailable
+from mneme.search_models import Hit, IndexDocument
+
+if TYPE_CHECKING:
+    from mneme.adapters.opensearch_index import OpenSearchIndex
+
+Key = tuple[str, str]  # (tenant, doc_id)
+
+COPY_SORT: list[dict[str, Any]] = [
+    {"doc_id": {"order": "asc"}},
+    {"written_at": {"order": "desc", "missing": "_last"}},
+]
+RECENT_SECONDS = 120.0  # well past a collection's refresh interval
+RECENT_MAX = 50_000
+SOURCE_PAGE = 200  # copies per page when reading `_source` (vectors included)
+TERMS_CHUNK = 1000  # doc_ids per lookup query
+_NOT_FOUND = frozenset({404})
+
+
+class Copy(NamedTuple):
+    """One stored copy of a document, as a lookup sees it."""
+
+    server_id: str
+    written_at: int
+    digest: str | None
+
+
+def content_digest(source: dict[str, Any]) -> str:
+    """A fingerprint of a copy's content: every field but `written_at` and `digest` (vector included)."""
+    content = {key: value for key, value in source.items() if key not in ("written_at", "digest")}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
+
+
+def candidates(k: int) -> int:
+    """How many hits a de-duplicating search asks for first: room for a duplicate of every result."""
+    return min(2 * max(k, 0) + TIE_SLACK, MAX_K)
+
+
+class WriteClock:
+    """Epoch milliseconds, strictly increasing across calls and past every value it is shown."""
+
+    def __init__(self, now: Callable[[], float] = time.time) -> None:
+        self.now = now
+        self._last = 0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> int:
+        with self._lock:
+            self._last = max(int(self.now() * 1000), self._last + 1)
+            return self._last
+
+    def observe(self, value: int) -> None:
+        with self._lock:
+            self._last = max(self._last, value)
+
+
+class RecentWrites:
+    """Server ids of the copies this process indexed in the last `ttl` seconds, by (tenant, doc_id)."""
+
+    def __init__(
+        self, ttl: float = RECENT_SECONDS, limit: int = RECENT_MAX, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.ttl = ttl
+        self.limit = limit
+        self.clock = clock
+        self._order: OrderedDict[str, tuple[Key, float]] = OrderedDict()  # server id -> (key, expiry), oldest first
+        self._by_key: dict[Key, set[str]] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def remember(self, key: Key, server_id: str) -> None:
+        with self._lock:
+            self._drop(server_id)
+            self._order[server_id] = (key, self.clock() + self.ttl)
+            self._by_key.setdefault(key, set()).add(server_id)
+            self._prune()
+
+    def ids(self, keys: Iterable[Key]) -> list[str]:
+        with self._lock:
+            self._prune()
+            return [sid for key in keys for sid in sorted(self._by_key.get(key, ()))]
+
+    def tenant_ids(self, tenant: str) -> list[str]:
+        with self._lock:
+            self._prune()
+            return [sid for key, sids in self._by_key.items() if key[0] == tenant for sid in sorted(sids)]
+
+    def forget(self, server_ids: Iterable[str]) -> None:
+        with self._lock:
+            for sid in server_ids:
+                self._drop(sid)
+
+    def _prune(self) -> None:
+        """Drop expired entries and, past `limit`, the oldest (expiries are in insertion order)."""
+        now = self.clock()
+        while self._order:
+            oldest, (_, expiry) = next(iter(self._order.items()))
+            if expiry > now and len(self._order) <= self.limit:
+                return
+            self._drop(oldest)
+
+    def _drop(self, server_id: str) -> None:
+        entry = self._order.pop(server_id, None)
+        if entry is not None:
+            sids = self._by_key[entry[0]]
+            sids.discard(server_id)
+            if not sids:
+                del self._by_key[entry[0]]
+
+
+class ServerlessDocuments:
+    """The serverless document model of one `OpenSearchIndex` (see the module docstring); thread-safe."""
+
+    def __init__(self, index: OpenSearchIndex, clock: WriteClock | None = None) -> None:
+        self.index = index
+        self.clock = clock if clock is not None else WriteClock()
+        self.recent = RecentWrites()
+
+    # -- lookups ------------------------------------------------------------------------------------
+    def copies(
+        self, query: dict[str, Any], action: str, *, source: bool | list[str] = False, page_size: int | None = None
+    ) -> Iterator[list[dict[str, Any]]]:
+        """Every copy matching `query` (`_id`, sort = [doc_id, written_at]), a page at a time, each once."""
+        base = page_size or self.index.page_size
+        size = base
+        after: list[Any] | None = None
+        seen: set[str] = set()  # copies already yielded that tie with `after`
+        while True:
+            body: dict[str, Any] = {
+                "size": size,
+                "query": query,
+                "sort": COPY_SORT,
+                "_source": source,
+                "track_total_hits": False,
+            }
+            if after is not None:
+                body["search_after"] = after
+            hits = self.index._search(body, action)
+            fresh = [hit for hit in hits if hit["_id"] not in seen]
+            if fresh:
+                yield fresh
+            if len(hits) < size:
+                return
+            last = hits[-1]["sort"]
+            tied = {hit["_id"] for hit in hits if hit["sort"] == last}
+            if not fresh and len(tied) < len(hits):  # a full page of copies already seen
+                raise StoreUnavailable(f"search index paging made no progress while {action}")
+            if len(tied) < len(hits):  # go on from the last (doc_id, written_at), inclusive
+                after, seen, size = [last[0], last[1] + 1], tied, base
+            elif size < MAX_K:  # the whole page is one tie group: widen it
+                seen, size = seen | tied, min(2 * size, MAX_K)
+            else:  # 10,000 copies of one document written in the same millisecond: skip the rest
+                after, seen, size = last, set(), base
+
+    def _find(self, keys: Iterable[Key], action: str) -> dict[Key, list[Copy]]:
+        """The visible copies of each key, newest first."""
+        by_tenant: dict[str, list[str]] = defaultdict(list)
+        for tenant, doc_id in dict.fromkeys(keys):
+            by_tenant[tenant].append(doc_id)
+        found: dict[Key, list[Copy]] = defaultdict(list)
+        for tenant, doc_ids in by_tenant.items():
+            for start in range(0, len(doc_ids), TERMS_CHUNK):
+                chunk = doc_ids[start : start + TERMS_CHUNK]
+                query = {"bool": {"filter": [{"term": {"tenant": tenant}}, {"terms": {"doc_id": chunk}}]}}
+                for hits in self.copies(query, action, source=["digest"]):
+                    for hit in hits:
+                        digest = (hit.get("_source") or {}).get("digest")
+                        found[(tenant, hit["sort"][0])].append(Copy(hit["_id"], int(hit["sort"][1]), digest))
+        return found
+
+    def _doc_id_buckets(self, tenant: str, action: str) -> Iterator[list[dict[str, Any]]]:
+        """The tenant's doc_ids with their copy counts (`{"key": {"doc_id": ...}, "doc_count": n}`), paged."""
+        after: dict[str, Any] | None = None
+        while True:
+            composite: dict[str, Any] = {
+                "size": self.index.page_size,
+                "sources": [{"doc_id": {"terms": {"field": "doc_id"}}}],
+            }
+            if after is not None:
+                composite["after"] = after
+            body = {
+                "size": 0,
+                "query": {"term": {"tenant": tenant}},
+                "aggs": {"doc_ids": {"composite": composite}},
+                "track_total_hits": False,
+            }
+            response = self.index._search_response(body, action)
+            agg = (response or {}).get("aggregations", {}).get("doc_ids", {})
+            buckets: list[dict[str, Any]] = agg.get("buckets", [])
+            if buckets:
+                yield buckets
+            if len(buckets) < self.index.page_size or not agg.get("after_key"):
+                return
+            after = agg["after_key"]
+
+    # -- bulk -------------------------------------------------------------------------------------
+    def _index(self, keys: Sequence[Key], sources: Sequence[dict[str, Any]], action: str) -> None:
+        """Index one new copy per source (no `_id`); remember the server ids of those that landed."""
+        lines: list[dict[str, Any]] = []
+        for source in sources:
+            lines += [{"index": {}}, source]
+        items: list[dict[str, Any]] = []
+        try:
+            self.index._bulk(lines, action, items=items)
+        finally:
+            for key, item in zip(keys, items, strict=False):
+                result = item.get("index", {})
+                if 200 <= int(result.get("status", 500)) < 300 and result.get("_id"):
+                    self.recent.remember(key, result["_id"])
+
+    def _delete(self, server_ids: Iterable[str], action: str) -> int:
+        """Bulk-delete copies by server id (already gone is fine); returns how many were deleted."""
+        ids = list(dict.fromkeys(server_ids))
+        if not ids:
+            return 0
+        items: list[dict[str, Any]] = []
+        self.index._bulk([{"delete": {"_id": sid}} for sid in ids], action, _NOT_FOUND, items=items)
+        self.recent.forget(ids)
+        return sum(1 for item in items if item.get("delete", {}).get("result") == "deleted")
+
+    # -- writes -----------------------------------------------------------------------------------
+    def upsert(self, docs: Sequence[IndexDocument], dimension: int | None) -> None:
+        """Index new copies of `docs` (one per (tenant, doc_id)), then delete the copies they replace.
+
+        A document whose newest visible copy already has its content is left alone (its older copies are
+        still deleted), as an unchanged re-upsert is a no-op on a managed domain: no deleted copy skews
+        BM25 statistics until a merge. Not when this process wrote a copy of it that is not visible yet.
+        """
+        sources: dict[Key, dict[str, Any]] = {}
+        for doc in docs:  # every document validated before any request
+            source = document_source(doc, dimension)
+            sources[(doc.tenant, doc.doc_id)] = {**source, "digest": content_digest(source)}
+        found = self._find(sources, "indexing documents")
+        now = self.clock()
+        keys: list[Key] = []
+        new: list[dict[str, Any]] = []
+        stale: list[str] = []
+        for key, source in sources.items():
+            seen = found.get(key, [])
+            visible = {copy.server_id for copy in seen}
+            mine = self.recent.ids([key])
+            if seen and seen[0].digest == source["digest"] and visible.issuperset(mine):
+                stale += [copy.server_id for copy in seen[1:]]
+                continue
+            written = max([now, *(copy.written_at + 1 for copy in seen)])  # newer than every copy seen
+            self.clock.observe(written)
+            keys.append(key)
+            new.append({**source, "written_at": written})
+            stale += [copy.server_id for copy in seen] + mine
+        if new:
+            self._index(keys, new, "indexing documents")
+        self._delete(stale, "replacing documents")
+
+    def delete(self, tenant: str, doc_ids: Sequence[str]) -> None:
+        keys = [(tenant, doc_id) for doc_id in dict.fromkeys(doc_ids)]
+        found = self._find(keys, "deleting documents")
+        visible = [copy.server_id for key in keys for copy in found.get(key, [])]
+        self._delete(visible + self.recent.ids(keys), "deleting documents")
+
+    def clear_tenant(self, tenant: str) -> None:
+        for hits in self.copies({"term": {"tenant": tenant}}, "clearing a tenant"):
+            self._delete([hit["_id"] for hit in hits], "clearing a tenant")
+        self._delete(self.recent.tenant_ids(tenant), "clearing a tenant")
+
+    def update_ancestors(self, tenant: str, scope_id: str, ancestor_ids: Sequence[str]) -> None:
+        """Re-index the scope's copies with the new path (root first, the scope itself last)."""
+        path = list(ancestor_ids)
+        query = {"bool": {"filter": [{"term": {"tenant": tenant}}, {"term": {"scope_id": scope_id}}]}}
+        page = min(self.index.page_size, SOURCE_PAGE)
+        for hits in self.copies(query, "moving a scope", source=True, page_size=page):
+            moving = [hit for hit in hits if hit["_source"].get("ancestor_ids") != path]  # also skips our copies
+            if not moving:
+                continue
+            keys: list[Key] = []
+            sources: list[dict[str, Any]] = []
+            for hit in moving:
+                source = hit["_source"]
+                written = int(source.get("written_at") or 0) + 1
+                self.clock.observe(written)
+                keys.append((tenant, source["doc_id"]))
+                moved = {**source, "ancestor_ids": path}
+                sources.append({**moved, "digest": content_digest(moved), "written_at": written})
+            self._index(keys, sources, "moving a scope")
+            self._delete([hit["_id"] for hit in moving], "moving a scope")
+
+    def compact(self, tenant: str) -> int:
+        """Delete all but the newest copy of every doc_id of the tenant; returns how many copies went."""
+        removed = 0
+        for buckets in self._doc_id_buckets(tenant, "compacting documents"):
+            several = [bucket["key"]["doc_id"] for bucket in buckets if bucket["doc_count"] > 1]
+            if not several:
+                continue
+            query = {"bool": {"filter": [{"term": {"tenant": tenant}}, {"terms": {"doc_id": several}}]}}
+            stale: list[str] = []
+            kept: str | None = None
+            for hits in self.copies(query, "compacting documents"):
+                for hit in hits:  # newest first within each doc_id
+                    if hit["sort"][0] == kept:
+                        stale.append(hit["_id"])
+                    else:
+                        kept = hit["sort"][0]
+            removed += self._delete(stale, "compacting documents")
+        return removed
+
+    # -- reads ------------------------------------------------------------------------------------
+    def count(self, tenant: str) -> int:
+        return sum(len(buckets) for buckets in self._doc_id_buckets(tenant, "counting documents"))
+
+    def doc_ids(self, tenant: str) -> set[str]:
+        return {b["key"]["doc_id"] for buckets in self._doc_id_buckets(tenant, "listing documents") for b in buckets}
+
+    def ranked(
+        self,
+        k: int,
+        body_for: Callable[[int | None], dict[str, Any] | None],
+        action: str,
+        score: Callable[[Any], float],
+    ) -> list[Hit]:
+        """The top k distinct doc_ids (best-scoring copy of each), widening while duplicates crowd them out."""
+        size = candidates(k)
+        while True:
+            body = body_for(size)
+            if body is None:
+                return []
+            hits = self.index._search(body, action)
+            best: dict[str, Hit] = {}
+            for hit in hits:  # [_score desc, doc_id asc]: a doc_id's first hit is its best
+                doc_id = hit["sort"][1]
+                if doc_id not in best:
+                    best[doc_id] = Hit(doc_id=doc_id, score=score(hit["sort"][0]))
+            if len(best) >= k or len(hits) < size or size >= MAX_K:
+                return list(best.values())[:k]
+            size = min(2 * size, MAX_K)
