@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
-from botocore.exceptions import ConnectionError as BotoConnectionError
 from numpy.typing import NDArray
 
+from mneme.adapters.bedrock_calls import call_with_retries
 from mneme.errors import InvalidInput, MnemeError, StoreUnavailable, Throttled
 
 __all__ = ["BedrockEmbedder", "LocalEmbedder", "ensure_same_model"]
@@ -259,30 +258,21 @@ class BedrockEmbedder:
 
     def _embed_one(self, client: Any, text: str) -> NDArray[np.float32]:
         body = json.dumps({"inputText": text, "dimensions": self.dimension, "normalize": True})
-        for attempt in range(1, self.max_attempts + 1):
-            try:
-                response = client.invoke_model(
-                    modelId=self.bedrock_model_id,
-                    body=body,
-                    contentType="application/json",
-                    accept="application/json",
-                )
-                raw = response["body"].read()  # a read timeout here is retried like one on the call
-            except ClientError as e:
-                code = e.response.get("Error", {}).get("Code", "")
-                if code in _RETRYABLE and attempt < self.max_attempts:
-                    self._sleep(self._backoff(attempt))
-                    continue
-                raise self._translate(code, str(e), attempt) from e
-            except (BotoConnectionError, HTTPClientError) as e:
-                if attempt < self.max_attempts:
-                    self._sleep(self._backoff(attempt))
-                    continue
-                raise StoreUnavailable(f"Bedrock unreachable after {attempt} attempts: {e}") from e
-            except BotoCoreError as e:  # credentials, configuration: retrying will not help
-                raise StoreUnavailable(f"Bedrock client failed: {e}") from e
-            return self._parse(raw)
-        raise AssertionError("unreachable")
+
+        def call() -> bytes:
+            response = client.invoke_model(
+                modelId=self.bedrock_model_id, body=body, contentType="application/json", accept="application/json"
+            )
+            return bytes(response["body"].read())  # a read timeout here is retried like one on the call
+
+        raw = call_with_retries(
+            call,
+            attempts=self.max_attempts,
+            retryable=_RETRYABLE,
+            wait=lambda attempt: self._sleep(self._backoff(attempt)),
+            translate=self._translate,
+        )
+        return self._parse(raw)
 
     def _translate(self, code: str, message: str, attempts: int) -> MnemeError:
         where = f"Bedrock model {self.bedrock_model_id}"

@@ -23,10 +23,9 @@ from collections.abc import Callable, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
-from botocore.exceptions import ConnectionError as BotoConnectionError
 from pydantic import ValidationError
 
+from mneme.adapters.bedrock_calls import call_with_retries
 from mneme.consolidation.models import Proposal
 from mneme.errors import MnemeError, StoreUnavailable, Throttled
 
@@ -182,24 +181,14 @@ class BedrockReasoner:
     def propose(self, texts: Sequence[str], feedback: str | None = None) -> Proposal:
         request = self.request(texts, feedback)
         client = self._get_client()
-        for attempt in range(1, self.max_attempts + 1):
-            try:
-                response = client.converse(**request)
-            except ClientError as e:
-                code = e.response.get("Error", {}).get("Code", "")
-                if code in _RETRYABLE and attempt < self.max_attempts:
-                    self._backoff.wait(attempt)
-                    continue
-                raise self._translate(code, str(e), attempt) from e
-            except (BotoConnectionError, HTTPClientError) as e:  # includes read and connect timeouts
-                if attempt < self.max_attempts:
-                    self._backoff.wait(attempt)
-                    continue
-                raise StoreUnavailable(f"Bedrock unreachable after {attempt} attempts: {e}") from e
-            except BotoCoreError as e:  # credentials, configuration: retrying will not help
-                raise StoreUnavailable(f"Bedrock client failed: {e}") from e
-            return self._parse(response)
-        raise AssertionError("unreachable")
+        response = call_with_retries(
+            lambda: client.converse(**request),
+            attempts=self.max_attempts,
+            retryable=_RETRYABLE,
+            wait=self._backoff.wait,
+            translate=self._translate,
+        )
+        return self._parse(response)
 
     def _translate(self, code: str, message: str, attempts: int) -> MnemeError:
         where = f"Bedrock model {self.model_id}"
