@@ -30,8 +30,9 @@ import numpy as np
 from mneme.adapters import sqlite_index, sqlite_store
 from mneme.observability import metrics
 from mneme.search_models import SearchFilter
-from mneme.services.anchors import GENERIC, STOPWORDS, anchor_words
+from mneme.services.anchors import anchor_words
 from mneme.services.recall import MIN_VECTOR, RecallRequest, Scoring
+from mneme.text import GENERIC, STOPWORDS
 
 DATASET = c.ROOT / "bench" / "quality" / "dataset.jsonl"
 WEIGHTS = {"0.7/0.3": (0.7, 0.3), "0.5/0.5": (0.5, 0.5), "0.3/0.7": (0.3, 0.7), "vector": (1, 0),

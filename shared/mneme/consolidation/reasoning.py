@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from mneme.consolidation.models import Proposal
-from mneme.services.anchors import terms
+from mneme.text import terms
 
 
 class Reasoner(Protocol):

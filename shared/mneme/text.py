@@ -1,0 +1,50 @@
+"""Words, stopwords and light stemming: the one definition of a meaningful query term.
+
+Used by recall's anchor rule, by the search indexes when they build a text query, and by
+consolidation's grounding check, so "the", "memory" or "rule" mean nothing anywhere.
+"""
+
+from __future__ import annotations
+
+import re
+
+WORD_RE = re.compile(r"[^\W_]+")  # letters and digits of any script: "Müller" stays one word
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers him his how i if in into is it its itself
+    just me more most my no nor not now of off on once only or other our ours out over own
+    same she should so some such than that the their them then there these they this those
+    through to too under until up very was we were what when where which while who whom why
+    will with would you your yours
+    """.split()
+)
+GENERIC = frozenset(
+    """
+    memory memories rule rules knowledge note notes remember recall info information thing
+    """.split()
+)
+SUFFIXES = ("ingly", "edly", "ing", "ed", "es", "ly", "s")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words, in order."""
+    return WORD_RE.findall(text.lower())
+
+
+def stem(word: str) -> str:
+    for suffix in SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def terms(text: str) -> set[str]:
+    """Every word of `text`, lightly stemmed."""
+    return {stem(word) for word in words(text)}
+
+
+def meaningful_words(text: str) -> list[str]:
+    """Words that can anchor or score a query: stopwords and generic memory words removed, order kept."""
+    return [w for w in words(text) if w not in STOPWORDS and w not in GENERIC]
