@@ -8,7 +8,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
 from mneme import bootstrap
-from mneme.consolidation.service import step
 from mneme.http.api import build_resolver, caller, json_response
 from mneme.http.lambda_entry import lambda_handler
 from mneme.observability import logger, tracer
@@ -47,6 +46,6 @@ def schedule_handler(event: dict[str, Any], context: LambdaContext) -> dict[str,
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 def stage_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """A Step Functions task: one stage of one batch (see mneme.consolidation.service.step)."""
+    """A Step Functions task: one stage of one batch (see ConsolidationService.step)."""
     logger.append_keys(stage=event.get("stage"), run_id=event.get("run_id") or event.get("batch", {}).get("run_id"))
-    return step(bootstrap.current().consolidation.deps, event)
+    return bootstrap.current().consolidation.step(event)

@@ -79,3 +79,24 @@ class StoreUnavailable(MnemeError):
 
     code = "store_unavailable"
     status = 503
+
+
+class ReasonerError(MnemeError):
+    """The reasoner (an LLM behind an adapter) answered in a way consolidation cannot use."""
+
+    code = "reasoner_error"
+    status = 502
+
+
+class ReasonerOutputInvalid(ReasonerError):
+    """The model answered, but not with a proposal (no structured output, bad JSON, wrong fields).
+    Worth one retry with the reason appended."""
+
+    code = "reasoner_output_invalid"
+
+
+class ReasonerRefused(ReasonerError):
+    """The reasoner refused the request (denied access, unknown model, invalid request): a deployment
+    fault that no retry fixes. `code` says which (`reasoner_access_denied`, ...)."""
+
+    code = "reasoner_request_invalid"

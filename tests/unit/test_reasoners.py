@@ -14,7 +14,7 @@ from botocore.stub import ANY, Stubber
 from mneme.adapters.reasoners import BedrockReasoner, ReasonerOutputInvalid
 from mneme.consolidation.models import Proposal
 from mneme.consolidation.reasoning import Reasoner
-from mneme.errors import MnemeError, StoreUnavailable, Throttled
+from mneme.errors import MnemeError, ReasonerRefused, StoreUnavailable, Throttled
 
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
 TEXTS = ["Pennine Joinery's VAT scheme is flat rate.", "Sam confirmed Pennine Joinery uses the flat rate scheme."]
@@ -193,7 +193,7 @@ def test_request_and_permission_faults_are_not_retried(bedrock: Recorder, code: 
     bedrock.error(code, 403 if code == "AccessDeniedException" else 400)
     with pytest.raises(MnemeError) as info:
         bedrock.reasoner().propose(TEXTS)
-    assert type(info.value) is MnemeError
+    assert type(info.value) is ReasonerRefused
     assert info.value.code == mapped
     assert MODEL in info.value.message
     assert bedrock.sleeps == []

@@ -6,7 +6,8 @@ forced tool call (`toolChoice` names `record_fact`), OpenAI-compatible endpoints
 
 Errors follow the port's contract: throttling that outlasts the retries -> `Throttled`; other transient
 failures (5xx, timeouts, network) -> `StoreUnavailable`; an answer that is not a proposal ->
-`ReasonerOutputInvalid`; a rejected request or denied access -> `MnemeError` with a `reasoner_*` code.
+`ReasonerOutputInvalid`; a rejected request or denied access -> `ReasonerRefused` with a `reasoner_*` code
+(the classes live in `mneme.errors`).
 """
 
 from __future__ import annotations
@@ -27,16 +28,9 @@ from pydantic import ValidationError
 
 from mneme.adapters.bedrock_calls import call_with_retries
 from mneme.consolidation.models import Proposal
-from mneme.errors import MnemeError, StoreUnavailable, Throttled
+from mneme.errors import MnemeError, ReasonerOutputInvalid, ReasonerRefused, StoreUnavailable, Throttled
 
 __all__ = ["BedrockReasoner", "OpenAIReasoner", "ReasonerOutputInvalid"]
-
-
-class ReasonerOutputInvalid(MnemeError):
-    """The model answered, but not with a proposal (no structured output, bad JSON, wrong fields)."""
-
-    code = "reasoner_output_invalid"
-    status = 502
 
 
 TOOL_NAME = "record_fact"
@@ -195,7 +189,7 @@ class BedrockReasoner:
         if code in _THROTTLING:
             return Throttled(f"{where} is throttling requests ({attempts} attempts): {message}")
         if code in _DEPLOYMENT_FAULTS:
-            return MnemeError(f"{where} refused the request ({code}): {message}", code=_DEPLOYMENT_FAULTS[code])
+            return ReasonerRefused(f"{where} refused the request ({code}): {message}", code=_DEPLOYMENT_FAULTS[code])
         return StoreUnavailable(f"{where} failed ({code or 'unknown error'}, {attempts} attempts): {message}")
 
     def _parse(self, response: dict[str, Any]) -> Proposal:
@@ -321,7 +315,7 @@ class OpenAIReasoner:
         if status >= 500:
             return StoreUnavailable(f"{where} failed with HTTP {status} ({attempts} attempts): {detail}")
         code = "reasoner_access_denied" if status in (401, 403) else "reasoner_request_invalid"
-        return MnemeError(f"{where} refused the request with HTTP {status}: {detail}", code=code)
+        return ReasonerRefused(f"{where} refused the request with HTTP {status}: {detail}", code=code)
 
     def _parse(self, raw: bytes) -> Proposal:
         try:

@@ -136,22 +136,13 @@ def cmd_consolidate(ctx: Context) -> int:
 def _consolidate_local(ctx: Context) -> int:
     """Run consolidation in this process, batch by batch, with a progress line per stage."""
     from mneme import bootstrap
-    from mneme.consolidation.models import Run
 
     quiet_runtime()
     services = bootstrap.current()
     caller = ctx.principal()
     tenant = caller.tenant
     service = services.consolidation
-    targets = service.targets(tenant, ctx.args.scope or None)
-    run = Run(
-        tenant=tenant,
-        run_id=f"run_cli_{int(time.time())}",
-        started_at=services.clock.now(),
-        requested_by=caller.principal,
-        scopes=[services.scopes.chain_of(tenant, t).path for t in targets],
-    )
-    services.store.put_run(run)
+    run, targets = service.open(caller, ctx.args.scope or None)  # the service's ids: unique, not per second
     if not ctx.quiet:
         err(f"consolidating {len(targets)} scope(s) with the {service.deps.reasoner.name} reasoner")
     start, read = time.monotonic(), 0

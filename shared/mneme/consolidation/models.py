@@ -107,3 +107,15 @@ class Run(BaseModel):
     @property
     def errors(self) -> list[dict[str, Any]]:
         return [error for report in self.stages.values() for error in report.errors]
+
+    def counter(self, stage: str, name: str) -> int:
+        report = self.stages.get(stage)
+        return report.counters.get(name, 0) if report else 0
+
+    def conclude(self, now: datetime) -> None:
+        """The one place a run's final status is decided, by the local runner and Step Functions alike:
+        `succeeded` without errors; with errors `partial` when something was achieved (facts written,
+        or a batch checkpointed), else `failed`. Never plain success when anything erred."""
+        achieved = self.counter("commit", "facts_written") > 0 or self.counter("checkpoint", "advanced") > 0
+        self.status = "succeeded" if not self.errors else ("partial" if achieved else "failed")
+        self.finished_at = now

@@ -1,8 +1,10 @@
 """Starting, running and reporting consolidation runs.
 
 `execute` is the local runner: per dirty scope, under a lease, batch after batch through
-`STAGES`. In AWS a Step Functions execution runs the same stages (see `functions/consolidate.py`);
-`ConsolidationService.start` only hands the run to whichever orchestrator was wired in.
+`STAGES`. In AWS a Step Functions execution runs the same stages, each task a call of
+`ConsolidationService.step` (see `functions/consolidate.py`), with the same lease per scope, the same
+maintenance sweep and the same status decision (`Run.conclude`). `start` hands the run to whichever
+orchestrator was wired in; the CLI opens runs through `open` and executes them here.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from mneme.consolidation.models import Run, StageReport
-from mneme.consolidation.stages import STAGES, Batch, Deps
+from mneme.consolidation.stages import STAGES, Batch, Deps, maintain_facts
 from mneme.errors import InvalidInput, MnemeError, NotFound
 from mneme.models import Principal
 from mneme.observability import logger
@@ -47,7 +49,8 @@ class ConsolidationService:
             return dirty
         return [s for s in dirty if roots & {a.scope_id for a in self.scopes.chain_of(tenant, s).chain}]
 
-    def start(self, caller: Principal, paths: list[str] | None = None) -> Run:
+    def open(self, caller: Principal, paths: list[str] | None = None) -> tuple[Run, list[str]]:
+        """A new run record (stored, `running`) and its target scope ids: how every run begins."""
         targets = self.targets(caller.tenant, paths)
         run = Run(
             tenant=caller.tenant,
@@ -57,9 +60,20 @@ class ConsolidationService:
             scopes=[self.scopes.chain_of(caller.tenant, s).path for s in targets],
         )
         self.deps.store.put_run(run)
+        return run, targets
+
+    def start(self, caller: Principal, paths: list[str] | None = None) -> Run:
+        run, targets = self.open(caller, paths)
         if self.orchestrator is None:
             return self.execute(run, targets)
-        self.orchestrator.start(run, targets)
+        try:
+            self.orchestrator.start(run, targets)
+        except Exception as e:  # the run never started: its record must not stay "running"
+            message = f"{e.code}: {e.message}" if isinstance(e, MnemeError) else f"internal error: {type(e).__name__}"
+            _merge(run, "workflow", {"errors": 1}, [{"stage": "workflow", "message": message}])
+            run.conclude(self.deps.clock.now())
+            self.deps.store.put_run(run)
+            raise
         return run
 
     def start_scheduled(self, limit: int = 10_000) -> list[Run]:
@@ -75,31 +89,64 @@ class ConsolidationService:
         return run
 
     def execute(self, run: Run, targets: list[str], progress: Progress | None = None) -> Run:
-        """The local runner. Records a truthful status: partial or failed whenever a stage erred."""
-        progressed = False
+        """The local runner: per target under its lease, batch after batch; then the tenant-wide
+        maintenance sweep and the run's one status decision (`Run.conclude`)."""
         for scope_id in targets:
-            if not self._lease(run.tenant, scope_id):
+            if not self._lease(run.tenant, scope_id, self.owner):
                 _merge(run, "collect", {"skipped_leased": 1}, [])
                 continue
             try:
-                progressed |= self._scope(run, scope_id, progress)
+                self._scope(run, scope_id, progress)
             finally:
                 self.deps.store.release_lease(run.tenant, scope_id, self.owner)
             self.deps.store.put_run(run)
-        run.status = "succeeded" if not run.errors else ("partial" if progressed else "failed")
-        run.finished_at = self.deps.clock.now()
+        self.maintain(run)
+        run.conclude(self.deps.clock.now())
         self.deps.store.put_run(run)
         logger.info("consolidation finished", extra={"run_id": run.run_id, "status": run.status})
         return run
 
-    def _lease(self, tenant: str, scope_id: str) -> bool:
-        ttl = timedelta(seconds=self.deps.settings.lease_seconds)
-        return self.deps.store.acquire_lease(tenant, scope_id, self.owner, self.deps.clock.now(), ttl)
+    def maintain(self, run: Run) -> None:
+        """Decay, expiry and stale flags over every fact of the tenant, not only the scopes with new
+        episodes (a fact nobody touches must still fade on schedule)."""
+        try:
+            changed = maintain_facts(self.deps, run.tenant, self.deps.store.list_facts(run.tenant))
+        except MnemeError as e:
+            _merge(run, "maintain", {"errors": 1}, [{"stage": "maintain", "message": f"{e.code}: {e.message}"}])
+            return
+        expired = sum(1 for f in changed if f.status == "expired")
+        _merge(run, "maintain", {"facts_updated": len(changed), "expired": expired}, [])
 
-    def _scope(self, run: Run, scope_id: str, progress: Progress | None) -> bool:
-        progressed = False
+    def step(self, event: dict[str, Any]) -> dict[str, Any]:
+        """One Step Functions task (see `step`), with the run-level parts of the local runner: `begin`
+        takes (or renews) the scope's lease for the run, `finish` sweeps maintenance and releases them."""
+        stage = event["stage"]
+        if stage == "begin":
+            batch = Batch.model_validate(step(self.deps, event))
+            if not self._lease(batch.tenant, batch.scope_id, batch.run_id):
+                batch.leased_elsewhere = True
+                batch.count("collect", "skipped_leased")
+            return batch.model_dump(mode="json")
+        if stage == "finish":
+            run = self.deps.store.get_run(event["tenant"], event["run_id"])
+            if run is not None:
+                self.maintain(run)
+                self.deps.store.put_run(run)
+            result = step(self.deps, event)
+            for scope_id in {b.get("scope_id") for b in event.get("batches", [])} - {None, "*"}:
+                self.deps.store.release_lease(event["tenant"], str(scope_id), event["run_id"])
+            return result
+        if event.get("batch", {}).get("leased_elsewhere"):
+            return dict(event["batch"])
+        return step(self.deps, event)
+
+    def _lease(self, tenant: str, scope_id: str, owner: str) -> bool:
+        ttl = timedelta(seconds=self.deps.settings.lease_seconds)
+        return self.deps.store.acquire_lease(tenant, scope_id, owner, self.deps.clock.now(), ttl)
+
+    def _scope(self, run: Run, scope_id: str, progress: Progress | None) -> None:
         for _ in range(MAX_BATCHES_PER_SCOPE):
-            if not self._lease(run.tenant, scope_id):  # renewed per batch; lost only if we stalled past it
+            if not self._lease(run.tenant, scope_id, self.owner):  # renewed per batch
                 break
             batch = run_batch(
                 self.deps,
@@ -108,11 +155,8 @@ class ConsolidationService:
             )
             for stage, counters in batch.counters.items():
                 _merge(run, stage, counters, [e for e in batch.errors if e["stage"] == stage])
-            written = batch.counters.get("commit", {}).get("facts_written", 0)
-            progressed |= bool(batch.episode_ids) and (not batch.errors or written > 0)
             if batch.errors or not batch.full:
                 break
-        return progressed
 
 
 def run_batch(deps: Deps, batch: Batch, progress: Progress | None = None) -> Batch:
@@ -162,9 +206,7 @@ def step(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
         for batch in batches:
             for name, counters in batch.counters.items():
                 _merge(run, name, counters, [e for e in batch.errors if e["stage"] == name])
-        progressed = any(b.episode_ids and not b.errors for b in batches)
-        run.status = "succeeded" if not run.errors else ("partial" if progressed else "failed")
-        run.finished_at = deps.clock.now()
+        run.conclude(deps.clock.now())
         deps.store.put_run(run)
         return {"run_id": run.run_id, "status": run.status}
     stages = dict(STAGES)

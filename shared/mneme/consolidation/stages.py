@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from mneme.consolidation.models import Contradiction, Fact, Proposal, derived_id, norm
 from mneme.consolidation.reasoning import Reasoner, central, grounding_error, statement
-from mneme.errors import Conflict, MnemeError, StoreUnavailable, Throttled
+from mneme.errors import Conflict, ReasonerOutputInvalid, StoreUnavailable, Throttled
 from mneme.models import Episode
 from mneme.ports import Clock, Embedder, RecordStore
 from mneme.services.indexing import Indexer
@@ -69,6 +69,8 @@ class Batch(BaseModel):
     counters: dict[str, dict[str, int]] = {}
     errors: list[dict[str, Any]] = []
     full: bool = False  # the batch hit batch_size: more episodes may be waiting
+    collected_before: datetime | None = None  # collect read episodes created strictly before this
+    leased_elsewhere: bool = False  # another run holds the scope's lease: every stage leaves it alone
 
     def count(self, stage: str, name: str, value: int = 1) -> None:
         self.counters.setdefault(stage, {}).setdefault(name, 0)
@@ -90,6 +92,7 @@ def collect(deps: Deps, batch: Batch) -> Batch:
     before = batch.started_at - timedelta(seconds=deps.settings.settle_seconds)
     after = (checkpoint.after_created_at, checkpoint.after_episode_id)
     episodes = deps.store.list_episodes_after(batch.tenant, batch.scope_id, after, before, deps.settings.batch_size)
+    batch.collected_before = before
     batch.episode_ids = [e.episode_id for e in episodes]
     batch.last = (episodes[-1].created_at, episodes[-1].episode_id) if episodes else None
     batch.full = len(episodes) == deps.settings.batch_size
@@ -138,8 +141,8 @@ def _claim(text: str) -> tuple[str, ...] | None:
 
 def extract(deps: Deps, batch: Batch) -> Batch:
     """One proposal per cluster; grounding rejects unsupported ones; one retry, told why when the
-    answer was rejected. A reasoner that is misconfigured (not a transient failure, not a bad answer)
-    stops the stage at once instead of failing every cluster twice."""
+    answer was rejected. Any other error (`ReasonerRefused`: access denied, unknown model; a bug) is a
+    configuration problem: it stops the stage at once instead of failing every cluster twice."""
     found = deps.store.get_episodes(batch.tenant, batch.episode_ids)
     for index, ids in enumerate(batch.clusters):
         texts = [found[i].search_text or found[i].content for i in ids if i in found]
@@ -155,9 +158,7 @@ def extract(deps: Deps, batch: Batch) -> Batch:
                 problem = f"{e.code}: {e.message}"
                 batch.count("extract", "reasoner_failures")
                 continue
-            except MnemeError as e:
-                if e.status >= 500 and e.code != "reasoner_output_invalid":
-                    raise  # access denied, unknown model, rejected request: a configuration problem
+            except ReasonerOutputInvalid as e:  # a bad answer: retry once, told why
                 problem = feedback = f"{e.code}: {e.message}"
                 batch.count("extract", "reasoner_failures")
                 continue
@@ -363,17 +364,26 @@ def rollup(deps: Deps, batch: Batch) -> Batch:
 
 
 def maintain(deps: Deps, batch: Batch) -> Batch:
-    """Decay untouched facts, expire the faint ones, flag facts whose sources are gone."""
+    """Decay untouched facts, expire the faint ones, flag facts whose sources are gone (this scope;
+    the run sweeps every other scope of the tenant too: `ConsolidationService.maintain`)."""
+    changed = maintain_facts(deps, batch.tenant, deps.store.list_facts(batch.tenant, batch.scope_id))
+    batch.count("maintain", "facts_updated", len(changed))
+    batch.count("maintain", "expired", sum(1 for f in changed if f.status == "expired"))
+    return batch
+
+
+def maintain_facts(deps: Deps, tenant: str, facts: list[Fact]) -> list[Fact]:
+    """Maintenance of `facts` (idempotent: decay is computed from `reinforced_at`); the changed ones."""
     now = deps.clock.now()
     settings = deps.settings
     changed = []
-    for fact in deps.store.list_facts(batch.tenant, batch.scope_id):
+    for fact in facts:
         if fact.status != "active":
             continue
         periods = math.floor((now - fact.reinforced_at).total_seconds() / 3600 / settings.decay_hours)
         structured = fact.entity is not None and fact.property is not None
         effective = round(confidence(len(fact.source_episode_ids), structured) * settings.decay**periods, 4)
-        present = deps.store.get_episodes(batch.tenant, fact.source_episode_ids)
+        present = deps.store.get_episodes(tenant, fact.source_episode_ids)
         stale = len(present) < len(fact.source_episode_ids)
         update: dict[str, Any] = {}
         if effective != fact.confidence:
@@ -387,13 +397,14 @@ def maintain(deps: Deps, batch: Batch) -> Batch:
     if changed:
         deps.store.put_facts(changed)
         deps.indexer.index_facts(changed)
-    batch.count("maintain", "facts_updated", len(changed))
-    batch.count("maintain", "expired", sum(1 for f in changed if f.status == "expired"))
-    return batch
+    return changed
 
 
 def checkpoint(deps: Deps, batch: Batch) -> Batch:
-    """Advance past the batch only when every earlier stage succeeded for it."""
+    """Advance past the batch only when every earlier stage succeeded for it. The dirty mark is cleared
+    only up to what collect could read: an episode still settling keeps its scope dirty."""
+    if batch.leased_elsewhere:
+        return batch
     if batch.errors:
         batch.count("checkpoint", "held")
         return batch
@@ -413,8 +424,8 @@ def checkpoint(deps: Deps, batch: Batch) -> Batch:
             batch.fail("checkpoint", e.message)
             return batch
         batch.count("checkpoint", "advanced", len(batch.episode_ids))
-    if not batch.full:
-        deps.store.clear_dirty(batch.tenant, batch.scope_id, batch.started_at)
+    if not batch.full and batch.collected_before is not None:  # marks at or after the cut-off stay
+        deps.store.clear_dirty(batch.tenant, batch.scope_id, batch.collected_before - timedelta(microseconds=1))
     return batch
 
 
