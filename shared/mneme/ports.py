@@ -89,11 +89,13 @@ class RecordStore(Protocol):
         ...
 
     # -- episodes -------------------------------------------------------------------------
-    def put_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
-        """Write, atomically, every episode whose id is new; return the stored record for each.
+    def put_episodes(self, episodes: Sequence[Episode]) -> tuple[list[Episode], set[str]]:
+        """Write, atomically, every episode whose id is new; return the stored record for each and the
+        ids this call wrote.
 
         Ids derive from idempotency keys, so a retried batch returns the first records and writes
-        nothing. An existing id whose `content_hash` differs is a Conflict (a reused key).
+        nothing. An existing id whose `content_hash` differs is a Conflict (a reused key). The write is
+        conditional: of concurrent calls putting the same id, exactly one has it in its written ids.
         """
         ...
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
@@ -519,7 +521,7 @@ def test_episodes_round_trip_exactly(store: RecordStore) -> None:
                     format="sttp")  # fmt: skip
     second = episode("e2")
 
-    assert store.put_episodes([first, second]) == [first, second]
+    assert store.put_episodes([first, second]) == ([first, second], {"e1", "e2"})
 
     got = store.get_episodes(A, ["e1", "e2", "missing", "e1"])
     assert got == {"e1": first, "e2": second}
@@ -535,9 +537,10 @@ def test_putting_episodes_again_returns_the_first_records_and_writes_nothing(
     store.put_episodes([first])
     retry = first.model_copy(update={"created_at": T0 + timedelta(hours=5), "content": "same hash"})
 
-    stored = store.put_episodes([retry, episode("e2", minute=2)])
+    stored, written = store.put_episodes([retry, episode("e2", minute=2)])
 
     assert stored == [first, episode("e2", minute=2)]
+    assert written == {"e2"}
     assert store.get_episodes(A, ["e1"]) == {"e1": first}
     assert ids_of(store.list_recent_episodes(A, T0, 10)) == ["e2", "e1"]
 
@@ -556,16 +559,33 @@ def test_a_reused_episode_id_with_other_content_conflicts_and_writes_no_episode(
 
 
 def test_an_id_repeated_in_one_batch_is_written_once(store: RecordStore) -> None:
-    stored = store.put_episodes([episode("e1"), episode("e1", content="retyped")])
+    stored, written = store.put_episodes([episode("e1"), episode("e1", content="retyped")])
 
     assert stored == [episode("e1"), episode("e1")]
+    assert written == {"e1"}
     assert store.get_episodes(A, ["e1"]) == {"e1": episode("e1")}
+
+
+def test_of_concurrent_writers_of_one_id_exactly_one_learns_it_wrote_it(store: RecordStore) -> None:
+    """The conditional write decides who created an episode; everyone gets the stored record."""
+    barrier = threading.Barrier(6)
+
+    def put() -> tuple[list[Episode], set[str]]:
+        barrier.wait()
+        return store.put_episodes([episode("e1"), episode("e2", minute=1)])
+
+    with ThreadPoolExecutor(6) as pool:
+        outcomes = list(pool.map(lambda _: put(), range(6)))
+
+    assert all(stored == [episode("e1"), episode("e2", minute=1)] for stored, _ in outcomes)
+    assert sorted(len(written) for _, written in outcomes) == [0, 0, 0, 0, 0, 2]
+    assert ids_of(store.list_recent_episodes(A, T0, 10)) == ["e2", "e1"]
 
 
 def test_more_than_a_hundred_episodes_are_all_stored(store: RecordStore) -> None:
     batch = [episode(f"e{n:03d}", minute=n) for n in range(150)]
 
-    assert store.put_episodes(batch) == batch
+    assert store.put_episodes(batch) == (batch, {e.episode_id for e in batch})
 
     assert len(store.get_episodes(A, [e.episode_id for e in batch])) == 150
 
@@ -1375,6 +1395,18 @@ def test_dynamodb_a_record_moved_concurrently_keeps_one_feed_entry(aws: Any) -> 
     assert [i["id"]["S"] for i in _feed_items(aws)] == ["f1", "m1"]
     memory_item = aws.get_item(TableName=TABLE, Key={"PK": {"S": f"T#{A}#MEMS"}, "SK": {"S": "MEM#m1"}})["Item"]
     assert memory_item["feed_position"] == _feed_items(aws)[-1]["position"]
+
+
+def test_dynamodb_an_episode_written_between_read_and_write_is_not_reported_as_ours(aws: Any) -> None:
+    other = DynamoRecordStore(TABLE, client=aws, feed_horizon_seconds=0)
+    interleaved = InterleavedClient(aws, [lambda: other.put_episodes([episode("e1")])])
+    store = DynamoRecordStore(TABLE, client=interleaved, feed_horizon_seconds=0)
+
+    stored, written = store.put_episodes([episode("e1"), episode("e2", minute=1)])  # its first try loses the race
+
+    assert interleaved.calls == 2
+    assert stored == [episode("e1"), episode("e2", minute=1)]
+    assert written == {"e2"}
 
 
 def test_dynamodb_history_appended_concurrently_keeps_both_entries_in_commit_order(aws: Any) -> None:

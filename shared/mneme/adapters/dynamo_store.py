@@ -562,13 +562,18 @@ class DynamoRecordStore(DynamoStructure):
         items = self._batch_get(keys)
         return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
 
-    def put_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
+    def put_episodes(self, episodes: Sequence[Episode]) -> tuple[list[Episode], set[str]]:
         """More than 50 episodes are written fifty at a time (two items each: the episode and its feed
         entry), each fifty atomically."""
         if len(episodes) > EPISODES_PER_TRANSACTION:
             per = EPISODES_PER_TRANSACTION
-            chunks = [episodes[start : start + per] for start in range(0, len(episodes), per)]
-            return [episode for chunk in chunks for episode in self.put_episodes(chunk)]
+            stored: list[Episode] = []
+            written: set[str] = set()
+            for start in range(0, len(episodes), per):
+                chunk_stored, chunk_written = self.put_episodes(episodes[start : start + per])
+                stored += chunk_stored
+                written |= chunk_written
+            return stored, written
         try:
             return self._put_new_episodes(episodes)
         except Conflict as e:
@@ -576,7 +581,7 @@ class DynamoRecordStore(DynamoStructure):
                 raise
             return self._put_new_episodes(episodes)  # a concurrent writer won; now its records are read
 
-    def _put_new_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
+    def _put_new_episodes(self, episodes: Sequence[Episode]) -> tuple[list[Episode], set[str]]:
         unique: dict[tuple[str, str], Episode] = {}
         for episode in episodes:  # the first of repeated ids is the one written
             unique.setdefault((episode.tenant, episode.episode_id), episode)
@@ -594,8 +599,8 @@ class DynamoRecordStore(DynamoStructure):
                 position = self._position()
                 writes.append(put(self._episode_item(e, position), free, "episode_race", race))
                 writes += self._feed_move(e.tenant, "episode", e.episode_id, None, position)
-            self._transact(writes)
-        return [chosen[(episode.tenant, episode.episode_id)] for episode in episodes]
+            self._transact(writes)  # conditional on every new id: all written by this call, or none
+        return [chosen[(episode.tenant, episode.episode_id)] for episode in episodes], {e.episode_id for e in new}
 
     def get_episodes(self, tenant: str, episode_ids: Sequence[str]) -> dict[str, Episode]:
         found = self._episodes([episode_key(tenant, i) for i in dict.fromkeys(episode_ids)])

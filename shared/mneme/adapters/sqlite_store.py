@@ -201,8 +201,9 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
         return [Memory.model_validate_json(row[0]) for row in rows]
 
     # -- episodes -------------------------------------------------------------------------
-    def put_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
+    def put_episodes(self, episodes: Sequence[Episode]) -> tuple[list[Episode], set[str]]:
         stored: list[Episode] = []
+        written: set[str] = set()
         with self._tx() as conn:
             seq = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM episodes").fetchone()[0]
             for episode in episodes:
@@ -234,8 +235,9 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
                     ),
                 )
                 stored.append(episode)
+                written.add(episode.episode_id)
                 self._feed(conn, episode.tenant, "episode", [episode.episode_id])
-        return stored
+        return stored, written
 
     def get_episodes(self, tenant: str, episode_ids: Sequence[str]) -> dict[str, Episode]:
         found: dict[str, Episode] = {}

@@ -59,6 +59,16 @@ def check_changes(changes: dict[str, Any]) -> None:
     _check_fields(changes)
 
 
+def check_version(memory: Memory, version: int | None) -> None:
+    """`version`, when given, must be the stored version: a stale edit is a 409 for every role."""
+    if version is not None and version != memory.version:
+        raise Conflict(
+            f"memory {memory.memory_id} is at version {memory.version}, not {version}",
+            code="version_conflict",
+            details={"current_version": memory.version},
+        )
+
+
 def _check_fields(fields: dict[str, Any]) -> None:
     body = fields.get("body")
     if body is not None:
@@ -171,12 +181,10 @@ class MemoryService:
         """Apply field changes; `version`, when given, must match the stored version (else 409)."""
         check_changes(changes)
         memory = self._writable(caller, memory_id)
-        if version is not None and version != memory.version:
-            raise Conflict(
-                f"memory {memory_id} is at version {memory.version}, not {version}",
-                code="version_conflict",
-                details={"current_version": memory.version},
-            )
+        check_version(memory, version)
+        changes = {field: value for field, value in changes.items() if getattr(memory, field) != value}
+        if not changes:  # `PATCH {}` (or values already stored) writes nothing and keeps the version
+            return memory
         return self.apply(caller, memory, changes, action="edited")
 
     def apply(

@@ -166,7 +166,7 @@ class PortabilityService:
         existing = self.store.get_episodes(tenant, [e.episode_id for e in episodes])
         new = [e for e in episodes if e.episode_id not in existing]
         counts["skipped"] += len(episodes) - len(new)
-        stored = self.store.put_episodes(new)
+        stored, _ = self.store.put_episodes(new)
         self.indexer.index_episodes(stored)
         counts["episodes"] += len(new)
         episodes.clear()

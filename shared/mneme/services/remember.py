@@ -37,9 +37,17 @@ class RememberItem(BaseModel):
     profile: Literal["strict", "tolerant"] = "strict"  # how an STTP node is validated
 
 
+def first_of_each(episodes: list[Episode]) -> dict[str, Episode]:
+    """The first episode of each id, in batch order."""
+    unique: dict[str, Episode] = {}
+    for episode in episodes:
+        unique.setdefault(episode.episode_id, episode)
+    return unique
+
+
 class Remembered(BaseModel):
     episode_id: str
-    created: bool  # False when this call was a retry of an earlier write
+    created: bool  # True for exactly one caller: the one whose conditional write stored the episode
     indexed: bool
 
 
@@ -103,16 +111,17 @@ class RememberService:
             self._episode(caller, item, scope_ids[item.scope], now, nodes.get(index))
             for index, item in enumerate(items)
         ]
-        unique = list({e.episode_id: e for e in episodes}.values())
-        existing = self.store.get_episodes(caller.tenant, [e.episode_id for e in unique])
-        for episode in unique:
-            if episode.episode_id in existing and existing[episode.episode_id].content_hash != episode.content_hash:
+        unique = first_of_each(episodes)
+        existing = self.store.get_episodes(caller.tenant, list(unique))
+        for index, episode in enumerate(episodes):
+            earlier = existing.get(episode.episode_id) or unique[episode.episode_id]
+            if earlier.content_hash != episode.content_hash:
                 raise Conflict(
-                    "this idempotency key was already used for different content",
+                    f"item {index}: this idempotency key was already used for different content",
                     code="idempotency_key_reused",
-                    details={"episode_id": episode.episode_id},
+                    details={"item": index, "episode_id": episode.episode_id},
                 )
-        new = [e for e in unique if e.episode_id not in existing]
+        new = [e for e in unique.values() if e.episode_id not in existing]
         if new:
             vectors = self.embedder.embed([e.search_text or e.content for e in new])
             new = [
@@ -121,16 +130,20 @@ class RememberService:
             ]
         if new:  # marked first: a crash after the write must not leave a scope without its mark
             self.store.mark_dirty(caller.tenant, sorted({e.scope_id for e in new}), now)
-        stored = {**existing, **{e.episode_id: e for e in self.store.put_episodes(new)}}
+        written, created = self.store.put_episodes(new) if new else ([], set())
+        stored = {**existing, **{e.episode_id: e for e in written}}
         indexed = self.indexer.index_episodes([stored[e.episode_id] for e in new if not stored[e.episode_id].indexed])
-        return [
-            Remembered(
-                episode_id=e.episode_id,
-                created=e.episode_id not in existing,
-                indexed=stored[e.episode_id].indexed or indexed,
+        answers = []
+        for e in episodes:  # the conditional write decided: only the caller that wrote a record created it
+            answers.append(
+                Remembered(
+                    episode_id=e.episode_id,
+                    created=e.episode_id in created,
+                    indexed=stored[e.episode_id].indexed or indexed,
+                )
             )
-            for e in episodes
-        ]
+            created.discard(e.episode_id)  # the same item twice in a batch is created once
+        return answers
 
     def _scope_ids(self, caller: Principal, items: list[RememberItem]) -> dict[str, str]:
         """Resolve every scope first; create the missing ones only when the whole batch is valid."""

@@ -8,7 +8,7 @@ from typing import Any
 from mneme.errors import Conflict, Forbidden, InvalidInput, MemoryNotFound, NotFound
 from mneme.models import HistoryEntry, Memory, Principal, Revision, Role
 from mneme.ports import Clock, RecordStore
-from mneme.services.memories import EDITABLE, MemoryService, check_changes, tag_label
+from mneme.services.memories import EDITABLE, MemoryService, check_changes, check_version, tag_label
 from mneme.services.scopes import ScopeService
 
 
@@ -26,8 +26,11 @@ class ReviewService:
         if caller.has(Role.approver) or memory.status != "published":
             return {"memory": self.memories.edit(caller, memory_id, version=version, **changes), "revision": None}
         check_changes(changes)
-        now = self.clock.now()
+        check_version(memory, version)  # a stale edit is refused for every role, never rebased
         existing = self.store.get_revision(caller.tenant, memory_id, caller.principal)
+        if not changes:  # nothing to propose: no new revision, no new version
+            return {"memory": memory, "revision": existing if existing and existing.status == "open" else None}
+        now = self.clock.now()
         if existing is not None and existing.status == "open":
             revision = existing.model_copy(
                 update={"changes": {**existing.changes, **_plain(changes)}, "updated_at": now}

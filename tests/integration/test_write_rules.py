@@ -1,0 +1,132 @@
+"""The write path over HTTP, on both record stores: idempotency keys, `created`, and stale versions."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from tests.integration.helpers import Api, assert_error
+from tests.integration.stacks import STORES, Served, served
+from tests.support.embedding import HashEmbedder
+
+
+@pytest.fixture(params=STORES)
+def stack(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
+    with served(request.param, tmp_path, monkeypatch) as running:
+        yield running
+
+
+def episodes_in_feed(api: Api) -> dict[str, Any]:
+    changes = api.ok("GET", "/v1/changes?limit=1000")["changes"]
+    return {c["id"]: c["record"] for c in changes if c["kind"] == "episode"}
+
+
+def test_a_batch_reusing_a_key_for_other_content_is_refused_naming_the_item_and_writes_nothing(
+    stack: Served,
+) -> None:
+    writer = stack.key("w1", "writer")
+    items = [
+        {"scope": "root.idem", "content": "FIRST", "idempotency_key": "k3", "create_scope": True},
+        {"scope": "root.idem", "content": "SECOND", "idempotency_key": "k3", "create_scope": True},
+    ]
+
+    error = assert_error(writer.post("/v1/remember", {"items": items}), 409, "idempotency_key_reused")
+
+    assert error["details"]["item"] == 1
+    assert episodes_in_feed(writer) == {}
+
+
+def test_reusing_a_stored_key_for_other_content_names_the_item(stack: Served) -> None:
+    writer = stack.key("w1", "writer")
+    first = {"scope": "root.idem", "content": "FIRST", "idempotency_key": "k3", "create_scope": True}
+    writer.ok("POST", "/v1/remember", first, 201)
+    other = {"scope": "root.idem", "content": "OTHER", "idempotency_key": "k9"}
+
+    response = writer.post("/v1/remember", {"items": [other, {**first, "content": "SECOND"}]})
+
+    assert assert_error(response, 409, "idempotency_key_reused")["details"]["item"] == 1
+    assert [e["content"] for e in episodes_in_feed(writer).values()] == ["FIRST"]
+
+
+def test_the_same_item_twice_in_a_batch_is_one_episode_created_once(stack: Served) -> None:
+    writer = stack.key("w1", "writer")
+    item = {"scope": "root.idem", "content": "SAME", "idempotency_key": "k1", "create_scope": True}
+
+    answer = writer.ok("POST", "/v1/remember", {"items": [item, item, {**item, "idempotency_key": None}]}, 201)
+
+    results = answer["items"]
+    assert [r["created"] for r in results] == [True, False, True]
+    assert results[0]["episode_id"] == results[1]["episode_id"] != results[2]["episode_id"]
+    assert len(episodes_in_feed(writer)) == 2
+
+
+class GatedEmbedder(HashEmbedder):
+    """Holds every embed call until `parties` callers are inside: all of them have read the store and
+    found no episode, so only the conditional write can tell them apart."""
+
+    def __init__(self, parties: int) -> None:
+        super().__init__()
+        self.gate = threading.Barrier(parties, timeout=20)
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        self.gate.wait()
+        return super().embed(texts)
+
+
+@pytest.mark.parametrize("kind", STORES)
+def test_of_sixteen_concurrent_identical_remembers_exactly_one_learns_it_created_the_episode(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with served(kind, tmp_path, monkeypatch, embedder=GatedEmbedder(16)) as stack:
+        writer = stack.key("w1", "writer")
+        stack.admin.ok("POST", "/v1/scopes", {"path": "root.race"}, 201)
+        item = {"scope": "root.race", "content": "Only once.", "idempotency_key": "race-1"}
+
+        with ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(lambda _: writer.ok("POST", "/v1/remember", item, 201), range(16)))
+
+        assert sum(a["created"] for a in answers) == 1
+        assert len({a["episode_id"] for a in answers}) == 1
+        assert len(episodes_in_feed(writer)) == 1
+
+
+def test_a_stale_version_is_a_conflict_for_every_role(stack: Served) -> None:
+    approver, writer = stack.key("ann", "approver"), stack.key("wes", "writer")
+    stack.admin.ok("POST", "/v1/scopes", {"path": "root.acme"}, 201)
+    memory = approver.create_memory("vat", "v1", scope="root.acme")
+    for body in ("v2", "v3"):
+        approver.ok("PATCH", f"/v1/memories/{memory['memory_id']}", {"body": body})
+    own = writer.create_memory("mine", "draft", scope="root.acme")
+    writer.ok("PATCH", f"/v1/memories/{own['memory_id']}", {"body": "draft 2"})
+
+    for api, memory_id in ((writer, memory["memory_id"]), (approver, memory["memory_id"]), (writer, own["memory_id"])):
+        response = api.patch(f"/v1/memories/{memory_id}", {"body": "stale edit", "version": 1})
+        assert assert_error(response, 409, "version_conflict")["details"]["current_version"] > 1
+
+    mine = writer.ok("GET", "/v1/reviews?mine=true")["mine"]
+    assert [m for m in mine if m.get("kind", "revision") == "revision"] == []  # no revision was rebased
+    current = approver.patch(f"/v1/memories/{memory['memory_id']}", {"body": "fresh", "version": 3})
+    assert current.status_code == 200 and current.json()["version"] == 4
+
+
+def test_an_empty_patch_does_not_bump_the_version(stack: Served) -> None:
+    approver, writer = stack.key("ann", "approver"), stack.key("wes", "writer")
+    stack.admin.ok("POST", "/v1/scopes", {"path": "root.acme"}, 201)
+    published = approver.create_memory("vat", "v1", scope="root.acme")
+    pending = writer.create_memory("mine", "draft", scope="root.acme")
+
+    for api, memory in ((approver, published), (writer, pending), (writer, published)):
+        answer = api.ok("PATCH", f"/v1/memories/{memory['memory_id']}", {})
+        assert answer["version"] == 1
+        assert api.ok("PATCH", f"/v1/memories/{memory['memory_id']}", {"version": 1})["version"] == 1
+
+    history = approver.ok("GET", f"/v1/memories/{published['memory_id']}/history")["history"]
+    assert [h["action"] for h in history] == ["created"]
+    assert "pending_revision" not in writer.ok("PATCH", f"/v1/memories/{published['memory_id']}", {})
