@@ -212,3 +212,20 @@ def test_maintain_decays_untouched_facts_and_expires_faint_ones(services: Servic
     services.consolidation.start(WRITER, None)
     decayed = services.store.get_facts("acme", [fact.fact_id])[fact.fact_id]
     assert decayed.status == "expired" and decayed.confidence < 0.1
+
+
+def test_no_fact_without_new_knowledge(services: Services, clock: Any) -> None:
+    # Given a lone chatty turn, a lone claim, and two near-identical observations without a claim
+    remember(services, "Cool! What did it look like?", scope="root.chat")
+    remember(services, "Acme's VAT scheme is flat rate.", scope="root.claim")
+    remember(services, "Pallet 7 damaged in transit.", "Pallet 7 damaged in transit again.", scope="root.pair")
+    settle(services, clock)
+    # When consolidation runs
+    run = services.consolidation.start(WRITER, None)
+    # Then the lone chatty turn stays an episode; the claim and the two-episode summary are facts
+    facts = [f for f in services.store.list_facts("acme") if f.tier == "raw"]
+    by_scope = {services.scopes.chain_of("acme", f.scope_id).path: f for f in facts}
+    assert set(by_scope) == {"root.claim", "root.pair"}
+    assert by_scope["root.claim"].value == "flat rate" and len(by_scope["root.pair"].source_episode_ids) == 2
+    assert run.stages["reconcile"].counters["kept_as_episode"] == 1
+    assert run.status == "succeeded" and services.store.list_dirty("acme", 10) == []

@@ -30,6 +30,11 @@ class Proposal(BaseModel):
     summary: str
 
 
+def is_claim(proposal: Proposal) -> bool:
+    """A claim: entity, property and value all stated."""
+    return bool(proposal.entity and proposal.property and proposal.value)
+
+
 class Fact(BaseModel):
     tenant: str
     fact_id: str

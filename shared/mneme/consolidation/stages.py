@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from mneme.consolidation.models import Contradiction, Fact, Proposal, derived_id, norm
+from mneme.consolidation.models import Contradiction, Fact, Proposal, derived_id, is_claim, norm
 from mneme.consolidation.reasoning import Reasoner, central, grounding_error, statement
 from mneme.errors import Conflict, ReasonerOutputInvalid, StoreUnavailable, Throttled
 from mneme.models import Episode
@@ -177,6 +177,9 @@ def extract(deps: Deps, batch: Batch) -> Batch:
 def reconcile(deps: Deps, batch: Batch) -> Batch:
     """Decide per proposal: create, reinforce a near-duplicate, or supersede an older value.
 
+    A fact is a claim (entity, property, value) or a summary of two or more episodes: a lone episode
+    with no claim stays an episode (rollups still cover its period).
+
     Proposals of this batch count as rivals too, so two values in one batch are never both active.
     """
     facts = {f.fact_id: f for f in deps.store.list_facts(batch.tenant, batch.scope_id)}
@@ -187,6 +190,9 @@ def reconcile(deps: Deps, batch: Batch) -> Batch:
             claims.setdefault((norm(fact.entity), norm(fact.property)), set()).add(fact.fact_id)
     for index, proposal in sorted(batch.proposals.items()):
         sources = batch.clusters[index]
+        if not is_claim(proposal) and len(sources) < 2:  # the episode already says it: no new knowledge
+            batch.count("reconcile", "kept_as_episode")
+            continue
         fact_id = Fact.id_for(batch.tenant, batch.scope_id, proposal, sources)
         decision = Decision(action="create", fact_id=fact_id, cluster=index, proposal=proposal, sources=sources)
         if proposal.entity and proposal.property:
