@@ -1,103 +1,40 @@
-"""`DynamoRecordStore`'s review records and change feed (a mixin; keys and access patterns are in the
-module docstring of `mneme.adapters.dynamo_store`)."""
+"""`DynamoRecordStore`'s review records, change feed reading and API keys (keys and access patterns are
+in the module docstring of `mneme.adapters.dynamo_store`)."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, get_args
+from datetime import datetime
+from typing import Any, get_args
 
 from mneme.adapters.dynamo_codec import (
-    Item,
-    Write,
-    attr,
+    apikey_key,
     author_revision_key,
     author_revisions_pk,
     delete,
     expression,
-    feed_key,
     feed_pk,
     history_key,
     history_pk,
-    next_position,
     position_text,
     put,
     revision_key,
     revision_queue_key,
+    tenant_apikey_key,
     tenant_pk,
     to_item,
     to_model,
 )
+from mneme.adapters.dynamo_table import DynamoTable
 from mneme.errors import Conflict
-from mneme.models import HistoryEntry, Revision
+from mneme.models import ApiKey, HistoryEntry, Revision
 
 REVISION_STATUSES: tuple[str, ...] = get_args(Revision.model_fields["status"].annotation)
 REVIEW_CODEC: dict[str, Any] = {"json_fields": ("changes",)}
-FEED_POSITION = "feed_position"  # on every record in the feed: where its one feed entry is
 HISTORY_ATTEMPTS = 8
 
 
-def position_of(item: Item | None) -> str | None:
-    """The feed position a stored record carries (None: absent, or written before the feed existed)."""
-    value = (item or {}).get(FEED_POSITION)
-    return str(value["S"]) if value and "S" in value else None
-
-
-def unmoved(previous: str | None) -> tuple[str, dict[str, Any]]:
-    """Condition (and its values) that the record's feed entry is still where it was read: a concurrent
-    writer that moved it makes the transaction fail rather than leave a second entry behind."""
-    if previous is None:
-        return f"attribute_not_exists(#{FEED_POSITION})", {}
-    return f"#{FEED_POSITION} = :{FEED_POSITION}", {FEED_POSITION: previous}
-
-
-class DynamoExtras:
-    """Review (revisions, history) and the change feed over the table's plumbing in `DynamoRecordStore`."""
-
-    _now: Callable[[], datetime]
-    _feed_horizon: timedelta
-    _last_position: str | None
-    _position_lock: threading.Lock
-
-    if TYPE_CHECKING:
-        table_name: str
-
-        def _call(self, operation: str, writes: Sequence[Write] = (), **params: Any) -> dict[str, Any]: ...
-
-        def _get(self, key: Item) -> Item | None: ...
-
-        def _pages(self, params: dict[str, Any]) -> Iterator[list[Item]]: ...
-
-        def _query(
-            self, pk: str, where: str | None = None, *, prefix: str | None = None, **values: Any
-        ) -> list[Item]: ...
-
-        def _transact(self, writes: Sequence[Write]) -> None: ...
-
-        def _write_one(self, write: Write) -> None: ...
-
-    # -- change feed: writing ---------------------------------------------------------------
-    def _position(self, *previous: str | None) -> str:
-        """A new feed position: this writer's clock now, moved past the record's previous position and
-        past the last position this store handed out (so a clock step backwards cannot reorder one
-        writer's changes)."""
-        with self._position_lock:
-            position = next_position(self._now(), self._last_position, *previous)
-            self._last_position = position
-            return position
-
-    @staticmethod
-    def _feed_move(tenant: str, kind: str, record_id: str, previous: str | None, position: str) -> list[Write]:
-        """Put the record's entry at `position` and delete its entry at `previous`: the writes that go in
-        the record's own transaction (whose record Put must carry `unmoved(previous)`)."""
-        entry = {**feed_key(tenant, position, record_id),
-                 **{name: attr(value) for name, value in
-                    (("item_type", "feed"), ("kind", kind), ("id", record_id), ("position", position))}}  # fmt: skip
-        writes = [put(entry, None, "conflict", "")]
-        if previous is not None and previous != position:
-            writes.append(delete(feed_key(tenant, previous, record_id), None, "conflict", ""))
-        return writes
+class DynamoExtras(DynamoTable):
+    """Review (revisions, history), the change feed's reading half, and API keys."""
 
     # -- change feed: reading ---------------------------------------------------------------
     def list_changes(self, tenant: str, after: tuple[str, str] | None, limit: int) -> list[tuple[str, str, str]]:
@@ -130,8 +67,10 @@ class DynamoExtras:
         record = to_item(revision, revision_key(tenant, memory_id, author), **REVIEW_CODEC, item_type="revision")
         writes = [put(record, None, "conflict", "")]
         for status in REVISION_STATUSES:
-            copies = (author_revision_key(tenant, author, status, memory_id),
-                      revision_queue_key(tenant, status, memory_id, author))  # fmt: skip
+            copies = (
+                author_revision_key(tenant, author, status, memory_id),
+                revision_queue_key(tenant, status, memory_id, author),
+            )
             for copy_key in copies:
                 if status == revision.status:
                     copy = to_item(revision, copy_key, **REVIEW_CODEC, item_type="revision_copy")
@@ -159,8 +98,10 @@ class DynamoExtras:
                 revisions = [to_model(Revision, item, **REVIEW_CODEC) for item in items]
             revisions = [revision for revision in revisions if revision.status in statuses]
         else:
-            pks = [author_revisions_pk(tenant, author, s) if author is not None else tenant_pk(tenant, "REVQ", s)
-                   for s in statuses]  # fmt: skip
+            pks = [
+                author_revisions_pk(tenant, author, s) if author is not None else tenant_pk(tenant, "REVQ", s)
+                for s in statuses
+            ]
             revisions = [to_model(Revision, item, **REVIEW_CODEC) for pk in pks for item in self._query(pk)]
         return sorted(revisions, key=lambda revision: (revision.memory_id, revision.author))
 
@@ -168,12 +109,20 @@ class DynamoExtras:
         """Append at the memory's next sequence number; a concurrent append taking it makes us read again."""
         pk = history_pk(entry.tenant, entry.memory_id)
         for _ in range(HISTORY_ATTEMPTS):
-            last = self._pages({"KeyConditionExpression": "PK = :pk", "ConsistentRead": True, "Limit": 1,
-                                "ScanIndexForward": False, **expression({"pk": pk})})  # fmt: skip
+            last = self._pages(
+                {
+                    "KeyConditionExpression": "PK = :pk",
+                    "ConsistentRead": True,
+                    "Limit": 1,
+                    "ScanIndexForward": False,
+                    **expression({"pk": pk}),
+                }
+            )
             newest = next(last, [])
             seq = int(newest[0]["seq"]["N"]) + 1 if newest else 1
-            item = to_item(entry, history_key(entry.tenant, entry.memory_id, seq), **REVIEW_CODEC,
-                           item_type="history", seq=seq)  # fmt: skip
+            item = to_item(
+                entry, history_key(entry.tenant, entry.memory_id, seq), **REVIEW_CODEC, item_type="history", seq=seq
+            )
             try:
                 self._write_one(put(item, "attribute_not_exists(PK)", "history_race", "history appended meanwhile"))
             except Conflict as e:
@@ -186,3 +135,36 @@ class DynamoExtras:
     def list_history(self, tenant: str, memory_id: str) -> list[HistoryEntry]:
         items = sorted(self._query(history_pk(tenant, memory_id)), key=lambda item: item["SK"]["S"])
         return [to_model(HistoryEntry, item, **REVIEW_CODEC) for item in items]
+
+    # -- API keys -------------------------------------------------------------------------
+    def _put_api_key(self, api_key: ApiKey, copy_condition: str | None) -> None:
+        record = to_item(api_key, apikey_key(api_key.key_hash), item_type="api_key")
+        copy = to_item(api_key, tenant_apikey_key(api_key.tenant, api_key.key_id), item_type="api_key_copy")
+        same_key = "attribute_not_exists(PK) OR (#tenant = :tenant AND #key_id = :key_id)"
+        owner = {"tenant": api_key.tenant, "key_id": api_key.key_id}
+        self._transact(
+            [
+                put(record, same_key, "conflict", "the key hash belongs to another key", **owner),
+                put(copy, copy_condition, "conflict", f"API key {api_key.key_id} changed concurrently"),
+            ]
+        )
+
+    def put_api_key(self, key: ApiKey) -> None:
+        self._put_api_key(key, None)
+
+    def get_api_key(self, key_hash: str) -> ApiKey | None:
+        item = self._get(apikey_key(key_hash))
+        return to_model(ApiKey, item) if item else None
+
+    def list_api_keys(self, tenant: str) -> list[ApiKey]:
+        api_keys = [to_model(ApiKey, item) for item in self._query(tenant_pk(tenant, "APIKEYS"))]
+        return sorted(api_keys, key=lambda api_key: api_key.key_id)
+
+    def revoke_api_key(self, tenant: str, key_id: str, now: datetime) -> bool:
+        item = self._get(tenant_apikey_key(tenant, key_id))
+        if item is None:
+            return False
+        api_key = to_model(ApiKey, item)
+        if api_key.revoked_at is None:  # revoking twice keeps the first time
+            self._put_api_key(api_key.model_copy(update={"revoked_at": now}), "attribute_exists(PK)")
+        return True

@@ -1,0 +1,298 @@
+"""`DynamoRecordStore`'s episodes, delivered ids and consolidation records (dirty marks, checkpoints,
+leases, facts, contradictions, runs); keys and access patterns are in the module docstring of
+`mneme.adapters.dynamo_store`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from mneme.adapters.dynamo_codec import (
+    DIRTY,
+    Item,
+    Write,
+    attr,
+    checkpoint_key,
+    contradiction_key,
+    delete,
+    delivered_pk,
+    dirty_key,
+    dirty_mark,
+    episode_key,
+    esc,
+    expression,
+    fact_key,
+    from_item,
+    iso_utc,
+    key,
+    lease_key,
+    put,
+    run_key,
+    scope_fact_key,
+    tenant_pk,
+    to_item,
+    to_model,
+)
+from mneme.adapters.dynamo_table import FEED_POSITION, GSI1, GSI2, GSI3, DynamoTable, position_of, unmoved
+from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
+from mneme.errors import Conflict
+from mneme.models import Episode
+
+UNINDEXED = "UNINDEXED"
+EPISODE_CODEC: dict[str, Any] = {"json_fields": ("metadata",), "vector_fields": ("vector",)}
+FACT_CODEC: dict[str, Any] = {"vector_fields": ("vector",)}
+RUN_CODEC: dict[str, Any] = {"json_fields": ("stages",)}
+EPISODES_PER_TRANSACTION = 50  # episode + feed entry
+FACTS_PER_TRANSACTION = 25  # fact + scope copy + feed entry + old feed entry
+FACT_ATTEMPTS = 5
+
+
+class DynamoEpisodes(DynamoTable):
+    """Episodes (with the index-sweep and consolidation reads through GSI1-3) and consolidation records."""
+
+    @staticmethod
+    def _episode_item(episode: Episode, position: str) -> Item:
+        tenant, episode_id, created = episode.tenant, episode.episode_id, iso_utc(episode.created_at)
+        attributes = {
+            "feed_position": position,
+            "GSI2PK": tenant_pk(tenant, "EPISODES"),
+            "GSI2SK": f"{created}#{episode_id}",
+            "GSI3PK": tenant_pk(tenant, "SCOPEEPS", episode.scope_id),
+            "GSI3SK": f"{created}#{episode_id}",
+        }
+        if not episode.indexed:
+            attributes.update(GSI1PK=UNINDEXED, GSI1SK=f"{created}#{esc(tenant)}#{episode_id}")
+        return to_item(episode, episode_key(tenant, episode_id), **EPISODE_CODEC, item_type="episode", **attributes)
+
+    def _episodes(self, keys: Sequence[Item]) -> list[Episode]:
+        items = self._batch_get(keys)
+        return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
+
+    def put_episodes(self, episodes: Sequence[Episode]) -> tuple[list[Episode], set[str]]:
+        """More than 50 episodes are written fifty at a time (two items each: the episode and its feed
+        entry), each fifty atomically."""
+        if len(episodes) > EPISODES_PER_TRANSACTION:
+            per = EPISODES_PER_TRANSACTION
+            stored: list[Episode] = []
+            written: set[str] = set()
+            for start in range(0, len(episodes), per):
+                chunk_stored, chunk_written = self.put_episodes(episodes[start : start + per])
+                stored += chunk_stored
+                written |= chunk_written
+            return stored, written
+        try:
+            return self._put_new_episodes(episodes)
+        except Conflict as e:
+            if e.code != "episode_race":
+                raise
+            return self._put_new_episodes(episodes)  # a concurrent writer won; now its records are read
+
+    def _put_new_episodes(self, episodes: Sequence[Episode]) -> tuple[list[Episode], set[str]]:
+        unique: dict[tuple[str, str], Episode] = {}
+        for episode in episodes:  # the first of repeated ids is the one written
+            unique.setdefault((episode.tenant, episode.episode_id), episode)
+        stored = {(e.tenant, e.episode_id): e for e in self._episodes([episode_key(*k) for k in unique])}
+        new = [episode for k, episode in unique.items() if k not in stored]
+        chosen = {**{(e.tenant, e.episode_id): e for e in new}, **stored}
+        for episode in episodes:
+            if chosen[(episode.tenant, episode.episode_id)].content_hash != episode.content_hash:
+                reused = "this idempotency key was already used for different content"
+                raise Conflict(reused, code="idempotency_key_reused", details={"episode_id": episode.episode_id})
+        if new:
+            free, race = "attribute_not_exists(PK)", "an episode was written concurrently"
+            writes: list[Write] = []
+            for e in new:
+                position = self._position()
+                writes.append(put(self._episode_item(e, position), free, "episode_race", race))
+                writes += self._feed_move(e.tenant, "episode", e.episode_id, None, position)
+            self._transact(writes)  # conditional on every new id: all written by this call, or none
+        return [chosen[(episode.tenant, episode.episode_id)] for episode in episodes], {e.episode_id for e in new}
+
+    def get_episodes(self, tenant: str, episode_ids: Sequence[str]) -> dict[str, Episode]:
+        found = self._episodes([episode_key(tenant, i) for i in dict.fromkeys(episode_ids)])
+        return {episode.episode_id: episode for episode in found}
+
+    def mark_indexed(self, tenant: str, episode_ids: Sequence[str]) -> None:
+        for episode_id in dict.fromkeys(episode_ids):
+            try:
+                self._call(
+                    "update_item",
+                    TableName=self.table_name,
+                    Key=episode_key(tenant, episode_id),
+                    UpdateExpression="SET #indexed = :yes REMOVE GSI1PK, GSI1SK",
+                    ConditionExpression="attribute_exists(PK)",
+                    **expression({"yes": True}, "#indexed"),
+                )
+            except Conflict:  # no such episode in this tenant: nothing to mark
+                continue
+
+    def list_recent_episodes(self, tenant: str, since: datetime, limit: int) -> list[Episode]:
+        if limit < 1:
+            return []
+        condition = "GSI2PK = :pk AND GSI2SK >= :since"
+        values = {"pk": tenant_pk(tenant, "EPISODES"), "since": iso_utc(since)}
+        query = {"IndexName": GSI2, "KeyConditionExpression": condition, "ScanIndexForward": False}
+        items = self._index_items({**query, **expression(values)}, limit)
+        return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
+
+    def list_unindexed(self, limit: int) -> list[Episode]:
+        if limit < 1:
+            return []
+        query = {"IndexName": GSI1, "KeyConditionExpression": "GSI1PK = :q", **expression({"q": UNINDEXED})}
+        items = self._index_items(query, limit, keep=lambda item: "GSI1PK" in item)  # else marked meanwhile
+        return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
+
+    def iter_episodes(self, tenant: str, batch: int = 500) -> Iterator[list[Episode]]:
+        query = {"KeyConditionExpression": "PK = :pk", "ConsistentRead": True, "Limit": batch}
+        for page in self._pages({**query, **expression({"pk": tenant_pk(tenant, "EPISODES")})}):
+            if page:
+                yield [to_model(Episode, item, **EPISODE_CODEC) for item in page]
+
+    def get_delivered(self, tenant: str, principal: str, session_id: str) -> set[str]:
+        return {str(from_item(item)["id"]) for item in self._query(delivered_pk(tenant, principal, session_id))}
+
+    def add_delivered(self, tenant: str, principal: str, session_id: str, ids: Sequence[str]) -> None:
+        pk = delivered_pk(tenant, principal, session_id)
+        items = [{**key(pk, f"ID#{i}"), "item_type": attr("delivered"), "id": attr(i)} for i in dict.fromkeys(ids)]
+        puts = [{"PutRequest": {"Item": item}} for item in items]
+        self._batch_write(puts)
+
+    # -- consolidation --------------------------------------------------------------------
+    def mark_dirty(self, tenant: str, scope_ids: Sequence[str], now: datetime) -> None:
+        marks = [dirty_mark(tenant, scope_id, now) for scope_id in dict.fromkeys(scope_ids)]
+        self._batch_write([{"PutRequest": {"Item": mark}} for mark in marks])
+
+    def list_dirty(self, tenant: str | None, limit: int) -> list[tuple[str, str]]:
+        if limit < 1:
+            return []
+        if tenant is None:
+            query = {"IndexName": GSI1, "KeyConditionExpression": "GSI1PK = :q", **expression({"q": DIRTY})}
+            items = self._index_items(query, limit)
+        else:
+            items = self._query(tenant_pk(tenant, "DIRTY"))
+        marks = sorted((from_item(item) for item in items), key=lambda mark: str(mark["dirtied_at"]))
+        return [(str(mark["tenant"]), str(mark["scope_id"])) for mark in marks[:limit]]
+
+    def clear_dirty(self, tenant: str, scope_id: str, dirtied_before: datetime) -> None:
+        unchanged, before = "#dirtied_at <= :before", iso_utc(dirtied_before)
+        try:
+            self._write_one(delete(dirty_key(tenant, scope_id), unchanged, "conflict", "", before=before))
+        except Conflict:  # refreshed during the run (or already clear): the mark stays
+            return
+
+    def list_episodes_after(
+        self, tenant: str, scope_id: str, after: tuple[datetime | None, str], before: datetime, limit: int
+    ) -> list[Episode]:
+        if limit < 1:
+            return []
+        created, episode_id = after
+        values = {"pk": tenant_pk(tenant, "SCOPEEPS", scope_id), "upper": iso_utc(before)}
+        condition, lower = "GSI3PK = :pk AND GSI3SK < :upper", ""
+        if created is not None:  # (created_at, episode_id) order is the order of "<created>#<episode_id>"
+            lower = f"{iso_utc(created)}#{episode_id}"
+            if lower >= values["upper"]:
+                return []
+            condition, values["lower"] = "GSI3PK = :pk AND GSI3SK BETWEEN :lower AND :upper", lower
+        query = {"IndexName": GSI3, "KeyConditionExpression": condition, **expression(values)}
+        items = self._index_items(query, limit, keep=lambda item: item["GSI3SK"]["S"] != lower)
+        return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
+
+    def get_checkpoint(self, tenant: str, scope_id: str) -> Checkpoint:
+        item = self._get(checkpoint_key(tenant, scope_id))
+        return to_model(Checkpoint, item) if item else Checkpoint(tenant=tenant, scope_id=scope_id)
+
+    def save_checkpoint(self, checkpoint: Checkpoint, expected_version: int) -> None:
+        item = to_item(checkpoint, checkpoint_key(checkpoint.tenant, checkpoint.scope_id), item_type="checkpoint")
+        unchanged = "attribute_not_exists(PK) OR #version = :v" if expected_version == 0 else "#version = :v"
+        moved = "the checkpoint moved: another run advanced this scope"
+        self._write_one(put(item, unchanged, "checkpoint_moved", moved, v=expected_version))
+
+    def acquire_lease(self, tenant: str, scope_id: str, owner: str, now: datetime, ttl: timedelta) -> bool:
+        lease = {
+            **lease_key(tenant, scope_id),
+            "item_type": attr("lease"),
+            "owner": attr(owner),
+            "until": attr(iso_utc(now + ttl)),
+        }
+        free = "attribute_not_exists(PK) OR #owner = :owner OR #until <= :now"
+        try:
+            self._write_one(put(lease, free, "conflict", "leased", owner=owner, now=iso_utc(now)))
+        except Conflict:  # another owner holds a live lease
+            return False
+        return True
+
+    def release_lease(self, tenant: str, scope_id: str, owner: str) -> None:
+        try:
+            self._write_one(delete(lease_key(tenant, scope_id), "#owner = :owner", "conflict", "", owner=owner))
+        except Conflict:  # not ours (any more): leave it
+            return
+
+    def put_facts(self, facts: Sequence[Fact], contradictions: Sequence[Contradiction] = ()) -> None:
+        """Atomic up to 25 facts (four items each: fact, scope copy, feed entry, old feed entry) with their
+        new contradictions; larger sets go in chunks, each atomic."""
+        unique = list({(fact.tenant, fact.fact_id): fact for fact in facts}.values())  # the last of an id wins
+        added = {(c.tenant, c.scope_id, c.contradiction_id): c for c in reversed(contradictions)}  # first wins
+        stored = {(i["PK"]["S"], i["SK"]["S"]) for i in self._batch_get([contradiction_key(*k) for k in added])}
+        new: list[Write] = []
+        for ident, contradiction in added.items():  # a stored contradiction is never rewritten
+            contra_key = contradiction_key(*ident)
+            if (contra_key["PK"]["S"], contra_key["SK"]["S"]) not in stored:
+                new.append(put(to_item(contradiction, contra_key, item_type="contradiction"), None, "conflict", ""))
+        per, riding = FACTS_PER_TRANSACTION, 0
+        chunks = [unique[start : start + per] for start in range(0, len(unique), per)]
+        for index, chunk in enumerate(chunks):  # the last chunk takes the contradictions that fit
+            riding = 100 - 4 * len(chunk) if index == len(chunks) - 1 else 0
+            self._put_fact_chunk(chunk, new[:riding])
+        for start in range(riding, len(new), 100):
+            self._transact(new[start : start + 100])
+
+    def _put_fact_chunk(self, facts: Sequence[Fact], extra: Sequence[Write]) -> None:
+        """One transaction: each fact (and its scope copy) moved to the feed's head, plus `extra`. A fact
+        whose feed entry moved after it was read (a concurrent upsert) makes it read and try again."""
+        for attempt in range(FACT_ATTEMPTS):
+            keys = [fact_key(fact.tenant, fact.fact_id) for fact in facts]
+            items = self._batch_get(keys, projection=f"PK, SK, {FEED_POSITION}")
+            positions = {(i["PK"]["S"], i["SK"]["S"]): position_of(i) for i in items}
+            writes: list[Write] = []
+            for fact, record_key in zip(facts, keys, strict=True):
+                previous = positions.get((record_key["PK"]["S"], record_key["SK"]["S"]))
+                position = self._position(previous)
+                same, feed_values = unmoved(previous)
+                record = to_item(fact, record_key, **FACT_CODEC, item_type="fact", feed_position=position)
+                copy = to_item(
+                    fact, scope_fact_key(fact.tenant, fact.scope_id, fact.fact_id), **FACT_CODEC, item_type="fact_copy"
+                )
+                writes += [
+                    put(record, same, "fact_race", "a fact was written concurrently", **feed_values),
+                    put(copy, None, "conflict", ""),
+                    *self._feed_move(fact.tenant, "fact", fact.fact_id, previous, position),
+                ]
+            try:
+                if writes or extra:
+                    self._transact([*writes, *extra])
+                return
+            except Conflict as e:
+                if e.code != "fact_race" or attempt == FACT_ATTEMPTS - 1:
+                    raise
+
+    def get_facts(self, tenant: str, fact_ids: Sequence[str]) -> dict[str, Fact]:
+        items = self._batch_get([fact_key(tenant, fact_id) for fact_id in dict.fromkeys(fact_ids)])
+        return {fact.fact_id: fact for fact in (to_model(Fact, item, **FACT_CODEC) for item in items)}
+
+    def list_facts(self, tenant: str, scope_id: str | None = None) -> list[Fact]:
+        pk = tenant_pk(tenant, "FACTS") if scope_id is None else tenant_pk(tenant, "SCOPEFACTS", scope_id)
+        facts = [to_model(Fact, item, **FACT_CODEC) for item in self._query(pk)]
+        return sorted(facts, key=lambda fact: fact.fact_id)
+
+    def list_contradictions(self, tenant: str, scope_id: str) -> list[Contradiction]:
+        found = [to_model(Contradiction, item) for item in self._query(tenant_pk(tenant, "CONTRA", scope_id))]
+        return sorted(found, key=lambda contradiction: contradiction.contradiction_id)
+
+    def put_run(self, run: Run) -> None:
+        item = to_item(run, run_key(run.tenant, run.run_id), **RUN_CODEC, item_type="run")
+        self._call("put_item", TableName=self.table_name, Item=item)
+
+    def get_run(self, tenant: str, run_id: str) -> Run | None:
+        item = self._get(run_key(tenant, run_id))
+        return to_model(Run, item, **RUN_CODEC) if item else None
