@@ -1,51 +1,35 @@
 """Asset bundling without Docker: CDK calls `try_bundle` first and never reaches the Docker image.
 
 - `CopySources` builds the functions' code asset: `functions/` and `mneme/` side by side.
-- `PipLayer` builds the dependency layer: `pip install --target <out>/python` of the runtime
-  requirements for Lambda's platform (arm64, CPython 3.12), minus what the runtime already ships.
+- `PipLayer` builds the dependency layer: `pip install --target <out>/python` of the locked requirements
+  (infra/layer-requirements.txt, see layer_lock.py) for Lambda's platform (arm64, CPython 3.12), each
+  package at its pinned version and hash, no dependency resolved at synth time.
 """
 
 from __future__ import annotations
 
 import csv
 import os
-import re
 import shutil
 import subprocess
 import sys
-import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Protocol, cast
 
 import jsii
 from aws_cdk import BundlingOptions, DockerImage, ILocalBundling
 
-# Lambda's Python runtime provides boto3 and its dependencies; a second copy would shadow them.
-PROVIDED_BY_RUNTIME = ("boto3", "botocore", "s3transfer", "jmespath", "python-dateutil", "six", "urllib3")
-PYTHON_VERSION = "3.12"
-# manylinux2014 for older wheels, manylinux_2_28 for newer ones (numpy >= 2.3); AL2023 has glibc 2.34.
-PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def runtime_requirements(pyproject: Path) -> list[str]:
-    """The project's `[project].dependencies`, without the packages the Lambda runtime provides."""
-    dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
-    provided = {_normalize(name) for name in PROVIDED_BY_RUNTIME}
-    return [req for req in dependencies if _normalize(re.split(r"[\s\[<>=!~;]", req, maxsplit=1)[0]) not in provided]
+from infra.layer_lock import PROVIDED_BY_RUNTIME, PYTHON_VERSION, TARGET, normalize
 
 
 def drop_distributions(site: Path, names: Iterable[str]) -> None:
     """Delete the files of installed distributions (listed in their RECORD), e.g. botocore pulled in
     by aws-xray-sdk."""
-    wanted = {_normalize(name) for name in names}
+    wanted = {normalize(name) for name in names}
     root = site.resolve()
     for info in list(site.glob("*.dist-info")):
-        if _normalize(info.name.removesuffix(".dist-info").rsplit("-", 1)[0]) not in wanted:
+        if normalize(info.name.removesuffix(".dist-info").rsplit("-", 1)[0]) not in wanted:
             continue
         with (info / "RECORD").open(newline="") as record:
             paths = [(site / row[0]).resolve() for row in csv.reader(record) if row]
@@ -73,21 +57,19 @@ class CopySources:
 
 @jsii.implements(ILocalBundling)
 class PipLayer:
-    """Installs `requirements` into `<output>/python` (a layer's import path); pip reaches PyPI."""
+    """Installs the lock file into `<output>/python` (a layer's import path); pip reaches PyPI."""
 
-    def __init__(self, requirements: Sequence[str]) -> None:
-        self.requirements = list(requirements)
+    def __init__(self, lock_file: Path) -> None:
+        self.lock_file = lock_file
 
     def try_bundle(self, output_dir: str, options: BundlingOptions) -> bool:
         site = Path(output_dir) / "python"
-        platforms = [arg for platform in PLATFORMS for arg in ("--platform", platform)]
         subprocess.run(
             [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--disable-pip-version-check",
-             "--target", str(site), "--implementation", "cp", "--python-version", PYTHON_VERSION,
-             "--only-binary=:all:", *platforms, *self.requirements],
+             "--no-deps", "--require-hashes", "--target", str(site), *TARGET, "-r", str(self.lock_file)],
             check=True,
         )  # fmt: skip
-        drop_distributions(site, PROVIDED_BY_RUNTIME)
+        drop_distributions(site, PROVIDED_BY_RUNTIME)  # none is locked; kept as a guard
         shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts: not on a layer's PATH
         return True
 

@@ -31,6 +31,13 @@ def tree_size(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
 
 
+def largest_parts(root: Path, count: int = 8) -> list[tuple[str, int]]:
+    """The biggest top-level entries of an asset (a layer's `python/` is looked into), largest first."""
+    base = root / "python" if (root / "python").is_dir() else root
+    sizes = [(p.name, tree_size(p) if p.is_dir() else p.stat().st_size) for p in base.iterdir()]
+    return sorted(sizes, key=lambda item: -item[1])[:count]
+
+
 def forbidden_in(root: Path) -> list[str]:
     """Forbidden packages anywhere in the asset, as import packages or installed distributions."""
     found = []
@@ -70,6 +77,8 @@ def main(argv: list[str]) -> int:
     found = report(assembly)
     for asset, size in found.assets.items():
         print(f"asset {asset[:18]}…  {size / 2**20:8.1f} MB unzipped")
+        parts = largest_parts(assembly / asset)
+        print("    largest: " + ", ".join(f"{name} {part / 2**20:.1f} MB" for name, part in parts))
     for function, size in sorted(found.functions.items()):
         print(f"function {function:<48} {size / 2**20:8.1f} MB with layers")
     for problem in found.problems:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Synthesize the CDK app offline, lint the templates and check the Lambda packages. Needs .venv and `npm ci` (the pinned CDK CLI).
-# Assets are bundled without Docker (infra/layer_bundling.py); pip reaches PyPI for the dependency layer.
+# Assets are bundled without Docker (infra/layer_bundling.py); pip fetches the locked, hashed packages of the
+# dependency layer (infra/layer-requirements.txt) from PyPI. No AWS call.
 # Extra arguments go to `cdk synth`, e.g. infra/synth.sh -c mneme:stage=alice
 set -euo pipefail
 cd "$(dirname "$0")"

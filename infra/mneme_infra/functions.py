@@ -20,7 +20,8 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra.layer_bundling import CopySources, PipLayer, bundling, runtime_requirements
+from infra.layer_bundling import CopySources, PipLayer, bundling
+from infra.layer_lock import LOCK_FILE
 from infra.mneme_infra.access import delivered_writes_statement, invoke_models_statement, model_acknowledgments
 from infra.mneme_infra.config import InfraConfig
 from infra.mneme_infra.search import Search
@@ -66,14 +67,14 @@ class Functions(Construct):
         self.layer = lambda_.LayerVersion(
             self,
             "Dependencies",
-            description="Mneme runtime dependencies (pyproject [project].dependencies without boto3)",
+            description="Mneme runtime dependencies (infra/layer-requirements.txt: locked, without boto3)",
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
             removal_policy=config.removal,
             code=lambda_.Code.from_asset(
                 str(REPO / "shared"),  # never read: the output below is the asset and its hash
                 asset_hash_type=AssetHashType.OUTPUT,
-                bundling=bundling(PipLayer(runtime_requirements(REPO / "pyproject.toml"))),
+                bundling=bundling(PipLayer(LOCK_FILE)),
             ),
         )
         self.cursor_secret = secretsmanager.Secret(

@@ -9,7 +9,8 @@ from aws_cdk import App, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from pydantic import ValidationError
 
-from infra.layer_bundling import CopySources, bundling, drop_distributions, runtime_requirements
+from infra.layer_bundling import CopySources, bundling, drop_distributions
+from infra.layer_lock import runtime_requirements
 from infra.mneme_infra.access import bedrock_model_arns, is_inference_profile
 from infra.mneme_infra.config import InfraConfig
 from infra.mneme_infra.functions import Functions

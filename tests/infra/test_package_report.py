@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.package_report import main, report
+from infra.package_report import largest_parts, main, report
 
 
 def assembly(tmp_path: Path, *, layer_package: str = "numpy", code_bytes: int = 1000) -> Path:
@@ -37,6 +37,13 @@ def test_sizes_each_asset_and_each_function_with_its_layers(tmp_path: Path, caps
     assert found.problems == []
     assert main([str(tmp_path)]) == 0
     assert "Recall" in capsys.readouterr().out
+
+
+def test_lists_a_layers_largest_packages_first(tmp_path: Path) -> None:
+    layer = assembly(tmp_path) / "asset.layer"
+    (layer / "python" / "big").mkdir()
+    (layer / "python" / "big" / "core.so").write_bytes(b"z" * 2000)
+    assert largest_parts(layer) == [("big", 2000), ("numpy", 500)]
 
 
 def test_fails_over_the_size_limit(tmp_path: Path) -> None:
