@@ -1,7 +1,9 @@
 """The API Gateway Lambda authorizer: Bearer API key → tenant, principal and roles.
 
 The policy allows every method of the API (results are cached per key); role checks are made by
-each function against the route table.
+each function against the route table. It builds only the key lookup (`bootstrap.current_authenticator`),
+not the services: no numpy, consolidation or OpenSearch client in its cold start
+(tests/unit/test_authorizer_imports.py).
 """
 
 from typing import Any
@@ -15,4 +17,4 @@ from mneme.observability import logger
 
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return authorize(event, bootstrap.current().keys)
+    return authorize(event, bootstrap.current_authenticator())

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from mneme.errors import Forbidden, Unauthorized
-from mneme.services.keys import KeyService
+from mneme.services.keys import Authenticator, KeyService
 
 
 def bearer_token(event: dict[str, Any]) -> str | None:
@@ -40,7 +40,7 @@ def policy(principal_id: str, effect: str, method_arn: str, context: dict[str, s
     }
 
 
-def authorize(event: dict[str, Any], keys: KeyService) -> dict[str, Any]:
+def authorize(event: dict[str, Any], keys: Authenticator | KeyService) -> dict[str, Any]:
     method_arn = event.get("methodArn", "*")
     try:
         caller = keys.authenticate(bearer_token(event))

@@ -7,23 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
+from typing import TYPE_CHECKING
 
-from mneme.consolidation.reasoning import ExtractiveReasoner, Reasoner
-from mneme.consolidation.service import ConsolidationService, Orchestrator
-from mneme.consolidation.stages import Deps
 from mneme.errors import StoreUnavailable
-from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
-from mneme.services.feed import FeedService
-from mneme.services.indexing import Indexer
-from mneme.services.keys import KeyService
-from mneme.services.memories import MemoryService
-from mneme.services.portability import PortabilityService
-from mneme.services.recall import RecallService
-from mneme.services.remember import RememberService
-from mneme.services.retrieval import RetrievalService
-from mneme.services.review import ReviewService
-from mneme.services.scopes import ScopeService
-from mneme.services.structure import StructureService
+from mneme.services.keys import Authenticator
 from mneme.settings import (
     BedrockEmbedderSettings,
     BedrockReasonerSettings,
@@ -33,6 +20,24 @@ from mneme.settings import (
     Settings,
     get_settings,
 )
+
+# The services (and numpy, consolidation, the adapters) are imported where they are built, so a function
+# that needs only part of the graph (the authorizer: `current_authenticator`) does not load the rest.
+if TYPE_CHECKING:
+    from mneme.consolidation.reasoning import Reasoner
+    from mneme.consolidation.service import ConsolidationService, Orchestrator
+    from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
+    from mneme.services.feed import FeedService
+    from mneme.services.indexing import Indexer
+    from mneme.services.keys import KeyService
+    from mneme.services.memories import MemoryService
+    from mneme.services.portability import PortabilityService
+    from mneme.services.recall import RecallService
+    from mneme.services.remember import RememberService
+    from mneme.services.retrieval import RetrievalService
+    from mneme.services.review import ReviewService
+    from mneme.services.scopes import ScopeService
+    from mneme.services.structure import StructureService
 
 
 class SystemClock:
@@ -103,6 +108,8 @@ def build_reasoner(settings: Settings) -> Reasoner:
         from mneme.adapters.reasoners import OpenAIReasoner
 
         return OpenAIReasoner(settings.reasoner.base_url, settings.reasoner.model, api_key=settings.reasoner.api_key)
+    from mneme.consolidation.reasoning import ExtractiveReasoner
+
     return ExtractiveReasoner()
 
 
@@ -128,6 +135,20 @@ def build(
 
     With `background=False` consolidation runs synchronously inside `start` (tests, CLI).
     """
+    from mneme.consolidation.service import ConsolidationService
+    from mneme.consolidation.stages import Deps
+    from mneme.services.feed import FeedService
+    from mneme.services.indexing import Indexer
+    from mneme.services.keys import KeyService
+    from mneme.services.memories import MemoryService
+    from mneme.services.portability import PortabilityService
+    from mneme.services.recall import RecallService
+    from mneme.services.remember import RememberService
+    from mneme.services.retrieval import RetrievalService
+    from mneme.services.review import ReviewService
+    from mneme.services.scopes import ScopeService
+    from mneme.services.structure import StructureService
+
     settings = settings or get_settings()
     store = store or build_store(settings)
     clock = clock or SystemClock()
@@ -195,6 +216,21 @@ def current() -> Services:
     return build()
 
 
+def build_authenticator(settings: Settings | None = None) -> Authenticator:
+    """API-key authentication alone (the authorizer): in AWS one table read, without the other services."""
+    settings = settings or get_settings()
+    if isinstance(settings.store, DynamoStore):
+        from mneme.adapters.dynamo_keys import DynamoApiKeys
+
+        return Authenticator(DynamoApiKeys(settings.store.table_name, region_name=settings.store.region))
+    return Authenticator(current().store)  # the embedded engine: share the one SQLite store
+
+
+@cache
+def current_authenticator() -> Authenticator:
+    return build_authenticator()
+
+
 def current_settings() -> Settings:
     return get_settings()
 
@@ -202,4 +238,5 @@ def current_settings() -> Settings:
 def reset() -> None:
     """Forget the cached services and settings (tests, or after changing the environment)."""
     current.cache_clear()
+    current_authenticator.cache_clear()
     get_settings.cache_clear()

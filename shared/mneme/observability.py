@@ -1,10 +1,31 @@
-"""Logger, tracer and metrics for every function, created once at the package root."""
+"""Logger, tracer and metrics for every function, created once at the package root.
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+The tracer is created on first use (PEP 562 `__getattr__`): creating it loads the X-Ray SDK and botocore's
+session, which a function that traces nothing (the authorizer) should not pay for in its cold start.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger, Metrics
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Tracer
+
+    tracer: Tracer
 
 SERVICE = "mneme"
 NAMESPACE = "Mneme"
 
 logger = Logger(service=SERVICE)
-tracer = Tracer(service=SERVICE)
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "tracer":
+        from aws_lambda_powertools import Tracer
+
+        created = globals()["tracer"] = Tracer(service=SERVICE)
+        return created
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

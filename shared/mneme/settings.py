@@ -9,7 +9,18 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from mneme.consolidation.stages import ConsolidationSettings
+
+class ConsolidationSettings(BaseModel):
+    """How consolidation batches, clusters, decays and leases (mneme.consolidation.stages)."""
+
+    batch_size: int = Field(200, ge=1, le=1000)
+    cluster_threshold: float = Field(0.80, gt=0, le=1)
+    dedupe_threshold: float = Field(0.92, gt=0, le=1)
+    decay: float = 0.95  # per `decay_hours` untouched (Stash's defaults)
+    decay_hours: float = 168
+    expire_below: float = 0.1
+    settle_seconds: float = 2.0  # episodes younger than this wait for the next run (late writers)
+    lease_seconds: float = 300  # a crashed runner's scopes are free again after this; renewed per batch
 
 
 class SqliteStore(BaseModel):

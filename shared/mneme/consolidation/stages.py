@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from mneme.consolidation.models import Contradiction, Fact, Proposal, derived_id, is_claim, norm
 from mneme.consolidation.reasoning import Reasoner, central, grounding_error, statement
@@ -22,17 +22,7 @@ from mneme.errors import Conflict, ReasonerOutputInvalid, StoreUnavailable, Thro
 from mneme.models import Episode
 from mneme.ports import Clock, Embedder, RecordStore
 from mneme.services.indexing import Indexer
-
-
-class ConsolidationSettings(BaseModel):
-    batch_size: int = Field(200, ge=1, le=1000)
-    cluster_threshold: float = Field(0.80, gt=0, le=1)
-    dedupe_threshold: float = Field(0.92, gt=0, le=1)
-    decay: float = 0.95  # per `decay_hours` untouched (Stash's defaults)
-    decay_hours: float = 168
-    expire_below: float = 0.1
-    settle_seconds: float = 2.0  # episodes younger than this wait for the next run (late writers)
-    lease_seconds: float = 300  # a crashed runner's scopes are free again after this; renewed per batch
+from mneme.settings import ConsolidationSettings
 
 
 @dataclass

@@ -6,10 +6,13 @@ import hashlib
 import re
 import secrets
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from mneme.errors import Forbidden, InvalidInput, NotFound, Unauthorized
 from mneme.models import ApiKey, Principal, Role
-from mneme.ports import Clock, RecordStore
+
+if TYPE_CHECKING:  # the authorizer imports this module: keep the ports (and numpy) out of its cold start
+    from mneme.ports import Clock, RecordStore
 
 KEY_PREFIX = "mnk_"
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}")
@@ -23,6 +26,30 @@ def _name(value: str, field: str) -> str:
     if not NAME_RE.fullmatch(value):
         raise InvalidInput(f"invalid {field} {value!r}: 1-128 of A-Z a-z 0-9 . _ @ -", code=f"invalid_{field}")
     return value
+
+
+class ApiKeyReader(Protocol):
+    """The one read authentication needs (every RecordStore has it)."""
+
+    def get_api_key(self, key_hash: str) -> ApiKey | None: ...
+
+
+@dataclass(frozen=True)
+class Authenticator:
+    """Bearer secret → caller; what the authorizer holds (bootstrap.build_authenticator)."""
+
+    keys: ApiKeyReader
+
+    def authenticate(self, secret: str | None) -> Principal:
+        """Unauthorized for a missing or unknown key, Forbidden for a revoked one."""
+        if not secret:
+            raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'")
+        record = self.keys.get_api_key(hash_key(secret))
+        if record is None:
+            raise Unauthorized("unknown API key")
+        if record.revoked_at is not None:
+            raise Forbidden("this API key was revoked", code="key_revoked")
+        return Principal(tenant=record.tenant, principal=record.principal, roles=frozenset(record.roles))
 
 
 @dataclass
@@ -51,15 +78,7 @@ class KeyService:
         return secret, record
 
     def authenticate(self, secret: str | None) -> Principal:
-        """Unauthorized for a missing or unknown key, Forbidden for a revoked one."""
-        if not secret:
-            raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'")
-        record = self.store.get_api_key(hash_key(secret))
-        if record is None:
-            raise Unauthorized("unknown API key")
-        if record.revoked_at is not None:
-            raise Forbidden("this API key was revoked", code="key_revoked")
-        return Principal(tenant=record.tenant, principal=record.principal, roles=frozenset(record.roles))
+        return Authenticator(self.store).authenticate(secret)
 
     def list(self, tenant: str) -> list[ApiKey]:
         return self.store.list_api_keys(tenant)
