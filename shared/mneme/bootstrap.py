@@ -217,16 +217,21 @@ def current() -> Services:
 
 
 def build_authenticator(settings: Settings | None = None) -> Authenticator:
-    """API-key authentication alone (the authorizer): in AWS one table read, without the other services."""
+    """API-key authentication alone (the authorizer): in AWS one table read, without the other services;
+    on the embedded engine, over the process's one store."""
     settings = settings or get_settings()
     if isinstance(settings.store, DynamoStore):
-        from mneme.adapters.dynamo_keys import DynamoApiKeys
-
-        return Authenticator(DynamoApiKeys(settings.store.table_name, region_name=settings.store.region))
-    return Authenticator(current().store)  # the embedded engine: share the one SQLite store
+        return _table_authenticator(settings.store.table_name, settings.store.region)
+    return Authenticator(current().store)
 
 
 @cache
+def _table_authenticator(table_name: str, region: str | None) -> Authenticator:
+    from mneme.adapters.dynamo_keys import DynamoApiKeys
+
+    return Authenticator(DynamoApiKeys(table_name, region_name=region))
+
+
 def current_authenticator() -> Authenticator:
     return build_authenticator()
 
@@ -238,5 +243,5 @@ def current_settings() -> Settings:
 def reset() -> None:
     """Forget the cached services and settings (tests, or after changing the environment)."""
     current.cache_clear()
-    current_authenticator.cache_clear()
+    _table_authenticator.cache_clear()
     get_settings.cache_clear()
