@@ -69,3 +69,18 @@ def delivered_writes_statement(table: dynamodb.ITable) -> iam.PolicyStatement:
         resources=[table.table_arn],
         conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [DELIVERED_PARTITIONS]}},
     )
+
+
+# `mneme.adapters.dynamo_codec.episode_key`: PK T#<tenant>#EPISODES; no other record lives in such a partition.
+EPISODE_PARTITIONS = "T#*#EPISODES"
+
+
+def indexed_marks_statement(table: dynamodb.ITable) -> iam.PolicyStatement:
+    """The index repair marks swept episodes indexed (`mark_indexed`, an UpdateItem per episode); the
+    condition limits its writes to episode partitions, so it cannot write any other record."""
+    return iam.PolicyStatement(
+        sid="MarkEpisodesIndexedOnly",
+        actions=["dynamodb:UpdateItem"],
+        resources=[table.table_arn],
+        conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [EPISODE_PARTITIONS]}},
+    )

@@ -22,6 +22,8 @@ from mneme.settings import BedrockEmbedderSettings, BedrockReasonerSettings
 CONTEXT_PREFIX = "mneme:"
 # A Bedrock model id, optionally behind a cross-region inference profile prefix (us., eu., global., ...).
 MODEL_ID = r"^[a-z0-9-]+(\.[a-z0-9-]+)+(:[a-z0-9-]+)*$"
+# An IAM role or user (or an assumed-role session's role) that may use the search collection's data plane.
+PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
 SCHEDULE = re.compile(r"^(rate\((1 (minute|hour|day)|([2-9]|[1-9][0-9]+) (minutes|hours|days))\)|cron\([^()]+\))$")
 _EMBEDDER = BedrockEmbedderSettings(kind="bedrock")
 _REASONER = BedrockReasonerSettings(kind="bedrock")
@@ -62,6 +64,12 @@ class InfraConfig(BaseModel):
     search_index_name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,79}$")] = "mneme"
     search_encryption: Literal["aws_owned", "customer_managed"] = "aws_owned"
     search_standby_replicas: bool = True  # False halves the idle OCUs: for disposable stages
+    # operators: IAM roles/users added to the collection's data access policy with write access to the
+    # index, so `mneme reindex` run with their credentials is not refused (docs/deploy.md)
+    search_operator_arns: tuple[str, ...] = ()
+    # index repair: sweep unindexed episodes, compact duplicate documents (functions/repair.py)
+    index_repair_schedule: str = "rate(30 minutes)"
+    index_repair_enabled: bool = True
     # consolidation: the schedule and the state machine's fan-out
     consolidation_schedule: str = "rate(15 minutes)"
     consolidation_enabled: bool = True  # False creates the schedule disabled
@@ -88,12 +96,22 @@ class InfraConfig(BaseModel):
             raise ValueError(f"embedding_dimensions must be one of {allowed}")
         return dimensions
 
-    @field_validator("consolidation_schedule")
+    @field_validator("consolidation_schedule", "index_repair_schedule")
     @classmethod
     def _schedule_expression(cls, expression: str) -> str:
         if not SCHEDULE.match(expression):
-            raise ValueError("consolidation_schedule must be rate(<n> <unit>) or cron(<fields>)")
+            raise ValueError("a schedule must be rate(<n> <unit>) or cron(<fields>)")
         return expression
+
+    @field_validator("search_operator_arns", mode="before")
+    @classmethod
+    def _operator_arns(cls, value: object) -> object:
+        """`-c mneme:search_operator_arns=arn1,arn2` gives a string; cdk.json may give a list."""
+        arns = [a.strip() for a in value.split(",") if a.strip()] if isinstance(value, str) else value
+        for arn in arns if isinstance(arns, list | tuple) else []:
+            if not PRINCIPAL_ARN.match(str(arn)):
+                raise ValueError(f"{arn!r} is not an IAM role or user ARN")
+        return arns
 
     @classmethod
     def from_context(cls, node: Node) -> InfraConfig:

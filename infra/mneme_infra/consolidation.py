@@ -2,23 +2,21 @@
 
 The state machine logs every event (without execution data: batches carry tenants' memories) to its own
 log group and is traced with X-Ray. The schedule invokes the `consolidate-schedule` function (one run per
-tenant with dirty scopes) through a role of its own that may invoke only that function.
+tenant with dirty scopes) through a role of its own that may invoke only that function (schedules.py:
+retried deliveries, failures to the queue).
 """
 
 from __future__ import annotations
 
-from typing import cast
-
-from aws_cdk import Acknowledgment, CfnElement, Duration, Stack, Validations
-from aws_cdk import aws_iam as iam
+from aws_cdk import Acknowledgment, Duration, Validations
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_scheduler as scheduler
-from aws_cdk import aws_scheduler_targets as targets
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.mneme_infra.config import InfraConfig
+from infra.mneme_infra.schedules import scheduled_invoke, versions_of
 from infra.mneme_infra.workflow import Workflow
 
 
@@ -31,6 +29,7 @@ class Consolidation(Construct):
         config: InfraConfig,
         stages: lambda_.IFunction,
         schedule_target: lambda_.IFunction,
+        failures: sqs.IQueue,
     ) -> None:
         super().__init__(scope, construct_id)
         self.log_group = logs.LogGroup(self, "Logs", retention=config.log_retention, removal_policy=config.removal)
@@ -51,44 +50,21 @@ class Consolidation(Construct):
             tracing_enabled=True,
             logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
         )
-        # The schedule's own role: assumable by EventBridge Scheduler for this account only.
-        self.schedule_role = iam.Role(
-            self,
-            "ScheduleRole",
-            assumed_by=iam.ServicePrincipal(
-                "scheduler.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}}
-            ),
-        )
-        self.schedule = scheduler.Schedule(
+        self.schedule = scheduled_invoke(
             self,
             "Schedule",
-            description="Mneme: start a consolidation run for every tenant with dirty scopes",
-            schedule=scheduler.ScheduleExpression.expression(config.consolidation_schedule),
-            target=targets.LambdaInvoke(
-                schedule_target,
-                input=scheduler.ScheduleTargetInput.from_object({"source": "mneme.schedule"}),
-                retry_attempts=0,  # a missed tick is picked up by the next one; a repeated one duplicates runs
-                max_event_age=Duration.minutes(5),
-                role=self.schedule_role,
-            ),
+            function=schedule_target,
+            expression=config.consolidation_schedule,
             enabled=config.consolidation_enabled,
+            description="Mneme: start a consolidation run for every tenant with dirty scopes",
+            payload={"source": "mneme.schedule"},
+            failures=failures,
         )
-        Validations.of(self.schedule_role).acknowledge(_versions_of(schedule_target, "schedule target"))
         Validations.of(self.state_machine).acknowledge(
-            _versions_of(stages, "stage function"),
+            versions_of(stages, "stage function"),
             Acknowledgment(
                 id="AwsSolutions-IAM5[Resource::*]",
                 reason="X-Ray segment APIs and CloudWatch Logs vended log delivery APIs (CreateLogDelivery, "
                 "DescribeResourcePolicies, ...) support no resource-level permissions.",
             ),
         )
-
-
-def _versions_of(function: lambda_.IFunction, what: str) -> Acknowledgment:
-    """CDK's invoke grants also cover `<function arn>:*`: the function's own versions and aliases."""
-    stack = Stack.of(function)
-    function_id = stack.resolve(stack.get_logical_id(cast(CfnElement, function.node.default_child)))
-    return Acknowledgment(
-        id=f"AwsSolutions-IAM5[Resource::<{function_id}.Arn>:*]",
-        reason=f"CDK's invoke grant also covers the versions and aliases of the one {what}, and no other function.",
-    )

@@ -1,5 +1,5 @@
-"""Every Lambda function, built by one helper: the route table's functions, the authorizer and the two
-consolidation entry points that no route calls (the Step Functions stage task and the schedule target).
+"""Every Lambda function, built by one helper: the route table's functions, the authorizer and the entry
+points that no route calls (the Step Functions stage task and the two schedule targets).
 
 Code: one asset holding `functions/` and `mneme/`. Dependencies: one layer. Each function has its own
 role and log group, the same adapter settings (so `mneme.bootstrap` wires the same services everywhere),
@@ -15,14 +15,21 @@ from aws_cdk import Acknowledgment, AssetHashType, Duration, Stack, Validations
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.layer_bundling import CopySources, PipLayer, bundling
 from infra.layer_lock import LOCK_FILE
-from infra.mneme_infra.access import delivered_writes_statement, invoke_models_statement, model_acknowledgments
+from infra.mneme_infra.access import (
+    delivered_writes_statement,
+    indexed_marks_statement,
+    invoke_models_statement,
+    model_acknowledgments,
+)
 from infra.mneme_infra.config import InfraConfig
 from infra.mneme_infra.search import Search
 from infra.mneme_infra.specs import AUTHORIZER, EXTRA_FUNCTIONS, REPO, SPECS, FunctionSpec, Use
@@ -91,6 +98,23 @@ class Functions(Construct):
                 "verifies with one key only, so rotation waits for a two-key (current, previous) reader.",
             )
         )
+        # What the schedules could not deliver and the scheduled functions' failed asynchronous invocations
+        # (after their retries): kept 14 days for an operator to read or redrive; alarmed (monitoring.py).
+        self.failures = sqs.Queue(
+            self,
+            "ScheduledFailures",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+            removal_policy=config.removal,
+        )
+        Validations.of(self.failures).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-SQS3",
+                reason="This queue is the dead-letter queue: of the schedules (Scheduler DeadLetterConfig) and "
+                "of the scheduled functions' asynchronous invocations (OnFailure destination).",
+            )
+        )
         # The settings every function reads at cold start (mneme.settings); see docs/deploy.md.
         self.environment = {
             "POWERTOOLS_SERVICE_NAME": SERVICE,
@@ -149,6 +173,7 @@ class Functions(Construct):
             timeout=Duration.seconds(spec.timeout_seconds),
             reserved_concurrent_executions=spec.reserved_concurrency,
             retry_attempts=spec.async_retries,
+            on_failure=destinations.SqsDestination(self.failures) if spec.async_retries is not None else None,
             tracing=lambda_.Tracing.ACTIVE,
             log_group=log_group,
             logging_format=lambda_.LoggingFormat.JSON,
@@ -186,8 +211,9 @@ class Functions(Construct):
                 Validations.of(role).acknowledge(*_KEY_ACKNOWLEDGMENTS)
         else:
             self._table.grant_read_data(role)
-        if spec.table_access == "read_delivered":
-            role.add_to_principal_policy(delivered_writes_statement(self._table))
+        narrow_writes = {"read_delivered": delivered_writes_statement, "read_mark_indexed": indexed_marks_statement}
+        if spec.table_access in narrow_writes:
+            role.add_to_principal_policy(narrow_writes[spec.table_access](self._table))
             if self._table.encryption_key is not None:
                 self._table.encryption_key.grant_encrypt(role)
                 Validations.of(role).acknowledge(*_KEY_ACKNOWLEDGMENTS)

@@ -3,11 +3,13 @@
 Alarms: recall p95 latency breached for 15 minutes; validation failure ratio (API 4xx / requests) above
 2 % for 15 minutes; server error ratio (API 5xx) above 1 %; consolidation failure ratio (failed, timed out
 or aborted executions / started) above 1 % over an hour; stage error ratio (errors of the stage function /
-invocations) above 1 % over an hour. Thresholds come from InfraConfig.
+invocations) above 1 % over an hour; any error of the authorizer and the scheduled functions (consolidation
+schedule, index repair) in 5 minutes; any message in the failures queue (an undelivered schedule or a
+scheduled invocation that failed its retries). Thresholds come from InfraConfig.
 
 Application metrics are the EMF metrics Powertools writes (namespace `Mneme`, dimension service=mneme):
-`RecallPath_<retrieval_path>` and `RecallFallback` today; `IndexRepairBacklog` is charted for the repair
-sweep to emit (docs/deploy.md), and shows no data until it does.
+`RecallPath_<retrieval_path>`, `RecallFallback`, and `IndexRepairBacklog`, which the index repair
+function emits after each sweep (functions/repair.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
@@ -32,7 +35,7 @@ from mneme.observability import NAMESPACE, SERVICE
 from mneme.services.recall import RecallResponse
 
 RETRIEVAL_PATHS: tuple[str, ...] = get_args(RecallResponse.model_fields["retrieval_path"].annotation)
-INDEX_REPAIR_BACKLOG = "IndexRepairBacklog"  # unindexed records left after a repair sweep (to be emitted)
+INDEX_REPAIR_BACKLOG = "IndexRepairBacklog"  # unindexed episodes left after a repair sweep (Indexer.sweep)
 FIVE_MINUTES, HOUR = Duration.minutes(5), Duration.hours(1)
 
 
@@ -62,6 +65,8 @@ class Monitoring(Construct):
         rest_api: apigw.RestApi,
         state_machine: sfn.IStateMachine,
         stage_function: str,
+        alarmed_functions: tuple[str, ...] = (),
+        failures: sqs.IQueue | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         key = kms.Key(self, "TopicKey", description="Mneme alarm topic", enable_key_rotation=True,
@@ -118,6 +123,14 @@ class Monitoring(Construct):
             "stage-errors": alarm("stage-errors", stage_failures, pct, 1,
                                   f"consolidation stage errors above {pct} % of invocations, over an hour"),
         }  # fmt: skip
+        for name in alarmed_functions:
+            errors = functions[name].metric_errors(statistic="Sum", period=FIVE_MINUTES)
+            self.alarms[f"{name}-errors"] = alarm(f"{name}-errors", errors, 0, 1, f"{name} function errors")
+        if failures is not None:
+            waiting = failures.metric_approximate_number_of_messages_visible(statistic="Maximum", period=FIVE_MINUTES)
+            self.alarms["scheduled-failures"] = alarm(
+                "scheduled-failures", waiting, 0, 1, "undelivered schedules or scheduled invocations that failed"
+            )
 
         def per_function(statistic: str, metric: str = "Duration") -> list[cw.IMetric]:
             return [fn.metric(metric, statistic=statistic, period=FIVE_MINUTES, label=name)

@@ -5,6 +5,8 @@
   and a principal named in the data access policy. A VPC endpoint variant can replace this policy later.
 - data access: only the roles handed to `allow` (readers: search; writers: also create the index and
   write documents), on this collection's one index. Granted together with IAM `aoss:APIAccessAll`.
+  Operators named in `search_operator_arns` get the writers' access (for `mneme reindex`); their own IAM
+  policy must allow `aoss:APIAccessAll` on the collection (docs/deploy.md).
 
 There is no `AWS::OpenSearchServerless::Index`: its CloudFormation schema has no `date` field type (the
 mapping's `occurred_at`) and no `dynamic: strict`, so the application creates the index itself on first
@@ -85,6 +87,14 @@ class Search(Construct):
             for verb, roles, permissions in (("read", readers, READ), ("write", writers, WRITE))
             if roles
         ]
+        if self.config.search_operator_arns:
+            statements.append(
+                {
+                    "Description": "Operators who rebuild the index (mneme reindex)",
+                    "Rules": [{"ResourceType": "index", "Resource": index, "Permission": list(WRITE)}],
+                    "Principal": list(self.config.search_operator_arns),
+                }
+            )
         for role in [*readers, *writers]:
             role.add_to_principal_policy(
                 iam.PolicyStatement(

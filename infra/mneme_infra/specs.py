@@ -1,7 +1,8 @@
 """What each Lambda function is: its handler, size and the access it needs (read by functions.py).
 
-The route table names the HTTP functions; three more have no route: the authorizer, the Step Functions
-stage task and the schedule target. A function is keyed by name; `module`/`handler` locate its code.
+The route table names the HTTP functions; four more have no route: the authorizer, the Step Functions
+stage task and the two schedule targets (consolidation, index repair). A function is keyed by name;
+`module`/`handler` locate its code.
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ from pathlib import Path
 from typing import Literal
 
 REPO = Path(__file__).resolve().parents[2]
-AUTHORIZER, STAGES, SCHEDULE = "authorizer", "consolidate-stages", "consolidate-schedule"
+AUTHORIZER, STAGES, SCHEDULE, REPAIR = "authorizer", "consolidate-stages", "consolidate-schedule", "index-repair"
 
 # embedder / reasoner: Bedrock InvokeModel on the configured model; index_read / index_write: the search
 # collection; start_runs: StartExecution of the consolidation state machine; cursor_secret: read the secret
 # that signs change-feed cursors.
 Use = Literal["embedder", "reasoner", "index_read", "index_write", "start_runs", "cursor_secret"]
 # read_delivered: read everything, write only recall's delivered-session markers (access.py)
-TableAccess = Literal["read", "read_write", "read_delivered"]
+# read_mark_indexed: read everything, update only episodes (their `indexed` mark, access.py)
+TableAccess = Literal["read", "read_write", "read_delivered", "read_mark_indexed"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,7 @@ class FunctionSpec:
     module: str | None = None  # functions/<module>.py; default: the function's name
     handler: str = "handler"
     reserved_concurrency: int | None = None
-    async_retries: int | None = None  # for asynchronous invocations (the schedule)
+    async_retries: int | None = None  # asynchronous invocations (schedules): retries, then the failures queue
 
     def entry(self, name: str) -> tuple[str, str]:
         """(module, handler attribute)."""
@@ -47,10 +49,13 @@ SPECS: dict[str, FunctionSpec] = {
     STAGES: FunctionSpec(
         1024, 600, "read_write", frozenset({"embedder", "reasoner", "index_write"}), "consolidate", "stage_handler"
     ),
-    # One invocation at a time and no automatic retry: a retried tick would start duplicate runs, and the
-    # next tick (15 minutes by default) picks up whatever this one missed.
+    # Retried when it fails: a repeated tick opens runs whose scopes the first run holds under lease.
     SCHEDULE: FunctionSpec(
-        512, 60, "read_write", frozenset({"start_runs"}), "consolidate", "schedule_handler", 1, async_retries=0
+        512, 60, "read_write", frozenset({"start_runs"}), "consolidate", "schedule_handler", 1, async_retries=2
+    ),
+    # Sweeps unindexed episodes (embedding them if needed) and compacts duplicate documents.
+    REPAIR: FunctionSpec(
+        1024, 300, "read_mark_indexed", frozenset({"embedder", "index_write"}), "repair", async_retries=2
     ),
 }
-EXTRA_FUNCTIONS = (AUTHORIZER, STAGES, SCHEDULE)
+EXTRA_FUNCTIONS = (AUTHORIZER, STAGES, SCHEDULE, REPAIR)

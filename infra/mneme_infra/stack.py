@@ -14,8 +14,9 @@ from infra.mneme_infra.config import InfraConfig
 from infra.mneme_infra.consolidation import Consolidation
 from infra.mneme_infra.functions import Functions
 from infra.mneme_infra.monitoring import Monitoring
+from infra.mneme_infra.schedules import scheduled_invoke
 from infra.mneme_infra.search import Search
-from infra.mneme_infra.specs import SCHEDULE, STAGES
+from infra.mneme_infra.specs import AUTHORIZER, REPAIR, SCHEDULE, STAGES
 from infra.mneme_infra.storage import TABLE_SCHEMA, Storage
 from mneme.routes import FUNCTIONS
 
@@ -39,6 +40,17 @@ class MnemeStack(Stack):
             config=config,
             stages=functions.by_name[STAGES],
             schedule_target=functions.by_name[SCHEDULE],
+            failures=functions.failures,
+        )
+        scheduled_invoke(
+            self,
+            "IndexRepairSchedule",
+            function=functions.by_name[REPAIR],
+            expression=config.index_repair_schedule,
+            enabled=config.index_repair_enabled,
+            description="Mneme: index unindexed episodes, compact duplicate search documents",
+            payload={"source": "mneme.repair"},
+            failures=functions.failures,
         )
         functions.allow_start_runs(consolidation.state_machine)
         api = Api(self, "Api", config=config, handlers=functions.by_name, authorizer=functions.authorizer)
@@ -50,6 +62,8 @@ class MnemeStack(Stack):
             rest_api=api.rest_api,
             state_machine=consolidation.state_machine,
             stage_function=STAGES,
+            alarmed_functions=(AUTHORIZER, SCHEDULE, REPAIR),
+            failures=functions.failures,
         )
         CfnOutput(self, "ApiUrl", value=api.rest_api.url, description="MNEME_URL for the CLI and the MCP server")
         CfnOutput(self, "TableName", value=storage.table.table_name, description="MNEME_STORE__TABLE_NAME")

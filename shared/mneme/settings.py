@@ -64,7 +64,9 @@ class ExtractiveReasonerSettings(BaseModel):
 
 class BedrockReasonerSettings(BaseModel):
     kind: Literal["bedrock"]
-    model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
+    # A global cross-region inference profile: Claude Haiku 4.5 is served on demand only through profiles,
+    # and `global.` routes from any commercial source region (docs/deploy.md). Any model id or profile works.
+    model_id: str = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
     region: str | None = None
 
 

@@ -41,6 +41,9 @@ VARIANT = {
     "mneme:embedding_dimensions": "512",
     "mneme:consolidation_schedule": "rate(1 hour)",
     "mneme:consolidation_enabled": "false",
+    "mneme:index_repair_schedule": "rate(2 hours)",
+    "mneme:index_repair_enabled": "false",
+    "mneme:search_operator_arns": "arn:aws:iam::123456789012:role/mneme-operator",
     "mneme:map_concurrency": "2",
     "mneme:alarm_email": "ops@example.com",
 }

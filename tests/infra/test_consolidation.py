@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from infra.mneme_infra.specs import SCHEDULE, STAGES
+from infra.mneme_infra.specs import REPAIR, SCHEDULE, STAGES
 from infra.mneme_infra.workflow import LAMBDA_ERRORS, TRANSIENT_ERRORS
 from mneme.consolidation.stages import STAGE_NAMES
 from tests.infra.synth import Synth
@@ -122,20 +122,45 @@ def test_state_machine_may_invoke_only_the_stage_function(default: Synth) -> Non
     assert referenced_ids([s["Resource"] for s in invoke]) == {default.function_ids()[STAGES]}
 
 
-def test_schedule_invokes_the_schedule_function_at_the_configured_rate(default: Synth, variant: Synth) -> None:
-    default.template.resource_count_is("AWS::Scheduler::Schedule", 1)
-    (schedule,) = default.of_type("AWS::Scheduler::Schedule").values()
-    props = schedule["Properties"]
-    assert props["ScheduleExpression"] == "rate(15 minutes)" and props["State"] == "ENABLED"
+def schedules(synth: Synth) -> dict[str, dict[str, Any]]:
+    """function name -> the properties of the schedule that invokes it."""
+    names = {lid: name for name, lid in synth.function_ids().items()}
+    return {names[s["Properties"]["Target"]["Arn"]["Fn::GetAtt"][0]]: s["Properties"]
+            for s in synth.of_type("AWS::Scheduler::Schedule").values()}  # fmt: skip
+
+
+@pytest.mark.parametrize(("function", "rate"), [(SCHEDULE, "rate(15 minutes)"), (REPAIR, "rate(30 minutes)")])
+def test_each_schedule_invokes_its_function_with_retries_and_a_dead_letter_queue(
+    default: Synth, function: str, rate: str
+) -> None:
+    props = schedules(default)[function]
+    assert props["ScheduleExpression"] == rate and props["State"] == "ENABLED"
     target = props["Target"]
-    assert target["Arn"] == {"Fn::GetAtt": [default.function_ids()[SCHEDULE], "Arn"]}
-    assert target["RetryPolicy"]["MaximumRetryAttempts"] == 0
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] > 0
+    (queue_id,) = default.of_type("AWS::SQS::Queue")
+    assert target["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
     role_id = target["RoleArn"]["Fn::GetAtt"][0]
     trust = default.resources[role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     assert trust[0]["Principal"] == {"Service": "scheduler.amazonaws.com"}
     assert "aws:SourceAccount" in json.dumps(trust)
-    invoke = [s["Resource"] for s in default.statements_of_role(role_id)]
-    assert referenced_ids(invoke) == {default.function_ids()[SCHEDULE]}
-    (disabled,) = variant.of_type("AWS::Scheduler::Schedule").values()
-    assert disabled["Properties"]["ScheduleExpression"] == "rate(1 hour)"
-    assert disabled["Properties"]["State"] == "DISABLED"
+    invoke = [s["Resource"] for s in default.statements_of_role(role_id) if "lambda:InvokeFunction" in s["Action"]]
+    assert referenced_ids(invoke) == {default.function_ids()[function]}
+    sqs_send = [s for s in default.statements_of_role(role_id) if "sqs:SendMessage" in s["Action"]]
+    assert [s["Resource"] for s in sqs_send] == [{"Fn::GetAtt": [queue_id, "Arn"]}]
+
+
+def test_scheduled_functions_retry_failed_invocations_then_send_them_to_the_queue(default: Synth) -> None:
+    (queue_id,) = default.of_type("AWS::SQS::Queue")
+    configs = {c["Properties"]["FunctionName"]["Ref"]: c["Properties"]
+               for c in default.of_type("AWS::Lambda::EventInvokeConfig").values()}  # fmt: skip
+    ids = default.function_ids()
+    assert set(configs) == {ids[SCHEDULE], ids[REPAIR]}
+    for config in configs.values():
+        assert config["MaximumRetryAttempts"] == 2
+        assert config["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+
+
+def test_schedules_follow_the_configured_rates_and_switches(variant: Synth) -> None:
+    found = schedules(variant)
+    assert found[SCHEDULE]["ScheduleExpression"] == "rate(1 hour)" and found[SCHEDULE]["State"] == "DISABLED"
+    assert found[REPAIR]["ScheduleExpression"] == "rate(2 hours)" and found[REPAIR]["State"] == "DISABLED"

@@ -14,10 +14,11 @@ def alarms(synth: Synth) -> dict[str, dict[str, Any]]:
     return {a["Properties"]["AlarmName"].split("-", 2)[2]: a["Properties"] for a in found}
 
 
-def test_five_alarms_with_the_configured_thresholds_all_to_the_topic(default: Synth) -> None:
+def test_alarms_with_the_configured_thresholds_all_to_the_topic(default: Synth) -> None:
     found = alarms(default)
     assert set(found) == {"recall-p95", "validation-failures", "server-errors", "consolidation-failures",
-                          "stage-errors"}  # fmt: skip
+                          "stage-errors", "authorizer-errors", "consolidate-schedule-errors", "index-repair-errors",
+                          "scheduled-failures"}  # fmt: skip
     (topic_id,) = default.of_type("AWS::SNS::Topic")
     for name, alarm in found.items():
         assert alarm["AlarmActions"] == [{"Ref": topic_id}] and alarm["OKActions"] == [{"Ref": topic_id}], name

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from infra.mneme_infra.specs import SPECS, STAGES
+from infra.mneme_infra.specs import REPAIR, SPECS, STAGES
 from tests.infra.synth import Synth, as_list
 
-INDEX_USERS = {"remember", "recall", "curate", STAGES}
+INDEX_USERS = {"remember", "recall", "curate", STAGES, REPAIR}
 
 
 def policy(synth: Synth, kind: str) -> Any:
@@ -97,3 +97,14 @@ def test_only_index_users_may_call_the_collection_api_and_only_on_this_collectio
             assert statement["Resource"] == {"Fn::GetAtt": [collection_id, "Arn"]}
         else:
             assert statements == [], name
+
+
+def test_operators_named_in_the_config_may_rebuild_the_index(default: Synth, variant: Synth) -> None:
+    operator = "arn:aws:iam::123456789012:role/mneme-operator"
+    assert operator not in json.dumps(data_access(default))
+    (statement,) = [s for s in data_access(variant) if operator in s["Principal"]]
+    assert statement["Principal"] == [operator]
+    (rule,) = statement["Rules"]
+    assert rule["Resource"] == ["index/mneme-test/mneme"]
+    assert set(rule["Permission"]) == {"aoss:DescribeIndex", "aoss:ReadDocument", "aoss:CreateIndex",
+                                       "aoss:WriteDocument"}  # fmt: skip

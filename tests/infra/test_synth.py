@@ -11,13 +11,14 @@ import aws_cdk
 import pytest
 from aws_cdk.assertions import Match
 
-from infra.mneme_infra.specs import AUTHORIZER, EXTRA_FUNCTIONS, SCHEDULE, SPECS, STAGES
+from infra.mneme_infra.specs import AUTHORIZER, EXTRA_FUNCTIONS, REPAIR, SCHEDULE, SPECS, STAGES
 from infra.mneme_infra.storage import TABLE_SCHEMA
 from mneme.routes import FUNCTIONS, ROUTES
 from tests.infra.synth import GSI_SCHEMA, VARIANT, Synth, as_list, synthesize
 
 WRITE_ACTIONS = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
 ALL_FUNCTIONS = sorted([*FUNCTIONS, *EXTRA_FUNCTIONS])
+REASONER = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
 
 
 def api_methods(synth: Synth) -> dict[tuple[str, str], dict[str, Any]]:
@@ -89,7 +90,7 @@ def test_one_function_per_route_function_plus_authorizer_stages_and_schedule(def
     assert default.function(STAGES)["Handler"] == "functions.consolidate.stage_handler"
     assert default.function(SCHEDULE)["Handler"] == "functions.consolidate.schedule_handler"
     assert default.function(SCHEDULE)["ReservedConcurrentExecutions"] == 1
-    default.template.has_resource_properties("AWS::Lambda::EventInvokeConfig", {"MaximumRetryAttempts": 0})
+    assert default.function(REPAIR)["Handler"] == "functions.repair.handler"
 
 
 def test_every_function_gets_the_adapter_settings_bootstrap_reads(default: Synth) -> None:
@@ -141,6 +142,14 @@ def test_recall_cannot_write_records_only_its_delivered_session_markers(default:
     assert not default.role_actions("retrieve") & WRITE_ACTIONS
 
 
+def test_index_repair_may_update_only_episodes(default: Synth) -> None:
+    writes = [s for s in default.role_statements(REPAIR) if set(as_list(s["Action"])) & WRITE_ACTIONS]
+    (statement,) = writes
+    assert as_list(statement["Action"]) == ["dynamodb:UpdateItem"]
+    assert statement["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["T#*#EPISODES"]}}
+    assert not default.role_actions(REPAIR) & {"states:StartExecution", "secretsmanager:GetSecretValue"}
+
+
 def bedrock_resources(synth: Synth, function: str) -> list[Any]:
     return [r for s in synth.role_statements(function) if "bedrock:InvokeModel" in as_list(s["Action"])
             for r in as_list(s["Resource"])]  # fmt: skip
@@ -152,13 +161,17 @@ def foundation_model(model_id: str) -> dict[str, Any]:
 
 
 def test_bedrock_is_allowed_only_for_the_configured_models_and_only_where_used(default: Synth) -> None:
-    embedder, reasoner = (
-        foundation_model("amazon.titan-embed-text-v2:0"),
-        foundation_model("anthropic.claude-3-5-haiku-20241022-v1:0"),
-    )
-    expected = {"remember": [embedder], "recall": [embedder], "curate": [embedder], STAGES: [embedder, reasoner]}
+    # the default reasoner is a global inference profile: the profile here and its model in any region
+    embedder = foundation_model("amazon.titan-embed-text-v2:0")
+    profile = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":bedrock:", {"Ref": "AWS::Region"}, ":",
+                                 {"Ref": "AWS::AccountId"}, ":inference-profile/" + REASONER]]}  # fmt: skip
+    model = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":bedrock:*::foundation-model/"
+                               + REASONER.removeprefix("global.")]]}  # fmt: skip
+    expected = {"remember": [embedder], "recall": [embedder], "curate": [embedder], REPAIR: [embedder],
+                STAGES: [embedder, profile, model]}  # fmt: skip
     for name in ALL_FUNCTIONS:
-        assert bedrock_resources(default, name) == expected.get(name, []), name
+        found, wanted = bedrock_resources(default, name), expected.get(name, [])
+        assert sorted(map(json.dumps, found)) == sorted(map(json.dumps, wanted)), name
         assert not {a for a in default.role_actions(name) if a.startswith("bedrock:")} - {"bedrock:InvokeModel"}
 
 

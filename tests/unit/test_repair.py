@@ -1,0 +1,89 @@
+"""The index repair the `index-repair` schedule runs: sweep, compact, and the backlog metric it emits."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from mneme import bootstrap
+from mneme.bootstrap import Services
+from mneme.errors import StoreUnavailable
+from mneme.models import Role
+from mneme.services.remember import RememberItem
+from mneme.services.repair import repair_index
+from tests.conftest import principal
+
+WRITER = principal("acme", "wendy", Role.writer)
+
+
+class DownIndex:
+    """Wraps an index; every `upsert` fails while `down`; counts `compact` calls per tenant."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner, self.down, self.compacted = inner, True, list[str]()
+
+    def upsert(self, docs: object) -> None:
+        if self.down:
+            raise StoreUnavailable("index down")
+        self.inner.upsert(docs)  # type: ignore[attr-defined]
+
+    def compact(self, tenant: str) -> int:
+        self.compacted.append(tenant)
+        return 2
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+def remember_while_down(services: Services, count: int) -> DownIndex:
+    index = DownIndex(services.index)
+    services.indexer.index = index  # type: ignore[assignment]
+    services.index = index  # type: ignore[assignment]
+    services.scopes.create("acme", "root.acme")
+    items = [RememberItem(scope="root.acme", content=f"Crate {i} left the yard.") for i in range(count)]
+    services.remember.remember(WRITER, items)
+    return index
+
+
+def test_repair_indexes_what_is_pending_and_compacts_the_tenants_written_to(services: Services) -> None:
+    index = remember_while_down(services, 5)
+    index.down = False
+    report = repair_index(services.store, services.indexer, services.index)
+    assert report.indexed == 5 and report.compacted == {"acme": 2}
+    assert services.store.list_unindexed(10) == []
+    again = repair_index(services.store, services.indexer, services.index)  # a retried tick: nothing left
+    assert again.indexed == 0
+
+
+def test_repair_handler_emits_the_backlog_metric_the_dashboard_charts(
+    services: Services, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given three episodes the index refused, and an index still down
+    remember_while_down(services, 3)
+    monkeypatch.setattr(bootstrap, "current", lambda: services)
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Mneme")
+    from functions.repair import handler
+    from mneme.observability import metrics
+
+    metrics.clear_metrics()  # the process-wide Metrics keeps what earlier tests added
+    capsys.readouterr()
+    # When the scheduled repair runs
+    result = handler({"source": "mneme.repair"}, LambdaContext())
+    # Then nothing landed, and the backlog went out as EMF in the namespace and dimension of the dashboard
+    assert result["indexed"] == 0
+    emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    (metric,) = [m for m in emf if "IndexRepairBacklog" in m]
+    assert metric["IndexRepairBacklog"] in (3.0, [3.0])
+    (directive,) = metric["_aws"]["CloudWatchMetrics"]
+    assert directive["Namespace"] == "Mneme" and metric["service"] == "mneme"
+
+
+class LambdaContext:
+    function_name, memory_limit_in_mb, aws_request_id = "index-repair", 1024, "r-1"
+    invoked_function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:index-repair"
+
+    def get_remaining_time_in_millis(self) -> Any:
+        return 60_000
