@@ -1,0 +1,294 @@
+"""Cold start per Lambda function, as the synthesized template defines it: import + first request.
+
+For every function of the template, RUNS fresh Python processes each import the function's module with
+exactly its template environment (tokens resolved to the loopback doubles below; nothing else from the
+developer's shell but PATH and the AWS endpoint and credential variables), then answer one typical request.
+AWS is on loopback: moto's server (DynamoDB, Step Functions, Secrets Manager), osmem-server for OpenSearch
+and a stdlib Bedrock runtime double (zero embeddings of the configured dimension). No network.
+
+Prints the median per function (import, first request, total) against the goal (authorizer <= 300 ms,
+the others <= 1 s), then, from a bundled cloud assembly (`bash infra/synth.sh` writes infra/cdk.out), the
+unzipped size of the code asset and of the layer with its largest parts.
+
+    .venv/bin/python bench/cold_start.py [--runs 5] [--assembly infra/cdk.out]
+
+Caveats: this machine runs CPython 3.11 on x86_64 (Lambda: 3.12 on arm64) and imports from the source
+tree, not from the zipped layer; Lambda's own init (runtime start, layer extraction) is not included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+REGION, ACCOUNT = "eu-west-1", "123456789012"
+TENANT, PRINCIPAL = "bench", "bench-agent"
+GOAL_MS = {"authorizer": 300.0}
+DEFAULT_GOAL_MS = 1000.0
+PASSED_THROUGH = ("PATH", "LANG", "HOME")
+
+CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+import importlib
+module = importlib.import_module(sys.argv[1])
+handler = getattr(module, sys.argv[2])
+t1 = time.perf_counter()
+
+
+class Context:
+    function_name, memory_limit_in_mb, aws_request_id = sys.argv[1], 1024, "bench-request"
+    invoked_function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:bench"
+
+    def get_remaining_time_in_millis(self):
+        return 60_000
+
+
+try:
+    result = handler(json.loads(sys.argv[3]), Context())
+    outcome = str(result.get("statusCode") or result.get("policyDocument", {}).get("Statement", [{}])[0].get("Effect")
+                  or "ok") if isinstance(result, dict) else "ok"
+except Exception as e:
+    outcome = (type(e).__name__ + ": " + " / ".join(str(e).splitlines()[:3]))[:160]
+t2 = time.perf_counter()
+print("\\nCOLD_START " + json.dumps({"import_ms": (t1 - t0) * 1000, "first_ms": (t2 - t1) * 1000, "outcome": outcome}))
+"""
+
+
+# -- the template ------------------------------------------------------------------------------------
+def synthesize() -> dict[str, Any]:
+    """The default stage's template, synthesized in-process without bundling (no asset is built)."""
+    from infra.mneme_infra.stack import build_app
+
+    context = json.loads((ROOT / "infra" / "cdk.json").read_text())["context"]
+    app, stack = build_app({**context, "aws:cdk:bundling-stacks": []})
+    template: dict[str, Any] = app.synth().get_stack_by_name(stack.stack_name).template
+    return template
+
+
+def functions_of(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """name -> {handler, environment} for every function with a description `Mneme <name>`."""
+    found = {}
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::Lambda::Function":
+            props = resource["Properties"]
+            name = props.get("Description", "").removeprefix("Mneme ")
+            found[name] = {"handler": props["Handler"], "environment": props["Environment"]["Variables"]}
+    return found
+
+
+def resolve(value: Any, tokens: dict[str, str]) -> str:
+    """A template value with Ref / GetAtt / Join replaced by what the doubles answer to."""
+    if isinstance(value, str):
+        return value
+    if "Ref" in value:
+        return tokens.get(value["Ref"], tokens["*"])
+    if "Fn::GetAtt" in value:
+        logical, attribute = value["Fn::GetAtt"]
+        return tokens.get(f"{logical}.{attribute}", tokens.get(attribute, tokens["*"]))
+    if "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(resolve(part, tokens) for part in parts)
+    raise ValueError(f"cannot resolve {value}")
+
+
+# -- the doubles -------------------------------------------------------------------------------------
+class BedrockDouble(BaseHTTPRequestHandler):
+    """InvokeModel for Titan/Cohere-style embedding requests: a unit vector of the asked dimension."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        dimensions = int(body.get("dimensions") or 1024)
+        texts = body.get("texts")
+        vector = [1.0] + [0.0] * (dimensions - 1)
+        answer = {"embeddings": {"float": [vector for _ in texts]}} if texts else {"embedding": vector}
+        payload = json.dumps({**answer, "inputTextTokenCount": 1}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def doubles(template: dict[str, Any]) -> Iterator[dict[str, str]]:
+    """moto server + osmem + the Bedrock double; yields the token values and the endpoint variables."""
+    import boto3
+    import osmem_server
+    from moto.server import ThreadedMotoServer
+
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    moto_url = f"http://127.0.0.1:{moto._server.server_port}"  # type: ignore[union-attr]
+    bedrock = ThreadingHTTPServer(("127.0.0.1", 0), BedrockDouble)
+    threading.Thread(target=bedrock.serve_forever, daemon=True).start()
+    search = osmem_server.OsmemServer.start(japanese=False)
+    os.environ |= {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": REGION}
+    try:
+        (table_id, table), *_ = [
+            (k, r) for k, r in template["Resources"].items() if r["Type"] == "AWS::DynamoDB::Table"
+        ]
+        props = table["Properties"]
+        dynamodb = boto3.client("dynamodb", endpoint_url=moto_url, region_name=REGION)
+        schema = {k: props[k] for k in ("KeySchema", "AttributeDefinitions", "GlobalSecondaryIndexes") if k in props}
+        dynamodb.create_table(TableName="mneme-bench", BillingMode="PAY_PER_REQUEST", **schema)
+        secret = boto3.client("secretsmanager", endpoint_url=moto_url, region_name=REGION).create_secret(
+            Name="mneme-bench-cursor", SecretString="x" * 64
+        )
+        (machine_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::StepFunctions::StateMachine"]
+        machine = boto3.client("stepfunctions", endpoint_url=moto_url, region_name=REGION).create_state_machine(
+            name="mneme-bench",
+            definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
+            roleArn=f"arn:aws:iam::{ACCOUNT}:role/bench",
+        )
+        secret_id = next(k for k, r in template["Resources"].items() if r["Type"] == "AWS::SecretsManager::Secret")
+        tokens = {
+            "*": "unresolved",
+            "AWS::Region": REGION,
+            table_id: "mneme-bench",
+            secret_id: secret["ARN"],
+            machine_id: machine["stateMachineArn"],
+            "CollectionEndpoint": search.url,
+            "AWS_ENDPOINT_URL": moto_url,
+            "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": f"http://127.0.0.1:{bedrock.server_address[1]}",
+        }
+        yield tokens
+    finally:
+        search.close()
+        bedrock.shutdown()
+        moto.stop()
+
+
+def seed(environment: dict[str, str], tokens: dict[str, str]) -> str:
+    """An API key and the tenant's root scope in the table; returns the key's secret."""
+    import boto3
+
+    from mneme import bootstrap
+    from mneme.adapters.dynamo_store import DynamoRecordStore
+    from mneme.services.keys import KeyService
+    from mneme.services.scopes import ScopeService
+
+    client = boto3.client("dynamodb", endpoint_url=tokens["AWS_ENDPOINT_URL"], region_name=REGION)
+    store = DynamoRecordStore(environment["MNEME_STORE__TABLE_NAME"], client=client)
+    clock = bootstrap.SystemClock()
+    ScopeService(store, clock).root(TENANT)
+    secret, _ = KeyService(store, clock).create(TENANT, PRINCIPAL, ["admin"])
+    return secret
+
+
+# -- the requests ------------------------------------------------------------------------------------
+def rest_event(method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    authorizer = {"tenant": TENANT, "principal": PRINCIPAL, "roles": "admin", "principalId": f"{TENANT}/{PRINCIPAL}"}
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    return {
+        "resource": path, "path": path, "httpMethod": method, "headers": headers,
+        "multiValueHeaders": {k: [v] for k, v in headers.items()}, "queryStringParameters": None,
+        "multiValueQueryStringParameters": None, "pathParameters": None, "stageVariables": None,
+        "requestContext": {"resourcePath": path, "httpMethod": method, "path": f"/prod{path}", "stage": "prod",
+                           "requestId": "bench", "accountId": ACCOUNT, "apiId": "bench",
+                           "identity": {"sourceIp": "127.0.0.1"}, "authorizer": authorizer},
+        "body": json.dumps(body) if body is not None else None, "isBase64Encoded": False,
+    }  # fmt: skip
+
+
+def first_request(name: str, secret: str) -> dict[str, Any]:
+    arn = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:bench/prod/POST/v1/retrieve"
+    events: dict[str, dict[str, Any]] = {
+        "authorizer": {"type": "TOKEN", "authorizationToken": f"Bearer {secret}", "methodArn": arn},
+        "retrieve": rest_event("POST", "/v1/retrieve", {"path": "root"}),
+        "remember": rest_event("POST", "/v1/remember", {"scope": "root", "content": "Cold start bench episode."}),
+        "recall": rest_event("POST", "/v1/recall", {"query": "cold start bench"}),
+        "consolidate": rest_event("GET", "/v1/consolidations/run-unknown"),
+        "curate": rest_event("GET", "/v1/scopes"),
+        "consolidate-schedule": {"source": "mneme.schedule"},
+        "consolidate-stages": {"stage": "begin", "tenant": TENANT, "run_id": "run-bench", "scope_id": "unknown"},
+        "index-repair": {"source": "mneme.repair"},
+    }
+    return events.get(name, {"source": "mneme.bench"})
+
+
+def measure(handler: str, environment: dict[str, str], event: dict[str, Any]) -> dict[str, Any]:
+    module, attribute = handler.rsplit(".", 1)
+    env = {k: os.environ[k] for k in PASSED_THROUGH if k in os.environ} | environment
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "shared"), str(ROOT)])  # the code asset's layout
+    done = subprocess.run([sys.executable, "-c", CHILD, module, attribute, json.dumps(event)], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    lines = [line for line in done.stdout.splitlines() if line.startswith("COLD_START ")]
+    if not lines:
+        return {"import_ms": float("nan"), "first_ms": float("nan"), "outcome": f"crashed: {done.stderr[-300:]}"}
+    result: dict[str, Any] = json.loads(lines[-1].removeprefix("COLD_START "))
+    return result
+
+
+def sizes(assembly: Path) -> None:
+    from infra.package_report import largest_parts, report
+
+    if not list(assembly.glob("*.template.json")):
+        print(f"\nno cloud assembly in {assembly}: run `bash infra/synth.sh` for the package sizes")
+        return
+    found = report(assembly)
+    print("\nunzipped assets (from", assembly, ")")
+    for asset, size in found.assets.items():
+        kind = "layer" if (assembly / asset / "python").is_dir() else "code"
+        parts = ", ".join(f"{name} {part / 2**20:.1f}" for name, part in largest_parts(assembly / asset))
+        print(f"  {kind:<5} {size / 2**20:6.1f} MB   largest (MB): {parts}")
+    for function, size in sorted(found.functions.items()):
+        print(f"  function {function:<44} {size / 2**20:6.1f} MB with its layer")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--assembly", type=Path, default=ROOT / "infra" / "cdk.out")
+    parser.add_argument("--only", nargs="*", help="function names (default: every function)")
+    args = parser.parse_args()
+    template = synthesize()
+    functions = functions_of(template)
+    rows = []
+    with doubles(template) as tokens:
+        endpoints = {k: tokens[k] for k in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME")}
+        credentials = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": REGION,
+                       "AWS_DEFAULT_REGION": REGION}  # fmt: skip
+        resolved = {
+            name: {k: resolve(v, tokens) for k, v in spec["environment"].items()} for name, spec in functions.items()
+        }
+        secret = seed(next(iter(resolved.values())), tokens)
+        for name, spec in sorted(functions.items()):
+            if args.only and name not in args.only:
+                continue
+            environment = resolved[name] | endpoints | credentials
+            runs = [measure(spec["handler"], environment, first_request(name, secret)) for _ in range(args.runs)]
+            total = statistics.median(r["import_ms"] + r["first_ms"] for r in runs)
+            goal = GOAL_MS.get(name, DEFAULT_GOAL_MS)
+            rows.append((name, statistics.median(r["import_ms"] for r in runs),
+                         statistics.median(r["first_ms"] for r in runs), total, goal, runs[-1]["outcome"]))  # fmt: skip
+    print(
+        f"\ncold start, median of {args.runs} fresh processes (python {sys.version.split()[0]}, {os.cpu_count()} cpus)"
+    )
+    print(f"{'function':<22} {'import ms':>10} {'1st req ms':>11} {'total ms':>9} {'goal':>6}  outcome")
+    for name, imported, first, total, goal, outcome in rows:
+        verdict = "ok" if total <= goal else "OVER"
+        print(f"{name:<22} {imported:10.0f} {first:11.0f} {total:9.0f} {goal:6.0f}  {verdict} {outcome}")
+    sizes(args.assembly)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
