@@ -172,7 +172,7 @@ def build(
         keys=KeyService(store, clock),
         indexer=indexer,
         remember=RememberService(store, clock, scopes, embedder, indexer),
-        recall=RecallService(store, clock, scopes, embedder, index, fresh_window=fresh_window(settings)),
+        recall=RecallService(store, clock, scopes, embedder, index),
         consolidation=consolidation,
         review=ReviewService(store, clock, memories, scopes),
         feed=FeedService(store, cursor_secret(settings)),
@@ -203,11 +203,6 @@ def cursor_secret(settings: Settings) -> Callable[[], bytes]:
         return path.read_text().strip().encode()
 
     return secret
-
-
-def fresh_window(settings: Settings) -> float:
-    """The embedded index is read-after-write; OpenSearch Serverless is only eventually consistent."""
-    return settings.index.fresh_window_seconds if isinstance(settings.index, OpenSearchIndex) else 0.0
 
 
 @cache

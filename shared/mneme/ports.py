@@ -261,8 +261,15 @@ class SearchIndex(Protocol):
     score, highest first; ties broken by doc_id ascending.
     """
 
+    @property
+    def visibility_lag(self) -> float:
+        """Seconds until a write is searchable: 0 when `upsert` returns only once its documents are
+        (SQLite, managed OpenSearch domains); the refresh window of an eventually consistent index
+        (OpenSearch Serverless). Readers cover the lag from records (recall's fresh tail)."""
+        ...
+
     def upsert(self, docs: Sequence[IndexDocument]) -> None:
-        """Read-after-write: a document is searchable when this returns."""
+        """Read-after-write when `visibility_lag` is 0; otherwise searchable within `visibility_lag` seconds."""
         ...
 
     def delete(self, tenant: str, doc_ids: Sequence[str]) -> None: ...

@@ -55,7 +55,7 @@ class OpenSearchIndex(BaseModel):
     index_name: str = "mneme"
     region: str | None = None
     service: Literal["aoss", "es"] = "aoss"
-    fresh_window_seconds: float = 120.0
+    fresh_window_seconds: float = 120.0  # Serverless only: the index's `visibility_lag` (its refresh window)
 
 
 class ExtractiveReasonerSettings(BaseModel):

@@ -12,7 +12,7 @@ collected here again, against two backends:
 and in two modes:
 
 - `managed`: a managed domain (custom `_id`s, `refresh=True`);
-- `serverless`: `serverless=True`, the VECTORSEARCH collection model (server-generated ids, copies,
+- `serverless`: `ServerlessOpenSearchIndex`, the VECTORSEARCH collection model (server-generated ids, copies,
   de-duplicating reads; `mneme.adapters.opensearch_serverless`). osmem makes writes searchable at once,
   which stands in for a refresh; on a real OpenSearch the client refreshes after every `_bulk`
   (`VisibleWrites`). A copy the adapter could not see yet is simulated by indexing it directly
@@ -32,7 +32,7 @@ import pytest
 from opensearchpy import OpenSearch
 
 from mneme.adapters.opensearch_index import OpenSearchIndex, document_id, document_source, index_body
-from mneme.adapters.opensearch_serverless import content_digest
+from mneme.adapters.opensearch_serverless import ServerlessOpenSearchIndex, content_digest
 from mneme.errors import InvalidInput, StoreUnavailable
 from mneme.search_models import IndexDocument
 from tests.contract import test_search_index as suite
@@ -117,7 +117,7 @@ def make_index(backend: tuple[str, OpenSearch, str], mode: str, **kwargs: Any) -
         return OpenSearchIndex(client, index_name, dimension=DIM, refresh=True, **kwargs)
     if name == "real":
         client = VisibleWrites(client)  # type: ignore[assignment]
-    return OpenSearchIndex(client, index_name, dimension=DIM, serverless=True, **kwargs)
+    return ServerlessOpenSearchIndex(client, index_name, dimension=DIM, **kwargs)
 
 
 @pytest.fixture(params=["managed", "serverless"])
@@ -233,7 +233,9 @@ def test_a_zero_vector_is_stored_without_a_vector(managed_index: OpenSearchIndex
 @pytest.mark.parametrize("mode", ["managed", "serverless"])
 def test_a_missing_index_without_dimension(backend: tuple[str, OpenSearch, str], mode: str) -> None:
     _, client, name = backend
-    index = OpenSearchIndex(client, name, refresh=mode == "managed", serverless=mode == "serverless")
+    index = (
+        OpenSearchIndex(client, name, refresh=True) if mode == "managed" else ServerlessOpenSearchIndex(client, name)
+    )
     assert index.search_text(flt(), "anything", 5) == []
     assert index.search_vector(flt(), np.ones(DIM, np.float32), MODEL, 5) == []
     assert index.count("t1") == 0
@@ -261,7 +263,9 @@ def test_item_errors_are_translated(backend: tuple[str, OpenSearch, str], mode: 
     body = index_body(DIM)
     body["mappings"]["properties"]["occurred_at"] = {"type": "integer"}  # an index that rejects our dates
     client.indices.create(index=name, body=body)
-    index = OpenSearchIndex(client, name, refresh=mode == "managed", serverless=mode == "serverless")
+    index = (
+        OpenSearchIndex(client, name, refresh=True) if mode == "managed" else ServerlessOpenSearchIndex(client, name)
+    )
     with pytest.raises(StoreUnavailable, match="2 of 2 documents failed") as caught:
         index.upsert([doc("d1"), doc("d2")])
     assert caught.value.details == {"status": 400}
@@ -270,7 +274,7 @@ def test_item_errors_are_translated(backend: tuple[str, OpenSearch, str], mode: 
 def test_serverless_mode_clears_without_delete_by_query(backend: tuple[str, OpenSearch, str]) -> None:
     _, client, name = backend
     OpenSearchIndex(client, name, dimension=DIM).ensure_index(DIM)
-    index = OpenSearchIndex(client, name, serverless=True, page_size=4)
+    index = ServerlessOpenSearchIndex(client, name, page_size=4)
     index.upsert([doc(f"d{i}", tenant="a") for i in range(10)] + [doc("d0", tenant="b")])
     client.indices.refresh(index=name)  # the test's stand-in for Serverless' refresh interval
     index.clear_tenant("a")

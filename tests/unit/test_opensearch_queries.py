@@ -39,7 +39,7 @@ from mneme.adapters.opensearch_index import (
     score_to_cosine,
     translate_error,
 )
-from mneme.adapters.opensearch_serverless import ServerlessDocuments, WriteClock, content_digest
+from mneme.adapters.opensearch_serverless import ServerlessOpenSearchIndex, WriteClock, content_digest
 from mneme.errors import InvalidInput, StoreUnavailable, Throttled
 from mneme.search_models import IndexDocument, SearchFilter
 from mneme.settings import OpenSearchIndex as OpenSearchSettings
@@ -144,13 +144,9 @@ def adapter(client: FakeClient, **kwargs: Any) -> OpenSearchIndex:
 NOW = 1_800_000_000.0  # the serverless write clock in these tests (epoch seconds)
 
 
-def serverless(client: FakeClient, **kwargs: Any) -> tuple[OpenSearchIndex, ServerlessDocuments]:
-    """A serverless adapter with a fixed clock, and its serverless document model."""
-    index = adapter(client, serverless=True, **kwargs)
-    model = index._serverless
-    assert model is not None
-    model.clock = WriteClock(lambda: NOW)
-    return index, model
+def serverless(client: FakeClient, **kwargs: Any) -> ServerlessOpenSearchIndex:
+    """A serverless adapter with a fixed clock."""
+    return ServerlessOpenSearchIndex(client, INDEX, clock=WriteClock(lambda: NOW), **kwargs)  # type: ignore[arg-type]
 
 
 EVERY_FILTER = SearchFilter(
@@ -312,7 +308,7 @@ def test_managed_domain_writes_wait_for_refresh() -> None:
 def test_serverless_never_refreshes_nor_deletes_by_query() -> None:
     client = FakeClient()
     client.generate_items = True
-    index = adapter(client, serverless=True)
+    index = ServerlessOpenSearchIndex(client, INDEX)  # type: ignore[arg-type]
     exercise(index, client)
     client.hits = [{"_id": "srv-old", "_source": document_source(document("ep-1"), 4), "sort": ["ep-1", 5]}]
     index.update_ancestors("acme", "scope-team", ["scope-root", "scope-new", "scope-team"])
@@ -324,8 +320,6 @@ def test_serverless_never_refreshes_nor_deletes_by_query() -> None:
     assert [line.get("index") for line in moved] == [{}, None]  # a move re-indexes, without an `_id`
     assert deleted == cleared == [{"delete": {"_id": "srv-old"}}]
     assert cleared_recent == [{"delete": {"_id": "srv-1"}}]  # the moved copy, which a search may not see yet
-    with pytest.raises(ValueError, match="no refresh"):
-        adapter(client, serverless=True, refresh=True)
 
 
 def test_no_refresh_unless_asked_and_no_io_in_the_constructor() -> None:
@@ -493,6 +487,8 @@ def test_from_settings_signs_with_sigv4(
     index = OpenSearchIndex.from_settings(settings)
     assert sessions == [] and requests == []  # credentials are looked up on first use, not before
     assert (index.serverless, index.refresh) == ((True, False) if service == "aoss" else (False, True))
+    assert index.visibility_lag == (settings.fresh_window_seconds if service == "aoss" else 0.0)
+    assert isinstance(index, ServerlessOpenSearchIndex) == (service == "aoss")
     assert index.count("t1") == 3
     assert index.count("t1") == 3
     assert len(sessions) == 1
@@ -570,7 +566,7 @@ def test_serverless_upsert_bodies() -> None:
     client.generate_items = True
     future = 1_900_000_000_000  # a copy written by a writer whose clock is ahead of ours
     client.hits = [copy_hit("old-1", "ep-1", future, {"digest": "other"}), copy_hit("old-2", "ep-1", 5)]
-    index, _ = serverless(client)
+    index = serverless(client)
     docs = [
         document("ep-1", vector=[1.0, 2.0, 2.0], model_id="test-hash@3", session_id="sess-1"),
         document("mem-1", kind="memory", visible_to="alice", tier="summary"),
@@ -590,7 +586,7 @@ def test_serverless_upsert_bodies() -> None:
 def test_serverless_unchanged_reupsert_writes_nothing() -> None:
     client = FakeClient()
     client.generate_items = True
-    index, _ = serverless(client)
+    index = serverless(client)
     ep = document("ep-1", vector=[1.0, 0.0], model_id="m@2")
     digest = content_digest(document_source(ep, 4))
     index.upsert([ep])  # nothing visible yet: srv-0
@@ -610,7 +606,7 @@ def test_serverless_unchanged_reupsert_writes_nothing() -> None:
 def test_serverless_writes_remember_their_copies_until_visible() -> None:
     client = FakeClient()  # searches find nothing: every copy written is still invisible
     client.generate_items = True
-    index, model = serverless(client)
+    index = serverless(client)
     index.upsert([document("ep-1", text="first")])
     index.upsert([document("ep-1", text="second")])
     assert client.bulk_lines()[-1] == [{"delete": {"_id": "srv-0"}}]
@@ -619,7 +615,7 @@ def test_serverless_writes_remember_their_copies_until_visible() -> None:
     index.upsert([document("ep-3"), document("other", tenant="beta")])
     index.clear_tenant("acme")
     assert client.bulk_lines()[-1] == [{"delete": {"_id": "srv-2"}}]
-    assert model.recent.ids([("beta", "other")]) == ["srv-3"]
+    assert index.recent.ids([("beta", "other")]) == ["srv-3"]
     calls = len(client.calls)
     index.clear_tenant("acme")
     index.delete("acme", ["ep-3"])
@@ -650,7 +646,7 @@ def test_write_clock_is_strictly_increasing() -> None:
 
 def test_serverless_search_bodies() -> None:
     client = FakeClient()
-    index, _ = serverless(client)
+    index = serverless(client)
     index.search_text(EVERY_FILTER, "  Where did Alice's team\tmeet? ", 7)
     index.search_vector(EVERY_FILTER, np.array([3.0, 4.0], np.float32), "test-hash@2", 5)
     text, vector = (call["body"] for call in client.named("search"))
@@ -673,7 +669,7 @@ def test_serverless_search_deduplicates_and_widens() -> None:
         return {"hits": {"hits": stored[: body["size"]]}}
 
     client.responder = respond
-    index, _ = serverless(client)
+    index = serverless(client)
     f = SearchFilter(tenant="acme", ancestor_id="r")
     assert [(h.doc_id, h.score) for h in index.search_text(f, "x", 2)] == [("a", 0.75), ("b", 0.5)]
     assert sizes == [20, 40]  # 20 copies of a: too few distinct documents, ask for twice as many
@@ -708,7 +704,7 @@ def test_serverless_counts_and_compaction() -> None:
         return stored[wanted](body)
 
     client.responder = respond
-    index, _ = serverless(client, page_size=2)
+    index = serverless(client, page_size=2)
     assert index.count("acme") == 3
     assert index.doc_ids("acme") == {"a", "b", "c"}
     check_snapshot("serverless_doc_ids", client.named("search")[1]["body"])
@@ -731,7 +727,7 @@ def test_serverless_update_ancestors_reindexes() -> None:
         copy_hit("srv-a", "ep-1", 41, old),
         copy_hit("srv-b", "ep-2", 7, {**old, "doc_id": "ep-2", "ancestor_ids": path}),  # already moved
     ]
-    index, _ = serverless(client)
+    index = serverless(client)
     index.update_ancestors("acme", "scope-team", path)
     (lookup,) = client.named("search")
     assert lookup["body"]["size"] == 200  # sources carry vectors: smaller pages
@@ -744,7 +740,7 @@ def test_serverless_update_ancestors_reindexes() -> None:
 
 def test_serverless_bad_vectors_are_rejected_before_any_search() -> None:
     client = FakeClient()
-    index, _ = serverless(client)
+    index = serverless(client)
     with pytest.raises(InvalidInput, match="does not fit"):
         index.upsert([document("ok", vector=[1.0], model_id="m@1"), document("big", vector=[1.0] * 5, model_id="m@5")])
     assert client.named("search") == client.named("bulk") == []
@@ -771,7 +767,7 @@ def test_copy_paging_never_skips_nor_repeats_tied_copies(page_size: int) -> None
     stored = [(f"x{i}", "x", 7) for i in range(7)] + [(f"y{i}", "y", 9 - i // 2) for i in range(6)] + [("z", "z", 1)]
     client = FakeClient()
     client.responder = SortedCopies(stored)
-    _, model = serverless(client, page_size=page_size)
-    seen = [hit["_id"] for hits in model.copies({"match_all": {}}, "testing") for hit in hits]
+    index = serverless(client, page_size=page_size)
+    seen = [hit["_id"] for hits in index.copies({"match_all": {}}, "testing") for hit in hits]
     assert sorted(seen) == sorted(sid for sid, _, _ in stored)
     assert len(seen) == len(stored)

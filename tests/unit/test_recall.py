@@ -235,6 +235,8 @@ def test_session_delta_collapses_bodies_already_loaded(services: Services) -> No
 class LaggingIndex:
     """An eventually consistent index: upserts land, but searches do not see them yet."""
 
+    visibility_lag = 120.0
+
     def __init__(self, inner: Any) -> None:
         self.inner = inner
 
@@ -252,7 +254,6 @@ def test_fresh_episodes_are_recalled_before_an_eventually_consistent_index_catch
     services: Services, clock: Any
 ) -> None:
     services.recall.index = LaggingIndex(services.index)  # type: ignore[assignment]
-    services.recall.fresh_window = 120
     north = remember(services, "Boiler pressure dropped in the north plant.", scope="root.acme.north")
     remember(services, "Boiler pressure dropped in the south plant.", scope="root.acme.south")
     response = recall(services, "boiler pressure", scope="root.acme.north", explain=True)

@@ -2,12 +2,13 @@
 
 Documents. On a managed domain, one OpenSearch document per (tenant, doc_id), `_id` = "<tenant>:<doc_id>"
 (a ":" or "%" inside the tenant is percent-escaped, so two tenants can never produce the same `_id`).
-Serverless vector search collections do not accept custom ids: there (`serverless=True`) every write
-indexes a new copy with a server-generated id, and `mneme.adapters.opensearch_serverless` (its own
-docstring explains the model, what is exact and what is eventually consistent) replaces the write path,
-de-duplicates search results by doc_id and adds `compact`. The mapping is `index_body(dimension)`:
-keyword filter fields, `text` with an English stemming analyzer, `occurred_at` as a `date` (millisecond
-precision), `vector` as an HNSW `knn_vector` (faiss, cosinesimil), and, written in serverless mode only,
+Serverless vector search collections do not accept custom ids: there every write indexes a new copy
+with a server-generated id, and the subclass `ServerlessOpenSearchIndex` in
+`mneme.adapters.opensearch_serverless` (its docstring explains the model, what is exact and what is
+eventually consistent) replaces the write path, de-duplicates search results by doc_id and adds
+`compact`. The mapping is `index_body(dimension)`: keyword filter fields, `text` with an English
+stemming analyzer, `occurred_at` as a `date` (millisecond precision), `vector` as an HNSW `knn_vector`
+(faiss, cosinesimil), and, written by the Serverless subclass only,
 `written_at` (epoch ms, the order of a document's copies) and `digest` (a content hash, neither indexed
 nor aggregatable).
 
@@ -36,13 +37,13 @@ lucene engines); `score_to_cosine` maps it back: cos = 2 * score - 1, clamped to
 
 Consistency. With `refresh=True` (managed domains; `from_settings` sets it for service `es`) writes pass
 `refresh="wait_for"` (`refresh=true` for delete-by-query), so a document is searchable when `upsert`
-returns, as the port requires. Serverless has no refresh API and no refresh parameter, so this adapter
-never sends one there (`serverless=True`): documents become searchable within the collection's refresh
-interval, and read-after-write is handled above the port by the domain (`fresh_window_seconds`: recall
-reads recent episodes from the record store), not here. `count`, `doc_ids` and the paged writes see the
-index as of its last refresh. Serverless collections support `_bulk`, `_search` and `_count`, but not
-`_delete_by_query`, `_update_by_query`, `_refresh` or scroll, and *vector search* collections take no
-custom `_id` and no update by id: see `opensearch_serverless`.
+returns (`visibility_lag` 0). Serverless has no refresh API and no refresh parameter, so the subclass
+never sends one: documents become searchable within the collection's refresh interval, its
+`visibility_lag` (`fresh_window_seconds` in the settings), and read-after-write is handled above the
+port (recall scores the episodes written within the lag from the record store), not here. `count`,
+`doc_ids` and the paged writes see the index as of its last refresh. Serverless collections support
+`_bulk`, `_search` and `_count`, but not `_delete_by_query`, `_update_by_query`, `_refresh` or scroll,
+and *vector search* collections take no custom `_id` and no update by id: see `opensearch_serverless`.
 
 Errors. opensearch-py exceptions are translated by `translate_error`: connection failures and 5xx are
 `StoreUnavailable`, 429 is `Throttled`, a rejected request (4xx) is `StoreUnavailable` with the server's
@@ -80,7 +81,6 @@ from mneme.errors import InvalidInput, MnemeError, StoreUnavailable, Throttled
 from mneme.search_models import Hit, IndexDocument, SearchFilter
 
 if TYPE_CHECKING:
-    from mneme.adapters.opensearch_serverless import ServerlessDocuments
     from mneme.settings import OpenSearchIndex as OpenSearchSettings
 
 Engine = Literal["faiss", "lucene"]
@@ -387,14 +387,16 @@ class LazySigV4Auth(requests.auth.AuthBase):
 
 # -- the adapter -------------------------------------------------------------------------------
 class OpenSearchIndex:
-    """`mneme.ports.SearchIndex` on one OpenSearch index; safe to share between threads.
+    """`mneme.ports.SearchIndex` on one index of a managed OpenSearch domain; safe to share between threads.
 
     `dimension` is the vector dimension used to create the index if it is missing (without it the
     index must exist, and its dimension is read from its mapping). `refresh=True` makes writes wait
-    for visibility (managed domains only); `serverless=True` never sends refresh parameters, writes
-    copies with server-generated ids and de-duplicates reads (`opensearch_serverless`). The
-    constructor does no I/O.
+    for visibility, so `visibility_lag` is 0. Serverless collections are the subclass
+    `opensearch_serverless.ServerlessOpenSearchIndex`. The constructor does no I/O.
     """
+
+    serverless = False
+    visibility_lag = 0.0  # seconds until a write is searchable: writes wait for the refresh (`refresh=True`)
 
     def __init__(
         self,
@@ -403,29 +405,22 @@ class OpenSearchIndex:
         *,
         dimension: int | None = None,
         refresh: bool = False,
-        serverless: bool = False,
         page_size: int = 1000,
     ) -> None:
-        if refresh and serverless:
-            raise ValueError("OpenSearch Serverless has no refresh; read-after-write is handled above the port")
         self.client = client
         self.index_name = index_name
         self.refresh = refresh
-        self.serverless = serverless
         self.page_size = page_size
         self._create_dimension = dimension
         self._dimension: int | None = None  # the index's, once known
         self._exists = False
         self._lock = threading.Lock()
-        self._serverless: ServerlessDocuments | None = None
-        if serverless:
-            from mneme.adapters.opensearch_serverless import ServerlessDocuments
-
-            self._serverless = ServerlessDocuments(self)
 
     @classmethod
     def from_settings(cls, settings: OpenSearchSettings, *, dimension: int | None = None) -> OpenSearchIndex:
-        """A SigV4-signed client for `settings.endpoint` (TLS for https); credentials are looked up lazily."""
+        """A SigV4-signed client for `settings.endpoint` (TLS for https); credentials are looked up lazily.
+        Service `aoss` gives a `ServerlessOpenSearchIndex` whose `visibility_lag` is
+        `settings.fresh_window_seconds`."""
         endpoint = settings.endpoint if "://" in settings.endpoint else f"https://{settings.endpoint}"
         client = OpenSearch(
             hosts=[endpoint],
@@ -438,8 +433,12 @@ class OpenSearchIndex:
             retry_on_timeout=True,
             pool_maxsize=16,
         )
-        serverless = settings.service == "aoss"
-        return cls(client, settings.index_name, dimension=dimension, refresh=not serverless, serverless=serverless)
+        if settings.service == "aoss":
+            from mneme.adapters.opensearch_serverless import ServerlessOpenSearchIndex
+
+            lag = settings.fresh_window_seconds
+            return ServerlessOpenSearchIndex(client, settings.index_name, dimension=dimension, visibility_lag=lag)
+        return OpenSearchIndex(client, settings.index_name, dimension=dimension, refresh=True)
 
     # -- plumbing -------------------------------------------------------------------------------
     def _call(self, action: str, fn: Any, /, **kwargs: Any) -> Any:
@@ -555,27 +554,27 @@ class OpenSearchIndex:
             after = hits[-1]["sort"]
 
     # -- writes ---------------------------------------------------------------------------------
-    def upsert(self, docs: Sequence[IndexDocument]) -> None:
+    def _latest(self, docs: Sequence[IndexDocument]) -> tuple[list[IndexDocument], int | None]:
+        """The last version of each document in `docs`, and the vector dimension to write them with (the
+        index is created first if it is missing)."""
         latest = {(d.tenant, d.doc_id): d for d in docs}  # the last version in a batch wins
         if not latest:
-            return
+            return [], None
         needs_vectors = any(d.vector is not None for d in latest.values())
         if not self._ready():
             raise StoreUnavailable(
                 f"search index {self.index_name!r} does not exist and no dimension was given to create it"
             )
-        dimension = self._vector_dimension() if needs_vectors else None
-        if self._serverless is not None:
-            self._serverless.upsert(list(latest.values()), dimension)
-            return
-        lines = [line for doc in latest.values() for line in write_lines(doc, dimension)]  # all validated first
-        self._bulk(lines, "indexing documents")
+        return list(latest.values()), self._vector_dimension() if needs_vectors else None
+
+    def upsert(self, docs: Sequence[IndexDocument]) -> None:
+        latest, dimension = self._latest(docs)
+        lines = [line for doc in latest for line in write_lines(doc, dimension)]  # all validated first
+        if lines:
+            self._bulk(lines, "indexing documents")
 
     def delete(self, tenant: str, doc_ids: Sequence[str]) -> None:
         if not doc_ids or not self._ready():
-            return
-        if self._serverless is not None:
-            self._serverless.delete(tenant, doc_ids)
             return
         lines = [{"delete": {"_id": document_id(tenant, d)}} for d in dict.fromkeys(doc_ids)]
         self._bulk(lines, "deleting documents", ignore=frozenset({404}))
@@ -583,9 +582,6 @@ class OpenSearchIndex:
     def update_ancestors(self, tenant: str, scope_id: str, ancestor_ids: Sequence[str]) -> None:
         """Give every document of `scope_id` the new path (root first, the scope itself last)."""
         if not self._ready():
-            return
-        if self._serverless is not None:
-            self._serverless.update_ancestors(tenant, scope_id, ancestor_ids)
             return
         path = list(ancestor_ids)
         query = {"bool": {"filter": [{"term": {"tenant": tenant}}, {"term": {"scope_id": scope_id}}]}}
@@ -599,9 +595,6 @@ class OpenSearchIndex:
     def clear_tenant(self, tenant: str) -> None:
         if not self._ready():
             return
-        if self._serverless is not None:  # no _delete_by_query on Serverless
-            self._serverless.clear_tenant(tenant)
-            return
         self._call(
             "clearing a tenant",
             self.client.delete_by_query,
@@ -614,19 +607,15 @@ class OpenSearchIndex:
     def compact(self, tenant: str) -> int:
         """Delete all but the newest copy of each of the tenant's documents; returns how many copies went.
 
-        Only serverless mode can hold several copies of a document (see `opensearch_serverless`); on a
-        managed domain the `_id` is unique, so this is 0 without any request. The sweep
+        Only a Serverless collection can hold several copies of a document (see `opensearch_serverless`);
+        on a managed domain the `_id` is unique, so this is 0 without any request. The sweep
         (`Indexer.sweep`) should call it, when the index has it, for the tenants it touched.
         """
-        if self._serverless is None:
-            return 0
-        return self._serverless.compact(tenant)
+        return 0
 
     # -- reads ----------------------------------------------------------------------------------
     def count(self, tenant: str) -> int:
         """How many documents the tenant has (distinct doc_ids)."""
-        if self._serverless is not None:
-            return self._serverless.count(tenant)
         try:
             response = self.client.count(index=self.index_name, body={"query": {"term": {"tenant": tenant}}})
         except OpenSearchException as exc:
@@ -636,8 +625,6 @@ class OpenSearchIndex:
         return int(response["count"])
 
     def doc_ids(self, tenant: str) -> set[str]:
-        if self._serverless is not None:
-            return self._serverless.doc_ids(tenant)
         return {
             hit["sort"][0] for hits in self._pages({"term": {"tenant": tenant}}, "listing documents") for hit in hits
         }
@@ -649,9 +636,7 @@ class OpenSearchIndex:
         action: str,
         score: Callable[[Any], float],
     ) -> list[Hit]:
-        """Hits from the sort values [score, doc_id] of `body_for(size)` (serverless: de-duplicated)."""
-        if self._serverless is not None:
-            return self._serverless.ranked(k, body_for, action, score)
+        """Hits from the sort values [score, doc_id] of `body_for(None)` (the size the body sets itself)."""
         body = body_for(None)
         if body is None:
             return []

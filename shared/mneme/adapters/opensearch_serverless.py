@@ -1,4 +1,5 @@
-"""`OpenSearchIndex` on an Amazon OpenSearch Serverless VECTORSEARCH collection (`serverless=True`).
+"""`ServerlessOpenSearchIndex`: the OpenSearch adapter on an Amazon OpenSearch Serverless VECTORSEARCH
+collection.
 
 Why. Vector search collections assign document ids themselves: a `_bulk` `index` action may not carry
 an `_id`, and there is no upsert, no update by id, no `_update_by_query`, `_delete_by_query`, `_refresh`
@@ -59,12 +60,12 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from mneme.adapters.opensearch_index import MAX_K, TIE_SLACK, document_source
+from mneme.adapters.opensearch_index import MAX_K, TIE_SLACK, OpenSearchIndex, document_source
 from mneme.errors import StoreUnavailable
 from mneme.search_models import Hit, IndexDocument
 
 if TYPE_CHECKING:
-    from mneme.adapters.opensearch_index import OpenSearchIndex
+    from opensearchpy import OpenSearch
 
 Key = tuple[str, str]  # (tenant, doc_id)
 
@@ -172,11 +173,26 @@ class RecentWrites:
                 del self._by_key[entry[0]]
 
 
-class ServerlessDocuments:
-    """The serverless document model of one `OpenSearchIndex` (see the module docstring); thread-safe."""
+class ServerlessOpenSearchIndex(OpenSearchIndex):
+    """`mneme.ports.SearchIndex` on one index of a Serverless collection (see the module docstring):
+    copies with server-generated ids, de-duplicated reads, `compact`; never a refresh parameter.
+    `visibility_lag` is how long a write may take to become searchable (the collection's refresh
+    interval, with margin). Thread-safe; the constructor does no I/O."""
 
-    def __init__(self, index: OpenSearchIndex, clock: WriteClock | None = None) -> None:
-        self.index = index
+    serverless = True
+
+    def __init__(
+        self,
+        client: OpenSearch,
+        index_name: str,
+        *,
+        dimension: int | None = None,
+        page_size: int = 1000,
+        visibility_lag: float = 120.0,
+        clock: WriteClock | None = None,
+    ) -> None:
+        super().__init__(client, index_name, dimension=dimension, page_size=page_size)
+        self.visibility_lag = visibility_lag
         self.clock = clock if clock is not None else WriteClock()
         self.recent = RecentWrites()
 
@@ -185,7 +201,7 @@ class ServerlessDocuments:
         self, query: dict[str, Any], action: str, *, source: bool | list[str] = False, page_size: int | None = None
     ) -> Iterator[list[dict[str, Any]]]:
         """Every copy matching `query` (`_id`, sort = [doc_id, written_at]), a page at a time, each once."""
-        base = page_size or self.index.page_size
+        base = page_size or self.page_size
         size = base
         after: list[Any] | None = None
         seen: set[str] = set()  # copies already yielded that tie with `after`
@@ -199,7 +215,7 @@ class ServerlessDocuments:
             }
             if after is not None:
                 body["search_after"] = after
-            hits = self.index._search(body, action)
+            hits = self._search(body, action)
             fresh = [hit for hit in hits if hit["_id"] not in seen]
             if fresh:
                 yield fresh
@@ -237,7 +253,7 @@ class ServerlessDocuments:
         after: dict[str, Any] | None = None
         while True:
             composite: dict[str, Any] = {
-                "size": self.index.page_size,
+                "size": self.page_size,
                 "sources": [{"doc_id": {"terms": {"field": "doc_id"}}}],
             }
             if after is not None:
@@ -248,12 +264,12 @@ class ServerlessDocuments:
                 "aggs": {"doc_ids": {"composite": composite}},
                 "track_total_hits": False,
             }
-            response = self.index._search_response(body, action)
+            response = self._search_response(body, action)
             agg = (response or {}).get("aggregations", {}).get("doc_ids", {})
             buckets: list[dict[str, Any]] = agg.get("buckets", [])
             if buckets:
                 yield buckets
-            if len(buckets) < self.index.page_size or not agg.get("after_key"):
+            if len(buckets) < self.page_size or not agg.get("after_key"):
                 return
             after = agg["after_key"]
 
@@ -265,7 +281,7 @@ class ServerlessDocuments:
             lines += [{"index": {}}, source]
         items: list[dict[str, Any]] = []
         try:
-            self.index._bulk(lines, action, items=items)
+            self._bulk(lines, action, items=items)
         finally:
             for key, item in zip(keys, items, strict=False):
                 result = item.get("index", {})
@@ -278,20 +294,21 @@ class ServerlessDocuments:
         if not ids:
             return 0
         items: list[dict[str, Any]] = []
-        self.index._bulk([{"delete": {"_id": sid}} for sid in ids], action, _NOT_FOUND, items=items)
+        self._bulk([{"delete": {"_id": sid}} for sid in ids], action, _NOT_FOUND, items=items)
         self.recent.forget(ids)
         return sum(1 for item in items if item.get("delete", {}).get("result") == "deleted")
 
     # -- writes -----------------------------------------------------------------------------------
-    def upsert(self, docs: Sequence[IndexDocument], dimension: int | None) -> None:
-        """Index new copies of `docs` (one per (tenant, doc_id)), then delete the copies they replace.
+    def upsert(self, docs: Sequence[IndexDocument]) -> None:
+        """Index new copies of `docs` (the last of each (tenant, doc_id)), then delete the copies they replace.
 
         A document whose newest visible copy already has its content is left alone (its older copies are
         still deleted), as an unchanged re-upsert is a no-op on a managed domain: no deleted copy skews
         BM25 statistics until a merge. Not when this process wrote a copy of it that is not visible yet.
         """
+        latest, dimension = self._latest(docs)
         sources: dict[Key, dict[str, Any]] = {}
-        for doc in docs:  # every document validated before any request
+        for doc in latest:  # every document validated before any request
             source = document_source(doc, dimension)
             sources[(doc.tenant, doc.doc_id)] = {**source, "digest": content_digest(source)}
         found = self._find(sources, "indexing documents")
@@ -316,21 +333,28 @@ class ServerlessDocuments:
         self._delete(stale, "replacing documents")
 
     def delete(self, tenant: str, doc_ids: Sequence[str]) -> None:
+        if not doc_ids or not self._ready():
+            return
         keys = [(tenant, doc_id) for doc_id in dict.fromkeys(doc_ids)]
         found = self._find(keys, "deleting documents")
         visible = [copy.server_id for key in keys for copy in found.get(key, [])]
         self._delete(visible + self.recent.ids(keys), "deleting documents")
 
     def clear_tenant(self, tenant: str) -> None:
+        """No `_delete_by_query` on Serverless: find the tenant's copies and bulk-delete them."""
+        if not self._ready():
+            return
         for hits in self.copies({"term": {"tenant": tenant}}, "clearing a tenant"):
             self._delete([hit["_id"] for hit in hits], "clearing a tenant")
         self._delete(self.recent.tenant_ids(tenant), "clearing a tenant")
 
     def update_ancestors(self, tenant: str, scope_id: str, ancestor_ids: Sequence[str]) -> None:
         """Re-index the scope's copies with the new path (root first, the scope itself last)."""
+        if not self._ready():
+            return
         path = list(ancestor_ids)
         query = {"bool": {"filter": [{"term": {"tenant": tenant}}, {"term": {"scope_id": scope_id}}]}}
-        page = min(self.index.page_size, SOURCE_PAGE)
+        page = min(self.page_size, SOURCE_PAGE)
         for hits in self.copies(query, "moving a scope", source=True, page_size=page):
             moving = [hit for hit in hits if hit["_source"].get("ancestor_ids") != path]  # also skips our copies
             if not moving:
@@ -373,7 +397,7 @@ class ServerlessDocuments:
     def doc_ids(self, tenant: str) -> set[str]:
         return {b["key"]["doc_id"] for buckets in self._doc_id_buckets(tenant, "listing documents") for b in buckets}
 
-    def ranked(
+    def _ranked(
         self,
         k: int,
         body_for: Callable[[int | None], dict[str, Any] | None],
@@ -386,7 +410,7 @@ class ServerlessDocuments:
             body = body_for(size)
             if body is None:
                 return []
-            hits = self.index._search(body, action)
+            hits = self._search(body, action)
             best: dict[str, Hit] = {}
             for hit in hits:  # [_score desc, doc_id asc]: a doc_id's first hit is its best
                 doc_id = hit["sort"][1]

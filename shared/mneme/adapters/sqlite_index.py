@@ -95,6 +95,8 @@ def _default_connect(path: str) -> sqlite3.Connection:
 class SqliteSearchIndex:
     """`mneme.ports.SearchIndex` over one SQLite file; safe to share between threads."""
 
+    visibility_lag = 0.0  # a write is searchable when it returns
+
     def __init__(
         self,
         path: str | Path,

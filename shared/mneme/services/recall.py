@@ -128,7 +128,6 @@ class RecallService:
     scopes: ScopeService
     embedder: Embedder
     index: SearchIndex
-    fresh_window: float = 0.0  # seconds of recent episodes scored from records (eventually consistent indexes)
 
     def recall(self, caller: Principal, request: RecallRequest) -> RecallResponse:
         scope = self.scopes.resolve(caller.tenant, request.scope)
@@ -215,7 +214,7 @@ class RecallService:
             candidate = candidates.setdefault(hit.doc_id, _Candidate(hit.doc_id))
             candidate.lexical, candidate.raw_bm25 = hit.score / top, hit.score
             candidate.channels.add("lexical")
-        if self.fresh_window > 0:
+        if self.index.visibility_lag > 0:
             self._fresh_tail(flt, query, vector if scoring.alpha > 0 else None, candidates, trace)
         trace["stages"].append({"stage": "fused", "candidates": len(candidates)})
         if vector_error:
@@ -232,8 +231,8 @@ class RecallService:
         trace: dict[str, Any],
     ) -> None:
         """Read-after-write over an eventually consistent index (OpenSearch Serverless has no
-        refresh): score the episodes written in the last `fresh_window` seconds from their records."""
-        since = self.clock.now() - timedelta(seconds=self.fresh_window)
+        refresh): score the episodes written within the index's `visibility_lag` from their records."""
+        since = self.clock.now() - timedelta(seconds=self.index.visibility_lag)
         query_anchors = anchor_rule.anchors(query)
         added = 0
         for episode in self.store.list_recent_episodes(flt.tenant, since, FRESH_LIMIT):
