@@ -213,7 +213,7 @@ def test_the_bedrock_adapter_end_to_end(
     stubber.add_response("converse", {**text_only, "stopReason": "end_turn", **meta}, expected)
     stubber.add_response("converse", {**text_only, "stopReason": "end_turn", **meta}, expected)
     stubber.add_response("converse", {**good, "stopReason": "tool_use", **meta}, expected)
-    services = build(BedrockReasoner("m", client=client, sleep=lambda _: None))
+    services = build(BedrockReasoner("m", client=client))
     remember(services, *VAT)
     settle(services, clock)
 

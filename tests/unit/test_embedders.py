@@ -8,7 +8,6 @@ from typing import Any
 import boto3
 import numpy as np
 import pytest
-from botocore.exceptions import EndpointConnectionError
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 
@@ -16,6 +15,7 @@ from mneme.adapters import embedders
 from mneme.adapters.embedders import BedrockEmbedder, LocalEmbedder, ensure_same_model
 from mneme.errors import InvalidInput, MnemeError, StoreUnavailable, Throttled
 from mneme.ports import Embedder
+from tests.support.bedrock import ScriptedBedrock
 from tests.support.embedding import HashEmbedder
 
 TITAN = "amazon.titan-embed-text-v2:0"
@@ -183,7 +183,6 @@ class Recorder:
         self.client = boto3.client("bedrock-runtime", region_name="us-east-1")
         self.stubber = Stubber(self.client)
         self.requests: list[dict[str, Any]] = []
-        self.sleeps: list[float] = []
         self.client.meta.events.register("before-parameter-build.bedrock-runtime.InvokeModel", self._record)
 
     def _record(self, params: dict[str, Any], **_: Any) -> None:
@@ -193,7 +192,7 @@ class Recorder:
         return [json.loads(r["body"]) for r in self.requests]
 
     def embedder(self, **kwargs: Any) -> BedrockEmbedder:
-        return BedrockEmbedder(client=self.client, sleep=self.sleeps.append, **kwargs)
+        return BedrockEmbedder(client=self.client, **kwargs)
 
     def ok(self, vector: list[float] | None = None, *, raw: bytes | None = None, dimensions: int = 1024) -> None:
         if raw is None:
@@ -272,19 +271,18 @@ def test_bedrock_thread_pool_keeps_order() -> None:
     np.testing.assert_array_equal(vectors, np.eye(256, dtype=np.float32)[:20])
 
 
-def test_bedrock_retries_network_errors_then_gives_up() -> None:
-    class Unreachable:
-        calls = 0
+def titan(vector: list[float] | None = None) -> dict[str, Any]:
+    return {"embedding": vector or [1.0] * 1024, "inputTextTokenCount": 3}
 
-        def invoke_model(self, **_: Any) -> dict[str, Any]:
-            self.calls += 1
-            raise EndpointConnectionError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com")
 
-    client, sleeps = Unreachable(), list[float]()
-    with pytest.raises(StoreUnavailable, match="unreachable after 3 attempts"):
-        BedrockEmbedder(client=client, max_attempts=3, sleep=sleeps.append).embed(["hello"])
-    assert client.calls == 3
-    assert len(sleeps) == 2
+def test_bedrock_retries_network_errors_then_gives_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    scripted = ScriptedBedrock(monkeypatch, max_attempts=3)
+    for _ in range(3):
+        scripted.unreachable()
+    with pytest.raises(StoreUnavailable, match="unreachable"):
+        BedrockEmbedder(client=scripted.client).embed(["hello"])
+    assert scripted.sent == 3
+    assert len(scripted.delays) == 2
 
 
 def test_bedrock_renormalises(bedrock: Recorder) -> None:
@@ -294,59 +292,69 @@ def test_bedrock_renormalises(bedrock: Recorder) -> None:
     assert_unit_rows(vectors)
 
 
-def test_bedrock_retries_throttling_then_succeeds(bedrock: Recorder) -> None:
-    bedrock.error("ThrottlingException", 429)
-    bedrock.error("ThrottlingException", 429)
-    bedrock.ok()
-    vectors = bedrock.embedder(base_delay=0.2).embed(["hello"])
+def test_bedrock_retries_throttling_then_succeeds(monkeypatch: pytest.MonkeyPatch) -> None:
+    scripted = ScriptedBedrock(monkeypatch, max_attempts=5)
+    scripted.error("ThrottlingException", 429)
+    scripted.error("ThrottlingException", 429)
+    scripted.ok(titan())
+    vectors = BedrockEmbedder(client=scripted.client).embed(["hello"])
     assert vectors.shape == (1, 1024)
-    assert len(bedrock.requests) == 3
-    assert len(bedrock.sleeps) == 2
-    assert 0.1 <= bedrock.sleeps[0] <= 0.2
-    assert 0.2 <= bedrock.sleeps[1] <= 0.4
+    assert scripted.sent == 3
+    assert len(scripted.delays) == 2  # botocore's backoff, recorded instead of slept
 
 
-@pytest.mark.parametrize("code", ["ServiceUnavailableException", "ModelTimeoutException"])
-def test_bedrock_retries_transient_errors(bedrock: Recorder, code: str) -> None:
-    bedrock.error(code, 503)
-    bedrock.ok()
-    assert bedrock.embedder().embed(["hello"]).shape == (1, 1024)
-    assert len(bedrock.sleeps) == 1
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [("ServiceUnavailableException", 503), ("InternalServerException", 500), ("ModelNotReadyException", 429)],
+)
+def test_bedrock_retries_transient_errors(monkeypatch: pytest.MonkeyPatch, code: str, status: int) -> None:
+    scripted = ScriptedBedrock(monkeypatch, max_attempts=5)
+    scripted.error(code, status)
+    scripted.ok(titan())
+    assert BedrockEmbedder(client=scripted.client).embed(["hello"]).shape == (1, 1024)
+    assert scripted.sent == 2
 
 
-def test_bedrock_throttling_exhausted_raises_throttled(bedrock: Recorder) -> None:
+def test_bedrock_throttling_exhausted_raises_throttled(monkeypatch: pytest.MonkeyPatch) -> None:
+    scripted = ScriptedBedrock(monkeypatch, max_attempts=3)
     for _ in range(3):
-        bedrock.error("ThrottlingException", 429)
+        scripted.error("ThrottlingException", 429)
     with pytest.raises(Throttled) as info:
-        bedrock.embedder(max_attempts=3).embed(["hello"])
-    assert len(bedrock.requests) == 3
-    assert len(bedrock.sleeps) == 2
+        BedrockEmbedder(client=scripted.client).embed(["hello"])
+    assert scripted.sent == 3
     assert "3 attempts" in info.value.message
     assert info.value.__cause__ is not None
 
 
-def test_bedrock_unavailable_exhausted_raises_store_unavailable(bedrock: Recorder) -> None:
-    bedrock.error("ServiceUnavailableException", 503)
-    bedrock.error("ServiceUnavailableException", 503)
-    with pytest.raises(StoreUnavailable):
-        bedrock.embedder(max_attempts=2).embed(["hello"])
+@pytest.mark.parametrize(("code", "status"), [("ServiceUnavailableException", 503), ("ModelTimeoutException", 408)])
+def test_bedrock_unavailable_exhausted_raises_store_unavailable(
+    monkeypatch: pytest.MonkeyPatch, code: str, status: int
+) -> None:
+    scripted = ScriptedBedrock(monkeypatch, max_attempts=2)
+    for _ in range(2):
+        scripted.error(code, status)
+    with pytest.raises(StoreUnavailable, match=code):
+        BedrockEmbedder(client=scripted.client).embed(["hello"])
+    assert scripted.sent == (2 if status == 503 else 1)  # a model timeout is not retried by botocore
 
 
-def test_bedrock_access_denied_is_not_retried(bedrock: Recorder) -> None:
-    bedrock.error("AccessDeniedException", 403)
+def test_bedrock_access_denied_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    scripted = ScriptedBedrock(monkeypatch, max_attempts=5)
+    scripted.error("AccessDeniedException", 403)
     with pytest.raises(MnemeError) as info:
-        bedrock.embedder().embed(["hello"])
+        BedrockEmbedder(client=scripted.client).embed(["hello"])
     assert info.value.code == "embedder_access_denied"
     assert not isinstance(info.value, StoreUnavailable | Throttled)
     assert "bedrock:InvokeModel" in info.value.message
-    assert bedrock.sleeps == []
+    assert scripted.sent == 1
 
 
-def test_bedrock_validation_error_is_invalid_input(bedrock: Recorder) -> None:
-    bedrock.error("ValidationException", 400)
+def test_bedrock_validation_error_is_invalid_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    scripted = ScriptedBedrock(monkeypatch, max_attempts=5)
+    scripted.error("ValidationException", 400)
     with pytest.raises(InvalidInput):
-        bedrock.embedder().embed(["hello"])
-    assert bedrock.sleeps == []
+        BedrockEmbedder(client=scripted.client).embed(["hello"])
+    assert scripted.sent == 1
 
 
 @pytest.mark.parametrize(
@@ -383,12 +391,14 @@ def test_bedrock_rejects_unsupported_dimensions() -> None:
         BedrockEmbedder(dimensions=384)
 
 
-def test_bedrock_client_is_created_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bedrock_client_is_created_lazily_with_adaptive_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     recorder = Recorder()
     calls: list[tuple[Any, ...]] = []
+    configs: list[Any] = []
 
     def fake_client(*args: Any, **kwargs: Any) -> Any:
         calls.append(args)
+        configs.append(kwargs["config"])
         return recorder.client
 
     monkeypatch.setattr(boto3, "client", fake_client)
@@ -400,6 +410,7 @@ def test_bedrock_client_is_created_lazily(monkeypatch: pytest.MonkeyPatch) -> No
     with recorder.stubber:
         embedder.embed(["a", "b"])
     assert calls == [("bedrock-runtime",)]
+    assert configs[0].retries == {"mode": "adaptive", "total_max_attempts": 5}
 
 
 # -- HashEmbedder (test support) ----------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""BedrockReasoner against a real bedrock-runtime client stubbed with botocore's Stubber (no AWS)."""
+"""BedrockReasoner against a real bedrock-runtime client stubbed with botocore's Stubber, or with its HTTP
+layer scripted where botocore's own retries must run (no AWS)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
+from botocore.exceptions import ReadTimeoutError
 from botocore.stub import ANY, Stubber
 
 from mneme.adapters.reasoners import BedrockReasoner, ReasonerOutputInvalid
 from mneme.consolidation.models import Proposal
 from mneme.consolidation.reasoning import Reasoner
 from mneme.errors import MnemeError, ReasonerRefused, StoreUnavailable, Throttled
+from tests.support.bedrock import ScriptedBedrock
 
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
 TEXTS = ["Pennine Joinery's VAT scheme is flat rate.", "Sam confirmed Pennine Joinery uses the flat rate scheme."]
@@ -61,14 +63,13 @@ class Recorder:
         self.client = boto3.client("bedrock-runtime", region_name="us-east-1")
         self.stubber = Stubber(self.client)
         self.requests: list[dict[str, Any]] = []
-        self.sleeps: list[float] = []
         self.client.meta.events.register("before-parameter-build.bedrock-runtime.Converse", self._record)
 
     def _record(self, params: dict[str, Any], **_: Any) -> None:
         self.requests.append(json.loads(json.dumps(params)))
 
     def reasoner(self, **kwargs: Any) -> BedrockReasoner:
-        return BedrockReasoner(MODEL, client=self.client, sleep=self.sleeps.append, **kwargs)
+        return BedrockReasoner(MODEL, client=self.client, **kwargs)
 
     def answer(self, *content: dict[str, Any], stop: str = "tool_use", expected: dict[str, Any] = EXPECTED) -> None:
         response = {
@@ -152,33 +153,46 @@ def test_stringified_tool_input_is_accepted(bedrock: Recorder) -> None:
     assert bedrock.reasoner().propose(TEXTS) == Proposal(**GOOD)
 
 
-def test_throttled_twice_then_success_backs_off_without_sleeping(bedrock: Recorder) -> None:
-    bedrock.error("ThrottlingException", 429)
-    bedrock.error("ThrottlingException", 429)
-    bedrock.tool(GOOD)
-    assert bedrock.reasoner().propose(TEXTS) == Proposal(**GOOD)
-    assert len(bedrock.requests) == 3
-    assert len(bedrock.sleeps) == 2
-    assert 0.25 <= bedrock.sleeps[0] <= 0.5 and 0.5 <= bedrock.sleeps[1] <= 1.0  # equal jitter, doubling
+def converse_reply(data: Any) -> dict[str, Any]:
+    use = {"toolUseId": "t1", "name": "record_fact", "input": data}
+    message = {"role": "assistant", "content": [{"toolUse": use}]}
+    return {"output": {"message": message}, "stopReason": "tool_use", "usage": {}, "metrics": {"latencyMs": 1}}
 
 
-def test_throttling_exhausted_is_throttled(bedrock: Recorder) -> None:
+def test_throttled_twice_then_success_backs_off_without_sleeping(monkeypatch: pytest.MonkeyPatch) -> None:
+    scripted = ScriptedBedrock(monkeypatch, max_attempts=4)
+    scripted.error("ThrottlingException", 429)
+    scripted.error("ThrottlingException", 429)
+    scripted.ok(converse_reply(GOOD))
+    assert BedrockReasoner(MODEL, client=scripted.client).propose(TEXTS) == Proposal(**GOOD)
+    assert scripted.sent == 3
+    assert len(scripted.delays) == 2  # botocore's backoff, recorded instead of slept
+
+
+def test_throttling_exhausted_is_throttled(monkeypatch: pytest.MonkeyPatch) -> None:
+    scripted = ScriptedBedrock(monkeypatch, max_attempts=4)
     for _ in range(4):
-        bedrock.error("ThrottlingException", 429)
+        scripted.error("ThrottlingException", 429)
     with pytest.raises(Throttled) as info:
-        bedrock.reasoner().propose(TEXTS)
+        BedrockReasoner(MODEL, client=scripted.client).propose(TEXTS)
     assert "4 attempts" in info.value.message
-    assert len(bedrock.sleeps) == 3
+    assert scripted.sent == 4
 
 
-@pytest.mark.parametrize("code", ["ServiceUnavailableException", "ModelTimeoutException", "InternalServerException"])
-def test_transient_errors_are_retried_then_store_unavailable(bedrock: Recorder, code: str) -> None:
-    bedrock.error(code, 503)
-    bedrock.error(code, 503)
+@pytest.mark.parametrize(
+    ("code", "status", "calls"),
+    [("ServiceUnavailableException", 503, 2), ("InternalServerException", 500, 2), ("ModelTimeoutException", 408, 1)],
+)
+def test_transient_errors_are_retried_then_store_unavailable(
+    monkeypatch: pytest.MonkeyPatch, code: str, status: int, calls: int
+) -> None:
+    scripted = ScriptedBedrock(monkeypatch, max_attempts=2)
+    for _ in range(2):
+        scripted.error(code, status)
     with pytest.raises(StoreUnavailable) as info:
-        bedrock.reasoner(max_attempts=2).propose(TEXTS)
+        BedrockReasoner(MODEL, client=scripted.client).propose(TEXTS)
     assert code in info.value.message
-    assert len(bedrock.requests) == 2
+    assert scripted.sent == calls  # botocore does not retry a model timeout
 
 
 @pytest.mark.parametrize(
@@ -196,7 +210,6 @@ def test_request_and_permission_faults_are_not_retried(bedrock: Recorder, code: 
     assert type(info.value) is ReasonerRefused
     assert info.value.code == mapped
     assert MODEL in info.value.message
-    assert bedrock.sleeps == []
 
 
 def test_text_only_answer_is_invalid_output(bedrock: Recorder) -> None:
@@ -207,7 +220,7 @@ def test_text_only_answer_is_invalid_output(bedrock: Recorder) -> None:
     assert info.value.status == 502
     assert "did not call record_fact" in info.value.message
     assert "end_turn" in info.value.message
-    assert bedrock.sleeps == []  # not retried here: the extract stage retries with feedback
+    assert len(bedrock.requests) == 1  # not retried here: the extract stage retries with feedback
 
 
 @pytest.mark.parametrize(
@@ -231,25 +244,17 @@ def test_another_tool_is_not_an_answer(bedrock: Recorder) -> None:
         bedrock.reasoner().propose(TEXTS)
 
 
-class Unreachable:
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def converse(self, **_: Any) -> dict[str, Any]:
-        self.calls += 1
-        if self.calls == 1:
-            raise ReadTimeoutError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com")
-        raise EndpointConnectionError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com")
-
-
-def test_network_failures_are_retried_then_store_unavailable() -> None:
-    client, sleeps = Unreachable(), list[float]()
-    with pytest.raises(StoreUnavailable):
-        BedrockReasoner(MODEL, client=client, sleep=sleeps.append, max_attempts=3).propose(TEXTS)
-    assert client.calls == 3 and len(sleeps) == 2
+def test_network_failures_are_retried_then_store_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    scripted = ScriptedBedrock(monkeypatch, max_attempts=3)
+    scripted.raises(ReadTimeoutError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com"))
+    scripted.unreachable()
+    scripted.unreachable()
+    with pytest.raises(StoreUnavailable, match="unreachable"):
+        BedrockReasoner(MODEL, client=scripted.client).propose(TEXTS)
+    assert scripted.sent == 3 and len(scripted.delays) == 2
 
 
-def test_client_is_created_lazily_with_botocore_retries_off(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_client_is_created_lazily_with_botocore_standard_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     created: list[dict[str, Any]] = []
     stubbed = Recorder()
 
@@ -258,7 +263,7 @@ def test_client_is_created_lazily_with_botocore_retries_off(monkeypatch: pytest.
         return stubbed.client
 
     monkeypatch.setattr(boto3, "client", fake_client)
-    reasoner = BedrockReasoner(MODEL, region_name="eu-west-2", sleep=stubbed.sleeps.append)
+    reasoner = BedrockReasoner(MODEL, region_name="eu-west-2")
     assert created == []
     stubbed.tool(GOOD)
     stubbed.tool(GOOD)
@@ -267,7 +272,7 @@ def test_client_is_created_lazily_with_botocore_retries_off(monkeypatch: pytest.
         reasoner.propose(TEXTS)
     assert len(created) == 1
     assert created[0]["service"] == "bedrock-runtime" and created[0]["region_name"] == "eu-west-2"
-    assert created[0]["config"].retries == {"mode": "standard", "total_max_attempts": 1}
+    assert created[0]["config"].retries == {"mode": "standard", "total_max_attempts": 4}
 
 
 def test_long_clusters_are_cut_to_the_prompt_budget(bedrock: Recorder) -> None:

@@ -1,9 +1,18 @@
-"""One Bedrock call with retries: the loop the embedder and the reasoner share."""
+"""Bedrock clients that retry with botocore's own retry modes, and the one place a Bedrock call's failure
+becomes a domain error (shared by `BedrockEmbedder` and `BedrockReasoner`).
+
+Retries happen inside the client: `standard` mode (exponential backoff with jitter, capped at 20 s, and a
+retry quota that stops retry storms) or `adaptive` (the same plus client-side rate limiting that slows
+the client down while Bedrock throttles), `total_max_attempts` calls per request. botocore retries
+throttling (`ThrottlingException`, any 429), 5xx (`InternalServerException`,
+`ServiceUnavailableException`), what the service model marks retryable (`ModelNotReadyException`) and
+connection failures and timeouts; not `ModelTimeoutException` nor `ServiceQuotaExceededException`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, Literal, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
@@ -11,32 +20,33 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 from mneme.errors import MnemeError, StoreUnavailable
 
 T = TypeVar("T")
+RetryMode = Literal["standard", "adaptive"]
 
 
-def call_with_retries(
-    call: Callable[[], T],
-    *,
-    attempts: int,
-    retryable: set[str] | frozenset[str],
-    wait: Callable[[int], None],
-    translate: Callable[[str, str, int], MnemeError],
-) -> T:
-    """Retry `retryable` error codes and network failures up to `attempts` times (waiting `wait(attempt)`
-    between tries); other client errors go through `translate`, configuration errors are not retried."""
-    for attempt in range(1, attempts + 1):
-        try:
-            return call()
-        except ClientError as e:
-            code = e.response.get("Error", {}).get("Code", "")
-            if code in retryable and attempt < attempts:
-                wait(attempt)
-                continue
-            raise translate(code, str(e), attempt) from e
-        except (BotoConnectionError, HTTPClientError) as e:  # includes read and connect timeouts
-            if attempt < attempts:
-                wait(attempt)
-                continue
-            raise StoreUnavailable(f"Bedrock unreachable after {attempt} attempts: {e}") from e
-        except BotoCoreError as e:  # credentials, configuration: retrying will not help
-            raise StoreUnavailable(f"Bedrock client failed: {e}") from e
-    raise AssertionError("unreachable")
+def bedrock_client(region_name: str | None, *, max_attempts: int, retry_mode: RetryMode, read_timeout: int) -> Any:
+    """A `bedrock-runtime` client making up to `max_attempts` calls per request in `retry_mode`."""
+    import boto3
+    from botocore.config import Config
+
+    retries: Any = {"mode": retry_mode, "total_max_attempts": max_attempts}
+    config = Config(retries=retries, read_timeout=read_timeout)
+    return boto3.client("bedrock-runtime", region_name=region_name, config=config)
+
+
+def attempts_of(error: ClientError) -> int:
+    """How many calls the client made before giving up with `error` (its retries plus the first)."""
+    return int(error.response.get("ResponseMetadata", {}).get("RetryAttempts", 0)) + 1
+
+
+def call_bedrock(call: Callable[[], T], *, translate: Callable[[str, str, int], MnemeError]) -> T:
+    """Make one (client-retried) call; a service error goes through `translate(code, message, attempts)`,
+    a network failure or a client fault (credentials, configuration) is `StoreUnavailable`."""
+    try:
+        return call()
+    except ClientError as e:
+        code = str(e.response.get("Error", {}).get("Code", ""))
+        raise translate(code, str(e), attempts_of(e)) from e
+    except (BotoConnectionError, HTTPClientError) as e:  # includes read and connect timeouts, after retries
+        raise StoreUnavailable(f"Bedrock unreachable: {e}") from e
+    except BotoCoreError as e:  # credentials, configuration: retrying would not help
+        raise StoreUnavailable(f"Bedrock client failed: {e}") from e

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import importlib.resources
 import json
-import random
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -22,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from mneme.adapters.bedrock_calls import call_with_retries
+from mneme.adapters.bedrock_calls import RetryMode, bedrock_client, call_bedrock
 from mneme.errors import InvalidInput, MnemeError, StoreUnavailable, Throttled
 
 __all__ = ["BedrockEmbedder", "LocalEmbedder", "ensure_same_model"]
@@ -173,27 +171,21 @@ TITAN_V2 = "amazon.titan-embed-text-v2:0"
 _TITAN_DIMENSIONS = (256, 512, 1024)
 _TITAN_MAX_CHARS = 50_000  # Titan V2's documented input limit
 _THROTTLING = {"ThrottlingException", "ServiceQuotaExceededException"}
-_RETRYABLE = {
-    "ThrottlingException",
-    "ServiceUnavailableException",
-    "ModelTimeoutException",
-    "InternalServerException",
-    "ModelNotReadyException",
-}
 
 
 class BedrockEmbedder:
     """Amazon Titan Text Embeddings V2 through `bedrock-runtime` InvokeModel.
 
     Titan V2 embeds one text per call, so a batch is a loop (or a small thread pool when
-    `max_workers` > 1). Throttling, unavailability and model timeouts are retried with
-    exponential backoff and jitter, up to `max_attempts` calls per text. Errors are translated:
-    throttling that outlasts the retries -> `Throttled`; other exhausted retries, network
-    failures and malformed responses -> `StoreUnavailable`; `ValidationException` ->
+    `max_workers` > 1). Throttling, unavailability and network failures are retried by the
+    client, in botocore's `retry_mode` (`adaptive` by default: it also slows down while Bedrock
+    throttles), up to `max_attempts` calls per text (`mneme.adapters.bedrock_calls`). Errors are
+    translated: throttling that outlasts the retries -> `Throttled`; other exhausted retries,
+    network failures and malformed responses -> `StoreUnavailable`; `ValidationException` ->
     `InvalidInput`; access denied / unknown model -> `MnemeError` (a deployment fault).
 
-    With `client=None` a client is created on first use, with botocore's own retries off so
-    this class is the only retry layer. An injected client is used as given.
+    With `client=None` a client is created on first use with that retry configuration; an
+    injected client is used as given (its own retries apply).
     """
 
     def __init__(
@@ -204,10 +196,8 @@ class BedrockEmbedder:
         dimensions: int = 1024,
         region_name: str | None = None,
         max_attempts: int = 5,
-        base_delay: float = 0.2,
-        max_delay: float = 5.0,
+        retry_mode: RetryMode = "adaptive",
         max_workers: int = 1,
-        sleep: Callable[[float], None] = time.sleep,
     ):
         if dimensions not in _TITAN_DIMENSIONS:
             raise ValueError(f"dimensions must be one of {_TITAN_DIMENSIONS}, not {dimensions}")
@@ -218,11 +208,8 @@ class BedrockEmbedder:
         self.model_id = f"{bedrock_model_id}@{dimensions}"
         self.max_attempts = max_attempts
         self.max_workers = max_workers
+        self.retry_mode: RetryMode = retry_mode
         self._region_name = region_name
-        self._base_delay = base_delay
-        self._max_delay = max_delay
-        self._sleep = sleep
-        self._random = random.Random()
         self._client = client
         self._client_lock = threading.Lock()
 
@@ -244,17 +231,10 @@ class BedrockEmbedder:
     def _get_client(self) -> Any:
         with self._client_lock:
             if self._client is None:
-                import boto3
-                from botocore.config import Config
-
-                config = Config(retries={"mode": "standard", "total_max_attempts": 1}, read_timeout=30)
-                self._client = boto3.client("bedrock-runtime", region_name=self._region_name, config=config)
+                self._client = bedrock_client(
+                    self._region_name, max_attempts=self.max_attempts, retry_mode=self.retry_mode, read_timeout=30
+                )
             return self._client
-
-    def _backoff(self, attempt: int) -> float:
-        """Equal jitter: half of the capped exponential delay, plus up to as much again."""
-        ceiling = min(self._max_delay, self._base_delay * 2 ** (attempt - 1))
-        return ceiling / 2 + self._random.uniform(0, ceiling / 2)
 
     def _embed_one(self, client: Any, text: str) -> NDArray[np.float32]:
         body = json.dumps({"inputText": text, "dimensions": self.dimension, "normalize": True})
@@ -263,16 +243,9 @@ class BedrockEmbedder:
             response = client.invoke_model(
                 modelId=self.bedrock_model_id, body=body, contentType="application/json", accept="application/json"
             )
-            return bytes(response["body"].read())  # a read timeout here is retried like one on the call
+            return bytes(response["body"].read())
 
-        raw = call_with_retries(
-            call,
-            attempts=self.max_attempts,
-            retryable=_RETRYABLE,
-            wait=lambda attempt: self._sleep(self._backoff(attempt)),
-            translate=self._translate,
-        )
-        return self._parse(raw)
+        return self._parse(call_bedrock(call, translate=self._translate))
 
     def _translate(self, code: str, message: str, attempts: int) -> MnemeError:
         where = f"Bedrock model {self.bedrock_model_id}"

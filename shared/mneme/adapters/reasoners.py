@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mneme.adapters.bedrock_calls import call_with_retries
+from mneme.adapters.bedrock_calls import RetryMode, bedrock_client, call_bedrock
 from mneme.consolidation.models import Proposal
 from mneme.errors import MnemeError, ReasonerOutputInvalid, ReasonerRefused, StoreUnavailable, Throttled
 
@@ -103,8 +103,6 @@ class _Backoff:
 # -- Bedrock: Converse API with a forced tool call ---------------------------------------------
 
 _THROTTLING = {"ThrottlingException", "ServiceQuotaExceededException"}
-_RETRYABLE = _THROTTLING | {"ServiceUnavailableException", "ModelTimeoutException", "InternalServerException"}
-_RETRYABLE |= {"ModelNotReadyException"}
 _DEPLOYMENT_FAULTS = {
     "ValidationException": "reasoner_request_invalid",
     "AccessDeniedException": "reasoner_access_denied",
@@ -116,8 +114,10 @@ class BedrockReasoner:
     """A model on Amazon Bedrock through `bedrock-runtime` Converse, forced to call `record_fact`.
 
     `toolChoice: {"tool": ...}` needs a model that supports it (Anthropic Claude 3+, Amazon Nova).
-    With `client=None` a client is created on first use with botocore's retries off, so this class
-    is the only retry layer; an injected client is used as given.
+    Throttling, unavailability and network failures are retried by the client in botocore's
+    `retry_mode` (`standard` by default), up to `max_attempts` calls (`mneme.adapters.bedrock_calls`).
+    With `client=None` a client is created on first use with that retry configuration; an injected
+    client is used as given (its own retries apply).
     """
 
     generative = True
@@ -129,11 +129,9 @@ class BedrockReasoner:
         client: Any = None,
         region_name: str | None = None,
         max_attempts: int = 4,
-        sleep: Callable[[float], None] = time.sleep,
+        retry_mode: RetryMode = "standard",
         max_tokens: int = 512,
         temperature: float = 0.0,
-        base_delay: float = 0.5,
-        max_delay: float = 8.0,
         max_prompt_chars: int = 60_000,
     ) -> None:
         if max_attempts < 1:
@@ -144,19 +142,17 @@ class BedrockReasoner:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.max_prompt_chars = max_prompt_chars
+        self.retry_mode: RetryMode = retry_mode
         self._region_name = region_name
-        self._backoff = _Backoff(base_delay, max_delay, sleep)
         self._client = client
         self._client_lock = threading.Lock()
 
     def _get_client(self) -> Any:
         with self._client_lock:
             if self._client is None:
-                import boto3
-                from botocore.config import Config
-
-                config = Config(retries={"mode": "standard", "total_max_attempts": 1}, read_timeout=60)
-                self._client = boto3.client("bedrock-runtime", region_name=self._region_name, config=config)
+                self._client = bedrock_client(
+                    self._region_name, max_attempts=self.max_attempts, retry_mode=self.retry_mode, read_timeout=60
+                )
             return self._client
 
     def request(self, texts: Sequence[str], feedback: str | None = None) -> dict[str, Any]:
@@ -175,13 +171,7 @@ class BedrockReasoner:
     def propose(self, texts: Sequence[str], feedback: str | None = None) -> Proposal:
         request = self.request(texts, feedback)
         client = self._get_client()
-        response = call_with_retries(
-            lambda: client.converse(**request),
-            attempts=self.max_attempts,
-            retryable=_RETRYABLE,
-            wait=self._backoff.wait,
-            translate=self._translate,
-        )
+        response = call_bedrock(lambda: client.converse(**request), translate=self._translate)
         return self._parse(response)
 
     def _translate(self, code: str, message: str, attempts: int) -> MnemeError:
