@@ -10,14 +10,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from mneme import bootstrap, sttp
 from mneme.http.api import build_resolver, caller, json_response
 from mneme.http.lambda_entry import lambda_handler
-from mneme.http.schemas import RememberBatch
-from mneme.services.remember import RememberItem
+from mneme.http.schemas import RememberBatch, RememberBody
 
-app = build_resolver(max_body=4 * 1024 * 1024)
+app = build_resolver()
 
 
 @app.post("/v1/remember")
-def remember(request: Annotated[RememberItem | RememberBatch, Body()]) -> Response[Any]:
+def remember(request: Annotated[RememberBody, Body()]) -> Response[Any]:
     items = request.items if isinstance(request, RememberBatch) else [request]
     results = bootstrap.current().remember.remember(caller(app), items)
     if not isinstance(request, RememberBatch):

@@ -59,6 +59,7 @@ from mneme.errors import (
     StoreUnavailable,
     Throttled,
     Unauthorized,
+    UnsupportedMediaType,
 )
 from mneme.http.schemas import CreateMemoryRequest, EditMemoryRequest, MemoryView
 from mneme.services.recall import RecallRequest, RecallResponse
@@ -200,6 +201,7 @@ _BY_CODE: dict[str, type[MnemeError]] = {
         MethodNotAllowed,
         Conflict,
         PayloadTooLarge,
+        UnsupportedMediaType,
         Throttled,
         StoreUnavailable,
     )
@@ -212,6 +214,7 @@ _BY_STATUS: dict[int, type[MnemeError]] = {
     405: MethodNotAllowed,
     409: Conflict,
     413: PayloadTooLarge,
+    415: UnsupportedMediaType,
     429: Throttled,
     503: StoreUnavailable,
 }
@@ -349,23 +352,16 @@ class EmbeddedTransport:
         self._lock = threading.Lock()
 
     def send(self, request: ApiRequest) -> ApiResponse:
-        import importlib
-
         from mneme import routes
-        from mneme.local.events import LocalContext, proxy_event
+        from mneme.local import gateway
+        from mneme.local.events import proxy_event
         from mneme.local.server import LOCAL_ENV
 
         path = urllib.parse.urlsplit(request.path).path
-        found = routes.match(request.method, path)
-        if found is None:
-            allowed = routes.allowed_methods(path)
-            error: MnemeError = (
-                MethodNotAllowed(f"{request.method} is not allowed; use {', '.join(allowed)}")
-                if allowed
-                else NotFound(f"no route {path}", code="route_not_found")
-            )
+        try:
+            route, params = routes.resolve(request.method, path)
+        except MnemeError as error:
             return ApiResponse(error.status, {"content-type": "application/json"}, json.dumps(error.to_body()).encode())
-        route, params = found
         authorizer = None
         if route.role is not None:
             authorizer = {
@@ -379,9 +375,8 @@ class EmbeddedTransport:
         event = proxy_event(route, request.method, path, query, dict(request.headers), body, params, authorizer)
         for name, value in LOCAL_ENV.items():
             os.environ.setdefault(name, value)
-        handler = importlib.import_module(f"functions.{route.function}").handler
         with self._lock:
-            answer: dict[str, Any] = handler(event, LocalContext(route.function))
+            answer = gateway.invoke(route, event)
         headers = _lower((answer.get("headers") or {}).items())
         for name, values in (answer.get("multiValueHeaders") or {}).items():
             headers.setdefault(name.lower(), values[-1])

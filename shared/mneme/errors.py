@@ -69,6 +69,11 @@ class PayloadTooLarge(MnemeError):
     status = 413
 
 
+class UnsupportedMediaType(MnemeError):
+    code = "unsupported_media_type"
+    status = 415
+
+
 class Throttled(MnemeError):
     code = "throttled"
     status = 429

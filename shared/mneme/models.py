@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+
+def convertible_to_utc(value: datetime) -> datetime:
+    if value.tzinfo is not None:
+        try:
+            value.astimezone(UTC)
+        except OverflowError:
+            raise ValueError("the time is out of range once converted to UTC") from None
+    return value
+
+
+Timestamp = Annotated[datetime, AfterValidator(convertible_to_utc)]
+"""A time from a client: with an offset, it must stay within datetime's range in UTC (0001-01-01T00:00+14:00
+does not)."""
 
 
 class Role(StrEnum):

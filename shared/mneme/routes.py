@@ -9,7 +9,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mneme.errors import MethodNotAllowed, NotFound
 from mneme.models import Role
+
+KIB = 1024
+DEFAULT_MAX_BODY = 64 * KIB
+PARAMETER = r"[A-Za-z0-9._~:@%+=-]+"  # ASCII only: a segment with any other character matches no route
 
 
 @dataclass(frozen=True)
@@ -18,10 +23,11 @@ class Route:
     path: str
     function: str
     role: Role | None
+    max_body: int = DEFAULT_MAX_BODY  # bytes; a larger body is refused (413) before it is read
 
     @property
     def pattern(self) -> re.Pattern[str]:
-        return re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", self.path) + "$")
+        return re.compile("^" + re.sub(r"\{(\w+)\}", rf"(?P<\1>{PARAMETER})", self.path) + "$")
 
 
 R, W, A, ADMIN = Role.reader, Role.writer, Role.approver, Role.admin
@@ -29,7 +35,7 @@ R, W, A, ADMIN = Role.reader, Role.writer, Role.approver, Role.admin
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/health", "retrieve", None),
     Route("POST", "/v1/retrieve", "retrieve", R),
-    Route("POST", "/v1/remember", "remember", W),
+    Route("POST", "/v1/remember", "remember", W, 4 * KIB * KIB),
     Route("POST", "/v1/sttp/validate", "remember", R),
     Route("POST", "/v1/recall", "recall", R),
     Route("GET", "/v1/changes", "recall", R),
@@ -69,3 +75,16 @@ def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
 
 def allowed_methods(path: str) -> list[str]:
     return sorted({route.method for route in ROUTES if route.pattern.match(path)})
+
+
+def resolve(method: str, path: str) -> tuple[Route, dict[str, str]]:
+    """The route and its path parameters, or the one 404 / 405 every entry point answers."""
+    found = match(method, path)
+    if found is not None:
+        return found
+    allowed = allowed_methods(path)
+    if allowed:
+        raise MethodNotAllowed(
+            f"{method} is not allowed on {path}; use {', '.join(allowed)}", details={"allow": allowed}
+        )
+    raise NotFound(f"no route {path}", code="route_not_found")

@@ -3,20 +3,29 @@ partial write."""
 
 from __future__ import annotations
 
+import base64
 import json
+import os
+import socket
+import subprocess
+import sys
+import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from mneme.http import schemas
+from mneme.local.events import proxy_event
 from mneme.models import Role
-from mneme.routes import ROUTES, Route
+from mneme.routes import ROUTES, Route, match
 
-from .helpers import Api, assert_error, fill, new_key, snapshot
+from .helpers import Api, assert_error, fill, invoke, new_key, response_header, snapshot
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -159,9 +168,10 @@ CASES = [
         status=413,
         code="payload_too_large",
     ),
-    Case("memory-16k+", "POST", "/v1/memories", memory(body="x" * (16 * KIB + 1))),
-    Case("memory-16k+-bytes", "POST", "/v1/memories", memory(body="€" * 6000), code="body_too_large"),
-    Case("edit-16k+", "PATCH", "/v1/memories/{memory_id}", {"body": "x" * (16 * KIB + 1)}),
+    # a memory body over its limit is too large (413), like an oversized episode
+    Case("memory-16k+", "POST", "/v1/memories", memory(body="x" * (16 * KIB + 1)), 413, "body_too_large"),
+    Case("memory-16k+-bytes", "POST", "/v1/memories", memory(body="€" * 6000), 413, "body_too_large"),
+    Case("edit-16k+", "PATCH", "/v1/memories/{memory_id}", {"body": "x" * (16 * KIB + 1)}, 413, "body_too_large"),
     # unknown fields
     Case("retrieve-extra", "POST", "/v1/retrieve", {"path": "root", "depth": 1}, code=INVALID),
     Case("memory-status", "POST", "/v1/memories", memory(status="published"), code=INVALID),
@@ -319,3 +329,265 @@ def test_random_bodies_on_every_route_never_yield_a_5xx(seeded: Seeded, route: R
     assert response.status_code < 500, response.text
     if response.status_code >= 400:
         assert_error(response, response.status_code)
+
+
+# -- malformed requests: parsing, media types, limits; through the local server AND the Lambda handlers --
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A request no schema check gets to see whole: a body, its Content-Type, the answer it must get."""
+
+    id: str
+    method: str
+    path: str
+    body: str | bytes
+    status: int
+    code: str
+    content_type: str | None = "application/json"
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+EPISODE = '{"scope": "root", "content": "x", '
+MULTIPART = '--b\r\nContent-Disposition: form-data; name="query"\r\n\r\nÅcme €\r\n--b--\r\n'
+MALFORMED = [
+    Malformed("nested-1000", "POST", "/v1/recall", nested(1000), 400, INVALID),
+    Malformed("nested-30000", "POST", "/v1/recall", nested(30_000), 400, INVALID),
+    Malformed("nested-metadata", "POST", "/v1/remember", EPISODE + '"metadata": {"a": ' + nested(1000) + "}}",
+              400, INVALID),
+    Malformed("nested-33", "POST", "/v1/remember", EPISODE + '"metadata": {"a": ' + nested(32) + "}}", 400, INVALID),
+    Malformed("integer-5000-digits", "POST", "/v1/recall", '{"query": "x", "limit": ' + "9" * 5000 + "}",
+              400, INVALID),
+    Malformed("integer-in-metadata", "POST", "/v1/remember", EPISODE + '"metadata": {"n": ' + "1" * 5000 + "}}",
+              400, INVALID),
+    Malformed("multipart-no-boundary", "POST", "/v1/recall", '{"query": "x"}', 415, "unsupported_media_type",
+              "multipart/form-data"),
+    Malformed("multipart-not-latin-1", "POST", "/v1/recall", MULTIPART, 415, "unsupported_media_type",
+              "multipart/form-data; boundary=b"),
+    Malformed("form-urlencoded", "POST", "/v1/recall", "query=acme", 415, "unsupported_media_type",
+              "application/x-www-form-urlencoded"),
+    Malformed("text-plain", "POST", "/v1/recall", '{"query": "acme"}', 415, "unsupported_media_type", "text/plain"),
+    Malformed("text-plain-empty-body-json", "POST", "/v1/scopes", "{not json", 415, "unsupported_media_type",
+              "TEXT/PLAIN; charset=utf-8"),
+    Malformed("occurred-at-below-year-1", "POST", "/v1/remember",
+              EPISODE + '"occurred_at": "0001-01-01T00:00:00+14:00"}', 400, INVALID),
+    Malformed("since-above-year-9999", "POST", "/v1/recall",
+              '{"query": "x", "since": "9999-12-31T23:59:59-14:00"}', 400, INVALID),
+    Malformed("until-above-year-9999", "POST", "/v1/recall",
+              '{"query": "x", "until": "9999-12-31T23:59:59-14:00"}', 400, INVALID),
+    Malformed("as-of-below-year-1", "POST", "/v1/recall", '{"query": "x", "as_of": "0001-01-01T00:00:00+01:00"}',
+              400, INVALID),
+    Malformed("valid-until-above-year-9999", "POST", "/v1/memories",
+              json.dumps(memory(valid_until="9999-12-31T23:59:59-14:00")), 400, INVALID),
+    Malformed("memory-16k+", "POST", "/v1/memories", json.dumps(memory(body="x" * (16 * KIB + 1))), 413,
+              "body_too_large"),
+    Malformed("episode-32k+", "POST", "/v1/remember", json.dumps({"scope": "root", "content": "x" * 33 * KIB}), 413,
+              "payload_too_large"),
+    Malformed("body-over-route-limit", "POST", "/v1/recall", json.dumps({"query": "x" * 65 * KIB}), 413,
+              "payload_too_large"),
+    Malformed("batch-101", "POST", "/v1/remember", json.dumps({"items": [{"scope": "root", "content": "x"}] * 101}),
+              400, INVALID),
+    Malformed("not-utf8", "POST", "/v1/recall", b'{"query": "\xff\xfe"}', 400, INVALID),
+    Malformed("non-ascii-segment", "GET", "/v1/memories/%C3%A9t%C3%A9/history", "", 404, "memory_not_found"),
+    Malformed("unknown-route", "POST", "/v1/nothing", "{}", 404, "route_not_found"),
+    Malformed("wrong-method", "DELETE", "/v1/recall", "", 405, "method_not_allowed"),
+]  # fmt: skip
+ADMIN_CONTEXT = {"tenant": "acme", "principal": "alice", "roles": "admin", "principalId": "acme/alice"}
+
+
+@pytest.mark.parametrize("case", MALFORMED, ids=lambda case: case.id)
+def test_malformed_requests_get_a_4xx_in_the_error_shape_from_the_local_server(seeded: Seeded, case: Malformed) -> None:
+    # Given a populated tenant; When the malformed request is sent over HTTP
+    headers = {"Content-Type": case.content_type} if case.content_type else {}
+    raw = case.body.encode() if isinstance(case.body, str) else case.body
+    response = seeded.api.call(case.method, case.path, raw=raw, headers=headers)
+    # Then it gets the status and the error shape, never a 5xx
+    error = assert_error(response, case.status, case.code)
+    if case.id == "batch-101":
+        assert len(error["details"]) == 1 and "100" in error["details"][0]["message"], error
+
+
+def lambda_event(method: str, path: str, body: str | None, headers: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    """The event API Gateway would send for a request, and the function serving it (retrieve when none)."""
+    found = match(method, path)
+    route = found[0] if found else Route(method, path, "retrieve", None)
+    authorizer = ADMIN_CONTEXT if route.role is not None else None
+    return route.function, proxy_event(route, method, path, "", headers, body, found[1] if found else {}, authorizer)
+
+
+@pytest.mark.parametrize("case", MALFORMED, ids=lambda case: case.id)
+def test_malformed_requests_get_a_4xx_in_the_error_shape_from_the_lambda_handlers(home: Path, case: Malformed) -> None:
+    # Given the event API Gateway would deliver (its body is text: bytes that are not UTF-8 arrive base64-encoded)
+    headers = {"Content-Type": case.content_type} if case.content_type else {}
+    if isinstance(case.body, bytes):
+        function, event = lambda_event(case.method, case.path, base64.b64encode(case.body).decode(), headers)
+        event["isBase64Encoded"] = True
+    else:
+        function, event = lambda_event(case.method, case.path, case.body or None, headers)
+    # When the function handles it
+    response = invoke(function, event)
+    # Then the answer has the status and the error shape
+    assert response["statusCode"] == case.status, response
+    assert response_header(response, "content-type") == "application/json"
+    error = json.loads(response["body"])["error"]
+    assert error["code"] == case.code and error["message"], error
+
+
+def test_a_non_ascii_path_segment_is_no_route_for_the_lambda_handlers(home: Path) -> None:
+    _, event = lambda_event("GET", "/v1/memories/été/history", None, {})
+    response = invoke("curate", event)
+    assert response["statusCode"] == 404 and json.loads(response["body"])["error"]["code"] == "route_not_found"
+
+
+@pytest.mark.parametrize("content_type", [None, "APPLICATION/JSON", "application/json; charset=UTF-8",
+                                          "application/merge-patch+json"])  # fmt: skip
+def test_json_is_read_whatever_the_case_of_its_media_type_or_without_one(
+    seeded: Seeded, content_type: str | None
+) -> None:
+    headers = {"Content-Type": content_type} if content_type else {}
+    response = seeded.api.call("POST", "/v1/recall", raw=b'{"query": "flat rate"}', headers=headers)
+    assert response.status_code == 200, response.text
+    function, event = lambda_event("POST", "/v1/recall", '{"query": "flat rate"}', headers)
+    assert invoke(function, event)["statusCode"] == 200
+
+
+# -- the local server's protocol edge: lengths, methods, request lines, headers, stalls ------------------
+
+
+def exchange(base: str, request: bytes, timeout: float = 10) -> tuple[int, dict[str, str], bytes]:
+    """Send raw bytes; read one answer (status, headers, body), or (0, {}, b"") if the server just closes."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+        sock.sendall(request)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return (0, {}, b"") if not data else (-1, {}, data)
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+        length = int(headers.get("content-length", "0"))
+        while len(body) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+        return int(lines[0].split(" ")[1]), headers, body
+
+
+def error_of(status: int, headers: dict[str, str], body: bytes, expected: int) -> dict[str, Any]:
+    assert status == expected, (status, body[:300])
+    assert headers.get("content-type") == "application/json"
+    error: dict[str, Any] = json.loads(body)["error"]
+    assert error["code"] and error["message"]
+    return error
+
+
+def post_head(path: str, key: str | None, length: str, extra: str = "") -> bytes:
+    auth = f"Authorization: Bearer {key}\r\n" if key else ""
+    return f"POST {path} HTTP/1.1\r\nHost: t\r\n{auth}Content-Length: {length}\r\n{extra}\r\n".encode()
+
+
+@pytest.mark.parametrize(
+    ("length", "expected"), [("abc", 400), ("1e3", 400), ("-1", 400), (" 12x", 400), ("0x10", 400), ("١٢", 400)]
+)
+def test_a_content_length_that_is_not_digits_is_a_400(seeded: Seeded, length: str, expected: int) -> None:
+    request = post_head("/v1/recall", seeded.api.key, length).decode("utf-8").encode("utf-8") + b'{"query": "x"}'
+    error_of(*exchange(seeded.api.base, request), expected)
+
+
+def test_chunked_bodies_are_refused_with_411(seeded: Seeded) -> None:
+    request = post_head("/v1/recall", seeded.api.key, "0", "Transfer-Encoding: chunked\r\n")
+    request = request.replace(b"Content-Length: 0\r\n", b"") + b'5\r\n{"q":\r\n0\r\n\r\n'
+    error_of(*exchange(seeded.api.base, request), 411)
+
+
+@pytest.mark.parametrize(("with_key", "expected"), [(False, 401), (True, 413)])
+def test_a_huge_body_is_refused_before_it_is_read(seeded: Seeded, with_key: bool, expected: int) -> None:
+    # Given only the headers of a 300 MB POST (the body never comes)
+    request = post_head("/v1/recall", seeded.api.key if with_key else None, str(300 * 1024 * 1024))
+    # Then the answer comes at once: unauthenticated 401, authenticated 413; and the connection is closed
+    status, headers, body = exchange(seeded.api.base, request)
+    error_of(status, headers, body, expected)
+    assert headers.get("connection") == "close"
+
+
+@pytest.mark.parametrize("method", ["OPTIONS", "TRACE", "CONNECT", "FOO", "PROPFIND"])
+def test_every_method_gets_a_json_answer(seeded: Seeded, method: str) -> None:
+    request = f"{method} /v1/health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".encode()
+    error = error_of(*exchange(seeded.api.base, request), 405)
+    assert error["details"] == {"allow": ["GET"]}
+    unknown = f"{method} /v1/nothing HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".encode()
+    error_of(*exchange(seeded.api.base, unknown), 404)
+
+
+def test_head_gets_405_headers_without_a_body(seeded: Seeded) -> None:
+    response = seeded.api.session.head(seeded.api.base + "/v1/health", timeout=10)
+    assert response.status_code == 405 and response.headers["Content-Type"] == "application/json"
+    assert response.content == b""
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "expected"),
+    [
+        (b"GARBAGE\r\n\r\n", 400),
+        (b"GET /v1/health HTTP/1.1 extra\r\n\r\n", 400),
+        (b"GET /v1/health HTTP/x.y\r\n\r\n", 400),
+        (b"GET /v1/health HTTP/9.9\r\nHost: t\r\n\r\n", 505),
+        (b"GET /v1/health HTTP/1.1\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(150)) + b"\r\n", 431),
+        (b"GET /v1/health HTTP/1.1\r\nX-Big: " + b"y" * 70_000 + b"\r\n\r\n", 431),
+        (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414),
+        ("GET /v1/memories/été/history HTTP/1.1\r\nHost: t\r\n\r\n".encode(), 404),
+    ],
+    ids=["bad-line", "four-words", "bad-version", "http-9.9", "150-headers", "70k-header", "70k-line", "non-ascii"],
+)
+def test_protocol_errors_carry_the_json_error_body(server: str, request_bytes: bytes, expected: int) -> None:
+    error_of(*exchange(server, request_bytes), expected)
+
+
+def test_a_stalled_connection_is_closed_and_the_pool_keeps_serving(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a server with two workers and a short socket timeout
+    from mneme.local import server as local
+
+    monkeypatch.setattr(local.Handler, "timeout", 0.5)
+    httpd = local.make_server("127.0.0.1", 0, workers=2)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        # When three clients connect and send nothing
+        stalled = [socket.create_connection(("127.0.0.1", httpd.server_address[1]), timeout=10) for _ in range(3)]
+        # Then the server closes each of them (no thread is held for good) ...
+        assert all(sock.recv(1024) == b"" for sock in stalled)
+        # ... and a real request is still answered
+        assert requests.get(base + "/v1/health", timeout=10).json()["status"] == "ok"
+        assert httpd.pool._max_workers == 2
+    finally:
+        for sock in stalled:
+            sock.close()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_serve_on_a_busy_port_is_a_one_line_error(home: Path) -> None:
+    # Given a port in use
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        # When `mneme serve` is started on it
+        result = subprocess.run(
+            [sys.executable, "-m", "mneme.cli", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "MNEME_HOME": str(home)},
+        )
+    # Then it fails with one line, no traceback
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0 and "address_unavailable" in result.stderr, result.stderr

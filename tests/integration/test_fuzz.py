@@ -57,7 +57,7 @@ OPERATIONS = sorted(
 )
 EXAMPLES = int(os.environ.get("MNEME_FUZZ_EXAMPLES", "25"))
 SEED = int(os.environ["MNEME_FUZZ_SEED"]) if os.environ.get("MNEME_FUZZ_SEED") else None  # explore beyond CI
-ERROR_STATUSES = {400, 401, 403, 404, 405, 409, 413, 429}
+ERROR_STATUSES = {400, 401, 403, 404, 405, 409, 413, 415, 429}
 
 
 class Batch(BaseModel):

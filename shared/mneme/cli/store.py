@@ -58,7 +58,12 @@ def cmd_serve(ctx: Context) -> int:
     _embedded_only(ctx, "serve")
     args = ctx.args
     key_file, created = ensure_first_run()
-    server = make_server(args.host, args.port)
+    try:
+        server = make_server(args.host, args.port)
+    except OSError as e:  # the port is taken, or the address is not this machine's
+        raise MnemeError(
+            f"cannot listen on {args.host}:{args.port}: {e.strerror or e}", code="address_unavailable"
+        ) from None
     start_sweeper(bootstrap.current().indexer, interval=30.0)
     host, port = str(server.server_address[0]), int(server.server_address[1])
     print(f"mneme serving on http://{host}:{port} (store: {bootstrap.current_settings().home.resolve()})")

@@ -5,15 +5,45 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, StringConstraints
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictBool,
+    StringConstraints,
+    Tag,
+)
+from pydantic_core import PydanticCustomError
 
-from mneme.models import Role
+from mneme.models import Role, convertible_to_utc
 from mneme.services.remember import RememberItem
 from mneme.structure_models import Operation
 
 Path_ = Annotated[str, StringConstraints(min_length=4, max_length=600)]
 Key = Annotated[str, StringConstraints(min_length=1, max_length=128)]
 ShortList = Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=128)]], Field(max_length=32)]
+
+
+AwareTimestamp = Annotated[AwareDatetime, AfterValidator(convertible_to_utc)]
+MEMORY_BODY_BYTES = 16 * 1024
+
+
+def _within_memory_limit(value: str) -> str:
+    if len(value.encode(errors="surrogatepass")) > MEMORY_BODY_BYTES:
+        raise PydanticCustomError("body_too_large", "body exceeds {limit} bytes", {"limit": MEMORY_BODY_BYTES})
+    return value
+
+
+# A size limit on content is a 413 (DESIGN: too large), like an oversized episode; the schema still says it.
+MemoryBody = Annotated[
+    str,
+    StringConstraints(min_length=1),
+    AfterValidator(_within_memory_limit),
+    Field(json_schema_extra={"maxLength": MEMORY_BODY_BYTES}),
+]
 
 
 class Strict(BaseModel):
@@ -44,20 +74,20 @@ class MemoryFields(Strict):
     triggers: ShortList | None = None
     confidence: Annotated[float, Field(ge=0, le=1)] | None = None
     # With a timezone: a naive time cannot be compared with the clock (it used to fail retrieve with a 500).
-    valid_until: AwareDatetime | None = None
-    review_due: AwareDatetime | None = None
+    valid_until: AwareTimestamp | None = None
+    review_due: AwareTimestamp | None = None
     depends_on: ShortList | None = None
 
 
 class CreateMemoryRequest(MemoryFields):
     key: Key
-    body: Annotated[str, StringConstraints(min_length=1, max_length=16 * 1024)]
+    body: MemoryBody
     scope: Path_ | None = None
     tag: Annotated[str, StringConstraints(min_length=3, max_length=130)] | None = None
 
 
 class EditMemoryRequest(MemoryFields):
-    body: Annotated[str, StringConstraints(min_length=1, max_length=16 * 1024)] | None = None
+    body: MemoryBody | None = None
     version: Annotated[int, Field(ge=1)] | None = None
 
 
@@ -100,3 +130,13 @@ class MemoryView(BaseModel):
 
 class RememberBatch(Strict):
     items: Annotated[list[RememberItem], Field(min_length=1, max_length=100)]
+
+
+def _remember_shape(value: object) -> str:
+    return "batch" if isinstance(value, dict) and "items" in value else "item"
+
+
+# One item or `{"items": [...]}`: chosen by shape, so a bad batch gets the batch's error, not a union of both.
+RememberBody = Annotated[
+    Annotated[RememberItem, Tag("item")] | Annotated[RememberBatch, Tag("batch")], Discriminator(_remember_shape)
+]

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from mneme import paths
-from mneme.errors import Conflict, Forbidden, InvalidInput, MemoryNotFound
+from mneme.errors import Conflict, Forbidden, InvalidInput, MemoryNotFound, PayloadTooLarge
 from mneme.models import HistoryEntry, Memory, Principal, Role
 from mneme.ports import Clock, RecordStore
 from mneme.services.scopes import ScopeService
@@ -75,7 +75,7 @@ def _check_fields(fields: dict[str, Any]) -> None:
         if not body.strip():
             raise InvalidInput("body must not be empty", code="invalid_body")
         if len(body.encode()) > MAX_BODY_BYTES:
-            raise InvalidInput(f"body exceeds {MAX_BODY_BYTES} bytes", code="body_too_large")
+            raise PayloadTooLarge(f"body exceeds {MAX_BODY_BYTES} bytes", code="body_too_large")
     for dependency in fields.get("depends_on") or []:
         validate_key(dependency, field="depends_on key")
 

@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from mneme.errors import MnemeError
-from mneme.models import Episode, Principal
+from mneme.models import Episode, Principal, Timestamp
 from mneme.observability import logger, metrics
 from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
 from mneme.search_models import DocKind, Hit, SearchFilter
@@ -75,8 +75,8 @@ class RecallRequest(BaseModel):
     limit: int = Field(10, ge=1, le=200)
     kinds: list[DocKind] | None = Field(None, min_length=1)
     tiers: list[Literal["raw", "daily", "weekly", "monthly", "quarterly", "yearly"]] | None = Field(None, min_length=1)
-    since: datetime | None = None
-    until: datetime | None = None
+    since: Timestamp | None = None
+    until: Timestamp | None = None
     session_id: str | None = Field(
         None,
         max_length=128,
@@ -87,7 +87,7 @@ class RecallRequest(BaseModel):
     explain: StrictBool = False
     ids: list[str] | None = Field(None, min_length=1, max_length=200)
     avec: Avec | None = Field(None, description="the agent's state, for resonance with STTP episodes")
-    as_of: datetime | None = Field(None, description="facts as they were valid at this time (superseded included)")
+    as_of: Timestamp | None = Field(None, description="facts as they were valid at this time (superseded included)")
     delta: StrictBool = Field(False, description="collapse bodies already delivered in session_id (no session filter)")
 
     @model_validator(mode="after")

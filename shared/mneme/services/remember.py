@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from mneme import sttp
 from mneme.errors import Conflict, InvalidInput, MnemeError, PayloadTooLarge, ScopeNotFound
-from mneme.models import Episode, Principal, Tier
+from mneme.models import Episode, Principal, Tier, Timestamp
 from mneme.ports import Clock, Embedder, RecordStore
 from mneme.services.indexing import Indexer
 from mneme.services.scopes import ScopeService
@@ -27,7 +27,7 @@ class RememberItem(BaseModel):
 
     scope: str = Field(min_length=4, max_length=600)
     content: str = Field(min_length=1)
-    occurred_at: datetime | None = None
+    occurred_at: Timestamp | None = None
     session_id: str | None = Field(default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:@-]+$")
     tier: Tier = "raw"
     metadata: dict[str, Any] = Field(default_factory=dict)

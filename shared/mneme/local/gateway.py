@@ -1,0 +1,44 @@
+"""What API Gateway does in front of the functions, for `mneme serve` and the embedded client: match the
+route (the one 404 / 405, `routes.resolve`), run the authorizer, then invoke the route's function."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any
+
+from mneme import routes
+from mneme.errors import Forbidden, MnemeError, Unauthorized
+from mneme.local.events import LocalContext, token_event
+
+
+def function(name: str) -> Any:
+    return importlib.import_module(f"functions.{name}").handler
+
+
+def error_response(error: MnemeError) -> dict[str, Any]:
+    return {
+        "statusCode": error.status,
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps(error.to_body()),
+    }
+
+
+def authorize(route: routes.Route, method: str, path: str, authorization: str | None) -> dict[str, Any] | None:
+    """The authorizer's context for a protected route (None on an open one); raises 401 / 403."""
+    if route.role is None:
+        return None
+    try:
+        result = function("authorizer")(token_event(route, method, path, authorization), LocalContext("authorizer"))
+    except Exception as e:
+        if str(e) == "Unauthorized":  # API Gateway's convention for "no valid credentials"
+            raise Unauthorized("missing or unknown API key: send 'Authorization: Bearer <key>'") from None
+        raise
+    if result["policyDocument"]["Statement"][0]["Effect"] != "Allow":
+        raise Forbidden("this API key is not allowed", code=result["context"].get("reason", "forbidden"))
+    return {**result["context"], "principalId": result["principalId"]}
+
+
+def invoke(route: routes.Route, event: dict[str, Any]) -> dict[str, Any]:
+    response: dict[str, Any] = function(route.function)(event, LocalContext(route.function))
+    return response
