@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Protocol
 
+from mneme.consolidation.claims import claims
 from mneme.consolidation.models import Proposal
 from mneme.text import terms
 
@@ -24,7 +24,7 @@ class Reasoner(Protocol):
 
 
 def _supported(phrase: str, corpus: set[str]) -> bool:
-    words = terms(phrase)
+    words = {word for word in terms(phrase) if len(word) > 1}  # "Maya's" → maya (the "s" is no word)
     return bool(words) and words <= corpus
 
 
@@ -47,25 +47,6 @@ def grounding_error(proposal: Proposal, texts: Sequence[str], *, generative: boo
     return None
 
 
-PATTERNS = (
-    re.compile(
-        r"^(?P<entity>[A-Z][\w&.' -]{1,60}?)'s (?P<property>[A-Za-z][\w -]{1,40}?) "
-        r"(?:is|are|was|were|is now|has changed to|changed to|moved to) (?P<value>[^.;]{1,80})"
-    ),
-    re.compile(
-        r"^The (?P<property>[A-Za-z][\w -]{1,40}?) (?:of|for) (?P<entity>[A-Z][\w&.' -]{1,60}?) "
-        r"(?:is|are|was|were|is now) (?P<value>[^.;]{1,80})"
-    ),
-)
-SENTENCE = re.compile(r"(?<=[.!?])\s+")
-QUALIFIER = re.compile(r"[,;(]|\s(?:since|from|as of|until|because|according to|now|currently|again)\b", re.I)
-
-
-def clean_value(value: str) -> str:
-    """The value up to the first qualifier: 'flat rate, Sam confirmed' and 'flat rate since 2024' → 'flat rate'."""
-    return QUALIFIER.split(value, maxsplit=1)[0].strip(" .")
-
-
 def central(texts: Sequence[str]) -> str:
     """The text sharing the most terms with the others (ties: the first)."""
     bags = [terms(text) for text in texts]
@@ -77,17 +58,15 @@ def central(texts: Sequence[str]) -> str:
 
 
 def statement(text: str) -> tuple[str, str, str] | None:
-    """(entity, property, value), normalised, when exactly one sentence states one unambiguously."""
-    matches = [m for sentence in SENTENCE.split(text.strip()) for p in PATTERNS if (m := p.match(sentence.strip()))]
-    if len(matches) != 1 or not (value := clean_value(matches[0]["value"])):
-        return None
-    found = matches[0]
-    return found["entity"].strip(), found["property"].strip(), value
+    """The first claim the text states (see `mneme.consolidation.claims`), or None."""
+    found = claims(text)
+    return tuple(found[0]) if found else None  # type: ignore[return-value]
 
 
 class ExtractiveReasoner:
     """No network, no model: the summary is the cluster's most central text; entity/property/value
-    only when exactly one sentence of it matches one unambiguous pattern."""
+    from its first claim (`mneme.consolidation.claims`: conversational patterns, speaker from a
+    `Name:` prefix), none when it states none."""
 
     name = "extractive"
     generative = False

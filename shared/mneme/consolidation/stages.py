@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+from mneme.consolidation.claims import split_speaker
 from mneme.consolidation.models import Contradiction, Fact, Proposal, derived_id, is_claim, norm
 from mneme.consolidation.reasoning import Reasoner, central, grounding_error, statement
 from mneme.errors import Conflict, ReasonerOutputInvalid, StoreUnavailable, Throttled
@@ -106,7 +107,7 @@ def cluster(deps: Deps, batch: Batch) -> Batch:
     if not episodes:
         return batch
     vectors = _vectors(deps, episodes)
-    claims = [_claim(e.content) for e in episodes]
+    claims = [_claim(utterance(e)) for e in episodes]
     unassigned = list(range(len(episodes)))
     clusters: list[list[str]] = []
     while unassigned:
@@ -124,6 +125,17 @@ def cluster(deps: Deps, batch: Batch) -> Batch:
     return batch
 
 
+def utterance(episode: Episode) -> str:
+    """What the reasoner reads of an episode: its text (an STTP node's content, not its raw form),
+    prefixed `Name: ` from the `speaker` metadata when the text names no speaker itself, so first-person
+    statements have an owner ("I moved to Berlin" said by Maya → Maya / lives in / Berlin)."""
+    text = (episode.search_text or episode.content).strip()
+    speaker = episode.metadata.get("speaker") if isinstance(episode.metadata, dict) else None
+    if isinstance(speaker, str) and speaker.strip() and split_speaker(text)[0] is None:
+        return f"{speaker.strip()}: {text}"
+    return text
+
+
 def _claim(text: str) -> tuple[str, ...] | None:
     found = statement(text)
     return tuple(norm(part) for part in found) if found else None
@@ -135,7 +147,7 @@ def extract(deps: Deps, batch: Batch) -> Batch:
     configuration problem: it stops the stage at once instead of failing every cluster twice."""
     found = deps.store.get_episodes(batch.tenant, batch.episode_ids)
     for index, ids in enumerate(batch.clusters):
-        texts = [found[i].search_text or found[i].content for i in ids if i in found]
+        texts = [utterance(found[i]) for i in ids if i in found]
         if not texts:
             continue
         feedback: str | None = None

@@ -1,0 +1,60 @@
+"""Claims from conversation: the patterns on a few cases, and the labelled set's precision floor."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from mneme.consolidation.claims import Claim, claims, split_speaker
+from mneme.consolidation.reasoning import ExtractiveReasoner
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Maya: I moved to Berlin last year.", [Claim("Maya", "lives in", "Berlin")]),
+        ("Tom: My favourite band is Radiohead.", [Claim("Tom", "favourite band", "Radiohead")]),
+        ("Priya: I work as a data engineer.", [Claim("Priya", "works as", "data engineer")]),
+        ("Ben: We switched to Postgres for billing.", [Claim("Ben", "uses", "Postgres")]),
+        ("Ben: I no longer work at Google, I work at Stripe now.", [Claim("Ben", "works at", "Stripe")]),
+        ("Maya: My brother lives in Madrid.", [Claim("Maya's brother", "lives in", "Madrid")]),
+        ("Acme's billing plan is Premium since the upgrade.", [Claim("Acme", "billing plan", "Premium")]),
+        ("Maya: Cool! What did it look like?", []),
+        ("Tom: Thanks, that helps a lot.", []),
+        ("Maya: I might move to Lisbon next year.", []),
+        ("Maya: I don't live in Paris anymore.", []),
+        ("I moved to Berlin.", []),  # no speaker: no owner for "I"
+    ],
+)
+def test_conversational_claims(text: str, expected: list[Claim]) -> None:
+    assert claims(text) == expected
+
+
+def test_the_speaker_comes_from_the_prefix_or_the_caller() -> None:
+    assert split_speaker("Dr Okafor: Take it twice a day.") == ("Dr Okafor", "Take it twice a day.")
+    assert claims("I live in Oslo.", speaker="Leo") == [Claim("Leo", "lives in", "Oslo")]
+
+
+def test_the_extractive_reasoner_proposes_the_claim_with_the_turn_as_summary() -> None:
+    proposal = ExtractiveReasoner().propose(["Maya: I moved to Berlin last year."])
+    assert (proposal.entity, proposal.property, proposal.value) == ("Maya", "lives in", "Berlin")
+    assert proposal.summary == "Maya: I moved to Berlin last year."
+
+
+def test_the_labelled_set_keeps_precision_above_0_9() -> None:
+    spec = importlib.util.spec_from_file_location("bench_claims", BENCH / "claims.py")
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = [row for name in ("claims.txt", "claims_heldout.txt") for row in bench.load(BENCH / name)]
+    assert len(rows) >= 200
+    tp = fp = fn = 0
+    for _, text, speaker, expected in rows:
+        predicted = {bench.key(tuple(c)) for c in claims(text, speaker)}
+        wanted = {bench.key(c) for c in expected}
+        tp, fp, fn = tp + len(predicted & wanted), fp + len(predicted - wanted), fn + len(wanted - predicted)
+    assert tp / (tp + fp) >= 0.9 and tp / (tp + fn) >= 0.85
