@@ -23,7 +23,7 @@ class ThreadOrchestrator:
     def start(self, run: Run, targets: list[str]) -> None:
         def work() -> None:
             try:
-                self.service.execute(run, targets)
+                self.service.execute(run, targets, settle=True)
             except Exception:  # the run record must not stay "running" forever
                 logger.exception("consolidation crashed", extra={"run_id": run.run_id})
                 run.status = "failed"

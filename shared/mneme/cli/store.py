@@ -170,7 +170,7 @@ def _consolidate_local(ctx: Context) -> int:
         print(f"\r\033[K{line}" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
 
     try:
-        run = service.execute(run, targets, progress=progress)
+        run = service.execute(run, targets, progress=progress, settle=True)
     except KeyboardInterrupt:
         err("\ninterrupted: the unfinished batch is replayed next time (its checkpoint did not move)")
         return 130

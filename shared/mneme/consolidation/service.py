@@ -9,6 +9,7 @@ orchestrator was wired in; the CLI opens runs through `open` and executes them h
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ class ConsolidationService:
     scopes: ScopeService
     orchestrator: Orchestrator | None = None
     owner: str = field(default_factory=lambda: f"runner-{uuid.uuid4().hex[:8]}")
+    sleep: Callable[[float], None] = time.sleep
 
     def targets(self, tenant: str, paths: list[str] | None) -> list[str]:
         """Dirty scopes of the tenant, limited to the subtrees of `paths` when given."""
@@ -88,9 +90,14 @@ class ConsolidationService:
             raise NotFound(f"run {run_id} does not exist", code="run_not_found")
         return run
 
-    def execute(self, run: Run, targets: list[str], progress: Progress | None = None) -> Run:
+    def execute(self, run: Run, targets: list[str], progress: Progress | None = None, *, settle: bool = False) -> Run:
         """The local runner: per target under its lease, batch after batch; then the tenant-wide
-        maintenance sweep and the run's one status decision (`Run.conclude`)."""
+        maintenance sweep and the run's one status decision (`Run.conclude`).
+
+        `settle`: first wait out the settle window, so the run reads every episode remembered before it
+        was requested ("remember, then consolidate at once" works without the caller sleeping)."""
+        if settle and targets:
+            self.sleep(self.deps.settings.settle_seconds)
         for scope_id in targets:
             if not self._lease(run.tenant, scope_id, self.owner):
                 _merge(run, "collect", {"skipped_leased": 1}, [])

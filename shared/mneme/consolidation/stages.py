@@ -326,48 +326,62 @@ def _contradiction(batch: Batch, old: Fact, new: Fact, resolution: str, now: dat
     )
 
 
+def _periods(episode: Episode) -> list[tuple[str, str]]:
+    year, week, _ = episode.occurred_at.isocalendar()
+    return [("daily", f"{episode.occurred_at:%Y-%m-%d}"), ("weekly", f"{year}-W{week:02d}")]
+
+
 def rollup(deps: Deps, batch: Batch) -> Batch:
-    """Daily and weekly summaries of the batch's episodes, merged with earlier ones of the period."""
-    episodes = _episodes(deps, batch)
-    periods: dict[tuple[str, str], list[Episode]] = {}
-    for episode in episodes:
-        year, week, _ = episode.occurred_at.isocalendar()
-        periods.setdefault(("daily", f"{episode.occurred_at:%Y-%m-%d}"), []).append(episode)
-        periods.setdefault(("weekly", f"{year}-W{week:02d}"), []).append(episode)
+    """Daily and weekly summaries of the batch's episodes, merged with earlier ones of the period.
+
+    A superseded value does not stay in a roll-up as current: the periods of a fact this batch
+    superseded are re-rolled, and a roll-up's summary is drawn only from episodes that are not the
+    sources of a superseded (or expired) claim. An STTP episode contributes its node's text."""
+    facts = deps.store.list_facts(batch.tenant, batch.scope_id)
+    outdated = {i for f in facts if f.tier == "raw" and f.status != "active" and f.entity for i in f.source_episode_ids}
+    replaced = {d.replaces for d in batch.decisions if d.action == "supersede" and d.replaces}
+    wanted = set(batch.episode_ids) | {i for f in facts if f.fact_id in replaced for i in f.source_episode_ids}
+    periods: dict[tuple[str, str], set[str]] = {}
+    for episode in deps.store.get_episodes(batch.tenant, sorted(wanted)).values():
+        for key in _periods(episode):
+            periods.setdefault(key, set()).add(episode.episode_id)
     ids = {key: derived_id("ro_", batch.tenant, batch.scope_id, *key) for key in periods}
     existing = deps.store.get_facts(batch.tenant, list(ids.values()))
     now = deps.clock.now()
-    facts = []
+    rolled = []
     for (tier, label), members in sorted(periods.items()):
         previous = existing.get(ids[tier, label])
-        source_ids = sorted({*(previous.source_episode_ids if previous else []), *(e.episode_id for e in members)})
+        source_ids = sorted({*(previous.source_episode_ids if previous else []), *members})
         found = deps.store.get_episodes(batch.tenant, source_ids)
-        texts = [found[i].content for i in source_ids if i in found]
-        summary = f"{tier} summary {label} ({len(source_ids)} observations): {central(texts)}"
-        facts.append(
+        present = [i for i in source_ids if i in found]
+        if not present:
+            continue
+        current = [utterance(found[i]) for i in present if i not in outdated]
+        gist = central(current) if current else "every claim of the period has been superseded since"
+        rolled.append(
             Fact(
                 tenant=batch.tenant,
                 fact_id=ids[tier, label],
                 scope_id=batch.scope_id,
                 tier=tier,
-                summary=summary,
+                summary=f"{tier} summary {label} ({len(source_ids)} observations): {gist}",
                 confidence=confidence(len(source_ids), False),
                 source_episode_ids=source_ids,
-                valid_from=min(found[i].occurred_at for i in source_ids if i in found),
+                valid_from=min(found[i].occurred_at for i in present),
                 created_at=previous.created_at if previous else now,
                 updated_at=now,
                 reinforced_at=now,
             )
         )
-    if facts:
-        vectors = deps.embedder.embed([f.summary for f in facts])
-        facts = [
+    if rolled:
+        vectors = deps.embedder.embed([f.summary for f in rolled])
+        rolled = [
             f.model_copy(update={"vector": v.tolist(), "model_id": deps.embedder.model_id})
-            for f, v in zip(facts, vectors, strict=True)
+            for f, v in zip(rolled, vectors, strict=True)
         ]
-        deps.store.put_facts(facts)
-        deps.indexer.index_facts(facts)
-    batch.count("rollup", "rollups", len(facts))
+        deps.store.put_facts(rolled)
+        deps.indexer.index_facts(rolled)
+    batch.count("rollup", "rollups", len(rolled))
     return batch
 
 
