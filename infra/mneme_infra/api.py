@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from aws_cdk import Acknowledgment, Duration, Validations
+from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Validations
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -109,21 +110,31 @@ class Api(Construct):
         routes: Sequence[Route] = ROUTES,
     ) -> None:
         super().__init__(scope, construct_id)
-        access_logs = logs.LogGroup(self, "AccessLogs", retention=config.log_retention, removal_policy=config.removal)
+        access_log_options: dict[str, Any] = {}
+        if config.api_access_logs:
+            access_logs = logs.LogGroup(
+                self, "AccessLogs", retention=config.log_retention, removal_policy=config.removal
+            )
+            access_log_options = {
+                "access_log_destination": apigw.LogGroupLogDestination(access_logs),
+                "access_log_format": apigw.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FIELDS)),
+            }
         self.rest_api = apigw.RestApi(
             self,
             "RestApi",
             rest_api_name=f"mneme-{config.stage}",
             description="Mneme: long-term memory for AI agents",
             endpoint_types=[apigw.EndpointType.REGIONAL],
-            cloud_watch_role=False,
+            # Access logging needs the account's API Gateway CloudWatch role: created only with access logs,
+            # and retained on teardown because the account setting outlives this stack (docs/deploy.md).
+            cloud_watch_role=config.api_access_logs,
+            cloud_watch_role_removal_policy=RemovalPolicy.RETAIN if config.api_access_logs else None,
             deploy_options=apigw.StageOptions(
                 stage_name=config.stage,
                 throttling_rate_limit=config.throttle_rate_limit,
                 throttling_burst_limit=config.throttle_burst_limit,
                 tracing_enabled=True,
-                access_log_destination=apigw.LogGroupLogDestination(access_logs),
-                access_log_format=apigw.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FIELDS)),
+                **access_log_options,
             ),
         )
         self.rest_api.node.try_remove_child("Endpoint")  # CDK's own URL output: the stack outputs ApiUrl
@@ -157,3 +168,19 @@ class Api(Construct):
                 templates={"application/json": error.template()},
             )
         Validations.of(self.rest_api).acknowledge(*API_ACKNOWLEDGMENTS)
+        if not config.api_access_logs:
+            Validations.of(self.rest_api).acknowledge(
+                Acknowledgment(
+                    id="AwsSolutions-APIG1",
+                    reason="Access logs are off by default (mneme:api_access_logs): they need the account-wide "
+                    "API Gateway CloudWatch role; X-Ray traces and each function's JSON logs cover requests.",
+                )
+            )
+        else:
+            Validations.of(self.rest_api).acknowledge(
+                Acknowledgment(
+                    id="AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                    "AmazonAPIGatewayPushToCloudWatchLogs]",
+                    reason="The API Gateway account role is exactly the AWS-managed push-to-CloudWatch-Logs role.",
+                )
+            )

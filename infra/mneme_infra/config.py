@@ -55,6 +55,10 @@ class InfraConfig(BaseModel):
     throttle_rate_limit: Annotated[float, Field(gt=0)] = 50.0
     throttle_burst_limit: Annotated[int, Field(gt=0)] = 100
     authorizer_cache_seconds: Annotated[int, Field(ge=0, le=3600)] = 300
+    # REST API access logs need the account's API Gateway CloudWatch role (one per account and region). On:
+    # the stack creates that role and sets it on the account (retained on teardown, since the setting is
+    # account-wide). Off (default): no access logs, nothing account-wide; X-Ray and function logs remain.
+    api_access_logs: bool = False
     # models (Bedrock): ids as Bedrock names them; the index dimension follows the embedder's
     embedding_model_id: Annotated[str, Field(pattern=MODEL_ID)] = _EMBEDDER.model_id
     embedding_dimensions: int = _EMBEDDER.dimensions  # one of BedrockEmbedderSettings' dimensions

@@ -49,9 +49,11 @@ SPECS: dict[str, FunctionSpec] = {
     STAGES: FunctionSpec(
         1024, 600, "read_write", frozenset({"embedder", "reasoner", "index_write"}), "consolidate", "stage_handler"
     ),
-    # Retried when it fails: a repeated tick opens runs whose scopes the first run holds under lease.
+    # Retried when it fails: a repeated tick opens runs whose scopes the first run holds under lease. No
+    # reserved concurrency: it fails the deploy on accounts whose concurrency quota is 10, and overlapping
+    # ticks are harmless for the same reason.
     SCHEDULE: FunctionSpec(
-        512, 60, "read_write", frozenset({"start_runs"}), "consolidate", "schedule_handler", 1, async_retries=2
+        512, 60, "read_write", frozenset({"start_runs"}), "consolidate", "schedule_handler", async_retries=2
     ),
     # Sweeps unindexed episodes (embedding them if needed) and compacts duplicate documents.
     REPAIR: FunctionSpec(

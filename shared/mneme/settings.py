@@ -6,7 +6,7 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, BeforeValidator, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -38,10 +38,15 @@ class LocalEmbedderSettings(BaseModel):
     threads: int = 1
 
 
+def _number_from_text(value: object) -> object:
+    """Environment variables are text: "1024" must validate as the number a Literal of ints names."""
+    return int(value) if isinstance(value, str) and value.strip().isdigit() else value
+
+
 class BedrockEmbedderSettings(BaseModel):
     kind: Literal["bedrock"]
     model_id: str = "amazon.titan-embed-text-v2:0"
-    dimensions: Literal[256, 512, 1024] = 1024
+    dimensions: Annotated[Literal[256, 512, 1024], BeforeValidator(_number_from_text)] = 1024
     region: str | None = None
 
 

@@ -46,6 +46,7 @@ VARIANT = {
     "mneme:search_operator_arns": "arn:aws:iam::123456789012:role/mneme-operator",
     "mneme:map_concurrency": "2",
     "mneme:alarm_email": "ops@example.com",
+    "mneme:api_access_logs": "true",
 }
 
 

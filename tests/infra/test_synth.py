@@ -89,8 +89,9 @@ def test_one_function_per_route_function_plus_authorizer_stages_and_schedule(def
         assert (props["MemorySize"], props["Timeout"]) == (SPECS[name].memory_mb, SPECS[name].timeout_seconds)
     assert default.function(STAGES)["Handler"] == "functions.consolidate.stage_handler"
     assert default.function(SCHEDULE)["Handler"] == "functions.consolidate.schedule_handler"
-    assert default.function(SCHEDULE)["ReservedConcurrentExecutions"] == 1
     assert default.function(REPAIR)["Handler"] == "functions.repair.handler"
+    # No function reserves concurrency: on an account whose quota is 10, any reservation fails the deploy.
+    assert not [name for name in ALL_FUNCTIONS if "ReservedConcurrentExecutions" in default.function(name)]
 
 
 def test_every_function_gets_the_adapter_settings_bootstrap_reads(default: Synth) -> None:
@@ -223,7 +224,7 @@ def test_routes_with_a_role_use_the_token_authorizer_and_health_is_public(defaul
     assert default.function_ids()[AUTHORIZER] in json.dumps(authorizer["AuthorizerUri"])
 
 
-def test_stage_is_throttled_traced_and_access_logged(default: Synth) -> None:
+def test_stage_is_throttled_and_traced_without_account_wide_access_logging(default: Synth) -> None:
     default.template.has_resource_properties(
         "AWS::ApiGateway::Stage",
         {
@@ -232,9 +233,22 @@ def test_stage_is_throttled_traced_and_access_logged(default: Synth) -> None:
             "MethodSettings": Match.array_with(
                 [Match.object_like({"ThrottlingRateLimit": 50, "ThrottlingBurstLimit": 100, "ResourcePath": "/*"})]
             ),
-            "AccessLogSetting": {"DestinationArn": Match.any_value(), "Format": Match.string_like_regexp("requestId")},
+            "AccessLogSetting": Match.absent(),
         },
     )
+    assert not default.of_type("AWS::ApiGateway::Account")  # a fresh account has no logging role: none needed
+
+
+def test_access_logs_bring_the_account_logging_role_with_them(variant: Synth) -> None:
+    """Access logging needs the account's API Gateway CloudWatch role: with the flag, the stack creates it
+    (retained: the account setting outlives the stack), so the stage also deploys on a fresh account."""
+    variant.template.has_resource_properties(
+        "AWS::ApiGateway::Stage",
+        {"AccessLogSetting": {"DestinationArn": Match.any_value(), "Format": Match.string_like_regexp("requestId")}},
+    )
+    ((_, account),) = variant.of_type("AWS::ApiGateway::Account").items()
+    role_id = account["Properties"]["CloudWatchRoleArn"]["Fn::GetAtt"][0]
+    assert variant.resources[role_id]["DeletionPolicy"] == "Retain"
 
 
 @pytest.mark.parametrize(

@@ -74,6 +74,11 @@ class KeyService:
             roles=parsed,
             created_at=self.clock.now(),
         )
+        from mneme.services.scopes import ScopeService  # here: the authorizer imports this module
+
+        # A tenant's root exists before its first key works, so a first call that only reads (retrieve,
+        # recall: roles that may not write) finds it; creating it is idempotent.
+        ScopeService(self.store, self.clock).root(record.tenant)
         self.store.put_api_key(record)
         return secret, record
 

@@ -1,0 +1,92 @@
+"""A Bedrock runtime double: Titan-shaped embeddings from the real local model, scripted Converse answers.
+
+InvokeModel: the local all-MiniLM-L6-v2 (384 dimensions) padded with zeros to the requested `dimensions`
+(zero padding keeps every cosine exact). Converse: a queue of scripted answers (`script`), else the
+extractive reasoner's proposal for the episodes in the request, returned as the forced `record_fact`
+tool call, so the Bedrock reasoner's parsing and the grounding check run on a realistic answer.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from botocore.exceptions import ClientError
+from botocore.response import StreamingBody
+
+from mneme.consolidation.reasoning import ExtractiveReasoner
+from mneme.ports import Embedder
+
+_EPISODE = re.compile(r"^(\d+)\. (.*)$")
+Answer = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]] | Exception
+
+
+def episodes_of(request: dict[str, Any]) -> list[str]:
+    """The episode texts of a Converse request built by BedrockReasoner (its user message)."""
+    text = request["messages"][-1]["content"][0]["text"]
+    block = text.split("Episodes:\n", 1)[1].split("\n\n", 1)[0]
+    episodes: list[str] = []
+    for line in block.split("\n"):
+        found = _EPISODE.match(line)
+        if found:
+            episodes.append(found.group(2))
+        elif episodes:
+            episodes[-1] += "\n" + line.removeprefix("   ")
+    return episodes
+
+
+def tool_answer(fact: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "output": {
+            "message": {
+                "role": "assistant",
+                "content": [{"toolUse": {"toolUseId": "tooluse_1", "name": "record_fact", "input": fact}}],
+            }
+        },
+        "stopReason": "tool_use",
+        "usage": {"inputTokens": 100, "outputTokens": 20, "totalTokens": 120},
+        "metrics": {"latencyMs": 10},
+    }
+
+
+class BedrockDouble:
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.script: deque[Answer] = deque()
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+
+    def __call__(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.requests.append((operation, params))
+        if operation == "InvokeModel":
+            return self._embed(params)
+        if operation == "Converse":
+            return self._converse(params)
+        raise ClientError({"Error": {"Code": "ValidationException", "Message": f"{operation} not doubled"}}, operation)
+
+    def _embed(self, params: dict[str, Any]) -> dict[str, Any]:
+        request = json.loads(params["body"])
+        dimensions = int(request.get("dimensions", 1024))
+        vector = self.embedder.embed([request["inputText"]])[0]
+        padded = np.zeros(dimensions, dtype=np.float32)
+        padded[: vector.shape[0]] = vector
+        raw = json.dumps({"embedding": padded.tolist(), "inputTextTokenCount": len(request["inputText"].split())})
+        data = raw.encode()
+        return {
+            "ResponseMetadata": {"HTTPStatusCode": 200},
+            "contentType": "application/json",
+            "body": StreamingBody(io.BytesIO(data), len(data)),
+        }
+
+    def _converse(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.script:
+            answer = self.script.popleft()
+            if isinstance(answer, Exception):
+                raise answer
+            return answer(params) if callable(answer) else answer
+        proposal = ExtractiveReasoner().propose(episodes_of(params))
+        return tool_answer(proposal.model_dump(include={"entity", "property", "value", "summary"}))

@@ -1,0 +1,128 @@
+"""The cloud-shaped tier: the synthesized app, run as deployed, on loopback doubles.
+
+Session: one synth of the default stage (in-process, no bundling: tests/infra/synth.py), the local
+embedding model (the Bedrock double's embeddings), one osmem-server. Per test: moto (`mock_aws`, with
+Step Functions executing the template's definition), a fresh osmem clone, the stack's resources created
+from the template (`Deployment`), and the API (`Gateway`). At the end of the session the table of every
+AWS call each function made, with the verdict of its role, and the permissions no call used, is printed
+and written to `cloud-iam-report.md` in pytest's base temporary directory (path printed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mneme.models import Role
+from tests.cloud import calls
+from tests.cloud.bedrock import BedrockDouble
+from tests.cloud.deployment import Deployment, Invocation
+from tests.cloud.gateway import Gateway, Response
+from tests.cloud.report import write_report
+from tests.cloud.template import REGION, Template
+
+pytest.importorskip("aws_cdk")
+moto = pytest.importorskip("moto")
+jsonata = pytest.importorskip("jsonata")
+osmem_server = pytest.importorskip("osmem_server")
+
+_TEMPLATES: list[Template] = []
+
+
+@pytest.fixture(scope="session")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    from tests.infra.synth import synthesize
+
+    synth = synthesize(tmp_path_factory.mktemp("cloud-synth"))
+    _TEMPLATES.append(Template(synth.raw))
+    return _TEMPLATES[0]
+
+
+@pytest.fixture(scope="session")
+def local_model() -> Any:
+    from mneme.adapters.embedders import LocalEmbedder
+
+    return LocalEmbedder()
+
+
+@pytest.fixture(scope="session")
+def osmem() -> Iterator[Any]:
+    try:
+        server = osmem_server.OsmemServer.start(japanese=False)
+    except osmem_server.OsmemError as exc:  # e.g. no bundled binary for this platform
+        pytest.skip(f"osmem-server did not start: {exc}")
+    yield server
+    server.close()
+
+
+@dataclass
+class Cloud:
+    """The deployed stack: call the API, fire the schedule, act as the operator."""
+
+    deployment: Deployment
+    gateway: Gateway
+    bedrock: BedrockDouble
+
+    def api(self, method: str, path: str, body: Any = None, *, key: str | None = None, **kwargs: Any) -> Response:
+        return self.gateway.request(method, path, json_body=body, key=key, **kwargs)
+
+    def operator_key(self, tenant: str, principal: str, *roles: str) -> str:
+        """docs/deploy.md 'The first API key': the CLI's embedded mode on the deployed table."""
+        from mneme.adapters.dynamo_store import DynamoRecordStore
+        from mneme.bootstrap import SystemClock
+        from mneme.services.keys import KeyService
+
+        table_id, _ = self.deployment.template.one("AWS::DynamoDB::Table")
+        store = DynamoRecordStore(self.deployment.template.ref(table_id), region_name=REGION)
+        secret, _ = KeyService(store, SystemClock()).create(tenant, principal, [Role(r) for r in roles or ("admin",)])
+        return secret
+
+    def fire_schedule(self) -> Invocation:
+        return self.deployment.fire_schedule()
+
+
+@pytest.fixture
+def cloud(template: Template, osmem: Any, local_model: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cloud]:
+    from moto import mock_aws
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+    from moto.stepfunctions.parser.asl.jsonata import jsonata as moto_jsonata
+
+    calls.install()
+    bedrock = BedrockDouble(local_model)
+    monkeypatch.setattr(calls.WATCH, "bedrock", bedrock)
+    monkeypatch.setattr(moto_jsonata, "_eval_jsonata", lambda expression: jsonata.Jsonata(expression).evaluate(None))
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    clone = osmem.clone()
+    config = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
+    with mock_aws(config=config):  # type: ignore[arg-type]
+        deployment = Deployment.create(template, clone.url)
+
+        def invoke(parameters: dict[str, Any], region: str, state_credentials: Any) -> dict[str, Any]:
+            return deployment.invoke_from_state_machine(parameters)
+
+        monkeypatch.setattr(lambda_eval_utils, "_invoke_lambda_function", invoke)
+        yield Cloud(deployment, Gateway(deployment), bedrock)
+        for execution in deployment.executions():  # let runs a test started finish inside the mock
+            if execution["status"] == "RUNNING":
+                deployment.wait_for_execution(execution["executionArn"])
+    clone.close()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if not calls.WATCH.seen or not _TEMPLATES:
+        return
+    base = Path(str(config._tmp_path_factory.getbasetemp()))  # type: ignore[attr-defined]
+    text = write_report(_TEMPLATES[0], calls.WATCH.seen, base / "cloud-iam-report.md")
+    terminalreporter.write_sep("-", "cloud tier: AWS calls per function, judged by its role")
+    terminalreporter.write_line(text)
+    terminalreporter.write_line(f"(written to {base / 'cloud-iam-report.md'})")
+
+
+@pytest.fixture
+def admin(cloud: Cloud) -> str:
+    return cloud.operator_key("acme", "alice", "admin")
