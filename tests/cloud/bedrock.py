@@ -3,7 +3,8 @@
 InvokeModel: the local all-MiniLM-L6-v2 (384 dimensions) padded with zeros to the requested `dimensions`
 (zero padding keeps every cosine exact). Converse: a queue of scripted answers (`script`), else the
 extractive reasoner's proposal for the episodes in the request, returned as the forced `record_fact`
-tool call, so the Bedrock reasoner's parsing and the grounding check run on a realistic answer.
+tool call with a summary sentence of its own, so the Bedrock reasoner's parsing and the grounding check
+run on a realistic answer.
 """
 
 from __future__ import annotations
@@ -88,5 +89,12 @@ class BedrockDouble:
             if isinstance(answer, Exception):
                 raise answer
             return answer(params) if callable(answer) else answer
-        proposal = ExtractiveReasoner().propose(episodes_of(params))
-        return tool_answer(proposal.model_dump(include={"entity", "property", "value", "summary"}))
+        texts = episodes_of(params)
+        proposal = ExtractiveReasoner().propose(texts)
+        fact = proposal.model_dump(include={"entity", "property", "value", "summary"})
+        if proposal.entity:  # a model writes its own sentence: the grounding check refuses a copied episode
+            fact["summary"] = (
+                f"Consolidated from {len(texts)} observations: {proposal.entity} has "
+                f"{proposal.property} {proposal.value}."
+            )
+        return tool_answer(fact)

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from mneme.bootstrap import SystemClock
 from mneme.models import Role
 from tests.cloud import calls
 from tests.cloud.bedrock import BedrockDouble
@@ -66,6 +69,7 @@ class Cloud:
     deployment: Deployment
     gateway: Gateway
     bedrock: BedrockDouble
+    clock_offset: timedelta = timedelta(0)
 
     def api(self, method: str, path: str, body: Any = None, *, key: str | None = None, **kwargs: Any) -> Response:
         return self.gateway.request(method, path, json_body=body, key=key, **kwargs)
@@ -84,14 +88,21 @@ class Cloud:
     def fire_schedule(self) -> Invocation:
         return self.deployment.fire_schedule()
 
+    def later(self, **delta: float) -> None:
+        """Move every function's clock forward (e.g. past consolidation's settle time, or to the next tick)."""
+        self.clock_offset += timedelta(**delta)
+
 
 @pytest.fixture
 def cloud(template: Template, osmem: Any, local_model: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cloud]:
     from moto import mock_aws
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
     from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
     from moto.stepfunctions.parser.asl.jsonata import jsonata as moto_jsonata
 
     calls.install()
+    # Step Functions' retry intervals (seconds to minutes) are not slept: the retries themselves still run
+    monkeypatch.setattr(retrier_decl, "time", SimpleNamespace(sleep=lambda seconds: None))
     bedrock = BedrockDouble(local_model)
     monkeypatch.setattr(calls.WATCH, "bedrock", bedrock)
     monkeypatch.setattr(moto_jsonata, "_eval_jsonata", lambda expression: jsonata.Jsonata(expression).evaluate(None))
@@ -106,7 +117,9 @@ def cloud(template: Template, osmem: Any, local_model: Any, monkeypatch: pytest.
             return deployment.invoke_from_state_machine(parameters)
 
         monkeypatch.setattr(lambda_eval_utils, "_invoke_lambda_function", invoke)
-        yield Cloud(deployment, Gateway(deployment), bedrock)
+        cloud = Cloud(deployment, Gateway(deployment), bedrock)
+        monkeypatch.setattr(SystemClock, "now", lambda self: datetime.now(UTC) + cloud.clock_offset)
+        yield cloud
         for execution in deployment.executions():  # let runs a test started finish inside the mock
             if execution["status"] == "RUNNING":
                 deployment.wait_for_execution(execution["executionArn"])
@@ -119,8 +132,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     base = Path(str(config._tmp_path_factory.getbasetemp()))  # type: ignore[attr-defined]
     text = write_report(_TEMPLATES[0], calls.WATCH.seen, base / "cloud-iam-report.md")
     terminalreporter.write_sep("-", "cloud tier: AWS calls per function, judged by its role")
-    terminalreporter.write_line(text)
-    terminalreporter.write_line(f"(written to {base / 'cloud-iam-report.md'})")
+    if config.option.capture == "no":  # -s: the whole table; otherwise the permissions nothing used
+        terminalreporter.write_line(text)
+    else:
+        terminalreporter.write_line(text.split("\n\n", 1)[1])
+    terminalreporter.write_line(f"(the table of every call: {base / 'cloud-iam-report.md'}; -s prints it)")
 
 
 @pytest.fixture

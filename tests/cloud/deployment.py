@@ -26,7 +26,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +49,14 @@ _INVOKE_LOCK = threading.RLock()  # one function at a time: the process environm
 
 class AccessDenied(AssertionError):
     pass
+
+
+class TaskFailure(Exception):
+    """A scripted function error: Lambda's unhandled-error payload (errorType becomes the state's Error)."""
+
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.payload = {"errorType": error_type, "errorMessage": message, "stackTrace": []}
 
 
 @dataclass
@@ -83,6 +91,9 @@ class Deployment:
     osmem_url: str
     invocations: list[Invocation] = field(default_factory=list)
     strict: bool = True  # a denied call fails the invocation (AccessDenied) after it returns
+    # Step Functions' Lambda tasks answered by a script instead of the function (workflow-only tests):
+    # it returns the payload, or raises TaskFailure for a function error.
+    task_script: Callable[[dict[str, Any]], Any] | None = None
 
     @classmethod
     def create(cls, template: Template, osmem_url: str) -> Deployment:
@@ -227,6 +238,11 @@ class Deployment:
         self.check_invoke_permission(self._role_id(machine["RoleArn"]), function, "state-machine")
         payload = parameters.get("Payload")
         event = json.loads(payload) if isinstance(payload, (str, bytes)) else payload
+        if self.task_script is not None:
+            try:
+                return {"StatusCode": 200, "Payload": self.task_script(event)}
+            except TaskFailure as e:
+                return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": e.payload}
         invocation = self.invoke(function.name, event)
         if invocation.error is not None:
             return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": invocation.error}

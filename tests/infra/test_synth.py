@@ -115,9 +115,9 @@ def test_every_function_gets_the_adapter_settings_bootstrap_reads(default: Synth
 
 
 def test_log_groups_follow_the_configured_retention(default: Synth, variant: Synth) -> None:
-    for synth, days in ((default, 30), (variant, 7)):
+    for synth, days, access_logs in ((default, 30, 0), (variant, 7, 1)):
         groups = synth.of_type("AWS::Logs::LogGroup").values()
-        assert len(groups) == len(ALL_FUNCTIONS) + 2  # + API access logs + state machine
+        assert len(groups) == len(ALL_FUNCTIONS) + 1 + access_logs  # + state machine (+ API access logs)
         assert {g["Properties"]["RetentionInDays"] for g in groups} == {days}
 
 

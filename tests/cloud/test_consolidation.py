@@ -1,0 +1,87 @@
+"""remember → recall → the schedule starts a run → Step Functions runs the real stage function → recall facts."""
+
+from __future__ import annotations
+
+import json
+
+from tests.cloud.conftest import Cloud
+from tests.cloud.template import ACCOUNT, REGION
+
+SCOPE = "root.pennine-joinery.vat"
+EPISODES = [
+    "Pennine Joinery's VAT scheme is flat rate.",
+    "Pennine Joinery's VAT scheme is flat rate, Sam confirmed on the call.",
+    "Pennine Joinery's VAT scheme is flat rate since 2024.",
+]
+
+
+def execution_arn(cloud: Cloud, run_id: str) -> str:
+    machine = cloud.deployment.state_machine_arn().split(":stateMachine:")[1]
+    return f"arn:aws:states:{REGION}:{ACCOUNT}:execution:{machine}:{run_id}"
+
+
+def remember(cloud: Cloud, key: str) -> list[str]:
+    assert cloud.api("POST", "/v1/scopes", {"path": SCOPE, "parents": True}, key=key).status == 201
+    items = [{"scope": SCOPE, "content": text, "metadata": {"n": i}} for i, text in enumerate(EPISODES)]
+    response = cloud.api("POST", "/v1/remember", {"items": items}, key=key)
+    assert response.status == 201, str(response)
+    return list(response.json()["episode_ids"])
+
+
+def test_the_schedule_consolidates_episodes_into_a_fact_recall_then_finds(cloud: Cloud, admin: str) -> None:
+    episode_ids = remember(cloud, admin)
+    before = cloud.api("POST", "/v1/recall", {"query": "Pennine Joinery VAT scheme", "explain": True}, key=admin)
+    assert before.status == 200, str(before)
+    assert {r["id"] for r in before.json()["results"]} >= set(episode_ids)
+
+    cloud.later(minutes=15)  # the next tick, past the settle time of the episodes
+    tick = cloud.fire_schedule()
+    (run,) = tick.payload["runs"]
+    assert (run["tenant"], run["scopes"]) == ("acme", 1)
+    execution = cloud.deployment.wait_for_execution(execution_arn(cloud, run["run_id"]))
+    assert execution["status"] == "SUCCEEDED", execution
+    assert json.loads(execution["output"]) == {"run_id": run["run_id"], "status": "succeeded"}
+
+    record = cloud.api("GET", f"/v1/consolidations/{run['run_id']}", key=admin)
+    assert record.status == 200, str(record)
+    assert record.json()["status"] == "succeeded"
+    assert record.json()["stages"]["collect"]["counters"]["episodes_read"] == len(EPISODES)
+    converse = [params for operation, params in cloud.bedrock.requests if operation == "Converse"]
+    assert converse and all(p["modelId"] == cloud.deployment.functions["consolidate-stages"].environment[
+        "MNEME_REASONER__MODEL_ID"] for p in converse)  # fmt: skip
+
+    after = cloud.api("POST", "/v1/recall", {"query": "Pennine Joinery VAT scheme", "kinds": ["fact"]}, key=admin)
+    assert after.status == 200, str(after)
+    results = after.json()["results"]
+    assert {r["kind"] for r in results} == {"fact"}
+    (fact,) = [r for r in results if r["fact"]["entity"]]  # the claim; the others are the batch's roll-ups
+    assert (fact["fact"]["entity"], fact["fact"]["value"]) == ("Pennine Joinery", "flat rate")
+    assert {source["id"] for source in fact["sources"]} == set(episode_ids)
+    assert sorted(source["metadata"]["n"] for source in fact["sources"]) == [0, 1, 2]  # metadata kept
+
+
+def test_a_second_tick_finds_nothing_new(cloud: Cloud, admin: str) -> None:
+    remember(cloud, admin)
+    cloud.later(minutes=15)
+    (run,) = cloud.fire_schedule().payload["runs"]
+    cloud.deployment.wait_for_execution(execution_arn(cloud, run["run_id"]))
+    cloud.later(minutes=15)
+    assert cloud.fire_schedule().payload["runs"] == []
+
+
+def test_a_stage_that_keeps_failing_is_retried_then_recorded_and_the_run_fails(cloud: Cloud, admin: str) -> None:
+    from botocore.exceptions import ClientError
+
+    remember(cloud, admin)
+    outage = ClientError({"Error": {"Code": "ServiceUnavailableException", "Message": "down"}}, "Converse")
+    cloud.bedrock.script.extend([outage] * 100)
+    cloud.later(minutes=15)
+    (run,) = cloud.fire_schedule().payload["runs"]
+    execution = cloud.deployment.wait_for_execution(execution_arn(cloud, run["run_id"]))
+    assert json.loads(execution["output"])["status"] == "failed"
+    record = cloud.api("GET", f"/v1/consolidations/{run['run_id']}", key=admin).json()
+    assert record["status"] == "failed"
+    errors = [e for report in record["stages"].values() for e in report["errors"]]
+    assert [e["stage"] for e in errors] == ["extract"], errors
+    assert record["stages"]["checkpoint"]["counters"] == {"held": 1}
+    assert "ServiceUnavailableException" in errors[0]["message"]
