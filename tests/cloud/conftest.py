@@ -85,8 +85,8 @@ class Cloud:
         secret, _ = KeyService(store, SystemClock()).create(tenant, principal, [Role(r) for r in roles or ("admin",)])
         return secret
 
-    def fire_schedule(self) -> Invocation:
-        return self.deployment.fire_schedule()
+    def fire_schedule(self, function: str = "consolidate-schedule") -> Invocation:
+        return self.deployment.fire_schedule(function)
 
     def later(self, **delta: float) -> None:
         """Move every function's clock forward (e.g. past consolidation's settle time, or to the next tick)."""

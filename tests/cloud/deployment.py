@@ -211,10 +211,13 @@ class Deployment:
             raise AccessDenied(f"{caller} may not invoke {function.name}: {decision.reason}")
 
     # -- the schedule -----------------------------------------------------------------------------
-    def fire_schedule(self) -> Invocation:
-        """One tick of the template's schedule: its target function, its input, through its role."""
-        (schedule,) = self.template.schedules()
-        target = schedule["Target"]
+    def fire_schedule(self, function_name: str) -> Invocation:
+        """One tick of the schedule that targets `function_name`: its input, through its role."""
+        (target,) = [
+            s["Target"]
+            for s in self.template.schedules()
+            if self.template.function_by_arn(s["Target"]["Arn"]).name == function_name
+        ]
         function = self.template.function_by_arn(target["Arn"])
         role_id = self._role_id(target["RoleArn"])
         self.check_invoke_permission(role_id, function, "schedule")
