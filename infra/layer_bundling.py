@@ -42,6 +42,15 @@ def drop_distributions(site: Path, names: Iterable[str]) -> None:
             os.rmdir(directory)
 
 
+def drop_test_suites(site: Path) -> list[Path]:
+    """Delete the packages' own test suites (`<package>/**/tests`, e.g. numpy's 8 MB): never imported at
+    run time. Returns what went."""
+    suites = sorted({p for p in site.glob("*/**/tests") if p.is_dir() and not p.name.endswith(".dist-info")})
+    for suite in suites:
+        shutil.rmtree(suite, ignore_errors=True)
+    return suites
+
+
 @jsii.implements(ILocalBundling)
 class CopySources:
     """Copies each source directory to `<output>/<name>`, leaving out bytecode caches."""
@@ -70,6 +79,7 @@ class PipLayer:
             check=True,
         )  # fmt: skip
         drop_distributions(site, PROVIDED_BY_RUNTIME)  # none is locked; kept as a guard
+        drop_test_suites(site)
         shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts: not on a layer's PATH
         return True
 

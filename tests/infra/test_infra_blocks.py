@@ -9,7 +9,7 @@ from aws_cdk import App, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from pydantic import ValidationError
 
-from infra.layer_bundling import CopySources, bundling, drop_distributions
+from infra.layer_bundling import CopySources, bundling, drop_distributions, drop_test_suites
 from infra.layer_lock import runtime_requirements
 from infra.mneme_infra.access import bedrock_model_arns, is_inference_profile
 from infra.mneme_infra.config import InfraConfig
@@ -124,6 +124,17 @@ def test_drop_distributions_removes_recorded_files_only(tmp_path: Path) -> None:
         (tmp_path / f"{dist}.dist-info" / "RECORD").write_text(f"{module}/__init__.py,,\n{dist}.dist-info/RECORD,,\n")
     drop_distributions(tmp_path, ["botocore"])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["numpy", "numpy-2.0.dist-info"]
+
+
+def test_drop_test_suites_removes_packages_tests_only(tmp_path: Path) -> None:
+    for path in ("numpy/_core/tests/test_a.py", "numpy/tests/test_b.py", "numpy/testing/__init__.py",
+                 "numpy/_core/multiarray.py", "pydantic/__init__.py"):  # fmt: skip
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    assert {p.relative_to(tmp_path).as_posix() for p in drop_test_suites(tmp_path)} == {"numpy/_core/tests",
+                                                                                         "numpy/tests"}  # fmt: skip
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.py")) == [
+        "numpy/_core/multiarray.py", "numpy/testing/__init__.py", "pydantic/__init__.py"]  # fmt: skip
 
 
 def test_code_asset_holds_functions_and_the_domain_package_without_caches(tmp_path: Path) -> None:
