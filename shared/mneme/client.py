@@ -29,7 +29,6 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
-import os
 import random
 import socket
 import threading
@@ -353,9 +352,8 @@ class EmbeddedTransport:
 
     def send(self, request: ApiRequest) -> ApiResponse:
         from mneme import routes
-        from mneme.local import gateway
+        from mneme.local import gateway, runtime
         from mneme.local.events import proxy_event
-        from mneme.local.server import LOCAL_ENV
 
         path = urllib.parse.urlsplit(request.path).path
         try:
@@ -373,8 +371,7 @@ class EmbeddedTransport:
         body = request.body.decode() if request.body is not None else None
         query = urllib.parse.urlencode(request.query)
         event = proxy_event(route, request.method, path, query, dict(request.headers), body, params, authorizer)
-        for name, value in LOCAL_ENV.items():
-            os.environ.setdefault(name, value)
+        runtime.configure()
         with self._lock:
             answer = gateway.invoke(route, event)
         headers = _lower((answer.get("headers") or {}).items())

@@ -1,12 +1,12 @@
 """The `mneme` command line: `mneme --help` lists the commands, `mneme COMMAND --help` shows examples.
 
 Modules: `app` (parser, shared options, `main`), `config` (flags > env > config file), `output`
-(JSON, progress), `store` (serve, mcp, consolidate, reindex, status, config, openapi), `memory`
-(remember, recall, retrieve), `curate` (scopes, layers, memories, keys).
+(JSON, progress), `server` (serve, mcp), `maintenance` (consolidate, export, import, reindex, status,
+config, openapi), `memory` (remember, recall, retrieve), `curate` (scopes, layers, memories, keys).
 """
 
 from mneme.cli.app import main, parser
 from mneme.cli.config import DEFAULT_TENANT
-from mneme.cli.store import ensure_first_run
+from mneme.cli.server import ensure_first_run
 
 __all__ = ["DEFAULT_TENANT", "ensure_first_run", "main", "parser"]

@@ -46,6 +46,10 @@ class Context:
     config: Config
     _clients: dict[tuple[str, ...], MnemeClient] = field(default_factory=dict)
 
+    def embedded_only(self, name: str) -> None:
+        if self.config.remote:
+            raise ConfigError(f"`mneme {name}` works on the local store only; unset --url / MNEME_URL")
+
     @property
     def quiet(self) -> bool:
         return bool(getattr(self.args, "quiet", False))
@@ -143,17 +147,17 @@ def group(sub: Any, name: str, help: str, examples: str) -> Any:
 
 
 def parser() -> argparse.ArgumentParser:
-    from mneme.cli import curate, memory, store
+    from mneme.cli import curate, maintenance, memory, server
 
     common = common_options()
     root = argparse.ArgumentParser(
         prog="mneme", description=DESCRIPTION, epilog=EPILOG, parents=[common], formatter_class=Formatter
     )
     sub = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    store.register_server(sub, common)
+    server.register_server(sub, common)
     memory.register(sub, common)
     curate.register(sub, common)
-    store.register_maintenance(sub, common)
+    maintenance.register_maintenance(sub, common)
     return root
 
 

@@ -1,5 +1,9 @@
 """Where the CLI's settings come from: flags, then environment, then a TOML file, then defaults.
 
+The environment and the file are read by pydantic-settings' own sources (`EnvSettingsSource`,
+`TomlConfigSettingsSource`) into one model, `CliSettings`; this module only merges them by precedence
+and remembers where each value came from (for `mneme config`).
+
 The file is `$MNEME_CONFIG`, else `$XDG_CONFIG_HOME/mneme/config.toml` (default
 `~/.config/mneme/config.toml`); `--config PATH` names another one. Keys:
 
@@ -20,23 +24,36 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import ValidationError, field_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict, TomlConfigSettingsSource
 
 from mneme.errors import InvalidInput
 
 DEFAULT_TENANT = "default"
-KEYS = ("url", "api_key", "api_key_file", "tenant", "principal", "roles", "home", "scope", "timeout")
-ENV = {
-    "url": "MNEME_URL",
-    "api_key": "MNEME_API_KEY",
-    "api_key_file": "MNEME_API_KEY_FILE",
-    "tenant": "MNEME_TENANT",
-    "principal": "MNEME_PRINCIPAL",
-    "roles": "MNEME_ROLES",
-    "home": "MNEME_HOME",
-    "scope": "MNEME_SCOPE",
-    "timeout": "MNEME_TIMEOUT",
-}
+
+
+class CliSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MNEME_", env_ignore_empty=True, extra="forbid")
+
+    url: str | None = None
+    api_key: str | None = None
+    api_key_file: str | None = None
+    tenant: str | None = None
+    principal: str | None = None
+    roles: Annotated[list[str] | None, NoDecode] = None  # MNEME_ROLES="reader,writer" or a TOML list
+    home: str | None = None
+    scope: str | None = None
+    timeout: float | None = None
+
+    @field_validator("roles", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        return [role.strip() for role in value.split(",") if role.strip()] if isinstance(value, str) else value
+
+
+KEYS = tuple(CliSettings.model_fields)
 
 
 class ConfigError(InvalidInput):
@@ -107,21 +124,23 @@ class Config:
         return str(self.get("principal", default))
 
 
-def load(flags: Mapping[str, Any], env: Mapping[str, str] | None = None, path: str | None = None) -> Config:
+def load(flags: Mapping[str, Any], path: str | None = None) -> Config:
     """Merge flags (non-None values), environment and the config file, in that order of precedence."""
-    env = os.environ if env is None else env
     explicit = path is not None
-    file = Path(path).expanduser() if path else default_config_path(env)
-    from_file = _read(file, required=explicit or bool(env.get("MNEME_CONFIG")))
+    file = Path(path).expanduser() if path else default_config_path(os.environ)
+    from_file = _read(file, required=explicit or bool(os.environ.get("MNEME_CONFIG")))
+    layers = [
+        ({k: v for k, v in flags.items() if v is not None and k in KEYS}, lambda k: "flag --" + k.replace("_", "-")),
+        (EnvSettingsSource(CliSettings)(), lambda k: f"env MNEME_{k.upper()}"),
+        (from_file, lambda k: f"file {file}"),
+    ]
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for key in KEYS:
-        if flags.get(key) is not None:
-            values[key], sources[key] = flags[key], "flag --" + key.replace("_", "-")
-        elif env.get(ENV[key]):
-            values[key], sources[key] = env[ENV[key]], f"env {ENV[key]}"
-        elif key in from_file:
-            values[key], sources[key] = from_file[key], f"file {file}"
+        for layer, label in layers:
+            if layer.get(key) is not None:
+                values[key], sources[key] = layer[key], label(key)
+                break
     # A key given at a higher level wins over a key file given lower down, and vice versa.
     if "api_key" in values and "api_key_file" in values:
         rank = ("flag", "env", "file")
@@ -129,7 +148,12 @@ def load(flags: Mapping[str, Any], env: Mapping[str, str] | None = None, path: s
         loser = "api_key_file" if winner == "api_key" else "api_key"
         values.pop(loser)
         sources.pop(loser)
-    return Config(values, sources, file if from_file else None)
+    try:
+        checked = CliSettings.model_validate(values).model_dump(exclude_none=True)
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        raise ConfigError(f"invalid settings: {problems}") from None
+    return Config(checked, sources, file if from_file else None)
 
 
 def _read(path: Path, *, required: bool) -> dict[str, Any]:
@@ -138,7 +162,7 @@ def _read(path: Path, *, required: bool) -> dict[str, Any]:
             raise ConfigError(f"config file {path} does not exist")
         return {}
     try:
-        data = tomllib.loads(path.read_text())
+        data = TomlConfigSettingsSource(CliSettings, toml_file=path)()
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"cannot read config file {path}: {e}") from None
     unknown = sorted(set(data) - set(KEYS))

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import json
-import logging
-import os
 import sys
 import time
-import warnings
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -20,17 +17,9 @@ def quiet_runtime() -> None:
     Tracing and metrics off, the handlers' JSON logs at WARNING and on stderr (stdout carries the
     command's output, or the MCP protocol), and Powertools' empty-metrics warning silenced.
     """
-    from mneme.local.server import LOCAL_ENV
+    from mneme.local import runtime
 
-    for name, value in LOCAL_ENV.items():
-        os.environ.setdefault(name, value)
-    warnings.filterwarnings("ignore", message="No application metrics to publish")
-    from mneme.observability import logger
-
-    logger.setLevel(os.environ["POWERTOOLS_LOG_LEVEL"])
-    for handler in logger.handlers:
-        if isinstance(handler, logging.StreamHandler) and handler.stream in (sys.stdout, sys.__stdout__):
-            handler.setStream(sys.stderr)
+    runtime.configure(logs_to_stderr=True)
 
 
 def plain(value: Any) -> Any:

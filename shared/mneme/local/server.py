@@ -12,7 +12,6 @@ import json
 import os
 import threading
 import time
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -22,16 +21,11 @@ from urllib.parse import urlsplit
 
 from mneme import routes
 from mneme.errors import InvalidInput, MnemeError, PayloadTooLarge
-from mneme.local import gateway
+from mneme.local import gateway, runtime
 from mneme.local.events import proxy_event
 from mneme.observability import logger
 from mneme.services.indexing import Indexer
 
-LOCAL_ENV = {
-    "POWERTOOLS_TRACE_DISABLED": "true",
-    "POWERTOOLS_METRICS_DISABLED": "true",
-    "POWERTOOLS_LOG_LEVEL": "WARNING",
-}
 SOCKET_TIMEOUT = 15.0  # seconds a connection may stall (headers, body or keep-alive idle)
 WORKERS = 32
 
@@ -202,8 +196,5 @@ class LocalServer(HTTPServer):
 
 
 def make_server(host: str, port: int, workers: int = WORKERS) -> LocalServer:
-    for name, value in LOCAL_ENV.items():
-        os.environ.setdefault(name, value)
-    logger.setLevel(os.environ["POWERTOOLS_LOG_LEVEL"])  # the logger may predate the variable
-    warnings.filterwarnings("ignore", "No application metrics to publish")  # metrics are off locally
+    runtime.configure()
     return LocalServer((host, port), workers)
