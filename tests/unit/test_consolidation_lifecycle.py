@@ -166,3 +166,35 @@ def test_a_refused_reasoner_stops_the_stage_at_once(services: Services, clock: A
     run = services.consolidation.start(WRITER, None)
     assert run.status == "failed" and len(calls) == 1
     assert run.errors[0]["message"].startswith("reasoner_access_denied")
+
+
+def test_llm_reasoners_read_each_episode_with_its_speaker_and_date(services: Services, clock: Any) -> None:
+    seen: list[list[str]] = []
+
+    class Recording:
+        name, generative = "recording", True
+
+        def propose(self, texts: Any, feedback: Any = None) -> Any:
+            from mneme.consolidation.models import Proposal
+
+            seen.append(list(texts))
+            return Proposal(entity="Maya", property="lives in", value="Berlin", summary="Maya lives in Berlin now.")
+
+    items = [
+        RememberItem(scope="root.acme", content="I moved to Berlin.", create_scope=True, metadata={"speaker": "Maya"})
+    ]
+    services.remember.remember(WRITER, items)
+    settle(services, clock)
+    services.consolidation.deps.reasoner = Recording()
+    services.consolidation.start(WRITER, None)
+    assert seen == [[f"[{clock.now():%Y-%m-%d}] Maya: I moved to Berlin."]]
+
+
+def test_the_llm_schema_is_generated_from_the_proposal_model() -> None:
+    from mneme.adapters.reasoners import PROPOSAL_SCHEMA
+    from mneme.consolidation.models import Proposal
+
+    assert list(PROPOSAL_SCHEMA["properties"]) == list(Proposal.model_fields)
+    assert PROPOSAL_SCHEMA["required"] == list(Proposal.model_fields)
+    assert PROPOSAL_SCHEMA["properties"]["entity"]["type"] == ["string", "null"]
+    assert PROPOSAL_SCHEMA["properties"]["summary"]["type"] == "string"

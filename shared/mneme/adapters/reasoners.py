@@ -34,25 +34,34 @@ __all__ = ["BedrockReasoner", "OpenAIReasoner", "ReasonerOutputInvalid"]
 
 
 TOOL_NAME = "record_fact"
-_NULLABLE = {"type": ["string", "null"]}
-# Every field listed as required (nullable ones may be null): what OpenAI's strict mode demands.
-PROPOSAL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "entity": {**_NULLABLE, "description": "Who or what the fact is about, exactly as the episodes name it."},
-        "property": {**_NULLABLE, "description": "The attribute of the entity, e.g. 'VAT scheme'."},
-        "value": {**_NULLABLE, "description": "The attribute's value, exactly as the episodes state it."},
-        "summary": {"type": "string", "description": "The fact as one self-contained sentence."},
-    },
-    "required": ["entity", "property", "value", "summary"],
-    "additionalProperties": False,
-}
+
+
+def proposal_schema() -> dict[str, Any]:
+    """The JSON schema of `Proposal`, in the form strict structured output demands: every field listed
+    as required (optional ones nullable), no additional properties, no `anyOf`/`default`/`title`."""
+    generated = Proposal.model_json_schema()
+    properties: dict[str, Any] = {}
+    for name, spec in generated["properties"].items():
+        types = [option["type"] for option in spec["anyOf"]] if "anyOf" in spec else spec["type"]
+        properties[name] = {"type": types, "description": spec["description"]}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+PROPOSAL_SCHEMA: dict[str, Any] = proposal_schema()
 _TOOL_SPEC = {"name": TOOL_NAME, "description": "Record one durable fact.", "inputSchema": {"json": PROPOSAL_SCHEMA}}
 # The forced tool call is how Converse returns structured output: the model must call record_fact.
 TOOL_CONFIG: dict[str, Any] = {"tools": [{"toolSpec": _TOOL_SPEC}], "toolChoice": {"tool": {"name": TOOL_NAME}}}
 SYSTEM_PROMPT = (
     "You consolidate an AI agent's raw observations (episodes) into long-term memory. "
     "Propose exactly ONE durable fact that the episodes support. "
+    "Each episode is dated and may name its speaker ('[2026-03-01] Maya: I moved to Berlin'): a first-person "
+    "statement is about its speaker (entity Maya, property 'lives in', value Berlin); when episodes disagree, "
+    "the latest date holds. Greetings, questions and small talk are no facts. "
     "Fill entity, property and value only when the episodes state them explicitly, using their wording; "
     "otherwise set all three to null. Never guess: when unsure, use null. "
     "Write the summary as one self-contained sentence in your own words that a reader without the episodes "

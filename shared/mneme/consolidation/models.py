@@ -22,12 +22,15 @@ def norm(text: str) -> str:
 
 
 class Proposal(BaseModel):
-    """What a reasoner proposes for one cluster. Entity/property/value may be absent (summary only)."""
+    """What a reasoner proposes for one cluster. Entity/property/value may be absent (summary only).
+    The LLM reasoners' JSON schema is generated from this model (`adapters.reasoners.PROPOSAL_SCHEMA`)."""
 
-    entity: str | None = None
-    property: str | None = None
-    value: str | None = None
-    summary: str
+    entity: str | None = Field(
+        None, description="Who or what the fact is about, exactly as the episodes name it (the speaker for 'I')."
+    )
+    property: str | None = Field(None, description="The attribute of the entity, e.g. 'VAT scheme', 'lives in'.")
+    value: str | None = Field(None, description="The attribute's value, exactly as the episodes state it.")
+    summary: str = Field(description="The fact as one self-contained sentence.")
 
 
 def is_claim(proposal: Proposal) -> bool:

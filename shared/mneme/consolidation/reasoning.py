@@ -13,6 +13,8 @@ from mneme.text import terms
 class Reasoner(Protocol):
     """Proposes one fact for a cluster of episode texts.
 
+    Each text is `Speaker: text` when the episode names its speaker (in its text or its `speaker`
+    metadata); a generative reasoner's texts also start with the day they occurred, `[2026-03-01] `.
     `feedback`, on a retry, says why the previous proposal was rejected. Transient failures raise
     `StoreUnavailable` / `Throttled`; output that is not a proposal raises `ReasonerOutputInvalid`.
     """

@@ -125,15 +125,16 @@ def cluster(deps: Deps, batch: Batch) -> Batch:
     return batch
 
 
-def utterance(episode: Episode) -> str:
+def utterance(episode: Episode, *, dated: bool = False) -> str:
     """What the reasoner reads of an episode: its text (an STTP node's content, not its raw form),
     prefixed `Name: ` from the `speaker` metadata when the text names no speaker itself, so first-person
-    statements have an owner ("I moved to Berlin" said by Maya → Maya / lives in / Berlin)."""
+    statements have an owner ("I moved to Berlin" said by Maya → Maya / lives in / Berlin); `dated`
+    prefixes the day it occurred: "[2026-03-01] Maya: I moved to Berlin"."""
     text = (episode.search_text or episode.content).strip()
     speaker = episode.metadata.get("speaker") if isinstance(episode.metadata, dict) else None
     if isinstance(speaker, str) and speaker.strip() and split_speaker(text)[0] is None:
-        return f"{speaker.strip()}: {text}"
-    return text
+        text = f"{speaker.strip()}: {text}"
+    return f"[{episode.occurred_at:%Y-%m-%d}] {text}" if dated else text
 
 
 def _claim(text: str) -> tuple[str, ...] | None:
@@ -147,7 +148,8 @@ def extract(deps: Deps, batch: Batch) -> Batch:
     configuration problem: it stops the stage at once instead of failing every cluster twice."""
     found = deps.store.get_episodes(batch.tenant, batch.episode_ids)
     for index, ids in enumerate(batch.clusters):
-        texts = [utterance(found[i]) for i in ids if i in found]
+        dated = deps.reasoner.generative  # an LLM weighs dates ("the latest holds"); patterns need none
+        texts = [utterance(found[i], dated=dated) for i in ids if i in found]
         if not texts:
             continue
         feedback: str | None = None
