@@ -42,7 +42,8 @@ HAVE_NOT = {"question", "questions", "meeting", "problem", "problems", "idea", "
 # Cut a value at the first qualifier: "Berlin last year" -> "Berlin", "Premium since the upgrade" -> "Premium".
 QUALIFIER = re.compile(
     r"[,;()!?]|\.(?:\s|$)|\s(?:since|from|as of|until|because|according to|now|currently|again|usually|"
-    r"for|these days|hands down|honestly|originally|actually|last|this|next|in (?:the )?(?:spring|summer|autumn|"
+    r"for|and (?:he|she|they|it|i|we|you|so|then|that|this)|anyway|by the way|"
+    r"these days|hands down|honestly|originally|actually|last|this|next|in (?:the )?(?:spring|summer|autumn|"
     r"fall|winter|january|february|march|april|may|june|july|august|september|october|november|december|"
     r"\d{4})|for (?:work|tickets|years|now)|only|too|as well|instead\b.*|though|fluently|right now|lately)\b",
     re.I,
