@@ -16,6 +16,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from infra.mneme_infra.workflow import max_batches_within_history
 from mneme.consolidation.service import MAX_BATCHES_PER_SCOPE
 from mneme.settings import BedrockEmbedderSettings, BedrockReasonerSettings
 
@@ -78,7 +79,7 @@ class InfraConfig(BaseModel):
     consolidation_schedule: str = "rate(15 minutes)"
     consolidation_enabled: bool = True  # False creates the schedule disabled
     map_concurrency: Annotated[int, Field(ge=1, le=40)] = 4
-    max_batches_per_scope: Annotated[int, Field(ge=1, le=500)] = MAX_BATCHES_PER_SCOPE
+    max_batches_per_scope: Annotated[int, Field(ge=1, le=max_batches_within_history())] = MAX_BATCHES_PER_SCOPE
     # alarms (the Locus operations chapter's starting thresholds; tune per environment)
     recall_p95_ms: Annotated[int, Field(ge=50, le=30_000)] = 2000
     validation_failure_percent: Annotated[float, Field(gt=0, le=100)] = 2.0

@@ -8,7 +8,10 @@ retried deliveries, failures to the queue).
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, Duration, Validations
+import json
+from typing import cast
+
+from aws_cdk import Acknowledgment, CfnElement, Duration, Stack, Validations
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
@@ -61,6 +64,7 @@ class Consolidation(Construct):
             failures=failures,
         )
         Validations.of(self.state_machine).acknowledge(
+            *_child_executions(self.state_machine),
             versions_of(stages, "stage function"),
             Acknowledgment(
                 id="AwsSolutions-IAM5[Resource::*]",
@@ -68,3 +72,19 @@ class Consolidation(Construct):
                 "DescribeResourcePolicies, ...) support no resource-level permissions.",
             ),
         )
+
+
+def _child_executions(state_machine: sfn.StateMachine) -> list[Acknowledgment]:
+    """The Distributed Map's policy (CDK's): describe, stop and redrive the machine's own executions."""
+    stack = Stack.of(state_machine)
+    machine_id = stack.resolve(stack.get_logical_id(cast(CfnElement, state_machine.node.default_child)))
+    name = json.dumps({"Fn::Select": [6, {"Fn::Split": [":", {"Ref": machine_id}]}]}, separators=(",", ":"))
+    arn = f"arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:{name}"
+    return [
+        Acknowledgment(
+            id=f"AwsSolutions-IAM5[Resource::{arn}{suffix}]",
+            reason="The Distributed Map starts one child execution per scope; the state machine may describe, "
+            "stop and redrive executions of itself only (names are run ids, unknown at deploy time).",
+        )
+        for suffix in (":*", "/Targets:*")
+    ]

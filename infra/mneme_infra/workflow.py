@@ -1,7 +1,8 @@
 """The consolidation state machine's definition, built from `mneme.consolidation.stages.STAGE_NAMES`.
 
-Input `{"tenant", "run_id", "targets": [scope ids]}` (StepFunctionsOrchestrator). A Map over the targets
-runs, per scope, batch after batch as `ConsolidationService._scope` does locally:
+Input `{"tenant", "run_id", "targets": [scope ids]}` (StepFunctionsOrchestrator). A Distributed Map over the
+targets runs, per scope and in a child execution of its own, batch after batch as
+`ConsolidationService._scope` does locally:
 
     Begin -> <one task per stage, in STAGE_NAMES order> -> Summarize -> MoreEpisodes?
       ^------------------------ full, no errors, fewer than max_batches_per_scope ---'
@@ -85,12 +86,28 @@ def with_failure(stage: str, batch: str) -> str:
     )
 
 
+# One batch in a child execution's history: Begin and one task per stage (entered, scheduled, started,
+# succeeded, exited), Summarize and MoreEpisodes (entered, exited). Retries add more, hence the margin.
+EVENTS_PER_BATCH = 5 * (1 + len(STAGE_NAMES)) + 2 * 2
+HISTORY_LIMIT = 25_000
+HISTORY_BUDGET = 20_000  # of a child execution's 25,000 events, for the batches of its one scope
+
+
+def max_batches_within_history() -> int:
+    return HISTORY_BUDGET // EVENTS_PER_BATCH
+
+
 class Workflow:
     """The states, named after the stages; `definition` is the chain to hand to the state machine."""
 
     def __init__(
         self, scope: Construct, *, stages: lambda_.IFunction, map_concurrency: int, max_batches_per_scope: int
     ) -> None:
+        if max_batches_per_scope > max_batches_within_history():
+            raise ValueError(
+                f"max_batches_per_scope {max_batches_per_scope} would exceed a child execution's event history: "
+                f"at most {max_batches_within_history()} ({EVENTS_PER_BATCH} events per batch)"
+            )
         self.scope, self.stages = scope, stages
         hold = self._task("HoldCheckpoint", {"stage": STAGE_NAMES[-1], "batch": jsonata("$states.input")})
         summarize = sfn.Pass.jsonata(
@@ -123,9 +140,14 @@ class Workflow:
         )
         start.next(begin)
 
-        targets = sfn.Map.jsonata(
+        # Distributed: each target (scope) runs as a child Standard execution with its own event history,
+        # so a run's history no longer grows with its batch count (an inline Map met the 25,000-event
+        # limit near 500 batches); the parent records a constant handful of Map Run events.
+        targets = sfn.DistributedMap.jsonata(
             scope,
             "Targets",
+            label="Targets",
+            map_execution_type=sfn.StateMachineType.STANDARD,
             items=sfn.ProvideItems.jsonata(jsonata("$states.input.targets")),
             item_selector={
                 "tenant": jsonata("$states.input.tenant"),

@@ -6,11 +6,20 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
+from infra.mneme_infra.config import InfraConfig
 from infra.mneme_infra.specs import REPAIR, SCHEDULE, STAGES
-from infra.mneme_infra.workflow import LAMBDA_ERRORS, TRANSIENT_ERRORS
+from infra.mneme_infra.workflow import (
+    EVENTS_PER_BATCH,
+    HISTORY_BUDGET,
+    HISTORY_LIMIT,
+    LAMBDA_ERRORS,
+    TRANSIENT_ERRORS,
+    max_batches_within_history,
+)
 from mneme.consolidation.stages import STAGE_NAMES
-from tests.infra.synth import Synth
+from tests.infra.synth import Synth, as_list
 
 TASKS = ("Begin", *(f"Stage_{name}" for name in STAGE_NAMES), "HoldCheckpoint")
 
@@ -45,6 +54,29 @@ def test_map_over_targets_then_finish(asl: dict[str, Any], default: Synth, varia
     assert targets["Next"] == "Finish"
     assert asl["States"]["Finish"]["Arguments"]["Payload"]["stage"] == "finish"
     assert asl["States"]["Finish"].get("End") is True
+
+
+def test_each_target_is_a_child_standard_execution_so_a_runs_history_does_not_grow_with_its_batches(
+    asl: dict[str, Any], default: Synth
+) -> None:
+    # Given the Targets map: distributed, one Standard child execution per scope
+    targets = asl["States"]["Targets"]
+    assert targets["ItemProcessor"]["ProcessorConfig"] == {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}
+    # Then a child's history holds one scope's batches, each a fixed number of events, within the limit
+    child = targets["ItemProcessor"]["States"]
+    tasks = [name for name, state in child.items() if state["Type"] == "Task" and name != "HoldCheckpoint"]
+    assert 5 * len(tasks) + 2 * 2 == EVENTS_PER_BATCH  # Begin + stages; Summarize and MoreEpisodes
+    assert InfraConfig.model_fields["max_batches_per_scope"].metadata[-1].le * EVENTS_PER_BATCH <= HISTORY_BUDGET
+    assert HISTORY_BUDGET < HISTORY_LIMIT
+    # and the parent may start, describe and stop its own child executions
+    (policy,) = [p for lid, p in default.of_type("AWS::IAM::Policy").items() if "DistributedMap" in lid]
+    actions = {a for s in policy["Properties"]["PolicyDocument"]["Statement"] for a in as_list(s["Action"])}
+    assert {"states:StartExecution", "states:DescribeExecution", "states:StopExecution"} <= actions
+
+
+def test_a_scope_limit_beyond_the_child_history_is_refused() -> None:
+    with pytest.raises(ValidationError):
+        InfraConfig(max_batches_per_scope=max_batches_within_history() + 1)
 
 
 def test_stage_tasks_follow_the_stage_list_order(asl: dict[str, Any]) -> None:
