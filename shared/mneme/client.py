@@ -38,13 +38,11 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from mneme import __version__
-from mneme.consolidation.models import RunStatus, StageReport
 from mneme.errors import (
     Conflict,
     Forbidden,
@@ -60,7 +58,17 @@ from mneme.errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
-from mneme.http.schemas import CreateMemoryRequest, EditMemoryRequest, MemoryView
+from mneme.http.schemas import CreateMemoryRequest, EditMemoryRequest
+from mneme.http.views import (
+    Change,
+    ChangesPage,
+    CreatedKey,
+    KeyView,
+    MemoryRecord,
+    RunStarted,
+    RunView,
+    ScopeView,
+)
 from mneme.services.recall import RecallRequest, RecallResponse
 from mneme.services.remember import MAX_BATCH, Remembered, RememberItem
 from mneme.services.retrieval import Bundle
@@ -99,84 +107,6 @@ M = TypeVar("M", bound=BaseModel)
 RETRY_ALWAYS = frozenset({429, 503})
 #: Statuses retried only for calls that are safe to repeat.
 RETRY_IDEMPOTENT = frozenset({500, 502, 504})
-
-
-# -- views of API answers that have no model of their own ---------------------------------------
-
-
-class ScopeView(BaseModel):
-    path: str
-    scope_id: str
-    depth: int
-    alias: str | None = None  # set by a rename: the old path, which keeps resolving
-
-
-class MemoryRecord(MemoryView):
-    """A curated memory as the API returns it (`MemoryView` plus its body and routing fields)."""
-
-    body: str
-    summary: str | None = None
-    tags: list[str] = []
-    triggers: list[str] = []
-    confidence: float | None = None
-    valid_until: datetime | None = None
-    review_due: datetime | None = None
-    depends_on: list[str] = []
-
-
-class KeyView(BaseModel):
-    key_id: str
-    tenant: str
-    principal: str
-    roles: list[str]
-    created_at: datetime
-    revoked_at: datetime | None = None
-
-
-class CreatedKey(KeyView):
-    api_key: str  # the secret: shown once, never stored by Mneme
-
-
-class Change(BaseModel):
-    """One entry of the change feed: what changed (`kind`, `id`) and the record as it is now (None when
-    the caller may not see it, e.g. another author's pending memory)."""
-
-    position: str
-    kind: str
-    id: str
-    record: dict[str, Any] | None = None
-
-
-class ChangesPage(BaseModel):
-    changes: list[Change]
-    next_cursor: str | None = None
-    has_more: bool
-
-
-class RunStarted(BaseModel):
-    run_id: str
-    status: RunStatus
-    scopes: list[str]
-
-
-class RunView(BaseModel):
-    """A consolidation run: status, per-stage counters and errors."""
-
-    run_id: str
-    status: RunStatus
-    scopes: list[str] = []
-    stages: dict[str, StageReport] = {}
-    started_at: datetime
-    finished_at: datetime | None = None
-    requested_by: str
-
-    @property
-    def finished(self) -> bool:
-        return self.status != "running"
-
-    @property
-    def errors(self) -> list[dict[str, Any]]:
-        return [error for report in self.stages.values() for error in report.errors]
 
 
 # -- errors ------------------------------------------------------------------------------------

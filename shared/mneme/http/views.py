@@ -1,0 +1,178 @@
+"""Response bodies of the HTTP API: one typed model per answer. The OpenAPI document and the Python client
+both use these; the fuzz suite checks every answer against them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mneme.consolidation.models import RunStatus, StageReport
+from mneme.http.schemas import MemoryView
+from mneme.services.remember import Remembered
+from mneme.structure_models import Operation, Preview
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(examples=["scope_not_found"])
+    message: str = Field(examples=["scope root.acme.payroll does not exist"])
+    details: Any = None
+
+
+class ErrorBody(BaseModel):
+    """Every error: a stable `code`, a human `message` and optional structured `details`."""
+
+    model_config = ConfigDict(json_schema_extra={"additionalProperties": False})
+    error: ErrorDetail
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    version: str
+
+
+class ScopeView(BaseModel):
+    path: str
+    scope_id: str
+    depth: int
+    alias: str | None = None  # set by a rename: the old path, which keeps resolving
+
+
+class ScopeList(BaseModel):
+    scopes: list[ScopeView]
+
+
+class LayerNames(BaseModel):
+    layers: dict[str, str] = Field(examples=[{"1": "clients", "2": "services"}])
+
+
+class Erasure(BaseModel):
+    path: str
+    dry_run: bool
+    counts: dict[str, Any]
+
+
+class MemoryRecord(MemoryView):
+    """A curated memory as the API returns it (`MemoryView` plus its body and routing fields)."""
+
+    body: str
+    summary: str | None = None
+    tags: list[str] = []
+    triggers: list[str] = []
+    confidence: float | None = None
+    valid_until: datetime | None = None
+    review_due: datetime | None = None
+    depends_on: list[str] = []
+    pending_revision: dict[str, Any] | None = None  # an edit to a published memory, awaiting approval
+    rejected_revision: dict[str, Any] | None = None
+
+
+class MemoryHistory(BaseModel):
+    memory_id: str
+    history: list[dict[str, Any]]
+
+
+class Reviews(BaseModel):
+    """Approvers get the `queue`; everyone else (or `mine=true`) their own revisions and decisions."""
+
+    queue: list[dict[str, Any]] | None = None
+    mine: list[dict[str, Any]] | None = None
+
+
+class DraftView(BaseModel):
+    draft_id: str
+    author: str
+    operations: list[Operation]
+    status: Literal["open", "published", "discarded"]
+    created_at: datetime
+    published_at: datetime | None = None
+    published_by: str | None = None
+    preview: Preview
+
+
+class KeyView(BaseModel):
+    key_id: str
+    tenant: str
+    principal: str
+    roles: list[str]
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+
+class CreatedKey(KeyView):
+    api_key: str  # the secret: shown once, never stored by Mneme
+    note: str | None = None
+
+
+class KeyList(BaseModel):
+    keys: list[KeyView]
+
+
+class Revoked(BaseModel):
+    key_id: str
+    revoked: Literal[True]
+
+
+class RememberedBatch(BaseModel):
+    episode_ids: list[str]
+    items: list[Remembered]
+
+
+class Diagnostic(BaseModel):
+    code: str
+    message: str
+    span: dict[str, int]  # line, column, offset, length
+    severity: str
+    recovery: str
+    strict_impact: bool
+
+
+class SttpValidation(BaseModel):
+    ok: bool
+    strict_valid: bool
+    profile: Literal["strict", "tolerant"]
+    diagnostics: list[Diagnostic]
+    canonical: str | None = None
+
+
+class Change(BaseModel):
+    """One entry of the change feed: what changed (`kind`, `id`) and the record as it is now (None when
+    the caller may not see it, e.g. another author's pending memory)."""
+
+    position: str
+    kind: str
+    id: str
+    record: dict[str, Any] | None = None
+
+
+class ChangesPage(BaseModel):
+    changes: list[Change]
+    next_cursor: str | None = None
+    has_more: bool
+
+
+class RunStarted(BaseModel):
+    run_id: str
+    status: RunStatus
+    scopes: list[str]
+
+
+class RunView(BaseModel):
+    """A consolidation run: status, per-stage counters and errors."""
+
+    run_id: str
+    status: RunStatus
+    scopes: list[str] = []
+    stages: dict[str, StageReport] = {}
+    started_at: datetime
+    finished_at: datetime | None = None
+    requested_by: str
+
+    @property
+    def finished(self) -> bool:
+        return self.status != "running"
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        return [error for report in self.stages.values() for error in report.errors]
