@@ -119,6 +119,15 @@ def cloud(template: Template, osmem: Any, local_model: Any, monkeypatch: pytest.
         monkeypatch.setattr(lambda_eval_utils, "_invoke_lambda_function", invoke)
         cloud = Cloud(deployment, Gateway(deployment), bedrock)
         monkeypatch.setattr(SystemClock, "now", lambda self: datetime.now(UTC) + cloud.clock_offset)
+        # the table adapter's own clock (change-feed positions and settle horizon) moves with it
+        from mneme.adapters.dynamo_table import DynamoTable
+
+        table_defaults = dict(DynamoTable.__init__.__kwdefaults__ or {})
+        monkeypatch.setattr(
+            DynamoTable.__init__,
+            "__kwdefaults__",
+            {**table_defaults, "now": lambda: datetime.now(UTC) + cloud.clock_offset},
+        )
         yield cloud
         for execution in deployment.executions():  # let runs a test started finish inside the mock
             if execution["status"] == "RUNNING":

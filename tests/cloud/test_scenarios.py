@@ -1,0 +1,139 @@
+"""Curation, structure, the change feed, erasure and the gateway's own answers, through the deployed shape."""
+
+from __future__ import annotations
+
+from tests.cloud.conftest import Cloud
+
+
+def key(cloud: Cloud, admin: str, principal: str, *roles: str) -> str:
+    response = cloud.api("POST", "/v1/keys", {"principal": principal, "roles": list(roles)}, key=admin)
+    assert response.status == 201, str(response)
+    return str(response.json()["api_key"])
+
+
+def headers(markdown: str) -> list[str]:
+    return [line for line in markdown.splitlines() if line.startswith("<!-- ") and "priority" in line]
+
+
+def test_review_approve_and_reject(cloud: Cloud, admin: str) -> None:
+    writer, approver = key(cloud, admin, "bot", "writer"), key(cloud, admin, "rita", "approver")
+    proposed = cloud.api("POST", "/v1/memories", {"scope": "root", "key": "tone", "body": "Be brief."}, key=writer)
+    assert proposed.status == 201, str(proposed)
+    assert proposed.json()["status"] == "pending"
+    memory_id = proposed.json()["memory_id"]
+    own = cloud.api("POST", "/v1/retrieve", {"path": "root"}, key=writer).body
+    assert next(h for h in headers(own) if "key: tone" in h).endswith("| pending -->")
+    assert not [
+        h for h in headers(cloud.api("POST", "/v1/retrieve", {"path": "root"}, key=approver).body) if "tone" in h
+    ]
+
+    queue = cloud.api("GET", "/v1/reviews", key=approver)
+    assert queue.status == 200, str(queue)
+    assert memory_id in queue.body
+    approved = cloud.api("POST", f"/v1/memories/{memory_id}/approve", {}, key=approver)
+    assert approved.status == 200, str(approved)
+    assert approved.json()["status"] == "published"
+    bundle = cloud.api("POST", "/v1/retrieve", {"path": "root"}, key=approver).body
+    assert "Be brief." in bundle and not [h for h in headers(bundle) if h.endswith("| pending -->")]
+
+    second = cloud.api("POST", "/v1/memories", {"scope": "root", "key": "slang", "body": "Use slang."}, key=writer)
+    rejected = cloud.api(
+        "POST", f"/v1/memories/{second.json()['memory_id']}/reject", {"reason": "not our voice"}, key=approver
+    )
+    assert rejected.status == 200, str(rejected)
+    assert rejected.json()["status"] == "archived"  # a rejected new memory is archived, never published
+    assert "Use slang." not in cloud.api("POST", "/v1/retrieve", {"path": "root"}, key=writer).body
+    rejected_history = cloud.api("GET", f"/v1/memories/{second.json()['memory_id']}/history", key=approver)
+    assert rejected_history.status == 200 and "not our voice" in rejected_history.body, str(rejected_history)
+    history = cloud.api("GET", f"/v1/memories/{memory_id}/history", key=approver)
+    assert history.status == 200 and len(history.json()["history"]) >= 2, str(history)
+
+
+def test_a_structure_draft_is_previewed_then_published(cloud: Cloud, admin: str) -> None:
+    for path in ("root.acme.vat", "root.globex"):
+        assert cloud.api("POST", "/v1/scopes", {"path": path, "parents": True}, key=admin).status == 201
+    memory = {"scope": "root.acme.vat", "key": "vat-policy", "body": "Acme files quarterly."}
+    assert cloud.api("POST", "/v1/memories", memory, key=admin).status == 201
+    draft = cloud.api(
+        "POST",
+        "/v1/structure/drafts",
+        {"operations": [{"op": "move", "path": "root.acme.vat", "new_parent": "root.globex"}]},
+        key=admin,
+    )
+    assert draft.status == 201, str(draft)
+    body = draft.json()
+    assert "root.globex.vat" in draft.body  # the preview names the new path
+    fetched = cloud.api("GET", f"/v1/structure/drafts/{body['draft_id']}", key=admin)
+    fingerprint = body["preview"]["fingerprint"]
+    assert fetched.status == 200 and fetched.json()["preview"]["fingerprint"] == fingerprint, str(fetched)
+    published = cloud.api(
+        "POST", f"/v1/structure/drafts/{body['draft_id']}/publish", {"fingerprint": fingerprint}, key=admin
+    )
+    assert published.status == 200, str(published)
+    moved = cloud.api("POST", "/v1/retrieve", {"path": "root.acme.vat"}, key=admin)  # the old path: an alias
+    assert moved.status == 200, str(moved)
+    assert "<!-- scoped: root.globex.vat | priority: 9 | key: vat-policy -->" in moved.body
+
+
+def test_the_change_feed_pages_without_gaps_or_repeats(cloud: Cloud, admin: str) -> None:
+    assert cloud.api("POST", "/v1/scopes", {"path": "root.feed", "parents": True}, key=admin).status == 201
+    items = [{"scope": "root.feed", "content": f"Observation number {i} about the feed."} for i in range(5)]
+    written = cloud.api("POST", "/v1/remember", {"items": items}, key=admin)
+    assert written.status == 201, str(written)
+    cloud.later(minutes=1)  # past the feed's settle horizon
+    seen: list[str] = []
+    cursor: str | None = None
+    for _ in range(20):
+        query = {"limit": "2", **({"cursor": cursor} if cursor else {})}
+        page = cloud.api("GET", "/v1/changes", key=admin, query=query)
+        assert page.status == 200, str(page)
+        seen += [change["id"] for change in page.json()["changes"]]
+        cursor = page.json()["next_cursor"]
+        if not page.json()["has_more"]:
+            break
+    assert len(seen) == len(set(seen))
+    assert set(written.json()["episode_ids"]) <= set(seen)
+    tampered = cloud.api("GET", "/v1/changes", key=admin, query={"cursor": (cursor or "x")[:-2] + "zz"})
+    assert tampered.status == 400, str(tampered)
+
+
+def test_erasure_counts_then_deletes_a_subtree_for_good(cloud: Cloud, admin: str) -> None:
+    assert cloud.api("POST", "/v1/scopes", {"path": "root.gone.deep", "parents": True}, key=admin).status == 201
+    items = [{"scope": "root.gone.deep", "content": "Quokka invoices are paid in kind."}]
+    episode_id = cloud.api("POST", "/v1/remember", {"items": items}, key=admin).json()["episode_ids"][0]
+    dry = cloud.api("DELETE", "/v1/scopes", key=admin, query={"path": "root.gone"})
+    assert dry.status == 200, str(dry)
+    assert dry.json()["dry_run"] is True
+    recall = {"query": "quokka invoices", "scope": "root.gone"}
+    assert [r["id"] for r in cloud.api("POST", "/v1/recall", recall, key=admin).json()["results"]] == [episode_id]
+    erased = cloud.api("DELETE", "/v1/scopes", key=admin, query={"path": "root.gone", "dry_run": "false"})
+    assert erased.status == 200, str(erased)
+    assert erased.json()["counts"] == dry.json()["counts"]
+    assert cloud.api("POST", "/v1/retrieve", {"path": "root.gone.deep"}, key=admin).status == 404
+    everywhere = cloud.api("POST", "/v1/recall", {"query": "quokka invoices"}, key=admin)
+    assert everywhere.status == 200 and everywhere.json()["results"] == [], str(everywhere)
+
+
+def test_the_gateway_answers_in_mnemes_error_shape(cloud: Cloud, admin: str) -> None:
+    missing = cloud.api("POST", "/v1/retrieve", {"path": "root"})
+    assert (missing.status, missing.error_code, missing.function) == (401, "unauthorized", None)
+    malformed = cloud.api("POST", "/v1/retrieve", {"path": "root"}, headers={"Authorization": "Basic abc"})
+    assert (malformed.status, malformed.error_code) == (401, "unauthorized")
+    unknown = cloud.api("POST", "/v1/retrieve", {"path": "root"}, key="mnk_not-a-key")
+    assert (unknown.status, unknown.error_code) == (401, "unauthorized")
+    assert cloud.api("GET", "/v1/nowhere", key=admin).error_code == "route_not_found"
+    reader = key(cloud, admin, "ro", "reader")
+    forbidden = cloud.api("PUT", "/v1/layers", {"layers": {"1": "clients"}}, key=reader)
+    assert (forbidden.status, forbidden.function) == (403, "curate"), str(forbidden)
+
+
+def test_a_revoked_key_is_refused_once_the_authorizer_cache_expires(cloud: Cloud, admin: str) -> None:
+    doomed = key(cloud, admin, "temp", "reader")
+    assert cloud.api("GET", "/v1/scopes", key=doomed).status == 200
+    key_id = next(k for k in cloud.api("GET", "/v1/keys", key=admin).json()["keys"] if k["principal"] == "temp")
+    assert cloud.api("POST", f"/v1/keys/{key_id['key_id']}/revoke", {}, key=admin).status == 200
+    assert cloud.api("GET", "/v1/scopes", key=doomed).status == 200  # the cached Allow (docs/deploy.md)
+    (authorizer,) = cloud.deployment.template.of_type("AWS::ApiGateway::Authorizer").values()
+    cloud.gateway.now += authorizer["Properties"]["AuthorizerResultTtlInSeconds"] + 1
+    refused = cloud.api("GET", "/v1/scopes", key=doomed)
+    assert (refused.status, refused.error_code) == (403, "key_revoked"), str(refused)
