@@ -23,7 +23,7 @@ from botocore.response import StreamingBody
 from mneme.consolidation.reasoning import ExtractiveReasoner
 from mneme.ports import Embedder
 
-_EPISODE = re.compile(r"^(\d+)\. (.*)$")
+_EPISODE = re.compile(r"^(\d+)\. (?:\[[0-9-]+\] )?(.*)$")  # "1. [2026-03-01] text": the day is context
 Answer = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]] | Exception
 
 

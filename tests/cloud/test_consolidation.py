@@ -40,9 +40,9 @@ def test_the_schedule_consolidates_episodes_into_a_fact_recall_then_finds(cloud:
     assert (run["tenant"], run["scopes"]) == ("acme", 1)
     execution = cloud.deployment.wait_for_execution(execution_arn(cloud, run["run_id"]))
     assert execution["status"] == "SUCCEEDED", execution
-    assert json.loads(execution["output"]) == {"run_id": run["run_id"], "status": "succeeded"}
-
     record = cloud.api("GET", f"/v1/consolidations/{run['run_id']}", key=admin)
+    assert json.loads(execution["output"]) == {"run_id": run["run_id"], "status": "succeeded"}, record.body
+
     assert record.status == 200, str(record)
     assert record.json()["status"] == "succeeded"
     assert record.json()["stages"]["collect"]["counters"]["episodes_read"] == len(EPISODES)
