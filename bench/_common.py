@@ -79,15 +79,14 @@ class Engine:
     def close(self) -> None:
         """Checkpoint and close both SQLite files, so the directory can be copied or reused."""
         self.services.index.close()  # type: ignore[attr-defined]
-        conn = self.store._target.conn
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        conn.close()
+        self.store._target.close()
 
 
-def engine(directory: Path, threads: int = 1, embedder: Any = None) -> Engine:
-    """The embedded engine on `directory`/mneme.db and `directory`/index.db."""
+def engine(directory: Path, threads: int = 1, embedder: Any = None, workers: int | None = None) -> Engine:
+    """The embedded engine on `directory`/mneme.db and `directory`/index.db; `threads` are
+    onnxruntime's intra-op threads, `workers` the embedder's concurrent batches (None: cores)."""
     directory.mkdir(parents=True, exist_ok=True)
-    timed_embedder = Timed(embedder or LocalEmbedder(intra_op_num_threads=threads), "embed")
+    timed_embedder = Timed(embedder or LocalEmbedder(intra_op_num_threads=threads, workers=workers), "embed")
     index = Timed(SqliteSearchIndex(directory / "index.db"), "search_text", "search_vector", "upsert")
     store = Timed(
         SqliteRecordStore(directory / "mneme.db"), "put_episodes", "get_episodes", "mark_indexed", "get_scope"
@@ -240,3 +239,35 @@ def stopwatch(fn: Callable[[], object]) -> float:
 def machine() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return f"{os.cpu_count()} cores, load average {load:.2f} at start (the machine is shared)"
+
+
+def model_ceiling(texts: Sequence[str], workers: int = 1, batch: int = 32, runs: int = 3) -> float:
+    """The model's own sentences/s on `texts`: onnxruntime alone (1 intra-op thread) on texts
+    tokenized beforehand, sorted by length and batched, with `workers` batches at a time;
+    tokenizing, pooling and everything around the model excluded. Median of `runs`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    model = LocalEmbedder(workers=1)._model()
+    tokens = sorted(model.tokenize(list(texts)), key=len)
+    feeds = []
+    for start in range(0, len(tokens), batch):
+        chunk = tokens[start : start + batch]
+        ids = np.zeros((len(chunk), len(chunk[-1])), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, t in enumerate(chunk):
+            ids[row, : len(t)], mask[row, : len(t)] = t, 1
+        feeds.append({"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
+
+    def run(feed: dict[str, Any]) -> None:
+        model.session.run(["last_hidden_state"], feed)
+
+    run(feeds[0])
+    rates = []
+    with ThreadPoolExecutor(workers) as pool:
+        for _ in range(runs):
+            start = time.perf_counter()
+            list(pool.map(run, feeds))
+            rates.append(len(tokens) / (time.perf_counter() - start))
+    return statistics.median(rates)

@@ -1,39 +1,23 @@
-"""LocalEmbedder throughput: single texts and batches of 64, with 1 and 2 onnxruntime threads.
+"""LocalEmbedder throughput against the model's own ceiling on this machine.
 
-Run from the repository root: `.venv/bin/python bench/embed.py [--runs 5] [--singles 64]`.
-Each figure is the median over the runs of texts per second; model loading and a warm-up
-call are excluded.
+The model's own sentences/s: onnxruntime alone on the bench episodes (bench/_common.py),
+tokenized beforehand, sorted by length, batches of 32, 1 intra-op thread, with 1 and 2 batches
+at a time (`_common.model_ceiling`). Then `LocalEmbedder.embed` on the same texts: single texts,
+and batches of 100 with 1 and 2 workers (its concurrent length-bucketed batches), as a share of
+that ceiling. Each figure is the median over the runs; model loading and a warm-up are excluded.
+bench/ingest.py reports remember's rate against the same ceiling.
+
+    .venv/bin/python bench/embed.py [--runs 5] [--singles 64] [--texts 400]
 """
 
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
-
-from mneme.adapters.embedders import LocalEmbedder
-
-_SUBJECTS = ["The user", "Our team", "The deploy pipeline", "The billing service", "Alice", "The agent"]
-_VERBS = ["prefers", "runs", "rejects", "remembers", "depends on", "was migrated to"]
-_OBJECTS = [
-    "dark mode in every editor",
-    "deploys on Tuesdays after the stand-up, never on Fridays",
-    "PostgreSQL 16 with logical replication to the analytics cluster",
-    "short answers with links to the source",
-    "a retry budget of three attempts with exponential backoff",
-    "the staging account in eu-west-1",
-]
-
-
-def make_texts(n: int, seed: int = 7) -> list[str]:
-    rng = random.Random(seed)
-    return [f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)}." for _ in range(n)]
+from _common import LocalEmbedder, machine, model_ceiling, synthetic, table
 
 
 def median_rate(work: Callable[[], None], texts_per_run: int, runs: int) -> float:
@@ -46,29 +30,38 @@ def median_rate(work: Callable[[], None], texts_per_run: int, runs: int) -> floa
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--singles", type=int, default=64, help="single-text calls per run")
+    parser.add_argument("--texts", type=int, default=400, help="bench episodes per batched run (batches of 100)")
     args = parser.parse_args()
+    texts = [synthetic(i)[3] for i in range(args.texts)]
+    print(f"LocalEmbedder ({LocalEmbedder.model_id}); {machine()}; median of {args.runs} runs, texts/s")
+    ceiling = {w: model_ceiling(texts, workers=w, runs=args.runs) for w in (1, 2)}
+    rows: list[list[object]] = [[f"the model's own ceiling, {w} batch(es) at a time", f"{r:.0f}", "100%"]
+                                for w, r in ceiling.items()]  # fmt: skip
+    single = LocalEmbedder(workers=1)
+    single.embed(texts[:8])
 
-    batch = make_texts(64)
-    singles = make_texts(args.singles, seed=11)
-    print(f"LocalEmbedder ({LocalEmbedder.model_id}), median of {args.runs} runs, texts/s")
-    print(f"{'threads':>7}  {'single text':>12}  {'batch of 64':>12}")
-    for threads in (1, 2):
-        embedder = LocalEmbedder(intra_op_num_threads=threads)
-        embedder.embed(batch)  # load the model and warm up
+    def one_at_a_time() -> None:
+        for text in texts[: args.singles]:
+            single.embed([text])
 
-        def one_at_a_time(embedder: LocalEmbedder = embedder) -> None:
-            for text in singles:
-                embedder.embed([text])
+    rate = median_rate(one_at_a_time, args.singles, args.runs)
+    rows.append(["LocalEmbedder, single texts", f"{rate:.0f}", f"{rate / ceiling[1]:.0%}"])
+    for workers in (1, 2):
+        embedder = LocalEmbedder(workers=workers)
+        embedder.embed(texts[:100])
 
-        def one_batch(embedder: LocalEmbedder = embedder) -> None:
-            embedder.embed(batch)
+        def batches(embedder: LocalEmbedder = embedder) -> None:
+            for start in range(0, len(texts), 100):
+                embedder.embed(texts[start : start + 100])
 
-        single_rate = median_rate(one_at_a_time, len(singles), args.runs)
-        batch_rate = median_rate(one_batch, len(batch), args.runs)
-        print(f"{threads:>7}  {single_rate:>12.1f}  {batch_rate:>12.1f}")
+        rate = median_rate(batches, len(texts), args.runs)
+        rows.append([f"LocalEmbedder, batches of 100, {workers} worker(s)", f"{rate:.0f}",
+                     f"{rate / ceiling[workers]:.0%}"])  # fmt: skip
+    print(table(["what", "texts/s", "of ceiling"], rows))
+    print(f"\nthe model's own sentences/s here: {ceiling[1]:.0f} (1 thread), {ceiling[2]:.0f} (2 at a time)")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,10 @@ class IndexDocument(BaseModel):
     scope_id: str
     ancestor_ids: list[str]  # root first, the scope itself last
     text: str
+    # The date words of occurred_at when `text` ends with them (episodes): an index that keeps
+    # dates in a field of their own (SQLite) strips them from the text and matches them only
+    # for a query with a date in it.
+    dates: str | None = None
     vector: list[float] | None = None
     model_id: str | None = None
     occurred_at: datetime

@@ -7,6 +7,7 @@ consolidation's grounding check, so "the", "memory" or "rule" mean nothing anywh
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 WORD_RE = re.compile(r"[^\W_]+")  # letters and digits of any script: "Müller" stays one word
 STOPWORDS = frozenset(
@@ -48,3 +49,8 @@ def terms(text: str) -> set[str]:
 def meaningful_words(text: str) -> list[str]:
     """Words that can anchor or score a query: stopwords and generic memory words removed, order kept."""
     return [w for w in words(text) if w not in STOPWORDS and w not in GENERIC]
+
+
+def date_words(when: datetime) -> str:
+    """A date in the words a query may use: '2026-03-04 Wednesday 4 March 2026'."""
+    return f"{when:%Y-%m-%d} {when:%A} {when.day} {when:%B %Y}"

@@ -140,11 +140,18 @@ def test_local_thread_setting_is_honoured() -> None:
     assert one._model() is not two._model()
 
 
-def test_local_tokenizer_pads_to_longest_and_truncates_at_256(local: LocalEmbedder) -> None:
+def test_local_tokenizer_does_not_pad_and_truncates_at_256(local: LocalEmbedder) -> None:
     tokenizer = local._model().tokenizer
-    assert tokenizer.padding["length"] is None  # None: pad to the longest of the batch, not 128
+    assert tokenizer.padding is None  # each length-sorted batch pads to its own longest, not 128
     assert tokenizer.truncation["max_length"] == 256
-    assert len(tokenizer.encode_batch(["one two", "one"])[0].ids) == 4  # [CLS] one two [SEP]
+    assert [len(e.ids) for e in tokenizer.encode_batch(["one two", "one"])] == [4, 3]  # [CLS] .. [SEP]
+
+
+def test_local_length_buckets_keep_order_and_values(local: LocalEmbedder) -> None:
+    texts = [("word " * n).strip() + f" {n}" for n in (40, 1, 17, 3, 90, 2, 8, 300, 5)]
+    alone = np.stack([local.embed([t])[0] for t in texts])
+    for embedder in (LocalEmbedder(batch_size=2, workers=1), LocalEmbedder(batch_size=3, workers=3)):
+        np.testing.assert_allclose(embedder.embed(texts), alone, atol=1e-5)
 
 
 def test_local_explicit_model_path(local: LocalEmbedder) -> None:

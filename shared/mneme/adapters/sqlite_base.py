@@ -1,11 +1,18 @@
-"""One SQLite file in WAL mode: a lazily opened connection shared by threads, and transactions."""
+"""One SQLite file in WAL mode: a small pool of connections, and transactions.
+
+A call borrows an idle connection (opening one when none is idle) and gives it back, so reads
+never wait for another thread's read or write (WAL readers see the last commit) and a server
+that starts a thread per request reuses connections instead of opening one per thread. Writes
+go through `_tx`, which also takes one in-process lock: writers queue here rather than spin on
+SQLite's busy handler.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,6 +21,7 @@ CREATE TABLE IF NOT EXISTS feed (
     tenant TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, ts TEXT NOT NULL, PRIMARY KEY (tenant, id));
 CREATE UNIQUE INDEX IF NOT EXISTS feed_order ON feed (tenant, ts, id);
 """
+_IDLE_MAX = 16  # idle connections kept; more are closed when given back
 
 
 def utc_text(value: datetime) -> str:
@@ -26,32 +34,73 @@ class SqliteBase:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.RLock()  # writers, and the first open (which creates the schema)
+        self._pool_lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []
+        self._schema_ready = False
+        self._writing = threading.local()  # the connection of this thread's open transaction
 
-    @property
-    def conn(self) -> sqlite3.Connection:
-        if self._conn is None:
+    def _open(self) -> sqlite3.Connection:
+        if not self._schema_ready:
             with self._lock:
-                if self._conn is None:
+                if not self._schema_ready:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
                     conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
                     conn.execute("PRAGMA journal_mode=WAL")
                     conn.execute("PRAGMA busy_timeout=10000")
                     conn.executescript(self.schema)
-                    self._conn = conn
-        return self._conn
+                    self._schema_ready = True
+                    return conn
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout=10000")
+        return conn
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """An idle connection (or a new one) for the duration of one call; inside this thread's
+        transaction, that transaction's connection (so a read there sees its writes)."""
+        current: sqlite3.Connection | None = getattr(self._writing, "conn", None)
+        if current is not None:
+            yield current
+            return
+        with self._pool_lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = self._open()
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:  # an interrupted call: never hand on an open transaction
+                conn.execute("ROLLBACK")
+            with self._pool_lock:
+                keep = len(self._idle) < _IDLE_MAX
+                if keep:
+                    self._idle.append(conn)
+            if not keep:
+                conn.close()
+
+    def close(self) -> None:
+        """Checkpoint the WAL and close the idle connections (the next call reopens)."""
+        with self._lock, self._pool_lock:
+            for i, conn in enumerate(self._idle):
+                if i == 0:
+                    with suppress(sqlite3.Error):
+                        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                conn.close()
+            self._idle = []
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            conn = self.conn
+        with self._lock, self._connection() as conn:
             conn.execute("BEGIN IMMEDIATE")
+            self._writing.conn = conn
             try:
                 yield conn
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+            finally:
+                self._writing.conn = None
             conn.execute("COMMIT")
 
     def _feed(self, conn: sqlite3.Connection, tenant: str, kind: str, ids: Sequence[str]) -> None:
@@ -86,5 +135,5 @@ class SqliteBase:
         ]  # fmt: skip
 
     def _rows(self, sql: str, *args: object) -> list[tuple]:
-        with self._lock:
-            return self.conn.execute(sql, args).fetchall()
+        with self._connection() as conn:
+            return conn.execute(sql, args).fetchall()

@@ -4,16 +4,24 @@ Schema:
 - `docs`: one row per (tenant, doc_id) with the filter columns (occurred_at as fixed-width ISO
   UTC, so it sorts as text) and the L2-normalised vector as float32 bytes.
 - `doc_ancestors` (tenant, ancestor_id, doc): the subtree mapping, a WITHOUT ROWID primary key.
-- `docs_fts`: FTS5 (porter unicode61), rowid = docs.id.
+- `docs_fts`: FTS5 (porter unicode61), rowid = docs.id, two columns: `text` and `dates` (an
+  episode's date in words, see `IndexDocument.dates`). The query's stopwords are dropped; its
+  words match `text`, and only a date-like phrase in it ("4 March 2026", "March 6, 2026",
+  "2026-03-04", "May 2026", "March") also matches `dates`, so a month or a year in a query no
+  longer matches most of the corpus. A file written before the split is migrated on open.
 - `generations`: a per-tenant counter bumped by every write; it tells a vector cache whether it
   still reflects the file (another process may write too).
 
-Every filter is part of the one SQL statement (text) or of the boolean mask (vectors, see
-`vector_cache`) that precedes ORDER BY ... LIMIT / argpartition, so a small subtree gets its
-true top k. Time windows are half-open: since <= occurred_at < until; naive datetimes are UTC.
+Text search lets FTS5 rank and cut first (`ORDER BY rank LIMIT n`) and applies the filters to
+those n; when fewer than k survive and more matches exist, it fetches more (n x 8), and past a
+bound runs the full filtered join, so the top k is always the true filtered top k. A small
+subtree walks its own documents instead. Vectors: see `vector_cache` (the boolean mask precedes
+the top k). Time windows are half-open: since <= occurred_at < until; naive datetimes are UTC.
 
-One connection, opened on first use, shared by all threads behind a lock (calls serialise).
-SQLite operational errors (locked, I/O, cannot open) surface as `StoreUnavailable`.
+Connections come from a small pool (one per concurrent call), so reads never wait for other
+reads or for a write transaction; writers queue on one in-process lock. The vector caches are
+shared under a readers-writer lock: searches share it, a commit takes it only to apply its
+change. SQLite operational errors (locked, I/O, cannot open) surface as `StoreUnavailable`.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -33,6 +42,7 @@ from numpy.typing import NDArray
 from mneme.adapters.vector_cache import CacheSet, Rows, VectorCache, as_utc, normalised_vector
 from mneme.errors import InvalidInput, StoreUnavailable
 from mneme.search_models import Hit, IndexDocument, SearchFilter
+from mneme.text import meaningful_words, words
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs (
@@ -45,7 +55,7 @@ CREATE TABLE IF NOT EXISTS doc_ancestors (
     tenant TEXT NOT NULL, ancestor_id TEXT NOT NULL, doc INTEGER NOT NULL,
     PRIMARY KEY (tenant, ancestor_id, doc)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS doc_ancestors_doc ON doc_ancestors (doc);
-CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(text, tokenize='porter unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(text, dates, tokenize='porter unicode61');
 CREATE TABLE IF NOT EXISTS generations (tenant TEXT PRIMARY KEY, gen INTEGER NOT NULL);
 """
 
@@ -60,9 +70,16 @@ ON CONFLICT (tenant, doc_id) DO UPDATE SET
 RETURNING id
 """
 
-# Text search, two plans with the same result (CROSS JOIN fixes the loop order). FTS-first walks the
-# query's matches and probes the subtree's primary key; subtree-first walks a small subtree and
-# probes FTS per doc (~25 us per doc and query word, so only for small subtrees).
+# Text search. Ranked-first: FTS5 ranks and cuts to :n, then the filters run on those n rows.
+# FTS-first (the fallback when the cut leaves too few): every match, joined and filtered.
+# Subtree-first walks a small subtree and probes FTS per doc (~25 us per doc and query word, so
+# only for small subtrees). CROSS JOIN fixes the loop order.
+_RANKED = "SELECT rowid, -rank FROM docs_fts WHERE docs_fts MATCH ? ORDER BY rank LIMIT ?"
+_RANKED_FIRST = """
+SELECT d.doc_id, d.id FROM json_each(:ids) j CROSS JOIN docs d ON d.id = j.value
+WHERE d.tenant = :tenant AND EXISTS (
+    SELECT 1 FROM doc_ancestors a WHERE a.tenant = :tenant AND a.ancestor_id = :anc AND a.doc = d.id)
+"""
 _FTS_FIRST = """
 SELECT d.doc_id, -bm25(docs_fts) AS score FROM docs_fts CROSS JOIN docs d ON d.id = docs_fts.rowid
 WHERE docs_fts MATCH :q AND d.tenant = :tenant AND EXISTS (
@@ -73,15 +90,63 @@ SELECT d.doc_id, -bm25(docs_fts) AS score FROM doc_ancestors a CROSS JOIN docs d
 WHERE a.tenant = :tenant AND a.ancestor_id = :anc AND d.id = a.doc AND docs_fts.rowid = a.doc
     AND docs_fts MATCH :q AND d.tenant = :tenant
 """
+_RANKED_FIRST_FACTOR = 4  # the first cut: k x this
+_RANKED_FIRST_MAX = 20_000  # past this cut, the full join
 
-_WORD = re.compile(r"[^\W_]+")
 _MAX_TERMS = 32
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+           "october", "november", "december")  # fmt: skip
+_MONTH = "|".join(_MONTHS)
+_DAY = r"(?P<d>[0-3]?\d)(?:st|nd|rd|th)?"
+_DATE_PATTERNS = [
+    re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})(?:-(?P<d>\d{1,2}))?\b"),  # 2026-03-04, 2026-03
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?(?P<mon>{_MONTH})\b(?:,?\s+(?P<y>\d{{4}})\b)?"),  # 4 March 2026
+    re.compile(rf"\b(?P<mon>{_MONTH})\s+{_DAY}\b(?:,?\s+(?P<y>\d{{4}})\b)?"),  # March 4, 2026
+    re.compile(rf"\b(?P<mon>{_MONTH})\s+(?P<y>\d{{4}})\b"),  # March 2026
+    re.compile(rf"\b(?P<mon>{'|'.join(m for m in _MONTHS if m != 'may')})\b"),  # March ("may" is a verb)
+]
+_DATE_LINE = re.compile(r"\n\n(\d{4}-\d{2}-\d{2} \w+ \d{1,2} \w+ \d{4})\s*$")
+
+
+def date_phrases(text: str) -> list[str]:
+    """The date-like phrases of a query as FTS5 phrases over `IndexDocument.dates` words."""
+    lowered = text.lower()
+    taken = [False] * len(lowered)
+    phrases: list[str] = []
+    for pattern in _DATE_PATTERNS:
+        for m in pattern.finditer(lowered):
+            if any(taken[m.start() : m.end()]):
+                continue
+            groups = m.groupdict()
+            month = int(groups["m"]) if groups.get("m") else _MONTHS.index(groups["mon"]) + 1
+            day = int(groups["d"]) if groups.get("d") else None
+            year = groups.get("y")
+            if not 1 <= month <= 12 or (day is not None and not 1 <= day <= 31):
+                continue
+            taken[m.start() : m.end()] = [True] * (m.end() - m.start())
+            if year and day:
+                phrases.append(f"{year} {month:02d} {day:02d}")
+            elif year:
+                phrases.append(f"{_MONTHS[month - 1]} {year}")
+            elif day:
+                phrases.append(f"{day} {_MONTHS[month - 1]}")
+            else:
+                phrases.append(_MONTHS[month - 1])
+    return list(dict.fromkeys(phrases))
 
 
 def fts_query(text: str) -> str | None:
-    """The words of `text`, each quoted, ORed: user syntax never reaches FTS5."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:_MAX_TERMS]
-    return " OR ".join(f'"{w}"' for w in words) or None
+    """The query's meaningful words (`mneme.text`: no stopwords; all words if nothing else is left), each quoted and
+    ORed over `text`; its date-like phrases ORed over `dates`. User syntax never reaches FTS5."""
+    terms = list(dict.fromkeys(meaningful_words(text) or words(text)))
+    clauses = [" OR ".join(f'"{w}"' for w in terms[:_MAX_TERMS])] if terms else []
+    dates = date_phrases(text)
+    if not clauses:
+        return None
+    match = "{text}: (" + clauses[0] + ")"
+    if dates:
+        match += " OR {dates}: (" + " OR ".join(f'"{p}"' for p in dates) + ")"
+    return match
 
 
 def iso_utc(value: datetime) -> str:
@@ -90,6 +155,49 @@ def iso_utc(value: datetime) -> str:
 
 def _default_connect(path: str) -> sqlite3.Connection:
     return sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+
+
+class _SharedLock:
+    """Readers-writer lock: any number of readers, or one writer (writers wait for readers to
+    leave and hold off new ones)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._writer = False
+        self._waiting = 0
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            while self._writer or self._waiting:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting += 1
+            while self._writer or self._readers:
+                self._cond.wait()
+            self._waiting -= 1
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = False
+                self._cond.notify_all()
+
+
+_IDLE_MAX = 16  # idle connections kept in the pool
 
 
 class SqliteSearchIndex:
@@ -108,20 +216,42 @@ class SqliteSearchIndex:
         self._connect = connect or _default_connect
         # Text plan choice: subtree-first when subtree size x query words is at most this.
         self._subtree_first_max = subtree_first_max
-        self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.RLock()  # writers; also every call on ":memory:" (one connection)
+        self._pool_lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []
+        self._ready = False  # schema created (and migrated) by the first connection
+        self._memory: sqlite3.Connection | None = None
         self._caches = CacheSet()
+        self._cache_lock = _SharedLock()
+        self._load_lock = threading.Lock()
 
     # -- plumbing ---------------------------------------------------------------------------
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+        try:
+            if self.path == ":memory:":
+                with self._lock:
+                    if self._memory is None:
+                        self._memory = self._open()
+                    yield self._memory
+                return
+            with self._pool_lock:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                conn = self._open()
             try:
-                if self._conn is None:
-                    self._conn = self._open()
-                yield self._conn
-            except sqlite3.OperationalError as exc:
-                raise StoreUnavailable(f"search index unavailable: {exc}") from exc
+                yield conn
+            finally:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                with self._pool_lock:
+                    keep = len(self._idle) < _IDLE_MAX
+                    if keep:
+                        self._idle.append(conn)
+                if not keep:
+                    conn.close()
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable(f"search index unavailable: {exc}") from exc
 
     def _open(self) -> sqlite3.Connection:
         if self.path != ":memory:":
@@ -129,22 +259,30 @@ class SqliteSearchIndex:
         conn = self._connect(self.path)
         try:
             conn.isolation_level = None  # transactions are explicit
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")  # the index can be rebuilt; skip fsync per commit
             conn.execute("PRAGMA busy_timeout=5000")
-            conn.executescript(SCHEMA)
+            conn.execute("PRAGMA synchronous=NORMAL")  # the index can be rebuilt; skip fsync per commit
+            if not self._ready:
+                with self._lock:
+                    if not self._ready:
+                        conn.execute("PRAGMA journal_mode=WAL")
+                        conn.executescript(SCHEMA)
+                        _migrate(conn)
+                        self._ready = True
         except BaseException:
             conn.close()
             raise
         return conn
 
     @contextmanager
-    def _tx(self, tenants: set[str]) -> Iterator[sqlite3.Connection]:
-        """A write transaction that bumps the tenants' generations; caches are told after commit."""
-        with self._db() as conn:
+    def _tx(self, tenants: set[str]) -> Iterator[_Write]:
+        """A write transaction that bumps the tenants' generations. The commit and the caller's
+        cache update (`write.after`) run together under the caches' exclusive lock, so no search
+        sees the new generation with a cache that lacks the write."""
+        with self._lock, self._db() as conn:
             conn.execute("BEGIN IMMEDIATE")
+            write = _Write(conn)
             try:
-                yield conn
+                yield write
                 gens = {
                     t: conn.execute(
                         "INSERT INTO generations VALUES (?, 1)"
@@ -153,18 +291,24 @@ class SqliteSearchIndex:
                     ).fetchone()[0]
                     for t in tenants
                 }
-                conn.execute("COMMIT")
+                with self._cache_lock.exclusive():
+                    conn.execute("COMMIT")
+                    self._caches.committed(gens)
+                    if write.after is not None:
+                        write.after()
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
-            self._caches.committed(gens)  # the caller then applies its write to the caches
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        with self._lock, self._pool_lock:
+            for conn in self._idle:
+                conn.close()
+            self._idle = []
+            if self._memory is not None:
+                self._memory.close()
+                self._memory = None
             self._caches.drop()
 
     # -- writes -----------------------------------------------------------------------------
@@ -173,21 +317,24 @@ class SqliteSearchIndex:
         if not latest:
             return
         vectors = {key: vec for key, d in latest.items() if (vec := normalised_vector(d)) is not None}
-        with self._lock:  # held until the caches saw the write too
-            with self._tx({tenant for tenant, _ in latest}) as conn:
-                self._check_dimensions(conn, latest, vectors)
-                for key, d in latest.items():
-                    vec = vectors.get(key)
-                    row = (
-                        *key, d.kind, d.scope_id, json.dumps(d.ancestor_ids), iso_utc(d.occurred_at), d.tier,
-                        d.session_id, d.visible_to, d.model_id if vec is not None else None,
-                        vec.tobytes() if vec is not None else None,
-                    )  # fmt: skip
-                    doc = conn.execute(_UPSERT, row).fetchone()[0]
-                    conn.execute("DELETE FROM docs_fts WHERE rowid = ?", (doc,))
-                    conn.execute("INSERT INTO docs_fts (rowid, text) VALUES (?, ?)", (doc, d.text))
-                    self._write_ancestors(conn, d.tenant, [doc], d.ancestor_ids)
-            self._caches.upserted(latest, vectors)
+        rows = []
+        for key, d in latest.items():
+            vec = vectors.get(key)
+            rows.append((
+                *key, d.kind, d.scope_id, json.dumps(d.ancestor_ids), iso_utc(d.occurred_at), d.tier,
+                d.session_id, d.visible_to, d.model_id if vec is not None else None,
+                vec.tobytes() if vec is not None else None,
+            ))  # fmt: skip
+        texts = [_split_dates(d) for d in latest.values()]
+        with self._tx({tenant for tenant, _ in latest}) as write:
+            conn = write.conn
+            self._check_dimensions(conn, latest, vectors)
+            for d, row, (text, dates) in zip(latest.values(), rows, texts, strict=True):
+                doc = conn.execute(_UPSERT, row).fetchone()[0]
+                conn.execute("DELETE FROM docs_fts WHERE rowid = ?", (doc,))
+                conn.execute("INSERT INTO docs_fts (rowid, text, dates) VALUES (?, ?, ?)", (doc, text, dates))
+                self._write_ancestors(conn, d.tenant, [doc], d.ancestor_ids)
+            write.after = lambda: self._caches.upserted(latest, vectors)
 
     def _check_dimensions(
         self,
@@ -222,41 +369,41 @@ class SqliteSearchIndex:
         )
 
     def delete(self, tenant: str, doc_ids: Sequence[str]) -> None:
-        with self._lock:
-            with self._tx({tenant}) as conn:
-                ids = [
-                    (row[0],)
-                    for doc_id in doc_ids
-                    for row in conn.execute("SELECT id FROM docs WHERE tenant = ? AND doc_id = ?", (tenant, doc_id))
-                ]
-                conn.executemany("DELETE FROM docs_fts WHERE rowid = ?", ids)
-                conn.executemany("DELETE FROM doc_ancestors WHERE doc = ?", ids)
-                conn.executemany("DELETE FROM docs WHERE id = ?", ids)
-            self._caches.removed(tenant, doc_ids)
+        with self._tx({tenant}) as write:
+            conn = write.conn
+            ids = [
+                (row[0],)
+                for doc_id in doc_ids
+                for row in conn.execute("SELECT id FROM docs WHERE tenant = ? AND doc_id = ?", (tenant, doc_id))
+            ]
+            conn.executemany("DELETE FROM docs_fts WHERE rowid = ?", ids)
+            conn.executemany("DELETE FROM doc_ancestors WHERE doc = ?", ids)
+            conn.executemany("DELETE FROM docs WHERE id = ?", ids)
+            write.after = lambda: self._caches.removed(tenant, doc_ids)
 
     def update_ancestors(self, tenant: str, scope_id: str, ancestor_ids: Sequence[str]) -> None:
         """Give every document of `scope_id` the new path (root first, the scope itself last)."""
         path = list(ancestor_ids)
-        with self._lock:
-            with self._tx({tenant}) as conn:
-                rows = conn.execute(
-                    "SELECT id, doc_id FROM docs WHERE tenant = ? AND scope_id = ?", (tenant, scope_id)
-                ).fetchall()
-                conn.execute(
-                    "UPDATE docs SET ancestor_ids = ? WHERE tenant = ? AND scope_id = ?",
-                    (json.dumps(path), tenant, scope_id),
-                )
-                self._write_ancestors(conn, tenant, [row[0] for row in rows], path)
-            self._caches.moved(tenant, [row[1] for row in rows], path)
+        with self._tx({tenant}) as write:
+            conn = write.conn
+            rows = conn.execute(
+                "SELECT id, doc_id FROM docs WHERE tenant = ? AND scope_id = ?", (tenant, scope_id)
+            ).fetchall()
+            conn.execute(
+                "UPDATE docs SET ancestor_ids = ? WHERE tenant = ? AND scope_id = ?",
+                (json.dumps(path), tenant, scope_id),
+            )
+            self._write_ancestors(conn, tenant, [row[0] for row in rows], path)
+            write.after = lambda: self._caches.moved(tenant, [row[1] for row in rows], path)
 
     def clear_tenant(self, tenant: str) -> None:
-        with self._lock:
-            with self._tx({tenant}) as conn:
-                ids = conn.execute("SELECT id FROM docs WHERE tenant = ?", (tenant,)).fetchall()
-                conn.executemany("DELETE FROM docs_fts WHERE rowid = ?", ids)
-                conn.execute("DELETE FROM doc_ancestors WHERE tenant = ?", (tenant,))
-                conn.execute("DELETE FROM docs WHERE tenant = ?", (tenant,))
-            self._caches.drop(tenant)
+        with self._tx({tenant}) as write:
+            conn = write.conn
+            ids = conn.execute("SELECT id FROM docs WHERE tenant = ?", (tenant,)).fetchall()
+            conn.executemany("DELETE FROM docs_fts WHERE rowid = ?", ids)
+            conn.execute("DELETE FROM doc_ancestors WHERE tenant = ?", (tenant,))
+            conn.execute("DELETE FROM docs WHERE tenant = ?", (tenant,))
+            write.after = lambda: self._caches.drop(tenant)
 
     # -- reads ------------------------------------------------------------------------------
     def count(self, tenant: str) -> int:
@@ -273,14 +420,30 @@ class SqliteSearchIndex:
             return []
         params: dict[str, object] = {"q": match, "tenant": flt.tenant, "anc": flt.ancestor_id, "k": k}
         where = _filter_sql(flt, params)
+        order = "ORDER BY score DESC, d.doc_id"
         with self._db() as conn:
             limit = self._subtree_first_max // (match.count(" OR ") + 1)
             small = conn.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM doc_ancestors WHERE tenant = ? AND ancestor_id = ? LIMIT ?)",
                 (flt.tenant, flt.ancestor_id, limit + 1),
             ).fetchone()[0]
-            plan = _SUBTREE_FIRST if small <= limit else _FTS_FIRST
-            rows = conn.execute(f"{plan} {where} ORDER BY score DESC, d.doc_id LIMIT :k", params).fetchall()
+            if small <= limit:
+                rows = conn.execute(f"{_SUBTREE_FIRST} {where} {order} LIMIT :k", params).fetchall()
+                return [Hit(doc_id=doc_id, score=score) for doc_id, score in rows]
+            n = k * _RANKED_FIRST_FACTOR
+            while n <= _RANKED_FIRST_MAX:
+                cut = conn.execute(_RANKED, (match, n)).fetchall()
+                if not cut:
+                    return []
+                scores = dict(cut)
+                kept = conn.execute(f"{_RANKED_FIRST} {where}", {**params, "ids": json.dumps(list(scores))})
+                hits = sorted(((-scores[doc], doc_id) for doc_id, doc in kept), key=lambda hit: hit)[:k]
+                # exact when the cut kept every match, or k survived scoring above the cut's last
+                # score (a tie at the cut could hide a lower doc_id beyond it)
+                if len(cut) < n or (len(hits) == k and -hits[-1][0] > cut[-1][1]):
+                    return [Hit(doc_id=doc_id, score=-neg) for neg, doc_id in hits]
+                n *= 8
+            rows = conn.execute(f"{_FTS_FIRST} {where} {order} LIMIT :k", params).fetchall()
         return [Hit(doc_id=doc_id, score=score) for doc_id, score in rows]
 
     def search_vector(self, flt: SearchFilter, vector: NDArray[np.float32], model_id: str, k: int) -> list[Hit]:
@@ -291,26 +454,72 @@ class SqliteSearchIndex:
         if k <= 0 or norm == 0.0:
             return []
         with self._db() as conn:
-            cache = self._cache(conn, flt.tenant, model_id)
-            if cache.dim is None:
-                return []
-            if query.size != cache.dim:
-                raise InvalidInput(f"{model_id} vectors have {cache.dim} dimensions, the query {query.size}")
-            return cache.search(flt, query / norm, k)
+            while True:
+                with self._cache_lock.shared():
+                    cache = self._caches.get(flt.tenant, model_id)
+                    if cache is not None and cache.generation == _generation(conn, flt.tenant):
+                        if cache.dim is None:
+                            return []
+                        if query.size != cache.dim:
+                            raise InvalidInput(
+                                f"{model_id} vectors have {cache.dim} dimensions, the query {query.size}"
+                            )
+                        return cache.search(flt, query / norm, k)
+                self._reload(conn, flt.tenant, model_id)
 
-    def _cache(self, conn: sqlite3.Connection, tenant: str, model_id: str) -> VectorCache:
-        """The (tenant, model_id) cache, (re)loaded if the file moved past its generation."""
-        conn.execute("BEGIN")  # one snapshot for the generation and the rows
-        try:
-            gen_row = conn.execute("SELECT gen FROM generations WHERE tenant = ?", (tenant,)).fetchone()
-            gen = gen_row[0] if gen_row else 0
-            cache = self._caches.get(tenant, model_id)
-            if cache is None or cache.generation != gen:
-                cache = _load(conn, tenant, model_id, gen)
-                self._caches.put(tenant, model_id, cache)
-        finally:
-            conn.execute("COMMIT")
-        return cache
+    def _reload(self, conn: sqlite3.Connection, tenant: str, model_id: str) -> None:
+        """(Re)load the (tenant, model_id) cache from one snapshot of the file. Commits wait."""
+        with self._load_lock, self._cache_lock.exclusive():
+            conn.execute("BEGIN")  # one snapshot for the generation and the rows
+            try:
+                gen = _generation(conn, tenant)
+                cache = self._caches.get(tenant, model_id)
+                if cache is None or cache.generation != gen:
+                    self._caches.put(tenant, model_id, _load(conn, tenant, model_id, gen))
+            finally:
+                conn.execute("COMMIT")
+
+
+@dataclass
+class _Write:
+    conn: sqlite3.Connection
+    after: Callable[[], None] | None = None  # applies the write to the caches, after COMMIT
+
+
+def _generation(conn: sqlite3.Connection, tenant: str) -> int:
+    row = conn.execute("SELECT gen FROM generations WHERE tenant = ?", (tenant,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _split_dates(doc: IndexDocument) -> tuple[str, str]:
+    """(text, dates): the document's date words moved out of its text into their own field."""
+    if doc.dates and doc.text.endswith(doc.dates):
+        return doc.text[: -len(doc.dates)].rstrip(), doc.dates
+    return doc.text, doc.dates or ""
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """A file from before the `dates` column: rebuild docs_fts from its own text, moving each
+    episode's trailing date line into `dates`."""
+    columns = [c[0] for c in conn.execute("SELECT * FROM docs_fts LIMIT 0").description]
+    if "dates" in columns:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE docs_fts_new USING fts5(text, dates, tokenize='porter unicode61')")
+        rows = conn.execute("SELECT rowid, text FROM docs_fts").fetchall()
+        split = []
+        for rowid, text in rows:
+            m = _DATE_LINE.search(text)
+            split.append((rowid, text[: m.start()], m.group(1)) if m else (rowid, text, ""))
+        conn.executemany("INSERT INTO docs_fts_new (rowid, text, dates) VALUES (?, ?, ?)", split)
+        conn.execute("DROP TABLE docs_fts")
+        conn.execute("ALTER TABLE docs_fts_new RENAME TO docs_fts")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 def _load(conn: sqlite3.Connection, tenant: str, model_id: str, gen: int) -> VectorCache:

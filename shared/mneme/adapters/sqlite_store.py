@@ -68,15 +68,15 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
         ).fetchone()
 
     def find_child(self, tenant: str, parent_id: str | None, segment: str) -> Scope | None:
-        with self._lock:
-            slot = self._slot(self.conn, tenant, parent_id or ROOT_PARENT, segment)
+        with self._connection() as conn:
+            slot = self._slot(conn, tenant, parent_id or ROOT_PARENT, segment)
         if slot is None or slot[1]:
             return None
         return self.get_scope(tenant, slot[0])
 
     def find_alias(self, tenant: str, parent_id: str, segment: str) -> str | None:
-        with self._lock:
-            slot = self._slot(self.conn, tenant, parent_id, segment)
+        with self._connection() as conn:
+            slot = self._slot(conn, tenant, parent_id, segment)
         return slot[0] if slot is not None and slot[1] else None
 
     def list_children(self, tenant: str, parent_id: str) -> list[Scope]:

@@ -20,12 +20,12 @@ from mneme.observability import logger, metrics
 from mneme.ports import Embedder, RecordStore, SearchIndex
 from mneme.search_models import IndexDocument
 from mneme.services.scopes import ScopeService
+from mneme.text import date_words
 
 
 def episode_text(episode: Episode) -> str:
     """Content plus its date in words, so '4 March 2026' or '2026-03-04' in a query can match."""
-    when = episode.occurred_at
-    return f"{episode.search_text or episode.content}\n\n{when:%Y-%m-%d} {when:%A} {when.day} {when:%B %Y}"
+    return f"{episode.search_text or episode.content}\n\n{date_words(episode.occurred_at)}"
 
 
 def memory_text(memory: Memory) -> str:
@@ -74,6 +74,7 @@ class Indexer:
                     scope_id=episode.scope_id,
                     ancestor_ids=ancestors[episode.scope_id],
                     text=episode_text(episode),
+                    dates=date_words(episode.occurred_at),
                     vector=vector,
                     model_id=self.embedder.model_id,
                     occurred_at=episode.occurred_at,

@@ -202,8 +202,7 @@ class RecallService:
             trace["stages"].append({"stage": "vector", "candidates": len(vector_hits), "error": vector_error})
         lexical_hits: list[Hit] = []
         if scoring.beta > 0:
-            lexical_query = " ".join(sorted(anchor_rule.anchor_words(query))) or query
-            lexical_hits = self.index.search_text(flt, lexical_query, k)
+            lexical_hits = self.index.search_text(flt, query, k)  # the index drops stopwords, reads dates
             trace["stages"].append({"stage": "lexical", "candidates": len(lexical_hits)})
         for hit in vector_hits:
             candidate = candidates.setdefault(hit.doc_id, _Candidate(hit.doc_id))

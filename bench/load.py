@@ -1,0 +1,180 @@
+"""A mixed load on `mneme serve` over loopback, at 1 client and at N clients in one run.
+
+Starts `python -m mneme.cli serve --port 0` as a subprocess on a temp MNEME_HOME (its admin key,
+the real LocalEmbedder), seeds it with synthetic episodes (bench/_common.py) through the API,
+then runs the same mix with 1 client and with N concurrent clients, each phase bounded by time
+and by operation count: recall 50 % (hybrid, limit 10, under a customer's scope), retrieve 20 %,
+remember 20 % (one new episode per call) and changes 10 % (one page of 100 after a random
+cursor-less start). Prints per phase the throughput and p50/p95 per operation, then the N/1
+throughput ratio, and finally checks that every acknowledged remember is in the change feed
+with its record (readable). Figures only (the machine is shared): no asserts, exit 1 only when
+an acknowledged write is missing.
+
+    .venv/bin/python bench/load.py [--clients 8] [--seconds 20] [--max-ops 3000] [--seed 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import _common as c
+
+from mneme.client import MnemeClient
+
+MIX = (("recall", 50), ("retrieve", 20), ("remember", 20), ("changes", 10))
+TENANT = "default"
+
+
+def start_server(home: Path) -> tuple[subprocess.Popen[str], str, str]:
+    env = {**os.environ, "MNEME_HOME": str(home), "PYTHONPATH": f"{c.ROOT / 'shared'}{os.pathsep}{c.ROOT}"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mneme.cli", "serve", "--port", "0"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 120
+    url = None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        if match := re.search(r"serving on (http://\S+)", line):
+            url = match.group(1)
+        if "API key" in line and url:
+            threading.Thread(target=proc.stdout.read, daemon=True).start()  # drain the rest
+            return proc, url, (home / "admin.key").read_text().strip()
+    proc.kill()
+    raise SystemExit(f"mneme serve did not start (exit {proc.poll()})")
+
+
+class Worker(threading.Thread):
+    def __init__(self, url: str, key: str, wid: int, stop_at: float, quota: int, acked: list[str]) -> None:
+        super().__init__(daemon=True)
+        self.client = MnemeClient(url, key, timeout=60.0, max_retries=0)
+        self.rng = random.Random(wid)
+        self.wid, self.stop_at, self.quota, self.acked = wid, stop_at, quota, acked
+        self.samples: dict[str, list[float]] = {name: [] for name, _ in MIX}
+        self.errors: list[str] = []
+
+    def op(self, name: str, n: int) -> None:
+        rng = self.rng
+        scope, session, occurred, content = c.synthetic(rng.randrange(10**6))
+        customer = scope.rsplit(".", 1)[0]
+        if name == "recall":
+            words = [w.strip(".,:;") for w in content.split() if len(w) > 3]
+            self.client.recall(" ".join(rng.sample(words, min(3, len(words)))), scope=customer, limit=10)
+        elif name == "retrieve":
+            self.client.retrieve_json(scope)
+        elif name == "remember":
+            done = self.client.remember(
+                scope, f"{content} (load {self.wid}-{n})", occurred_at=occurred, session_id=session, create_scope=True
+            )
+            self.acked.append(done.episode_id)
+        else:
+            self.client.changes(limit=100)
+
+    def run(self) -> None:
+        names = [name for name, weight in MIX for _ in range(weight)]
+        n = 0
+        while time.monotonic() < self.stop_at and n < self.quota:
+            name = self.rng.choice(names)
+            start = time.perf_counter()
+            try:
+                self.op(name, n)
+                self.samples[name].append((time.perf_counter() - start) * 1000)
+            except Exception as e:  # counted and reported; the load goes on
+                self.errors.append(f"{name}: {type(e).__name__}: {e}"[:200])
+            n += 1
+
+
+def phase(url: str, key: str, clients: int, seconds: float, max_ops: int, acked: list[str]) -> dict[str, object]:
+    stop_at = time.monotonic() + seconds
+    workers = [Worker(url, key, 1000 * clients + i, stop_at, max_ops // clients, acked) for i in range(clients)]
+    start = time.perf_counter()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    wall = time.perf_counter() - start
+    merged = {name: [s for w in workers for s in w.samples[name]] for name, _ in MIX}
+    done = sum(len(v) for v in merged.values())
+    return {"clients": clients, "wall": wall, "ops": done, "rate": done / wall, "samples": merged,
+            "errors": [e for w in workers for e in w.errors]}  # fmt: skip
+
+
+def report(result: dict[str, object]) -> None:
+    samples: dict[str, list[float]] = result["samples"]  # type: ignore[assignment]
+    errors: list[str] = result["errors"]  # type: ignore[assignment]
+    print(f"\n{result['clients']} client(s): {result['ops']} ops in {result['wall']:.1f} s = "
+          f"{result['rate']:.1f} ops/s, {len(errors)} errors")  # fmt: skip
+    rows = [[name, len(s), f"{c.p50(s):.1f}" if s else "-", f"{c.pct(s, 95):.1f}" if s else "-"]
+            for name, s in samples.items()]  # fmt: skip
+    print(c.table(["operation", "count", "p50 ms", "p95 ms"], rows))
+    for error in sorted(set(errors))[:5]:
+        print(f"  error: {error}")
+
+
+def seed(client: MnemeClient, count: int) -> None:
+    for start in range(0, count, 100):
+        items = [
+            {"scope": s, "content": t, "occurred_at": o.isoformat(), "session_id": sid, "create_scope": True}
+            for s, sid, o, t in (c.synthetic(i) for i in range(start, min(start + 100, count)))
+        ]
+        client.remember_batch(items)
+
+
+def verify(client: MnemeClient, acked: list[str]) -> int:
+    """How many acknowledged episodes are missing from the change feed (or unreadable there)."""
+    seen = {ch.id for ch in client.iter_changes(page_size=500) if ch.kind == "episode" and ch.record is not None}
+    return len(set(acked) - seen)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients in the second phase")
+    parser.add_argument("--seconds", type=float, default=20.0, help="bound on each phase")
+    parser.add_argument("--max-ops", type=int, default=3000, help="bound on each phase's operations")
+    parser.add_argument("--seed", type=int, default=2000, help="episodes stored before the load")
+    args = parser.parse_args()
+    print(f"mixed load on `mneme serve` (loopback, subprocess); {c.machine()}")
+    print("mix: " + ", ".join(f"{name} {weight}%" for name, weight in MIX))
+    with tempfile.TemporaryDirectory(prefix="mneme-load-") as tmp:
+        proc, url, key = start_server(Path(tmp) / "home")
+        try:
+            client = MnemeClient(url, key, timeout=120.0)
+            start = time.perf_counter()
+            seed(client, args.seed)
+            print(f"server {url} (pid {proc.pid}); seeded {args.seed} episodes in {time.perf_counter() - start:.1f} s")
+            acked: list[str] = []
+            phase(url, key, 1, min(3.0, args.seconds), 50, [])  # warm-up: caches, model, connections
+            one = phase(url, key, 1, args.seconds, args.max_ops, acked)
+            report(one)
+            many = phase(url, key, args.clients, args.seconds, args.max_ops, acked)
+            report(many)
+            ratio = many["rate"] / one["rate"]  # type: ignore[operator]
+            p95 = c.pct(many["samples"]["recall"], 95) if many["samples"]["recall"] else float("nan")  # type: ignore[index]
+            print(f"\nthroughput {args.clients} clients / 1 client: x{ratio:.2f} (goal >= 1.6); "
+                  f"recall p95 at {args.clients} clients {p95:.0f} ms (goal <= 150 ms)")  # fmt: skip
+            missing = verify(client, acked)
+            print(f"acknowledged writes: {len(acked)}, missing from the change feed: {missing}")
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    if missing:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
