@@ -34,7 +34,8 @@ MIX = (("recall", 50), ("retrieve", 20), ("remember", 20), ("changes", 10))
 TENANT = "default"
 
 
-def start_server(home: Path) -> tuple[subprocess.Popen[str], str, str]:
+def start_server(home: Path, log: list[str]) -> tuple[subprocess.Popen[str], str, str]:
+    """The server subprocess, its URL and the admin key; its output goes on into `log`."""
     env = {**os.environ, "MNEME_HOME": str(home), "PYTHONPATH": f"{c.ROOT / 'shared'}{os.pathsep}{c.ROOT}"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "mneme.cli", "serve", "--port", "0"],
@@ -50,18 +51,18 @@ def start_server(home: Path) -> tuple[subprocess.Popen[str], str, str]:
         if match := re.search(r"serving on (http://\S+)", line):
             url = match.group(1)
         if "API key" in line and url:
-            threading.Thread(target=proc.stdout.read, daemon=True).start()  # drain the rest
+            threading.Thread(target=lambda: log.extend(proc.stdout or []), daemon=True).start()
             return proc, url, (home / "admin.key").read_text().strip()
     proc.kill()
     raise SystemExit(f"mneme serve did not start (exit {proc.poll()})")
 
 
 class Worker(threading.Thread):
-    def __init__(self, url: str, key: str, wid: int, stop_at: float, quota: int, acked: list[str]) -> None:
+    def __init__(self, url: str, key: str, wid: int, stop_at: float, quota: int, acked: list[str], seeded: int) -> None:
         super().__init__(daemon=True)
         self.client = MnemeClient(url, key, timeout=60.0, max_retries=0)
         self.rng = random.Random(wid)
-        self.wid, self.stop_at, self.quota, self.acked = wid, stop_at, quota, acked
+        self.wid, self.stop_at, self.quota, self.acked, self.seeded = wid, stop_at, quota, acked, seeded
         self.samples: dict[str, list[float]] = {name: [] for name, _ in MIX}
         self.errors: list[str] = []
 
@@ -73,7 +74,7 @@ class Worker(threading.Thread):
             words = [w.strip(".,:;") for w in content.split() if len(w) > 3]
             self.client.recall(" ".join(rng.sample(words, min(3, len(words)))), scope=customer, limit=10)
         elif name == "retrieve":
-            self.client.retrieve_json(scope)
+            self.client.retrieve_json(c.synthetic(rng.randrange(self.seeded))[0])  # a scope that exists
         elif name == "remember":
             done = self.client.remember(
                 scope, f"{content} (load {self.wid}-{n})", occurred_at=occurred, session_id=session, create_scope=True
@@ -96,9 +97,11 @@ class Worker(threading.Thread):
             n += 1
 
 
-def phase(url: str, key: str, clients: int, seconds: float, max_ops: int, acked: list[str]) -> dict[str, object]:
+def phase(
+    url: str, key: str, clients: int, seconds: float, max_ops: int, acked: list[str], seeded: int
+) -> dict[str, object]:
     stop_at = time.monotonic() + seconds
-    workers = [Worker(url, key, 1000 * clients + i, stop_at, max_ops // clients, acked) for i in range(clients)]
+    workers = [Worker(url, key, 1000 * clients + i, stop_at, max_ops // clients, acked, seeded) for i in range(clients)]
     start = time.perf_counter()
     for w in workers:
         w.start()
@@ -148,17 +151,18 @@ def main() -> None:
     print(f"mixed load on `mneme serve` (loopback, subprocess); {c.machine()}")
     print("mix: " + ", ".join(f"{name} {weight}%" for name, weight in MIX))
     with tempfile.TemporaryDirectory(prefix="mneme-load-") as tmp:
-        proc, url, key = start_server(Path(tmp) / "home")
+        log: list[str] = []
+        proc, url, key = start_server(Path(tmp) / "home", log)
         try:
             client = MnemeClient(url, key, timeout=120.0)
             start = time.perf_counter()
             seed(client, args.seed)
             print(f"server {url} (pid {proc.pid}); seeded {args.seed} episodes in {time.perf_counter() - start:.1f} s")
             acked: list[str] = []
-            phase(url, key, 1, min(3.0, args.seconds), 50, [])  # warm-up: caches, model, connections
-            one = phase(url, key, 1, args.seconds, args.max_ops, acked)
+            phase(url, key, 1, min(3.0, args.seconds), 50, [], args.seed)  # warm-up: caches, model, connections
+            one = phase(url, key, 1, args.seconds, args.max_ops, acked, args.seed)
             report(one)
-            many = phase(url, key, args.clients, args.seconds, args.max_ops, acked)
+            many = phase(url, key, args.clients, args.seconds, args.max_ops, acked, args.seed)
             report(many)
             ratio = many["rate"] / one["rate"]  # type: ignore[operator]
             p95 = c.pct(many["samples"]["recall"], 95) if many["samples"]["recall"] else float("nan")  # type: ignore[index]
@@ -166,6 +170,9 @@ def main() -> None:
                   f"recall p95 at {args.clients} clients {p95:.0f} ms (goal <= 150 ms)")  # fmt: skip
             missing = verify(client, acked)
             print(f"acknowledged writes: {len(acked)}, missing from the change feed: {missing}")
+            problems = [line.rstrip() for line in log if "Error" in line or "Traceback" in line or "error" in line]
+            for line in problems[:20]:
+                print(f"  server: {line[:300]}")
         finally:
             proc.terminate()
             try:

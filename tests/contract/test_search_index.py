@@ -504,3 +504,40 @@ def test_sqlite_concurrent_threads(sqlite_index: SqliteSearchIndex) -> None:
     assert errors == []
     assert sqlite_index.count("t1") == 120
     assert len(search(sqlite_index, "vector", flt(), k=500)) == 120
+
+
+def test_sqlite_ann_keeps_filters_and_finds_the_nearest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above ANN_MIN_ROWS a broad mask searches the inverted-file index (filters inside it); a narrow mask
+    stays exact. Scaled down: a 3,000-doc corpus with the thresholds lowered to match."""
+    from mneme.adapters import vector_cache
+
+    pytest.importorskip("faiss")
+    monkeypatch.setattr(vector_cache, "ANN_MIN_ROWS", 1000)
+    monkeypatch.setattr(vector_cache, "EXACT_MAX", 200)
+    rng = np.random.default_rng(3)
+    centres = rng.standard_normal((30, DIM))
+    docs = [
+        doc(f"d{i:04d}", path=("root", f"s{i % 5}"), vector=(centres[i % 30] + 0.3 * rng.standard_normal(DIM)).tolist())
+        for i in range(3000)
+    ]
+    ann, exact = SqliteSearchIndex(tmp_path / "a.db"), SqliteSearchIndex(tmp_path / "e.db", ann=False)
+    for start in range(0, 3000, 500):
+        ann.upsert(docs[start : start + 500])
+        exact.upsert(docs[start : start + 500])
+        if start == 1500:  # the index is built here; later upserts and replacements join it
+            ann.search_vector(flt(), np.ones(DIM, np.float32), MODEL, 1)
+            ann.upsert(docs[:100])
+    found = total = 0
+    for q in range(40):
+        query = (centres[q % 30] + 0.5 * rng.standard_normal(DIM)).astype(np.float32)
+        for f in (flt(), flt("s2"), flt(session_id="none")):
+            got, want = ann.search_vector(f, query, MODEL, 10), exact.search_vector(f, query, MODEL, 10)
+            assert all(h.doc_id in {d.doc_id for d in docs if f.ancestor_id in d.ancestor_ids} for h in got)
+            found += len(set(ids(got)) & set(ids(want)))
+            total += len(want)
+            if f.ancestor_id == "root" and f.session_id is None:
+                assert [h.score for h in got] == sorted((h.score for h in got), reverse=True)
+    assert ann._caches.get("t1", MODEL).ann is not None  # type: ignore[union-attr]
+    assert found / total >= 0.95
+    ann.close()
+    exact.close()

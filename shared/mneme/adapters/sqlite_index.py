@@ -18,6 +18,10 @@ bound runs the full filtered join, so the top k is always the true filtered top 
 subtree walks its own documents instead. Vectors: see `vector_cache` (the boolean mask precedes
 the top k). Time windows are half-open: since <= occurred_at < until; naive datetimes are UTC.
 
+Vectors of a big tenant (`vector_cache.ANN_MIN_ROWS`) get an inverted-file index (faiss-cpu), built in
+memory when the cache loads (or after a compaction; rows written later join it); `mneme reindex` rebuilds the
+documents, and the index follows. `ann=False` keeps every search exact.
+
 Connections come from a small pool (one per concurrent call), so reads never wait for other
 reads or for a write transaction; writers queue on one in-process lock. The vector caches are
 shared under a readers-writer lock: searches share it, a commit takes it only to apply its
@@ -39,7 +43,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from mneme.adapters.vector_cache import CacheSet, Rows, VectorCache, as_utc, normalised_vector
+from mneme.adapters.vector_cache import CacheSet, Rows, VectorCache, ann_available, as_utc, normalised_vector
 from mneme.errors import InvalidInput, StoreUnavailable
 from mneme.search_models import Hit, IndexDocument, SearchFilter
 from mneme.text import meaningful_words, words
@@ -124,14 +128,17 @@ def date_phrases(text: str) -> list[str]:
             if not 1 <= month <= 12 or (day is not None and not 1 <= day <= 31):
                 continue
             taken[m.start() : m.end()] = [True] * (m.end() - m.start())
+            name = _MONTHS[month - 1]
+            # Each date once in each form the dates field spells it, so the day (or the month)
+            # outscores a stray number or month name in the text by a clear margin.
             if year and day:
-                phrases.append(f"{year} {month:02d} {day:02d}")
+                phrases += [f"{year} {month:02d} {day:02d}", f"{day} {name} {year}", f"{name} {year}"]
             elif year:
-                phrases.append(f"{_MONTHS[month - 1]} {year}")
+                phrases += [f"{name} {year}", f"{year} {month:02d}"]
             elif day:
-                phrases.append(f"{day} {_MONTHS[month - 1]}")
+                phrases.append(f"{day} {name}")
             else:
-                phrases.append(_MONTHS[month - 1])
+                phrases.append(name)
     return list(dict.fromkeys(phrases))
 
 
@@ -211,8 +218,11 @@ class SqliteSearchIndex:
         *,
         connect: Callable[[str], sqlite3.Connection] | None = None,
         subtree_first_max: int = 256,
+        ann: bool | None = None,
     ) -> None:
         self.path = str(path)
+        # an approximate index for big caches (see `vector_cache`); False: always exact; None: if installed
+        self._ann = ann_available() if ann is None else ann
         self._connect = connect or _default_connect
         # Text plan choice: subtree-first when subtree size x query words is at most this.
         self._subtree_first_max = subtree_first_max
@@ -457,7 +467,8 @@ class SqliteSearchIndex:
             while True:
                 with self._cache_lock.shared():
                     cache = self._caches.get(flt.tenant, model_id)
-                    if cache is not None and cache.generation == _generation(conn, flt.tenant):
+                    fresh = cache is not None and cache.generation == _generation(conn, flt.tenant)
+                    if cache is not None and fresh and not (self._ann and cache.wants_ann()):
                         if cache.dim is None:
                             return []
                         if query.size != cache.dim:
@@ -475,9 +486,12 @@ class SqliteSearchIndex:
                 gen = _generation(conn, tenant)
                 cache = self._caches.get(tenant, model_id)
                 if cache is None or cache.generation != gen:
-                    self._caches.put(tenant, model_id, _load(conn, tenant, model_id, gen))
+                    cache = _load(conn, tenant, model_id, gen)
+                    self._caches.put(tenant, model_id, cache)
             finally:
                 conn.execute("COMMIT")
+            if self._ann and cache.wants_ann():
+                cache.build_ann()
 
 
 @dataclass

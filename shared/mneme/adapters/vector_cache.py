@@ -5,13 +5,23 @@ interned to int32 codes, -1 for None). Replacing or deleting a document marks it
 appends the new row; dead rows are compacted away once they make up a third of the matrix.
 A query builds one boolean mask from the filters, scores only the surviving rows (a single
 matrix-vector product) and takes the top k with argpartition, so filtering never shrinks the k.
+
+Approximate search for big corpora: once a cache holds `ANN_MIN_ROWS` rows, `build_ann` puts an
+inverted-file index (faiss-cpu `IndexIVFFlat`, see `Ann`) over them, and later rows join it as
+they are appended. A query whose mask keeps more than `EXACT_MAX` rows searches it with the mask
+as faiss's `IDSelectorBitmap` (the subtree and every other filter apply inside the search, which
+probes more cells as the mask narrows), asks for `k x ANN_OVERFETCH` candidates and rescores
+them exactly. A mask keeping at most `EXACT_MAX` rows (a small subtree, a narrow window) is
+searched exactly, as before. Compaction renumbers rows, so it drops the index (rebuilt next).
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,6 +32,11 @@ from mneme.search_models import Hit, IndexDocument, SearchFilter
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MARGIN = 1e-5  # float32 rounding slack when cutting candidates before exact rescoring
 _CHUNK = 8192  # rows rescored at a time (bounds the float64 temporary)
+ANN_MIN_ROWS = 50_000  # an approximate index only for caches this big; smaller ones are scanned exactly
+EXACT_MAX = 20_000  # a mask keeping at most this many rows is scanned exactly (~2 ms)
+ANN_OVERFETCH = 4  # approximate candidates per wanted hit, rescored exactly
+ANN_MAX_CELLS = 1024  # inverted-file cells: sqrt(rows), 64 to this
+ANN_NPROBE = 32  # cells a query scans with no filter; divided by the mask's share otherwise
 
 
 def as_utc(value: datetime) -> datetime:
@@ -66,6 +81,57 @@ class Rows:
         )  # fmt: skip
 
 
+def ann_available() -> bool:
+    """faiss-cpu is installed (the `local` extra)."""
+    return importlib.util.find_spec("faiss") is not None
+
+
+class Ann:
+    """An inverted-file index over a cache's rows (faiss-cpu `IndexIVFFlat`, inner product,
+    labels = row numbers): k-means cells, a query scans the rows of its `nprobe` nearest cells.
+    Chosen over HNSW by measurement here: building it is ~35x cheaper (50k x 384: 0.55 CPU-s
+    against 19), appending rows costs one centroid lookup each, and it searches in under a ms."""
+
+    def __init__(self, index: Any) -> None:
+        self.index = index
+
+    @classmethod
+    def build(cls, matrix: NDArray[np.float32], alive: NDArray[np.bool_]) -> Ann:
+        import faiss
+
+        rows = np.flatnonzero(alive)
+        cells = int(min(ANN_MAX_CELLS, max(64, np.sqrt(rows.size))))
+        quantizer = faiss.IndexFlatIP(matrix.shape[1])
+        index = faiss.IndexIVFFlat(quantizer, matrix.shape[1], cells, faiss.METRIC_INNER_PRODUCT)
+        sample = np.random.default_rng(0).choice(rows, min(rows.size, 40 * cells), replace=False)
+        index.train(np.ascontiguousarray(matrix[np.sort(sample)]))
+        ann = cls(index)
+        for start in range(0, rows.size, 65536):
+            chunk = rows[start : start + 65536]
+            ann.add(matrix[chunk], chunk)
+        return ann
+
+    def add(self, vectors: NDArray[np.float32], rows: NDArray[np.int64]) -> None:
+        self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), rows.astype(np.int64))
+
+    def search(self, query: NDArray[np.float32], mask: NDArray[np.bool_], count: int) -> NDArray[np.int64]:
+        """Up to `count` rows among those set in `mask`, nearest first (approximately)."""
+        import faiss
+
+        kept = int(np.count_nonzero(mask))
+        if not kept:
+            return np.empty(0, np.int64)
+        bits = np.packbits(mask, bitorder="little")
+        selector = faiss.IDSelectorBitmap(mask.size, faiss.swig_ptr(bits))
+        # The cells hold rows the mask rejects too: probe more of them as the mask narrows.
+        cells = self.index.nlist
+        nprobe = min(cells, max(1, ANN_NPROBE * mask.size // kept))
+        params = faiss.SearchParametersIVF(sel=selector, nprobe=nprobe)  # type: ignore[call-arg]
+        _, labels = self.index.search(query.reshape(1, -1), count, params=params)
+        found = labels[0]
+        return found[found >= 0]
+
+
 class VectorCache:
     def __init__(self, generation: int, dim: int | None = None) -> None:
         self.generation = generation  # the index generation this cache reflects
@@ -76,6 +142,7 @@ class VectorCache:
         self._doc_ids: list[str] = []
         self._codes: dict[str, int] = {}
         self._anc_depths: dict[int, set[int]] = {}  # ancestor code -> columns it was seen in
+        self.ann: Ann | None = None
         self._alloc(0, 0)
 
     def _alloc(self, cap: int, dim: int) -> None:
@@ -134,6 +201,8 @@ class VectorCache:
         self._pos.update(zip(rows.doc_ids, at, strict=True))
         self._write_ancestors(at, rows.paths)
         self._n = at.stop
+        if self.ann is not None:
+            self.ann.add(rows.vectors, np.arange(at.start, at.stop, dtype=np.int64))
 
     def _write_ancestors(self, rows: Sequence[int], paths: Sequence[Sequence[str]]) -> None:
         at = np.asarray(rows, dtype=np.int64)
@@ -167,6 +236,7 @@ class VectorCache:
         self._doc_ids = [self._doc_ids[i] for i in keep]
         self._pos = {doc_id: i for i, doc_id in enumerate(self._doc_ids)}
         self._n, self._dead = len(keep), 0
+        self.ann = None  # row numbers changed: the index is rebuilt by the next `build_ann`
 
     # -- reads ------------------------------------------------------------------------------
     def _mask(self, flt: SearchFilter) -> NDArray[np.bool_] | None:
@@ -196,15 +266,33 @@ class VectorCache:
         mask &= (self._visible[:n] == -1) | (self._visible[:n] == principal)
         return mask
 
-    def search(self, flt: SearchFilter, query: NDArray[np.float64], k: int) -> list[Hit]:
-        """Top k by cosine among rows passing `flt`; `query` is L2-normalised, of length `dim`."""
+    @property
+    def rows(self) -> int:
+        """Rows alive."""
+        return self._n - self._dead
+
+    def wants_ann(self) -> bool:
+        """Big enough for an approximate index, and without one."""
+        return self.ann is None and self.rows >= ANN_MIN_ROWS
+
+    def build_ann(self) -> None:
+        """Build the approximate index over every live row; the caller holds off writers and searches."""
+        self.ann = Ann.build(self._mat[: self._n], self._alive[: self._n])
+
+    def search(self, flt: SearchFilter, query: NDArray[np.float64], k: int, *, exact: bool = False) -> list[Hit]:
+        """Top k by cosine among rows passing `flt`; `query` is L2-normalised, of length `dim`.
+        Approximate (see the module doc) for a broad mask over a cache with an index, unless `exact`."""
         mask = self._mask(flt) if k > 0 else None
         if mask is None:
             return []
-        rows = np.flatnonzero(mask)
+        q32 = query.astype(np.float32)
+        ann = None if exact else self.ann
+        if ann is not None and int(np.count_nonzero(mask)) > EXACT_MAX:
+            rows = ann.search(q32, mask, k * ANN_OVERFETCH)
+        else:
+            rows = np.flatnonzero(mask)
         if rows.size == 0:
             return []
-        q32 = query.astype(np.float32)
         few = rows.size * 4 < self._n  # few survivors: gather them rather than score every row
         scores = self._mat[rows] @ q32 if few else (self._mat[: self._n] @ q32)[rows]
         if rows.size > k:
@@ -212,13 +300,13 @@ class VectorCache:
             rows = rows[scores >= scores[top].min() - _MARGIN]
         # Rescore the candidates in float64 with a row-wise reduction, so identical vectors get
         # identical scores wherever they sit and ties fall to doc_id.
-        exact = np.concatenate(
+        exact_scores = np.concatenate(
             [
                 (self._mat[chunk].astype(np.float64) * query).sum(axis=1)
                 for chunk in np.array_split(rows, -(-rows.size // _CHUNK))
             ]
         )
-        ranked = sorted(zip(np.clip(exact, -1.0, 1.0).tolist(), rows.tolist(), strict=True), key=self._order)
+        ranked = sorted(zip(np.clip(exact_scores, -1.0, 1.0).tolist(), rows.tolist(), strict=True), key=self._order)
         return [Hit(doc_id=self._doc_ids[row], score=score) for score, row in ranked[:k]]
 
     def _order(self, candidate: tuple[float, int]) -> tuple[float, str]:
