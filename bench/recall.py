@@ -75,10 +75,10 @@ def corpus(size: int, threads: int, rebuild: bool, embed_max: int = 100_000) -> 
         shutil.rmtree(final)
     if (final / "done.json").exists():
         return final
-    smaller = [
+    smaller = [  # an embedded corpus starts only from an embedded one
         int(p.name.rsplit("-", 1)[1])
         for p in c.CACHE.glob(f"recall-{key}-*")
-        if (p / "done.json").exists() and int(p.name.rsplit("-", 1)[1]) < size
+        if (p / "done.json").exists() and int(p.name.rsplit("-", 1)[1]) < size and (size > embed_max or not grown(p))
     ]
     partial = c.CACHE / f"recall-{key}-{size}.partial"
     if not (partial / "index.db").exists():  # else resume an interrupted build
@@ -118,61 +118,76 @@ def grown(directory: Path) -> bool:
 
 
 def grow(eng: c.Engine, base: int, size: int) -> None:
-    """Episodes base..size-1 from the first `embedded` ones, straight to both stores (see the doc)."""
+    """Episodes base..size-1 from the embedded ones, in bulk SQL straight to both files (see the doc)."""
     from datetime import timedelta
 
     import numpy as np
 
-    from mneme.models import Episode
-    from mneme.search_models import IndexDocument
+    from mneme.adapters.sqlite_base import utc_text
+    from mneme.adapters.sqlite_index import iso_utc
     from mneme.text import date_words
 
     store, index = eng.store._target, eng.services.index._target  # type: ignore[attr-defined]
-    rows = index._db  # the embedded episodes' vectors, in episode order
-    with rows() as conn:
+    with index._db() as conn:
         found = conn.execute("SELECT doc_id, vector FROM docs WHERE tenant = ? AND kind = 'episode'", (c.TENANT,))
         vectors = {doc_id: np.frombuffer(blob, np.float32) for doc_id, blob in found}
-    sources = [e for batch in store.iter_episodes(c.TENANT) for e in batch if e.episode_id in vectors]
-    sources.sort(key=lambda e: e.episode_id)
-    embedded = len(sources)
+    sources = sorted(
+        (e for batch in store.iter_episodes(c.TENANT) for e in batch if e.episode_id in vectors),
+        key=lambda e: e.episode_id,
+    )
+    embedded, dim = len(sources), len(next(iter(vectors.values())))
     print(f"growing {base} -> {size} episodes from {embedded} embedded ones (new ids, scopes, dates; "
           "vectors perturbed to cosine ~0.9 and renormalised), written straight to the stores")  # fmt: skip
+    docs = [e.model_dump(mode="json", exclude={"vector", "model_id"}) for e in sources]
+    source_vectors = np.stack([vectors[e.episode_id] for e in sources])
+    paths = {e.scope_id: eng.services.scopes.chain_of(c.TENANT, e.scope_id).path for e in sources}
     rng = np.random.default_rng(size)
     scopes: dict[str, list[str]] = {}
-    source_paths: dict[str, str] = {}
     start = time.perf_counter()
-    for first in range(base, size, 5000):
-        batch = range(first, min(first + 5000, size))
-        episodes, docs = [], []
-        noise = rng.standard_normal((len(batch), len(next(iter(vectors.values()))))).astype(np.float32)
-        for n, i in enumerate(batch):
-            src = sources[i % embedded]
-            if src.scope_id not in source_paths:
-                source_paths[src.scope_id] = eng.services.scopes.chain_of(c.TENANT, src.scope_id).path
-            customer, dept = source_paths[src.scope_id].split(".")[1:3]  # root.<customer>.<department>
+    model = c.LocalEmbedder.model_id
+    for first in range(base, size, 20_000):
+        batch = np.arange(first, min(first + 20_000, size))
+        src = batch % embedded
+        vecs = source_vectors[src] + rng.standard_normal((batch.size, dim)).astype(np.float32) * (0.48 / dim**0.5)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        days, minutes = rng.integers(c.SPAN_DAYS, size=batch.size), rng.integers(600, size=batch.size)
+        episodes, rows, texts, ancestors = [], [], [], []
+        for n, i in enumerate(batch.tolist()):
+            source = docs[src[n]]
+            customer, dept = paths[source["scope_id"]].split(".")[1:3]  # root.<customer>.<department>
             path = f"root.{customer}-g{i // embedded}.{dept}"
             if path not in scopes:
-                resolved = eng.services.scopes.create(c.TENANT, path, parents=True)
-                scopes[path] = [s.scope_id for s in resolved.chain]
-            ancestors = scopes[path]
-            vec = vectors[src.episode_id] + noise[n] * (0.48 / np.sqrt(noise.shape[1]))
-            vec /= np.linalg.norm(vec)
-            when = c.START + timedelta(days=int(rng.integers(c.SPAN_DAYS)), minutes=int(rng.integers(600)))
-            episode = src.model_copy(update={
-                "episode_id": f"ep_grown_{i:08d}", "scope_id": ancestors[-1], "occurred_at": when,
-                "session_id": f"sess-g{i // 25:07d}", "indexed": True, "vector": None, "model_id": None,
-            })  # fmt: skip
-            episodes.append(episode)
-            docs.append(IndexDocument(
-                tenant=c.TENANT, doc_id=episode.episode_id, kind="episode", scope_id=ancestors[-1],
-                ancestor_ids=ancestors, text=f"{src.content}\n\n{date_words(when)}", dates=date_words(when),
-                vector=vec.tolist(), model_id=c.LocalEmbedder.model_id, occurred_at=when, session_id=episode.session_id,
-            ))  # fmt: skip
-        store.put_episodes([Episode.model_validate(e.model_dump()) for e in episodes])
-        index.upsert(docs)
-        done = batch.stop
+                scopes[path] = [s.scope_id for s in eng.services.scopes.create(c.TENANT, path, parents=True).chain]
+            chain = scopes[path]
+            when = c.START + timedelta(days=int(days[n]), minutes=int(minutes[n]))
+            episode_id, session = f"ep_grown_{i:08d}", f"sess-g{i // 25:07d}"
+            doc = {**source, "episode_id": episode_id, "scope_id": chain[-1], "occurred_at": when.isoformat(),
+                   "session_id": session, "indexed": True}  # fmt: skip
+            episodes.append((c.TENANT, episode_id, i + 1, 1, utc_text(when), chain[-1], json.dumps(doc)))
+            rows.append((c.TENANT, episode_id, "episode", chain[-1], json.dumps(chain), iso_utc(when), "raw",
+                         session, None, model, vecs[n].tobytes()))  # fmt: skip
+            texts.append((source["content"], date_words(when)))
+            ancestors.append(chain)
+        with store._tx() as conn:
+            conn.executemany("INSERT INTO episodes VALUES (?,?,?,?,?,?,?)", episodes)
+        with index._db() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            first_id = conn.execute("SELECT COALESCE(MAX(id), 0) FROM docs").fetchone()[0] + 1
+            ids = range(first_id, first_id + len(rows))
+            conn.executemany("INSERT INTO docs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                             [(doc_id, *row) for doc_id, row in zip(ids, rows, strict=True)])  # fmt: skip
+            conn.executemany("INSERT INTO docs_fts (rowid, text, dates) VALUES (?,?,?)",
+                             [(doc_id, *t) for doc_id, t in zip(ids, texts, strict=True)])  # fmt: skip
+            conn.executemany("INSERT INTO doc_ancestors VALUES (?,?,?)",
+                             [(c.TENANT, a, doc_id) for doc_id, chain in zip(ids, ancestors, strict=True)
+                              for a in chain])  # fmt: skip
+            conn.execute("INSERT INTO generations VALUES (?, 1) ON CONFLICT (tenant) DO UPDATE SET gen = gen + 1",
+                         (c.TENANT,))  # fmt: skip
+            conn.execute("COMMIT")
+        done = int(batch[-1]) + 1
         if done % 100_000 == 0 or done == size:
             print(f"  {done:>7} episodes ({time.perf_counter() - start:.0f} s)")
+    index._caches.drop()
 
 
 def ann_recall(directory: Path, texts: list[str]) -> None:
