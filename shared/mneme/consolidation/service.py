@@ -24,6 +24,10 @@ from mneme.observability import logger
 from mneme.services.scopes import ScopeService
 
 MAX_BATCHES_PER_SCOPE = 50
+# Scopes one run takes on; the other dirty scopes keep their marks for the next run. Bounds what a run
+# carries: its Step Functions input (scope ids, ~39 bytes each, limit 256 KiB: ~6,700 ids), its record
+# (the target paths, DynamoDB items up to 400 KB) and the start's scope lookups.
+MAX_TARGETS_PER_RUN = 2_000
 
 
 class Orchestrator(Protocol):
@@ -46,7 +50,7 @@ class ConsolidationService:
     def targets(self, tenant: str, paths: list[str] | None) -> list[str]:
         """Dirty scopes of the tenant, limited to the subtrees of `paths` when given."""
         roots = {self.scopes.resolve(tenant, path).scope.scope_id for path in paths} if paths else None
-        dirty = [scope_id for _, scope_id in self.deps.store.list_dirty(tenant, 10_000)]
+        dirty = [scope_id for _, scope_id in self.deps.store.list_dirty(tenant, MAX_TARGETS_PER_RUN)]
         if roots is None:
             return dirty
         return [s for s in dirty if roots & {a.scope_id for a in self.scopes.chain_of(tenant, s).chain}]
