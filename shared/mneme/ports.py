@@ -35,6 +35,10 @@ class RecordStore(Protocol):
     # -- scopes ---------------------------------------------------------------------------
     def get_scope(self, tenant: str, scope_id: str) -> Scope | None: ...
 
+    def get_scopes(self, tenant: str, scope_ids: Sequence[str]) -> dict[str, Scope]:
+        """The tenant's scopes among `scope_ids`, by id, in one read (a batch); absent ids are left out."""
+        ...
+
     def find_child(self, tenant: str, parent_id: str | None, segment: str) -> Scope | None:
         """The live scope named `segment` under `parent_id` (None for the tenant's root)."""
         ...

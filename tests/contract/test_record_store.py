@@ -168,6 +168,20 @@ def test_create_scope_round_trips_and_is_found_by_slot(store: RecordStore) -> No
     assert store.find_alias(A, "r", "acme") is None  # a live name is not an alias
 
 
+def test_get_scopes_reads_many_scopes_of_one_tenant_at_once(store: RecordStore) -> None:
+    root, acme = tree(store)
+    teams = [scope(f"team-{i:03d}", acme, f"team-{i:03d}") for i in range(120)]  # more than one DynamoDB batch
+    for team in teams:
+        store.create_scope(team)
+    tree(store, B)  # the same ids in another tenant
+
+    found = store.get_scopes(A, ["r", "acme", *(team.scope_id for team in teams), "missing", "r"])
+
+    assert found == {"r": root, "acme": acme, **{team.scope_id: team for team in teams}}
+    assert store.get_scopes(A, []) == {}
+    assert store.get_scopes("nobody", ["r", "acme"]) == {}
+
+
 def test_list_children_is_ordered_by_segment_and_only_direct_live_children(store: RecordStore) -> None:
     root, acme = tree(store)
     for scope_id, segment in [("z", "zeta"), ("b", "beta"), ("m", "mid-1"), ("m0", "mid")]:

@@ -3,6 +3,7 @@ module docstring of `mneme.adapters.dynamo_store`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from mneme.adapters.dynamo_codec import (
@@ -34,6 +35,11 @@ class DynamoScopes(DynamoTable):
     def get_scope(self, tenant: str, scope_id: str) -> Scope | None:
         item = self._get(scope_key(tenant, scope_id))
         return to_model(Scope, item) if item else None
+
+    def get_scopes(self, tenant: str, scope_ids: Sequence[str]) -> dict[str, Scope]:
+        """BatchGetItem, a hundred keys a request, unprocessed keys retried (`_batch_get`)."""
+        items = self._items([scope_key(tenant, scope_id) for scope_id in dict.fromkeys(scope_ids)])
+        return {scope.scope_id: scope for scope in (to_model(Scope, item) for item in items.values())}
 
     def _slot(self, tenant: str, parent_id: str | None, segment: str, item_type: str) -> Item | None:
         item = self._get(slot_key(tenant, parent_id, segment))

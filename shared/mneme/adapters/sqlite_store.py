@@ -61,6 +61,17 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
         rows = self._rows("SELECT doc FROM scopes WHERE tenant=? AND scope_id=?", tenant, scope_id)
         return Scope.model_validate_json(rows[0][0]) if rows else None
 
+    def get_scopes(self, tenant: str, scope_ids: Sequence[str]) -> dict[str, Scope]:
+        """One query per 500 ids."""
+        ids = list(dict.fromkeys(scope_ids))
+        found: dict[str, Scope] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._rows(f"SELECT doc FROM scopes WHERE tenant=? AND scope_id IN ({marks})", tenant, *chunk)
+            found.update((scope.scope_id, scope) for scope in (Scope.model_validate_json(row[0]) for row in rows))
+        return found
+
     def _slot(self, conn: sqlite3.Connection, tenant: str, parent: str, segment: str) -> tuple | None:
         return conn.execute(
             "SELECT scope_id, is_alias FROM slots WHERE tenant=? AND parent_id=? AND segment=?",

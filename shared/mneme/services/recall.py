@@ -20,7 +20,7 @@ from mneme.services import anchors as anchor_rule
 from mneme.services.context_pack import PackItem, build_pack
 from mneme.services.indexing import episode_text
 from mneme.services.recall_records import Record, Result, lifecycle, load, record_text, to_result
-from mneme.services.scopes import ScopeService
+from mneme.services.scopes import ScopeService, per_request
 
 MAX_QUERY_BYTES = 2 * 1024
 FRESH_LIMIT = 200
@@ -129,6 +129,7 @@ class RecallService:
     embedder: Embedder
     index: SearchIndex
 
+    @per_request  # scopes read once per request; result paths built a tree level at a time
     def recall(self, caller: Principal, request: RecallRequest) -> RecallResponse:
         scope = self.scopes.resolve(caller.tenant, request.scope)
         if request.ids is not None:
@@ -356,6 +357,7 @@ class RecallService:
 
     def _load(self, caller: Principal, ids: list[str], trace: dict[str, Any]) -> dict[str, Record]:
         found = load(self.store, caller, ids)
+        self.scopes.prefetch(caller.tenant, [record.scope_id for record in found.values() if record.scope_id])
         for missing in (i for i in ids if i not in found):
             trace["omitted"].append({"id": missing, "reason": "not_found"})
         return found

@@ -1,14 +1,41 @@
-"""The scope tree: resolution through aliases, creation, listing, renames and layers."""
+"""The scope tree: resolution through aliases, creation, listing, renames and layers.
+
+Canonical paths of many scopes (a recall's results) are built by `paths_of` / `chains_of` with one
+batch read per depth level. Inside `ScopeService.request_cache()` (entered by a request that resolves
+many paths, e.g. `RecallService.recall` through `per_request`) every scope read is kept for the rest
+of the request, so ancestors shared by many results are read once; outside it nothing is cached.
+"""
 
 from __future__ import annotations
 
+import functools
 import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import ParamSpec, TypeVar
 
 from mneme import paths
 from mneme.errors import Conflict, InvalidInput, ScopeNotFound
 from mneme.models import ResolvedScope, Scope
 from mneme.ports import Clock, RecordStore
+
+P = ParamSpec("P")
+R = TypeVar("R")
+_Known = dict[tuple[str, str], Scope | None]  # (tenant, scope_id) -> the scope, None when it does not exist
+_REQUEST: ContextVar[_Known | None] = ContextVar("mneme_scope_cache", default=None)
+
+
+def per_request(method: Callable[P, R]) -> Callable[P, R]:
+    """Run `method` inside `ScopeService.request_cache()` (a no-op when one is already open)."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with ScopeService.request_cache():
+            return method(*args, **kwargs)
+
+    return wrapper
 
 
 @dataclass
@@ -56,19 +83,72 @@ class ScopeService:
             chain.append(child)
         if via_alias:  # an alias may lead anywhere after a move or merge: rebuild the canonical chain
             return self.chain_of(tenant, chain[-1].scope_id).model_copy(update={"via_alias": True})
+        if (cache := _REQUEST.get()) is not None:
+            cache.update({(tenant, scope.scope_id): scope for scope in chain})
         return ResolvedScope(scope=chain[-1], path=paths.join([s.segment for s in chain[1:]]), chain=chain)
 
     def chain_of(self, tenant: str, scope_id: str) -> ResolvedScope:
         """Resolve a scope id to its canonical path by following parent links."""
-        chain: list[Scope] = []
-        current = self.store.get_scope(tenant, scope_id)
-        while current is not None:
-            chain.append(current)
-            current = self.store.get_scope(tenant, current.parent_id) if current.parent_id else None
-        if not chain or chain[-1].parent_id is not None:
+        found = self.chains_of(tenant, [scope_id]).get(scope_id)
+        if found is None:
             raise ScopeNotFound(f"scope {scope_id} does not exist")
-        chain.reverse()
-        return ResolvedScope(scope=chain[-1], path=paths.join([s.segment for s in chain[1:]]), chain=chain)
+        return found
+
+    def prefetch(self, tenant: str, scope_ids: Iterable[str]) -> None:
+        """Read the chains of `scope_ids` into the request's cache (level by level), for later lookups."""
+        if _REQUEST.get() is not None:
+            self._read_up(tenant, list(dict.fromkeys(scope_ids)))
+
+    def paths_of(self, tenant: str, scope_ids: Iterable[str]) -> dict[str, str]:
+        """Canonical paths of many scopes (see `chains_of`); scopes that do not exist are left out."""
+        return {scope_id: resolved.path for scope_id, resolved in self.chains_of(tenant, scope_ids).items()}
+
+    def chains_of(self, tenant: str, scope_ids: Iterable[str]) -> dict[str, ResolvedScope]:
+        """Canonical chains of many scopes, read level by level: one batch for the scopes, one for their
+        parents, and so on up to the root (scopes already read in this request are not read again).
+        A scope that does not exist, or whose chain is broken, is left out."""
+        wanted = list(dict.fromkeys(scope_ids))
+        known = self._read_up(tenant, wanted)
+        chains: dict[str, ResolvedScope] = {}
+        for scope_id in wanted:
+            chain: list[Scope] = []
+            current = known.get((tenant, scope_id))
+            while current is not None and len(chain) <= paths.MAX_DEPTH:
+                chain.append(current)
+                current = known.get((tenant, current.parent_id)) if current.parent_id else None
+            if chain and chain[-1].parent_id is None:
+                chain.reverse()
+                path = paths.join([s.segment for s in chain[1:]])
+                chains[scope_id] = ResolvedScope(scope=chain[-1], path=path, chain=chain)
+        return chains
+
+    def _read_up(self, tenant: str, scope_ids: list[str]) -> _Known:
+        """The scopes and all their ancestors, by (tenant, scope_id): one `get_scopes` per level."""
+        cache = _REQUEST.get()
+        known: _Known = cache if cache is not None else {}
+        level = [i for i in scope_ids if (tenant, i) not in known]
+        for _ in range(paths.MAX_DEPTH + 1):
+            if not level:
+                break
+            found = self.store.get_scopes(tenant, level)
+            known.update({(tenant, i): found.get(i) for i in level})
+            parents = (s.parent_id for s in found.values() if s.parent_id is not None)
+            level = [i for i in dict.fromkeys(parents) if (tenant, i) not in known]
+        return known
+
+    @staticmethod
+    @contextmanager
+    def request_cache() -> Iterator[None]:
+        """Keep every scope `chains_of` reads until the block ends (one request: scopes do not move
+        under it in a way its answer must reflect). Nested blocks share the outer cache."""
+        if _REQUEST.get() is not None:
+            yield
+            return
+        token = _REQUEST.set({})
+        try:
+            yield
+        finally:
+            _REQUEST.reset(token)
 
     def create(self, tenant: str, path: str, *, parents: bool = False) -> ResolvedScope:
         """Create a scope; missing ancestors are created only when `parents` is set."""
