@@ -63,11 +63,17 @@ from mneme.http.views import (
     Change,
     ChangesPage,
     CreatedKey,
+    DraftView,
+    Erasure,
+    Health,
     KeyView,
+    MemoryHistory,
     MemoryRecord,
+    Reviews,
     RunStarted,
     RunView,
     ScopeView,
+    SttpValidation,
 )
 from mneme.services.recall import RecallRequest, RecallResponse
 from mneme.services.remember import MAX_BATCH, Remembered, RememberItem
@@ -83,9 +89,13 @@ __all__ = [
     "Change",
     "ChangesPage",
     "CreatedKey",
+    "DraftView",
     "EmbeddedTransport",
+    "Erasure",
+    "Health",
     "HttpTransport",
     "KeyView",
+    "MemoryHistory",
     "MemoryRecord",
     "MnemeClient",
     "MnemeConnectionError",
@@ -93,9 +103,11 @@ __all__ = [
     "RecallResponse",
     "RememberItem",
     "Remembered",
+    "Reviews",
     "RunStarted",
     "RunView",
     "ScopeView",
+    "SttpValidation",
     "error_from_response",
     "invalid_input",
 ]
@@ -407,10 +419,9 @@ class MnemeClient:
 
     # -- health and retrieve ----------------------------------------------------------------------
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> Health:
         """`{"status": "ok", "version": …}`; needs no key."""
-        result: dict[str, Any] = self._json("GET", "/v1/health")
-        return result
+        return Health.model_validate(self._json("GET", "/v1/health"))
 
     def retrieve(self, path: str) -> str:
         """The Markdown bundle of the scope's curated guidance (what an agent reads first)."""
@@ -553,6 +564,55 @@ class MnemeClient:
     def archive_memory(self, memory_id: str) -> MemoryRecord:
         answer = self._json("POST", f"/v1/memories/{_segment(memory_id)}/archive", idempotent=False)
         return MemoryRecord.model_validate(answer)
+
+    # -- review (approvers) -----------------------------------------------------------------------
+
+    def approve_memory(self, memory_id: str, *, author: str | None = None) -> MemoryRecord:
+        """Publish a pending memory or its pending revision (`author` picks whose, when several)."""
+        body = {"author": author} if author else None
+        answer = self._json("POST", f"/v1/memories/{_segment(memory_id)}/approve", body, idempotent=False)
+        return MemoryRecord.model_validate(answer)
+
+    def reject_memory(self, memory_id: str, reason: str, *, author: str | None = None) -> MemoryRecord:
+        body = {"reason": reason, **({"author": author} if author else {})}
+        answer = self._json("POST", f"/v1/memories/{_segment(memory_id)}/reject", body, idempotent=False)
+        return MemoryRecord.model_validate(answer)
+
+    def memory_history(self, memory_id: str) -> MemoryHistory:
+        return MemoryHistory.model_validate(self._json("GET", f"/v1/memories/{_segment(memory_id)}/history"))
+
+    def reviews(self, path: str | None = None, *, mine: bool = False) -> Reviews:
+        """Approvers: the review queue (under `path`). Everyone, or `mine=True`: their own submissions."""
+        query = {**({"path": path} if path else {}), **({"mine": "true"} if mine else {})}
+        return Reviews.model_validate(self._json("GET", "/v1/reviews", query=query))
+
+    # -- structure drafts (approvers) -------------------------------------------------------------
+
+    def create_draft(self, operations: Sequence[Mapping[str, Any]]) -> DraftView:
+        """A structural change (move, merge, delete, layers) with the preview of everything it affects."""
+        answer = self._json("POST", "/v1/structure/drafts", {"operations": list(operations)}, idempotent=False)
+        return DraftView.model_validate(answer)
+
+    def get_draft(self, draft_id: str) -> DraftView:
+        return DraftView.model_validate(self._json("GET", f"/v1/structure/drafts/{_segment(draft_id)}"))
+
+    def publish_draft(self, draft_id: str, fingerprint: str) -> DraftView:
+        """Apply exactly what the preview said; `fingerprint` (from the preview) guards against drift."""
+        path = f"/v1/structure/drafts/{_segment(draft_id)}/publish"
+        return DraftView.model_validate(self._json("POST", path, {"fingerprint": fingerprint}, idempotent=False))
+
+    # -- erasure (admin) and STTP -----------------------------------------------------------------
+
+    def erase_scope(self, path: str, *, dry_run: bool = True) -> Erasure:
+        """Right to erasure: a dry run (the default) counts; `dry_run=False` deletes the subtree for good."""
+        query = {"path": path, "dry_run": "true" if dry_run else "false"}
+        return Erasure.model_validate(self._json("DELETE", "/v1/scopes", query=query, idempotent=dry_run))
+
+    def validate_sttp(self, text: str, profile: str = "strict") -> SttpValidation:
+        """Diagnostics for an STTP node and, when recoverable, its canonical strict-valid form."""
+        return SttpValidation.model_validate(
+            self._json("POST", "/v1/sttp/validate", {"text": text, "profile": profile})
+        )
 
     # -- API keys (admin) -------------------------------------------------------------------------
 

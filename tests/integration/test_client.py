@@ -47,7 +47,7 @@ def admin(server: str, home: Path) -> MnemeClient:
 
 
 def test_round_trip_with_typed_answers(admin: MnemeClient) -> None:
-    assert admin.health()["status"] == "ok"
+    assert admin.health().status == "ok"
     assert admin.put_layers({1: "clients", 2: "services"}) == {1: "clients", 2: "services"}
     assert admin.get_layers() == {1: "clients", 2: "services"}
     created = admin.create_scope("root.acme.vat", parents=True)
@@ -302,7 +302,7 @@ def test_connection_failures_are_retried_then_raised(stub: Stub) -> None:
     # A read timeout is retried for a read, and the next attempt's answer is used
     stub.replies = [Reply(200, {"status": "ok"}, delay=0.5), Reply(200, {"status": "ok", "version": "x"})]
     client = MnemeClient(stub.url, "k", timeout=0.2, backoff=0.01, sleep=Sleeps())
-    assert client.health() == {"status": "ok", "version": "x"}
+    assert client.health().model_dump() == {"status": "ok", "version": "x"}
 
 
 def test_change_feed_pages_resume_without_gaps_or_repeats(admin: MnemeClient) -> None:
@@ -323,3 +323,27 @@ def test_change_feed_pages_resume_without_gaps_or_repeats(admin: MnemeClient) ->
     with pytest.raises(InvalidInput) as garbled:  # found by the fuzzer: a non-ASCII cursor was a 500
         admin.changes("vìÆ\x83.ªD")
     assert garbled.value.code == "invalid_cursor"
+
+
+def test_review_drafts_erasure_and_sttp_through_the_typed_client(admin: MnemeClient) -> None:
+    # Given a writer proposing two memories
+    admin.create_scope("root.acme.vat", parents=True)
+    writer = MnemeClient(admin.base_url, admin.create_key("proposer", ["writer"]).api_key)
+    first = writer.create_memory("first", "Proposal one.", scope="root.acme")
+    second = writer.create_memory("second", "Proposal two.", scope="root.acme")
+    # When an approver works the queue
+    queue = admin.reviews().queue or []
+    assert {item["memory_id"] for item in queue} >= {first.memory_id, second.memory_id}
+    assert admin.approve_memory(first.memory_id).status == "published"
+    assert admin.reject_memory(second.memory_id, "not needed").memory_id == second.memory_id
+    assert admin.memory_history(first.memory_id).history
+    assert writer.reviews(mine=True).mine is not None
+    # and moves a scope through a draft
+    draft = admin.create_draft([{"op": "move", "path": "root.acme.vat", "new_parent": "root"}])
+    assert admin.get_draft(draft.draft_id).preview.fingerprint == draft.preview.fingerprint
+    assert admin.publish_draft(draft.draft_id, draft.preview.fingerprint).status == "published"
+    # Then erasure counts before it deletes, and STTP validation answers with diagnostics
+    assert admin.erase_scope("root.acme").dry_run is True
+    checked = admin.validate_sttp("not a node", profile="tolerant")
+    assert checked.profile == "tolerant" and checked.diagnostics
+    assert admin.health().status == "ok"

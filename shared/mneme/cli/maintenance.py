@@ -355,7 +355,7 @@ def cmd_status(ctx: Context) -> int:
     if ctx.config.remote:
         client = ctx.client(need_key=False)
         started = time.monotonic()
-        health = client.health()
+        health = client.health().model_dump()
         report = {
             "mode": "remote",
             "url": ctx.config.url,
