@@ -15,7 +15,8 @@ before the execution fails, so no run stays "running".
 
 JSONata, not JSONPath: appending to a list (an error to a batch, a summary to the scope's list) has no
 JSONPath intrinsic. Summaries keep only what `finish` reads (counters, errors, whether episodes were
-read), so the Map's output stays far below the 256 KiB state limit.
+read), and each child folds its scope's summaries into one (SCOPE_SUMMARY), so the Map's output grows
+with the run's scopes, which MAX_TARGETS_PER_RUN keeps below the 256 KiB state limit.
 """
 
 from __future__ import annotations
@@ -63,6 +64,30 @@ RUN_BATCH = """{
 }"""
 WORKFLOW = "workflow"  # the pseudo-stage a run-level failure is recorded under
 FLATTEN = "$reduce($states.result, function($all, $target) { $append($all, $target) }, [])"
+# What a child (one scope) returns: its batch summaries folded into one, so the parent's Map output grows
+# with the run's scopes, not its batches (`finish` sums the same counters either way). Counters summed per
+# stage and name; errors (at most one per scope: a failed batch ends the scope's loop) kept with messages
+# cut to MESSAGE_CHARS; the first episode id read, if any.
+MESSAGE_CHARS = 200
+SCOPE_SUMMARY = """(
+  $all := $batches;
+  $keysOf := function($objects) { $distinct($reduce($objects, function($acc, $o) { $append($acc, $o ? $keys($o) : []) },
+    [])) };
+  $counters := $all.counters;
+  [{
+    "tenant": $target.tenant, "scope_id": $target.scope_id, "run_id": $target.run_id,
+    "started_at": $all[0].started_at,
+    "counters": $merge([{}, $map($keysOf($counters), function($s) {
+      ( $perStage := $map($counters, function($c) { $lookup($c, $s) });
+        { $s: $merge([{}, $map($keysOf($perStage), function($k) {
+          { $k: $sum($map($perStage, function($p) { $p and $exists($lookup($p, $k)) ? $lookup($p, $k) : 0 })) }
+        })]) } )
+    })]),
+    "errors": $append([], $map($reduce($all, function($acc, $b) { $append($acc, $b.errors) }, []),
+      function($e) { $merge([$e, {"message": $substring($string($e.message), 0, MESSAGE_CHARS)}]) })),
+    "episode_ids": $count($all[$count(episode_ids) > 0]) > 0 ? [$all[$count(episode_ids) > 0][0].episode_ids[0]] : []
+  }]
+)""".replace("MESSAGE_CHARS", str(MESSAGE_CHARS))
 
 
 def jsonata(expression: str) -> str:
@@ -131,7 +156,7 @@ class Workflow:
         more = jsonata(
             f"$states.input.full = true and $count($states.input.errors) = 0 and $iteration < {max_batches_per_scope}"
         )
-        done = sfn.Pass.jsonata(scope, "TargetDone", outputs=jsonata("$batches"))
+        done = sfn.Pass.jsonata(scope, "TargetDone", outputs=jsonata(SCOPE_SUMMARY))
         summarize.next(
             sfn.Choice.jsonata(scope, "MoreEpisodes").when(sfn.Condition.jsonata(more), begin).otherwise(done)
         )

@@ -25,9 +25,11 @@ from mneme.services.scopes import ScopeService
 
 MAX_BATCHES_PER_SCOPE = 50
 # Scopes one run takes on; the other dirty scopes keep their marks for the next run. Bounds what a run
-# carries: its Step Functions input (scope ids, ~39 bytes each, limit 256 KiB: ~6,700 ids), its record
-# (the target paths, DynamoDB items up to 400 KB) and the start's scope lookups.
-MAX_TARGETS_PER_RUN = 2_000
+# carries in Step Functions (limit 256 KiB per state): its input (scope ids, ~39 bytes each) and its Map's
+# output (one folded summary per scope, ~0.6 KB, about 1 KB at most with an error and a long tenant name;
+# tests/infra/test_workflow_limits.py), its record (the target paths; DynamoDB items up to 400 KB) and the
+# start's scope lookups. 200 per 15-minute tick works through 10,000 dirty scopes in about 12 hours.
+MAX_TARGETS_PER_RUN = 200
 
 
 class Orchestrator(Protocol):
