@@ -25,6 +25,8 @@ from constructs import Construct
 from infra.layer_bundling import CopySources, PipLayer, bundling
 from infra.layer_lock import LOCK_FILE
 from infra.mneme_infra.access import (
+    TABLE_READ_ACTIONS,
+    TABLE_WRITE_ACTIONS,
     delivered_writes_statement,
     indexed_marks_statement,
     invoke_models_statement,
@@ -206,11 +208,14 @@ class Functions(Construct):
 
     def _grant(self, spec: FunctionSpec, role: iam.Role) -> None:
         if spec.table_access == "read_write":
-            self._table.grant_read_write_data(role)
+            self._table.grant(role, *TABLE_READ_ACTIONS, *TABLE_WRITE_ACTIONS)
             if self._table.encryption_key is not None:
+                self._table.encryption_key.grant_encrypt_decrypt(role)
                 Validations.of(role).acknowledge(*_KEY_ACKNOWLEDGMENTS)
         else:
-            self._table.grant_read_data(role)
+            self._table.grant(role, *TABLE_READ_ACTIONS)
+            if self._table.encryption_key is not None:
+                self._table.encryption_key.grant_decrypt(role)
         narrow_writes = {"read_delivered": delivered_writes_statement, "read_mark_indexed": indexed_marks_statement}
         if spec.table_access in narrow_writes:
             role.add_to_principal_policy(narrow_writes[spec.table_access](self._table))

@@ -221,7 +221,45 @@ class Deployment:
         function = self.template.function_by_arn(target["Arn"])
         role_id = self._role_id(target["RoleArn"])
         self.check_invoke_permission(role_id, function, "schedule")
-        return self.invoke(function.name, json.loads(target.get("Input", "{}")))
+        return self.invoke_async(function.name, json.loads(target.get("Input", "{}")))
+
+    def invoke_async(self, name: str, event: Any) -> Invocation:
+        """Lambda's asynchronous invoke (the Scheduler's): the function's EventInvokeConfig retries, then
+        its on-failure destination (an SQS queue, sent with the function's own role). The last attempt."""
+        function = self.functions[name]
+        configs = [
+            c["Properties"]
+            for c in self.template.of_type("AWS::Lambda::EventInvokeConfig").values()
+            if c["Properties"]["FunctionName"] == {"Ref": function.logical_id}
+        ]
+        config = configs[0] if configs else {}
+        attempts = 1 + int(config.get("MaximumRetryAttempts", 2))
+        for _ in range(attempts):
+            invocation = self.invoke(name, event)
+            if invocation.error is None:
+                return invocation
+        destination = self.template.resolve(config.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination"))
+        if destination:
+            record = {
+                "version": "1.0",
+                "requestContext": {
+                    "functionArn": self.template.get_att(function.logical_id, "Arn") + ":$LATEST",
+                    "condition": "RetriesExhausted",
+                    "approximateInvokeCount": attempts,
+                },
+                "requestPayload": event,
+                "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+                "responsePayload": invocation.error,
+            }
+            request = Request("sqs:SendMessage", destination)
+            decision = evaluate(self.template.role_statements(function.role_id), request)
+            WATCH.seen.append(Seen(name, "lambda-destination", "SendMessage", request, decision))
+            if not decision.allowed:
+                raise AccessDenied(f"{name}'s role may not send to its failure destination: {decision.reason}")
+            sqs = boto3.client("sqs", region_name=REGION)
+            url = sqs.get_queue_url(QueueName=destination.rsplit(":", 1)[1])["QueueUrl"]
+            sqs.send_message(QueueUrl=url, MessageBody=json.dumps(record))
+        return invocation
 
     def _role_id(self, arn: str) -> str:
         for lid in self.template.of_type("AWS::IAM::Role"):

@@ -85,3 +85,31 @@ def test_a_stage_that_keeps_failing_is_retried_then_recorded_and_the_run_fails(c
     assert [e["stage"] for e in errors] == ["extract"], errors
     assert record["stages"]["checkpoint"]["counters"] == {"held": 1}
     assert "ServiceUnavailableException" in errors[0]["message"]
+
+
+def test_a_failing_tick_is_retried_then_lands_in_the_failure_queue(cloud: Cloud) -> None:
+    """The schedule invokes asynchronously: a tick that keeps failing is retried per the function's
+    EventInvokeConfig, then recorded in its on-failure destination, where an alarm and an operator see it."""
+    import boto3
+
+    template = cloud.deployment.template
+    table_id, _ = template.one("AWS::DynamoDB::Table")
+    boto3.client("dynamodb", region_name=REGION).delete_table(TableName=template.ref(table_id))  # an outage
+    last = cloud.fire_schedule()
+    assert last.error is not None
+    ticks = [i for i in cloud.deployment.invocations if i.function == "consolidate-schedule"]
+    (config,) = [
+        c["Properties"]
+        for c in template.of_type("AWS::Lambda::EventInvokeConfig").values()
+        if c["Properties"]["FunctionName"] == {"Ref": cloud.deployment.functions["consolidate-schedule"].logical_id}
+    ]
+    assert len(ticks) == 1 + config["MaximumRetryAttempts"] > 1
+    queue_arn = template.resolve(config["DestinationConfig"]["OnFailure"]["Destination"])
+    sqs = boto3.client("sqs", region_name=REGION)
+    url = sqs.get_queue_url(QueueName=queue_arn.rsplit(":", 1)[1])["QueueUrl"]
+    (message,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    failure = json.loads(message["Body"])
+    assert failure["requestContext"]["condition"] == "RetriesExhausted"
+    physical = cloud.deployment.functions["consolidate-schedule"].physical_name
+    (schedule,) = [s for s in template.schedules() if s["Target"]["Arn"].endswith(f":function:{physical}")]
+    assert failure["requestPayload"] == json.loads(schedule["Target"]["Input"])
