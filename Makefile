@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SERVE_STAMP := $(VENV)/.installed-serve
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export POWERTOOLS_TRACE_DISABLED := true
 export POWERTOOLS_METRICS_DISABLED := true
@@ -12,9 +13,13 @@ export POWERTOOLS_METRICS_DISABLED := true
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-$(STAMP): pyproject.toml
+$(SERVE_STAMP): pyproject.toml  # what serving needs: the local engine and the MCP server
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[local,mcp]'
+	touch $(SERVE_STAMP)
+
+$(STAMP): $(SERVE_STAMP)  # and the dev, fuzzing and CDK toolchains for tests and checks
 	$(BIN)/pip install --quiet -e '.[local,dev,infra,mcp]'
 	touch $(STAMP)
 
@@ -24,7 +29,7 @@ node_modules/.installed: package.json package-lock.json
 
 install: $(STAMP)  ## create .venv with every dependency
 
-serve: $(STAMP)  ## start Mneme locally on the embedded engine (http://127.0.0.1:8080)
+serve: $(SERVE_STAMP)  ## start Mneme locally on the embedded engine (http://127.0.0.1:8080)
 	$(BIN)/mneme serve
 
 test: $(STAMP) node_modules/.installed  ## run every test tier: unit, contract, integration, infra
@@ -57,7 +62,7 @@ synth: $(STAMP) node_modules/.installed  ## synthesize the CDK app offline, then
 fuzz: $(STAMP)  ## API fuzzing; MNEME_FUZZ_EXAMPLES=200 or MNEME_FUZZ_SEED=N for a deeper run
 	$(BIN)/pytest tests/integration/test_fuzz.py
 
-openapi: $(STAMP)  ## regenerate docs/openapi.json from the resolvers
+openapi: $(SERVE_STAMP)  ## regenerate docs/openapi.json from the resolvers
 	$(BIN)/mneme openapi --output docs/openapi.json
 
 bench: $(STAMP)  ## print the benchmark figures
