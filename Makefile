@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export POWERTOOLS_TRACE_DISABLED := true
 export POWERTOOLS_METRICS_DISABLED := true
 
-.PHONY: help install serve test unit contract integration infra lint typecheck check synth fuzz openapi bench clean
+.PHONY: help install serve test unit contract integration infra cloud lint typecheck check synth fuzz openapi bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -32,7 +32,7 @@ install: $(STAMP)  ## create .venv with every dependency
 serve: $(SERVE_STAMP)  ## start Mneme locally on the embedded engine (http://127.0.0.1:8080)
 	$(BIN)/mneme serve
 
-test: $(STAMP) node_modules/.installed  ## run every test tier: unit, contract, integration, infra
+test: $(STAMP) node_modules/.installed  ## run every test tier: unit, contract, integration, infra, cloud
 	$(BIN)/pytest tests
 
 unit: $(STAMP)  ## unit tests only (no network, no moto)
@@ -46,6 +46,9 @@ integration: $(STAMP)  ## handlers, moto and the local server over loopback
 
 infra: $(STAMP) node_modules/.installed  ## CDK synth tests
 	$(BIN)/pytest tests/infra
+
+cloud: $(STAMP) node_modules/.installed  ## the synthesized app run as deployed (moto, osmem, Bedrock double); -s prints the IAM table
+	$(BIN)/pytest tests/cloud
 
 lint: $(STAMP)  ## ruff lint and format check
 	$(BIN)/ruff check .

@@ -137,3 +137,35 @@ def test_a_revoked_key_is_refused_once_the_authorizer_cache_expires(cloud: Cloud
     cloud.gateway.now += authorizer["Properties"]["AuthorizerResultTtlInSeconds"] + 1
     refused = cloud.api("GET", "/v1/scopes", key=doomed)
     assert (refused.status, refused.error_code) == (403, "key_revoked"), str(refused)
+
+
+def test_recall_records_what_a_session_was_given_within_its_narrow_write_grant(cloud: Cloud, admin: str) -> None:
+    """recall may write only delivered-session markers (a `dynamodb:LeadingKeys` condition on its role): the
+    second recall of a session collapses what the first delivered, and every write it made was allowed."""
+    assert cloud.api("POST", "/v1/scopes", {"path": "root.delta", "parents": True}, key=admin).status == 201
+    items = [{"scope": "root.delta", "content": "Walrus deliveries arrive on Tuesdays."}]
+    assert cloud.api("POST", "/v1/remember", {"items": items}, key=admin).status == 201
+    ask = {"query": "walrus deliveries", "session_id": "chat-1", "delta": True}
+    first = cloud.api("POST", "/v1/recall", ask, key=admin)
+    assert first.status == 200, str(first)
+    second = cloud.api("POST", "/v1/recall", ask, key=admin)
+    assert second.status == 200, str(second)
+    assert "already loaded" in second.json()["context"]
+    writes = [
+        c
+        for i in cloud.deployment.invocations
+        if i.function == "recall"
+        for c in i.calls
+        if c.request.action in ("dynamodb:PutItem", "dynamodb:BatchWriteItem")
+    ]
+    assert writes and all(c.decision.allowed for c in writes)
+    assert all("#DELIVERED#" in key for c in writes for key in c.request.context["dynamodb:LeadingKeys"])
+
+
+def test_the_index_repair_schedule_runs_within_its_role(cloud: Cloud, admin: str) -> None:
+    assert cloud.api("POST", "/v1/scopes", {"path": "root.repair", "parents": True}, key=admin).status == 201
+    items = [{"scope": "root.repair", "content": "Narwhal shipments need a signature."}]
+    assert cloud.api("POST", "/v1/remember", {"items": items}, key=admin).status == 201
+    tick = cloud.fire_schedule("index-repair")
+    assert tick.error is None, tick.error
+    assert tick.calls and all(c.decision.allowed for c in tick.calls)
