@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -173,8 +174,12 @@ def test_every_authenticated_route_refuses_bad_credentials(server: str, revoked_
     for headers, status, code in cases:
         response = Api(server).call(route.method, path, body, headers=headers)
         assert_error(response, status, code)
-    # and none of them reached a function: the tenant's tree was never even created
-    assert bootstrap.current().store.find_child("tenant-a", None, "root") is None
+    # and none of them reached a function: the tenant holds only the root its key creation made
+    store = bootstrap.current().store
+    root = store.find_child("tenant-a", None, "root")
+    assert root is not None and store.list_children("tenant-a", root.scope_id) == []
+    assert store.list_memories("tenant-a") == []
+    assert store.list_recent_episodes("tenant-a", datetime(2000, 1, 1, tzinfo=UTC), 1) == []
 
 
 def test_a_revoked_key_stops_working_at_once(server: str) -> None:
