@@ -92,3 +92,18 @@ def indexed_marks_statement(table: dynamodb.ITable) -> iam.PolicyStatement:
         resources=[table.table_arn],
         conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [EPISODE_PARTITIONS]}},
     )
+
+
+# `mneme.adapters.dynamo_codec.apikey_key`: APIKEY#<sha256 of the key>. The authorizer reads nothing else.
+API_KEY_PARTITIONS = "APIKEY#*"
+
+
+def api_key_reads_statement(table: dynamodb.ITable) -> iam.PolicyStatement:
+    """The authorizer's one call (`DynamoApiKeys.get_api_key`, a GetItem), on API-key items only: a leaked
+    authorizer role cannot read tenants' records."""
+    return iam.PolicyStatement(
+        sid="ReadApiKeysOnly",
+        actions=["dynamodb:GetItem"],
+        resources=[table.table_arn],
+        conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [API_KEY_PARTITIONS]}},
+    )

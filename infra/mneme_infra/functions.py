@@ -27,6 +27,7 @@ from infra.layer_lock import LOCK_FILE
 from infra.mneme_infra.access import (
     TABLE_READ_ACTIONS,
     TABLE_WRITE_ACTIONS,
+    api_key_reads_statement,
     delivered_writes_statement,
     indexed_marks_statement,
     invoke_models_statement,
@@ -207,7 +208,11 @@ class Functions(Construct):
         return extra
 
     def _grant(self, spec: FunctionSpec, role: iam.Role) -> None:
-        if spec.table_access == "read_write":
+        if spec.table_access == "read_keys":
+            role.add_to_principal_policy(api_key_reads_statement(self._table))
+            if self._table.encryption_key is not None:
+                self._table.encryption_key.grant_decrypt(role)
+        elif spec.table_access == "read_write":
             self._table.grant(role, *TABLE_READ_ACTIONS, *TABLE_WRITE_ACTIONS)
             if self._table.encryption_key is not None:
                 self._table.encryption_key.grant_encrypt_decrypt(role)

@@ -20,7 +20,8 @@ AUTHORIZER, STAGES, SCHEDULE, REPAIR = "authorizer", "consolidate-stages", "cons
 Use = Literal["embedder", "reasoner", "index_read", "index_write", "start_runs", "cursor_secret"]
 # read_delivered: read everything, write only recall's delivered-session markers (access.py)
 # read_mark_indexed: read everything, update only episodes (their `indexed` mark, access.py)
-TableAccess = Literal["read", "read_write", "read_delivered", "read_mark_indexed"]
+# read_keys: GetItem on API-key items only (the authorizer, access.py)
+TableAccess = Literal["read", "read_keys", "read_write", "read_delivered", "read_mark_indexed"]
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class FunctionSpec:
 
 
 SPECS: dict[str, FunctionSpec] = {
-    AUTHORIZER: FunctionSpec(memory_mb=512, timeout_seconds=5, table_access="read"),
+    AUTHORIZER: FunctionSpec(memory_mb=512, timeout_seconds=5, table_access="read_keys"),
     "retrieve": FunctionSpec(memory_mb=1024, timeout_seconds=10, table_access="read"),
     "remember": FunctionSpec(1024, 25, "read_write", frozenset({"embedder", "index_write"})),
     "recall": FunctionSpec(1024, 15, "read_delivered", frozenset({"embedder", "index_read", "cursor_secret"})),

@@ -126,6 +126,11 @@ def test_each_function_gets_the_table_access_of_its_spec(default: Synth) -> None
     unused |= {"dynamodb:ConditionCheckItem"}
     for name in ALL_FUNCTIONS:
         actions = default.role_actions(name)
+        if SPECS[name].table_access == "read_keys":  # the authorizer: one GetItem on API-key items
+            (statement,) = [s for s in default.role_statements(name) if str(s["Action"]).startswith("dynamodb:")]
+            assert statement["Action"] == "dynamodb:GetItem", statement
+            assert statement["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["APIKEY#*"]}}
+            continue
         assert {"dynamodb:GetItem", "dynamodb:Query"} <= actions, name
         assert not actions & unused, name  # least privilege: no call of the adapter needs them (tests/cloud)
         if SPECS[name].table_access == "read_write":
