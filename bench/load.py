@@ -71,8 +71,9 @@ class Worker(threading.Thread):
         scope, session, occurred, content = c.synthetic(rng.randrange(10**6))
         customer = scope.rsplit(".", 1)[0]
         if name == "recall":
-            words = [w.strip(".,:;") for w in content.split() if len(w) > 3]
-            self.client.recall(" ".join(rng.sample(words, min(3, len(words)))), scope=customer, limit=10)
+            words = [w.strip(".,:;()") for w in content.split() if len(w) > 3]
+            query = " ".join(rng.sample(words, min(3, len(words)))) or content
+            self.client.recall(query, scope=customer, limit=10)
         elif name == "retrieve":
             self.client.retrieve_json(c.synthetic(rng.randrange(self.seeded))[0])  # a scope that exists
         elif name == "remember":
@@ -93,7 +94,7 @@ class Worker(threading.Thread):
                 self.op(name, n)
                 self.samples[name].append((time.perf_counter() - start) * 1000)
             except Exception as e:  # counted and reported; the load goes on
-                self.errors.append(f"{name}: {type(e).__name__}: {e}"[:200])
+                self.errors.append(f"{name}: {type(e).__name__}: {e} {getattr(e, 'details', '') or ''}"[:400])
             n += 1
 
 

@@ -125,14 +125,20 @@ def grow(eng: c.Engine, base: int, size: int) -> None:
 
     from mneme.adapters.sqlite_base import utc_text
     from mneme.adapters.sqlite_index import iso_utc
+    from mneme.errors import MnemeError
     from mneme.text import date_words
 
     store, index = eng.store._target, eng.services.index._target  # type: ignore[attr-defined]
     with index._db() as conn:
         found = conn.execute("SELECT doc_id, vector FROM docs WHERE tenant = ? AND kind = 'episode'", (c.TENANT,))
         vectors = {doc_id: np.frombuffer(blob, np.float32) for doc_id, blob in found}
-    sources = sorted(
-        (e for batch in store.iter_episodes(c.TENANT) for e in batch if e.episode_id in vectors),
+    sources = sorted(  # the embedded ones only, never grown ones
+        (
+            e
+            for batch in store.iter_episodes(c.TENANT)
+            for e in batch
+            if e.episode_id in vectors and not e.episode_id.startswith("ep_grown_")
+        ),
         key=lambda e: e.episode_id,
     )
     embedded, dim = len(sources), len(next(iter(vectors.values())))
@@ -157,7 +163,11 @@ def grow(eng: c.Engine, base: int, size: int) -> None:
             customer, dept = paths[source["scope_id"]].split(".")[1:3]  # root.<customer>.<department>
             path = f"root.{customer}-g{i // embedded}.{dept}"
             if path not in scopes:
-                scopes[path] = [s.scope_id for s in eng.services.scopes.create(c.TENANT, path, parents=True).chain]
+                try:
+                    resolved = eng.services.scopes.resolve(c.TENANT, path)
+                except MnemeError:
+                    resolved = eng.services.scopes.create(c.TENANT, path, parents=True)
+                scopes[path] = [s.scope_id for s in resolved.chain]
             chain = scopes[path]
             when = c.START + timedelta(days=int(days[n]), minutes=int(minutes[n]))
             episode_id, session = f"ep_grown_{i:08d}", f"sess-g{i // 25:07d}"
