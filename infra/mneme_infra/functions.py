@@ -235,5 +235,11 @@ class Functions(Construct):
             role.add_to_principal_policy(invoke_models_statement(self, models))
             if acknowledgments := model_acknowledgments(models):
                 Validations.of(role).acknowledge(*acknowledgments)
-        if "cursor_secret" in spec.uses:
-            self.cursor_secret.grant_read(role)
+        if "cursor_secret" in spec.uses:  # GetSecretValue only: CDK's grant_read adds DescribeSecret, never called
+            role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    sid="ReadCursorSecret",
+                    actions=["secretsmanager:GetSecretValue"],
+                    resources=[self.cursor_secret.secret_arn],
+                )
+            )
