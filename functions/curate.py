@@ -121,7 +121,7 @@ def reviews(path: Annotated[str | None, Query(max_length=600)] = None, mine: boo
     """Approvers: the review queue. Everyone (or `mine=true`): their own revisions and decisions."""
     review, who = bootstrap.current().review, caller(app)
     if mine or not who.has(Role.approver):
-        return {"mine": [r.model_dump(mode="json", exclude={"tenant"}) for r in review.mine(who)]}
+        return {"mine": review.mine(who)}
     return {"queue": review.queue(who, path)}
 
 

@@ -119,8 +119,9 @@ class RecordStore(Protocol):
         """Every episode of a tenant, in pages (for rebuilding the index)."""
         ...
 
-    def list_memories(self, tenant: str) -> list[Memory]:
-        """Every non-archived memory of a tenant (for rebuilding the index)."""
+    def list_memories(self, tenant: str, *, archived: bool = False) -> list[Memory]:
+        """Every non-archived memory of a tenant (for rebuilding the index), ordered by memory_id;
+        `archived=True` includes the archived ones (an author's rejected proposals)."""
         ...
 
     def get_delivered(self, tenant: str, principal: str, session_id: str) -> set[str]:
@@ -207,8 +208,9 @@ class RecordStore(Protocol):
 
     def erase_scopes(self, tenant: str, scope_ids: Sequence[str], *, dry_run: bool) -> tuple[dict[str, int], list[str]]:
         """Delete for good the scopes and every memory (with revisions and history), episode, fact,
-        checkpoint, alias and feed entry attached to them; a dry run only counts. Returns the counts and
-        the erased record ids."""
+        checkpoint and alias attached to them; a dry run only counts. Each erased record's feed entry
+        becomes a tombstone at the head of the feed (kind `deleted:<kind>`, the id, nothing else), so a
+        connector learns the data is gone. Returns the counts and the erased record ids."""
         ...
 
     # -- structure drafts -------------------------------------------------------------------
@@ -225,7 +227,8 @@ class RecordStore(Protocol):
     # -- change feed ----------------------------------------------------------------------
     def list_changes(self, tenant: str, after: tuple[str, str] | None, limit: int) -> list[tuple[str, str, str]]:
         """(position, kind, id) of changed records strictly after `after` = (position, id), in (position, id)
-        order. Each record sits once, at its latest change (kind: scope | memory | episode | fact).
+        order. Each record sits once, at its latest change (kind: scope | memory | episode | fact, or
+        `deleted:<kind>` for an erased record's tombstone).
         Positions are UTC timestamp text that never go backwards in commit order as seen by a reader: a
         reader paging from any cursor sees every change exactly once. Adapters without serialised
         writes hide changes younger than a settle horizon to keep that promise."""

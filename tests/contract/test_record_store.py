@@ -517,7 +517,8 @@ def test_list_memories_is_every_live_memory_of_the_tenant_by_id(store: RecordSto
     store.update_memory(gone.model_copy(update={"status": "archived", "version": 2}), expected_version=1)
 
     assert ids(store.list_memories(A)) == ["m1", "m2", "m3"]
-    assert store.list_memories(B) == []
+    assert ids(store.list_memories(A, archived=True)) == ["m0", "m1", "m2", "m3"]
+    assert store.list_memories(B) == [] and store.list_memories(B, archived=True) == []
 
 
 # -- episodes -------------------------------------------------------------------------------

@@ -130,3 +130,96 @@ def test_an_empty_patch_does_not_bump_the_version(stack: Served) -> None:
     history = approver.ok("GET", f"/v1/memories/{published['memory_id']}/history")["history"]
     assert [h["action"] for h in history] == ["created"]
     assert "pending_revision" not in writer.ok("PATCH", f"/v1/memories/{published['memory_id']}", {})
+
+
+# -- the change feed: only what the reader may read; erasure leaves tombstones ------------------------
+def feed(api: Api) -> list[dict[str, Any]]:
+    changes: list[dict[str, Any]] = []
+    cursor = ""
+    while True:
+        page = api.ok("GET", f"/v1/changes?limit=3{'&cursor=' + cursor if cursor else ''}")
+        changes += page["changes"]
+        cursor = page["next_cursor"]
+        if not page["has_more"]:
+            return changes
+
+
+def test_the_feed_never_shows_another_authors_pending_or_rejected_work(stack: Served) -> None:
+    approver, w1, w2 = stack.key("ann", "approver"), stack.key("w1", "writer"), stack.key("w2", "writer")
+    reader = stack.key("rita", "reader")
+    stack.admin.ok("POST", "/v1/scopes", {"path": "root.acme"}, 201)
+    rejected = w1.create_memory("aaa-new", "Pending new rule from w1.", scope="root.acme")
+    pending = w1.create_memory("bbb-new", "Still pending from w1.", scope="root.acme")
+    retired = approver.create_memory("ccc-old", "Published, then archived.", scope="root.acme")
+    approver.ok("POST", f"/v1/memories/{rejected['memory_id']}/reject", {"reason": "Not agreed."})
+    approver.ok("POST", f"/v1/memories/{retired['memory_id']}/archive", {})
+    hidden = {rejected["memory_id"], pending["memory_id"]}
+
+    for api in (approver, w2, reader, stack.admin):
+        changes = feed(api)
+        assert not {c["id"] for c in changes} & hidden
+        assert "from w1" not in str(changes)
+        [old] = [c for c in changes if c["id"] == retired["memory_id"]]
+        assert old["record"]["status"] == "archived"
+    own = {c["id"]: c["record"]["status"] for c in feed(w1) if c["kind"] == "memory"}
+    assert own == {rejected["memory_id"]: "archived", pending["memory_id"]: "pending", retired["memory_id"]: "archived"}
+
+
+def test_erasure_leaves_a_tombstone_per_erased_record_with_ids_only(stack: Served) -> None:
+    reader = stack.key("rita", "reader")
+    stack.admin.ok("POST", "/v1/remember", {"scope": "root.gone.deep", "content": "Secret.", "create_scope": True}, 201)
+    memory = stack.admin.create_memory("note", "Secret note.", scope="root.gone")
+    before = feed(reader)
+    cursor = reader.ok("GET", "/v1/changes?limit=1000")["next_cursor"]
+    ids = {c["id"]: c["kind"] for c in before if c["record"].get("parent_id", "") is not None}  # not root
+
+    erased = stack.admin.call("DELETE", "/v1/scopes?path=root.gone&dry_run=false")
+    assert erased.status_code == 200, erased.text
+
+    after = reader.ok("GET", f"/v1/changes?limit=1000&cursor={cursor}")["changes"]
+    assert sorted((c["id"], c["kind"]) for c in after) == sorted(ids.items()) and len(ids) == 4
+    assert all(c["deleted"] is True and c["record"] is None for c in after)
+    assert memory["memory_id"] in {c["id"] for c in after}
+    assert "Secret" not in str(after)
+    replayed = {c["id"] for c in feed(reader) if not c["deleted"]}
+    assert not replayed & set(ids)
+
+
+# -- the author's view of review, and who did what --------------------------------------------------
+def test_mine_lists_the_writers_pending_creates_and_the_reasons_they_got(stack: Served) -> None:
+    approver, writer = stack.key("ann", "approver"), stack.key("wes", "writer")
+    stack.admin.ok("POST", "/v1/scopes", {"path": "root.acme"}, 201)
+    first = writer.create_memory("first", "One.", scope="root.acme")
+    second = writer.create_memory("second", "Two.", scope="root.acme")
+    approver.create_memory("theirs", "Not a proposal.", scope="root.acme")
+
+    mine = {m["memory_id"]: m for m in writer.ok("GET", "/v1/reviews?mine=true")["mine"]}
+    assert {k: (m["kind"], m["status"]) for k, m in mine.items()} == {
+        first["memory_id"]: ("create", "open"),
+        second["memory_id"]: ("create", "open"),
+    }
+    approver.ok("POST", f"/v1/memories/{first['memory_id']}/reject", {"reason": "Duplicate of vat."})
+    approver.ok("POST", f"/v1/memories/{second['memory_id']}/approve", {})
+
+    mine = {m["memory_id"]: m for m in writer.ok("GET", "/v1/reviews?mine=true")["mine"]}
+    assert (mine[first["memory_id"]]["status"], mine[first["memory_id"]]["reason"]) == ("rejected", "Duplicate of vat.")
+    assert (mine[second["memory_id"]]["status"], mine[second["memory_id"]]["decided_by"]) == ("approved", "ann")
+    assert approver.ok("GET", "/v1/reviews?mine=true")["mine"] == []
+
+
+def test_history_names_the_author_for_the_edit_and_the_approver_for_the_approval(stack: Served) -> None:
+    approver, writer = stack.key("ann", "approver"), stack.key("wes", "writer")
+    stack.admin.ok("POST", "/v1/scopes", {"path": "root.acme"}, 201)
+    proposed = writer.create_memory("vat", "Flat rate.", scope="root.acme")
+    approver.ok("POST", f"/v1/memories/{proposed['memory_id']}/approve", {})
+    writer.ok("PATCH", f"/v1/memories/{proposed['memory_id']}", {"body": "Standard rate.", "version": 2})
+    approver.ok("POST", f"/v1/memories/{proposed['memory_id']}/approve", {"author": "wes"})
+
+    history = approver.ok("GET", f"/v1/memories/{proposed['memory_id']}/history")["history"]
+
+    assert [(h["action"], h["actor"], h["approved_by"]) for h in history] == [
+        ("created", "wes", None),
+        ("approved", "ann", "ann"),
+        ("revision_approved", "wes", "ann"),
+    ]
+    assert history[-1]["changes"]["body"] == ["Flat rate.", "Standard rate."]

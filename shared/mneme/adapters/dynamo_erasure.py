@@ -91,9 +91,25 @@ class DynamoErasure(DynamoTable):
             keys += self._query(tenant_pk(tenant, "CONTRA", scope_id))
             keys += [checkpoint_key(tenant, scope_id), lease_key(tenant, scope_id), dirty_key(tenant, scope_id)]
             keys += self._alias_keys(tenant, scope_id)
+            kinded = [
+                (kind, str(i[f"{kind}_id"]["S"]))
+                for kind, group in (("memory", memories), ("episode", episodes), ("fact", facts))
+                for i in group[scope_id]
+            ]
+            self._put_tombstones(tenant, kinded, [position_of(item) for _, item in records])
             self._delete_all(keys)
             self._erase_scope_item(tenant, scope_id)
         return counts, gone
+
+    def _put_tombstones(self, tenant: str, records: Sequence[tuple[str, str]], previous: Sequence[str | None]) -> None:
+        """Feed entries `deleted:<kind>` (the id, nothing else) past every erased record's old entry; written
+        before the records go, so a crash leaves the records findable and erasing again re-announces them."""
+        if records:
+            position = self._position(*previous)
+            puts = [
+                self._feed_move(tenant, f"deleted:{kind}", record_id, None, position)[0] for kind, record_id in records
+            ]
+            self._batch_write([{"PutRequest": {"Item": write.request["Put"]["Item"]}} for write in puts])
 
     def _memory_attachments(self, tenant: str, memory: Memory) -> list[Item]:
         """A memory's key slot, revisions (with their author and queue copies) and history."""
@@ -136,6 +152,7 @@ class DynamoErasure(DynamoTable):
         writes = [delete(scope_key(tenant, scope_id), same, "conflict", CHANGED, **values)]
         if previous is not None:
             writes.append(delete(feed_key(tenant, previous, scope_id), None, "conflict", ""))
+        writes += self._feed_move(tenant, "deleted:scope", scope_id, None, self._position(previous))  # tombstone
         slot = self._get(slot_key(tenant, scope.parent_id, scope.segment))
         if slot is not None and text_of(slot, "item_type") == LIVE and text_of(slot, "scope_id") == scope_id:
             writes.append(

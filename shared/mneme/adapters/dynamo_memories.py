@@ -79,6 +79,9 @@ class DynamoMemories(DynamoTable):
     def list_tagged_memories(self, tenant: str, layer: str, value: str | None) -> list[Memory]:
         return self._memories(mslot_pk(tenant, "tagged", None, layer, value))
 
-    def list_memories(self, tenant: str) -> list[Memory]:
-        items = self._query(tenant_pk(tenant, "MEMS"), "#status <> :archived", archived="archived")
+    def list_memories(self, tenant: str, *, archived: bool = False) -> list[Memory]:
+        if archived:
+            items = self._query(tenant_pk(tenant, "MEMS"))
+        else:
+            items = self._query(tenant_pk(tenant, "MEMS"), "#status <> :archived", archived="archived")
         return sorted((to_model(Memory, item) for item in items), key=lambda memory: memory.memory_id)

@@ -128,11 +128,14 @@ transaction of their original. Base-table reads are strongly consistent.
 | put_alias              | Transact: Put alias slot if `attribute_not_exists(PK)` + its back-ref           |
 | erase_scopes           | Query `T#<t>#MEMS` (the scopes' memories, archived too), GSI3 per scope (its    |
 |                        | episodes, re-read), `SCOPEFACTS#<scope>` (its facts); dry run: counts. Then per |
-|                        | scope, deepest first: BatchWriteItem Delete its memories (key slot, revisions   |
-|                        | with their copies, history), episodes, facts and copies, their feed entries,    |
+|                        | scope, deepest first: BatchWriteItem Put a tombstone feed entry per record      |
+|                        | (kind `deleted:<kind>`, id only); BatchWriteItem Delete its memories (key slot, |
+|                        | revisions with their copies, history), episodes, facts and copies, their feed   |
+|                        | entries,                                                                        |
 |                        | contradictions, checkpoint, lease, dirty mark, aliases resolving to it (via     |
 |                        | `ALIASOF`) and slots under it; last, Transact: Delete scope + feed entry + live |
-|                        | slot. Not atomic; erasing again finishes it. Delivered ids are not erased.      |
+|                        | slot, Put its tombstone. Not atomic; erasing again finishes it (a crash between |
+|                        | tombstones and deletes can leave a record two tombstones). Delivered ids stay.  |
 | put/get_draft          | Put / GetItem draft                                                             |
 | apply_structure        | the journal (below and in `mneme.adapters.dynamo_structure`): check the plan;   |
 |                        | Put plan parts; Transact: Put journal + lock if absent; per step one or more    |

@@ -61,7 +61,9 @@ class SqlitePortabilityStore(SqliteBase):
                 conn.executemany(
                     f"DELETE FROM {table} WHERE tenant=? AND memory_id=?", [(tenant, m) for m in memory_ids]
                 )
-            conn.executemany("DELETE FROM feed WHERE tenant=? AND id=?", [(tenant, i) for i in gone])
+            for kind, erased in (("scope", scope_ids), ("memory", memory_ids), ("episode", episode_ids),
+                                 ("fact", fact_ids)):  # fmt: skip
+                self._feed(conn, tenant, f"deleted:{kind}", erased)  # a tombstone: the id, nothing else
             conn.executemany("DELETE FROM delivered WHERE tenant=? AND id=?", [(tenant, i) for i in gone])
             conn.execute(f"DELETE FROM slots WHERE tenant=? AND scope_id IN ({marks})", (tenant, *scope_ids))
             conn.execute(f"DELETE FROM slots WHERE tenant=? AND parent_id IN ({marks})", (tenant, *scope_ids))

@@ -304,8 +304,9 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
             after = rows[-1][0]
             yield [Episode.model_validate_json(doc) for _, doc in rows]
 
-    def list_memories(self, tenant: str) -> list[Memory]:
-        rows = self._rows("SELECT doc FROM memories WHERE tenant=? AND status!='archived' ORDER BY memory_id", tenant)
+    def list_memories(self, tenant: str, *, archived: bool = False) -> list[Memory]:
+        live = "" if archived else " AND status!='archived'"
+        rows = self._rows(f"SELECT doc FROM memories WHERE tenant=?{live} ORDER BY memory_id", tenant)
         return [Memory.model_validate_json(row[0]) for row in rows]
 
     def get_delivered(self, tenant: str, principal: str, session_id: str) -> set[str]:

@@ -74,7 +74,8 @@ class MemoryHistory(BaseModel):
 
 
 class Reviews(BaseModel):
-    """Approvers get the `queue`; everyone else (or `mine=true`) their own revisions and decisions."""
+    """Approvers get the `queue`; everyone else (or `mine=true`) their own proposals: pending creates
+    (`kind: create`) and revisions (`kind: revision`), with decisions and reasons."""
 
     queue: list[dict[str, Any]] | None = None
     mine: list[dict[str, Any]] | None = None
@@ -137,13 +138,14 @@ class SttpValidation(BaseModel):
 
 
 class Change(BaseModel):
-    """One entry of the change feed: what changed (`kind`, `id`) and the record as it is now (None when
-    the caller may not see it, e.g. another author's pending memory)."""
+    """One entry of the change feed: what changed (`kind`, `id`) and the record as it is now. A tombstone
+    (`deleted`: the record was erased) carries the kind and id only."""
 
     position: str
     kind: str
     id: str
     record: dict[str, Any] | None = None
+    deleted: bool = False
 
 
 class ChangesPage(BaseModel):

@@ -196,15 +196,18 @@ class MemoryService:
         action: str,
         status: str | None = None,
         reason: str | None = None,
+        actor: str | None = None,
     ) -> Memory:
-        """Write `changes` as the next version (optimistic on the version read)."""
+        """Write `changes` as the next version (optimistic on the version read). `actor` is who made the
+        change when it is not the caller (an author's revision that the calling approver approves)."""
         update = {**changes, "version": memory.version + 1, "updated_at": self.clock.now()}
         if status is not None:
             update["status"] = status
         updated = Memory.model_validate(memory.model_copy(update=update).model_dump())
         self.store.update_memory(updated, memory.version)
         published = updated.status == "published" and caller.has(Role.approver)
-        return self._changed(updated, action, caller.principal, memory, caller.principal if published else None, reason)
+        approved_by = caller.principal if published else None
+        return self._changed(updated, action, actor or caller.principal, memory, approved_by, reason)
 
     def archive(self, caller: Principal, memory_id: str) -> Memory:
         memory = self._writable(caller, memory_id)

@@ -60,7 +60,9 @@ class ReviewService:
                 code="stale_revision",
                 details={"base_version": revision.base_version, "current_version": memory.version},
             )
-        updated = self.memories.apply(caller, memory, _typed(revision.changes), action="revision_approved")
+        updated = self.memories.apply(
+            caller, memory, _typed(revision.changes), action="revision_approved", actor=revision.author
+        )  # the author made the edit; the approver approved it (`approved_by`)
         self.store.put_revision(
             revision.model_copy(
                 update={"status": "approved", "decided_by": caller.principal, "updated_at": self.clock.now()}
@@ -129,9 +131,40 @@ class ReviewService:
         self._memory(caller, memory_id)
         return self.store.list_history(caller.tenant, memory_id)
 
-    def mine(self, caller: Principal) -> list[Revision]:
-        """The caller's own revisions in every state, so an author can read why one was rejected."""
-        return self.store.list_revisions(caller.tenant, author=caller.principal, status=None)
+    def mine(self, caller: Principal) -> list[dict[str, Any]]:
+        """The caller's own proposals in every state, so an author can read why one was rejected: pending
+        creates (`kind: create`, open / approved / rejected with the reason) and revisions (`kind: revision`)."""
+        creates = []
+        for memory in self.store.list_memories(caller.tenant, archived=True):
+            if memory.author != caller.principal:
+                continue
+            decision = next(
+                (h for h in reversed(self.store.list_history(caller.tenant, memory.memory_id))
+                 if h.action in ("approved", "rejected")),
+                None,
+            )  # fmt: skip
+            if memory.status != "pending" and decision is None:
+                continue  # published without review (an approver's own), or withdrawn by its author
+            creates.append(
+                {
+                    "kind": "create",
+                    "memory_id": memory.memory_id,
+                    "key": memory.key,
+                    "target": self._target(memory),
+                    "author": memory.author,
+                    "status": "open" if decision is None else decision.action,
+                    "reason": decision.reason if decision else None,
+                    "decided_by": decision.actor if decision else None,
+                    "created_at": memory.created_at.isoformat(),
+                    "updated_at": (decision.at if decision else memory.updated_at).isoformat(),
+                    "body": memory.body,
+                }
+            )
+        revisions = [
+            {"kind": "revision", **r.model_dump(mode="json", exclude={"tenant"})}
+            for r in self.store.list_revisions(caller.tenant, author=caller.principal, status=None)
+        ]
+        return creates + revisions
 
     def pending_for(self, caller: Principal) -> dict[str, Revision]:
         """The caller's open revisions by memory id (folded into their own retrieve and recall)."""
@@ -167,14 +200,15 @@ class ReviewService:
             return self.scopes.root(memory.tenant).scope_id == scope_id
         return scope_id in {s.scope_id for s in self.scopes.chain_of(memory.tenant, memory.scope_id).chain}
 
+    def _target(self, memory: Memory) -> str:
+        if memory.kind == "tagged":
+            return tag_label(memory)
+        return self.scopes.chain_of(memory.tenant, memory.scope_id or "").path
+
     def _item(
         self, memory: Memory, kind: str, author: str, submitted: Any, now: Any, diff: dict[str, Any]
     ) -> dict[str, Any]:
-        target = (
-            tag_label(memory)
-            if memory.kind == "tagged"
-            else self.scopes.chain_of(memory.tenant, memory.scope_id or "").path
-        )
+        target = self._target(memory)
         return {
             "memory_id": memory.memory_id,
             "kind": kind,
