@@ -76,7 +76,7 @@ def get_layers() -> dict[str, Any]:
 
 @app.put("/v1/layers")
 def put_layers(request: Annotated[LayersRequest, Body()]) -> dict[str, Any]:
-    return {"layers": bootstrap.current().scopes.set_layers(caller(app).tenant, request.layers)}
+    return {"layers": bootstrap.current().structure.layers_without_draft(caller(app), request.layers)}
 
 
 @app.post("/v1/memories")

@@ -75,6 +75,7 @@ class Preview(BaseModel):
     records: list[dict[str, object]]  # episodes/facts moved or archived, counts by scope
     conflicts: list[str]
     fingerprint: str
+    tagged: list[dict[str, str]] = []  # {memory_id, key, tag, scope, applies: starts | stops}
 
 
 class Draft(BaseModel):

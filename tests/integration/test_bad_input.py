@@ -274,7 +274,11 @@ def test_the_limits_themselves_are_accepted(seeded: Seeded) -> None:
     api.ok("POST", "/v1/scopes", {"path": "root." + ".".join("abcdefgh"), "parents": True}, status=201)
     api.ok("POST", "/v1/scopes", {"path": "root." + "a" * 63}, status=201)
     api.create_memory("big", "x" * 16 * KIB, scope="root")
-    api.ok("PUT", "/v1/layers", {"layers": {str(d): f"l{d}" for d in range(1, 9)}})
+    layers = {"layers": {str(d): f"l{d}" for d in range(1, 9)}}  # renames layers tagged memories use: a draft
+    draft = api.ok("POST", "/v1/structure/drafts", {"operations": [{"op": "layers", **layers}]}, status=201)
+    api.ok(
+        "POST", f"/v1/structure/drafts/{draft['draft_id']}/publish", {"fingerprint": draft["preview"]["fingerprint"]}
+    )
     api.create_memory("everywhere", "Text.", tag="l8=*", valid_until="2030-01-01T00:00:00Z")
     assert "key: everywhere" in api.retrieve("root." + ".".join("abcdefgh")).text
 

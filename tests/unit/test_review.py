@@ -55,7 +55,7 @@ def test_approval_publishes_bumps_the_version_and_records_history(services: Serv
     history = services.review.history(APPROVER, published)
     assert [(h.action, h.actor, h.approved_by) for h in history] == [
         ("created", "alice", "alice"),
-        ("revision_approved", "alice", "alice"),
+        ("revision_approved", "wendy", "alice"),  # the author made the edit; the approver approved it
     ]
     assert history[1].changes == {"body": ["Acme files VAT quarterly.", "Acme files VAT monthly."]}
 
@@ -72,7 +72,12 @@ def test_rejection_keeps_a_reason_the_author_can_read(services: Services, publis
     services.review.edit(WENDY, published, body="Monthly.")
     services.review.reject(APPROVER, published, "Acme is still quarterly.")
     [mine] = services.review.mine(WENDY)
-    assert (mine.status, mine.reason, mine.decided_by) == ("rejected", "Acme is still quarterly.", "alice")
+    assert (mine["kind"], mine["status"], mine["reason"], mine["decided_by"]) == (
+        "revision",
+        "rejected",
+        "Acme is still quarterly.",
+        "alice",
+    )
     assert bodies(services, WENDY) == [("Acme files VAT quarterly.", False)]
 
 

@@ -217,13 +217,15 @@ class ScopeService:
         return self.store.get_layers(tenant)
 
     def set_layers(self, tenant: str, layers: dict[int, str]) -> dict[int, str]:
-        for depth, name in layers.items():
-            if not 1 <= depth <= paths.MAX_DEPTH:
-                raise InvalidInput(
-                    f"layer depth {depth} must be between 1 and {paths.MAX_DEPTH}", code="invalid_layers"
-                )
-            paths.validate_segment(name, field="layer name")
-        if len(set(layers.values())) != len(layers):
-            raise InvalidInput("layer names must be distinct", code="invalid_layers")
+        validate_layers(layers)
         self.store.put_layers(tenant, dict(sorted(layers.items())))
         return self.store.get_layers(tenant)
+
+
+def validate_layers(layers: dict[int, str]) -> None:
+    for depth, name in layers.items():
+        if not 1 <= depth <= paths.MAX_DEPTH:
+            raise InvalidInput(f"layer depth {depth} must be between 1 and {paths.MAX_DEPTH}", code="invalid_layers")
+        paths.validate_segment(name, field="layer name")
+    if len(set(layers.values())) != len(layers):
+        raise InvalidInput("layer names must be distinct", code="invalid_layers")

@@ -16,10 +16,10 @@ from typing import Any
 
 from mneme import paths
 from mneme.errors import Conflict, Forbidden, NotFound
-from mneme.models import Episode, Principal, Role
+from mneme.models import Episode, Memory, Principal, Role
 from mneme.ports import Clock, RecordStore
 from mneme.services.indexing import Indexer
-from mneme.services.scopes import ScopeService
+from mneme.services.scopes import ScopeService, validate_layers
 from mneme.structure_models import Delete, Draft, Layers, Merge, Move, Operation, Plan, Preview, ScopeChange
 
 
@@ -201,17 +201,64 @@ class StructureService:
                 plan.reindex_scopes.append(scope_id)
                 plan.ancestors[scope_id] = tree.chain(scope_id)
         aliases = [(self._alias_path(tree, alias), tree.path(alias[2])) for alias in plan.aliases]
+        layers = self.store.get_layers(tenant)
+        after = plan.layers if plan.layers is not None else layers
         body = {
             "path_changes": changes,
             "aliases": aliases,
             "memories": memories_moved,
             "records": records,
             "conflicts": conflicts,
+            "tagged": self._tagged_changes(tenant, tree, layers, after, plan.layer_renames),
         }
         fingerprint = hashlib.sha256(
             json.dumps([body, plan.model_dump(mode="json")], sort_keys=True).encode()
         ).hexdigest()[:24]
         return plan, Preview(**body, fingerprint=fingerprint)
+
+    def _tagged_changes(
+        self, tenant: str, tree: _Tree, before: dict[int, str], after: dict[int, str], renames: dict[str, str]
+    ) -> list[dict[str, str]]:
+        """Every tagged memory that starts or stops applying to a scope that stays, by the retrieval rule:
+        at depth d, the memories of the layer named for d, layer-wide or valued with the segment at d."""
+        tagged = [m for m in self.store.list_memories(tenant) if m.kind == "tagged"]
+        old_targets = _targets(tagged, {})
+        new_targets = _targets(tagged, renames)
+        out: list[dict[str, str]] = []
+        for scope_id, old_path in tree.before.items():
+            if scope_id in tree.removed:
+                continue
+            new_path = tree.path(scope_id)
+            was, now = _applying(old_path, before, old_targets), _applying(new_path, after, new_targets)
+            for applies, memories in (("stops", was.keys() - now.keys()), ("starts", now.keys() - was.keys())):
+                for memory_id in memories:
+                    memory = was.get(memory_id) or now[memory_id]
+                    tag = f"{renames.get(memory.layer or '', memory.layer)}={memory.value or '*'}"
+                    out.append({"memory_id": memory_id, "key": memory.key, "tag": tag, "scope": new_path,
+                                "applies": applies})  # fmt: skip
+        return sorted(out, key=lambda e: (e["scope"], e["applies"], e["tag"], e["key"], e["memory_id"]))
+
+    def layers_without_draft(self, caller: Principal, layers: dict[int, str]) -> dict[int, str]:
+        """`PUT /v1/layers`: naming layers applies at once while no tagged guidance changes where it applies
+        (first naming, a new depth, a name no memory uses); otherwise it is a structure change and needs a
+        draft (409 `draft_required`, with the operation to post and the memories it would affect)."""
+        validate_layers(layers)
+        listing = self.scopes.subtree(caller.tenant, paths.ROOT)
+        tree = _Tree(
+            nodes={s.scope_id: [s.parent_id, s.segment] for _, s in listing}, before={s.scope_id: p for p, s in listing}
+        )
+        affected = self._tagged_changes(caller.tenant, tree, self.store.get_layers(caller.tenant), layers, {})
+        if affected:
+            operation = {"op": "layers", "layers": {str(d): n for d, n in sorted(layers.items())}}
+            raise Conflict(
+                f"this layer change would change where {len({a['memory_id'] for a in affected})} tagged "
+                "memories apply: propose it as a structure draft (POST /v1/structure/drafts), review the "
+                "preview, then publish it",
+                code="draft_required",
+                details={"draft_route": "POST /v1/structure/drafts", "operations": [operation],
+                         "tagged": affected[:100]},
+            )  # fmt: skip
+        return self.scopes.set_layers(caller.tenant, layers)
 
     def _alias_path(self, tree: _Tree, alias: tuple[str, str, str]) -> str:
         parent, segment, _ = alias
@@ -313,3 +360,25 @@ class StructureService:
         plan.layer_renames = {
             current[d]: op.layers[d] for d in current if d in op.layers and current[d] != op.layers[d]
         }
+
+
+def _targets(tagged: list[Memory], renames: dict[str, str]) -> dict[tuple[str, str | None], list[Memory]]:
+    """Tagged memories by (layer name, value); value None is layer-wide."""
+    out: dict[tuple[str, str | None], list[Memory]] = {}
+    for memory in tagged:
+        layer = memory.layer or ""
+        out.setdefault((renames.get(layer, layer), memory.value), []).append(memory)
+    return out
+
+
+def _applying(
+    path: str, layers: dict[int, str], targets: dict[tuple[str, str | None], list[Memory]]
+) -> dict[str, Memory]:
+    """The tagged memories that apply at `path` under `layers`, by id."""
+    out: dict[str, Memory] = {}
+    for depth, segment in enumerate(path.split(".")[1:], start=1):
+        layer = layers.get(depth)
+        if layer is not None:
+            for memory in (*targets.get((layer, None), ()), *targets.get((layer, segment), ())):
+                out[memory.memory_id] = memory
+    return out
