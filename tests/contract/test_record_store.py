@@ -20,15 +20,11 @@ from moto.dynamodb import models as moto_dynamodb_models
 from moto.dynamodb.models.table import Table as MotoTable
 
 from mneme.adapters.dynamo_store import TABLE_SCHEMA, DynamoRecordStore, create_table
+from mneme.adapters.sqlite_store import SqliteRecordStore
 from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run, StageReport
 from mneme.errors import Conflict, StoreUnavailable
 from mneme.models import ApiKey, Episode, HistoryEntry, Memory, Revision, Role, Scope
 from mneme.ports import RecordStore
-
-try:
-    from mneme.adapters.sqlite_store import SqliteRecordStore
-except ImportError:  # another adapter still being written
-    SqliteRecordStore = None  # type: ignore[assignment,misc]
 
 TABLE = "mneme-contract"
 T0 = datetime(2025, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
@@ -49,8 +45,6 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 @pytest.fixture(params=["sqlite", "dynamodb"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> RecordStore:
     if request.param == "sqlite":
-        if SqliteRecordStore is None:
-            pytest.skip("sqlite store not yet importable")
         return SqliteRecordStore(tmp_path / "mneme.db")
     return DynamoRecordStore(TABLE, client=request.getfixturevalue("aws"), feed_horizon_seconds=0)
 

@@ -12,7 +12,7 @@ from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 
 from mneme.adapters import embedders
-from mneme.adapters.embedders import BedrockEmbedder, LocalEmbedder, ensure_same_model
+from mneme.adapters.embedders import BedrockEmbedder, LocalEmbedder
 from mneme.errors import InvalidInput, MnemeError, StoreUnavailable, Throttled
 from mneme.ports import Embedder
 from tests.support.bedrock import ScriptedBedrock
@@ -27,22 +27,6 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 def assert_unit_rows(vectors: np.ndarray) -> None:
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-
-
-# -- model guard --------------------------------------------------------------------------------
-
-
-def test_ensure_same_model_accepts_equal_ids() -> None:
-    ensure_same_model("all-MiniLM-L6-v2@384", "all-MiniLM-L6-v2@384")
-
-
-def test_ensure_same_model_rejects_mismatch_and_says_how_to_fix() -> None:
-    with pytest.raises(InvalidInput) as info:
-        ensure_same_model(f"{TITAN}@1024", "all-MiniLM-L6-v2@384")
-    assert info.value.code == "embedding_model_mismatch"
-    assert info.value.status == 400
-    assert "mneme reindex" in info.value.message
-    assert info.value.details == {"query_model_id": f"{TITAN}@1024", "doc_model_id": "all-MiniLM-L6-v2@384"}
 
 
 # -- LocalEmbedder ------------------------------------------------------------------------------

@@ -24,20 +24,7 @@ from numpy.typing import NDArray
 from mneme.adapters.bedrock_calls import RetryMode, bedrock_client, call_bedrock
 from mneme.errors import InvalidInput, MnemeError, StoreUnavailable, Throttled
 
-__all__ = ["BedrockEmbedder", "LocalEmbedder", "ensure_same_model"]
-
-
-def ensure_same_model(query_model_id: str, doc_model_id: str) -> None:
-    """Refuse to compare a query vector with document vectors from another model."""
-    if query_model_id != doc_model_id:
-        raise InvalidInput(
-            f"The query is embedded with {query_model_id!r} but the stored documents were embedded "
-            f"with {doc_model_id!r}; vectors of different models cannot be compared. Re-embed the "
-            "documents with the configured model (`mneme reindex`) or configure the embedder they "
-            "were built with.",
-            code="embedding_model_mismatch",
-            details={"query_model_id": query_model_id, "doc_model_id": doc_model_id},
-        )
+__all__ = ["BedrockEmbedder", "LocalEmbedder"]
 
 
 def _check_texts(texts: Sequence[str]) -> None:

@@ -166,10 +166,6 @@ class ReviewService:
         ]
         return creates + revisions
 
-    def pending_for(self, caller: Principal) -> dict[str, Revision]:
-        """The caller's open revisions by memory id (folded into their own retrieve and recall)."""
-        return {r.memory_id: r for r in self.store.list_revisions(caller.tenant, author=caller.principal)}
-
     # -- helpers ----------------------------------------------------------------------------
     def _memory(self, caller: Principal, memory_id: str) -> Memory:
         if not caller.has(Role.approver):
