@@ -113,3 +113,28 @@ def test_a_failing_tick_is_retried_then_lands_in_the_failure_queue(cloud: Cloud)
     physical = cloud.deployment.functions["consolidate-schedule"].physical_name
     (schedule,) = [s for s in template.schedules() if s["Target"]["Arn"].endswith(f":function:{physical}")]
     assert failure["requestPayload"] == json.loads(schedule["Target"]["Input"])
+
+
+def test_a_run_whose_execution_cannot_start_is_recorded_failed(cloud: Cloud, admin: str) -> None:
+    """StartExecution fails (here: the state machine is gone): the caller gets a 5xx in Mneme's shape and
+    the run record says failed instead of staying 'running' forever."""
+    import boto3
+
+    from mneme.adapters.dynamo_codec import tenant_pk
+
+    remember(cloud, admin)
+    boto3.client("stepfunctions", region_name=REGION).delete_state_machine(
+        stateMachineArn=cloud.deployment.state_machine_arn()
+    )
+    started = cloud.api("POST", "/v1/consolidate", {}, key=admin)
+    assert started.status == 503 and started.error_code, str(started)
+    table_id, _ = cloud.deployment.template.one("AWS::DynamoDB::Table")
+    runs = boto3.client("dynamodb", region_name=REGION).query(  # the operator looks at the table
+        TableName=cloud.deployment.template.ref(table_id),
+        KeyConditionExpression="PK = :pk",
+        ExpressionAttributeValues={":pk": {"S": tenant_pk("acme", "RUNS")}},
+    )["Items"]
+    (run_id,) = [item["SK"]["S"].removeprefix("RUN#") for item in runs]
+    record = cloud.api("GET", f"/v1/consolidations/{run_id}", key=admin)
+    assert record.status == 200, str(record)
+    assert record.json()["status"] == "failed"
