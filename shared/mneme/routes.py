@@ -24,6 +24,7 @@ class Route:
     function: str
     role: Role | None
     max_body: int = DEFAULT_MAX_BODY  # bytes; a larger body is refused (413) before it is read
+    query: tuple[str, ...] = ()  # the query parameters it takes; any other is refused (400)
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -38,13 +39,13 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/remember", "remember", W, 4 * KIB * KIB),
     Route("POST", "/v1/sttp/validate", "remember", R),
     Route("POST", "/v1/recall", "recall", R),
-    Route("GET", "/v1/changes", "recall", R),
+    Route("GET", "/v1/changes", "recall", R, query=("cursor", "limit")),
     Route("POST", "/v1/consolidate", "consolidate", W),
     Route("GET", "/v1/consolidations/{run_id}", "consolidate", R),
-    Route("GET", "/v1/scopes", "curate", R),
+    Route("GET", "/v1/scopes", "curate", R, query=("path",)),
     Route("POST", "/v1/scopes", "curate", ADMIN),
     Route("POST", "/v1/scopes/rename", "curate", ADMIN),
-    Route("DELETE", "/v1/scopes", "curate", ADMIN),
+    Route("DELETE", "/v1/scopes", "curate", ADMIN, query=("path", "dry_run")),
     Route("GET", "/v1/layers", "curate", R),
     Route("PUT", "/v1/layers", "curate", ADMIN),
     Route("POST", "/v1/memories", "curate", W),
@@ -53,7 +54,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/memories/{memory_id}/approve", "curate", A),
     Route("POST", "/v1/memories/{memory_id}/reject", "curate", A),
     Route("GET", "/v1/memories/{memory_id}/history", "curate", A),
-    Route("GET", "/v1/reviews", "curate", W),
+    Route("GET", "/v1/reviews", "curate", W, query=("path", "mine")),
     Route("POST", "/v1/structure/drafts", "curate", A),
     Route("GET", "/v1/structure/drafts/{draft_id}", "curate", A),
     Route("POST", "/v1/structure/drafts/{draft_id}/publish", "curate", A),

@@ -398,6 +398,9 @@ MALFORMED = [
     Malformed("non-ascii-segment", "GET", "/v1/memories/%C3%A9t%C3%A9/history", "", 404, "memory_not_found"),
     Malformed("unknown-route", "POST", "/v1/nothing", "{}", 404, "route_not_found"),
     Malformed("wrong-method", "DELETE", "/v1/recall", "", 405, "method_not_allowed"),
+    Malformed("unknown-query-parameter", "GET", "/v1/scopes?path=root&depth=2", "", 400, "unknown_parameter"),
+    Malformed("empty-query-parameter-name", "GET", "/v1/reviews?=true", "", 400, "unknown_parameter"),
+    Malformed("query-on-a-body-route", "POST", "/v1/recall?debug=1", '{"query": "x"}', 400, "unknown_parameter"),
 ]  # fmt: skip
 ADMIN_CONTEXT = {"tenant": "acme", "principal": "alice", "roles": "admin", "principalId": "acme/alice"}
 
@@ -414,12 +417,14 @@ def test_malformed_requests_get_a_4xx_in_the_error_shape_from_the_local_server(s
         assert len(error["details"]) == 1 and "100" in error["details"][0]["message"], error
 
 
-def lambda_event(method: str, path: str, body: str | None, headers: dict[str, str]) -> tuple[str, dict[str, Any]]:
+def lambda_event(method: str, target: str, body: str | None, headers: dict[str, str]) -> tuple[str, dict[str, Any]]:
     """The event API Gateway would send for a request, and the function serving it (retrieve when none)."""
+    path, _, query = target.partition("?")
     found = match(method, path)
     route = found[0] if found else Route(method, path, "retrieve", None)
     authorizer = ADMIN_CONTEXT if route.role is not None else None
-    return route.function, proxy_event(route, method, path, "", headers, body, found[1] if found else {}, authorizer)
+    params = found[1] if found else {}
+    return route.function, proxy_event(route, method, path, query, headers, body, params, authorizer)
 
 
 @pytest.mark.parametrize("case", MALFORMED, ids=lambda case: case.id)

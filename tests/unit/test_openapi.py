@@ -38,3 +38,10 @@ def test_the_bundle_is_markdown_or_json_and_201_202_are_declared() -> None:
     assert "202" in paths["/v1/consolidate"]["post"]["responses"]
     error = openapi.document()["components"]["schemas"]["ErrorBody"]
     assert error["required"] == ["error"]
+
+
+def test_the_query_parameters_of_the_route_table_are_those_documented() -> None:
+    paths = openapi.document()["paths"]
+    for route in routes.ROUTES:
+        parameters = paths[route.path][route.method.lower()].get("parameters", [])
+        assert {p["name"] for p in parameters if p["in"] == "query"} == set(route.query), route

@@ -1,6 +1,7 @@
 """What every request passes before a route runs, in Lambda and locally alike.
 
-In order: the route (404 / 405), the caller and its role (401 / 403), the body's size (413), its media
+In order: the route (404 / 405), the caller and its role (401 / 403), its query parameters (400 for one
+the route does not take), the body's size (413), its media
 type (415: JSON only, compared case-insensitively; no Content-Type at all is read as JSON) and its
 well-formedness as JSON (400: syntax, nesting deeper than MAX_DEPTH, integers past Python's digit limit).
 """
@@ -44,6 +45,18 @@ def check_role(route: routes.Route, event: Mapping[str, Any]) -> Principal | Non
     if not caller.has(route.role):
         raise Forbidden(f"this route needs the {route.role.value!r} role")
     return caller
+
+
+def check_query(route: routes.Route, event: Mapping[str, Any]) -> None:
+    given = set(event.get("multiValueQueryStringParameters") or event.get("queryStringParameters") or {})
+    unknown = sorted(given - set(route.query))
+    if unknown:
+        takes = ", ".join(route.query) or "none"
+        raise InvalidInput(
+            f"unknown query parameter {unknown[0][:64]!r} (this route takes: {takes})",
+            code="unknown_parameter",
+            details={"unknown": [name[:64] for name in unknown[:10]]},
+        )
 
 
 def check_size(route: routes.Route, size: int) -> None:
@@ -94,6 +107,7 @@ def admit(event: Mapping[str, Any]) -> tuple[Principal | None, dict[str, Any]]:
     its body decoded and its Content-Type set to JSON. Raises the MnemeError to answer otherwise."""
     route, _ = routes.resolve(str(event.get("httpMethod") or ""), str(event.get("path") or ""))
     caller = check_role(route, event)
+    check_query(route, event)
     body = body_text(event)
     check_size(route, len(body.encode(errors="surrogatepass")))
     if body:
