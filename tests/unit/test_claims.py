@@ -23,6 +23,8 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
         ("Ben: I no longer work at Google, I work at Stripe now.", [Claim("Ben", "works at", "Stripe")]),
         ("Maya: My brother lives in Madrid.", [Claim("Maya's brother", "lives in", "Madrid")]),
         ("Acme's billing plan is Premium since the upgrade.", [Claim("Acme", "billing plan", "Premium")]),
+        ("Priya: We moved from Jira to Linear, did you get the invite?", [Claim("Priya", "uses", "Linear")]),
+        ("Maya: So you live in Berlin, right?", []),
         ("Maya: Cool! What did it look like?", []),
         ("Tom: Thanks, that helps a lot.", []),
         ("Maya: I might move to Lisbon next year.", []),

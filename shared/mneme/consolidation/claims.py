@@ -212,6 +212,13 @@ def _third_person(s: str) -> list[Claim]:
     return []
 
 
+QUESTION = re.compile(
+    r"^(?:do|does|did|is|are|was|were|can|could|will|would|have|has|had|what|where|when|who|why|how|which|so|"
+    r"and|or|but|right|really)\b",
+    re.I,
+)
+
+
 def claims(text: str, speaker: str | None = None) -> list[Claim]:
     """Every claim the utterance states, in order, without duplicates. `speaker` is used when the text
     has no `Name:` prefix."""
@@ -220,9 +227,12 @@ def claims(text: str, speaker: str | None = None) -> list[Claim]:
     found: list[Claim] = []
     for sentence in SENTENCE.split(body):
         sentence = sentence.strip()
-        if not sentence or sentence.endswith("?") or HEDGED.search(sentence):
+        if not sentence or HEDGED.search(sentence):
             continue
-        for clause in CLAUSE.split(sentence):
+        clauses = CLAUSE.split(sentence)
+        if sentence.endswith("?"):  # "We moved to Linear, did you get the invite?": only the question goes
+            clauses = clauses[:-1] if len(clauses) > 1 and not QUESTION.match(clauses[0]) else []
+        for clause in clauses:
             if not clause or NEGATED.search(clause):
                 continue
             clause = clause[0].upper() + clause[1:] if clause[:2] != "I'" else clause
