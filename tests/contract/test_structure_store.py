@@ -341,7 +341,7 @@ def test_a_merge_moves_children_memories_and_records_and_repoints_aliases(store:
     assert (A, "l") in store.list_dirty(A, 10) and (A, "p") not in store.list_dirty(A, 10)
     assert store.get_checkpoint(A, "p").version == 0
     feed = changed(store)
-    assert ("scope", "p") in before and ("scope", "p") not in feed
+    assert ("scope", "p") in before and ("scope", "p") not in feed and ("deleted:scope", "p") in feed  # tombstone
     assert {("scope", "pi"), ("scope", "pin"), ("memory", "m-pros"), ("episode", "e-p"), ("fact", "f-p")} <= feed
 
 
@@ -366,6 +366,7 @@ def test_a_delete_archives_memories_and_records_and_removes_the_subtree(store: R
     assert [f.status for f in store.list_facts(A, "pi")] == ["archived"]  # kept where they were
     feed = changed(store)
     assert not {("scope", s) for s in ERASED_SCOPES} & feed
+    assert {("deleted:scope", s) for s in ERASED_SCOPES} <= feed  # a connector learns the scopes are gone
     assert {("memory", "m-init"), ("episode", "e-pin"), ("fact", "f-pi")} <= feed
 
 

@@ -223,6 +223,7 @@ class DynamoPublishSteps(DynamoScopes):
             writes += [delete(k, None, "conflict", "") for k in _consolidation_keys(p.tenant, scope_id)]
             if previous is not None:
                 writes.append(delete(feed_key(p.tenant, previous, scope_id), None, "conflict", ""))
+            writes += self._feed_move(p.tenant, "deleted:scope", scope_id, None, self._position(previous))  # tombstone
             slot = slot_key(p.tenant, scope.parent_id, scope.segment)
             held = slots.get(key_of(slot))
             if held is not None and text_of(held, "item_type") == LIVE and text_of(held, "scope_id") == scope_id:

@@ -96,7 +96,7 @@ class SqliteStructureStore(SqliteBase):
             "INSERT INTO slots VALUES (?,?,?,?,1) ON CONFLICT DO NOTHING",
             [(tenant, parent, segment, target) for parent, segment, target in plan.aliases],
         )
-        conn.executemany("DELETE FROM feed WHERE tenant=? AND id=?", [(tenant, s) for s in plan.scope_removals])
+        self._feed(conn, tenant, "deleted:scope", plan.scope_removals)  # a tombstone: the id, nothing else
 
     def _memories(self, conn: sqlite3.Connection, tenant: str, plan: Plan, stamp: str) -> None:
         for memory_id, scope_id in plan.memory_moves.items():
