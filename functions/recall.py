@@ -20,7 +20,7 @@ def recall(request: Annotated[RecallRequest, Body()]) -> dict[str, Any]:
 
 @app.get("/v1/changes")
 def changes(
-    cursor: Annotated[str | None, Query(max_length=512)] = None, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+    cursor: Annotated[str | None, Query(max_length=512)] = None, limit: Annotated[int, Query(ge=1, le=200)] = 100
 ) -> dict[str, Any]:
     return bootstrap.current().feed.changes(caller(app), cursor, limit)
 

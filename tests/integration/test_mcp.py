@@ -69,7 +69,7 @@ async def the_agent_workflow(client: Client, writer_name: str) -> dict[str, Any]
     assert remember["properties"]["occurred_at"]["anyOf"][0]["format"] == "date-time"
     assert tools["archive_memory"].input_schema["required"] == ["memory_id"]
     assert set(tools["propose_memory"].input_schema["required"]) == {"key", "body"}
-    assert tools["recall"].input_schema["properties"]["limit"]["maximum"] == 50
+    assert tools["recall"].input_schema["properties"]["limit"]["maximum"] == 200
     assert tools["retrieve"].annotations is not None and tools["retrieve"].annotations.read_only_hint
     assert tools["archive_memory"].annotations is not None and tools["archive_memory"].annotations.destructive_hint
     instructions = client.instructions or ""
@@ -95,6 +95,20 @@ async def the_agent_workflow(client: Client, writer_name: str) -> dict[str, Any]
     hits = structured(recalled)["results"]
     assert hits[0]["id"] == remembered["episode_id"] and hits[0]["metadata"] == {"source": "call"}
     assert "moved its VAT quarter end to March" in text(recalled)  # the context pack is what the agent reads
+    # session_id names the delivery session (remember in s-1, recall in s-1), and delta collapses repeats
+    in_session = {"query": "VAT quarter end", "scope": "root.pennine", "session_id": "s-1"}
+    first = await client.call_tool("recall", in_session)
+    assert structured(first)["results"][0]["id"] == remembered["episode_id"]
+    assert f"### {remembered['episode_id']}" in text(first)
+    again = text(await client.call_tool("recall", in_session))
+    assert f"already loaded: {remembered['episode_id']}" in again and "### ep_" not in again
+    full = text(await client.call_tool("recall", {**in_session, "delta": False}))
+    assert f"### {remembered['episode_id']}" in full
+    for bad in (0, 201):
+        over = await client.call_tool("recall", {"query": "VAT", "scope": "root.pennine", "limit": bad})
+        assert over.is_error and text(over).startswith("invalid_input: ")
+        assert over.structured_content is not None and over.structured_content["error"]["code"] == "invalid_input"
+    assert structured(await client.call_tool("recall", {"query": "VAT", "scope": "root.pennine", "limit": 200}))
 
     proposed = await client.call_tool(
         "propose_memory", {"key": "vat-policy", "body": "File VAT returns quarterly.", "scope": "root.pennine"}

@@ -55,8 +55,9 @@ def test_a_thousand_episodes_in_batches_are_recalled_with_explain_and_a_budgeted
     assert top["content"] == episode(417)["content"] and top["metadata"] == episode(417)["metadata"]
     assert top["scope"] == "root.orders.york" and set(top["scores"]) >= {"vector", "lexical"}
     assert body["retrieval_path"] == "hybrid"
-    stages = {stage["stage"]: stage["candidates"] for stage in body["explain"]["stages"]}
-    assert stages["vector"] > 0 and stages["lexical"] > 0 and stages["selected"] == 5
+    stages = {stage["stage"]: stage for stage in body["explain"]["stages"]}
+    channels = stages["search"]["channels"]
+    assert channels["vector"] > 0 and channels["lexical"] > 0 and stages["select"]["out"] == 5
     # And a budget shrinks the pack without cutting a body
     budgeted = writer.ok(
         "POST",

@@ -19,7 +19,11 @@ def anchor_hits(query_anchors: set[str], text: str) -> int:
     return len(query_anchors & terms(text))
 
 
-def admits(query_anchors: set[str], text: str) -> bool:
-    """Four or more anchors need two hits; fewer need one. No anchors at all admits nothing."""
-    needed = 2 if len(query_anchors) >= 4 else 1
-    return bool(query_anchors) and anchor_hits(query_anchors, text) >= needed
+def admits(query_anchors: set[str], text: str, strong: str = "") -> bool:
+    """Four or more anchors need two hits, or one hit on a strong field (`strong`: a memory's key,
+    id, tags and triggers); fewer need one. No anchors at all admits nothing."""
+    if not query_anchors:
+        return False
+    if len(query_anchors) < 4:
+        return anchor_hits(query_anchors, text) >= 1
+    return anchor_hits(query_anchors, text) >= 2 or anchor_hits(query_anchors, strong) >= 1

@@ -49,6 +49,13 @@ def record_text(record: Record) -> str:
     return memory_text(record)
 
 
+def strong_text(record: Record) -> str:
+    """Engram's strong fields: a memory's key, id, tags and triggers (episodes and facts have none)."""
+    if not isinstance(record, Memory):
+        return ""
+    return " ".join([record.key.replace("-", " "), record.memory_id, *record.tags, *record.triggers])
+
+
 def lifecycle(record: Record, now: datetime, as_of: datetime | None = None) -> tuple[float, str | None]:
     """Multiplier in [0, 1]; 0 means omitted, with the reason.
 

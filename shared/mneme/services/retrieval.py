@@ -46,7 +46,14 @@ class Block(BaseModel):
         return "<!-- " + " | ".join(parts) + " -->"
 
     def markdown(self) -> str:
-        return f"{self.header()}\n{self.body.rstrip()}\n"
+        return f"{self.header()}\n{fence(self.body.rstrip())}\n"
+
+
+def fence(body: str) -> str:
+    """A body as the bundle renders it: `<!--` and `-->` escaped as `&lt;!--` and `--&gt;`, so stored
+    text can never close a comment, open one or imitate a block header (every header is a comment).
+    Bodies without them render byte for byte; `blocks[].body` in JSON stays unescaped."""
+    return body.replace("<!--", "&lt;!--").replace("-->", "--&gt;").replace("--!>", "--!&gt;")
 
 
 class Bundle(BaseModel):

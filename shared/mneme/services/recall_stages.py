@@ -1,0 +1,564 @@
+"""The recall pipeline, listed once: search → fuse → admit → lifecycle → fallback → select →
+prerequisites → pack.
+
+Each stage is a small function of the `Run`, called once, in order (`STAGES`). A stage takes the
+live candidates, passes some on and drops the others with a reason; `Run.note` records what it took
+in, what it passed on and what it dropped. The explain trace *is* that record, so every candidate
+that entered the pipeline ends either in the results or in `omitted`, exactly once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mneme.consolidation.models import Fact
+from mneme.errors import MnemeError
+from mneme.models import Episode, Memory, Principal
+from mneme.observability import logger
+from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
+from mneme.search_models import Hit, SearchFilter
+from mneme.services import anchors as anchor_rule
+from mneme.services.context_pack import Pack, PackItem, build_pack
+from mneme.services.indexing import episode_text, memory_text
+from mneme.services.recall_records import Record, Result, lifecycle, load, record_text, strong_text, to_result
+from mneme.services.scopes import ScopeService
+
+if TYPE_CHECKING:
+    from mneme.services.recall import RecallRequest
+
+FRESH_LIMIT = 200
+MIN_VECTOR = 0.30  # balanced strictness admits vector-only episodes and facts at or above this cosine
+FETCHED_BOOST = 1.05  # Engram: a memory an agent fetched in full (`ids`) ranks a little higher
+FETCHED = ("", "fetched")  # (principal, session) of the per-tenant record of fetched memory ids
+RELATED_CARDS = 5  # Engram: up to 5 omitted-but-relevant candidates are shown as cards
+FALLBACK_WIDTH = 4  # the lexical fallback asks for this many times the channels' k
+
+
+@dataclass
+class Deps:
+    store: RecordStore
+    clock: Clock
+    scopes: ScopeService
+    embedder: Embedder
+    index: SearchIndex
+
+
+@dataclass
+class Candidate:
+    id: str
+    vector: float = 0.0
+    lexical: float = 0.0
+    raw_bm25: float = 0.0
+    channels: set[str] = field(default_factory=set)
+    record: Record | None = None
+    score: float = 0.0
+    scores: dict[str, float] = field(default_factory=dict)
+    origin: str = "search"  # search | fallback | prerequisite
+
+
+@dataclass
+class Run:
+    deps: Deps
+    caller: Principal
+    request: RecallRequest
+    flt: SearchFilter
+    scope_path: str
+    anchors: set[str]
+    k: int
+    candidates: dict[str, Candidate] = field(default_factory=dict)  # live, in no particular order
+    ranked: list[Candidate] = field(default_factory=list)  # after select: the results, in order
+    related: list[Candidate] = field(default_factory=list)  # admitted but cut by the limit
+    results: list[Result] = field(default_factory=list)
+    omitted: dict[str, str] = field(default_factory=dict)  # id -> reason, in the order dropped
+    stages: list[dict[str, Any]] = field(default_factory=list)
+    vector_error: str | None = None
+    query_vector: NDArray[np.float32] | None = None
+    fallback: dict[str, Any] = field(default_factory=dict)
+    pack: Pack | None = None
+    already: list[str] = field(default_factory=list)
+
+    @property
+    def scoring(self) -> Any:
+        return self.request.scoring
+
+    def note(self, stage: str, took: int, dropped: list[tuple[str, str]], **extra: Any) -> None:
+        """Record one stage: how many candidates it took in, passed on and which it dropped, why."""
+        for doc_id, reason in dropped:
+            self.candidates.pop(doc_id, None)
+            self.omitted.setdefault(doc_id, reason)
+        passed = len(self.candidates) if stage not in ("select", "prerequisites", "pack") else len(self.ranked)
+        self.stages.append(
+            {
+                "stage": stage,
+                "in": took,
+                "out": passed,
+                "candidates": passed,
+                "dropped": [{"id": doc_id, "reason": reason} for doc_id, reason in dropped],
+                **extra,
+            }
+        )
+
+    def path(self) -> str:
+        """The channel that served the results: lexical_fallback when the vector channel failed or a
+        result was found only by the fallback."""
+        if self.vector_error or any(c.origin == "fallback" for c in self.ranked):
+            return "lexical_fallback"
+        if self.scoring.alpha > 0 and self.scoring.beta > 0:
+            return "hybrid"
+        return "vector" if self.scoring.alpha > 0 else "lexical"
+
+
+Stage = Callable[[Run], None]
+
+
+# -- search --------------------------------------------------------------------------------------
+def search(run: Run) -> None:
+    """Vector kNN and BM25 over the anchor words, under the same filters; plus the fresh tail of an
+    eventually consistent index and the caller's own pending revisions. No anchors: no search."""
+    counts: dict[str, int] = {}
+    if not run.anchors:
+        run.note("search", 0, [], channels=counts, skipped="no_anchors")
+        return
+    assert run.request.query is not None
+    deps, scoring = run.deps, run.scoring
+    if scoring.alpha > 0:
+        hits: list[Hit] = []
+        try:
+            run.query_vector = deps.embedder.embed([run.request.query])[0]
+            hits = deps.index.search_vector(run.flt, run.query_vector, deps.embedder.model_id, run.k)
+        except MnemeError as e:
+            if scoring.fallback == "never":
+                raise
+            run.vector_error, run.query_vector = e.code, None
+            logger.warning("vector channel failed", extra={"code": e.code})
+        for hit in hits:
+            candidate = run.candidates.setdefault(hit.doc_id, Candidate(hit.doc_id))
+            candidate.vector = max(0.0, hit.score)
+            candidate.channels.add("vector")
+        counts["vector"] = len(hits)
+    if scoring.beta > 0:
+        lexical = _lexical(run, run.k)
+        for hit, normalised in lexical:
+            candidate = run.candidates.setdefault(hit.doc_id, Candidate(hit.doc_id))
+            candidate.lexical, candidate.raw_bm25 = normalised, hit.score
+            candidate.channels.add("lexical")
+        counts["lexical"] = len(lexical)
+    if deps.index.visibility_lag > 0:
+        counts["fresh"] = _fresh_tail(run)
+    if run.flt.kinds is None or "memory" in run.flt.kinds:
+        counts["revision"] = _own_revisions(run)
+    run.note("search", 0, [], channels=counts, error=run.vector_error)
+
+
+def _lexical(run: Run, k: int) -> list[tuple[Hit, float]]:
+    """BM25 hits for the anchor words, each with its score scaled by the top score."""
+    query = " ".join(sorted(anchor_rule.anchor_words(run.request.query or "")))
+    hits = run.deps.index.search_text(run.flt, query, k) if query else []
+    top = max((hit.score for hit in hits), default=1.0) or 1.0
+    return [(hit, hit.score / top) for hit in hits]
+
+
+def _fresh_tail(run: Run) -> int:
+    """Read-after-write over an eventually consistent index (OpenSearch Serverless has no refresh):
+    score the episodes written within the index's `visibility_lag` from their records."""
+    deps, flt = run.deps, run.flt
+    since = deps.clock.now() - timedelta(seconds=deps.index.visibility_lag)
+    vector = run.query_vector
+    added = 0
+    for episode in deps.store.list_recent_episodes(flt.tenant, since, FRESH_LIMIT):
+        if episode.episode_id in run.candidates or episode.archived or not _in_filter(run, episode):
+            continue
+        cosine = 0.0
+        if vector is not None and episode.vector is not None and episode.model_id == deps.embedder.model_id:
+            cosine = max(0.0, float(np.dot(vector, np.asarray(episode.vector, dtype=np.float32))))
+        overlap = anchor_rule.anchor_hits(run.anchors, episode_text(episode)) / max(len(run.anchors), 1)
+        if cosine <= 0 and overlap <= 0:
+            continue
+        candidate = run.candidates[episode.episode_id] = Candidate(episode.episode_id, cosine, overlap)
+        candidate.channels.update({"fresh", *(["vector"] if cosine else []), *(["lexical"] if overlap else [])})
+        added += 1
+    return added
+
+
+def _in_filter(run: Run, episode: Episode) -> bool:
+    flt = run.flt
+    return (
+        _under(run, episode.scope_id)
+        and (flt.kinds is None or "episode" in flt.kinds)
+        and (flt.tiers is None or episode.tier in flt.tiers)
+        and (flt.since is None or episode.occurred_at >= flt.since)
+        and (flt.until is None or episode.occurred_at < flt.until)
+        and (flt.session_id is None or episode.session_id == flt.session_id)
+    )
+
+
+def _under(run: Run, scope_id: str | None) -> bool:
+    """Is the scope inside the searched subtree? (Tagged memories, with no scope, live at root.)"""
+    if scope_id is None:
+        return run.flt.ancestor_id == run.deps.scopes.root(run.flt.tenant).scope_id
+    chain = run.deps.scopes.chain_of(run.flt.tenant, scope_id).chain
+    return run.flt.ancestor_id in {scope.scope_id for scope in chain}
+
+
+def _own_revisions(run: Run) -> int:
+    """The caller's pending edits of published memories are searchable by the caller (the index
+    holds the published text): score their text by anchor overlap, like the fresh tail."""
+    deps, flt = run.deps, run.flt
+    added = 0
+    for revision in deps.store.list_revisions(flt.tenant, author=run.caller.principal):
+        if revision.memory_id in run.candidates or "body" not in revision.changes:
+            continue
+        memory = deps.store.get_memory(flt.tenant, revision.memory_id)
+        if memory is None or memory.status != "published" or not _under(run, memory.scope_id):
+            continue
+        text = memory_text(memory.model_copy(update={"body": revision.changes["body"]}))
+        overlap = anchor_rule.anchor_hits(run.anchors, text) / len(run.anchors)
+        if overlap > 0:
+            candidate = run.candidates[memory.memory_id] = Candidate(memory.memory_id, lexical=overlap)
+            candidate.channels.update({"lexical", "revision"})
+            added += 1
+    return added
+
+
+# -- fuse ----------------------------------------------------------------------------------------
+def fuse(run: Run) -> None:
+    """Load the records (tenant and visibility checked) and combine the channels with alpha/beta."""
+    took = len(run.candidates)
+    dropped = _load(run, list(run.candidates.values()))
+    scoring = run.scoring
+    live = [c for c in run.candidates.values() if c.id not in dict(dropped)]
+    if run.query_vector is not None:
+        _fill_vector_scores(run, live)
+    weight = (scoring.alpha if any("vector" in c.channels for c in live) else 0) + scoring.beta
+    for candidate in live:
+        fused = (scoring.alpha * candidate.vector + scoring.beta * candidate.lexical) / (weight or 1)
+        candidate.score = fused
+        candidate.scores = {
+            "vector": round(candidate.vector, 6),
+            "lexical": round(candidate.lexical, 6),
+            "bm25": round(candidate.raw_bm25, 6),
+        }
+        _resonate(run, candidate)
+    run.note("fuse", took, dropped)
+
+
+def _load(run: Run, candidates: list[Candidate]) -> list[tuple[str, str]]:
+    records = load(run.deps.store, run.caller, [c.id for c in candidates])
+    run.deps.scopes.prefetch(run.flt.tenant, [r.scope_id for r in records.values() if r.scope_id])
+    dropped = []
+    for candidate in candidates:
+        candidate.record = records.get(candidate.id)
+        if candidate.record is None:
+            dropped.append((candidate.id, "not_found"))
+    return dropped
+
+
+def _fill_vector_scores(run: Run, candidates: list[Candidate]) -> None:
+    """A hit found only by BM25 gets its real cosine from the stored vector, not 0 (exact matches
+    that the vector top-k missed must not be ranked below weaker hits both channels found)."""
+    assert run.query_vector is not None
+    for candidate in candidates:
+        stored = getattr(candidate.record, "vector", None)
+        if (
+            "vector" in candidate.channels
+            or stored is None
+            or getattr(candidate.record, "model_id", None) != run.deps.embedder.model_id
+        ):
+            continue
+        candidate.vector = max(0.0, float(np.dot(run.query_vector, np.asarray(stored, dtype=np.float32))))
+
+
+def _resonate(run: Run, candidate: Candidate) -> None:
+    """Locus' resonance signal (against the node's model AVEC), added to the score with its weight."""
+    avec, weight = run.request.avec, run.scoring.resonance
+    if avec is None or weight <= 0 or not isinstance(candidate.record, Episode):
+        return
+    resonance = avec.resonance(((candidate.record.structured or {}).get("avec") or {}).get("model"))
+    if resonance is not None:
+        candidate.scores["resonance"] = round(resonance, 6)
+        candidate.score += weight * resonance
+
+
+# -- admit ---------------------------------------------------------------------------------------
+def admit(run: Run) -> None:
+    """The strictness rule (`admitted`): precision = Engram's anchor rule with its strong-field
+    exception, balanced = a term hit or (episodes and facts) cosine ≥ MIN_VECTOR, recall = all."""
+    took = len(run.candidates)
+    strictness = run.scoring.strictness
+    dropped = [
+        (c.id, f"not_admitted:{strictness}")
+        for c in run.candidates.values()
+        if not admitted(strictness, c, run.anchors)
+    ]
+    run.note("admit", took, dropped)
+
+
+def admitted(strictness: str, candidate: Candidate, query_anchors: set[str]) -> bool:
+    assert candidate.record is not None
+    if strictness == "recall":
+        return True
+    if strictness == "precision":
+        return anchor_rule.admits(query_anchors, record_text(candidate.record), strong_text(candidate.record))
+    if "lexical" in candidate.channels:
+        return True
+    # Engram: vector hits without a term overlap never admit a memory
+    return not isinstance(candidate.record, Memory) and candidate.vector >= MIN_VECTOR
+
+
+# -- lifecycle -----------------------------------------------------------------------------------
+def lifecycle_stage(run: Run) -> None:
+    """Lifecycle factors (expired and superseded items dropped), then the fetched-memory boost."""
+    took = len(run.candidates)
+    dropped = _age(run, list(run.candidates.values()))
+    run.note("lifecycle", took, dropped)
+
+
+def _age(run: Run, candidates: list[Candidate]) -> list[tuple[str, str]]:
+    now = run.deps.clock.now()
+    fetched = _fetched(run, candidates)
+    dropped = []
+    for candidate in candidates:
+        assert candidate.record is not None
+        factor, reason = lifecycle(candidate.record, now, run.request.as_of)
+        if factor == 0:
+            dropped.append((candidate.id, reason or "lifecycle"))
+            continue
+        candidate.scores["lifecycle"] = factor
+        candidate.score *= factor
+        if candidate.id in fetched:
+            candidate.scores["fetched"] = FETCHED_BOOST
+            candidate.score *= FETCHED_BOOST
+    return dropped
+
+
+def _fetched(run: Run, candidates: list[Candidate]) -> set[str]:
+    if not any(isinstance(c.record, Memory) for c in candidates):
+        return set()
+    return run.deps.store.get_delivered(run.flt.tenant, *FETCHED)
+
+
+# -- fallback ------------------------------------------------------------------------------------
+def fallback(run: Run) -> None:
+    """Locus' fallback: when the policy allows (always, or on_empty with nothing left, or the vector
+    channel failed), a wider lexical search. Its candidates go through the same fuse, admit and
+    lifecycle rules: a fallback widens the channel, never the admission rule."""
+    scoring = run.scoring
+    run.fallback = {
+        "policy": scoring.fallback,
+        "triggered": bool(run.vector_error),
+        "reason": "vector_unavailable" if run.vector_error else None,
+    }
+    wanted = (
+        run.vector_error is not None
+        or scoring.fallback == "always"
+        or (scoring.fallback == "on_empty" and not run.candidates)
+    )
+    if not wanted or not run.anchors:
+        run.note("fallback", len(run.candidates), [], found=0, reconsidered=[], passed=[])
+        return
+    took = len(run.candidates)
+    fresh: list[Candidate] = []
+    reconsidered: list[str] = []  # not admitted from the main channels; the lexical channel may admit them
+    for hit, normalised in _lexical(run, run.k * FALLBACK_WIDTH):
+        if hit.doc_id in run.candidates:
+            continue
+        reason = run.omitted.get(hit.doc_id)
+        if reason is not None and not reason.startswith("not_admitted"):
+            continue
+        if reason is not None:
+            del run.omitted[hit.doc_id]
+            reconsidered.append(hit.doc_id)
+        candidate = Candidate(hit.doc_id, lexical=normalised, raw_bm25=hit.score, channels={"lexical"})
+        candidate.origin = "fallback"
+        fresh.append(candidate)
+    dropped = _load(run, fresh)
+    live = [c for c in fresh if c.record is not None]
+    for candidate in live:
+        candidate.score = candidate.lexical
+        candidate.scores = {"vector": 0.0, "lexical": round(candidate.lexical, 6), "bm25": round(candidate.raw_bm25, 6)}
+    strictness = scoring.strictness
+    dropped += [(c.id, f"not_admitted:{strictness}") for c in live if not admitted(strictness, c, run.anchors)]
+    gone = dict(dropped)
+    dropped += _age(run, [c for c in live if c.id not in gone])
+    gone = dict(dropped)
+    for candidate in fresh:
+        if candidate.id not in gone:
+            run.candidates[candidate.id] = candidate
+    if any(c.id not in gone for c in fresh) and not run.fallback["triggered"]:
+        run.fallback.update(triggered=True, reason=scoring.fallback)
+    passed = [c.id for c in fresh if c.id not in gone]
+    run.note(
+        "fallback",
+        took + len(fresh),
+        dropped,
+        found=len(fresh) - len(reconsidered),
+        reconsidered=reconsidered,
+        passed=passed,
+    )
+
+
+# -- select --------------------------------------------------------------------------------------
+def select(run: Run) -> None:
+    """Facts fold their own source episodes (the fact carries them and outranks them), then the
+    best `limit` are selected; the rest are omitted with reason `limit` (and may show as cards)."""
+    took = len(run.candidates)
+    dropped: list[tuple[str, str]] = []
+    for fact in sorted((c for c in run.candidates.values() if isinstance(c.record, Fact)), key=_order):
+        assert isinstance(fact.record, Fact)
+        for source_id in fact.record.source_episode_ids:
+            source = run.candidates.get(source_id)
+            if source is None or source_id in dict(dropped):
+                continue
+            fact.score = max(fact.score, source.score)  # ties go to facts (KIND_ORDER)
+            dropped.append((source_id, f"source_of:{fact.id}"))
+    gone = dict(dropped)
+    ordered = sorted((c for c in run.candidates.values() if c.id not in gone), key=_order)
+    run.ranked = ordered[: run.request.limit]
+    run.related = ordered[run.request.limit :]
+    dropped += [(c.id, "limit") for c in run.related]
+    run.note("select", took, dropped, limit=run.request.limit)
+
+
+def _order(candidate: Candidate) -> tuple[float, int, str]:
+    rank = 0 if isinstance(candidate.record, Fact) else 1 if isinstance(candidate.record, Memory) else 2
+    return (-round(candidate.score, 6), rank, candidate.id)  # ties: facts, then memories, then episodes
+
+
+# -- prerequisites -------------------------------------------------------------------------------
+def prerequisites(run: Run) -> None:
+    """`depends_on` prerequisites of a selected memory join the results just before it (Engram),
+    even without their own keyword overlap; they come on top of `limit`."""
+    took = len(run.ranked)
+    deps, tenant = run.deps, run.flt.tenant
+    now = deps.clock.now()
+    out: list[Candidate] = []
+    present = {c.id for c in run.ranked}
+    added: list[str] = []
+    revived: list[str] = []
+    requires: dict[str, list[str]] = {}
+    for candidate in run.ranked:
+        memory = candidate.record
+        if isinstance(memory, Memory) and memory.depends_on and memory.scope_id:
+            siblings = [
+                m for m in deps.store.list_scoped_memories(tenant, memory.scope_id) if m.key in memory.depends_on
+            ]
+            for prereq in siblings:
+                if prereq.memory_id in present or prereq.status != "published" or lifecycle(prereq, now)[0] == 0:
+                    continue
+                extra = Candidate(prereq.memory_id, record=prereq, score=candidate.score, origin="prerequisite")
+                extra.scores = {"prerequisite": 1.0}
+                out.append(extra)
+                present.add(prereq.memory_id)
+                if run.omitted.pop(prereq.memory_id, None) is None:
+                    added.append(prereq.memory_id)
+                else:  # a candidate dropped earlier (cut by the limit, not admitted) comes back as a prerequisite
+                    revived.append(prereq.memory_id)
+                run.related = [c for c in run.related if c.id != prereq.memory_id]
+            requires[candidate.id] = [m.memory_id for m in siblings]
+        out.append(candidate)
+    run.ranked = out
+    run.results = [
+        to_result(deps.store, c.record, c.score, c.scores, lambda s: _path(run, s)).model_copy(
+            update={"requires": requires.get(c.id, [])}
+        )
+        for c in out
+        if c.record is not None
+    ]
+    run.note("prerequisites", took, [], added=added, revived=revived)
+
+
+def _path(run: Run, scope_id: str) -> str:
+    return run.deps.scopes.chain_of(run.flt.tenant, scope_id).path
+
+
+# -- pack ----------------------------------------------------------------------------------------
+def pack(run: Run) -> None:
+    """The context pack: tiered disclosure (bodies, cards, up to 5 related cards, a fetch line),
+    the session delta, cut to the token budget; delivered bodies are recorded for the session."""
+    request, deps = run.request, run.deps
+    if request.delta and request.session_id:
+        delivered = deps.store.get_delivered(run.flt.tenant, run.caller.principal, request.session_id)
+        run.already = [r.id for r in run.results if r.id in delivered]
+    items = [pack_item(r) for r in run.results if r.id not in run.already]
+    related = [
+        pack_item(to_result(deps.store, c.record, c.score, c.scores, lambda s: _path(run, s)))
+        for c in run.related[:RELATED_CARDS]
+        if c.record is not None
+    ]
+    query = " ".join((request.query or "").split())
+    total = len(run.results) + len(run.related)
+    title = f"# recall: {query} (scope {run.scope_path}, loaded {len(run.results)} / {total} total related)"
+    run.pack = build_pack(
+        title, items, request.disclosure.expand_top, request.disclosure.budget_tokens, run.already, related
+    )
+    if request.session_id and run.pack.expanded:
+        deps.store.add_delivered(run.flt.tenant, run.caller.principal, request.session_id, run.pack.expanded)
+    run.note("pack", len(run.ranked), [], expanded=len(run.pack.expanded), cards=len(run.pack.cards))
+
+
+def pack_item(result: Result) -> PackItem:
+    label = result.key or f"{result.occurred_at:%Y-%m-%d}"
+    summary = (result.metadata.get("summary") if result.kind == "memory" else None) or result.content
+    return PackItem(
+        id=result.id,
+        kind=result.kind,
+        scope=result.scope,
+        label=label,
+        body=result.content,
+        summary=summary,
+        requires=result.requires,
+        pending=result.status == "pending",
+        stale=bool((result.fact or {}).get("stale")),
+    )
+
+
+STAGES: tuple[tuple[str, Stage], ...] = (
+    ("search", search),
+    ("fuse", fuse),
+    ("admit", admit),
+    ("lifecycle", lifecycle_stage),
+    ("fallback", fallback),
+    ("select", select),
+    ("prerequisites", prerequisites),
+    ("pack", pack),
+)
+STAGE_NAMES = tuple(name for name, _ in STAGES)
+
+
+def run_stages(run: Run) -> Run:
+    for _, stage in STAGES:
+        stage(run)
+    return run
+
+
+def explain(run: Run) -> dict[str, Any]:
+    """The trace: the stages' own records, the filters and anchors, every omission once."""
+    assert run.pack is not None
+    return {
+        "filters": run.flt.model_dump(mode="json", exclude={"tenant", "principal"}),
+        "anchors": sorted(run.anchors),
+        "stages": run.stages,
+        "fallback": run.fallback,
+        "omitted": [{"id": doc_id, "reason": reason} for doc_id, reason in run.omitted.items()],
+        "context": {
+            "expanded": run.pack.expanded,
+            "cards": run.pack.cards,
+            "related": run.pack.related,
+            "dropped": run.pack.dropped,
+            "already_loaded": run.already,
+            "tokens": run.pack.tokens,
+        },
+    }
+
+
+def record_fetched(store: RecordStore, tenant: str, ids: list[str]) -> None:
+    """Remember which memories were fetched in full, per tenant (one row per memory id: bounded by
+    the tenant's curated memories; the boost is a fixed factor, not a count)."""
+    if ids:
+        store.add_delivered(tenant, *FETCHED, ids)
