@@ -24,7 +24,7 @@ def stack(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def episodes_in_feed(api: Api) -> dict[str, Any]:
-    changes = api.ok("GET", "/v1/changes?limit=1000")["changes"]
+    changes = api.ok("GET", "/v1/changes?limit=200")["changes"]
     return {c["id"]: c["record"] for c in changes if c["kind"] == "episode"}
 
 

@@ -275,3 +275,17 @@ def test_fresh_episodes_are_recalled_before_an_eventually_consistent_index_catch
     assert (response.explain or {})["stages"][0]["channels"]["fresh"] == 1
     clock.advance(seconds=121)
     assert recall(services, "boiler pressure", scope="root.acme.north", scoring={"fallback": "never"}).results == []
+
+
+def test_a_fact_folds_its_sources_and_a_stale_fact_is_marked_on_its_card(services: Services, clock: Any) -> None:
+    episode = remember(services, "The invoice contact for Pennine Joinery is Sam Patel.")
+    clock.advance(seconds=services.consolidation.deps.settings.settle_seconds + 1)
+    services.consolidation.start(WRITER, None)
+    facts = [f for f in services.store.list_facts("acme") if episode in f.source_episode_ids]
+    assert facts
+    services.store.put_facts([f.model_copy(update={"stale": True}) for f in facts])
+    response = recall(services, "invoice contact Pennine Joinery", disclosure={"expand_top": 0}, explain=True)
+    assert response.results[0].kind == "fact" and episode not in ids(response)
+    assert {"id": episode, "reason": f"source_of:{response.results[0].id}"} in (response.explain or {})["omitted"]
+    cards = [line for line in response.context.splitlines() if line.startswith("- fa_")]
+    assert cards and all(line.endswith(" (stale)") for line in cards)
