@@ -157,9 +157,10 @@ def search(run: Run) -> None:
 
 
 def _lexical(run: Run, k: int) -> list[tuple[Hit, float]]:
-    """BM25 hits for the anchor words, each with its score scaled by the top score."""
-    query = " ".join(sorted(anchor_rule.anchor_words(run.request.query or "")))
-    hits = run.deps.index.search_text(run.flt, query, k) if query else []
+    """BM25 hits, each with its score scaled by the top score. The raw query goes to the index: it
+    drops stopwords and generic words (`mneme.text`) and reads date phrases; a query without anchors
+    never gets here."""
+    hits = run.deps.index.search_text(run.flt, run.request.query or "", k) if run.anchors else []
     top = max((hit.score for hit in hits), default=1.0) or 1.0
     return [(hit, hit.score / top) for hit in hits]
 
