@@ -170,13 +170,13 @@ def test_erasure_leaves_a_tombstone_per_erased_record_with_ids_only(stack: Serve
     stack.admin.ok("POST", "/v1/remember", {"scope": "root.gone.deep", "content": "Secret.", "create_scope": True}, 201)
     memory = stack.admin.create_memory("note", "Secret note.", scope="root.gone")
     before = feed(reader)
-    cursor = reader.ok("GET", "/v1/changes?limit=1000")["next_cursor"]
+    cursor = reader.ok("GET", "/v1/changes?limit=200")["next_cursor"]
     ids = {c["id"]: c["kind"] for c in before if c["record"].get("parent_id", "") is not None}  # not root
 
     erased = stack.admin.call("DELETE", "/v1/scopes?path=root.gone&dry_run=false")
     assert erased.status_code == 200, erased.text
 
-    after = reader.ok("GET", f"/v1/changes?limit=1000&cursor={cursor}")["changes"]
+    after = reader.ok("GET", f"/v1/changes?limit=200&cursor={cursor}")["changes"]
     assert sorted((c["id"], c["kind"]) for c in after) == sorted(ids.items()) and len(ids) == 4
     assert all(c["deleted"] is True and c["record"] is None for c in after)
     assert memory["memory_id"] in {c["id"] for c in after}
