@@ -36,7 +36,7 @@ ANN_MIN_ROWS = 50_000  # an approximate index only for caches this big; smaller 
 EXACT_MAX = 20_000  # a mask keeping at most this many rows is scanned exactly (~2 ms)
 ANN_OVERFETCH = 4  # approximate candidates per wanted hit, rescored exactly
 ANN_MAX_CELLS = 1024  # inverted-file cells: sqrt(rows), 64 to this
-ANN_NPROBE = 32  # cells a query scans with no filter; divided by the mask's share otherwise
+ANN_NPROBE = 64  # cells a query scans with no filter; divided by the mask's share otherwise (32 gave 0.973 at 1M)
 
 
 def as_utc(value: datetime) -> datetime:
