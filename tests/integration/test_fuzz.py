@@ -174,6 +174,8 @@ def test_fuzz(target: tuple[str, dict[str, str]], method: str, path: str, mode: 
     def one(case: schemathesis.Case) -> None:
         nonlocal tried
         tried += 1
+        if mode is GenerationMode.NEGATIVE and any(value in ([], {}) for value in (case.query or {}).values()):
+            return  # an empty list or object is not sent at all: what reaches the server may be valid
         response = case.call(base_url=base_url, headers=headers, timeout=30)
         sent = f"{case.method} {case.formatted_path} query={case.query} body={json.dumps(case.body, default=str)[:500]}"
         try:
