@@ -313,11 +313,20 @@ def test_layers_round_trip_and_are_replaced_whole(store: RecordStore) -> None:
 def test_memory_round_trips_every_field_exactly(store: RecordStore) -> None:
     plus_two = timezone(timedelta(hours=2))
     memory = scoped(
-        "m1", "acme", "vat-policy", status="pending", version=3, summary="VAT rules",
-        tags=["vat", "tax", "vat"], triggers=["invoice", "ünïcode ✓"], confidence=0.1 + 0.2,
-        valid_until=datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=plus_two), review_due=T0,
-        depends_on=["m0", "m-1"], body="# Heading\n\n- line with `code` and \"quotes\"\n",
-    )  # fmt: skip
+        "m1",
+        "acme",
+        "vat-policy",
+        status="pending",
+        version=3,
+        summary="VAT rules",
+        tags=["vat", "tax", "vat"],
+        triggers=["invoice", "ünïcode ✓"],
+        confidence=0.1 + 0.2,
+        valid_until=datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=plus_two),
+        review_due=T0,
+        depends_on=["m0", "m-1"],
+        body='# Heading\n\n- line with `code` and "quotes"\n',
+    )
 
     store.create_memory(memory)
     got = store.get_memory(A, "m1")
@@ -525,9 +534,16 @@ def test_episodes_round_trip_exactly(store: RecordStore) -> None:
         "nested": {"list": [1, 2.5, None, "ü"]},
     }
     vector = [0.1, -0.2, 1 / 3, 0.0, -1e-30]
-    first = episode("e1", occurred_at=datetime(2025, 2, 1, 8, 0, 0, 1, tzinfo=timezone(timedelta(hours=-5))),
-                    metadata=metadata, vector=vector, model_id="minilm@384", session_id="s1", tier="daily",
-                    format="sttp")  # fmt: skip
+    first = episode(
+        "e1",
+        occurred_at=datetime(2025, 2, 1, 8, 0, 0, 1, tzinfo=timezone(timedelta(hours=-5))),
+        metadata=metadata,
+        vector=vector,
+        model_id="minilm@384",
+        session_id="s1",
+        tier="daily",
+        format="sttp",
+    )
     second = episode("e2")
 
     assert store.put_episodes([first, second]) == ([first, second], {"e1", "e2"})
@@ -702,8 +718,9 @@ def test_episodes_after_a_checkpoint_are_read_in_order_up_to_before(store: Recor
 
 def test_checkpoints_advance_only_from_the_expected_version(store: RecordStore) -> None:
     assert store.get_checkpoint(A, "s1") == Checkpoint(tenant=A, scope_id="s1")
-    first = Checkpoint(tenant=A, scope_id="s1", after_created_at=minutes(1), after_episode_id="e1", version=1,
-                       processed=1)  # fmt: skip
+    first = Checkpoint(
+        tenant=A, scope_id="s1", after_created_at=minutes(1), after_episode_id="e1", version=1, processed=1
+    )
 
     store.save_checkpoint(first, expected_version=0)
     with pytest.raises(Conflict):
@@ -736,8 +753,18 @@ def test_a_lease_is_held_until_it_expires_or_its_owner_releases_it(store: Record
 
 
 def test_facts_and_contradictions_round_trip_upsert_and_list(store: RecordStore) -> None:
-    f1 = fact("f1", entity="acme", property="vat", value="flat", valid_until=minutes(9), vector=[0.25, 1 / 3],
-              model_id="m@2", confidence=0.1 + 0.2, tier="daily", stale=True)  # fmt: skip
+    f1 = fact(
+        "f1",
+        entity="acme",
+        property="vat",
+        value="flat",
+        valid_until=minutes(9),
+        vector=[0.25, 1 / 3],
+        model_id="m@2",
+        confidence=0.1 + 0.2,
+        tier="daily",
+        stale=True,
+    )
     f2, f3 = fact("f2", scope_id="s2"), fact("f3")
     c1 = contradiction("c1")
 
@@ -848,9 +875,16 @@ def test_a_revision_changing_status_leaves_the_lists_of_its_old_status(store: Re
 def test_list_revisions_filters_by_memory_author_and_status_ordered_by_memory_then_author(
     store: RecordStore,
 ) -> None:
-    specs = [("m2", "bob", "open"), ("m1", "zed", "open"), ("m1", "amy", "approved"), ("m1", "bob", "open"),
-             ("m10", "amy", "rejected"), ("m2", "amy", "open"), ("m1", "bot#1", "open"),
-             ("m1", "bot", "open")]  # fmt: skip
+    specs = [
+        ("m2", "bob", "open"),
+        ("m1", "zed", "open"),
+        ("m1", "amy", "approved"),
+        ("m1", "bob", "open"),
+        ("m10", "amy", "rejected"),
+        ("m2", "amy", "open"),
+        ("m1", "bot#1", "open"),
+        ("m1", "bot", "open"),
+    ]
     for memory_id, author, status in specs:
         store.put_revision(revision(memory_id, author, status=status))
 
@@ -858,8 +892,16 @@ def test_list_revisions_filters_by_memory_author_and_status_ordered_by_memory_th
         return [(r.memory_id, r.author) for r in store.list_revisions(A, **filters)]
 
     assert listed() == [("m1", "bob"), ("m1", "bot"), ("m1", "bot#1"), ("m1", "zed"), ("m2", "amy"), ("m2", "bob")]
-    assert listed(status=None) == [("m1", "amy"), ("m1", "bob"), ("m1", "bot"), ("m1", "bot#1"), ("m1", "zed"),
-                                   ("m10", "amy"), ("m2", "amy"), ("m2", "bob")]  # fmt: skip
+    assert listed(status=None) == [
+        ("m1", "amy"),
+        ("m1", "bob"),
+        ("m1", "bot"),
+        ("m1", "bot#1"),
+        ("m1", "zed"),
+        ("m10", "amy"),
+        ("m2", "amy"),
+        ("m2", "bob"),
+    ]
     assert listed(memory_id="m1") == [("m1", "bob"), ("m1", "bot"), ("m1", "bot#1"), ("m1", "zed")]  # not m10's
     assert listed(memory_id="m1", status=None)[0] == ("m1", "amy")
     assert listed(memory_id="m10") == [] and listed(memory_id="m10", status="rejected") == [("m10", "amy")]
@@ -880,9 +922,8 @@ def test_history_is_append_only_and_listed_in_append_order_per_memory(store: Rec
     created = history("m1", 1, "created", status="pending", at=minutes(0))
     approved = history("m1", 1, "approved", approved_by="carol", at=minutes(0))  # the same instant
     other = history("m10", 1, "created")
-    edited = history(
-        "m1", 2, "edited", changes={"body": ["v1", "v2"], "confidence": [None, 1.0]}, reason="typo", at=minutes(-5)
-    )  # fmt: skip  (an earlier `at` appended later: append order wins)
+    changes = {"body": ["v1", "v2"], "confidence": [None, 1.0]}
+    edited = history("m1", 2, "edited", changes=changes, reason="typo", at=minutes(-5))  # earlier `at`, appended later
 
     for entry in (created, approved, other, edited, edited):
         store.add_history(entry)
@@ -932,8 +973,15 @@ def test_every_record_write_reaches_the_feed_once_at_its_latest_change(store: Re
     store.put_facts([fact("f1")], [contradiction("c1")])
     store.create_memory(scoped("m2", "acme", "k2"))
 
-    assert feed(store) == [("scope", "r"), ("scope", "acme"), ("memory", "m1"), ("episode", "e1"), ("episode", "e2"),
-                           ("fact", "f1"), ("memory", "m2")]  # fmt: skip
+    assert feed(store) == [
+        ("scope", "r"),
+        ("scope", "acme"),
+        ("memory", "m1"),
+        ("episode", "e1"),
+        ("episode", "e2"),
+        ("fact", "f1"),
+        ("memory", "m2"),
+    ]
 
     store.rename_scope(A, "r", "root-2", T0)
     store.update_memory(memory.model_copy(update={"body": "v2", "version": 2}), expected_version=1)
@@ -948,8 +996,15 @@ def test_every_record_write_reaches_the_feed_once_at_its_latest_change(store: Re
     store.put_api_key(api_key("k1"))
     store.add_delivered(A, "bot", "s1", ["m1"])
 
-    assert feed(store) == [("scope", "acme"), ("episode", "e1"), ("episode", "e2"), ("memory", "m2"),
-                           ("scope", "r"), ("memory", "m1"), ("fact", "f1")]  # fmt: skip
+    assert feed(store) == [
+        ("scope", "acme"),
+        ("episode", "e1"),
+        ("episode", "e2"),
+        ("memory", "m2"),
+        ("scope", "r"),
+        ("memory", "m1"),
+        ("fact", "f1"),
+    ]
 
 
 def test_a_failed_write_leaves_the_feed_as_it_was(store: RecordStore) -> None:

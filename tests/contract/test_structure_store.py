@@ -96,16 +96,24 @@ def build(store: RecordStore, tenant: str = A) -> None:
     for node in (ca, scope("cg", c, "globex", tenant), pi, scope("cav", ca, "vat", tenant)):
         store.create_scope(node)
     store.create_scope(scope("pin", pi, "notes", tenant))
-    for memory_id, scope_id, key in (("m-vat", "cav", "policy"), ("m-pros", "p", "pitch"), ("m-init", "pi", "intro"),
-                                     ("m-note", "pin", "note"), ("m-arch", "ar", "old")):  # fmt: skip
+    for memory_id, scope_id, key in (
+        ("m-vat", "cav", "policy"),
+        ("m-pros", "p", "pitch"),
+        ("m-init", "pi", "intro"),
+        ("m-note", "pin", "note"),
+        ("m-arch", "ar", "old"),
+    ):
         store.create_memory(scoped(memory_id, scope_id, key, tenant))
     store.create_memory(scoped("m-gone", "p", "pitch-v0", tenant, status="archived"))
     store.create_memory(tagged("t-vat", "services", "vat", "deadline", tenant))
     store.create_memory(tagged("t-all", "services", None, "style", tenant))
-    store.put_episodes([episode(f"e-{s}", minute=n, tenant=tenant, scope_id=s)
-                        for n, s in enumerate(("cav", "p", "pi", "pin", "ar"))])  # fmt: skip
-    store.put_facts([fact(f"f-{s}", scope_id=s, tenant=tenant) for s in ("cav", "p", "pi", "ar")],
-                    [contradiction("x-pi", scope_id="pi", tenant=tenant)])  # fmt: skip
+    store.put_episodes(
+        [episode(f"e-{s}", minute=n, tenant=tenant, scope_id=s) for n, s in enumerate(("cav", "p", "pi", "pin", "ar"))]
+    )
+    store.put_facts(
+        [fact(f"f-{s}", scope_id=s, tenant=tenant) for s in ("cav", "p", "pi", "ar")],
+        [contradiction("x-pi", scope_id="pi", tenant=tenant)],
+    )
 
 
 def compiler(store: RecordStore) -> StructureService:
@@ -114,8 +122,9 @@ def compiler(store: RecordStore) -> StructureService:
 
 
 def draft_of(*ops: dict[str, Any], draft_id: str = "d1", tenant: str = A) -> Draft:
-    return Draft(tenant=tenant, draft_id=draft_id, author="ada", operations=OPS.validate_python(list(ops)),
-                 created_at=T0)  # fmt: skip
+    return Draft(
+        tenant=tenant, draft_id=draft_id, author="ada", operations=OPS.validate_python(list(ops)), created_at=T0
+    )
 
 
 def published(draft: Draft) -> Draft:
@@ -223,11 +232,21 @@ def test_erasure_deletes_every_kind_for_good_and_only_in_the_subtree(store: Reco
     assert store.get_checkpoint(A, "pi").version == 0
     assert store.acquire_lease(A, "pi", "w2", T0, timedelta(hours=1)) is True  # the old lease is gone
     assert store.list_dirty(A, 10) == [(A, "cav")]
-    kinds = {"p": "scope", "pi": "scope", "pin": "scope", "m-pros": "memory", "m-gone": "memory",
-             "m-init": "memory", "m-note": "memory", "e-p": "episode", "e-pi": "episode", "e-pin": "episode",
-             "f-p": "fact", "f-pi": "fact"}  # fmt: skip
-    tombstones = [(kind, record_id) for _, kind, record_id in store.list_changes(A, None, 1000)
-                  if record_id in gone]  # fmt: skip
+    kinds = {
+        "p": "scope",
+        "pi": "scope",
+        "pin": "scope",
+        "m-pros": "memory",
+        "m-gone": "memory",
+        "m-init": "memory",
+        "m-note": "memory",
+        "e-p": "episode",
+        "e-pi": "episode",
+        "e-pin": "episode",
+        "f-p": "fact",
+        "f-pi": "fact",
+    }
+    tombstones = [(kind, record_id) for _, kind, record_id in store.list_changes(A, None, 1000) if record_id in gone]
     assert sorted(tombstones) == sorted((f"deleted:{kinds[i]}", i) for i in gone)  # one tombstone each, ids only
     # the rest of the tenant is untouched
     assert path_of(store, "root.clients.acme.vat") == "root.clients.acme.vat"
@@ -240,15 +259,33 @@ def test_erasure_deletes_every_kind_for_good_and_only_in_the_subtree(store: Reco
     assert store.acquire_lease(A, "cav", "w2", T0, timedelta(hours=1)) is False
     assert len(store.list_revisions(A, memory_id="m-vat", status=None)) == 2 and store.list_history(A, "m-vat")
     assert {record_id for kind, record_id in changed(store) if not kind.startswith("deleted:")} == {
-        "r", "c", "ca", "cav", "cg", "l", "ar", "m-vat", "m-arch", "t-vat", "t-all", "e-cav", "e-ar", "f-cav", "f-ar"
-    }  # fmt: skip
+        "r",
+        "c",
+        "ca",
+        "cav",
+        "cg",
+        "l",
+        "ar",
+        "m-vat",
+        "m-arch",
+        "t-vat",
+        "t-all",
+        "e-cav",
+        "e-ar",
+        "f-cav",
+        "f-ar",
+    }
     # and so is every other tenant
     assert scope_at(store, B, "root.prospects.initech.notes") == "pin"
     assert store.get_memory(B, "m-pros") is not None and set(store.get_episodes(B, ["e-p", "e-pi"])) == {"e-p", "e-pi"}
     assert changed(store, B) == other_tenant_feed
     # erasing again finds nothing more and fails on nothing
-    assert store.erase_scopes(A, ERASED_SCOPES, dry_run=False)[0] == {"scopes": 3, "memories": 0, "episodes": 0,
-                                                                       "facts": 0}  # fmt: skip
+    assert store.erase_scopes(A, ERASED_SCOPES, dry_run=False)[0] == {
+        "scopes": 3,
+        "memories": 0,
+        "episodes": 0,
+        "facts": 0,
+    }
 
 
 def test_dynamodb_erasure_leaves_no_item_naming_an_erased_record(aws: Any) -> None:
@@ -267,9 +304,17 @@ def test_dynamodb_erasure_leaves_no_item_naming_an_erased_record(aws: Any) -> No
 
     def naming(erased: set[str]) -> list[dict[str, Any]]:
         """Items with an erased id as a key part or as an id attribute (delivered ids aside)."""
-        return [item for item in scan(aws) if item["item_type"]["S"] != "delivered"
-                and ({item[n]["S"] for n in names if "S" in item.get(n, {})}
-                     | set(item["PK"]["S"].split("#")) | set(item["SK"]["S"].split("#"))) & erased]  # fmt: skip
+        return [
+            item
+            for item in scan(aws)
+            if item["item_type"]["S"] != "delivered"
+            and (
+                {item[n]["S"] for n in names if "S" in item.get(n, {})}
+                | set(item["PK"]["S"].split("#"))
+                | set(item["SK"]["S"].split("#"))
+            )
+            & erased
+        ]
 
     assert len(naming({"p", "pi", "pin", "m-pros", "e-pi", "f-pi"})) > 30
     _, erased = store.erase_scopes(A, ERASED_SCOPES, dry_run=False)
@@ -284,8 +329,10 @@ def test_dynamodb_erasure_leaves_no_item_naming_an_erased_record(aws: Any) -> No
 
 # -- drafts -------------------------------------------------------------------------------------
 def test_drafts_round_trip_and_are_replaced(store: RecordStore) -> None:
-    draft = draft_of({"op": "move", "path": "root.prospects", "new_parent": "root.leads"},
-                     {"op": "layers", "layers": {"1": "groups"}})  # fmt: skip
+    draft = draft_of(
+        {"op": "move", "path": "root.prospects", "new_parent": "root.leads"},
+        {"op": "layers", "layers": {"1": "groups"}},
+    )
 
     assert store.get_draft(A, "d1") is None
     store.put_draft(draft)
@@ -498,10 +545,27 @@ def test_dynamodb_the_big_draft_takes_many_steps(aws: Any) -> None:
 
     kinds = [kind for kind, _ in journal_steps(plan)]
 
-    assert kinds == ["vacate", "place", "repoint", "repoint", "remove", "alias", "move_memories", "move_records",
-                     "move_records", "layers", "rename_layer"]  # fmt: skip
-    assert reference.get_journal(A, "d1") == {"draft_id": "d1", "status": "done", "cursor": 11, "steps": 11,
-                                              "next_step": "", "now": T1}  # fmt: skip
+    assert kinds == [
+        "vacate",
+        "place",
+        "repoint",
+        "repoint",
+        "remove",
+        "alias",
+        "move_memories",
+        "move_records",
+        "move_records",
+        "layers",
+        "rename_layer",
+    ]
+    assert reference.get_journal(A, "d1") == {
+        "draft_id": "d1",
+        "status": "done",
+        "cursor": 11,
+        "steps": 11,
+        "next_step": "",
+        "now": T1,
+    }
 
 
 @pytest.mark.usefixtures("cheap_moto_transactions")
