@@ -138,7 +138,7 @@ def seed(client: MnemeClient, count: int) -> None:
 
 def verify(client: MnemeClient, acked: list[str]) -> int:
     """How many acknowledged episodes are missing from the change feed (or unreadable there)."""
-    seen = {ch.id for ch in client.iter_changes(page_size=500) if ch.kind == "episode" and ch.record is not None}
+    seen = {ch.id for ch in client.iter_changes(page_size=200) if ch.kind == "episode" and ch.record is not None}
     return len(set(acked) - seen)
 
 

@@ -8,6 +8,7 @@ lives in `MnemeResolver.resolve`.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -48,17 +49,52 @@ def _validation_details(error: RequestValidationError) -> list[dict[str, Any]]:
 
 
 class MnemeResolver(APIGatewayRestResolver):
-    """Admits each request once (see `admission.admit`) before the body is parsed or validated."""
+    """Admits each request once (see `admission.admit`) before the body is parsed or validated.
+
+    Powertools keeps the request being served on the class (`BaseRouter.current_event`, shared by every
+    resolver of the process) and its routing context on the instance: fine for Lambda, one request per
+    process at a time, but `mneme serve` runs the same functions on many threads. Here all three are
+    per thread, so concurrent requests never see each other's event, caller or arguments.
+    """
 
     def __init__(self) -> None:
+        self._request = threading.local()
         super().__init__(enable_validation=True)
 
+    @property
+    def current_event(self) -> Any:
+        return self._request.event
+
+    @current_event.setter
+    def current_event(self, value: Any) -> None:
+        self._request.event = value
+
+    @property
+    def lambda_context(self) -> Any:
+        return self._request.lambda_context
+
+    @lambda_context.setter
+    def lambda_context(self, value: Any) -> None:
+        self._request.lambda_context = value
+
+    @property
+    def context(self) -> dict[str, Any]:
+        if not hasattr(self._request, "context"):
+            self._request.context = {}
+        return self._request.context  # type: ignore[no-any-return]
+
+    @context.setter
+    def context(self, value: dict[str, Any]) -> None:
+        self._request.context = value
+
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        self.context = {}
         try:
             found, admitted = admit(event)
         except MnemeError as error:
             logger.info("request refused", extra={"code": error.code, "status": error.status})
             return proxy_error(error)
+        self.current_event, self.lambda_context = self._to_proxy_event(dict(admitted)), context
         if found is not None:
             self.append_context(caller=found)
             logger.append_keys(tenant=found.tenant, principal=found.principal)

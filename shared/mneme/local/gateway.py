@@ -4,12 +4,7 @@ route (the one 404 / 405, `routes.resolve`), run the authorizer, then invoke the
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import json
-import queue
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from mneme import routes
@@ -44,40 +39,7 @@ def authorize(route: routes.Route, method: str, path: str, authorization: str | 
     return {**result["context"], "principalId": result["principalId"]}
 
 
-# A Powertools resolver keeps the request it is serving on itself (`app.current_event`), so one
-# resolver must not serve two requests at once. Concurrent requests to a function each borrow a
-# handler: the function module's own when it is free, else an independent copy of the module
-# (its own resolver), kept for reuse.
-_IDLE: dict[str, queue.SimpleQueue[Any]] = {}
-_IDLE_LOCK = threading.Lock()
-
-
-def _module_copy(name: str) -> Any:
-    spec = importlib.util.find_spec(f"functions.{name}")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.handler
-
-
-@contextmanager
-def _borrowed(name: str) -> Iterator[Any]:
-    with _IDLE_LOCK:
-        idle = _IDLE.get(name)
-        if idle is None:
-            idle = _IDLE[name] = queue.SimpleQueue()
-            idle.put(function(name))
-    try:
-        handler = idle.get_nowait()
-    except queue.Empty:
-        handler = _module_copy(name)
-    try:
-        yield handler
-    finally:
-        idle.put(handler)
-
-
 def invoke(route: routes.Route, event: dict[str, Any]) -> dict[str, Any]:
-    with _borrowed(route.function) as handler:
-        response: dict[str, Any] = handler(event, LocalContext(route.function))
+    """Run the route's function; its resolver keeps each thread's request apart (`http.api.MnemeResolver`)."""
+    response: dict[str, Any] = function(route.function)(event, LocalContext(route.function))
     return response
