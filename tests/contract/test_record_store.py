@@ -13,6 +13,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from moto import mock_aws
@@ -591,6 +592,22 @@ def test_an_id_repeated_in_one_batch_is_written_once(store: RecordStore) -> None
     assert store.get_episodes(A, ["e1"]) == {"e1": episode("e1")}
 
 
+@pytest.fixture
+def one_moto_call_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DynamoDB applies a TransactWriteItems atomically (a concurrent read or conditional put sees all of it
+    or none); moto applies its items one by one, so a racing caller can slip a put between them. Serialising
+    moto's calls restores that isolation; the callers' read-then-conditional-write race stays real."""
+    lock = threading.Lock()
+    real = BaseClient._make_api_call
+
+    def atomic(self: BaseClient, operation: str, params: dict[str, Any]) -> Any:
+        with lock:
+            return real(self, operation, params)
+
+    monkeypatch.setattr(BaseClient, "_make_api_call", atomic)
+
+
+@pytest.mark.usefixtures("one_moto_call_at_a_time")
 def test_of_concurrent_writers_of_one_id_exactly_one_learns_it_wrote_it(store: RecordStore) -> None:
     """The conditional write decides who created an episode; everyone gets the stored record."""
     barrier = threading.Barrier(6)
