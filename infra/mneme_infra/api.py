@@ -77,7 +77,7 @@ GATEWAY_ERRORS = (
 API_ACKNOWLEDGMENTS = (
     Acknowledgment(
         id="AwsSolutions-COG4",
-        reason="Callers are agents holding Mneme API keys (DESIGN.md section 7), checked by the TOKEN "
+        reason="Callers are agents holding Mneme API keys (docs/architecture.md), checked by the TOKEN "
         "authorizer; there are no Cognito users.",
     ),
     Acknowledgment(
@@ -156,7 +156,7 @@ class Api(Construct):
                     route.method, integrations[route.function], authorization_type=apigw.AuthorizationType.NONE
                 )
                 Validations.of(public).acknowledge(
-                    Acknowledgment(id="AwsSolutions-APIG4", reason="Public by design (DESIGN.md section 7): health.")
+                    Acknowledgment(id="AwsSolutions-APIG4", reason="Public by design (docs/architecture.md): health.")
                 )
             else:
                 resource.add_method(route.method, integrations[route.function], authorizer=token_authorizer)

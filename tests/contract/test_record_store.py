@@ -13,7 +13,6 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from moto import mock_aws
@@ -26,6 +25,7 @@ from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run, Sta
 from mneme.errors import Conflict, StoreUnavailable
 from mneme.models import ApiKey, Episode, HistoryEntry, Memory, Revision, Role, Scope
 from mneme.ports import RecordStore
+from tests.support.moto import one_call_at_a_time
 
 TABLE = "mneme-contract"
 T0 = datetime(2025, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
@@ -594,17 +594,7 @@ def test_an_id_repeated_in_one_batch_is_written_once(store: RecordStore) -> None
 
 @pytest.fixture
 def one_moto_call_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    """DynamoDB applies a TransactWriteItems atomically (a concurrent read or conditional put sees all of it
-    or none); moto applies its items one by one, so a racing caller can slip a put between them. Serialising
-    moto's calls restores that isolation; the callers' read-then-conditional-write race stays real."""
-    lock = threading.Lock()
-    real = BaseClient._make_api_call
-
-    def atomic(self: BaseClient, operation: str, params: dict[str, Any]) -> Any:
-        with lock:
-            return real(self, operation, params)
-
-    monkeypatch.setattr(BaseClient, "_make_api_call", atomic)
+    one_call_at_a_time(monkeypatch)
 
 
 @pytest.mark.usefixtures("one_moto_call_at_a_time")

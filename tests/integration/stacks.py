@@ -24,6 +24,7 @@ from mneme.settings import Settings
 from tests.conftest import FixedClock
 from tests.integration.helpers import Api
 from tests.support.embedding import HashEmbedder
+from tests.support.moto import one_call_at_a_time
 
 STORES = ("sqlite", "dynamodb")
 
@@ -39,13 +40,14 @@ class Served:
         return self.admin.as_key(secret)
 
 
-def _store(kind: str, tmp_path: Path) -> RecordStore:
+def _store(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RecordStore:
     if kind == "sqlite":
         from mneme.adapters.sqlite_store import SqliteRecordStore
 
         return SqliteRecordStore(tmp_path / "mneme.db")
     from mneme.adapters.dynamo_store import DynamoRecordStore, create_table
 
+    one_call_at_a_time(monkeypatch)  # the server's threads race; moto must be as isolated as DynamoDB
     client = boto3.client("dynamodb", region_name="eu-west-1")
     create_table(client, "mneme-it")
     return DynamoRecordStore("mneme-it", client=client, feed_horizon_seconds=0)
@@ -64,7 +66,7 @@ def served(
         clock = FixedClock()
         services = bootstrap.build(
             Settings(home=tmp_path, cursor_secret="integration-secret"),  # type: ignore[arg-type]
-            store=_store(kind, tmp_path),
+            store=_store(kind, tmp_path, monkeypatch),
             clock=clock,
             embedder=embedder or HashEmbedder(),
             index=SqliteSearchIndex(tmp_path / "index.db"),
