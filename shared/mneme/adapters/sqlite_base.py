@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +21,39 @@ CREATE TABLE IF NOT EXISTS feed (
     tenant TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, ts TEXT NOT NULL, PRIMARY KEY (tenant, id));
 CREATE UNIQUE INDEX IF NOT EXISTS feed_order ON feed (tenant, ts, id);
 """
-_IDLE_MAX = 16  # idle connections kept; more are closed when given back
+
+
+class ConnectionPool:
+    """Idle connections to one SQLite file, borrowed for one call and given back; at most `keep` stay open."""
+
+    def __init__(self, open_connection: Callable[[], sqlite3.Connection], keep: int = 16) -> None:
+        self._open, self._keep = open_connection, keep
+        self._lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []
+
+    @contextmanager
+    def borrow(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = self._open()
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:  # an interrupted call: never hand on an open transaction
+                conn.execute("ROLLBACK")
+            with self._lock:
+                keep = len(self._idle) < self._keep
+                if keep:
+                    self._idle.append(conn)
+            if not keep:
+                conn.close()
+
+    def drain(self) -> list[sqlite3.Connection]:
+        """Every idle connection, taken out of the pool (the caller closes them)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        return idle
 
 
 def utc_text(value: datetime) -> str:
@@ -35,8 +67,7 @@ class SqliteBase:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()  # writers, and the first open (which creates the schema)
-        self._pool_lock = threading.Lock()
-        self._idle: list[sqlite3.Connection] = []
+        self._pool = ConnectionPool(self._open)
         self._schema_ready = False
         self._writing = threading.local()  # the connection of this thread's open transaction
 
@@ -63,31 +94,17 @@ class SqliteBase:
         if current is not None:
             yield current
             return
-        with self._pool_lock:
-            conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            conn = self._open()
-        try:
+        with self._pool.borrow() as conn:
             yield conn
-        finally:
-            if conn.in_transaction:  # an interrupted call: never hand on an open transaction
-                conn.execute("ROLLBACK")
-            with self._pool_lock:
-                keep = len(self._idle) < _IDLE_MAX
-                if keep:
-                    self._idle.append(conn)
-            if not keep:
-                conn.close()
 
     def close(self) -> None:
         """Checkpoint the WAL and close the idle connections (the next call reopens)."""
-        with self._lock, self._pool_lock:
-            for i, conn in enumerate(self._idle):
+        with self._lock:
+            for i, conn in enumerate(self._pool.drain()):
                 if i == 0:
                     with suppress(sqlite3.Error):
                         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 conn.close()
-            self._idle = []
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:

@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from mneme.adapters.sqlite_base import ConnectionPool
 from mneme.adapters.vector_cache import CacheSet, Rows, VectorCache, ann_available, as_utc, normalised_vector
 from mneme.errors import InvalidInput, StoreUnavailable
 from mneme.search_models import Hit, IndexDocument, SearchFilter
@@ -204,9 +205,6 @@ class _SharedLock:
                 self._cond.notify_all()
 
 
-_IDLE_MAX = 16  # idle connections kept in the pool
-
-
 class SqliteSearchIndex:
     """`mneme.ports.SearchIndex` over one SQLite file; safe to share between threads."""
 
@@ -227,8 +225,7 @@ class SqliteSearchIndex:
         # Text plan choice: subtree-first when subtree size x query words is at most this.
         self._subtree_first_max = subtree_first_max
         self._lock = threading.RLock()  # writers; also every call on ":memory:" (one connection)
-        self._pool_lock = threading.Lock()
-        self._idle: list[sqlite3.Connection] = []
+        self._pool = ConnectionPool(self._open)
         self._ready = False  # schema created (and migrated) by the first connection
         self._memory: sqlite3.Connection | None = None
         self._caches = CacheSet()
@@ -245,21 +242,8 @@ class SqliteSearchIndex:
                         self._memory = self._open()
                     yield self._memory
                 return
-            with self._pool_lock:
-                conn = self._idle.pop() if self._idle else None
-            if conn is None:
-                conn = self._open()
-            try:
+            with self._pool.borrow() as conn:
                 yield conn
-            finally:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                with self._pool_lock:
-                    keep = len(self._idle) < _IDLE_MAX
-                    if keep:
-                        self._idle.append(conn)
-                if not keep:
-                    conn.close()
         except sqlite3.OperationalError as exc:
             raise StoreUnavailable(f"search index unavailable: {exc}") from exc
 
@@ -312,10 +296,9 @@ class SqliteSearchIndex:
                 raise
 
     def close(self) -> None:
-        with self._lock, self._pool_lock:
-            for conn in self._idle:
+        with self._lock:
+            for conn in self._pool.drain():
                 conn.close()
-            self._idle = []
             if self._memory is not None:
                 self._memory.close()
                 self._memory = None
