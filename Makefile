@@ -32,9 +32,9 @@ install: $(STAMP)  ## create .venv with every dependency
 serve: $(SERVE_STAMP)  ## start Mneme locally on the embedded engine (http://127.0.0.1:8080)
 	$(BIN)/mneme serve
 
-# Coverage floor of `make test` (and so `make check`): the unit tier alone covered 61 % of `mneme` on
-# 2026-11-30 (`pytest tests/unit --cov=mneme`), a lower bound of the whole suite's figure. Raise it, never lower it.
-COVERAGE_FLOOR := 61
+# Coverage floor of `make test` (and so `make check`): the whole suite covered 93.9 % of `mneme` on a fresh
+# clone on 2026-11-30 (`make test`). Raise it, never lower it.
+COVERAGE_FLOOR := 90
 
 test: $(STAMP) node_modules/.installed  ## run every test tier (unit, contract, integration, infra, cloud) with the coverage floor
 	$(BIN)/pytest tests --cov=mneme --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR)
