@@ -27,11 +27,11 @@ from tests.cloud.deployment import Deployment, Invocation
 from tests.cloud.gateway import Gateway, Response
 from tests.cloud.report import write_report
 from tests.cloud.template import REGION, Template
+from tests.support.osmem import started_osmem
 
 pytest.importorskip("aws_cdk")
 moto = pytest.importorskip("moto")
 jsonata = pytest.importorskip("jsonata")
-osmem_server = pytest.importorskip("osmem_server")
 
 _TEMPLATES: list[Template] = []
 
@@ -54,12 +54,7 @@ def local_model() -> Any:
 
 @pytest.fixture(scope="session")
 def osmem() -> Iterator[Any]:
-    try:
-        server = osmem_server.OsmemServer.start(japanese=False)
-    except osmem_server.OsmemError as exc:  # e.g. no bundled binary for this platform
-        pytest.skip(f"osmem-server did not start: {exc}")
-    yield server
-    server.close()
+    yield from started_osmem()
 
 
 @dataclass

@@ -37,6 +37,7 @@ from mneme.errors import InvalidInput, StoreUnavailable
 from mneme.search_models import IndexDocument
 from tests.contract import test_search_index as suite
 from tests.contract.test_search_index import DIM, MODEL, doc, flt, ids, search
+from tests.support.osmem import started_osmem
 
 # Re-collect the contract tests here; the `index` fixture below replaces the suite's adapters.
 globals().update(
@@ -57,14 +58,7 @@ VECTOR_ONLY_TESTS = {
 
 @pytest.fixture(scope="module")
 def osmem() -> Iterator[Any]:
-    """One osmem-server per module (without Japanese analysis); tests take clones of it."""
-    osmem_server = pytest.importorskip("osmem_server")
-    try:
-        server = osmem_server.OsmemServer.start(japanese=False)
-    except osmem_server.OsmemError as exc:  # e.g. no bundled binary for this platform
-        pytest.skip(f"osmem-server did not start: {exc}")
-    yield server
-    server.close()
+    yield from started_osmem()
 
 
 @pytest.fixture
