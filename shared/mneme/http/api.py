@@ -89,6 +89,7 @@ class MnemeResolver(APIGatewayRestResolver):
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         self.context = {}
+        logger.thread_safe_clear_keys()  # the caller's keys label this thread's records only (mneme serve)
         try:
             found, admitted = admit(event)
         except MnemeError as error:
@@ -97,7 +98,7 @@ class MnemeResolver(APIGatewayRestResolver):
         self.current_event, self.lambda_context = self._to_proxy_event(dict(admitted)), context
         if found is not None:
             self.append_context(caller=found)
-            logger.append_keys(tenant=found.tenant, principal=found.principal)
+            logger.thread_safe_append_keys(tenant=found.tenant, principal=found.principal)
         return super().resolve(admitted, context)
 
 
