@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export POWERTOOLS_TRACE_DISABLED := true
 export POWERTOOLS_METRICS_DISABLED := true
 
-.PHONY: help install serve test unit contract integration infra cloud lint typecheck check synth fuzz openapi bench clean
+.PHONY: help install serve test unit contract integration infra cloud browser lint typecheck check synth fuzz openapi bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -53,6 +53,9 @@ infra: $(STAMP) node_modules/.installed  ## CDK synth tests
 
 cloud: $(STAMP) node_modules/.installed  ## the synthesized app run as deployed (moto, osmem, Bedrock double); -s prints the IAM table
 	$(BIN)/pytest tests/cloud
+
+browser: $(STAMP)  ## the console in headless Chromium (needs /usr/bin/chromium); screenshots in .artifacts/console/
+	$(BIN)/pytest tests/browser
 
 lint: $(STAMP)  ## ruff lint and format check
 	$(BIN)/ruff check .

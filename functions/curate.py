@@ -6,6 +6,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from mneme import bootstrap
+from mneme.http import console
 from mneme.http.api import build_resolver, caller, json_response
 from mneme.http.lambda_entry import lambda_handler
 from mneme.http.schemas import (
@@ -41,6 +42,13 @@ def _memory_view(memory: Memory) -> dict[str, Any]:
         target = tag_label(memory)
     view = memory.model_dump(mode="json", exclude={"tenant", "scope_id", "layer", "value"})
     return {**view, "target": target}
+
+
+@app.get("/v1/me")
+def me() -> dict[str, Any]:
+    """The caller as its key names it: what the console shows and which actions it offers."""
+    who = caller(app)
+    return {"tenant": who.tenant, "principal": who.principal, "roles": [r.value for r in Role if r in who.roles]}
 
 
 @app.get("/v1/scopes")
@@ -98,8 +106,8 @@ def edit_memory(memory_id: str, request: Annotated[EditMemoryRequest, Body()]) -
 
 @app.post("/v1/memories/<memory_id>/approve")
 def approve_memory(memory_id: str, request: Annotated[DecisionRequest | None, Body()] = None) -> dict[str, Any]:
-    author = request.author if request else None
-    return _memory_view(bootstrap.current().review.approve(caller(app), memory_id, author))
+    author, reason = (request.author, request.reason) if request else (None, None)
+    return _memory_view(bootstrap.current().review.approve(caller(app), memory_id, author, reason))
 
 
 @app.post("/v1/memories/<memory_id>/reject")
@@ -167,6 +175,16 @@ def list_keys() -> dict[str, Any]:
 def revoke_key(key_id: str, _: Annotated[NoBody | None, Body()] = None) -> dict[str, Any]:
     bootstrap.current().keys.revoke(caller(app).tenant, key_id)
     return {"key_id": key_id, "revoked": True}
+
+
+@app.get("/console", include_in_schema=False)
+def console_page() -> Response[str]:
+    return console.page()
+
+
+@app.get("/console/<asset>", include_in_schema=False)
+def console_asset(asset: str) -> Response[str]:
+    return console.asset(asset)
 
 
 handler = lambda_handler(app)

@@ -19,7 +19,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.mneme_infra.config import InfraConfig
-from mneme.routes import ROUTES, Route
+from mneme.routes import PAGES, ROUTES, Route
 
 F = apigw.AccessLogField
 ACCESS_LOG_FIELDS = {
@@ -107,7 +107,7 @@ class Api(Construct):
         config: InfraConfig,
         handlers: Mapping[str, lambda_.IFunction],
         authorizer: lambda_.IFunction,
-        routes: Sequence[Route] = ROUTES,
+        routes: Sequence[Route] = ROUTES + PAGES,
     ) -> None:
         super().__init__(scope, construct_id)
         access_log_options: dict[str, Any] = {}
@@ -156,7 +156,11 @@ class Api(Construct):
                     route.method, integrations[route.function], authorization_type=apigw.AuthorizationType.NONE
                 )
                 Validations.of(public).acknowledge(
-                    Acknowledgment(id="AwsSolutions-APIG4", reason="Public by design (docs/architecture.md): health.")
+                    Acknowledgment(
+                        id="AwsSolutions-APIG4",
+                        reason="Public by design (docs/architecture.md, docs/console.md): health and the console's "
+                        "static files, which hold no data; every API call the console makes needs a key.",
+                    )
                 )
             else:
                 resource.add_method(route.method, integrations[route.function], authorizer=token_authorizer)

@@ -42,6 +42,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/changes", "recall", R, query=("cursor", "limit")),
     Route("POST", "/v1/consolidate", "consolidate", W),
     Route("GET", "/v1/consolidations/{run_id}", "consolidate", R),
+    Route("GET", "/v1/me", "curate", R),
     Route("GET", "/v1/scopes", "curate", R, query=("path",)),
     Route("POST", "/v1/scopes", "curate", ADMIN),
     Route("POST", "/v1/scopes/rename", "curate", ADMIN),
@@ -63,19 +64,26 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/keys/{key_id}/revoke", "curate", ADMIN),
 )
 
+#: The console (docs/console.md): static files, open like health (the page asks for a key and sends it only
+#: to the API routes above). Not part of the API document; served by curate in AWS and by `mneme serve`.
+PAGES: tuple[Route, ...] = (
+    Route("GET", "/console", "curate", None),
+    Route("GET", "/console/{asset}", "curate", None),
+)
+
 FUNCTIONS: tuple[str, ...] = tuple(dict.fromkeys(route.function for route in ROUTES))
 
 
 def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
     """The route for a request and its path parameters; None when nothing matches."""
-    for route in ROUTES:
+    for route in ROUTES + PAGES:
         if route.method == method and (found := route.pattern.match(path)):
             return route, found.groupdict()
     return None
 
 
 def allowed_methods(path: str) -> list[str]:
-    return sorted({route.method for route in ROUTES if route.pattern.match(path)})
+    return sorted({route.method for route in ROUTES + PAGES if route.pattern.match(path)})
 
 
 def resolve(method: str, path: str) -> tuple[Route, dict[str, str]]:

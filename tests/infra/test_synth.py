@@ -13,7 +13,7 @@ from aws_cdk.assertions import Match
 
 from infra.mneme_infra.specs import AUTHORIZER, EXTRA_FUNCTIONS, REPAIR, SCHEDULE, SPECS, STAGES
 from infra.mneme_infra.storage import TABLE_SCHEMA
-from mneme.routes import FUNCTIONS, ROUTES
+from mneme.routes import FUNCTIONS, PAGES, ROUTES
 from tests.infra.synth import GSI_SCHEMA, VARIANT, Synth, as_list, synthesize
 
 WRITE_ACTIONS = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
@@ -204,9 +204,9 @@ def test_only_the_run_starters_may_start_executions_and_only_recall_reads_the_cu
 # -- api -----------------------------------------------------------------------------------------------
 def test_every_route_is_a_method_on_its_path_integrated_with_its_function(default: Synth) -> None:
     methods = api_methods(default)
-    assert set(methods) == {(route.method, route.path) for route in ROUTES}
+    assert set(methods) == {(route.method, route.path) for route in ROUTES + PAGES}
     function_ids = default.function_ids()
-    for route in ROUTES:
+    for route in ROUTES + PAGES:
         integration = methods[route.method, route.path]["Integration"]
         assert integration["Type"] == "AWS_PROXY"
         assert function_ids[route.function] in json.dumps(integration["Uri"]), route
@@ -217,7 +217,7 @@ def test_every_route_is_a_method_on_its_path_integrated_with_its_function(defaul
 def test_routes_with_a_role_use_the_token_authorizer_and_health_is_public(default: Synth) -> None:
     methods = api_methods(default)
     (authorizer_id,) = default.of_type("AWS::ApiGateway::Authorizer")
-    for route in ROUTES:
+    for route in ROUTES + PAGES:
         method = methods[route.method, route.path]
         if route.role is None:
             assert method["AuthorizationType"] == "NONE" and "AuthorizerId" not in method, route
@@ -225,6 +225,10 @@ def test_routes_with_a_role_use_the_token_authorizer_and_health_is_public(defaul
             assert method["AuthorizationType"] == "CUSTOM", route
             assert method["AuthorizerId"] == {"Ref": authorizer_id}, route
     assert [r.path for r in ROUTES if r.role is None] == ["/v1/health"]
+    assert [(r.path, r.function) for r in PAGES if r.role is None] == [  # the console: static files only
+        ("/console", "curate"),
+        ("/console/{asset}", "curate"),
+    ]
     authorizer = default.resources[authorizer_id]["Properties"]
     assert authorizer["Type"] == "TOKEN"
     assert authorizer["IdentitySource"] == "method.request.header.Authorization"

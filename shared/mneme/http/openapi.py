@@ -30,6 +30,7 @@ SUCCESS: dict[tuple[str, str], Success] = {
     ("GET", "/v1/changes"): (200, views.ChangesPage),
     ("POST", "/v1/consolidate"): (202, views.RunStarted),
     ("GET", "/v1/consolidations/{run_id}"): (200, views.RunView),
+    ("GET", "/v1/me"): (200, views.Caller),
     ("GET", "/v1/scopes"): (200, views.ScopeList),
     ("POST", "/v1/scopes"): (201, views.ScopeView),
     ("POST", "/v1/scopes/rename"): (200, views.ScopeView),
@@ -50,7 +51,7 @@ SUCCESS: dict[tuple[str, str], Success] = {
     ("GET", "/v1/keys"): (200, views.KeyList),
     ("POST", "/v1/keys/{key_id}/revoke"): (200, views.Revoked),
 }
-NO_LOOKUP = {"/v1/sttp/validate", "/v1/layers", "/v1/keys", "/v1/changes"}  # nothing to find: no 404
+NO_LOOKUP = {"/v1/me", "/v1/sttp/validate", "/v1/layers", "/v1/keys", "/v1/changes"}  # nothing to find: no 404
 READS = {("POST", "/v1/retrieve"), ("POST", "/v1/recall"), ("POST", "/v1/sttp/validate")}
 
 ERROR_MEANING = {

@@ -97,6 +97,7 @@ class NoBody(Strict):
 
 class DecisionRequest(Strict):
     author: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=2000)] | None = None  # kept in the history
 
 
 class RejectRequest(DecisionRequest):

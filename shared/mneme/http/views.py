@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mneme.consolidation.models import RunStatus, StageReport
 from mneme.http.schemas import MemoryView
+from mneme.models import Role
 from mneme.services.remember import Remembered
 from mneme.structure_models import Operation, Preview
 
@@ -30,6 +31,14 @@ class ErrorBody(BaseModel):
 class Health(BaseModel):
     status: Literal["ok"]
     version: str
+
+
+class Caller(BaseModel):
+    """Who the API key names: its tenant, principal and roles (least first)."""
+
+    tenant: str
+    principal: str
+    roles: list[Role]
 
 
 class ScopeView(BaseModel):

@@ -48,10 +48,12 @@ class ReviewService:
         self.store.put_revision(revision)
         return {"memory": memory, "revision": revision}
 
-    def approve(self, caller: Principal, memory_id: str, author: str | None = None) -> Memory:
+    def approve(
+        self, caller: Principal, memory_id: str, author: str | None = None, reason: str | None = None
+    ) -> Memory:
         memory = self._memory(caller, memory_id)
         if memory.status == "pending" and author in (None, memory.author):
-            return self.memories.apply(caller, memory, {}, action="approved", status="published")
+            return self.memories.apply(caller, memory, {}, action="approved", status="published", reason=reason)
         revision = self._revision(caller, memory_id, author)
         if revision.base_version != memory.version:
             raise Conflict(
@@ -61,7 +63,7 @@ class ReviewService:
                 details={"base_version": revision.base_version, "current_version": memory.version},
             )
         updated = self.memories.apply(
-            caller, memory, _typed(revision.changes), action="revision_approved", actor=revision.author
+            caller, memory, _typed(revision.changes), action="revision_approved", actor=revision.author, reason=reason
         )  # the author made the edit; the approver approved it (`approved_by`)
         self.store.put_revision(
             revision.model_copy(

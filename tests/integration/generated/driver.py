@@ -58,6 +58,9 @@ from mneme_api.api.default import (
     list_scopes_v1_scopes_get as list_scopes,
 )
 from mneme_api.api.default import (
+    me_v1_me_get as me,
+)
+from mneme_api.api.default import (
     memory_history_v1_memories_memory_id_history_get as history,
 )
 from mneme_api.api.default import (
@@ -93,6 +96,7 @@ from mneme_api.api.default import (
 from mneme_api.client import AuthenticatedClient, Client
 from mneme_api.models import (
     Bundle,
+    Caller,
     ChangesPage,
     ConsolidateRequest,
     CreatedKey,
@@ -153,6 +157,8 @@ def drive(base_url: str, admin_key: str) -> list[str]:
 
     ok(health.sync_detailed(client=Client(base_url=base_url)), Health)
     did("GET /v1/health")
+    ok(me.sync_detailed(client=admin), Caller)
+    did("GET /v1/me")
     layers = LayersRequest.from_dict({"layers": {"1": "clients", "2": "services"}})
     ok(put_layers.sync_detailed(client=admin, body=layers), LayerNames)
     did("PUT /v1/layers")

@@ -1,0 +1,41 @@
+"""The console's static files (docs/console.md): one page, one script, one style sheet, shipped as package
+data and served under a strict Content-Security-Policy. They hold no data: the page asks for an API key,
+keeps it in sessionStorage and calls the same API routes, with the same role checks, as any client."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+from aws_lambda_powertools.event_handler import Response
+
+from mneme.errors import NotFound
+
+PAGE = "index.html"
+ASSETS = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8"}
+POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+HEADERS = {
+    "Content-Security-Policy": POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+@cache
+def read(name: str) -> str:
+    return resources.files("mneme").joinpath("assets", "console", name).read_text(encoding="utf-8")
+
+
+def page() -> Response[str]:
+    return Response(200, "text/html; charset=utf-8", read(PAGE), headers=dict(HEADERS))
+
+
+def asset(name: str) -> Response[str]:
+    if name not in ASSETS:
+        raise NotFound(f"no console file {name[:64]!r}", code="route_not_found")
+    return Response(200, ASSETS[name], read(name), headers=dict(HEADERS))
