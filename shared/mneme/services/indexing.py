@@ -23,9 +23,20 @@ from mneme.services.scopes import ScopeService
 from mneme.text import date_words
 
 
+def speaker(episode: Episode) -> str | None:
+    """Who said it: `metadata.speaker` (a string), given to `remember` for a conversation's turns."""
+    value = episode.metadata.get("speaker")
+    return value.strip() or None if isinstance(value, str) else None
+
+
 def episode_text(episode: Episode) -> str:
-    """Content plus its date in words, so '4 March 2026' or '2026-03-04' in a query can match."""
-    return f"{episode.search_text or episode.content}\n\n{date_words(episode.occurred_at)}"
+    """What is indexed for BM25: the content led by its speaker, when one is given ('Maya: I moved to
+    Berlin'; a question naming Maya then matches her own turns, which rarely say her name), plus the
+    date in words, so '4 March 2026' or '2026-03-04' in a query can match. The vector is the
+    content's alone (the speaker in the embedded text measured worse on bench/conversations.py)."""
+    text = episode.search_text or episode.content
+    who = speaker(episode)
+    return f"{who + ': ' if who else ''}{text}\n\n{date_words(episode.occurred_at)}"
 
 
 def memory_text(memory: Memory) -> str:

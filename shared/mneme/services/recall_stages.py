@@ -25,9 +25,10 @@ from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
 from mneme.search_models import Hit, SearchFilter
 from mneme.services import anchors as anchor_rule
 from mneme.services.context_pack import Pack, PackItem, build_pack
-from mneme.services.indexing import episode_text, memory_text
+from mneme.services.indexing import episode_text, memory_text, speaker
 from mneme.services.recall_records import Record, Result, lifecycle, load, record_text, strong_text, to_result
 from mneme.services.scopes import ScopeService
+from mneme.text import terms
 
 if TYPE_CHECKING:
     from mneme.services.recall import RecallRequest
@@ -37,6 +38,7 @@ MIN_VECTOR = 0.30  # balanced strictness admits vector-only episodes and facts a
 FETCHED_BOOST = 1.05  # Engram: a memory an agent fetched in full (`ids`) ranks a little higher
 FETCHED = ("", "fetched")  # (principal, session) of the per-tenant record of fetched memory ids
 RELATED_CARDS = 5  # Engram: up to 5 omitted-but-relevant candidates are shown as cards
+SPEAKER_BOOST = 1.3  # a turn spoken by a person the query names
 FALLBACK_WIDTH = 4  # the lexical fallback asks for this many times the channels' k
 
 
@@ -246,7 +248,18 @@ def fuse(run: Run) -> None:
             "bm25": round(candidate.raw_bm25, 6),
         }
         _resonate(run, candidate)
+        _speaker(run, candidate)
     run.note("fuse", took, dropped)
+
+
+def _speaker(run: Run, candidate: Candidate) -> None:
+    """A question that names a person favours that person's turns: an episode whose speaker
+    (`metadata.speaker`) is among the query's anchors scores SPEAKER_BOOST times higher."""
+    record = candidate.record
+    who = speaker(record) if isinstance(record, Episode) else None
+    if who and terms(who) & run.anchors:
+        candidate.scores["speaker"] = SPEAKER_BOOST
+        candidate.score *= SPEAKER_BOOST
 
 
 def _load(run: Run, candidates: list[Candidate]) -> list[tuple[str, str]]:
@@ -383,6 +396,7 @@ def fallback(run: Run) -> None:
     for candidate in live:
         candidate.score = candidate.lexical
         candidate.scores = {"vector": 0.0, "lexical": round(candidate.lexical, 6), "bm25": round(candidate.raw_bm25, 6)}
+        _speaker(run, candidate)
     strictness = scoring.strictness
     dropped += [(c.id, f"not_admitted:{strictness}") for c in live if not admitted(strictness, c, run.anchors)]
     gone = dict(dropped)

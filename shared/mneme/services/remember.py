@@ -30,7 +30,13 @@ class RememberItem(BaseModel):
     occurred_at: Timestamp | None = None
     session_id: str | None = Field(default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:@-]+$")
     tier: Tier = "raw"
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description=(
+            "returned unchanged on recall; `speaker` (a string: who said it, for a conversation's turns) "
+            "is also searched, and a recall query naming that person favours their turns"
+        ),
+    )
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=256)
     create_scope: StrictBool = False
     format: Literal["text", "sttp"] = "text"
