@@ -3,7 +3,7 @@
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,6 +24,13 @@ class ConsolidateRequest(BaseModel):
 def consolidate(request: Annotated[ConsolidateRequest, Body()]) -> Response[Any]:
     run = bootstrap.current().consolidation.start(caller(app), request.scopes)
     return json_response(202, {"run_id": run.run_id, "status": run.status, "scopes": run.scopes})
+
+
+@app.get("/v1/consolidations")
+def list_runs(limit: Annotated[int, Query(ge=1, le=200)] = 20) -> dict[str, Any]:
+    """The most recent runs, newest first: status, per-stage counters and errors."""
+    runs = bootstrap.current().consolidation.recent(caller(app), limit)
+    return {"runs": [run.model_dump(mode="json", exclude={"tenant"}) for run in runs]}
 
 
 @app.get("/v1/consolidations/<run_id>")

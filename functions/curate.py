@@ -52,9 +52,16 @@ def me() -> dict[str, Any]:
 
 
 @app.get("/v1/scopes")
-def list_scopes(path: Annotated[str, Query(max_length=600)] = "root") -> dict[str, Any]:
-    tree = bootstrap.current().scopes.subtree(caller(app).tenant, path)
-    return {"scopes": [_scope_view(p, s.scope_id, s.depth) for p, s in tree]}
+def list_scopes(
+    path: Annotated[str, Query(max_length=600)] = "root", aliases: Annotated[bool, Query()] = False
+) -> dict[str, Any]:
+    """The subtree under `path`; with `aliases=true` each scope also lists the old paths that resolve to it."""
+    scopes, tenant = bootstrap.current().scopes, caller(app).tenant
+    tree = scopes.subtree(tenant, path)
+    if not aliases:
+        return {"scopes": [_scope_view(p, s.scope_id, s.depth) for p, s in tree]}
+    old = scopes.aliases(tenant, tree)
+    return {"scopes": [{**_scope_view(p, s.scope_id, s.depth), "aliases": old.get(s.scope_id, [])} for p, s in tree]}
 
 
 @app.post("/v1/scopes")
@@ -152,6 +159,11 @@ def get_draft(draft_id: str) -> dict[str, Any]:
 @app.post("/v1/structure/drafts/<draft_id>/publish")
 def publish_draft(draft_id: str, request: Annotated[PublishRequest, Body()]) -> dict[str, Any]:
     return _draft_view(*bootstrap.current().structure.publish(caller(app), draft_id, request.fingerprint))
+
+
+@app.post("/v1/structure/drafts/<draft_id>/discard")
+def discard_draft(draft_id: str, _: Annotated[NoBody | None, Body()] = None) -> dict[str, Any]:
+    return _draft_view(*bootstrap.current().structure.discard(caller(app), draft_id))
 
 
 def _draft_view(draft: Draft, preview: Preview) -> dict[str, Any]:

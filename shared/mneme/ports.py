@@ -178,6 +178,10 @@ class RecordStore(Protocol):
 
     def get_run(self, tenant: str, run_id: str) -> Run | None: ...
 
+    def list_runs(self, tenant: str, limit: int) -> list[Run]:
+        """The tenant's most recent runs, newest first (by `started_at`, then `run_id`), at most `limit`."""
+        ...
+
     # -- review ---------------------------------------------------------------------------
     def put_revision(self, revision: Revision) -> None:
         """Upsert by (tenant, memory_id, author): one revision per author per memory."""

@@ -188,7 +188,7 @@ def test_a_published_move_draft_leaves_an_alias_that_resolves(open_console: Any,
     preview.wait_for()
     assert "root.beta-bakery.vat" in preview.inner_text()
     assert "Aliases (old paths that keep resolving) (1)" in preview.inner_text()
-    screenshot(page, "05-structure-draft-preview")
+    screenshot(page, "05-structure-draft-preview", focus="#draft article h4")
     page.get_by_role("button", name="Publish").click()
     page.locator("#draft-status").filter(has_text="published").wait_for()
     # Then the old path resolves to the new one, and the bundle's headers carry the canonical path
@@ -198,3 +198,70 @@ def test_a_published_move_draft_leaves_an_alias_that_resolves(open_console: Any,
     assert "resolves to root.beta-bakery.vat" in canonical.inner_text()
     assert bundle_block(page, "vat-scheme").locator(".target").inner_text() == "root.beta-bakery.vat"
     screenshot(page, "06-alias-resolves")
+
+
+def test_the_scope_tree_shows_the_alias_and_a_draft_can_be_discarded(open_console: Any, mneme: Mneme) -> None:
+    page = open_console(mneme.key("ada-approver", "approver"))
+    # The tree lists the moved scope with the old path that still resolves to it
+    tree = page.locator("#tree")
+    tree.locator('[data-path="root.beta-bakery.vat"]').wait_for()
+    assert tree.locator(".alias").filter(has_text="root.pennine-joinery.vat").count() == 1
+    screenshot(page, "07-scope-tree-with-alias")
+    # A draft that is previewed and then discarded changes nothing
+    page.goto(mneme.url + "/console#drafts")
+    page.get_by_label("Change", exact=True).select_option("merge")
+    page.get_by_label("Scope to change").fill("root.beta-bakery")
+    page.get_by_label("New parent / merge into / move records into").fill("root.pennine-joinery")
+    page.get_by_role("button", name="Preview").click()
+    page.locator("#draft-status").filter(has_text="open").wait_for()
+    page.get_by_role("button", name="Discard").click()
+    page.locator("#draft-status").filter(has_text="discarded").wait_for()
+    assert page.get_by_role("button", name="Publish").count() == 0
+    assert any(s["path"] == "root.beta-bakery" for s in mneme.ok("GET", "/v1/scopes")["scopes"])
+
+
+def test_the_writer_reads_the_decision_and_its_reason(open_console: Any, mneme: Mneme) -> None:
+    page = open_console(mneme.key("wendy-writer", "writer"))
+    page.goto(mneme.url + "/console#review")
+    row = page.locator("#mine tr[data-memory-id]").filter(has_text="vat-scheme")
+    row.wait_for()
+    assert "approved" in row.inner_text() and "Confirmed against the HMRC letter." in row.inner_text()
+    assert "ada-approver" in row.inner_text()
+    assert page.get_by_role("button", name="Approve").count() == 0  # a writer reviews nothing
+    screenshot(page, "08-review-my-proposals")
+
+
+def test_consolidation_runs_are_listed_and_one_can_be_started(open_console: Any, mneme: Mneme) -> None:
+    page = open_console(mneme.key("wendy-writer", "writer"))
+    page.goto(mneme.url + "/console#runs")
+    page.locator("#runs").filter(has_text="No runs yet.").wait_for()
+    page.get_by_role("button", name="Start a run").click()
+    page.locator("#status").filter(has_text="started").wait_for()
+    run = page.locator("#runs article.run").first
+    run.wait_for()
+    run_id = run.get_attribute("data-run-id")
+    # The run finishes in the background: refresh until its counters show
+    for _ in range(100):
+        if mneme.ok("GET", f"/v1/consolidations/{run_id}")["status"] != "running":
+            break
+        page.wait_for_timeout(100)
+    page.get_by_role("button", name="Refresh").click()
+    page.locator(f'#runs article[data-run-id="{run_id}"] tbody tr').first.wait_for()
+    assert page.locator(f'#runs article[data-run-id="{run_id}"] .badge').inner_text() in {"succeeded", "partial"}
+    assert "collect" in page.locator(f'#runs article[data-run-id="{run_id}"]').inner_text()
+    screenshot(page, "09-consolidation-runs")
+
+
+def test_a_memorys_history_shows_who_changed_what_and_why(open_console: Any, mneme: Mneme) -> None:
+    page = open_console(mneme.key("ada-approver", "approver"))
+    open_bundle(page, "root.beta-bakery.vat")
+    block = bundle_block(page, "vat-scheme")
+    block.get_by_role("link", name="history").click()
+    page.get_by_role("button", name="Show history").click()
+    rows = page.locator("#history tbody tr")
+    rows.nth(1).wait_for()
+    assert rows.nth(0).locator("td").nth(2).inner_text() == "created"
+    assert rows.nth(0).locator("td").nth(3).inner_text() == "wendy-writer"
+    approved = rows.nth(1).inner_text()
+    assert "approved" in approved and "ada-approver" in approved and "Confirmed against the HMRC letter." in approved
+    screenshot(page, "10-memory-history")

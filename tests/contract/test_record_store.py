@@ -816,6 +816,12 @@ def test_runs_round_trip_and_are_replaced(store: RecordStore) -> None:
     assert store.get_run(A, "missing") is None
     assert store.get_run(B, "run1") is None
 
+    later = Run(tenant=A, run_id="run0", started_at=minutes(5), requested_by="ada")
+    store.put_run(later)
+    assert store.list_runs(A, 10) == [later, finished]
+    assert store.list_runs(A, 1) == [later]
+    assert store.list_runs(B, 10) == []
+
 
 # -- API keys -------------------------------------------------------------------------------
 def test_api_keys_round_trip_list_and_revoke(store: RecordStore) -> None:

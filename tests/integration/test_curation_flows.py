@@ -73,6 +73,47 @@ def test_a_draft_moves_and_merges_then_old_paths_resolve(admin: Api) -> None:
     assert "root.leads.hooli" in paths and "root.old-leads" not in paths
 
 
+def test_the_scope_tree_lists_aliases_and_a_discarded_draft_changes_nothing(admin: Api) -> None:
+    # Given a moved scope, and a draft to move it back
+    for path in ("root.prospects.initech", "root.clients"):
+        admin.ok("POST", "/v1/scopes", {"path": path, "parents": True}, 201)
+    move = {"op": "move", "path": "root.prospects.initech", "new_parent": "root.clients"}
+    draft = admin.ok("POST", "/v1/structure/drafts", {"operations": [move]}, 201)
+    admin.ok(
+        "POST", f"/v1/structure/drafts/{draft['draft_id']}/publish", {"fingerprint": draft["preview"]["fingerprint"]}
+    )
+    back = {"op": "move", "path": "root.clients.initech", "new_parent": "root.prospects"}
+    unwanted = admin.ok("POST", "/v1/structure/drafts", {"operations": [back]}, 201)
+    # When it is discarded
+    discarded = admin.ok("POST", f"/v1/structure/drafts/{unwanted['draft_id']}/discard", {})
+    # Then it is closed: it cannot be published nor discarded again, and the tree did not change
+    assert discarded["status"] == "discarded"
+    fingerprint = {"fingerprint": unwanted["preview"]["fingerprint"]}
+    refused = admin.post(f"/v1/structure/drafts/{unwanted['draft_id']}/publish", fingerprint)
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "draft_closed"
+    assert admin.post(f"/v1/structure/drafts/{unwanted['draft_id']}/discard", {}).status_code == 409
+    writer = key(admin, "wendy", "writer")
+    assert writer.post(f"/v1/structure/drafts/{draft['draft_id']}/discard", {}).status_code == 403
+    # And the tree lists the old path under the scope it resolves to, only when asked
+    scopes = {s["path"]: s for s in admin.ok("GET", "/v1/scopes?aliases=true")["scopes"]}
+    assert scopes["root.clients.initech"]["aliases"] == ["root.prospects.initech"]
+    assert scopes["root.clients"]["aliases"] == []
+    assert "aliases" not in admin.ok("GET", "/v1/scopes")["scopes"][0]
+
+
+def test_me_names_the_caller_and_runs_are_listed_newest_first(admin: Api) -> None:
+    reader = key(admin, "rita", "reader")
+    assert reader.ok("GET", "/v1/me") == {"tenant": "default", "principal": "rita", "roles": ["reader"]}
+    assert admin.ok("GET", "/v1/consolidations")["runs"] == []
+    admin.ok("POST", "/v1/remember", {"scope": "root", "content": "Acme's year end is 31 March."}, 201)
+    first = admin.ok("POST", "/v1/consolidate", {}, 202)["run_id"]
+    second = admin.ok("POST", "/v1/consolidate", {}, 202)["run_id"]
+    runs = reader.ok("GET", "/v1/consolidations?limit=5")["runs"]
+    assert {r["run_id"] for r in runs} == {first, second} and runs[0]["started_at"] >= runs[1]["started_at"]
+    assert [r["run_id"] for r in reader.ok("GET", "/v1/consolidations?limit=1")["runs"]] == [runs[0]["run_id"]]
+    assert reader.get("/v1/consolidations?limit=0").status_code == 400
+
+
 def test_the_change_feed_pages_with_cursors(admin: Api) -> None:
     admin.ok(
         "POST",

@@ -296,3 +296,8 @@ class DynamoEpisodes(DynamoTable):
     def get_run(self, tenant: str, run_id: str) -> Run | None:
         item = self._get(run_key(tenant, run_id))
         return to_model(Run, item, **RUN_CODEC) if item else None
+
+    def list_runs(self, tenant: str, limit: int) -> list[Run]:
+        """Every run of the tenant's run partition, sorted here (run ids are random, not time-ordered)."""
+        runs = [to_model(Run, item, **RUN_CODEC) for item in self._query(tenant_pk(tenant, "RUNS"), prefix="RUN#")]
+        return sorted(runs, key=lambda run: (run.started_at, run.run_id), reverse=True)[:limit]

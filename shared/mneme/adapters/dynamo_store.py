@@ -107,6 +107,7 @@ transaction of their original. Base-table reads are strongly consistent.
 | get_facts / list_facts | BatchGetItem facts / Query PK = `T#<t>#FACTS` or `T#<t>#SCOPEFACTS#<scope>`     |
 | list_contradictions    | Query PK = `T#<t>#CONTRA#<scope_id>`                                            |
 | put_run / get_run      | Put / GetItem run                                                               |
+| list_runs              | Query PK = `T#<t>#RUNS`, SK begins_with `RUN#`; newest first, sorted here       |
 | list_changes           | read the clock; Query PK = `T#<t>#FEED AND SK BETWEEN <after pos>#<after id>    |
 |                        | AND <settled>$` (or `SK <= <settled>$`), drop the `after` entry itself;         |
 |                        | `<settled>` = now - horizon, and `$` sorts just above `#`                       |

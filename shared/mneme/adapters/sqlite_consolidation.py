@@ -158,3 +158,7 @@ class SqliteConsolidationStore(SqliteBase):
     def get_run(self, tenant: str, run_id: str) -> Run | None:
         rows = self._rows("SELECT doc FROM runs WHERE tenant=? AND run_id=?", tenant, run_id)
         return Run.model_validate_json(rows[0][0]) if rows else None
+
+    def list_runs(self, tenant: str, limit: int) -> list[Run]:
+        runs = [Run.model_validate_json(row[0]) for row in self._rows("SELECT doc FROM runs WHERE tenant=?", tenant)]
+        return sorted(runs, key=lambda run: (run.started_at, run.run_id), reverse=True)[:limit]

@@ -96,6 +96,9 @@ class ConsolidationService:
             raise NotFound(f"run {run_id} does not exist", code="run_not_found")
         return run
 
+    def recent(self, caller: Principal, limit: int) -> list[Run]:
+        return self.deps.store.list_runs(caller.tenant, limit)
+
     def execute(self, run: Run, targets: list[str], progress: Progress | None = None, *, settle: bool = False) -> Run:
         """The local runner: per target under its lease, batch after batch; then the tenant-wide
         maintenance sweep and the run's one status decision (`Run.conclude`).

@@ -29,6 +29,7 @@ SUCCESS: dict[tuple[str, str], Success] = {
     ("POST", "/v1/recall"): (200, RecallResponse),
     ("GET", "/v1/changes"): (200, views.ChangesPage),
     ("POST", "/v1/consolidate"): (202, views.RunStarted),
+    ("GET", "/v1/consolidations"): (200, views.RunList),
     ("GET", "/v1/consolidations/{run_id}"): (200, views.RunView),
     ("GET", "/v1/me"): (200, views.Caller),
     ("GET", "/v1/scopes"): (200, views.ScopeList),
@@ -47,11 +48,19 @@ SUCCESS: dict[tuple[str, str], Success] = {
     ("POST", "/v1/structure/drafts"): (201, views.DraftView),
     ("GET", "/v1/structure/drafts/{draft_id}"): (200, views.DraftView),
     ("POST", "/v1/structure/drafts/{draft_id}/publish"): (200, views.DraftView),
+    ("POST", "/v1/structure/drafts/{draft_id}/discard"): (200, views.DraftView),
     ("POST", "/v1/keys"): (201, views.CreatedKey),
     ("GET", "/v1/keys"): (200, views.KeyList),
     ("POST", "/v1/keys/{key_id}/revoke"): (200, views.Revoked),
 }
-NO_LOOKUP = {"/v1/me", "/v1/sttp/validate", "/v1/layers", "/v1/keys", "/v1/changes"}  # nothing to find: no 404
+NO_LOOKUP = {
+    "/v1/me",
+    "/v1/consolidations",
+    "/v1/sttp/validate",
+    "/v1/layers",
+    "/v1/keys",
+    "/v1/changes",
+}  # nothing to find: no 404
 READS = {("POST", "/v1/retrieve"), ("POST", "/v1/recall"), ("POST", "/v1/sttp/validate")}
 
 ERROR_MEANING = {

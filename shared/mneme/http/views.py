@@ -46,6 +46,7 @@ class ScopeView(BaseModel):
     scope_id: str
     depth: int
     alias: str | None = None  # set by a rename: the old path, which keeps resolving
+    aliases: list[str] | None = None  # GET /v1/scopes?aliases=true: every old path that resolves here
 
 
 class ScopeList(BaseModel):
@@ -187,3 +188,9 @@ class RunView(BaseModel):
     @property
     def errors(self) -> list[dict[str, Any]]:
         return [error for report in self.stages.values() for error in report.errors]
+
+
+class RunList(BaseModel):
+    """The most recent consolidation runs, newest first."""
+
+    runs: list[RunView]

@@ -195,6 +195,14 @@ class ScopeService:
             stack.extend((f"{scope_path}.{child.segment}", child) for child in reversed(children))
         return out
 
+    def aliases(self, tenant: str, tree: list[tuple[str, Scope]]) -> dict[str, list[str]]:
+        """scope_id → the old paths (aliases left under a scope of `tree`) that resolve to it."""
+        found: dict[str, list[str]] = {}
+        for path, scope in tree:
+            for segment, scope_id in self.store.list_aliases(tenant, scope.scope_id):
+                found.setdefault(scope_id, []).append(f"{path}.{segment}")
+        return found
+
     def rename(self, tenant: str, path: str, new_path: str) -> tuple[ResolvedScope, str]:
         """Rename the last segment; the old path keeps resolving as an alias. Returns (scope, old path)."""
         current = self.resolve(tenant, path)

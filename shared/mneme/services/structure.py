@@ -125,6 +125,17 @@ class StructureService:
             index.delete(caller.tenant, archived)
         return published, preview
 
+    def discard(self, caller: Principal, draft_id: str) -> tuple[Draft, Preview]:
+        """Close an open draft without applying it; its preview is empty (nothing will change)."""
+        if not caller.has(Role.approver):
+            raise Forbidden("discarding a structure draft needs the approver role")
+        draft = self._draft(caller, draft_id)
+        if draft.status != "open":
+            raise Conflict(f"draft {draft_id} is {draft.status}", code="draft_closed")
+        discarded = draft.model_copy(update={"status": "discarded"})
+        self.store.put_draft(discarded)
+        return discarded, Preview(path_changes=[], aliases=[], memories=[], records=[], conflicts=[], fingerprint="")
+
     def _resume(self, tenant: str) -> bool:
         """Finish publishes a crash left half-applied (stores that publish through a journal), then
         rebuild the tenant's index from records so it follows them. True when one was finished."""

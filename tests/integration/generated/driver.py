@@ -34,6 +34,9 @@ from mneme_api.api.default import (
     create_scope_v1_scopes_post as create_scope,
 )
 from mneme_api.api.default import (
+    discard_draft_v1_structure_drafts_draft_id_discard_post as discard_draft,
+)
+from mneme_api.api.default import (
     edit_memory_v1_memories_memory_id_patch as edit_memory,
 )
 from mneme_api.api.default import (
@@ -53,6 +56,9 @@ from mneme_api.api.default import (
 )
 from mneme_api.api.default import (
     list_keys_v1_keys_get as list_keys,
+)
+from mneme_api.api.default import (
+    list_runs_v1_consolidations_get as list_runs,
 )
 from mneme_api.api.default import (
     list_scopes_v1_scopes_get as list_scopes,
@@ -128,6 +134,7 @@ from mneme_api.models import (
     RetrieveRequest,
     Reviews,
     Revoked,
+    RunList,
     RunStarted,
     RunView,
     ScopeList,
@@ -167,7 +174,7 @@ def drive(base_url: str, admin_key: str) -> list[str]:
     scope = CreateScopeRequest.from_dict({"path": "root.acme.vat", "parents": True})
     ok(create_scope.sync_detailed(client=admin, body=scope), ScopeView)
     did("POST /v1/scopes")
-    ok(list_scopes.sync_detailed(client=admin, path="root"), ScopeList)
+    ok(list_scopes.sync_detailed(client=admin, path="root", aliases=True), ScopeList)
     did("GET /v1/scopes")
     renamed = RenameScopeRequest.from_dict({"path": "root.acme.vat", "new_path": "root.acme.tax"})
     ok(rename_scope.sync_detailed(client=admin, body=renamed), ScopeView)
@@ -223,6 +230,8 @@ def drive(base_url: str, admin_key: str) -> list[str]:
     did("POST /v1/consolidate")
     ok(get_run.sync_detailed(run.run_id, client=admin), RunView)
     did("GET /v1/consolidations/{run_id}")
+    ok(list_runs.sync_detailed(client=admin, limit=5), RunList)
+    did("GET /v1/consolidations")
 
     move = DraftRequest.from_dict({"operations": [{"op": "move", "path": "root.acme.tax", "new_parent": "root"}]})
     draft = ok(create_draft.sync_detailed(client=admin, body=move), DraftView)
@@ -232,6 +241,10 @@ def drive(base_url: str, admin_key: str) -> list[str]:
     fingerprint = PublishRequest.from_dict({"fingerprint": draft.preview.fingerprint})
     ok(publish_draft.sync_detailed(draft.draft_id, client=admin, body=fingerprint), DraftView)
     did("POST /v1/structure/drafts/{draft_id}/publish")
+    back = DraftRequest.from_dict({"operations": [{"op": "move", "path": "root.tax", "new_parent": "root.acme"}]})
+    unwanted = ok(create_draft.sync_detailed(client=admin, body=back), DraftView)
+    ok(discard_draft.sync_detailed(unwanted.draft_id, client=admin, body=NoBody.from_dict({})), DraftView)
+    did("POST /v1/structure/drafts/{draft_id}/discard")
     ok(erase_scope.sync_detailed(client=admin, path="root.acme", dry_run=True), Erasure)
     did("DELETE /v1/scopes")
     ok(list_keys.sync_detailed(client=admin), KeyList)

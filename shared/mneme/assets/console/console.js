@@ -8,7 +8,7 @@ const KEY = "mneme.console.key";
 const API = new URL("v1/", location.href); // /console → /v1/; behind a stage, /prod/console → /prod/v1/
 const PAGES = ["scopes", "review", "drafts", "recall", "runs", "history"];
 const ROLE_ORDER = ["reader", "writer", "approver", "admin"];
-const state = { me: null, draft: null };
+const state = { me: null, draft: null, bundleSeq: 0 };
 
 // -- DOM helpers: text only --------------------------------------------------------------------------
 function el(tag, attrs, ...children) {
@@ -106,7 +106,8 @@ async function signIn(key) {
 }
 function signOut(message) {
   sessionStorage.removeItem(KEY);
-  state.me = null;
+  Object.assign(state, { me: null, draft: null, bundleSeq: 0 });
+  for (const id of ["tree", "layers", "bundle", "bundle-markdown", "bundle-canonical", "queue", "mine", "draft", "recall-out", "runs", "history"]) fill(id);
   $("who").textContent = "";
   $("signin").hidden = false;
   for (const id of ["nav", "main", "sign-out"]) $(id).hidden = true;
@@ -128,7 +129,7 @@ function route() {
 
 // -- scopes and bundles ------------------------------------------------------------------------------
 async function loadScopes() {
-  const [tree, layers] = await Promise.all([api("GET", "scopes"), api("GET", "layers")]);
+  const [tree, layers] = await Promise.all([api("GET", "scopes?aliases=true"), api("GET", "layers")]);
   const byParent = new Map();
   for (const scope of tree.scopes) {
     const parent = scope.path.includes(".") ? scope.path.slice(0, scope.path.lastIndexOf(".")) : "";
@@ -148,11 +149,13 @@ async function loadScopes() {
   };
   fill("tree", branch("") || el("p", { text: "No scopes." }));
   fill("layers", Object.entries(layers.layers).flatMap(([depth, name]) => [el("dt", { text: `depth ${depth}` }), el("dd", { text: name })]));
-  if (!$("bundle").childElementCount) await openBundle($("bundle-path").value || "root");
+  if (!state.bundleSeq) await openBundle($("bundle-path").value || "root"); // nothing asked for yet
 }
 async function openBundle(path) {
+  const seq = ++state.bundleSeq; // the latest request wins: an earlier answer arriving late is dropped
   $("bundle-path").value = path;
   const bundle = await api("POST", "retrieve", { path });
+  if (seq !== state.bundleSeq) return;
   $("bundle-canonical").textContent = bundle.canonical_path === bundle.path
     ? `Bundle for ${bundle.canonical_path}`
     : `${bundle.path} is an alias: it resolves to ${bundle.canonical_path}`;
