@@ -23,12 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("MNEME_ARTIFACTS", ROOT / ".artifacts" / "console"))
 VIEWPORT = {"width": 1280, "height": 800}
 
-if not CHROMIUM.exists():
-    pytest.skip(
-        f"{CHROMIUM} is absent: install Debian's chromium (apt-get install -y chromium; .ci/run does it as root)",
-        allow_module_level=True,
-    )
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the dev extra)")
+NO_CHROMIUM = f"{CHROMIUM} is absent: install Debian's chromium (apt-get install -y chromium; .ci/run does it as root)"
+needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason=NO_CHROMIUM)
 
 
 @dataclass
@@ -89,6 +85,7 @@ def mneme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mneme]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the dev extra)")
     with playwright_api.sync_playwright() as p:
         launched = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
         yield launched

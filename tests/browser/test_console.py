@@ -9,7 +9,9 @@ from __future__ import annotations
 import urllib.request
 from typing import Any
 
-from tests.browser.conftest import Mneme, screenshot
+from tests.browser.conftest import Mneme, needs_chromium, screenshot
+
+pytestmark = needs_chromium
 
 BODY = "Pennine Joinery moved to the flat-rate VAT scheme in April."
 HOSTILE = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2"><b>bold</b> & done'
