@@ -122,7 +122,7 @@ def open_console(browser: Any, mneme: Mneme) -> Iterator[Any]:
 def screenshot(page: Any, name: str, focus: str | None = None) -> Path:
     """The viewport at 1280×800: from the top of the page, or scrolled to `focus` (a selector)."""
     if focus:
-        page.locator(focus).scroll_into_view_if_needed()
+        page.locator(focus).first.scroll_into_view_if_needed()
     else:
         page.evaluate("window.scrollTo(0, 0)")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
