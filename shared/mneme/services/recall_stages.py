@@ -21,7 +21,7 @@ from mneme.consolidation.models import Fact
 from mneme.errors import MnemeError
 from mneme.models import Episode, Memory, Principal
 from mneme.observability import logger
-from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
+from mneme.ports import Clock, Embedder, RecordStore, SearchIndex, embed_query
 from mneme.search_models import Hit, SearchFilter
 from mneme.services import anchors as anchor_rule
 from mneme.services.context_pack import Pack, PackItem, build_pack
@@ -132,7 +132,7 @@ def search(run: Run) -> None:
     if scoring.alpha > 0:
         hits: list[Hit] = []
         try:
-            run.query_vector = deps.embedder.embed([run.request.query])[0]
+            run.query_vector = embed_query(deps.embedder, run.request.query)
             hits = deps.index.search_vector(run.flt, run.query_vector, deps.embedder.model_id, run.k)
         except MnemeError as e:
             if scoring.fallback == "never":
