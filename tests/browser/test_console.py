@@ -267,3 +267,35 @@ def test_a_memorys_history_shows_who_changed_what_and_why(open_console: Any, mne
     approved = rows.nth(1).inner_text()
     assert "approved" in approved and "ada-approver" in approved and "Confirmed against the HMRC letter." in approved
     screenshot(page, "10-memory-history")
+
+
+def test_a_writers_edit_is_a_revision_reviewed_with_its_diff_and_stale_flag(open_console: Any, mneme: Mneme) -> None:
+    # Given a writer who edits a published memory from its bundle block
+    writer = open_console(mneme.key("wendy-writer", "writer"))
+    open_bundle(writer, "root.beta-bakery.vat")
+    block = bundle_block(writer, "vat-scheme")
+    block.get_by_role("button", name="edit").click()
+    block.get_by_label("New body for vat-scheme").fill("Pennine Joinery left the flat-rate scheme in 2027.")
+    block.get_by_role("button", name="Save edit").click()
+    writer.locator("#status").filter(has_text="pending review").wait_for()
+    # And an admin who publishes another edit meanwhile, so the revision was made on an older version
+    (memory,) = [b for b in mneme.ok("POST", "/v1/retrieve", {"path": "root.beta-bakery.vat"})["blocks"]
+                 if b["key"] == "vat-scheme"]  # fmt: skip
+    mneme.ok("PATCH", f"/v1/memories/{memory['memory_id']}", {"body": BODY + " (checked)"})
+    # When the approver reads the queue
+    page = open_console(mneme.key("ada-approver", "approver"))
+    page.goto(mneme.url + "/console#review")
+    item = page.locator('#queue article[data-key="vat-scheme"]')
+    item.wait_for()
+    # Then the revision shows its author, the published body against the proposed one, and that it is stale
+    assert "revision" in item.inner_text() and "by wendy-writer" in item.inner_text()
+    assert item.locator("td.before").inner_text().strip() == BODY + " (checked)"
+    assert item.locator("td.after").inner_text().strip() == "Pennine Joinery left the flat-rate scheme in 2027."
+    assert "stale" in item.locator(".badge.warn").inner_text()
+    screenshot(page, "11-review-stale-revision")
+    # And approving it is refused by the server (409 stale_revision), shown to the approver; rejecting works
+    item.get_by_role("button", name="Approve").click()
+    page.locator("#status").filter(has_text="stale_revision").wait_for()
+    item.get_by_label("Reason").fill("Made on an old version: edit again.")
+    item.get_by_role("button", name="Reject").click()
+    page.locator("#status").filter(has_text="Rejected vat-scheme").wait_for()

@@ -165,7 +165,8 @@ async function openBundle(path) {
   $("bundle-markdown").textContent = bundle.markdown;
 }
 function renderBlock(block) {
-  return el("article", { class: block.pending ? "block pending" : "block", "data-key": block.key, "data-memory-id": block.memory_id },
+  const article = el("article", { class: block.pending ? "block pending" : "block", "data-key": block.key, "data-memory-id": block.memory_id });
+  article.append(
     el("header", {},
       el("span", { class: "badge priority", title: "priority" }, `priority ${block.priority}`),
       el("span", { class: "badge", title: "kind" }, block.kind),
@@ -173,8 +174,31 @@ function renderBlock(block) {
       el("strong", { class: "key", text: block.key }),
       block.pending ? el("span", { class: "badge warn", text: "pending" }) : null,
       el("span", { class: "hint" }, ` v${block.version} · `),
-      el("a", { href: "#history", class: "hint", onclick: () => { $("history-id").value = block.memory_id; } }, "history")),
+      el("a", { href: "#history", class: "hint", onclick: () => { $("history-id").value = block.memory_id; } }, "history"),
+      can("writer") ? el("button", { type: "button", class: "link edit", onclick: () => editBlock(block, article) }, "edit") : null),
     el("pre", { class: "body", text: block.body }));
+  return article;
+}
+function editBlock(block, article) {
+  if (article.querySelector("form")) return;
+  const id = `edit-${block.memory_id}`;
+  const form = el("form", { class: "edit-form" },
+    el("label", { for: id }, `New body for ${block.key}`),
+    el("textarea", { id, rows: 4 }),
+    el("div", { class: "actions" },
+      el("button", { type: "submit" }, "Save edit"),
+      el("button", { type: "button", class: "reject", onclick: () => form.remove() }, "Cancel")));
+  form.querySelector("textarea").value = block.body;
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    run(async () => {
+      const answer = await api("PATCH", `memories/${encodeURIComponent(block.memory_id)}`, { body: $(id).value, version: block.version });
+      say(answer.pending_revision ? `Your edit of ${block.key} is pending review.` : `${block.key} is now version ${answer.version}.`);
+      await openBundle($("bundle-canonical").dataset.canonical || $("bundle-path").value);
+    });
+  });
+  article.append(form);
+  form.querySelector("textarea").focus();
 }
 async function proposeMemory(form) {
   const data = Object.fromEntries(new FormData(form));
@@ -256,6 +280,10 @@ function operationFrom(data) {
   }
   return { op: "layers", layers };
 }
+function showDraftFields() {
+  const op = $("draft-op").value;
+  for (const field of document.querySelectorAll("#draft-form [data-ops]")) field.hidden = !field.dataset.ops.split(" ").includes(op);
+}
 async function createDraft(form) {
   const draft = await api("POST", "structure/drafts", { operations: [operationFrom(Object.fromEntries(new FormData(form)))] });
   renderDraft(draft);
@@ -311,15 +339,18 @@ async function recall(form) {
   if (d.budget_tokens) request.disclosure.budget_tokens = Number(d.budget_tokens);
   renderRecall(await api("POST", "recall", request));
 }
-function bars(scores) {
+function bars(scores, top) {
+  // Each channel's bar is scaled to its largest value in this answer (raw BM25 is not in 0..1).
   return el("div", { class: "bars" }, Object.entries(scores).map(([channel, value]) => el("div", { class: "bar-row" },
     el("span", { class: "bar-label", text: channel }),
-    el("meter", { min: 0, max: 1, value: Math.max(0, Math.min(1, value)), title: `${channel} ${value.toFixed(3)}` }),
+    el("meter", { min: 0, max: top[channel], value: Math.max(0, value), title: `${channel} ${value.toFixed(3)}`, "aria-label": `${channel} score` }),
     el("span", { class: "bar-value", text: value.toFixed(3) }))));
 }
 function renderRecall(response) {
   const trace = response.explain || { stages: [], omitted: [] };
   const maxIn = Math.max(1, ...trace.stages.map((s) => s.in || 0));
+  const top = {};
+  for (const r of response.results) for (const [channel, value] of Object.entries(r.scores)) top[channel] = Math.max(top[channel] || 1, value);
   fill("recall-out",
     el("p", {}, "retrieval path ", el("strong", { id: "retrieval-path", text: response.retrieval_path }), ` · ${response.results.length} results`),
     el("h3", { text: "Results" }),
@@ -327,7 +358,7 @@ function renderRecall(response) {
       el("header", {}, el("span", { class: "badge", text: r.kind }), " ", el("code", { text: r.scope }), " ",
         r.key ? el("strong", { text: r.key }) : null, " ", el("span", { class: "hint", text: `score ${r.score.toFixed(3)}` })),
       el("pre", { class: "body", text: r.content }),
-      bars(r.scores)))) : el("p", { class: "hint", text: "Nothing was admitted." }),
+      bars(r.scores, top)))) : el("p", { class: "hint", text: "Nothing was admitted." }),
     el("h3", { text: "Explain: the stages" }),
     el("table", { class: "stages", id: "stages" },
       el("thead", {}, el("tr", {}, ["stage", "in", "out", "dropped", ""].map((h) => el("th", { scope: "col", text: h })))),
@@ -412,6 +443,8 @@ document.addEventListener("DOMContentLoaded", () => {
   onSubmit("memory-form", proposeMemory);
   onSubmit("review-filter", loadReview);
   onSubmit("draft-form", createDraft);
+  $("draft-op").addEventListener("change", showDraftFields);
+  showDraftFields();
   onSubmit("draft-open", (form) => openDraft(new FormData(form).get("draft_id").trim()));
   onSubmit("recall-form", recall);
   onSubmit("run-form", startRun);
