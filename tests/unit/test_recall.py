@@ -168,6 +168,7 @@ def test_explain_reports_stages_filters_and_omissions(services: Services) -> Non
         "admit",
         "lifecycle",
         "fallback",
+        "time",
         "select",
         "prerequisites",
         "pack",

@@ -41,3 +41,48 @@ def test_the_speaker_is_searched_with_the_words_of_the_turn(services: Services) 
     say(services, "Ana", "Good luck with it!", occurred_at=DAY)
     response = recall(services, "Ravi", scoring={"strictness": "precision"})
     assert [r.id for r in response.results] == [ravi]
+
+
+def test_a_question_about_now_favours_the_latest_value(services: Services) -> None:
+    say(services, "Ines", "I live in Lyon, in a small flat near the river.", occurred_at=DAY.replace(year=2024))
+    latest = say(services, "Ines", "I live in Utrecht now, in a small flat near the canal.", occurred_at=DAY)
+    response = recall(services, "Which city does Ines live in now?", explain=True)
+    assert response.results[0].id == latest
+    assert response.results[0].scores["recency"] > 1
+    assert response.explain is not None
+    time = next(s for s in response.explain["stages"] if s["stage"] == "time")
+    assert time["prefer"] == "latest" and time["window"] is None
+
+
+def test_a_question_about_a_first_time_favours_the_earliest(services: Services) -> None:
+    first = say(services, "Ana", "We went to the cinema together, our date.", occurred_at=DAY.replace(year=2024))
+    say(services, "Ana", "We went to the cinema again, another date.", occurred_at=DAY)
+    assert recall(services, "When did Ana first go on a date?").results[0].id == first
+
+
+def test_a_period_in_the_query_is_read_against_occurred_at(services: Services) -> None:
+    may = say(
+        services, "Kavya", "Busy with fieldwork, sampling the glacier.", occurred_at=datetime(2024, 5, 20, tzinfo=UTC)
+    )
+    say(services, "Kavya", "Busy with fieldwork, sampling the lake.", occurred_at=datetime(2024, 8, 20, tzinfo=UTC))
+    response = recall(services, "What fieldwork was Kavya busy with in May 2024?", explain=True)
+    assert response.results[0].id == may and response.results[0].scores["window"] > 1
+    assert response.explain is not None
+    time = next(s for s in response.explain["stages"] if s["stage"] == "time")
+    assert time["window"] == ["2024-05-01T00:00:00+00:00", "2024-06-01T00:00:00+00:00"] and time["inside"] == 1
+
+
+def test_query_time_reads_windows_and_order_words() -> None:
+    from mneme.services.recall_time import query_time
+
+    half = query_time("What was Tobias doing in the first half of September 2024?")
+    assert (half.since, half.until, half.prefer) == (
+        datetime(2024, 9, 1, tzinfo=UTC),
+        datetime(2024, 9, 16, tzinfo=UTC),
+        None,  # 'first' belongs to the window here
+    )
+    assert query_time("in 2023").until == datetime(2024, 1, 1, tzinfo=UTC)
+    assert query_time("the autumn of 2024").since == datetime(2024, 9, 1, tzinfo=UTC)
+    assert query_time("over Christmas 2022").until == datetime(2023, 1, 3, tzinfo=UTC)
+    assert query_time("Who is her current employer?").prefer == "latest"
+    assert not query_time("Where does Maya work?")

@@ -17,6 +17,7 @@ from mneme.services import recall_stages as stages
 from mneme.services.context_pack import build_pack
 from mneme.services.recall_records import Result, load, to_result
 from mneme.services.recall_stages import MIN_VECTOR
+from mneme.services.recall_time import query_time
 from mneme.services.scopes import ScopeService, per_request
 
 MAX_QUERY_BYTES = 2 * 1024
@@ -151,6 +152,7 @@ class RecallService:
             scope_path=scope.path,
             anchors=anchor_rule.anchors(request.query),
             k=min(max(request.limit * 5, 50), 500),
+            when=query_time(request.query),
         )
         stages.run_stages(run)
         assert run.pack is not None
