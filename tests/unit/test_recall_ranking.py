@@ -86,3 +86,14 @@ def test_query_time_reads_windows_and_order_words() -> None:
     assert query_time("over Christmas 2022").until == datetime(2023, 1, 3, tzinfo=UTC)
     assert query_time("Who is her current employer?").prefer == "latest"
     assert not query_time("Where does Maya work?")
+
+
+def test_a_turn_that_only_addresses_the_named_person_does_not_outrank_their_answer(services: Services) -> None:
+    say(services, "Maya", "Tom! Tom, hello Tom!", occurred_at=DAY)
+    answer = say(services, "Tom", "We moved to Porto in the spring.", occurred_at=DAY.replace(hour=10))
+    response = recall(services, "Where did Tom move?", explain=True)
+    assert response.results[0].id == answer
+    assert all(r.scores["bm25"] == 0 for r in response.results[1:])  # the name alone no longer scores
+    assert response.explain is not None
+    fuse = next(s for s in response.explain["stages"] if s["stage"] == "fuse")
+    assert fuse["speakers_named"] == ["tom"]

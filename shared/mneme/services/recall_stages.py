@@ -9,6 +9,7 @@ that entered the pipeline ends either in the results or in `omitted`, exactly on
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -29,7 +30,7 @@ from mneme.services.indexing import episode_text, memory_text, speaker
 from mneme.services.recall_records import Record, Result, lifecycle, load, record_text, strong_text, to_result
 from mneme.services.recall_time import QueryTime
 from mneme.services.scopes import ScopeService
-from mneme.text import terms
+from mneme.text import meaningful_words, stem, terms
 
 if TYPE_CHECKING:
     from mneme.services.recall import RecallRequest
@@ -42,6 +43,7 @@ RELATED_CARDS = 5  # Engram: up to 5 omitted-but-relevant candidates are shown a
 SPEAKER_BOOST = 1.3  # a turn spoken by a person the query names
 TIME_WINDOW_BOOST = 1.3  # an episode inside the time window the query names ("in May 2024")
 TIME_ORDER_WEIGHT = 1.0  # "now" / "first" questions: the latest (earliest) candidate x(1 + this)
+NAME_WORD = re.compile(r"[^\W_]+(?:['’]s)?")  # a query word, with its possessive
 FALLBACK_WIDTH = 4  # the lexical fallback asks for this many times the channels' k
 
 
@@ -240,6 +242,9 @@ def fuse(run: Run) -> None:
     dropped = _load(run, list(run.candidates.values()))
     scoring = run.scoring
     live = [c for c in run.candidates.values() if c.id not in dict(dropped)]
+    names = _named_speakers(run, live)
+    if names:
+        _without_names(run, live, names)
     if run.query_vector is not None:
         _fill_vector_scores(run, live)
     weight = (scoring.alpha if any("vector" in c.channels for c in live) else 0) + scoring.beta
@@ -253,7 +258,47 @@ def fuse(run: Run) -> None:
         }
         _resonate(run, candidate)
         _speaker(run, candidate)
-    run.note("fuse", took, dropped)
+    run.note("fuse", took, dropped, **({"speakers_named": sorted(names)} if names else {}))
+
+
+def _named_speakers(run: Run, candidates: list[Candidate]) -> set[str]:
+    """The query's words that name a speaker of the candidates (stemmed, as anchors are)."""
+    found: set[str] = set()
+    for candidate in candidates:
+        who = speaker(candidate.record) if isinstance(candidate.record, Episode) else None
+        if who:
+            found |= terms(who) & run.anchors
+    return found
+
+
+def _without_names(run: Run, candidates: list[Candidate], names: set[str]) -> None:
+    """A speaker the query names is a field, matched by the speaker rule (and by the speaker that leads
+    each turn's BM25 text). Left in the query, the name dominates both channels and draws the turns that
+    merely address that person ('Tom! Hi!'): so the candidates' cosines and BM25 scores are taken again
+    with the query's speaker names left out (one more embedding and one more text search)."""
+    assert run.request.query is not None
+    rest = " ".join(
+        w
+        for w in NAME_WORD.findall(run.request.query)
+        if stem(w.lower().replace("’", "'").removesuffix("'s")) not in names
+    )
+    if not meaningful_words(rest):
+        return
+    if run.scoring.beta > 0:
+        hits = run.deps.index.search_text(run.flt, rest, run.k)
+        top = max((hit.score for hit in hits), default=1.0) or 1.0
+        found = {hit.doc_id: hit for hit in hits}
+        for candidate in candidates:
+            if "lexical" in candidate.channels:
+                hit = found.get(candidate.id)
+                candidate.lexical, candidate.raw_bm25 = (hit.score / top, hit.score) if hit else (0.0, 0.0)
+    if run.query_vector is None:
+        return
+    run.query_vector = vector = run.deps.embedder.embed([rest])[0]
+    for candidate in candidates:
+        stored = getattr(candidate.record, "vector", None)
+        if stored is not None and getattr(candidate.record, "model_id", None) == run.deps.embedder.model_id:
+            candidate.vector = max(0.0, float(np.dot(vector, np.asarray(stored, dtype=np.float32))))
 
 
 def _speaker(run: Run, candidate: Candidate) -> None:
