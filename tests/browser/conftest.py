@@ -33,6 +33,7 @@ class Mneme:
 
     url: str
     admin: str
+    log: Path
     keys: dict[str, str] = field(default_factory=dict)
 
     def call(self, method: str, path: str, body: Any = None, key: str | None = None) -> tuple[int, Any]:
@@ -63,21 +64,21 @@ class Mneme:
 def mneme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mneme]:
     home = tmp_path_factory.mktemp("mneme-home")
     path = os.pathsep.join([str(ROOT / "shared"), str(ROOT)])
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "MNEME_HOME": str(home), "PYTHONPATH": path}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mneme.cli", "serve", "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=home,
-    )  # fmt: skip
-    assert process.stdout is not None
-    first = process.stdout.readline()
-    found = re.search(r"serving on (http://\S+)", first)
-    assert found, first
-    url = found.group(1)
-    deadline = time.monotonic() + 60
-    while not (home / "admin.key").exists() and time.monotonic() < deadline:
+    # The access log is on, so the test can show that no key ever reaches the server's output.
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "MNEME_HOME": str(home), "PYTHONPATH": path, "MNEME_ACCESS_LOG": "1"}
+    log = home.parent / f"{home.name}-serve.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mneme.cli", "serve", "--port", "0"],
+            stdout=out, stderr=subprocess.STDOUT, text=True, env=env, cwd=home,
+        )  # fmt: skip
+    deadline, found = time.monotonic() + 120, None
+    while found is None and process.poll() is None and time.monotonic() < deadline:
+        found = re.search(r"serving on (http://\S+)", log.read_text())
         time.sleep(0.05)
+    assert found, log.read_text()[-2000:]
     try:
-        yield Mneme(url, (home / "admin.key").read_text().strip())
+        yield Mneme(found.group(1), (home / "admin.key").read_text().strip(), log)
     finally:
         process.terminate()
         process.wait(timeout=30)

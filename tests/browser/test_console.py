@@ -299,3 +299,11 @@ def test_a_writers_edit_is_a_revision_reviewed_with_its_diff_and_stale_flag(open
     item.get_by_label("Reason").fill("Made on an old version: edit again.")
     item.get_by_role("button", name="Reject").click()
     page.locator("#status").filter(has_text="Rejected vat-scheme").wait_for()
+
+
+def test_no_key_reaches_the_server_log(mneme: Mneme) -> None:
+    # After every test above, with the access log on: requests were logged, and no key appears in them
+    output = mneme.log.read_text()
+    assert "GET /console/console.js" in output and "POST /v1/retrieve" in output
+    for secret in [mneme.admin, *mneme.keys.values()]:
+        assert secret not in output

@@ -365,7 +365,7 @@ function renderRecall(response) {
       el("tbody", {}, trace.stages.map((s) => el("tr", { "data-stage": s.stage },
         el("th", { scope: "row", text: s.stage }), el("td", { text: s.in }), el("td", { text: s.out }),
         el("td", { text: (s.dropped || []).length }),
-        el("td", {}, el("meter", { min: 0, max: maxIn, value: s.out || 0, title: `${s.out} of ${s.in}` })))))),
+        el("td", {}, el("meter", { min: 0, max: maxIn, value: s.out || 0, title: `${s.out} of ${s.in}`, "aria-label": `${s.stage}: ${s.out} passed on` })))))),
     el("h3", { text: `Omissions (${(trace.omitted || []).length})` }),
     (trace.omitted || []).length ? el("ul", { id: "omitted" }, trace.omitted.map((o) => el("li", {}, el("code", { text: o.id }), " — ", el("span", { text: o.reason }))))
       : el("p", { class: "hint", text: "Nothing was omitted." }),
