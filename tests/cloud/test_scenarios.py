@@ -169,3 +169,19 @@ def test_the_index_repair_schedule_runs_within_its_role(cloud: Cloud, admin: str
     tick = cloud.fire_schedule("index-repair")
     assert tick.error is None, tick.error
     assert tick.calls and all(c.decision.allowed for c in tick.calls)
+
+
+def test_the_console_is_served_by_curate_without_a_key_and_its_api_calls_still_need_one(
+    cloud: Cloud, admin: str
+) -> None:
+    # The page and its files: no Authorization header, answered by the curate function under the policy
+    for path, kind in (("/console", "text/html"), ("/console/console.js", "text/javascript")):
+        page = cloud.api("GET", path)
+        assert page.status == 200 and page.function == "curate", page
+        assert page.headers["Content-Type"].startswith(kind)
+        assert "default-src 'self'" in page.headers["Content-Security-Policy"]
+    assert cloud.api("GET", "/console/admin.key").status == 404
+    # What the page calls first still goes through the authorizer
+    assert cloud.api("GET", "/v1/me").status == 401
+    me = cloud.api("GET", "/v1/me", key=key(cloud, admin, "rita", "reader"))
+    assert me.status == 200 and me.json()["roles"] == ["reader"]
