@@ -226,9 +226,10 @@ async function loadReview() {
   }
   const mine = await api("GET", "reviews?mine=true");
   fill("mine", mine.mine.length ? el("table", {},
-    el("thead", {}, el("tr", {}, ["kind", "key", "target", "status", "decided by", "reason"].map((h) => el("th", { scope: "col", text: h })))),
+    el("thead", {}, el("tr", {}, ["kind", "key or memory", "target / change", "status", "decided by", "reason"].map((h) => el("th", { scope: "col", text: h })))),
     el("tbody", {}, mine.mine.map((item) => el("tr", { "data-memory-id": item.memory_id },
-      el("td", { text: item.kind }), el("td", { text: item.key || "" }), el("td", { text: item.target || "" }),
+      el("td", { text: item.kind }), el("td", { text: item.key || item.memory_id }),
+      el("td", { text: item.target || (item.changes ? Object.keys(item.changes).join(", ") + ` (on version ${item.base_version})` : "") }),
       el("td", { text: item.status }), el("td", { text: item.decided_by || "" }), el("td", { text: item.reason || "" })))))
     : el("p", { class: "hint", text: "You have proposed nothing yet." }));
 }
