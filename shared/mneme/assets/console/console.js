@@ -104,7 +104,7 @@ async function signIn(key) {
   document.body.dataset.roles = state.me.roles.join(" ");
   route();
 }
-function signOut(message) {
+function signOut(message, isError = true) {
   sessionStorage.removeItem(KEY);
   Object.assign(state, { me: null, draft: null, bundleSeq: 0 });
   for (const id of ["tree", "layers", "bundle", "bundle-markdown", "bundle-canonical", "queue", "mine", "draft", "recall-out", "runs", "history"]) fill(id);
@@ -112,6 +112,7 @@ function signOut(message) {
   $("signin").hidden = false;
   for (const id of ["nav", "main", "sign-out"]) $(id).hidden = true;
   $("signin-error").textContent = message || "";
+  $("signin-error").classList.toggle("error", isError);
   $("api-key").value = "";
 }
 function route() {
@@ -437,9 +438,10 @@ document.addEventListener("DOMContentLoaded", () => {
       $("api-key").value = "";
     } catch (error) {
       $("signin-error").textContent = error.message;
+      $("signin-error").classList.add("error");
     }
   });
-  $("sign-out").addEventListener("click", () => signOut("Signed out."));
+  $("sign-out").addEventListener("click", () => signOut("Signed out: the key is forgotten.", false));
   onSubmit("bundle-form", (form) => openBundle(new FormData(form).get("path").trim()));
   onSubmit("memory-form", proposeMemory);
   onSubmit("review-filter", loadReview);
