@@ -73,7 +73,7 @@ class GatedEmbedder(HashEmbedder):
 
     def __init__(self, parties: int) -> None:
         super().__init__()
-        self.gate = threading.Barrier(parties, timeout=20)
+        self.gate = threading.Barrier(parties, timeout=120)  # generous: a loaded CI machine, moto serialised
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         self.gate.wait()
