@@ -32,17 +32,19 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
+from mneme.adapters import vector_snapshot
 from mneme.adapters.sqlite_base import ConnectionPool
 from mneme.adapters.vector_cache import CacheSet, Rows, VectorCache, ann_available, as_utc, normalised_vector
 from mneme.errors import InvalidInput, StoreUnavailable
@@ -63,6 +65,19 @@ CREATE INDEX IF NOT EXISTS doc_ancestors_doc ON doc_ancestors (doc);
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(text, dates, tokenize='porter unicode61');
 CREATE TABLE IF NOT EXISTS generations (tenant TEXT PRIMARY KEY, gen INTEGER NOT NULL);
 """
+
+# Created on open next to SCHEMA (a file from before gets them then): the file's epoch (a random id,
+# so a vector snapshot of another file is never taken for this one's) and the change log: one row
+# per document a write touched, under the tenant generation it produced ('' marks the generation,
+# '*' means every document), kept for the last _LOG_KEEP generations. A vector cache (another
+# process's, or a snapshot) that is a few generations behind catches up by re-reading those rows.
+META_SCHEMA = """
+CREATE TABLE IF NOT EXISTS index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS doc_changes (
+    tenant TEXT NOT NULL, gen INTEGER NOT NULL, doc_id TEXT NOT NULL, PRIMARY KEY (tenant, gen, doc_id)) WITHOUT ROWID;
+"""
+_LOG_KEEP = 2000  # generations of the change log kept per tenant
+SNAPSHOT_MIN_ROWS = 5000  # caches smaller than this load from SQLite quickly enough; not saved
 
 _UPSERT = """
 INSERT INTO docs (tenant, doc_id, kind, scope_id, ancestor_ids, occurred_at, tier, session_id,
@@ -217,10 +232,16 @@ class SqliteSearchIndex:
         connect: Callable[[str], sqlite3.Connection] | None = None,
         subtree_first_max: int = 256,
         ann: bool | None = None,
+        snapshots: bool = True,
     ) -> None:
         self.path = str(path)
+        # vector caches saved next to the file (`vector_snapshot`), so a new process's first search is fast
+        self._snapshots = snapshots and self.path != ":memory:"
+        self._epoch = ""  # the file's random id, read on first open
         # an approximate index for big caches (see `vector_cache`); False: always exact; None: if installed
         self._ann = ann_available() if ann is None else ann
+        if self._ann and self._snapshots:
+            import faiss  # noqa: F401  (imported now, ~0.1 s, rather than by the first search)
         self._connect = connect or _default_connect
         # Text plan choice: subtree-first when subtree size x query words is at most this.
         self._subtree_first_max = subtree_first_max
@@ -259,8 +280,10 @@ class SqliteSearchIndex:
                 with self._lock:
                     if not self._ready:
                         conn.execute("PRAGMA journal_mode=WAL")
-                        conn.executescript(SCHEMA)
+                        conn.executescript(SCHEMA + META_SCHEMA)
                         _migrate(conn)
+                        conn.execute("INSERT OR IGNORE INTO index_meta VALUES ('epoch', ?)", (secrets.token_hex(16),))
+                        self._epoch = conn.execute("SELECT value FROM index_meta WHERE key = 'epoch'").fetchone()[0]
                         self._ready = True
         except BaseException:
             conn.close()
@@ -285,18 +308,29 @@ class SqliteSearchIndex:
                     ).fetchone()[0]
                     for t in tenants
                 }
+                for t, gen in gens.items():
+                    changed = [(t, gen, d) for d in ["", *sorted(write.changed.get(t, ()))]]
+                    conn.executemany("INSERT OR IGNORE INTO doc_changes VALUES (?, ?, ?)", changed)
+                    conn.execute("DELETE FROM doc_changes WHERE tenant = ? AND gen <= ?", (t, gen - _LOG_KEEP))
                 with self._cache_lock.exclusive():
                     conn.execute("COMMIT")
                     self._caches.committed(gens)
-                    if write.after is not None:
-                        write.after()
+                    try:
+                        if write.after is not None:
+                            write.after()
+                    finally:
+                        self._caches.settled()
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
 
     def close(self) -> None:
+        """Save the vector caches that moved since they were saved or loaded, and close the connections."""
         with self._lock:
+            for (tenant, model_id), cache in self._caches.items():
+                if cache.saved_generation != cache.generation:
+                    self._save(tenant, model_id, cache)
             for conn in self._pool.drain():
                 conn.close()
             if self._memory is not None:
@@ -327,6 +361,8 @@ class SqliteSearchIndex:
                 conn.execute("DELETE FROM docs_fts WHERE rowid = ?", (doc,))
                 conn.execute("INSERT INTO docs_fts (rowid, text, dates) VALUES (?, ?, ?)", (doc, text, dates))
                 self._write_ancestors(conn, d.tenant, [doc], d.ancestor_ids)
+            for tenant, doc_id in latest:
+                write.changed.setdefault(tenant, set()).add(doc_id)
             write.after = lambda: self._caches.upserted(latest, vectors)
 
     def _check_dimensions(
@@ -372,6 +408,7 @@ class SqliteSearchIndex:
             conn.executemany("DELETE FROM docs_fts WHERE rowid = ?", ids)
             conn.executemany("DELETE FROM doc_ancestors WHERE doc = ?", ids)
             conn.executemany("DELETE FROM docs WHERE id = ?", ids)
+            write.changed[tenant] = set(doc_ids)
             write.after = lambda: self._caches.removed(tenant, doc_ids)
 
     def update_ancestors(self, tenant: str, scope_id: str, ancestor_ids: Sequence[str]) -> None:
@@ -387,6 +424,7 @@ class SqliteSearchIndex:
                 (json.dumps(path), tenant, scope_id),
             )
             self._write_ancestors(conn, tenant, [row[0] for row in rows], path)
+            write.changed[tenant] = {row[1] for row in rows}
             write.after = lambda: self._caches.moved(tenant, [row[1] for row in rows], path)
 
     def clear_tenant(self, tenant: str) -> None:
@@ -396,6 +434,7 @@ class SqliteSearchIndex:
             conn.executemany("DELETE FROM docs_fts WHERE rowid = ?", ids)
             conn.execute("DELETE FROM doc_ancestors WHERE tenant = ?", (tenant,))
             conn.execute("DELETE FROM docs WHERE tenant = ?", (tenant,))
+            write.changed[tenant] = {"*"}
             write.after = lambda: self._caches.drop(tenant)
 
     # -- reads ------------------------------------------------------------------------------
@@ -462,25 +501,54 @@ class SqliteSearchIndex:
                 self._reload(conn, flt.tenant, model_id)
 
     def _reload(self, conn: sqlite3.Connection, tenant: str, model_id: str) -> None:
-        """(Re)load the (tenant, model_id) cache from one snapshot of the file. Commits wait."""
+        """Bring the (tenant, model_id) cache up to the file, from one snapshot of it: the cache in
+        memory or the saved one, caught up from the change log; else every row. Commits wait."""
         with self._load_lock, self._cache_lock.exclusive():
-            conn.execute("BEGIN")  # one snapshot for the generation and the rows
+            conn.execute("BEGIN")  # one snapshot for the generation, the log and the rows
+            rebuilt = False
             try:
                 gen = _generation(conn, tenant)
                 cache = self._caches.get(tenant, model_id)
-                if cache is None or cache.generation != gen:
-                    cache = _load(conn, tenant, model_id, gen)
-                    self._caches.put(tenant, model_id, cache)
+                restored = None
+                if cache is None and self._snapshots:
+                    restored = cache = vector_snapshot.load(
+                        vector_snapshot.directory(self.path, tenant, model_id),
+                        epoch=self._epoch, tenant=tenant, model_id=model_id,
+                    )  # fmt: skip
+                if cache is not None and cache.generation != gen:
+                    cache = _catch_up(conn, tenant, model_id, cache, gen)
+                if cache is not None and cache is restored and not _agrees(conn, tenant, model_id, cache):
+                    cache = None
+                if cache is None:
+                    cache, rebuilt = _load(conn, tenant, model_id, gen), True
+                self._caches.put(tenant, model_id, cache)
             finally:
                 conn.execute("COMMIT")
             if self._ann and cache.wants_ann():
                 cache.build_ann()
+                rebuilt = True
+            if rebuilt:
+                self._save(tenant, model_id, cache)
+
+    def _save(self, tenant: str, model_id: str, cache: VectorCache) -> None:
+        """Write the cache's snapshot (big caches only); a failure only costs the next process a full load."""
+        if not self._snapshots or cache.rows < SNAPSHOT_MIN_ROWS:
+            return
+        try:
+            vector_snapshot.save(
+                vector_snapshot.directory(self.path, tenant, model_id), cache,
+                epoch=self._epoch, tenant=tenant, model_id=model_id,
+            )  # fmt: skip
+            cache.saved_generation = cache.generation
+        except OSError as exc:
+            vector_snapshot.log.warning("vector snapshot not saved: %s", exc)
 
 
 @dataclass
 class _Write:
     conn: sqlite3.Connection
     after: Callable[[], None] | None = None  # applies the write to the caches, after COMMIT
+    changed: dict[str, set[str]] = field(default_factory=dict)  # tenant -> doc ids written (the change log)
 
 
 def _generation(conn: sqlite3.Connection, tenant: str) -> int:
@@ -519,16 +587,20 @@ def _migrate(conn: sqlite3.Connection) -> None:
         raise
 
 
+_ROW_COLUMNS = "doc_id, kind, ancestor_ids, occurred_at, tier, session_id, visible_to, vector"
+
+
 def _load(conn: sqlite3.Connection, tenant: str, model_id: str, gen: int) -> VectorCache:
     rows = conn.execute(
-        "SELECT doc_id, kind, ancestor_ids, occurred_at, tier, session_id, visible_to, vector FROM docs"
-        " WHERE tenant = ? AND model_id = ? ORDER BY id",
-        (tenant, model_id),
+        f"SELECT {_ROW_COLUMNS} FROM docs WHERE tenant = ? AND model_id = ? ORDER BY id", (tenant, model_id)
     ).fetchall()
     cache = VectorCache(gen)
-    if not rows:
-        return cache
-    dim = len(rows[0][7]) // 4
+    if rows:
+        cache.add(_rows(rows, len(rows[0][7]) // 4))
+    return cache
+
+
+def _rows(rows: list[tuple], dim: int) -> Rows:
     doc_ids, kinds, paths, occurred, tiers, sessions, visible, blobs = map(
         list, zip(*(r for r in rows if len(r[7]) == dim * 4), strict=True)
     )
@@ -536,8 +608,56 @@ def _load(conn: sqlite3.Connection, tenant: str, model_id: str, gen: int) -> Vec
     # fixed-width ISO UTC without the "Z" parses straight into numpy microseconds
     micros = np.array([t[:-1] for t in occurred], dtype="datetime64[us]").astype(np.int64).tolist()
     paths = json.loads(f"[{','.join(paths)}]")  # one parse, not one per row
-    cache.add(Rows(doc_ids, kinds, paths, micros, tiers, sessions, visible, matrix))
+    return Rows(doc_ids, kinds, paths, micros, tiers, sessions, visible, matrix)
+
+
+def _catch_up(conn: sqlite3.Connection, tenant: str, model_id: str, cache: VectorCache, gen: int) -> VectorCache | None:
+    """`cache` (at an older generation) brought to `gen` by re-reading the documents the change log
+    lists since; None when the log does not hold every generation in between (or says "all")."""
+    if cache.generation > gen:
+        return None
+    logged = conn.execute(
+        "SELECT gen, doc_id FROM doc_changes WHERE tenant = ? AND gen > ? AND gen <= ?", (tenant, cache.generation, gen)
+    ).fetchall()
+    if len({g for g, _ in logged}) != gen - cache.generation or any(d == "*" for _, d in logged):
+        return None
+    changed = sorted({d for _, d in logged if d})
+    found: list[tuple] = []
+    for start in range(0, len(changed), 500):
+        chunk = changed[start : start + 500]
+        found += conn.execute(  # by (tenant, doc_id); the model is checked on the rows
+            f"SELECT {_ROW_COLUMNS} FROM docs WHERE tenant = ? AND doc_id IN ({','.join('?' * len(chunk))})"
+            " AND +model_id = ? AND vector IS NOT NULL ORDER BY id",
+            (tenant, *chunk, model_id),
+        ).fetchall()
+    cache.remove(changed)
+    if found:
+        dim = cache.dim or len(found[0][7]) // 4
+        cache.add(_rows(found, dim))
+    cache.generation = gen
     return cache
+
+
+def _agrees(conn: sqlite3.Connection, tenant: str, model_id: str, cache: VectorCache) -> bool:
+    """A restored cache holds as many rows as the file, and a sample of them byte for byte."""
+    count = conn.execute("SELECT count(*) FROM docs WHERE tenant = ? AND model_id = ?", (tenant, model_id)).fetchone()
+    if int(count[0]) != cache.rows:
+        vector_snapshot.log.warning("vector snapshot of %s/%s: %d rows, the file %d", tenant, model_id, cache.rows,
+                                    count[0])  # fmt: skip
+        return False
+    sample = dict(cache.sample(16))
+    stored = dict(
+        conn.execute(
+            f"SELECT doc_id, vector FROM docs WHERE tenant = ? AND doc_id IN ({','.join('?' * len(sample))})",
+            (tenant, *sample),
+        ).fetchall()
+    ) if sample else {}  # fmt: skip
+    for doc_id, vector in sample.items():
+        if stored.get(doc_id) != vector.tobytes():
+            vector_snapshot.log.warning("vector snapshot of %s/%s disagrees with the file at %s", tenant, model_id,
+                                        doc_id)  # fmt: skip
+            return False
+    return True
 
 
 def _filter_sql(flt: SearchFilter, params: dict[str, object]) -> str:

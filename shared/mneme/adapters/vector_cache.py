@@ -90,10 +90,15 @@ class Ann:
     """An inverted-file index over a cache's rows (faiss-cpu `IndexIVFFlat`, inner product,
     labels = row numbers): k-means cells, a query scans the rows of its `nprobe` nearest cells.
     Chosen over HNSW by measurement here: building it is ~35x cheaper (50k x 384: 0.55 CPU-s
-    against 19), appending rows costs one centroid lookup each, and it searches in under a ms."""
+    against 19), appending rows costs one centroid lookup each, and it searches in under a ms.
 
-    def __init__(self, index: Any) -> None:
+    An index read back from a snapshot (`vector_snapshot`) is memory-mapped and read-only
+    (`frozen`); rows appended after that go to a second, in-memory index over the same cells,
+    and a search merges the two candidate lists (the caller rescores them exactly)."""
+
+    def __init__(self, index: Any | None, frozen: Any | None = None) -> None:
         self.index = index
+        self.frozen = frozen
 
     @classmethod
     def build(cls, matrix: NDArray[np.float32], alive: NDArray[np.bool_]) -> Ann:
@@ -111,8 +116,36 @@ class Ann:
             ann.add(matrix[chunk], chunk)
         return ann
 
+    def _indexes(self) -> list[Any]:
+        return [i for i in (self.frozen, self.index) if i is not None]
+
     def add(self, vectors: NDArray[np.float32], rows: NDArray[np.int64]) -> None:
+        if self.index is None:  # restored: the mapped index is read-only; new rows get their own, same cells
+            import faiss
+
+            assert self.frozen is not None
+            quantizer = faiss.clone_index(self.frozen.quantizer)
+            self.index = faiss.IndexIVFFlat(quantizer, self.frozen.d, self.frozen.nlist, faiss.METRIC_INNER_PRODUCT)
         self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), rows.astype(np.int64))
+
+    def merged(self) -> Any:
+        """One in-memory index holding every row (for writing a snapshot); the live ones stay as they are."""
+        import faiss
+
+        if self.frozen is None:
+            return self.index
+        frozen = self.frozen
+        quantizer = faiss.clone_index(frozen.quantizer)
+        whole = faiss.IndexIVFFlat(quantizer, frozen.d, frozen.nlist, faiss.METRIC_INNER_PRODUCT)
+        target: Any = whole.invlists
+        for part in self._indexes():
+            lists = part.invlists
+            for cell in range(part.nlist):
+                size = lists.list_size(cell)
+                if size:
+                    target.add_entries(cell, size, lists.get_ids(cell), lists.get_codes(cell))
+            whole.ntotal += part.ntotal
+        return whole
 
     def search(self, query: NDArray[np.float32], mask: NDArray[np.bool_], count: int) -> NDArray[np.int64]:
         """Up to `count` rows among those set in `mask`, nearest first (approximately)."""
@@ -123,22 +156,25 @@ class Ann:
             return np.empty(0, np.int64)
         bits = np.packbits(mask, bitorder="little")
         selector = faiss.IDSelectorBitmap(mask.size, faiss.swig_ptr(bits))
-        # The cells hold rows the mask rejects too: probe more of them as the mask narrows.
-        cells = self.index.nlist
-        nprobe = min(cells, max(1, ANN_NPROBE * mask.size // kept))
-        params = faiss.SearchParametersIVF(sel=selector, nprobe=nprobe)  # type: ignore[call-arg]
-        _, labels = self.index.search(query.reshape(1, -1), count, params=params)
-        found = labels[0]
-        return found[found >= 0]
+        found = []
+        for index in self._indexes():
+            # The cells hold rows the mask rejects too: probe more of them as the mask narrows.
+            cells = index.nlist
+            nprobe = min(cells, max(1, ANN_NPROBE * mask.size // kept))
+            params = faiss.SearchParametersIVF(sel=selector, nprobe=nprobe)  # type: ignore[call-arg]
+            _, labels = index.search(query.reshape(1, -1), count, params=params)
+            found.append(labels[0][labels[0] >= 0])
+        return found[0] if len(found) == 1 else np.concatenate(found)
 
 
 class VectorCache:
     def __init__(self, generation: int, dim: int | None = None) -> None:
         self.generation = generation  # the index generation this cache reflects
+        self.saved_generation: int | None = None  # the generation of its snapshot on disk, if any
         self.dim = dim
         self._n = 0  # rows in use, dead ones included
         self._dead = 0
-        self._pos: dict[str, int] = {}
+        self._pos_map: dict[str, int] | None = {}  # doc_id -> live row; None until needed (restored caches)
         self._doc_ids: list[str] = []
         self._codes: dict[str, int] = {}
         self._anc_depths: dict[int, set[int]] = {}  # ancestor code -> columns it was seen in
@@ -234,9 +270,63 @@ class VectorCache:
             dst[:] = src[keep]
         self._anc = [col[keep] for col in old_anc]
         self._doc_ids = [self._doc_ids[i] for i in keep]
-        self._pos = {doc_id: i for i, doc_id in enumerate(self._doc_ids)}
+        self._pos_map = {doc_id: i for i, doc_id in enumerate(self._doc_ids)}
         self._n, self._dead = len(keep), 0
         self.ann = None  # row numbers changed: the index is rebuilt by the next `build_ann`
+
+    # -- snapshots (written and read by `vector_snapshot`) ------------------------------------
+    def state(self) -> tuple[dict[str, NDArray[Any]], list[str], dict[str, Any]]:
+        """The cache as arrays (rows in use, dead ones included), its doc ids and the small rest."""
+        n = self._n
+        arrays = dict(zip(("matrix", "alive", "occ", "kind", "tier", "session", "visible"),
+                          (a[:n] for a in self._arrays()), strict=True))  # fmt: skip
+        arrays["anc"] = np.stack([col[:n] for col in self._anc]) if self._anc else np.zeros((0, n), np.int32)
+        meta = {
+            "generation": self.generation, "dim": self.dim, "n": n, "dead": self._dead,
+            "codes": list(self._codes),  # insertion order = code order
+            "anc_depths": {str(code): sorted(depths) for code, depths in self._anc_depths.items()},
+        }  # fmt: skip
+        return arrays, self._doc_ids[:n], meta
+
+    @classmethod
+    def from_state(
+        cls, arrays: dict[str, NDArray[Any]], doc_ids: list[str], meta: dict[str, Any], ann: Ann | None
+    ) -> VectorCache:
+        """The inverse of `state` (arrays may be copy-on-write memory maps: they are written in place)."""
+        cache = cls(int(meta["generation"]), meta["dim"])
+        cache._n = int(meta["n"])
+        cache._dead = int(meta["dead"])
+        cache._mat, cache._alive, cache._occ = arrays["matrix"], arrays["alive"], arrays["occ"]
+        cache._kind, cache._tier = arrays["kind"], arrays["tier"]
+        cache._session, cache._visible = arrays["session"], arrays["visible"]
+        cache._anc = list(arrays["anc"])
+        cache._doc_ids = doc_ids
+        cache._codes = {value: code for code, value in enumerate(meta["codes"])}
+        cache._anc_depths = {int(code): set(depths) for code, depths in meta["anc_depths"].items()}
+        cache._pos_map = None  # built by the first write (a search does not need it)
+        cache.ann = ann
+        cache.saved_generation = cache.generation
+        return cache
+
+    @property
+    def _pos(self) -> dict[str, int]:
+        if self._pos_map is None:
+            n, ids = self._n, self._doc_ids
+            pos = dict(zip(ids, range(n), strict=True))  # a replaced doc's live row comes later and wins
+            for row in np.flatnonzero(~self._alive[:n]).tolist():
+                if pos.get(ids[row]) == row:  # deleted, not replaced
+                    del pos[ids[row]]
+            self._pos_map = pos
+        return self._pos_map
+
+    def sample(self, count: int) -> list[tuple[str, NDArray[np.float32]]]:
+        """Up to `count` live (doc_id, vector) spread over the rows, the last one included (for
+        checking a snapshot against the file)."""
+        live = np.flatnonzero(self._alive[: self._n])
+        if not live.size:
+            return []
+        picks = np.unique(np.linspace(0, live.size - 1, min(count, live.size)).astype(np.int64))
+        return [(self._doc_ids[row], self._mat[row]) for row in live[picks].tolist()]
 
     # -- reads ------------------------------------------------------------------------------
     def _mask(self, flt: SearchFilter) -> NDArray[np.bool_] | None:
@@ -317,12 +407,14 @@ class CacheSet:
     """The loaded caches, keyed by (tenant, model_id), kept in step with committed writes.
 
     Each cache carries the tenant generation it reflects. After a write commits, `committed`
-    advances the caches that saw every earlier write and drops the others (another connection
-    wrote in between; they reload lazily); the caller then applies its own write to the survivors.
+    advances the caches that saw every earlier write; the caller then applies its own write to
+    those. A cache that missed a write (another process wrote in between) is left as it is: its
+    generation is behind the file's, so the next search catches it up from the change log.
     """
 
     def __init__(self) -> None:
         self._caches: dict[tuple[str, str], VectorCache] = {}
+        self._in_step: set[tuple[str, str]] | None = None  # after `committed`: the caches its write applies to
 
     def get(self, tenant: str, model_id: str) -> VectorCache | None:
         return self._caches.get((tenant, model_id))
@@ -330,17 +422,26 @@ class CacheSet:
     def put(self, tenant: str, model_id: str, cache: VectorCache) -> None:
         self._caches[(tenant, model_id)] = cache
 
+    def items(self) -> list[tuple[tuple[str, str], VectorCache]]:
+        return list(self._caches.items())
+
     def _of(self, tenant: str) -> list[tuple[str, VectorCache]]:
-        return [(model_id, cache) for (t, model_id), cache in self._caches.items() if t == tenant]
+        return [
+            (model_id, cache)
+            for (t, model_id), cache in self._caches.items()
+            if t == tenant and (self._in_step is None or (t, model_id) in self._in_step)
+        ]
 
     def committed(self, generations: dict[str, int]) -> None:
-        for key, cache in list(self._caches.items()):
+        self._in_step = set()
+        for key, cache in self._caches.items():
             gen = generations.get(key[0])
-            if gen is not None:
-                if cache.generation == gen - 1:
-                    cache.generation = gen
-                else:
-                    del self._caches[key]
+            if gen is not None and cache.generation == gen - 1:
+                cache.generation = gen
+                self._in_step.add(key)
+
+    def settled(self) -> None:
+        self._in_step = None
 
     def upserted(
         self, docs: dict[tuple[str, str], IndexDocument], vectors: dict[tuple[str, str], NDArray[np.float32]]
