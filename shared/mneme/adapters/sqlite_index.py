@@ -110,6 +110,8 @@ SELECT d.doc_id, -bm25(docs_fts) AS score FROM doc_ancestors a CROSS JOIN docs d
 WHERE a.tenant = :tenant AND a.ancestor_id = :anc AND d.id = a.doc AND docs_fts.rowid = a.doc
     AND docs_fts MATCH :q AND d.tenant = :tenant
 """
+_BIG_TEXT = 50_000  # documents (the highest id) from which a query of several words ANDs them first
+_DF_CACHE = 4096  # words whose document frequency a process remembers (for dropping the commonest first)
 _RANKED_FIRST_FACTOR = 4  # the first cut: k x this
 _RANKED_FIRST_MAX = 20_000  # past this cut, the full join
 
@@ -158,15 +160,19 @@ def date_phrases(text: str) -> list[str]:
     return list(dict.fromkeys(phrases))
 
 
-def fts_query(text: str) -> str | None:
-    """The query's meaningful words (`mneme.text`: no stopwords; all words if nothing else is left), each quoted and
-    ORed over `text`; its date-like phrases ORed over `dates`. User syntax never reaches FTS5."""
-    terms = list(dict.fromkeys(meaningful_words(text) or words(text)))
-    clauses = [" OR ".join(f'"{w}"' for w in terms[:_MAX_TERMS])] if terms else []
-    dates = date_phrases(text)
-    if not clauses:
+def query_terms(text: str) -> list[str]:
+    """The query's meaningful words (`mneme.text`: no stopwords; all words if nothing else is left), once each."""
+    return list(dict.fromkeys(meaningful_words(text) or words(text)))[:_MAX_TERMS]
+
+
+def fts_query(text: str, terms: Sequence[str] | None = None, joiner: str = " OR ") -> str | None:
+    """The query's terms (`query_terms`), each quoted and ORed (or joined by `joiner`) over `text`; its
+    date-like phrases ORed over `dates`. User syntax never reaches FTS5."""
+    terms = query_terms(text) if terms is None else terms
+    if not terms:
         return None
-    match = "{text}: (" + clauses[0] + ")"
+    match = "{text}: (" + joiner.join(f'"{w}"' for w in terms) + ")"
+    dates = date_phrases(text)
     if dates:
         match += " OR {dates}: (" + " OR ".join(f'"{p}"' for p in dates) + ")"
     return match
@@ -252,6 +258,7 @@ class SqliteSearchIndex:
         self._caches = CacheSet()
         self._cache_lock = _SharedLock()
         self._load_lock = threading.Lock()
+        self._df: dict[str, int] = {}  # word -> documents holding it (`_frequency`)
 
     # -- plumbing ---------------------------------------------------------------------------
     @contextmanager
@@ -462,6 +469,11 @@ class SqliteSearchIndex:
             if small <= limit:
                 rows = conn.execute(f"{_SUBTREE_FIRST} {where} {order} LIMIT :k", params).fetchall()
                 return [Hit(doc_id=doc_id, score=score) for doc_id, score in rows]
+            terms = query_terms(query)
+            if len(terms) > 1 and conn.execute("SELECT max(id) FROM docs").fetchone()[0] >= _BIG_TEXT:
+                found = self._and_first(conn, query, terms, k, where, params)
+                if found is not None:
+                    return found
             n = k * _RANKED_FIRST_FACTOR
             while n <= _RANKED_FIRST_MAX:
                 cut = conn.execute(_RANKED, (match, n)).fetchall()
@@ -477,6 +489,66 @@ class SqliteSearchIndex:
                 n *= 8
             rows = conn.execute(f"{_FTS_FIRST} {where} {order} LIMIT :k", params).fetchall()
         return [Hit(doc_id=doc_id, score=score) for doc_id, score in rows]
+
+    def _and_first(
+        self, conn: sqlite3.Connection, query: str, terms: list[str], k: int, where: str, params: dict[str, object]
+    ) -> list[Hit] | None:
+        """A big corpus: documents holding every word first, then (while fewer than k pass the
+        filters) every word but the commonest, and so on; None when even the rarest word alone
+        leaves fewer than k (the caller then scores every match of any word).
+
+        Why: FTS5 computes bm25 for every row of an OR query before its ORDER BY rank LIMIT, ~1 s
+        for the common words of a 1M corpus; an AND query scores only the rows holding all its
+        words. The phrases are the same, so a document holding every word gets its exact OR score;
+        a document found by a relaxed query gets the part of its score from the words it was found
+        by, a lower bound. Approximate: a document missing a word could outscore one holding them
+        all and be missed when k are found before it (`bench/recall.py` measures the overlap)."""
+        best: dict[str, float] = {}
+
+        def found(words: list[str]) -> list[Hit] | None:
+            match = fts_query(query, words, " AND ")
+            for doc_id, score in self._ranked(conn, match or "", k, where, params):
+                best[doc_id] = max(score, best.get(doc_id, score))
+            if len(best) < k:
+                return None
+            ranked = sorted(best.items(), key=lambda hit: (-hit[1], hit[0]))[:k]
+            return [Hit(doc_id=doc_id, score=score) for doc_id, score in ranked]
+
+        hits = found(terms)
+        if hits is not None:
+            return hits
+        # relaxing: words no document holds go at once, then the commonest first
+        present = sorted((w for w in terms if self._frequency(conn, w)), key=lambda w: self._frequency(conn, w))
+        for m in range(len(present), 0, -1):
+            if hits is not None:
+                return hits
+            if m < len(terms):
+                hits = found(present[:m])
+        return hits
+
+    def _ranked(
+        self, conn: sqlite3.Connection, match: str, k: int, where: str, params: dict[str, object]
+    ) -> list[tuple[str, float]]:
+        """The best-ranked matches of `match` that pass the filters: at least k of them when there are."""
+        n = k * _RANKED_FIRST_FACTOR
+        while True:
+            cut = conn.execute(_RANKED, (match, n)).fetchall()
+            scores = dict(cut)
+            kept = conn.execute(f"{_RANKED_FIRST} {where}", {**params, "ids": json.dumps(list(scores))}).fetchall()
+            if len(kept) >= k or len(cut) < n or n * 8 > _RANKED_FIRST_MAX:
+                return [(doc_id, scores[doc]) for doc_id, doc in kept]
+            n *= 8
+
+    def _frequency(self, conn: sqlite3.Connection, word: str) -> int:
+        """Documents whose text holds `word` (remembered: it only orders the words to drop)."""
+        found = self._df.get(word)
+        if found is None:
+            if len(self._df) >= _DF_CACHE:
+                self._df.clear()
+            match = '{text}: "' + word + '"'
+            found = conn.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?", (match,)).fetchone()[0]
+            self._df[word] = found
+        return found
 
     def search_vector(self, flt: SearchFilter, vector: NDArray[np.float32], model_id: str, k: int) -> list[Hit]:
         query = np.asarray(vector, dtype=np.float64).reshape(-1)

@@ -1,0 +1,71 @@
+"""The SQLite index's text plan for big corpora (`SqliteSearchIndex._and_first`), scaled down.
+
+From `_BIG_TEXT` documents on, a query of several words asks FTS5 for the documents holding all of
+them first (FTS5 scores every row an OR query matches; an AND query only the rows holding every
+word), then relaxes word by word, commonest first, and scores every match of any word only when
+even that leaves fewer than k. Here `_BIG_TEXT` is 0, so every corpus counts as big. The whole
+contract suite also passes with it at 0 (`tests/contract/test_search_index.py`, run that way by hand).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mneme.adapters import sqlite_index as sqlite_index_module
+from mneme.adapters.sqlite_index import SqliteSearchIndex
+from tests.contract.test_search_index import doc, flt, ids
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> SqliteSearchIndex:
+    index = SqliteSearchIndex(tmp_path / "i.db", subtree_first_max=0)
+    index.upsert(
+        [doc(f"both{i}", f"a red kite over the hill {i}", path=("root", "a" if i < 3 else "b")) for i in range(5)]
+        + [doc(f"red{i:02d}", f"a red barn number {i}", path=("root", "a")) for i in range(20)]
+        + [doc(f"kite{i:02d}", f"a kite string number {i}", path=("root", "b")) for i in range(12)]
+        + [doc(f"other{i:02d}", f"a green field number {i}", path=("root", "b")) for i in range(80)]
+    )  # red in 25 of 117 documents, kite in 17: both words count
+    return index
+
+
+def search(index: SqliteSearchIndex, query: str, k: int, big: bool, ancestor: str = "root") -> list:
+    sqlite_index_module._BIG_TEXT = 0 if big else 10**12
+    try:
+        return index.search_text(flt(ancestor), query, k)
+    finally:
+        sqlite_index_module._BIG_TEXT = 50_000
+
+
+def test_documents_holding_every_word_come_first_with_their_exact_scores(index: SqliteSearchIndex) -> None:
+    got = search(index, "red kite", 5, big=True)
+    exact = search(index, "red kite", 5, big=False)
+    assert {h.doc_id for h in got} == {f"both{i}" for i in range(5)}
+    assert got == exact  # the same documents, the same bm25 scores, the same order
+
+
+def test_relaxing_fills_k_from_the_documents_holding_fewer_words(index: SqliteSearchIndex) -> None:
+    got = search(index, "red kite", 12, big=True)
+    assert ids(got)[:5] == ids(search(index, "red kite", 5, big=False))
+    assert len(got) == 12
+    # the rest hold the rarer word (kite: 17 documents, red: 25), scored by it alone: a lower bound
+    assert all(h.doc_id.startswith("kite") for h in got[5:])
+    exact = {h.doc_id: h.score for h in search(index, "red kite", 40, big=False)}
+    assert all(h.score <= exact[h.doc_id] + 1e-9 for h in got)
+
+
+def test_filters_apply_before_the_top_k(index: SqliteSearchIndex) -> None:
+    got = search(index, "red kite", 6, big=True, ancestor="b")
+    assert len(got) == 6
+    assert ids(got)[:2] == ["both3", "both4"] or ids(got)[:2] == ["both4", "both3"]
+    assert not {h.doc_id for h in got} & {"both0", "both1", "both2"}
+    assert all(h.doc_id.startswith(("both", "kite")) for h in got)
+
+
+def test_a_word_no_document_holds_does_not_empty_the_answer(index: SqliteSearchIndex) -> None:
+    assert ids(search(index, "red kite zeppelin", 5, big=True)) == ids(search(index, "red kite", 5, big=False))
+
+
+def test_fewer_matches_than_k_means_every_match_of_any_word(index: SqliteSearchIndex) -> None:
+    assert search(index, "red kite", 100, big=True) == search(index, "red kite", 100, big=False)
