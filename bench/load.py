@@ -10,7 +10,7 @@ throughput ratio, and finally checks that every acknowledged remember is in the 
 with its record (readable). Figures only (the machine is shared): no asserts, exit 1 only when
 an acknowledged write is missing.
 
-    .venv/bin/python bench/load.py [--clients 8] [--seconds 20] [--max-ops 3000] [--seed 2000]
+    .venv/bin/python bench/load.py [--clients 8] [--seconds 20] [--max-ops 3000] [--seed 2000] [--workers 1]
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ MIX = (("recall", 50), ("retrieve", 20), ("remember", 20), ("changes", 10))
 TENANT = "default"
 
 
-def start_server(home: Path, log: list[str]) -> tuple[subprocess.Popen[str], str, str]:
+def start_server(home: Path, log: list[str], workers: int = 1) -> tuple[subprocess.Popen[str], str, str]:
     """The server subprocess, its URL and the admin key; its output goes on into `log`."""
     env = {**os.environ, "MNEME_HOME": str(home), "PYTHONPATH": f"{c.ROOT / 'shared'}{os.pathsep}{c.ROOT}"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mneme.cli", "serve", "--port", "0"],
+        [sys.executable, "-m", "mneme.cli", "serve", "--port", "0", "--workers", str(workers)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -148,12 +148,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="bound on each phase")
     parser.add_argument("--max-ops", type=int, default=3000, help="bound on each phase's operations")
     parser.add_argument("--seed", type=int, default=2000, help="episodes stored before the load")
+    parser.add_argument("--workers", type=int, default=1, help="server processes (`mneme serve --workers`)")
     args = parser.parse_args()
-    print(f"mixed load on `mneme serve` (loopback, subprocess); {c.machine()}")
+    print(f"mixed load on `mneme serve --workers {args.workers}` (loopback, subprocess); {c.machine()}")
     print("mix: " + ", ".join(f"{name} {weight}%" for name, weight in MIX))
     with tempfile.TemporaryDirectory(prefix="mneme-load-") as tmp:
         log: list[str] = []
-        proc, url, key = start_server(Path(tmp) / "home", log)
+        proc, url, key = start_server(Path(tmp) / "home", log, args.workers)
         try:
             client = MnemeClient(url, key, timeout=120.0)
             start = time.perf_counter()

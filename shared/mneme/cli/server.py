@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,10 +43,22 @@ def ensure_first_run() -> tuple[Path, bool]:
 
 def cmd_serve(ctx: Context) -> int:
     from mneme import bootstrap
-    from mneme.local.server import make_server, start_sweeper
+    from mneme.local.server import make_server, spawn_workers, start_sweeper, stop_when_orphaned
 
     ctx.embedded_only("serve")
     args = ctx.args
+    if args.listen_fd is not None:  # one of the processes `serve --workers N` started
+        server = make_server(args.host, args.port, listen_fd=args.listen_fd)
+        stop_when_orphaned(server, os.getppid())
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
+        return 0
+    if args.workers < 1:
+        raise MnemeError("--workers must be at least 1", code="invalid_input")
     key_file, created = ensure_first_run()
     try:
         server = make_server(args.host, args.port)
@@ -53,9 +66,14 @@ def cmd_serve(ctx: Context) -> int:
         raise MnemeError(
             f"cannot listen on {args.host}:{args.port}: {e.strerror or e}", code="address_unavailable"
         ) from None
+    children = []
+    if args.workers > 1:
+        bootstrap.cursor_secret(bootstrap.current_settings())()  # created once here, not raced by the workers
+        children = spawn_workers(server, args.workers - 1, _worker_argv())
     start_sweeper(bootstrap.current().indexer, interval=30.0)
     host, port = str(server.server_address[0]), int(server.server_address[1])
-    print(f"mneme serving on http://{host}:{port} (store: {bootstrap.current_settings().home.resolve()})")
+    processes = f", {args.workers} processes" if args.workers > 1 else ""
+    print(f"mneme serving on http://{host}:{port} (store: {bootstrap.current_settings().home.resolve()}{processes})")
     print(
         f"{'created' if created else 'admin'} API key for tenant {DEFAULT_TENANT!r}: {key_file} "
         "(use: export MNEME_API_KEY=$(cat " + str(key_file) + "))",
@@ -67,7 +85,16 @@ def cmd_serve(ctx: Context) -> int:
         print("\nshutting down", file=sys.stderr)
     finally:
         server.server_close()
+        for child in children:
+            child.terminate()
+        for child in children:
+            child.wait(timeout=10)
     return 0
+
+
+def _worker_argv() -> list[str]:
+    """This command line's arguments (`mneme serve ...` or `python -m mneme.cli serve ...`), for a worker."""
+    return sys.argv[1:]
 
 
 def cmd_mcp(ctx: Context) -> int:
@@ -99,6 +126,14 @@ def register_server(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes serving the port (default 1; 2 or more use more than one core: each process has its own"
+        " engine over the same SQLite files)",
+    )
+    serve.add_argument("--listen-fd", type=int, default=None, help=argparse.SUPPRESS)  # set for worker processes
 
     mcp = command(
         sub,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -169,11 +171,25 @@ def start_sweeper(indexer: Indexer, interval: float) -> threading.Thread:
 
 
 class LocalServer(HTTPServer):
-    """An HTTP server whose connections are served by a bounded pool (waiting ones queue, not spawn)."""
+    """An HTTP server whose connections are served by a bounded pool (waiting ones queue, not spawn).
 
-    def __init__(self, address: tuple[str, int], workers: int = WORKERS) -> None:
+    With `listen_fd`, it serves a listening socket it inherited (a worker process of `serve --workers`)."""
+
+    def __init__(self, address: tuple[str, int], workers: int = WORKERS, listen_fd: int | None = None) -> None:
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mneme-http")  # threads start lazily
-        super().__init__(address, Handler)
+        if listen_fd is None:
+            super().__init__(address, Handler)
+            return
+        super().__init__(address, Handler, bind_and_activate=False)
+        self.socket.close()
+        self.socket = socket_from_fd(listen_fd)
+        self.server_address = self.socket.getsockname()
+
+    def share(self) -> None:
+        """Let worker processes accept on this socket too: inheritable, and non-blocking so that a
+        process that loses the race for a connection goes back to waiting instead of blocking in accept."""
+        os.set_inheritable(self.socket.fileno(), True)
+        self.socket.setblocking(False)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         self.pool.submit(self._work, request, client_address)
@@ -195,6 +211,38 @@ class LocalServer(HTTPServer):
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 
-def make_server(host: str, port: int, workers: int = WORKERS) -> LocalServer:
+def make_server(host: str, port: int, workers: int = WORKERS, listen_fd: int | None = None) -> LocalServer:
     runtime.configure()
-    return LocalServer((host, port), workers)
+    return LocalServer((host, port), workers, listen_fd)
+
+
+def socket_from_fd(fd: int) -> socket:
+    sock = socket(fileno=fd)
+    sock.setblocking(False)
+    return sock
+
+
+def spawn_workers(server: LocalServer, count: int, argv: list[str]) -> list[subprocess.Popen[bytes]]:
+    """`count` more processes serving `server`'s socket: `python -m mneme.cli <argv> --listen-fd N`.
+
+    Each is a fresh interpreter with its own engine over the same SQLite files (WAL: readers never
+    wait; writers take turns on SQLite's lock, so a write stays atomic and idempotent whichever
+    process serves it; each process's vector cache catches up with the others' writes from the
+    index's change log). Connections go to whichever process accepts first."""
+    server.share()
+    fd = server.socket.fileno()
+    command = [sys.executable, "-m", "mneme.cli", *argv, "--listen-fd", str(fd)]
+    return [subprocess.Popen(command, pass_fds=(fd,)) for _ in range(count)]
+
+
+def stop_when_orphaned(server: LocalServer, parent: int, interval: float = 1.0) -> threading.Thread:
+    """A worker process stops serving when the process that started it is gone."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        server.shutdown()
+
+    thread = threading.Thread(target=watch, name="parent-watch", daemon=True)
+    thread.start()
+    return thread
