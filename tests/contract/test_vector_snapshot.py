@@ -299,3 +299,23 @@ def test_a_process_killed_with_sigkill_leaves_a_usable_file(tmp_path: Path, load
     assert again.doc_ids("t1") >= {"late0", "late4"} and "k000" not in again.doc_ids("t1")
     assert loads == []  # the saved snapshot was caught up from the log
     again.close()
+
+
+def test_save_snapshots_saves_only_caches_far_enough_ahead(tmp_path: Path, loads: list[str]) -> None:
+    """What the server's sweeper calls: a cache more than `behind` writes past its snapshot is saved again."""
+    path = tmp_path / "i.db"
+    index = SqliteSearchIndex(path)
+    index.upsert(corpus())
+    answers(index)
+    first = current_version(path)
+    index.upsert([doc("late1", vector=QUERIES[1].tolist())])
+    index.save_snapshots(behind=1)
+    assert current_version(path) == first  # one write behind: not yet
+    index.upsert([doc("late2", vector=QUERIES[2].tolist())])
+    index.save_snapshots(behind=1)
+    assert current_version(path) != first
+    again = SqliteSearchIndex(path, snapshots=True)
+    assert answers(again) == truth(path)
+    assert loads == ["t1"]
+    again.close()
+    index.close()

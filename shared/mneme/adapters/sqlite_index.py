@@ -332,12 +332,18 @@ class SqliteSearchIndex:
                     conn.execute("ROLLBACK")
                 raise
 
+    def save_snapshots(self, behind: int = 0) -> None:
+        """Save the vector caches more than `behind` writes ahead of their snapshot (a long-running
+        server calls this now and then, so a restart finds a snapshot its change log still covers)."""
+        with self._lock:  # writers wait; searches go on
+            for (tenant, model_id), cache in self._caches.items():
+                if cache.generation - (cache.saved_generation or 0) > behind:
+                    self._save(tenant, model_id, cache)
+
     def close(self) -> None:
         """Save the vector caches that moved since they were saved or loaded, and close the connections."""
         with self._lock:
-            for (tenant, model_id), cache in self._caches.items():
-                if cache.saved_generation != cache.generation:
-                    self._save(tenant, model_id, cache)
+            self.save_snapshots()
             for conn in self._pool.drain():
                 conn.close()
             if self._memory is not None:

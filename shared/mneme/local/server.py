@@ -28,6 +28,8 @@ from mneme.local.events import proxy_event
 from mneme.observability import logger
 from mneme.services.indexing import Indexer
 
+SNAPSHOT_BEHIND = 500  # writes after which the sweeper saves a vector cache's snapshot again
+
 SOCKET_TIMEOUT = 15.0  # seconds a connection may stall (headers, body or keep-alive idle)
 WORKERS = 32
 
@@ -155,13 +157,17 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def start_sweeper(indexer: Indexer, interval: float) -> threading.Thread:
-    """Retry failed index writes in the background, as the scheduled repair does in AWS."""
+    """Retry failed index writes in the background, as the scheduled repair does in AWS; and keep the
+    embedded index's vector snapshots within reach of its change log (`SqliteSearchIndex.save_snapshots`)."""
+    save = getattr(indexer.index, "save_snapshots", None)
 
     def loop() -> None:
         while True:
             time.sleep(interval)
             try:
                 indexer.sweep()
+                if save is not None:
+                    save(SNAPSHOT_BEHIND)
             except Exception:  # keep sweeping: a failed round is retried on the next one
                 logger.exception("index sweep failed")
 
