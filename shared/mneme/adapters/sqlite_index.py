@@ -593,9 +593,10 @@ class SqliteSearchIndex:
                         vector_snapshot.directory(self.path, tenant, model_id),
                         epoch=self._epoch, tenant=tenant, model_id=model_id,
                     )  # fmt: skip
-                if cache is not None and cache.generation != gen:
+                caught_up = cache is not None and cache.generation != gen
+                if cache is not None and caught_up:
                     cache = _catch_up(conn, tenant, model_id, cache, gen)
-                if cache is not None and cache is restored and not _agrees(conn, tenant, model_id, cache):
+                if cache is not None and cache is restored and not _agrees(conn, tenant, model_id, cache, caught_up):
                     cache = None
                 if cache is None:
                     cache, rebuilt = _load(conn, tenant, model_id, gen), True
@@ -716,12 +717,18 @@ def _catch_up(conn: sqlite3.Connection, tenant: str, model_id: str, cache: Vecto
     return cache
 
 
-def _agrees(conn: sqlite3.Connection, tenant: str, model_id: str, cache: VectorCache) -> bool:
-    """A restored cache holds as many rows as the file, and a sample of them byte for byte."""
-    count = conn.execute("SELECT count(*) FROM docs WHERE tenant = ? AND model_id = ?", (tenant, model_id)).fetchone()
-    if int(count[0]) != cache.rows:
+def _agrees(conn: sqlite3.Connection, tenant: str, model_id: str, cache: VectorCache, count: bool) -> bool:
+    """A restored cache holds a sample of the file's rows byte for byte, and (`count`: after a catch-up
+    from the log) as many rows as the file. A snapshot at the file's own generation skips the count:
+    at 1M rows it is a 0.1-0.3 s index scan, and the generation already says no write came since."""
+    found = cache.rows
+    if count:
+        found = conn.execute(
+            "SELECT count(*) FROM docs WHERE tenant = ? AND model_id = ?", (tenant, model_id)
+        ).fetchone()[0]
+    if int(found) != cache.rows:
         vector_snapshot.log.warning("vector snapshot of %s/%s: %d rows, the file %d", tenant, model_id, cache.rows,
-                                    count[0])  # fmt: skip
+                                    found)  # fmt: skip
         return False
     sample = dict(cache.sample(16))
     stored = dict(

@@ -167,6 +167,30 @@ class Ann:
         return found[0] if len(found) == 1 else np.concatenate(found)
 
 
+class SavedIds:
+    """Doc ids by row from a snapshot's NUL-separated block, decoded one at a time (a search needs k of
+    them; splitting a million up front cost ~0.1 s CPU at the first query). `tolist` for writes."""
+
+    def __init__(self, block: bytes, count: int) -> None:
+        ends = np.flatnonzero(np.frombuffer(block, np.uint8) == 0) if count else np.empty(0, np.int64)
+        if ends.size != max(count - 1, 0):
+            raise ValueError(f"{ends.size + 1 if count else 0} doc ids for {count} rows")
+        self._block, self._count = block, count
+        self._starts = np.concatenate([np.zeros(1, np.int64), ends + 1])
+        self._ends = np.concatenate([ends, np.array([len(block)], np.int64)])
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, row: int) -> str:
+        if not 0 <= row < self._count:
+            raise IndexError(row)
+        return self._block[int(self._starts[row]) : int(self._ends[row])].decode()
+
+    def tolist(self) -> list[str]:
+        return self._block.decode().split("\0") if self._count else []
+
+
 class VectorCache:
     def __init__(self, generation: int, dim: int | None = None) -> None:
         self.generation = generation  # the index generation this cache reflects
@@ -175,7 +199,7 @@ class VectorCache:
         self._n = 0  # rows in use, dead ones included
         self._dead = 0
         self._pos_map: dict[str, int] | None = {}  # doc_id -> live row; None until needed (restored caches)
-        self._doc_ids: list[str] = []
+        self._doc_ids: list[str] | SavedIds = []
         self._codes: dict[str, int] = {}
         self._anc_depths: dict[int, set[int]] = {}  # ancestor code -> columns it was seen in
         self.ann: Ann | None = None
@@ -233,7 +257,7 @@ class VectorCache:
         self._tier[new] = self._encode(rows.tiers)
         self._session[new] = self._encode(rows.sessions)
         self._visible[new] = self._encode(rows.visible_to)
-        self._doc_ids.extend(rows.doc_ids)
+        self._ids().extend(rows.doc_ids)
         self._pos.update(zip(rows.doc_ids, at, strict=True))
         self._write_ancestors(at, rows.paths)
         self._n = at.stop
@@ -269,7 +293,8 @@ class VectorCache:
         for src, dst in zip(old, self._arrays(), strict=True):
             dst[:] = src[keep]
         self._anc = [col[keep] for col in old_anc]
-        self._doc_ids = [self._doc_ids[i] for i in keep]
+        ids = self._ids()
+        self._doc_ids = [ids[i] for i in keep]
         self._pos_map = {doc_id: i for i, doc_id in enumerate(self._doc_ids)}
         self._n, self._dead = len(keep), 0
         self.ann = None  # row numbers changed: the index is rebuilt by the next `build_ann`
@@ -286,11 +311,11 @@ class VectorCache:
             "codes": list(self._codes),  # insertion order = code order
             "anc_depths": {str(code): sorted(depths) for code, depths in self._anc_depths.items()},
         }  # fmt: skip
-        return arrays, self._doc_ids[:n], meta
+        return arrays, self._ids()[:n], meta
 
     @classmethod
     def from_state(
-        cls, arrays: dict[str, NDArray[Any]], doc_ids: list[str], meta: dict[str, Any], ann: Ann | None
+        cls, arrays: dict[str, NDArray[Any]], doc_ids: list[str] | SavedIds, meta: dict[str, Any], ann: Ann | None
     ) -> VectorCache:
         """The inverse of `state` (arrays may be copy-on-write memory maps: they are written in place)."""
         cache = cls(int(meta["generation"]), meta["dim"])
@@ -308,10 +333,16 @@ class VectorCache:
         cache.saved_generation = cache.generation
         return cache
 
+    def _ids(self) -> list[str]:
+        """The doc ids as a list (a restored cache's are decoded here, at its first write)."""
+        if isinstance(self._doc_ids, SavedIds):
+            self._doc_ids = self._doc_ids.tolist()
+        return self._doc_ids
+
     @property
     def _pos(self) -> dict[str, int]:
         if self._pos_map is None:
-            n, ids = self._n, self._doc_ids
+            n, ids = self._n, self._ids()
             pos = dict(zip(ids, range(n), strict=True))  # a replaced doc's live row comes later and wins
             for row in np.flatnonzero(~self._alive[:n]).tolist():
                 if pos.get(ids[row]) == row:  # deleted, not replaced

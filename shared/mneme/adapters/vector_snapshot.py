@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from mneme.adapters.vector_cache import Ann, VectorCache
+from mneme.adapters.vector_cache import Ann, SavedIds, VectorCache
 
 log = logging.getLogger(__name__)
 
@@ -146,10 +146,10 @@ def _read(version: Path, *, epoch: str, tenant: str, model_id: str) -> VectorCac
         raise _Rejected("array lengths disagree")
     if n and arrays["matrix"].shape[1] != meta["dim"]:
         raise _Rejected("matrix width is not the recorded dimension")
-    text = (version / "doc_ids").read_bytes().decode()
-    doc_ids = text.split("\0") if n else []
-    if len(doc_ids) != n:
-        raise _Rejected("doc id count disagrees")
+    try:
+        doc_ids = SavedIds((version / "doc_ids").read_bytes(), n)
+    except ValueError as exc:
+        raise _Rejected(str(exc)) from None
     ann = None
     if "ann.faiss" in meta["files"]:
         import faiss
