@@ -122,6 +122,9 @@ def test_local_thread_setting_is_honoured() -> None:
     assert one._model().session.get_session_options().intra_op_num_threads == 1
     assert two._model().session.get_session_options().intra_op_num_threads == 2
     assert one._model() is not two._model()
+    options = one._model().session.get_session_options()
+    assert options.inter_op_num_threads == 1
+    assert str(options.graph_optimization_level).endswith("ORT_ENABLE_BASIC")  # faster on this int8 graph
 
 
 def test_local_tokenizer_does_not_pad_and_truncates_at_256(local: LocalEmbedder) -> None:
