@@ -69,3 +69,17 @@ def test_a_word_no_document_holds_does_not_empty_the_answer(index: SqliteSearchI
 
 def test_fewer_matches_than_k_means_every_match_of_any_word(index: SqliteSearchIndex) -> None:
     assert search(index, "red kite", 100, big=True) == search(index, "red kite", 100, big=False)
+
+
+def test_any_of_the_rarest_words_when_no_word_alone_fills_k(index: SqliteSearchIndex) -> None:
+    """kite alone: 17 documents; k 30: any of kite, red (42 documents, within the budget) fills it."""
+    got = search(index, "red kite", 30, big=True)
+    assert len(got) == 30
+    exact = search(index, "red kite", 30, big=False)
+    assert got == exact  # an OR over every word present: exact scores
+
+
+def test_a_one_word_query_on_a_big_corpus_is_one_ranked_pass(index: SqliteSearchIndex) -> None:
+    got = search(index, "kite", 5, big=True)
+    exact = search(index, "kite", 5, big=False)
+    assert [h.score for h in got] == [h.score for h in exact]  # tied documents may differ, scores do not

@@ -111,6 +111,7 @@ WHERE a.tenant = :tenant AND a.ancestor_id = :anc AND d.id = a.doc AND docs_fts.
     AND docs_fts MATCH :q AND d.tenant = :tenant
 """
 _BIG_TEXT = 50_000  # documents (the highest id) from which a query of several words ANDs them first
+_OR_BUDGET = 20_000  # documents an OR over the rarest words may match in `_and_first` (bm25 for each)
 _DF_CACHE = 4096  # words whose document frequency a process remembers (for dropping the commonest first)
 _RANKED_FIRST_FACTOR = 4  # the first cut: k x this
 _RANKED_FIRST_MAX = 20_000  # past this cut, the full join
@@ -476,7 +477,7 @@ class SqliteSearchIndex:
                 rows = conn.execute(f"{_SUBTREE_FIRST} {where} {order} LIMIT :k", params).fetchall()
                 return [Hit(doc_id=doc_id, score=score) for doc_id, score in rows]
             terms = query_terms(query)
-            if len(terms) > 1 and conn.execute("SELECT max(id) FROM docs").fetchone()[0] >= _BIG_TEXT:
+            if terms and conn.execute("SELECT max(id) FROM docs").fetchone()[0] >= _BIG_TEXT:
                 found = self._and_first(conn, query, terms, k, where, params)
                 if found is not None:
                     return found
@@ -500,8 +501,11 @@ class SqliteSearchIndex:
         self, conn: sqlite3.Connection, query: str, terms: list[str], k: int, where: str, params: dict[str, object]
     ) -> list[Hit] | None:
         """A big corpus: documents holding every word first, then (while fewer than k pass the
-        filters) every word but the commonest, and so on; None when even the rarest word alone
-        leaves fewer than k (the caller then scores every match of any word).
+        filters) every word but the commonest, and so on down to the rarest word alone; then any
+        of the rarest words, one more at a time while their documents number at most _OR_BUDGET;
+        None when that still leaves fewer than k (the caller then scores every match of any word).
+        A one-word query is its own OR query: one pass, whose cut ignores the doc-id order of
+        documents tied at the cut (the exact plan pays a full pass more for that).
 
         Why: FTS5 computes bm25 for every row of an OR query before its ORDER BY rank LIMIT, ~1 s
         for the common words of a 1M corpus; an AND query scores only the rows holding all its
@@ -511,8 +515,8 @@ class SqliteSearchIndex:
         all and be missed when k are found before it (`bench/recall.py` measures the overlap)."""
         best: dict[str, float] = {}
 
-        def found(words: list[str]) -> list[Hit] | None:
-            match = fts_query(query, words, " AND ")
+        def found(words: list[str], joiner: str = " AND ") -> list[Hit] | None:
+            match = fts_query(query, words, joiner)
             for doc_id, score in self._ranked(conn, match or "", k, where, params):
                 best[doc_id] = max(score, best.get(doc_id, score))
             if len(best) < k:
@@ -530,6 +534,12 @@ class SqliteSearchIndex:
                 return hits
             if m < len(terms):
                 hits = found(present[:m])
+        postings = self._frequency(conn, present[0]) if present else 0
+        for m in range(2, len(present) + 1):  # any of the m rarest words, while they stay cheap to score
+            postings += self._frequency(conn, present[m - 1])
+            if hits is not None or postings > _OR_BUDGET:
+                break
+            hits = found(present[:m], " OR ")
         return hits
 
     def _ranked(
