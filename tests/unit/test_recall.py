@@ -79,7 +79,7 @@ def test_generic_words_alone_do_not_admit(services: Services) -> None:
 def test_lexical_fallback_widens_the_channel_never_the_admission_rule(services: Services) -> None:
     episode = remember(services, "Parking permit renewed for van KX19.")
     vector_only = {"alpha": 1.0, "beta": 0.0}
-    query = "KX19 blue truck depot"  # the cosine is under 0.30: balanced does not admit a vector-only hit
+    query = "KX19 blue truck depot"  # the cosine is under 0.25: balanced does not admit a vector-only hit
     assert recall(services, query, scoring={**vector_only, "fallback": "never"}).results == []
     response = recall(services, query, scoring={**vector_only, "fallback": "on_empty"}, explain=True)
     assert response.retrieval_path == "lexical_fallback" and ids(response) == [episode]

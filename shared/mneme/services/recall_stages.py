@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from mneme.services.recall import RecallRequest
 
 FRESH_LIMIT = 200
-MIN_VECTOR = 0.30  # balanced strictness admits vector-only episodes and facts at or above this cosine
+MIN_VECTOR = 0.25  # balanced strictness admits vector-only episodes and facts at or above this cosine
 FETCHED_BOOST = 1.05  # Engram: a memory an agent fetched in full (`ids`) ranks a little higher
 FETCHED = ("", "fetched")  # (principal, session) of the per-tenant record of fetched memory ids
 RELATED_CARDS = 5  # Engram: up to 5 omitted-but-relevant candidates are shown as cards
