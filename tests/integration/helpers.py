@@ -58,6 +58,7 @@ class Api:
     base: str
     key: str | None = None
     session: requests.Session = field(default_factory=requests.Session)
+    timeout: float = 60  # seconds; a loaded CI machine answers sixteen racing remembers slowly, never wrongly
 
     def call(
         self,
@@ -71,11 +72,11 @@ class Api:
         sent = {"Authorization": f"Bearer {self.key}"} if self.key else {}
         sent.update(headers or {})
         if raw is not None:
-            return self.session.request(method, self.base + path, data=raw, headers=sent, timeout=10)
+            return self.session.request(method, self.base + path, data=raw, headers=sent, timeout=self.timeout)
         data = None if body is None else json.dumps(body)
         if data is not None:
             sent.setdefault("Content-Type", "application/json")
-        return self.session.request(method, self.base + path, data=data, headers=sent, timeout=10)
+        return self.session.request(method, self.base + path, data=data, headers=sent, timeout=self.timeout)
 
     def as_key(self, key: str | None) -> Api:
         return Api(self.base, key, self.session)
