@@ -222,6 +222,11 @@ class RecordStore(Protocol):
 
     def get_draft(self, tenant: str, draft_id: str) -> Draft | None: ...
 
+    def close_draft(self, draft: Draft) -> None:
+        """Store a draft that leaves `open` without publishing (discarded), only while the stored one is still
+        open: a discard that raced a publish of the same draft raises Conflict `draft_closed` and changes nothing."""
+        ...
+
     def apply_structure(self, tenant: str, plan: Plan, draft: Draft, now: datetime) -> None:
         """Apply every change of the plan and store the published draft, all or nothing; a crash
         mid-way leaves nothing applied, or (adapters that need several transactions) a journal

@@ -343,6 +343,31 @@ def test_drafts_round_trip_and_are_replaced(store: RecordStore) -> None:
     assert store.get_draft(B, "d1") is None
 
 
+def test_a_draft_is_closed_only_while_it_is_still_open(store: RecordStore) -> None:
+    # Given a draft, and a discard prepared while it was open
+    build(store)
+    draft = draft_of({"op": "move", "path": "root.prospects.initech", "new_parent": "root.clients.acme"})
+    store.put_draft(draft)
+    discarded = draft.model_copy(update={"status": "discarded"})
+    # When a publish of the same draft wins the race
+    plan, _ = compiler(store).compile(A, draft.operations)
+    store.apply_structure(A, plan, published(draft), T1)
+
+    # Then the late discard is refused and the draft stays published
+    with pytest.raises(Conflict) as refused:
+        store.close_draft(discarded)
+    assert refused.value.code == "draft_closed"
+    assert store.get_draft(A, "d1") == published(draft)
+
+    # And an open draft is closed, in its own tenant only
+    other = draft_of({"op": "layers", "layers": {"1": "groups"}}, draft_id="d2")
+    store.put_draft(other)
+    with pytest.raises(Conflict):
+        store.close_draft(other.model_copy(update={"tenant": B, "status": "discarded"}))
+    store.close_draft(other.model_copy(update={"status": "discarded"}))
+    assert store.get_draft(A, "d2") == other.model_copy(update={"status": "discarded"})
+
+
 # -- publishing ---------------------------------------------------------------------------------
 def test_a_move_reparents_the_subtree_and_leaves_an_alias(store: RecordStore) -> None:
     build(store)

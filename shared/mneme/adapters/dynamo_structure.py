@@ -82,6 +82,10 @@ class DynamoStructure(DynamoPublishSteps):
     def put_draft(self, draft: Draft) -> None:
         self._call("put_item", TableName=self.table_name, Item=self._draft_item(draft))
 
+    def close_draft(self, draft: Draft) -> None:
+        message = f"draft {draft.draft_id} is no longer open"
+        self._write_one(put(self._draft_item(draft), "#status = :open", "draft_closed", message, open="open"))
+
     def get_draft(self, tenant: str, draft_id: str) -> Draft | None:
         item = self._get(draft_key(tenant, draft_id))
         return Draft.model_validate_json(item["doc"]["S"]) if item else None

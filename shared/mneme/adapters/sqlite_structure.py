@@ -31,6 +31,15 @@ class SqliteStructureStore(SqliteBase):
                 (draft.tenant, draft.draft_id, draft.model_dump_json()),
             )
 
+    def close_draft(self, draft: Draft) -> None:
+        with self._tx() as conn:
+            closed = conn.execute(
+                "UPDATE drafts SET doc=? WHERE tenant=? AND draft_id=? AND json_extract(doc, '$.status')='open'",
+                (draft.model_dump_json(), draft.tenant, draft.draft_id),
+            )
+            if closed.rowcount == 0:
+                raise Conflict(f"draft {draft.draft_id} is no longer open", code="draft_closed")
+
     def get_draft(self, tenant: str, draft_id: str) -> Draft | None:
         rows = self._rows("SELECT doc FROM drafts WHERE tenant=? AND draft_id=?", tenant, draft_id)
         return Draft.model_validate_json(rows[0][0]) if rows else None

@@ -133,7 +133,7 @@ class StructureService:
         if draft.status != "open":
             raise Conflict(f"draft {draft_id} is {draft.status}", code="draft_closed")
         discarded = draft.model_copy(update={"status": "discarded"})
-        self.store.put_draft(discarded)
+        self.store.close_draft(discarded)  # conditional: a publish that won the race keeps its record
         return discarded, Preview(path_changes=[], aliases=[], memories=[], records=[], conflicts=[], fingerprint="")
 
     def _resume(self, tenant: str) -> bool:
