@@ -294,11 +294,11 @@ def _without_names(run: Run, candidates: list[Candidate], names: set[str]) -> No
                 candidate.lexical, candidate.raw_bm25 = (hit.score / top, hit.score) if hit else (0.0, 0.0)
     if run.query_vector is None:
         return
-    run.query_vector = vector = run.deps.embedder.embed([rest])[0]
+    run.query_vector = embed_query(run.deps.embedder, rest)
     for candidate in candidates:
-        stored = getattr(candidate.record, "vector", None)
-        if stored is not None and getattr(candidate.record, "model_id", None) == run.deps.embedder.model_id:
-            candidate.vector = max(0.0, float(np.dot(vector, np.asarray(stored, dtype=np.float32))))
+        cosine = _cosine(run, candidate)
+        if cosine is not None:
+            candidate.vector = cosine
 
 
 def _speaker(run: Run, candidate: Candidate) -> None:
@@ -325,16 +325,20 @@ def _load(run: Run, candidates: list[Candidate]) -> list[tuple[str, str]]:
 def _fill_vector_scores(run: Run, candidates: list[Candidate]) -> None:
     """A hit found only by BM25 gets its real cosine from the stored vector, not 0 (exact matches
     that the vector top-k missed must not be ranked below weaker hits both channels found)."""
-    assert run.query_vector is not None
     for candidate in candidates:
-        stored = getattr(candidate.record, "vector", None)
-        if (
-            "vector" in candidate.channels
-            or stored is None
-            or getattr(candidate.record, "model_id", None) != run.deps.embedder.model_id
-        ):
-            continue
-        candidate.vector = max(0.0, float(np.dot(run.query_vector, np.asarray(stored, dtype=np.float32))))
+        cosine = None if "vector" in candidate.channels else _cosine(run, candidate)
+        if cosine is not None:
+            candidate.vector = cosine
+
+
+def _cosine(run: Run, candidate: Candidate) -> float | None:
+    """The query's cosine to the candidate's stored vector (floored at 0), or None without a vector
+    of the embedder's model."""
+    assert run.query_vector is not None
+    stored = getattr(candidate.record, "vector", None)
+    if stored is None or getattr(candidate.record, "model_id", None) != run.deps.embedder.model_id:
+        return None
+    return max(0.0, float(np.dot(run.query_vector, np.asarray(stored, dtype=np.float32))))
 
 
 def _resonate(run: Run, candidate: Candidate) -> None:
