@@ -171,7 +171,8 @@ class Server:
         env = {**os.environ, "PYTHONPATH": f"{c.ROOT / 'shared'}{os.pathsep}{c.ROOT}", "PYTHONUNBUFFERED": "1"}
         env.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mneme.cli", "serve", "--host", "127.0.0.1", "--port", "0", "--home", str(home)],
+            # one process (--workers 1): figures comparable from run to run
+            [sys.executable, "-m", "mneme.cli", "serve", "--port", "0", "--home", str(home), "--workers", "1"],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,

@@ -10,7 +10,7 @@ throughput ratio, and finally checks that every acknowledged remember is in the 
 with its record (readable). Figures only (the machine is shared): no asserts, exit 1 only when
 an acknowledged write is missing.
 
-    .venv/bin/python bench/load.py [--clients 8] [--seconds 20] [--max-ops 3000] [--seed 2000] [--workers 1]
+    .venv/bin/python bench/load.py [--clients 8] [--seconds 20] [--max-ops 3000] [--seed 2000] [--workers auto]
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ MIX = (("recall", 50), ("retrieve", 20), ("remember", 20), ("changes", 10))
 TENANT = "default"
 
 
-def start_server(home: Path, log: list[str], workers: int = 1) -> tuple[subprocess.Popen[str], str, str]:
+def start_server(home: Path, log: list[str], workers: str = "auto") -> tuple[subprocess.Popen[str], str, str]:
     """The server subprocess, its URL and the admin key; its output goes on into `log`."""
     env = {**os.environ, "MNEME_HOME": str(home), "PYTHONPATH": f"{c.ROOT / 'shared'}{os.pathsep}{c.ROOT}"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mneme.cli", "serve", "--port", "0", "--workers", str(workers)],
+        [sys.executable, "-m", "mneme.cli", "serve", "--port", "0", "--workers", workers],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -136,6 +136,21 @@ def seed(client: MnemeClient, count: int) -> None:
         client.remember_batch(items)
 
 
+def memory(pid: int) -> str:
+    """The resident memory of the server and of each worker process it started (Linux /proc)."""
+
+    def rss(p: int) -> int:
+        status = Path(f"/proc/{p}/status").read_text()
+        return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) // 1024  # type: ignore[union-attr]
+
+    try:
+        kids = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        sizes = [rss(pid), *map(rss, kids)]
+    except (OSError, AttributeError):
+        return "unknown (no /proc here)"
+    return f"{sum(sizes)} MB in {len(sizes)} process(es): " + ", ".join(f"{s} MB" for s in sizes)
+
+
 def verify(client: MnemeClient, acked: list[str]) -> int:
     """How many acknowledged episodes are missing from the change feed (or unreadable there)."""
     seen = {ch.id for ch in client.iter_changes(page_size=200) if ch.kind == "episode" and ch.record is not None}
@@ -148,7 +163,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="bound on each phase")
     parser.add_argument("--max-ops", type=int, default=3000, help="bound on each phase's operations")
     parser.add_argument("--seed", type=int, default=2000, help="episodes stored before the load")
-    parser.add_argument("--workers", type=int, default=1, help="server processes (`mneme serve --workers`)")
+    parser.add_argument("--workers", default="auto", help="server processes (`mneme serve --workers`, default auto)")
     args = parser.parse_args()
     print(f"mixed load on `mneme serve --workers {args.workers}` (loopback, subprocess); {c.machine()}")
     print("mix: " + ", ".join(f"{name} {weight}%" for name, weight in MIX))
@@ -170,6 +185,7 @@ def main() -> None:
             p95 = c.pct(many["samples"]["recall"], 95) if many["samples"]["recall"] else float("nan")  # type: ignore[index]
             print(f"\nthroughput {args.clients} clients / 1 client: x{ratio:.2f} (goal >= 1.6); "
                   f"recall p95 at {args.clients} clients {p95:.0f} ms (goal <= 150 ms)")  # fmt: skip
+            print(f"server memory (RSS): {memory(proc.pid)}")
             missing = verify(client, acked)
             print(f"acknowledged writes: {len(acked)}, missing from the change feed: {missing}")
             problems = [line.rstrip() for line in log if "Error" in line or "Traceback" in line or "error" in line]

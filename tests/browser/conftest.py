@@ -69,7 +69,7 @@ def mneme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mneme]:
     log = home.parent / f"{home.name}-serve.log"
     with log.open("w") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "mneme.cli", "serve", "--port", "0"],
+            [sys.executable, "-m", "mneme.cli", "serve", "--port", "0", "--workers", "1"],
             stdout=out, stderr=subprocess.STDOUT, text=True, env=env, cwd=home,
         )  # fmt: skip
     deadline, found = time.monotonic() + 120, None

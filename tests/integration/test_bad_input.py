@@ -590,7 +590,7 @@ def test_serve_on_a_busy_port_is_a_one_line_error(home: Path) -> None:
         port = taken.getsockname()[1]
         # When `mneme serve` is started on it
         result = subprocess.run(
-            [sys.executable, "-m", "mneme.cli", "serve", "--port", str(port)],
+            [sys.executable, "-m", "mneme.cli", "serve", "--port", str(port), "--workers", "1"],
             capture_output=True,
             text=True,
             timeout=120,

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mneme.cli.app import Context, command
 from mneme.cli.config import DEFAULT_TENANT
 from mneme.errors import MnemeError
-
-if TYPE_CHECKING:
-    pass
 
 
 def _admin_key_file() -> Path:
@@ -43,22 +41,14 @@ def ensure_first_run() -> tuple[Path, bool]:
 
 def cmd_serve(ctx: Context) -> int:
     from mneme import bootstrap
-    from mneme.local.server import make_server, spawn_workers, start_sweeper, stop_when_orphaned
+    from mneme.local.server import make_server, start_sweeper
+    from mneme.local.workers import Workers, worker_count
 
     ctx.embedded_only("serve")
     args = ctx.args
     if args.listen_fd is not None:  # one of the processes `serve --workers N` started
-        server = make_server(args.host, args.port, listen_fd=args.listen_fd)
-        stop_when_orphaned(server, os.getppid())
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.server_close()
-        return 0
-    if args.workers < 1:
-        raise MnemeError("--workers must be at least 1", code="invalid_input")
+        return _serve_worker(args.host, args.port, args.listen_fd)
+    count = worker_count(args.workers)
     key_file, created = ensure_first_run()
     try:
         server = make_server(args.host, args.port)
@@ -66,35 +56,59 @@ def cmd_serve(ctx: Context) -> int:
         raise MnemeError(
             f"cannot listen on {args.host}:{args.port}: {e.strerror or e}", code="address_unavailable"
         ) from None
-    children = []
-    if args.workers > 1:
-        bootstrap.cursor_secret(bootstrap.current_settings())()  # created once here, not raced by the workers
-        children = spawn_workers(server, args.workers - 1, _worker_argv())
-    start_sweeper(bootstrap.current().indexer, interval=30.0)
+    home = bootstrap.current_settings().home.resolve()
     host, port = str(server.server_address[0]), int(server.server_address[1])
-    processes = f", {args.workers} processes" if args.workers > 1 else ""
-    print(f"mneme serving on http://{host}:{port} (store: {bootstrap.current_settings().home.resolve()}{processes})")
-    print(
-        f"{'created' if created else 'admin'} API key for tenant {DEFAULT_TENANT!r}: {key_file} "
-        "(use: export MNEME_API_KEY=$(cat " + str(key_file) + "))",
-        flush=True,
-    )
+    workers = None
+    if count > 1:
+        bootstrap.cursor_secret(bootstrap.current_settings())()  # created once here, not raced by the workers
+        server.share()
+        argv = ["serve", "--home", str(home), "--host", host, "--port", str(port)]
+        workers = Workers(server.socket.fileno(), argv, count - 1)
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` stops the server (and its workers) like Ctrl-C
+    start_sweeper(bootstrap.current().indexer, interval=30.0)
     try:
+        pids = [os.getpid()]
+        if workers is not None:
+            workers.start()
+            pids += workers.pids()
+        processes = f"{count} process{'es' if count > 1 else ''} (pid {', '.join(map(str, pids))})"
+        print(f"mneme serving on http://{host}:{port} (store: {home}; {processes}; see --workers)")
+        print(
+            f"{'created' if created else 'admin'} API key for tenant {DEFAULT_TENANT!r}: {key_file} "
+            "(use: export MNEME_API_KEY=$(cat " + str(key_file) + "))",
+            flush=True,
+        )
         server.serve_forever()
     except KeyboardInterrupt:
         print("\nshutting down", file=sys.stderr)
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second TERM does not cut the shutdown short
         server.server_close()
-        for child in children:
-            child.terminate()
-        for child in children:
-            child.wait(timeout=10)
+        if workers is not None:
+            workers.stop()
     return 0
 
 
-def _worker_argv() -> list[str]:
-    """This command line's arguments (`mneme serve ...` or `python -m mneme.cli serve ...`), for a worker."""
-    return sys.argv[1:]
+def _serve_worker(host: str, port: int, fd: int) -> int:
+    """A worker process: serve the inherited socket until SIGTERM (from the parent) or the parent is gone.
+    Ctrl-C in a terminal reaches the whole process group: the parent alone acts on it, and stops us."""
+    from mneme.local.server import make_server, stop_when_orphaned
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _interrupt)
+    server = make_server(host, port, listen_fd=fd)
+    stop_when_orphaned(server, os.getppid())
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()  # requests in progress finish before the interpreter exits
+    return 0
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def cmd_mcp(ctx: Context) -> int:
@@ -122,16 +136,16 @@ def register_server(sub: Any, common: argparse.ArgumentParser) -> None:
         cmd_serve,
         common,
         help="run the local API server on the embedded engine",
-        examples="mneme serve\nmneme serve --port 9000 --home /var/lib/mneme",
+        examples="mneme serve\nmneme serve --port 9000 --home /var/lib/mneme\nmneme serve --workers 1",
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument(
         "--workers",
-        type=int,
-        default=1,
-        help="processes serving the port (default 1; 2 or more use more than one core: each process has its own"
-        " engine over the same SQLite files)",
+        default="auto",
+        metavar="N|auto",
+        help="processes serving the port (default auto: one per usable CPU, at most 4; each has its own engine,"
+        " ~250 MB with the embedding model, over the same SQLite files; 1 for a single process)",
     )
     serve.add_argument("--listen-fd", type=int, default=None, help=argparse.SUPPRESS)  # set for worker processes
 

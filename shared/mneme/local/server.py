@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -226,19 +224,6 @@ def socket_from_fd(fd: int) -> socket:
     sock = socket(fileno=fd)
     sock.setblocking(False)
     return sock
-
-
-def spawn_workers(server: LocalServer, count: int, argv: list[str]) -> list[subprocess.Popen[bytes]]:
-    """`count` more processes serving `server`'s socket: `python -m mneme.cli <argv> --listen-fd N`.
-
-    Each is a fresh interpreter with its own engine over the same SQLite files (WAL: readers never
-    wait; writers take turns on SQLite's lock, so a write stays atomic and idempotent whichever
-    process serves it; each process's vector cache catches up with the others' writes from the
-    index's change log). Connections go to whichever process accepts first."""
-    server.share()
-    fd = server.socket.fileno()
-    command = [sys.executable, "-m", "mneme.cli", *argv, "--listen-fd", str(fd)]
-    return [subprocess.Popen(command, pass_fds=(fd,)) for _ in range(count)]
 
 
 def stop_when_orphaned(server: LocalServer, parent: int, interval: float = 1.0) -> threading.Thread:
