@@ -556,6 +556,24 @@ def test_episodes_round_trip_exactly(store: RecordStore) -> None:
     assert store.get_episodes(A, []) == {}
 
 
+def test_get_episodes_without_vectors_reads_everything_else(store: RecordStore) -> None:
+    """`vectors=False` lets a store leave the vector out; every other field reads the same, also when a
+    nested field carries its own "vector" key or a string spells one."""
+    plain = episode("e1", model_id="m@3", vector=[0.25, -0.5, 1.0], content='says "vector":[1] here')
+    nested = episode(
+        "e2", model_id="m@3", vector=[1.0, 0.0, 0.0], metadata={"vector": [9, 9]}, structured={"vector": None}
+    )
+    store.put_episodes([plain, nested, episode("e3")])
+
+    got = store.get_episodes(A, ["e1", "e2", "e3"], vectors=False)
+
+    for original in (plain, nested, episode("e3")):
+        found = got[original.episode_id]
+        assert found.vector in (None, original.vector)
+        assert found.model_copy(update={"vector": original.vector}) == original
+    assert store.get_episodes(A, ["e1"], vectors=True)["e1"].vector == plain.vector
+
+
 def test_putting_episodes_again_returns_the_first_records_and_writes_nothing(
     store: RecordStore,
 ) -> None:

@@ -109,7 +109,7 @@ class DynamoEpisodes(DynamoTable):
             self._transact(writes)  # conditional on every new id: all written by this call, or none
         return [chosen[(episode.tenant, episode.episode_id)] for episode in episodes], {e.episode_id for e in new}
 
-    def get_episodes(self, tenant: str, episode_ids: Sequence[str]) -> dict[str, Episode]:
+    def get_episodes(self, tenant: str, episode_ids: Sequence[str], *, vectors: bool = True) -> dict[str, Episode]:
         found = self._episodes([episode_key(tenant, i) for i in dict.fromkeys(episode_ids)])
         return {episode.episode_id: episode for episode in found}
 

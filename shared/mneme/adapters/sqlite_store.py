@@ -250,7 +250,7 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
                 self._feed(conn, episode.tenant, "episode", [episode.episode_id])
         return stored, written
 
-    def get_episodes(self, tenant: str, episode_ids: Sequence[str]) -> dict[str, Episode]:
+    def get_episodes(self, tenant: str, episode_ids: Sequence[str], *, vectors: bool = True) -> dict[str, Episode]:
         found: dict[str, Episode] = {}
         ids = list(dict.fromkeys(episode_ids))
         for start in range(0, len(ids), 500):
@@ -259,7 +259,7 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
             for (doc,) in self._rows(
                 f"SELECT doc FROM episodes WHERE tenant=? AND episode_id IN ({marks})", tenant, *chunk
             ):
-                episode = Episode.model_validate_json(doc)
+                episode = Episode.model_validate_json(doc if vectors else _without_vector(doc))
                 found[episode.episode_id] = episode
         return found
 
@@ -351,3 +351,18 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
             key = ApiKey.model_validate_json(row[1]).model_copy(update={"revoked_at": now})
             conn.execute("UPDATE api_keys SET doc=? WHERE key_hash=?", (key.model_dump_json(), row[0]))
         return True
+
+
+_VECTOR_KEY = '"vector":'
+
+
+def _without_vector(doc: str) -> str:
+    """An episode's JSON with its vector's floats left out (`"vector":null`): parsing them is ~80 % of
+    `model_validate_json`'s cost. Only when the key occurs once, which makes it the top-level field
+    (`model_dump_json` always writes it; a quote inside a string is escaped, so only a nested dict key
+    named "vector" could repeat it, and then the document is parsed whole)."""
+    at = doc.find(_VECTOR_KEY + "[")
+    if at < 0 or doc.count(_VECTOR_KEY) != 1:
+        return doc
+    end = doc.find("]", at)  # the list holds numbers only
+    return doc[: at + len(_VECTOR_KEY)] + "null" + doc[end + 1 :]

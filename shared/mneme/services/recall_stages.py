@@ -295,6 +295,7 @@ def _without_names(run: Run, candidates: list[Candidate], names: set[str]) -> No
     if run.query_vector is None:
         return
     run.query_vector = embed_query(run.deps.embedder, rest)
+    _with_vectors(run, candidates)
     for candidate in candidates:
         cosine = _cosine(run, candidate)
         if cosine is not None:
@@ -311,8 +312,11 @@ def _speaker(run: Run, candidate: Candidate) -> None:
         candidate.score *= SPEAKER_BOOST
 
 
-def _load(run: Run, candidates: list[Candidate]) -> list[tuple[str, str]]:
-    records = load(run.deps.store, run.caller, [c.id for c in candidates])
+def _load(run: Run, candidates: list[Candidate], cosines: bool = True) -> list[tuple[str, str]]:
+    """The candidates' records; an episode's vector only where `_fill_vector_scores` will read it
+    (`cosines`, a query vector, and a candidate the vector channel did not score)."""
+    bare = {c.id for c in candidates if not cosines or run.query_vector is None or "vector" in c.channels}
+    records = load(run.deps.store, run.caller, [c.id for c in candidates], bare)
     run.deps.scopes.prefetch(run.flt.tenant, [r.scope_id for r in records.values() if r.scope_id])
     dropped = []
     for candidate in candidates:
@@ -320,6 +324,14 @@ def _load(run: Run, candidates: list[Candidate]) -> list[tuple[str, str]]:
         if candidate.record is None:
             dropped.append((candidate.id, "not_found"))
     return dropped
+
+
+def _with_vectors(run: Run, candidates: list[Candidate]) -> None:
+    """Episodes loaded without their vector (`_load`) read again with it."""
+    bare = [c for c in candidates if isinstance(c.record, Episode) and c.record.vector is None]
+    found = run.deps.store.get_episodes(run.flt.tenant, [c.id for c in bare]) if bare else {}
+    for candidate in bare:
+        candidate.record = found.get(candidate.id, candidate.record)
 
 
 def _fill_vector_scores(run: Run, candidates: list[Candidate]) -> None:
@@ -444,7 +456,7 @@ def fallback(run: Run) -> None:
         candidate = Candidate(hit.doc_id, lexical=normalised, raw_bm25=hit.score, channels={"lexical"})
         candidate.origin = "fallback"
         fresh.append(candidate)
-    dropped = _load(run, fresh)
+    dropped = _load(run, fresh, cosines=False)
     live = [c for c in fresh if c.record is not None]
     for candidate in live:
         candidate.score = candidate.lexical
