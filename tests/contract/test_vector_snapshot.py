@@ -8,11 +8,13 @@ covers it), a search answers exactly what a fresh index loading every row from S
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -319,3 +321,102 @@ def test_save_snapshots_saves_only_caches_far_enough_ahead(tmp_path: Path, loads
     assert loads == ["t1"]
     again.close()
     index.close()
+
+
+SAVER = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    from mneme.adapters import sqlite_index as m
+    from tests.contract.test_search_index import doc, flt, MODEL, DIM
+    m.SNAPSHOT_MIN_ROWS = 10
+    index = m.SqliteSearchIndex(sys.argv[1])
+    rng = np.random.default_rng(int(sys.argv[2]))
+    for i in range(int(sys.argv[3])):
+        index.upsert([doc(f"p{sys.argv[2]}-{i}", vector=rng.standard_normal(DIM).tolist())])
+        index.search_vector(flt(), np.ones(DIM, np.float32), MODEL, 3)  # catches up with the other's writes
+        index.save_snapshots(0)  # a new version every round, racing the other process's
+    index.close()
+    """
+)
+
+
+def test_two_processes_saving_at_once_always_leave_a_loadable_current(tmp_path: Path, loads: list[str]) -> None:
+    """Two processes save the same cache's snapshot over and over while this one keeps loading it: no save
+    removes the version another's CURRENT names (or one being read), so every load finds a whole snapshot."""
+    path = tmp_path / "i.db"
+    index = SqliteSearchIndex(path)
+    index.upsert(corpus())
+    answers(index)  # the first snapshot
+    epoch = index._epoch
+    index.close()
+    root = vector_snapshot.directory(str(path), "t1", MODEL)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "shared"), str(ROOT)])}
+    savers = [
+        subprocess.Popen([sys.executable, "-c", SAVER, str(path), str(seed), "25"], env=env, cwd=ROOT)
+        for seed in (1, 2)
+    ]
+    failed = tried = 0
+    while any(p.poll() is None for p in savers):
+        tried += 1
+        failed += vector_snapshot.load(root, epoch=epoch, tenant="t1", model_id=MODEL) is None
+    assert [p.wait() for p in savers] == [0, 0]
+    assert tried and failed == 0, f"{failed} of {tried} loads found no whole snapshot"
+    assert vector_snapshot.load(root, epoch=epoch, tenant="t1", model_id=MODEL) is not None
+    again = SqliteSearchIndex(path)
+    assert answers(again) == truth(path)
+    assert loads == ["t1"]  # only the first index read every row: the last one read the last snapshot
+    again.close()
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+def test_writes_and_searches_go_on_while_a_snapshot_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approximate: bool
+) -> None:
+    """The server's sweeper saves from a copy: while the files are being written (held here until the
+    write is done), a write commits and a search sees it; the snapshot holds the rows as they were when
+    it started, and the next process catches up the rest from the log."""
+    if approximate:
+        pytest.importorskip("faiss")
+        monkeypatch.setattr(vector_cache, "ANN_MIN_ROWS", 200)
+        monkeypatch.setattr(vector_cache, "EXACT_MAX", 10)
+    path = tmp_path / "i.db"
+    index = SqliteSearchIndex(path)
+    index.upsert(corpus(400 if approximate else 60))
+    answers(index)
+    index.upsert([doc("before", vector=QUERIES[1].tolist())])
+    writing, written = threading.Event(), threading.Event()
+    original = vector_snapshot.save
+
+    def held(*args: object, **kwargs: object) -> object:
+        writing.set()
+        assert written.wait(60)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vector_snapshot, "save", held)
+    saver = threading.Thread(target=index.save_snapshots)
+    saver.start()
+    try:
+        assert writing.wait(60)
+        index.upsert([doc("during", vector=QUERIES[2].tolist())])
+        assert index.search_vector(flt(), QUERIES[2], MODEL, 1)[0].doc_id == "during"
+        assert saver.is_alive()  # the save is still held: the write did not wait for it
+    finally:
+        written.set()
+        saver.join()
+    meta = json.loads((current_version(path) / "meta.json").read_text())
+    assert meta["generation"] == index._caches.get("t1", MODEL).generation - 1  # type: ignore[union-attr]
+    if approximate:
+        saved = faiss_index(current_version(path))
+        assert saved.ntotal == meta["n"] - meta["dead"]  # the row written meanwhile is not in it
+    again = SqliteSearchIndex(path)
+    assert answers(again) == truth(path)
+    assert again.search_vector(flt(), QUERIES[2], MODEL, 1)[0].doc_id == "during"
+    again.close()
+    index.close()
+
+
+def faiss_index(version: Path) -> object:
+    import faiss
+
+    return faiss.read_index(str(version / "ann.faiss"))

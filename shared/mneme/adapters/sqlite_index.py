@@ -335,11 +335,11 @@ class SqliteSearchIndex:
 
     def save_snapshots(self, behind: int = 0) -> None:
         """Save the vector caches more than `behind` writes ahead of their snapshot (a long-running
-        server calls this now and then, so a restart finds a snapshot its change log still covers)."""
-        with self._lock:  # writers wait; searches go on
-            for (tenant, model_id), cache in self._caches.items():
-                if cache.generation - (cache.saved_generation or 0) > behind:
-                    self._save(tenant, model_id, cache)
+        server calls this now and then, so a restart finds a snapshot its change log still covers).
+        Writes and searches go on meanwhile (`_save`)."""
+        for (tenant, model_id), cache in self._caches.items():
+            if cache.generation - (cache.saved_generation or 0) > behind:
+                self._save(tenant, model_id, cache)
 
     def close(self) -> None:
         """Save the vector caches that moved since they were saved or loaded, and close the connections."""
@@ -616,19 +616,26 @@ class SqliteSearchIndex:
             if self._ann and cache.wants_ann():
                 cache.build_ann()
                 rebuilt = True
-            if rebuilt:
-                self._save(tenant, model_id, cache)
+        if rebuilt:  # searches and writes go on while it is written
+            self._save(tenant, model_id, cache)
 
     def _save(self, tenant: str, model_id: str, cache: VectorCache) -> None:
-        """Write the cache's snapshot (big caches only); a failure only costs the next process a full load."""
+        """Write the cache's snapshot (big caches only); a failure only costs the next process a full load.
+        It is written from a consistent copy taken under the caches' shared lock (commits wait for the
+        copy of the small arrays and, a few cells at a time, of the approximate index; never for the
+        files), so no lock of this index is held while the files are written."""
         if not self._snapshots or cache.rows < SNAPSHOT_MIN_ROWS:
             return
+        with self._cache_lock.shared():
+            state, ann = cache.state(), cache.ann
+        generation = int(state[2]["generation"])
         try:
+            copy = ann.copy_below(int(state[2]["n"]), self._cache_lock.shared) if ann is not None else None
             vector_snapshot.save(
-                vector_snapshot.directory(self.path, tenant, model_id), cache,
+                vector_snapshot.directory(self.path, tenant, model_id), state, copy,
                 epoch=self._epoch, tenant=tenant, model_id=model_id,
             )  # fmt: skip
-            cache.saved_generation = cache.generation
+            cache.saved_generation = max(cache.saved_generation or 0, generation)
         except OSError as exc:
             vector_snapshot.log.warning("vector snapshot not saved: %s", exc)
 

@@ -18,7 +18,8 @@ searched exactly, as before. Compaction renumbers rows, so it drops the index (r
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -128,23 +129,41 @@ class Ann:
             self.index = faiss.IndexIVFFlat(quantizer, self.frozen.d, self.frozen.nlist, faiss.METRIC_INNER_PRODUCT)
         self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), rows.astype(np.int64))
 
-    def merged(self) -> Any:
-        """One in-memory index holding every row (for writing a snapshot); the live ones stay as they are."""
+    def copy_below(self, rows: int, hold: Callable[[], AbstractContextManager[Any]]) -> Any:
+        """One in-memory index of the rows numbered below `rows` (for writing a snapshot of a cache's
+        `state` taken at `rows` rows). Writers append to the live lists, so the copy is taken a few cells
+        at a time inside `hold()` (the caller's lock that keeps writers out), and rows appended since
+        `state` (numbered `rows` and up) are left out: searches and writes wait microseconds, not for
+        the whole copy."""
         import faiss
 
-        if self.frozen is None:
-            return self.index
-        frozen = self.frozen
-        quantizer = faiss.clone_index(frozen.quantizer)
-        whole = faiss.IndexIVFFlat(quantizer, frozen.d, frozen.nlist, faiss.METRIC_INNER_PRODUCT)
+        base: Any = self.frozen if self.frozen is not None else self.index
+        with hold():
+            quantizer = faiss.clone_index(base.quantizer)  # trained once; never changes after
+        whole = faiss.IndexIVFFlat(quantizer, base.d, base.nlist, faiss.METRIC_INNER_PRODUCT)
         target: Any = whole.invlists
-        for part in self._indexes():
-            lists = part.invlists
-            for cell in range(part.nlist):
-                size = lists.list_size(cell)
-                if size:
-                    target.add_entries(cell, size, lists.get_ids(cell), lists.get_codes(cell))
-            whole.ntotal += part.ntotal
+        width = whole.code_size
+        total = 0
+        for start in range(0, base.nlist, 16):
+            with hold():
+                for part in self._indexes():
+                    lists = part.invlists
+                    for cell in range(start, min(start + 16, base.nlist)):
+                        size = lists.list_size(cell)
+                        if not size:
+                            continue
+                        ids = faiss.rev_swig_ptr(lists.get_ids(cell), size)
+                        keep = ids < rows
+                        count = int(np.count_nonzero(keep))
+                        if count == size:
+                            target.add_entries(cell, size, lists.get_ids(cell), lists.get_codes(cell))
+                        elif count:
+                            codes = faiss.rev_swig_ptr(lists.get_codes(cell), size * width).reshape(size, width)
+                            kept_ids = np.ascontiguousarray(ids[keep], dtype=np.int64)
+                            kept_codes = np.ascontiguousarray(codes[keep])
+                            target.add_entries(cell, count, faiss.swig_ptr(kept_ids), faiss.swig_ptr(kept_codes))
+                        total += count
+        whole.ntotal = total
         return whole
 
     def search(self, query: NDArray[np.float32], mask: NDArray[np.bool_], count: int) -> NDArray[np.int64]:
@@ -301,10 +320,15 @@ class VectorCache:
 
     # -- snapshots (written and read by `vector_snapshot`) ------------------------------------
     def state(self) -> tuple[dict[str, NDArray[Any]], list[str], dict[str, Any]]:
-        """The cache as arrays (rows in use, dead ones included), its doc ids and the small rest."""
+        """The cache as arrays (rows in use, dead ones included), its doc ids and the small rest: a
+        consistent copy, to be taken with writers held off and used after they go on. The small arrays
+        are copied (writes change `alive` and ancestor columns in place); the matrix is a view of its
+        rows in use, which no write changes again (rows are appended; a compaction or a growth makes
+        new arrays)."""
         n = self._n
-        arrays = dict(zip(("matrix", "alive", "occ", "kind", "tier", "session", "visible"),
-                          (a[:n] for a in self._arrays()), strict=True))  # fmt: skip
+        arrays = {"matrix": self._mat[:n]}
+        for name, array in zip(("alive", "occ", "kind", "tier", "session", "visible"), self._arrays()[1:], strict=True):
+            arrays[name] = array[:n].copy()
         arrays["anc"] = np.stack([col[:n] for col in self._anc]) if self._anc else np.zeros((0, n), np.int32)
         meta = {
             "generation": self.generation, "dim": self.dim, "n": n, "dead": self._dead,
