@@ -97,3 +97,38 @@ def test_a_turn_that_only_addresses_the_named_person_does_not_outrank_their_answ
     assert response.explain is not None
     fuse = next(s for s in response.explain["stages"] if s["stage"] == "fuse")
     assert fuse["speakers_named"] == ["tom"]
+
+
+def test_a_question_about_the_present_lets_the_newer_statement_supersede_the_older(services: Services) -> None:
+    old = say(
+        services,
+        "Ines",
+        "My sport these days is climbing: I climb at the climbing gym with my climbing club every week.",
+        occurred_at=DAY.replace(year=2024),
+    )
+    new = say(services, "Ines", "I stopped climbing, my sport is rowing with my club.", occurred_at=DAY)
+    other = say(services, "Tobias", "My sport these days is climbing with my club.", occurred_at=DAY.replace(month=5))
+    response = recall(services, "What sport does Ines do these days?", explain=True)
+    ranked = [r.id for r in response.results]
+    assert ranked.index(new) < ranked.index(old)
+    scores = {r.id: r.scores for r in response.results}
+    assert scores[old]["superseded"] < 1 and scores[new]["newer"] > 1
+    assert "superseded" not in scores[other]  # a later turn by someone else supersedes nothing of Ines's
+    assert response.explain is not None
+    time = next(s for s in response.explain["stages"] if s["stage"] == "time")
+    assert [(s["id"], s["by"]) for s in time["superseded"]] == [(old, new)]
+
+
+def test_a_question_about_a_past_period_keeps_the_older_statement(services: Services) -> None:
+    old = say(
+        services,
+        "Ines",
+        "My sport these days is climbing: I climb at the climbing gym with my climbing club every week.",
+        occurred_at=DAY.replace(year=2024),
+    )
+    say(services, "Ines", "I stopped climbing, my sport is rowing with my club.", occurred_at=DAY)
+    response = recall(services, "What sport did Ines do in 2024?", explain=True)
+    assert response.results[0].id == old and "superseded" not in response.results[0].scores
+    assert response.explain is not None
+    time = next(s for s in response.explain["stages"] if s["stage"] == "time")
+    assert time["superseded"] == [] and time["inside"] == 1

@@ -28,7 +28,7 @@ from mneme.services import anchors as anchor_rule
 from mneme.services.context_pack import Pack, PackItem, build_pack
 from mneme.services.indexing import episode_text, memory_text, speaker
 from mneme.services.recall_records import Record, Result, lifecycle, load, record_text, strong_text, to_result
-from mneme.services.recall_time import QueryTime
+from mneme.services.recall_time import QueryTime, time_stage
 from mneme.services.scopes import ScopeService
 from mneme.text import meaningful_words, stem, terms
 
@@ -41,8 +41,6 @@ FETCHED_BOOST = 1.05  # Engram: a memory an agent fetched in full (`ids`) ranks 
 FETCHED = ("", "fetched")  # (principal, session) of the per-tenant record of fetched memory ids
 RELATED_CARDS = 5  # Engram: up to 5 omitted-but-relevant candidates are shown as cards
 SPEAKER_BOOST = 1.5  # a turn spoken by a person the query names
-TIME_WINDOW_BOOST = 1.3  # an episode inside the time window the query names ("in May 2024")
-TIME_ORDER_WEIGHT = 1.0  # "now" / "first" questions: the latest (earliest) candidate x(1 + this)
 NAME_WORD = re.compile(r"[^\W_]+(?:['’]s)?")  # a query word, with its possessive
 FALLBACK_WIDTH = 4  # the lexical fallback asks for this many times the channels' k
 
@@ -481,34 +479,6 @@ def fallback(run: Run) -> None:
         reconsidered=reconsidered,
         passed=passed,
     )
-
-
-# -- time ----------------------------------------------------------------------------------------
-def time_stage(run: Run) -> None:
-    """The query's time, read against `occurred_at` (`recall_time`): an episode inside the window the
-    query names scores TIME_WINDOW_BOOST times higher; a question about the present ('now',
-    'currently') favours the later of the candidates, one about a first time the earlier (up to
-    ×(1 + TIME_ORDER_WEIGHT), by rank in time among the candidates). Nothing is dropped here."""
-    took = len(run.candidates)
-    when = run.when
-    dated = [c for c in run.candidates.values() if isinstance(c.record, Episode)]
-    inside = 0
-    if when.since is not None and when.until is not None:
-        for candidate in dated:
-            assert isinstance(candidate.record, Episode)
-            if when.since <= candidate.record.occurred_at < when.until:
-                candidate.scores["window"] = TIME_WINDOW_BOOST
-                candidate.score *= TIME_WINDOW_BOOST
-                inside += 1
-    if when.prefer and len(dated) > 1:
-        order = sorted(dated, key=lambda c: (c.record.occurred_at, c.id))  # type: ignore[union-attr]
-        for position, candidate in enumerate(order):
-            share = position / (len(order) - 1)
-            factor = 1 + TIME_ORDER_WEIGHT * (share if when.prefer == "latest" else 1 - share)
-            candidate.scores["recency" if when.prefer == "latest" else "earliness"] = round(factor, 6)
-            candidate.score *= factor
-    window = [when.since.isoformat(), when.until.isoformat()] if when.since and when.until else None
-    run.note("time", took, [], window=window, said=when.said, prefer=when.prefer, inside=inside)
 
 
 # -- select --------------------------------------------------------------------------------------

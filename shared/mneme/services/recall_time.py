@@ -4,8 +4,10 @@
 "the autumn of 2024", "Christmas 2022", "the first half of September 2024"), and its order
 preference: `latest` for a question about the present state of something ("now", "currently", "at
 the moment", "these days", "the latest"), `earliest` for a question about a first time ("first",
-"originally"). The recall pipeline's `time` stage turns these into score factors (a soft window and
-a recency / earliness prior), so an old value never hides the new one and nothing is filtered out.
+"originally"). The recall pipeline's `time` stage (`time_stage`, here) turns these into score
+factors (a soft window and a recency / earliness prior) and, for a question about the present, lets
+a later statement supersede an earlier one that says the same kind of thing (`supersede`): an old
+value never hides the new one, and nothing is filtered out.
 """
 
 from __future__ import annotations
@@ -13,6 +15,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mneme.models import Episode
+from mneme.services.indexing import speaker
+
+if TYPE_CHECKING:
+    from mneme.services.recall_stages import Candidate, Run
 
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
           "october", "november", "december")  # fmt: skip
@@ -96,3 +107,95 @@ def query_time(query: str) -> QueryTime:
     rest = text.replace(said, " ") if said else text  # 'the first half of May 2024' is a window, not an order
     prefer = "latest" if LATEST.search(rest) else "earliest" if EARLIEST.search(rest) else None
     return QueryTime(since, until, prefer, said)
+
+
+TIME_WINDOW_BOOST = 1.3  # an episode inside the time window the query names ("in May 2024")
+TIME_ORDER_WEIGHT = 1.0  # "now" / "first" questions: the latest (earliest) candidate x(1 + this)
+SAME_THING = 0.5  # two turns of one speaker whose stored vectors' cosine is at least this say the same kind of thing
+SUPERSEDED = 0.8  # an earlier statement superseded by a later one, for a question about the present
+SUPERSEDE_POOL = 50  # supersession is looked for among this many best-scored episodes
+
+
+def time_stage(run: Run) -> None:
+    """The query's time, read against `occurred_at`: an episode inside the window the query names
+    scores TIME_WINDOW_BOOST times higher; a question about the present ('now', 'currently') favours
+    the later of the candidates, one about a first time the earlier (up to ×(1 + TIME_ORDER_WEIGHT),
+    by rank in time among the candidates); and a question about a present state lets a newer
+    statement of the same thing supersede an older one (`supersede`). Nothing is dropped here."""
+    took = len(run.candidates)
+    when = run.when
+    dated = [c for c in run.candidates.values() if isinstance(c.record, Episode)]
+    inside = 0
+    if when.since is not None and when.until is not None:
+        for candidate in dated:
+            assert isinstance(candidate.record, Episode)
+            if when.since <= candidate.record.occurred_at < when.until:
+                candidate.scores["window"] = TIME_WINDOW_BOOST
+                candidate.score *= TIME_WINDOW_BOOST
+                inside += 1
+    if when.prefer and len(dated) > 1:
+        order = sorted(dated, key=lambda c: (c.record.occurred_at, c.id))  # type: ignore[union-attr]
+        for position, candidate in enumerate(order):
+            share = position / (len(order) - 1)
+            factor = 1 + TIME_ORDER_WEIGHT * (share if when.prefer == "latest" else 1 - share)
+            candidate.scores["recency" if when.prefer == "latest" else "earliness"] = round(factor, 6)
+            candidate.score *= factor
+    superseded = supersede(run, dated) if when.prefer == "latest" else []
+    window = [when.since.isoformat(), when.until.isoformat()] if when.since and when.until else None
+    run.note(
+        "time",
+        took,
+        [],
+        window=window,
+        said=when.said,
+        prefer=when.prefer,
+        inside=inside,
+        superseded=superseded,
+    )
+
+
+def supersede(run: Run, candidates: list[Candidate]) -> list[dict[str, object]]:
+    """The latest value wins, at read time (the seeds' supersession, applied to episodes): among the
+    SUPERSEDE_POOL best-scored episodes, a statement followed later by one of the same speaker that
+    says the same kind of thing (stored vectors' cosine >= SAME_THING) is superseded by the latest
+    such one: it scores ×SUPERSEDED (`scores.superseded`), and the later one takes at least the score
+    the earlier had (`scores.newer`: the factor it gained). Returns who superseded whom, for explain."""
+    model = run.deps.embedder.model_id
+    best = sorted(candidates, key=lambda c: (-c.score, c.id))[:SUPERSEDE_POOL]
+    _with_vectors(run, best)
+    pool = [
+        c for c in best if isinstance(c.record, Episode) and c.record.vector is not None and c.record.model_id == model
+    ]
+    if len(pool) < 2:
+        return []
+    episodes = [c.record for c in pool if isinstance(c.record, Episode)]
+    vectors = np.asarray([e.vector for e in episodes], dtype=np.float32)
+    times = np.asarray([e.occurred_at.timestamp() for e in episodes])
+    speakers = [speaker(e) for e in episodes]
+    same = np.asarray([[a == b for b in speakers] for a in speakers])
+    similar = vectors @ vectors.T
+    later = (times[None, :] > times[:, None]) & same & (similar >= SAME_THING)
+    taken: dict[int, float] = {}
+    out: list[dict[str, object]] = []
+    for i in np.flatnonzero(later.any(axis=1)):
+        j = int(np.flatnonzero(later[i])[np.argmax(times[later[i]])])  # the latest that says the same
+        older = pool[i]
+        out.append({"id": older.id, "by": pool[j].id, "similarity": round(float(similar[i, j]), 6)})
+        taken[j] = max(taken.get(j, 0.0), older.score)
+        older.scores["superseded"] = SUPERSEDED
+        older.score *= SUPERSEDED
+    for j, score in taken.items():
+        newer = pool[j]
+        if score > newer.score > 0:
+            newer.scores["newer"] = round(score / newer.score, 6)
+            newer.score = score
+    return out
+
+
+def _with_vectors(run: Run, candidates: list[Candidate]) -> None:
+    """Episodes that recall loaded without their vector (it reads one only where it needs a cosine)
+    read again with it."""
+    bare = [c for c in candidates if isinstance(c.record, Episode) and c.record.vector is None]
+    found = run.deps.store.get_episodes(run.flt.tenant, [c.id for c in bare]) if bare else {}
+    for candidate in bare:
+        candidate.record = found.get(candidate.id, candidate.record)
