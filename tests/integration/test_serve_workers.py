@@ -42,11 +42,11 @@ def children(pid: int) -> list[int]:
 Served = tuple[subprocess.Popen[str], MnemeClient]
 
 
-def start(home: Path, *flags: str) -> tuple[subprocess.Popen[str], MnemeClient, str]:
+def start(home: Path, *flags: str, launcher: tuple[str, ...] = ()) -> tuple[subprocess.Popen[str], MnemeClient, str]:
     """`mneme serve --port 0 FLAGS` on `home`: the process, a client, and its "serving on" line."""
     env = {**os.environ, "MNEME_HOME": str(home), "PYTHONPATH": os.pathsep.join([str(ROOT / "shared"), str(ROOT)])}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mneme.cli", "serve", "--port", "0", *flags],
+        [*(launcher or (sys.executable, "-m", "mneme.cli")), "serve", "--port", "0", *flags],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -201,3 +201,23 @@ def test_a_killed_worker_loses_no_acknowledged_write_and_is_replaced(served: Ser
     assert set(acked) <= seen, f"{len(set(acked) - seen)} acknowledged writes missing ({len(failed)} failed)"
     found = client.recall("kiln writer entry", scope="root.lab", limit=200, scoring={"alpha": 0.0, "beta": 1.0})
     assert {r.id for r in found.results} >= set(acked) - {acked[-1]}
+
+
+def test_the_console_script_starts_the_same_workers(tmp_path: Path) -> None:
+    """`mneme serve` (the console script `make serve` runs) starts its workers as `python -m mneme.cli serve
+    --listen-fd` on the same store, whatever the parent's own command line was."""
+    script = Path(sys.executable).parent / "mneme"
+    if not script.exists():
+        pytest.skip("the mneme console script is not installed next to this interpreter")
+    proc, client, banner = start(tmp_path / "home", "--workers", "2", launcher=(str(script),))
+    try:
+        assert "2 processes" in banner
+        (worker,) = children(proc.pid)
+        command = Path(f"/proc/{worker}/cmdline").read_bytes().split(b"\0")
+        assert b"mneme.cli" in command and b"--listen-fd" in command
+        assert command[command.index(b"--home") + 1] == str((tmp_path / "home").resolve()).encode()
+        for n in range(6):
+            client.remember("root.lab", f"console script note {n}", create_scope=True)
+        assert len(client.recall("console script note", scope="root.lab", limit=10).results) == 6
+    finally:
+        stop(proc)

@@ -145,7 +145,7 @@ def register_server(sub: Any, common: argparse.ArgumentParser) -> None:
         default="auto",
         metavar="N|auto",
         help="processes serving the port (default auto: one per usable CPU, at most 4; each has its own engine,"
-        " ~250 MB with the embedding model, over the same SQLite files; 1 for a single process)",
+        " ~400 MB with the embedding model, over the same SQLite files; 1 for a single process)",
     )
     serve.add_argument("--listen-fd", type=int, default=None, help=argparse.SUPPRESS)  # set for worker processes
 

@@ -24,7 +24,7 @@ from collections import deque
 from mneme.errors import InvalidInput
 from mneme.observability import logger
 
-AUTO_MAX = 4  # `--workers auto`: one process per usable CPU, at most this many (each holds a model, ~250 MB)
+AUTO_MAX = 4  # `--workers auto`: one process per usable CPU, at most this many (each holds a model: ~400 MB)
 RESTART_LIMIT = 5
 RESTART_WINDOW = 60.0
 POLL = 0.5  # seconds between looks at the workers
