@@ -71,6 +71,7 @@ def cmd_serve(ctx: Context) -> int:
         if workers is not None:
             workers.start()
             pids += workers.pids()
+        _warm()
         processes = f"{count} process{'es' if count > 1 else ''} (pid {', '.join(map(str, pids))})"
         print(f"mneme serving on http://{host}:{port} (store: {home}; {processes}; see --workers)")
         print(
@@ -99,12 +100,28 @@ def _serve_worker(host: str, port: int, fd: int) -> int:
     server = make_server(host, port, listen_fd=fd)
     stop_when_orphaned(server, os.getppid())
     try:
+        _warm()
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()  # requests in progress finish before the interpreter exits
     return 0
+
+
+def _warm() -> None:
+    """Before a process takes connections: build its engine (once: concurrent first requests would each
+    build one), import every route's function and load a local embedding model, so that no request of
+    a fresh process waits for them (a remote embedder is left alone)."""
+    from mneme import bootstrap, routes
+    from mneme.local import gateway
+    from mneme.settings import BedrockEmbedderSettings
+
+    services = bootstrap.current()
+    for route in routes.ROUTES:
+        gateway.function(route.function)
+    if not isinstance(bootstrap.current_settings().embedder, BedrockEmbedderSettings):
+        services.embedder.embed(["warm up"])
 
 
 def _interrupt(signum: int, frame: Any) -> None:
