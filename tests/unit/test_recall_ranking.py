@@ -88,6 +88,44 @@ def test_query_time_reads_windows_and_order_words() -> None:
     assert not query_time("Where does Maya work?")
 
 
+def test_a_relative_period_is_read_from_the_request_time_or_its_as_of(services: Services) -> None:
+    earlier = say(
+        services, "Kavya", "Busy with fieldwork, sampling the glacier.", occurred_at=datetime(2025, 5, 20, tzinfo=UTC)
+    )
+    later = say(
+        services, "Kavya", "Busy with fieldwork, sampling the lake.", occurred_at=datetime(2026, 5, 20, tzinfo=UTC)
+    )
+    query = "What fieldwork was Kavya busy with last May?"
+    response = recall(services, query, explain=True)  # the clock says November 2026
+    assert response.results[0].id == later and response.results[0].scores["window"] > 1
+    assert response.explain is not None
+    time = next(s for s in response.explain["stages"] if s["stage"] == "time")
+    assert time["said"] == "last may" and time["window"][0] == "2026-05-01T00:00:00+00:00"
+    as_of = recall(services, query, as_of="2026-03-01T00:00:00Z")  # asked as of March 2026: May 2025
+    assert as_of.results[0].id == earlier and "window" not in as_of.results[1].scores
+
+
+def test_query_time_reads_relative_periods_only_against_a_reference() -> None:
+    from mneme.services.recall_time import query_time
+
+    ref = datetime(2025, 6, 18, 15, 0, tzinfo=UTC)
+    assert not query_time("What did Ines do last May?")  # no reference, no window
+    window = {
+        q: (w.since, w.until)
+        for q in ("last May", "last summer", "last year", "last week", "two years ago", "3 days ago", "yesterday")
+        for w in [query_time(f"What happened {q}?", ref)]
+    }
+    assert window["last May"] == (datetime(2025, 5, 1, tzinfo=UTC), datetime(2025, 6, 1, tzinfo=UTC))
+    assert window["last summer"][0] == datetime(2024, 6, 1, tzinfo=UTC)  # this one has only begun
+    assert window["last year"] == (datetime(2024, 1, 1, tzinfo=UTC), datetime(2025, 1, 1, tzinfo=UTC))
+    assert window["last week"] == (datetime(2025, 6, 9, tzinfo=UTC), datetime(2025, 6, 16, tzinfo=UTC))
+    assert window["two years ago"][0] == datetime(2023, 1, 1, tzinfo=UTC)
+    assert window["3 days ago"] == (datetime(2025, 6, 15, tzinfo=UTC), datetime(2025, 6, 16, tzinfo=UTC))
+    assert window["yesterday"][0] == datetime(2025, 6, 17, tzinfo=UTC)
+    assert query_time("What was his last working day?", ref).since is None
+    assert query_time("Where did she work in May 2024?", ref).since == datetime(2024, 5, 1, tzinfo=UTC)
+
+
 def test_a_turn_that_only_addresses_the_named_person_does_not_outrank_their_answer(services: Services) -> None:
     say(services, "Maya", "Tom! Tom, hello Tom!", occurred_at=DAY)
     answer = say(services, "Tom", "We moved to Porto in the spring.", occurred_at=DAY.replace(hour=10))

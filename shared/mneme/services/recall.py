@@ -152,7 +152,7 @@ class RecallService:
             scope_path=scope.path,
             anchors=anchor_rule.anchors(request.query),
             k=min(max(request.limit * 5, 50), 500),
-            when=query_time(request.query),
+            when=query_time(request.query, request.as_of or self.clock.now()),
         )
         stages.run_stages(run)
         assert run.pack is not None

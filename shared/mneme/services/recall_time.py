@@ -4,7 +4,9 @@
 "the autumn of 2024", "Christmas 2022", "the first half of September 2024"), and its order
 preference: `latest` for a question about the present state of something ("now", "currently", "at
 the moment", "these days", "the latest"), `earliest` for a question about a first time ("first",
-"originally"). The recall pipeline's `time` stage (`time_stage`, here) turns these into score
+"originally"). A relative period ("last May", "last year", "two years ago", "yesterday") is read
+against a reference time: the request's `as_of` when it gives one, else the time of the request.
+The recall pipeline's `time` stage (`time_stage`, here) turns these into score
 factors (a soft window and a recency / earliness prior) and, for a question about the present, lets
 a later statement supersede an earlier one that says the same kind of thing (`supersede`): an old
 value never hides the new one, and nothing is filtered out.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -95,13 +97,65 @@ def _window(m: re.Match[str]) -> tuple[datetime, datetime]:
     return _month(year, 1), _month(year + 1, 1)
 
 
-def query_time(query: str) -> QueryTime:
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+            "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}  # fmt: skip
+_RELATIVE = [  # periods counted back from the reference time (the request's as_of, else now)
+    re.compile(rf"\b(?:last|past) (?P<mon>{_MONTH})\b"),
+    re.compile(rf"\b(?:last|past) (?P<season>{'|'.join(SEASONS)})\b"),
+    re.compile(r"\b(?:last|past|previous) (?P<unit>year|month|week)\b"),
+    re.compile(rf"\b(?P<n>\d{{1,2}}|{'|'.join(_NUMBERS)}) (?P<unit>year|month|week|day)s? ago\b"),
+    re.compile(r"\b(?P<yesterday>yesterday)\b"),
+]
+
+
+def _relative(m: re.Match[str], reference: datetime) -> tuple[datetime, datetime]:
+    """The window a relative period names, counted back from `reference`: 'last May' is the latest
+    May that ended before the reference's month, 'last summer' the latest summer that began before
+    it, 'last year/month/week' the calendar unit before the reference's, 'two years ago' the calendar
+    year two before, 'three weeks ago' the week around that day, 'yesterday' the day before."""
+    g = m.groupdict()
+    ref = reference.astimezone(UTC)
+    day = datetime(ref.year, ref.month, ref.day, tzinfo=UTC)
+    if g.get("mon"):
+        month = MONTHS.index(g["mon"]) + 1
+        year = ref.year if month < ref.month else ref.year - 1
+        return _month(year, month), _month(year, month + 1)
+    if g.get("season"):
+        first, last = SEASONS[g["season"]]
+        year = ref.year if _month(ref.year, first) < _month(ref.year, ref.month) else ref.year - 1
+        return _month(year, first), _month(year, last)
+    if g.get("yesterday"):
+        return day - timedelta(days=1), day
+    n = 1 if not g.get("n") else _NUMBERS.get(g["n"]) or int(g["n"])
+    unit = g["unit"]
+    if unit == "year":
+        return _month(ref.year - n, 1), _month(ref.year - n + 1, 1)
+    if unit == "month":
+        return _month(ref.year, ref.month - n), _month(ref.year, ref.month - n + 1)
+    if unit == "week" and not g.get("n"):  # last week: the Monday-to-Monday week before this one
+        monday = day - timedelta(days=day.weekday())
+        return monday - timedelta(days=7), monday
+    span = timedelta(days=7 if unit == "week" else 1) * n
+    if unit == "week":
+        return day - span - timedelta(days=4), day - span + timedelta(days=4)
+    return day - span, day - span + timedelta(days=1)
+
+
+def query_time(query: str, reference: datetime | None = None) -> QueryTime:
+    """The query's window and order preference. A relative period ('last May', 'two years ago') is
+    read only with a `reference` time: recall passes the request's `as_of`, else the current time."""
     text = " ".join(query.lower().replace("’", "'").split())
     since = until = said = None
     for pattern in _WINDOWS:
         m = pattern.search(text)
         if m:
             since, until = _window(m)
+            said = m[0]
+            break
+    for pattern in _RELATIVE if said is None and reference is not None else []:
+        m = pattern.search(text)
+        if m and reference is not None:
+            since, until = _relative(m, reference)
             said = m[0]
             break
     rest = text.replace(said, " ") if said else text  # 'the first half of May 2024' is a window, not an order
