@@ -25,6 +25,7 @@ from mneme.observability import logger
 from mneme.ports import Clock, Embedder, RecordStore, SearchIndex, embed_query
 from mneme.search_models import Hit, SearchFilter
 from mneme.services import anchors as anchor_rule
+from mneme.services import recall_hop
 from mneme.services.context_pack import Pack, PackItem, build_pack
 from mneme.services.indexing import episode_text, memory_text, speaker
 from mneme.services.recall_records import Record, Result, lifecycle, load, record_text, strong_text, to_result
@@ -365,15 +366,18 @@ def _resonate(run: Run, candidate: Candidate) -> None:
 # -- admit ---------------------------------------------------------------------------------------
 def admit(run: Run) -> None:
     """The strictness rule (`admitted`): precision = Engram's anchor rule with its strong-field
-    exception, balanced = a term hit or (episodes and facts) cosine ≥ MIN_VECTOR, recall = all."""
+    exception, balanced = a term hit or (episodes and facts) cosine ≥ MIN_VECTOR, recall = all.
+    Balanced also admits a candidate linked to one of the best hits (`recall_hop`: trace `linked`)."""
     took = len(run.candidates)
     strictness = run.scoring.strictness
-    dropped = [
-        (c.id, f"not_admitted:{strictness}")
-        for c in run.candidates.values()
-        if not admitted(strictness, c, run.anchors)
-    ]
-    run.note("admit", took, dropped)
+    verdict = {c.id: admitted(strictness, c, run.anchors) for c in run.candidates.values()}
+    rejected = [c for c in run.candidates.values() if not verdict[c.id]]
+    passed = [c for c in run.candidates.values() if verdict[c.id]]
+    sources, near = recall_hop.reach(run, passed, rejected, MIN_VECTOR)
+    _with_vectors(run, sources + near)
+    links = recall_hop.link(run, sources, near)
+    dropped = [(c.id, f"not_admitted:{strictness}") for c in rejected if c.id not in links]
+    run.note("admit", took, dropped, **({"linked": links} if links else {}))
 
 
 def admitted(strictness: str, candidate: Candidate, query_anchors: set[str]) -> bool:
