@@ -3,7 +3,7 @@
 The set is bench/quality/dataset.jsonl (built by bench/quality/build.py: ~3,100 episodes and
 240 queries over paraphrases, identifiers, dates and multi-session facts, with distractors).
 The corpus goes through `remember` with the real LocalEmbedder and is cached under
-bench/.cache/ keyed by the dataset and both SQLite schemas. Every query runs with limit 10 at
+bench/.cache/ keyed by the dataset, both SQLite schemas and the indexing code. Every query runs with limit 10 at
 hybrid alpha/beta 0.7/0.3 (the default), 0.5/0.5 and 0.3/0.7, vector only and lexical only,
 each with strictness balanced and precision (fallback stays on_empty, the default).
 recall@k = share of a query's relevant episodes in its top k (a multi-session query has two);
@@ -36,6 +36,7 @@ from mneme.services.recall import MIN_VECTOR, RecallRequest, Scoring
 from mneme.text import GENERIC, STOPWORDS
 
 DATASET = c.ROOT / "bench" / "quality" / "dataset.jsonl"
+INDEXING = c.ROOT / "shared" / "mneme" / "services" / "indexing.py"  # what an episode is indexed with
 WEIGHTS = {"0.7/0.3": (0.7, 0.3), "0.5/0.5": (0.5, 0.5), "0.3/0.7": (0.3, 0.7), "vector": (1, 0),
            "lexical": (0, 1)}  # fmt: skip
 STRICTNESS = ("balanced", "precision")
@@ -73,7 +74,7 @@ def load() -> tuple[list[dict], list[dict]]:
 
 def corpus(episodes: list[dict], rebuild: bool) -> tuple[Path, dict[str, str]]:
     """The engine directory and the map episode_id -> dataset id, ingested once and cached."""
-    basis = DATASET.read_bytes() + (sqlite_store.SCHEMA + sqlite_index.SCHEMA).encode()
+    basis = DATASET.read_bytes() + (sqlite_store.SCHEMA + sqlite_index.SCHEMA).encode() + INDEXING.read_bytes()
     if c.local_model() != "all-MiniLM-L6-v2":  # another model's corpus is cached apart (MiniLM's key unchanged)
         basis += c.local_model().encode()
     final = c.CACHE / f"quality-{hashlib.sha256(basis).hexdigest()[:10]}"

@@ -114,6 +114,13 @@ class RecordStore(Protocol):
         """Episodes written (created_at) at or after `since`, newest first, at most `limit`."""
         ...
 
+    def session_episodes(
+        self, tenant: str, scope_id: str, session_id: str, before: datetime, limit: int
+    ) -> list[Episode]:
+        """Up to `limit` episodes of one session in one scope that occurred strictly before `before`, latest
+        first (occurred_at, then episode_id, descending): the turns a conversation's turn follows."""
+        ...
+
     def list_unindexed(self, limit: int) -> list[Episode]:
         """Episodes of any tenant stored but not yet confirmed in the index, oldest first."""
         ...

@@ -671,6 +671,45 @@ def test_recent_episodes_are_newest_first_from_since_on(store: RecordStore) -> N
     assert store.list_recent_episodes(A, T0 + timedelta(minutes=6), 10) == []
 
 
+def turn(episode_id: str, minute: int, session: str | None = "chat-1", **fields: Any) -> Episode:
+    """A conversation's turn: occurred `minute` minutes after T0 (written in any order)."""
+    return episode(episode_id, occurred_at=T0 + timedelta(minutes=minute), session_id=session, **fields)
+
+
+def test_session_episodes_are_the_turns_before_a_time_latest_first(store: RecordStore) -> None:
+    store.put_episodes([turn("t2", 2), turn("t0", 0), turn("t3", 3)])
+    store.put_episodes([turn("t1", 1), turn("t4", 4)])  # written later, said earlier
+
+    before = T0 + timedelta(minutes=3)
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", before, 10)) == ["t2", "t1", "t0"]
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", before, 2)) == ["t2", "t1"]
+    in_another_zone = before.astimezone(timezone(timedelta(hours=-5)))
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", in_another_zone, 1)) == ["t2"]
+    assert store.session_episodes(A, "acme", "chat-1", T0, 10) == []  # strictly before
+    assert store.session_episodes(A, "acme", "chat-1", before, 0) == []
+
+
+def test_session_episodes_keep_to_their_tenant_scope_and_session(store: RecordStore) -> None:
+    store.put_episodes([turn("mine", 0), turn("no-session", 1, session=None), turn("other-chat", 2, session="chat-2")])
+    store.put_episodes([turn("other-scope", 3, scope_id="globex"), turn("same-minute", 5)])
+    store.put_episodes([turn("other-tenant", 4, tenant=B)])
+
+    found = store.session_episodes(A, "acme", "chat-1", T0 + timedelta(minutes=5), 10)
+
+    assert ids_of(found) == ["mine"]
+    assert store.session_episodes(B, "acme", "chat-1", T0 + timedelta(minutes=9), 10)[0].tenant == B
+    assert ids_of(store.session_episodes(A, "globex", "chat-1", T0 + timedelta(minutes=9), 10)) == ["other-scope"]
+
+
+def test_erased_turns_leave_their_session(store: RecordStore) -> None:
+    store.create_scope(scope("acme", None, "acme"))
+    store.put_episodes([turn("t0", 0), turn("t1", 1)])
+
+    store.erase_scopes(A, ["acme"], dry_run=False)
+
+    assert store.session_episodes(A, "acme", "chat-1", T0 + timedelta(minutes=9), 10) == []
+
+
 def test_iter_episodes_pages_through_every_episode_of_the_tenant(store: RecordStore) -> None:
     store.put_episodes([episode(f"e{n}", minute=n) for n in range(5)])
     store.put_episodes([episode("other", tenant=B)])

@@ -34,7 +34,17 @@ from mneme.adapters.dynamo_codec import (
     to_item,
     to_model,
 )
-from mneme.adapters.dynamo_table import FEED_POSITION, GSI1, GSI2, GSI3, DynamoTable, position_of, unmoved
+from mneme.adapters.dynamo_table import (
+    FEED_POSITION,
+    GSI1,
+    GSI2,
+    GSI3,
+    GSI4,
+    DynamoTable,
+    position_of,
+    text_of,
+    unmoved,
+)
 from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
 from mneme.errors import Conflict
 from mneme.models import Episode
@@ -61,6 +71,11 @@ class DynamoEpisodes(DynamoTable):
             "GSI3PK": tenant_pk(tenant, "SCOPEEPS", episode.scope_id),
             "GSI3SK": f"{created}#{episode_id}",
         }
+        if episode.session_id is not None:  # a session's turns in time order (sparse)
+            attributes.update(
+                GSI4PK=tenant_pk(tenant, "SESSION", esc(episode.session_id)),
+                GSI4SK=f"{iso_utc(episode.occurred_at)}#{episode_id}",
+            )
         if not episode.indexed:
             attributes.update(GSI1PK=UNINDEXED, GSI1SK=f"{created}#{esc(tenant)}#{episode_id}")
         return to_item(episode, episode_key(tenant, episode_id), **EPISODE_CODEC, item_type="episode", **attributes)
@@ -134,6 +149,19 @@ class DynamoEpisodes(DynamoTable):
         values = {"pk": tenant_pk(tenant, "EPISODES"), "since": iso_utc(since)}
         query = {"IndexName": GSI2, "KeyConditionExpression": condition, "ScanIndexForward": False}
         items = self._index_items({**query, **expression(values)}, limit)
+        return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
+
+    def session_episodes(
+        self, tenant: str, scope_id: str, session_id: str, before: datetime, limit: int
+    ) -> list[Episode]:
+        if limit < 1:
+            return []
+        condition = "GSI4PK = :pk AND GSI4SK < :before"  # "<occurred>#<id>" < "<before>": strictly earlier
+        values = {"pk": tenant_pk(tenant, "SESSION", esc(session_id)), "before": iso_utc(before)}
+        query = {"IndexName": GSI4, "KeyConditionExpression": condition, "ScanIndexForward": False}
+        items = self._index_items(
+            {**query, **expression(values)}, limit, keep=lambda i: text_of(i, "scope_id") == scope_id
+        )
         return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
 
     def list_unindexed(self, limit: int) -> list[Episode]:

@@ -46,13 +46,17 @@ queries, batches, transactions, feed moves): `dynamo_scopes`, `dynamo_memories`,
 |                   | `GSI1PK = DIRTY`                  | `GSI1SK = <dirtied_at>#<t>#<scope>` | dirty scopes       |
 | GSI2              | `GSI2PK = T#<t>#EPISODES`         | `GSI2SK = <created>#<id>`           | every episode      |
 | GSI3              | `GSI3PK = T#<t>#SCOPEEPS#<scope>` | `GSI3SK = <created>#<id>`           | every episode      |
+| GSI4 (sparse)     | `GSI4PK = T#<t>#SESSION#<session>`| `GSI4SK = <occurred>#<id>`          | episodes with a    |
+|                   |                                   |                                     | session_id         |
 
 `<created>` is `created_at` as ISO-8601 UTC with microseconds, so it sorts (as does every stored
 datetime). GSI1 serves the two cross-tenant patterns (the index sweep, the consolidation schedule);
 each of its partitions caps near 1,000 writes/s (shard GSI1PK to go beyond). Index hits are re-read
 from the table, so a stale entry (an episode marked indexed a moment ago) is dropped and what is
 returned is current. GSI3 lags writes by milliseconds: consolidation reads episodes created before
-`started_at - settle_seconds`, which covers it.
+`started_at - settle_seconds`, which covers it. GSI4 lags the same way: a turn remembered alone within
+milliseconds of the turn before it may be indexed without it as context; episodes written before GSI4
+existed carry no GSI4 keys and give no context.
 
 Items carry `item_type`: scope, scope_slot (a live scope), scope_alias (`scope_id` it resolves to),
 alias_ref, layers, memory, memory_slot, episode, delivered, dirty, checkpoint, lease, fact, fact_copy,
@@ -90,6 +94,8 @@ transaction of their original. Base-table reads are strongly consistent.
 | mark_indexed           | UpdateItem each: SET indexed, REMOVE GSI1PK, GSI1SK (not a feed change)         |
 | list_recent_episodes   | Query GSI2 `GSI2PK = T#<t>#EPISODES AND GSI2SK >= <since>`, newest first;       |
 |                        | BatchGetItem the hits                                                           |
+| session_episodes       | Query GSI4 `GSI4PK = T#<t>#SESSION#<session> AND GSI4SK < <before>`, latest     |
+|                        | first; BatchGetItem the hits, keep the scope's (page on until `limit` are kept) |
 | list_unindexed         | Query GSI1 GSI1PK = `UNINDEXED` (oldest first), BatchGetItem the hits           |
 | iter_episodes          | Query PK = `T#<t>#EPISODES`, one yielded batch per page                         |
 | get/add_delivered      | Query / BatchWriteItem PK = `T#<t>#DELIVERED#<principal>#<session_id>`          |

@@ -30,7 +30,7 @@ from mneme.adapters.dynamo_codec import (
 )
 from mneme.errors import Conflict, MnemeError, StoreUnavailable
 
-GSI1, GSI2, GSI3 = "GSI1", "GSI2", "GSI3"
+GSI1, GSI2, GSI3, GSI4 = "GSI1", "GSI2", "GSI3", "GSI4"
 
 
 def _keys_only_index(name: str) -> dict[str, Any]:
@@ -47,10 +47,10 @@ def _keys_only_index(name: str) -> dict[str, Any]:
 TABLE_SCHEMA: dict[str, Any] = {
     "AttributeDefinitions": [
         {"AttributeName": name, "AttributeType": "S"}
-        for name in ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK", "GSI3PK", "GSI3SK")
+        for name in ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK", "GSI3PK", "GSI3SK", "GSI4PK", "GSI4SK")
     ],
     "KeySchema": [{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-    "GlobalSecondaryIndexes": [_keys_only_index(GSI1), _keys_only_index(GSI2), _keys_only_index(GSI3)],
+    "GlobalSecondaryIndexes": [_keys_only_index(name) for name in (GSI1, GSI2, GSI3, GSI4)],
 }
 
 UNINDEXED = "UNINDEXED"

@@ -79,12 +79,17 @@ class SqliteBase:
                     conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
                     conn.execute("PRAGMA journal_mode=WAL")
                     conn.execute("PRAGMA busy_timeout=10000")
+                    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
                     conn.executescript(self.schema)
+                    self._upgrade(conn, tables)
                     self._schema_ready = True
                     return conn
         conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA busy_timeout=10000")
         return conn
+
+    def _upgrade(self, conn: sqlite3.Connection, tables: set[str]) -> None:
+        """Fill what the schema just added to a file written before it (`tables`: those it had)."""
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from mneme.adapters.sqlite_base import SqliteBase
@@ -55,6 +56,10 @@ class SqlitePortabilityStore(SqliteBase):
             gone = [*scope_ids, *memory_ids, *episode_ids, *fact_ids]
             if dry_run:
                 return counts, []
+            conn.execute(
+                "DELETE FROM episode_sessions WHERE tenant=? AND episode_id IN (SELECT value FROM json_each(?))",
+                (tenant, json.dumps(episode_ids)),
+            )
             for table in ERASABLE:
                 conn.execute(f"DELETE FROM {table} WHERE tenant=? AND scope_id IN ({marks})", (tenant, *scope_ids))
             for table in ("revisions", "history"):

@@ -50,11 +50,31 @@ CREATE TABLE IF NOT EXISTS api_keys (
 CREATE UNIQUE INDEX IF NOT EXISTS api_keys_tenant ON api_keys (tenant, key_id);
 """
 
+# A session's episodes in time order (`session_episodes`); a file from before it is filled on open (`_upgrade`).
+SESSION_SCHEMA = """
+CREATE TABLE IF NOT EXISTS episode_sessions (
+    tenant TEXT NOT NULL, session_id TEXT NOT NULL, occurred_at TEXT NOT NULL, episode_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, session_id, occurred_at, episode_id)) WITHOUT ROWID;
+"""
+
 ROOT_PARENT = ""  # the slot table's parent for a tenant's root scope
 
 
 class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteReviewStore, SqliteConsolidationStore):
-    schema = SCHEMA + CONSOLIDATION_SCHEMA + REVIEW_SCHEMA + FEED_SCHEMA + STRUCTURE_SCHEMA
+    schema = SCHEMA + SESSION_SCHEMA + CONSOLIDATION_SCHEMA + REVIEW_SCHEMA + FEED_SCHEMA + STRUCTURE_SCHEMA
+
+    def _upgrade(self, conn: sqlite3.Connection, tables: set[str]) -> None:
+        """A file from before `episode_sessions`: its episodes' sessions are listed once, on this open."""
+        if "episodes" not in tables or "episode_sessions" in tables:
+            return
+        rows = conn.execute(
+            "SELECT tenant, session, json_extract(doc, '$.occurred_at'), episode_id FROM "
+            "(SELECT *, json_extract(doc, '$.session_id') AS session FROM episodes) WHERE session IS NOT NULL"
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO episode_sessions VALUES (?,?,?,?)",
+            [(t, s, utc_text(datetime.fromisoformat(at)), e) for t, s, at, e in rows],
+        )
 
     # -- scopes ---------------------------------------------------------------------------
     def get_scope(self, tenant: str, scope_id: str) -> Scope | None:
@@ -245,6 +265,11 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
                         episode.model_dump_json(),
                     ),
                 )
+                if episode.session_id is not None:
+                    conn.execute(
+                        "INSERT OR IGNORE INTO episode_sessions VALUES (?,?,?,?)",
+                        (episode.tenant, episode.session_id, utc_text(episode.occurred_at), episode.episode_id),
+                    )
                 stored.append(episode)
                 written.add(episode.episode_id)
                 self._feed(conn, episode.tenant, "episode", [episode.episode_id])
@@ -282,6 +307,21 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
             "SELECT doc FROM episodes WHERE tenant=? AND created_at>=? ORDER BY created_at DESC, seq DESC LIMIT ?",
             tenant,
             utc_text(since),
+            limit,
+        )
+        return [Episode.model_validate_json(row[0]) for row in rows]
+
+    def session_episodes(
+        self, tenant: str, scope_id: str, session_id: str, before: datetime, limit: int
+    ) -> list[Episode]:
+        rows = self._rows(
+            "SELECT e.doc FROM episode_sessions s CROSS JOIN episodes e ON e.tenant = s.tenant AND e.episode_id = "
+            "s.episode_id WHERE s.tenant=? AND s.session_id=? AND s.occurred_at<? AND e.scope_id=? "
+            "ORDER BY s.occurred_at DESC, s.episode_id DESC LIMIT ?",
+            tenant,
+            session_id,
+            utc_text(before),
+            scope_id,
             limit,
         )
         return [Episode.model_validate_json(row[0]) for row in rows]

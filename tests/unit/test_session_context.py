@@ -1,0 +1,52 @@
+"""The turns indexed with a conversation's turn (`Indexer.session_context`), and the SQLite session listing."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.bootstrap import Services
+from mneme.models import Episode
+from mneme.services.indexing import episode_text
+
+T = datetime(2025, 6, 15, 18, 0, tzinfo=UTC)
+
+
+def turn(n: int, session: str | None = "s1", **fields: Any) -> Episode:
+    return Episode.model_validate(
+        {"tenant": "acme", "episode_id": f"t{n}", "scope_id": "chat", "content": f"turn {n}", "content_hash": f"h{n}",
+         "occurred_at": T + timedelta(minutes=n), "created_at": T, "author": "bot", "session_id": session, **fields}
+    )  # fmt: skip
+
+
+def test_each_turn_gets_the_two_turns_said_just_before_it_in_its_session(services: Services) -> None:
+    services.store.put_episodes([turn(n) for n in range(12)] + [turn(20, session="s2")])
+    page = [turn(10), turn(1), turn(5), turn(0), turn(20, session="s2")]  # a reindex page: any order, any turns
+
+    context = services.indexer.session_context(page)
+
+    assert context == {"t10": ["turn 8", "turn 9"], "t5": ["turn 3", "turn 4"], "t1": ["turn 0"]}
+
+
+def test_context_is_indexed_between_the_turn_and_its_date_and_never_alone() -> None:
+    text = episode_text(turn(3, metadata={"speaker": "Tobias"}), ["turn 1", "turn 2"])
+
+    assert text.startswith("Tobias: turn 3\nturn 1\nturn 2\n\n2025-06-15")
+    assert episode_text(turn(3)) == episode_text(turn(3), [])
+
+
+def test_a_store_file_from_before_the_session_listing_lists_its_sessions_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "mneme.db"
+    SqliteRecordStore(path).put_episodes([turn(0), turn(1), turn(2, session=None)])
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE episode_sessions")
+
+    reopened = SqliteRecordStore(path)
+
+    assert [e.episode_id for e in reopened.session_episodes("acme", "chat", "s1", T + timedelta(hours=1), 5)] == [
+        "t1",
+        "t0",
+    ]
