@@ -126,6 +126,20 @@ def test_query_time_reads_relative_periods_only_against_a_reference() -> None:
     assert query_time("Where did she work in May 2024?", ref).since == datetime(2024, 5, 1, tzinfo=UTC)
 
 
+def test_a_question_asking_when_favours_the_turn_that_says_when(services: Services) -> None:
+    news = "The studio's takeover was the big news, everyone talks about the takeover."
+    say(services, "Lucas", news, occurred_at=DAY)
+    said = say(services, "Amara", "They announced the takeover on Tuesday.", occurred_at=DAY.replace(hour=10))
+    response = recall(services, "When was the studio's takeover announced?", explain=True)
+    assert response.results[0].id == said and response.results[0].scores["says_when"] > 1
+    assert "says_when" not in response.results[1].scores
+    assert response.explain is not None
+    time = next(s for s in response.explain["stages"] if s["stage"] == "time")
+    assert time["says_when"] == 1
+    other = recall(services, "Who talks about the takeover when asked about the studio?")  # 'when' as a conjunction
+    assert all("says_when" not in r.scores for r in other.results)
+
+
 def test_a_turn_that_only_addresses_the_named_person_does_not_outrank_their_answer(services: Services) -> None:
     say(services, "Maya", "Tom! Tom, hello Tom!", occurred_at=DAY)
     answer = say(services, "Tom", "We moved to Porto in the spring.", occurred_at=DAY.replace(hour=10))

@@ -7,7 +7,8 @@ the moment", "these days", "the latest"), `earliest` for a question about a firs
 "originally"). A relative period ("last May", "last year", "two years ago", "yesterday") is read
 against a reference time: the request's `as_of` when it gives one, else the time of the request.
 The recall pipeline's `time` stage (`time_stage`, here) turns these into score
-factors (a soft window and a recency / earliness prior) and, for a question about the present, lets
+factors (a soft window, a recency / earliness prior, a preference for the texts that say when, for
+a question asking when) and, for a question about the present, lets
 a later statement supersede an earlier one that says the same kind of thing (`supersede`): an old
 value never hides the new one, and nothing is filtered out.
 """
@@ -49,12 +50,26 @@ _WINDOWS = [  # most specific first; each gives (start month offset, end month o
 ]
 
 
+_WEEKDAY = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+ASKS_WHEN = re.compile(
+    r"\b(when (?:did|was|were|is|are|does|do|will|has|have|had|can|could|should)|what date|which date|what day|"
+    r"which day|what time|how long ago|how many (?:days|weeks|months|years) ago)\b"
+)
+SAYS_WHEN = re.compile(  # a text that says when something happened or will (the answer to a 'when' question)
+    rf"\b(?:{_WEEKDAY}|{_MONTH}|yesterday|today|tonight|tomorrow|this (?:morning|afternoon|evening)|"
+    rf"(?:last|next|this) (?:week|weekend|month|year|night|{'|'.join(SEASONS)})|ago|"
+    r"(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th)|(?:first|second|third|fourth|fifth|tenth|twentieth) of|"
+    r"christmas|easter|new year)\b"
+)
+
+
 @dataclass(frozen=True)
 class QueryTime:
     since: datetime | None = None  # the window, half-open: since <= occurred_at < until
     until: datetime | None = None
     prefer: str | None = None  # latest | earliest
     said: str | None = None  # the words the window was read from
+    asks_when: bool = False  # 'when did…', 'on what date…': a turn that says when answers it
 
     def __bool__(self) -> bool:
         return self.since is not None or self.prefer is not None
@@ -160,11 +175,12 @@ def query_time(query: str, reference: datetime | None = None) -> QueryTime:
             break
     rest = text.replace(said, " ") if said else text  # 'the first half of May 2024' is a window, not an order
     prefer = "latest" if LATEST.search(rest) else "earliest" if EARLIEST.search(rest) else None
-    return QueryTime(since, until, prefer, said)
+    return QueryTime(since, until, prefer, said, bool(ASKS_WHEN.search(text)))
 
 
 TIME_WINDOW_BOOST = 1.3  # an episode inside the time window the query names ("in May 2024")
 TIME_ORDER_WEIGHT = 1.0  # "now" / "first" questions: the latest (earliest) candidate x(1 + this)
+SAYS_WHEN_BOOST = 1.7  # a 'when' question: an episode whose text says when (a day, a date, 'last week', 'ago')
 SAME_THING = 0.5  # two turns of one speaker whose stored vectors' cosine is at least this say the same kind of thing
 SUPERSEDED = 0.8  # an earlier statement superseded by a later one, for a question about the present
 SUPERSEDE_POOL = 50  # supersession is looked for among this many best-scored episodes
@@ -174,8 +190,11 @@ def time_stage(run: Run) -> None:
     """The query's time, read against `occurred_at`: an episode inside the window the query names
     scores TIME_WINDOW_BOOST times higher; a question about the present ('now', 'currently') favours
     the later of the candidates, one about a first time the earlier (up to ×(1 + TIME_ORDER_WEIGHT),
-    by rank in time among the candidates); and a question about a present state lets a newer
-    statement of the same thing supersede an older one (`supersede`). Nothing is dropped here."""
+    by rank in time among the candidates); a question that asks when ('when did…', 'on what date…')
+    favours the episodes that say when (SAYS_WHEN: a weekday, a month, a date, 'yesterday', 'last
+    week', 'ago'; ×SAYS_WHEN_BOOST, `scores.says_when`): in a conversation the answer to 'when' is the
+    turn that says 'on Tuesday', read with its occurred_at; and a question about a present state lets
+    a newer statement of the same thing supersede an older one (`supersede`). Nothing is dropped."""
     took = len(run.candidates)
     when = run.when
     dated = [c for c in run.candidates.values() if isinstance(c.record, Episode)]
@@ -194,6 +213,14 @@ def time_stage(run: Run) -> None:
             factor = 1 + TIME_ORDER_WEIGHT * (share if when.prefer == "latest" else 1 - share)
             candidate.scores["recency" if when.prefer == "latest" else "earliness"] = round(factor, 6)
             candidate.score *= factor
+    says_when = 0
+    if when.asks_when:
+        for candidate in dated:
+            assert isinstance(candidate.record, Episode)
+            if SAYS_WHEN.search(candidate.record.content.lower()):
+                candidate.scores["says_when"] = SAYS_WHEN_BOOST
+                candidate.score *= SAYS_WHEN_BOOST
+                says_when += 1
     superseded = supersede(run, dated) if when.prefer == "latest" else []
     window = [when.since.isoformat(), when.until.isoformat()] if when.since and when.until else None
     run.note(
@@ -204,6 +231,7 @@ def time_stage(run: Run) -> None:
         said=when.said,
         prefer=when.prefer,
         inside=inside,
+        says_when=says_when,
         superseded=superseded,
     )
 
