@@ -28,7 +28,16 @@ class RememberItem(BaseModel):
     scope: str = Field(min_length=4, max_length=600)
     content: str = Field(min_length=1)
     occurred_at: Timestamp | None = None
-    session_id: str | None = Field(default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:@-]+$")
+    session_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9._:@-]+$",
+        description=(
+            "the conversation this turn belongs to: the two turns of the same session and scope said just before "
+            "it (within the hour) are searched with it, so a short reply is found by a question about what was asked"
+        ),
+    )
     tier: Tier = "raw"
     metadata: dict[str, Any] = Field(
         default_factory=dict,
