@@ -99,3 +99,14 @@ def test_a_batch_gives_its_own_turns_as_context_whatever_their_order(stack: Serv
     reply = stack.admin.ok("POST", "/v1/remember", {"items": items}, 201)["episode_ids"][0]
 
     assert reply in found(stack.admin, QUESTION)
+
+
+def test_turns_at_the_edges_of_time_are_remembered_and_found(stack: Served) -> None:
+    first = datetime(1, 1, 1, tzinfo=UTC)
+    say(stack.admin, ASKED, "Ines", first)
+    reply = say(stack.admin, REPLY, "Tobias", first + timedelta(seconds=30))
+    last = say(stack.admin, REPLY, "Tobias", datetime(9999, 12, 31, 23, 59, tzinfo=UTC), session="van-9")
+
+    results = found(stack.admin, QUESTION)
+
+    assert reply in results and last not in results

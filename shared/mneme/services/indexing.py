@@ -133,8 +133,9 @@ class Indexer:
                 (e for e in known.values() if not e.archived), key=lambda e: (e.occurred_at, e.episode_id)
             )
             for episode in group:
-                start = episode.occurred_at - CONTEXT_WINDOW
-                before = [e for e in timeline if start <= e.occurred_at < episode.occurred_at][-CONTEXT_TURNS:]
+                at = episode.occurred_at  # differences, not `at - CONTEXT_WINDOW` (no overflow at year 1)
+                before = [e for e in timeline if e.occurred_at < at and at - e.occurred_at <= CONTEXT_WINDOW]
+                before = before[-CONTEXT_TURNS:]
                 if before:
                     context[episode.episode_id] = [e.search_text or e.content for e in before]
         return context
