@@ -83,3 +83,17 @@ def test_a_one_word_query_on_a_big_corpus_is_one_ranked_pass(index: SqliteSearch
     got = search(index, "kite", 5, big=True)
     exact = search(index, "kite", 5, big=False)
     assert [h.score for h in got] == [h.score for h in exact]  # tied documents may differ, scores do not
+
+
+def test_a_query_matching_more_than_the_window_ranks_its_newest_matches(
+    index: SqliteSearchIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window (here 10 documents) bounds a pass's bm25 work: only the newest 10 of the 25 documents
+    holding "red" are ranked (exact scores); filters that leave fewer than k of them rank every match."""
+    monkeypatch.setattr(sqlite_index_module, "_WINDOW", 10)
+    exact = {h.doc_id: h.score for h in search(index, "red", 40, big=False)}
+    got = search(index, "red", 5, big=True)
+    newest = [f"red{i:02d}" for i in range(10, 20)]  # upserted last of the documents holding red
+    assert len(got) == 5 and {h.doc_id for h in got} <= set(newest)
+    assert all(h.score == exact[h.doc_id] for h in got)
+    assert {h.doc_id for h in search(index, "red", 3, big=True, ancestor="b")} == {"both3", "both4"}

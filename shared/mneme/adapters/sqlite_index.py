@@ -15,8 +15,10 @@ Schema:
 Text search lets FTS5 rank and cut first (`ORDER BY rank LIMIT n`) and applies the filters to
 those n; when fewer than k survive and more matches exist, it fetches more (n x 8), and past a
 bound runs the full filtered join, so the top k is always the true filtered top k. A small
-subtree walks its own documents instead. Vectors: see `vector_cache` (the boolean mask precedes
-the top k). Time windows are half-open: since <= occurred_at < until; naive datetimes are UTC.
+subtree walks its own documents instead. From `_BIG_TEXT` documents on, the plan is approximate
+(`_and_first`: every word first, then fewer; each pass ranks only its newest `_WINDOW` matches).
+Vectors: see `vector_cache` (the boolean mask precedes the top k). Time windows are half-open:
+since <= occurred_at < until; naive datetimes are UTC.
 
 Vectors of a big tenant (`vector_cache.ANN_MIN_ROWS`) get an inverted-file index (faiss-cpu), built in
 memory when the cache loads (or after a compaction; rows written later join it); `mneme reindex` rebuilds the
@@ -94,7 +96,10 @@ RETURNING id
 # FTS-first (the fallback when the cut leaves too few): every match, joined and filtered.
 # Subtree-first walks a small subtree and probes FTS per doc (~25 us per doc and query word, so
 # only for small subtrees). CROSS JOIN fixes the loop order.
-_RANKED = "SELECT rowid, -rank FROM docs_fts WHERE docs_fts MATCH ? ORDER BY rank LIMIT ?"
+_RANKED = "SELECT rowid, -rank FROM docs_fts WHERE docs_fts MATCH ? ORDER BY rank, rowid LIMIT ?"
+_WINDOW_START = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
+_RANKED_SINCE = "SELECT rowid, -rank FROM docs_fts WHERE docs_fts MATCH ? AND rowid >= ? ORDER BY rank, rowid LIMIT ?"
+_NEWEST = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
 _RANKED_FIRST = """
 SELECT d.doc_id, d.id FROM json_each(:ids) j CROSS JOIN docs d ON d.id = j.value
 WHERE d.tenant = :tenant AND EXISTS (
@@ -111,8 +116,9 @@ WHERE a.tenant = :tenant AND a.ancestor_id = :anc AND d.id = a.doc AND docs_fts.
     AND docs_fts MATCH :q AND d.tenant = :tenant
 """
 _BIG_TEXT = 50_000  # documents (the highest id) from which a query of several words ANDs them first
-_OR_BUDGET = 20_000  # documents an OR over the rarest words may match in `_and_first` (bm25 for each)
+_WINDOW = 10_000  # a pass of `_and_first` ranks the newest this many matches of its query (bm25 for each)
 _DF_CACHE = 4096  # words whose document frequency a process remembers (for dropping the commonest first)
+_DF_SAMPLE = 512  # a word's documents are counted up to this, and estimated past it
 _RANKED_FIRST_FACTOR = 4  # the first cut: k x this
 _RANKED_FIRST_MAX = 20_000  # past this cut, the full join
 
@@ -477,8 +483,9 @@ class SqliteSearchIndex:
                 rows = conn.execute(f"{_SUBTREE_FIRST} {where} {order} LIMIT :k", params).fetchall()
                 return [Hit(doc_id=doc_id, score=score) for doc_id, score in rows]
             terms = query_terms(query)
-            if terms and conn.execute("SELECT max(id) FROM docs").fetchone()[0] >= _BIG_TEXT:
-                found = self._and_first(conn, query, terms, k, where, params)
+            top = conn.execute("SELECT max(id) FROM docs").fetchone()[0] or 0
+            if terms and top >= _BIG_TEXT:
+                found = self._and_first(conn, query, terms, k, where, params, top)
                 if found is not None:
                     return found
             n = k * _RANKED_FIRST_FACTOR
@@ -498,21 +505,28 @@ class SqliteSearchIndex:
         return [Hit(doc_id=doc_id, score=score) for doc_id, score in rows]
 
     def _and_first(
-        self, conn: sqlite3.Connection, query: str, terms: list[str], k: int, where: str, params: dict[str, object]
+        self,
+        conn: sqlite3.Connection,
+        query: str,
+        terms: list[str],
+        k: int,
+        where: str,
+        params: dict[str, object],
+        top: int,
     ) -> list[Hit] | None:
         """A big corpus: documents holding every word first, then (while fewer than k pass the
         filters) every word but the commonest, and so on down to the rarest word alone; then any
-        of the rarest words, one more at a time while their documents number at most _OR_BUDGET;
-        None when that still leaves fewer than k (the caller then scores every match of any word).
-        A one-word query is its own OR query: one pass, whose cut ignores the doc-id order of
-        documents tied at the cut (the exact plan pays a full pass more for that).
+        of the rarest words, one more at a time; None when that still leaves fewer than k (the caller
+        then scores every match of any word). Each pass ranks the newest `_WINDOW` matches of its
+        query (`_ranked`).
 
-        Why: FTS5 computes bm25 for every row of an OR query before its ORDER BY rank LIMIT, ~1 s
-        for the common words of a 1M corpus; an AND query scores only the rows holding all its
-        words. The phrases are the same, so a document holding every word gets its exact OR score;
+        Why: FTS5 computes bm25 for every row a query matches before its ORDER BY rank LIMIT (~1 us a
+        row: ~0.3 s for a common word of a 1M corpus); an AND query matches only the rows holding all
+        its words. The phrases are the same, so a document holding every word gets its exact OR score;
         a document found by a relaxed query gets the part of its score from the words it was found
         by, a lower bound. Approximate: a document missing a word could outscore one holding them
-        all and be missed when k are found before it (`bench/recall.py` measures the overlap)."""
+        all and be missed when k are found before it, and a query matching more than `_WINDOW`
+        documents ranks only the newest of them (`bench/recall.py` measures the overlap with exact)."""
         best: dict[str, float] = {}
 
         def found(words: list[str], joiner: str = " AND ") -> list[Hit] | None:
@@ -528,16 +542,22 @@ class SqliteSearchIndex:
         if hits is not None:
             return hits
         # relaxing: words no document holds go at once, then the commonest first
-        present = sorted((w for w in terms if self._frequency(conn, w)), key=lambda w: self._frequency(conn, w))
+        df = {w: self._frequency(conn, w, top) for w in terms}
+        present = sorted((w for w in terms if df[w]), key=lambda w: df[w])
+        # a level matching as many documents as the one before matches the same ones (it holds them all),
+        # which scored there at least as high: it is not ranked (FTS5's bm25 reads every document of each
+        # word to weigh it, ~0.3 us a document per pass); counting is ~10 times cheaper
+        matched = self._count(conn, fts_query(query, terms, " AND ") or "")
         for m in range(len(present), 0, -1):
             if hits is not None:
                 return hits
             if m < len(terms):
-                hits = found(present[:m])
-        postings = self._frequency(conn, present[0]) if present else 0
-        for m in range(2, len(present) + 1):  # any of the m rarest words, while they stay cheap to score
-            postings += self._frequency(conn, present[m - 1])
-            if hits is not None or postings > _OR_BUDGET:
+                count = self._count(conn, fts_query(query, present[:m], " AND ") or "")
+                if count != matched:
+                    hits = found(present[:m])
+                matched = count
+        for m in range(2, len(present) + 1):  # any of the m rarest words (each pass ranks at most _WINDOW)
+            if hits is not None:
                 break
             hits = found(present[:m], " OR ")
         return hits
@@ -545,24 +565,59 @@ class SqliteSearchIndex:
     def _ranked(
         self, conn: sqlite3.Connection, match: str, k: int, where: str, params: dict[str, object]
     ) -> list[tuple[str, float]]:
-        """The best-ranked matches of `match` that pass the filters: at least k of them when there are."""
-        n = k * _RANKED_FIRST_FACTOR
+        """The best-ranked matches of `match` that pass the filters, at least k of them when there are:
+        of its newest `_WINDOW` matches (all of them when there are fewer); when the filters leave fewer
+        than k of a full window, of every match. FTS5 ranks the window (a rowid range) and cuts it to
+        the best n (of documents tied at the cut, the older: the lower rowid)."""
+        start = conn.execute(_WINDOW_START, (match, _WINDOW - 1)).fetchone()  # None: fewer matches
+        found: list[tuple[str, float]] = []
+        n, taken = k * _RANKED_FIRST_FACTOR, 0
         while True:
-            cut = conn.execute(_RANKED, (match, n)).fetchall()
-            scores = dict(cut)
-            kept = conn.execute(f"{_RANKED_FIRST} {where}", {**params, "ids": json.dumps(list(scores))}).fetchall()
-            if len(kept) >= k or len(cut) < n or n * 8 > _RANKED_FIRST_MAX:
-                return [(doc_id, scores[doc]) for doc_id, doc in kept]
+            rows = conn.execute(_RANKED_SINCE, (match, start[0] if start else 0, n)).fetchall()
+            if not rows:
+                return []
+            found += self._kept(conn, rows[taken:], where, params)
+            if len(found) >= k or len(rows) < n:  # k passed, or the window is spent
+                break
+            taken, n = n, n * 8
+        if len(found) >= k or start is None:
+            return found
+        n = k * _RANKED_FIRST_FACTOR  # the filters are narrow: every match, ranked
+        while True:
+            ranked = conn.execute(_RANKED, (match, n)).fetchall()
+            found = self._kept(conn, ranked, where, params)
+            if len(found) >= k or len(ranked) < n or n * 8 > _RANKED_FIRST_MAX:
+                return found
             n *= 8
 
-    def _frequency(self, conn: sqlite3.Connection, word: str) -> int:
-        """Documents whose text holds `word` (remembered: it only orders the words to drop)."""
+    @staticmethod
+    def _count(conn: sqlite3.Connection, match: str) -> int:
+        return int(conn.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?", (match,)).fetchone()[0])
+
+    @staticmethod
+    def _kept(
+        conn: sqlite3.Connection, ranked: Sequence[tuple], where: str, params: dict[str, object]
+    ) -> list[tuple[str, float]]:
+        """(doc_id, score) of the (rowid, score, ...) rows that pass the filters."""
+        scores = {row[0]: row[1] for row in ranked}
+        if not scores:
+            return []
+        kept = conn.execute(f"{_RANKED_FIRST} {where}", {**params, "ids": json.dumps(list(scores))}).fetchall()
+        return [(doc_id, scores[doc]) for doc_id, doc in kept]
+
+    def _frequency(self, conn: sqlite3.Connection, word: str, top: int) -> int:
+        """Documents whose text holds `word`, estimated (remembered: it only orders the words to drop):
+        counted up to _DF_SAMPLE; past that, the density of its newest _DF_SAMPLE matches over the
+        rowids up to `top` (the highest)."""
         found = self._df.get(word)
         if found is None:
             if len(self._df) >= _DF_CACHE:
                 self._df.clear()
             match = '{text}: "' + word + '"'
-            found = conn.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?", (match,)).fetchone()[0]
+            rows = conn.execute(_NEWEST, (match, _DF_SAMPLE)).fetchall()
+            found = len(rows)
+            if found == _DF_SAMPLE:
+                found = max(found, round(_DF_SAMPLE * top / max(top - rows[-1][0] + 1, 1)))
             self._df[word] = found
         return found
 
