@@ -323,6 +323,11 @@ class SearchIndex(Protocol):
         """Cosine similarity in [-1, 1] against documents embedded by `model_id` only."""
         ...
 
+    def get_vectors(self, tenant: str, model_id: str, doc_ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
+        """The stored vectors of `model_id` of these documents, by doc id, L2-normalised as searched. An
+        index may leave any out (the caller then reads the records' own)."""
+        ...
+
     def clear_tenant(self, tenant: str) -> None:
         """Drop every document of a tenant (before a rebuild)."""
         ...

@@ -541,3 +541,31 @@ def test_sqlite_ann_keeps_filters_and_finds_the_nearest(tmp_path: Path, monkeypa
     assert found / total >= 0.95
     ann.close()
     exact.close()
+
+
+def _vectors_fixture(index: Any) -> dict[str, Any]:
+    index.upsert(
+        [
+            doc("a", vector=[3.0, 4.0] + [0.0] * (DIM - 2)),
+            doc("b", "other words"),
+            doc("c", model_id="another@16"),
+            doc("a", tenant="t2", vector=[0.0, 1.0] + [0.0] * (DIM - 2)),
+        ]
+    )
+    return dict(index.get_vectors("t1", MODEL, ["a", "b", "c", "missing", "a"]))
+
+
+def test_get_vectors_returns_only_stored_vectors_of_that_model_and_tenant(index: Any) -> None:
+    """An index may leave any out (recall then reads the records' own); what it returns is right."""
+    found = _vectors_fixture(index)
+    assert set(found) <= {"a", "b"}  # another model's vector and unknown ids never
+    if "a" in found:
+        assert np.allclose(found["a"], [0.6, 0.8] + [0.0] * (DIM - 2))  # L2-normalised, as searched
+    if "b" in found:
+        assert np.allclose(found["b"], hash_vector("other words"))
+    assert index.get_vectors("t1", MODEL, []) == {}
+
+
+def test_sqlite_get_vectors_leaves_none_out(sqlite_index: SqliteSearchIndex) -> None:
+    assert set(_vectors_fixture(sqlite_index)) == {"a", "b"}
+    assert np.allclose(sqlite_index.get_vectors("t2", MODEL, ["a"])["a"][:2], [0.0, 1.0])

@@ -645,6 +645,10 @@ class OpenSearchIndex:
     def search_text(self, flt: SearchFilter, query: str, k: int) -> list[Hit]:
         return self._ranked(k, lambda size: text_search_body(flt, query, k, size=size), "searching text", float)
 
+    def get_vectors(self, tenant: str, model_id: str, doc_ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
+        """None: a round trip here costs more than the records' own vectors (DynamoDB returns them)."""
+        return {}
+
     def search_vector(self, flt: SearchFilter, vector: NDArray[np.float32], model_id: str, k: int) -> list[Hit]:
         query = np.asarray(vector, dtype=np.float64).reshape(-1)
         if not np.isfinite(query).all():

@@ -621,6 +621,22 @@ class SqliteSearchIndex:
             self._df[word] = found
         return found
 
+    def get_vectors(self, tenant: str, model_id: str, doc_ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
+        ids = list(dict.fromkeys(doc_ids))
+        found: dict[str, NDArray[np.float32]] = {}
+        with self._db() as conn:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                found.update(
+                    (doc_id, np.frombuffer(blob, np.float32))
+                    for doc_id, blob in conn.execute(
+                        f"SELECT doc_id, vector FROM docs WHERE tenant = ? AND doc_id IN ({','.join('?' * len(chunk))})"
+                        " AND +model_id = ? AND vector IS NOT NULL",
+                        (tenant, *chunk, model_id),
+                    )
+                )
+        return found
+
     def search_vector(self, flt: SearchFilter, vector: NDArray[np.float32], model_id: str, k: int) -> list[Hit]:
         query = np.asarray(vector, dtype=np.float64).reshape(-1)
         if not np.isfinite(query).all():

@@ -171,7 +171,7 @@ class RecallService:
         """Full bodies of named items, inside the request's scope only (a tagged memory lives at root)."""
         assert request.ids is not None
         ids = list(dict.fromkeys(request.ids))
-        records = load(self.store, caller, ids)
+        records = load(self.store, caller, ids, vectors=False)
         self.scopes.prefetch(caller.tenant, [r.scope_id for r in records.values() if r.scope_id])
         root = self.scopes.root(caller.tenant).scope_id
         dropped: dict[str, str] = {}

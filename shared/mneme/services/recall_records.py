@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -81,13 +81,11 @@ def lifecycle(record: Record, now: datetime, as_of: datetime | None = None) -> t
     return factor, None
 
 
-def load(store: RecordStore, caller: Principal, ids: list[str], bare: Collection[str] = ()) -> dict[str, Record]:
-    """Records for ids, tenant-scoped; memories only when the caller may see them. Episodes in `bare`
-    may come without their vector (`RecordStore.get_episodes(vectors=False)`): the caller will not read it."""
+def load(store: RecordStore, caller: Principal, ids: list[str], *, vectors: bool = True) -> dict[str, Record]:
+    """Records for ids, tenant-scoped; memories only when the caller may see them. `vectors=False`:
+    episodes may come without their vector (`RecordStore.get_episodes`)."""
     episodes = [i for i in ids if i.startswith("ep_")]
-    found: dict[str, Record] = dict(store.get_episodes(caller.tenant, [i for i in episodes if i not in bare]))
-    if bare:
-        found.update(store.get_episodes(caller.tenant, [i for i in episodes if i in bare], vectors=False))
+    found: dict[str, Record] = dict(store.get_episodes(caller.tenant, episodes, vectors=vectors))
     found.update(store.get_facts(caller.tenant, [i for i in ids if i.startswith(FACT_PREFIXES)]))
     memory_ids = [i for i in ids if not i.startswith(("ep_", *FACT_PREFIXES))]
     revisions = (

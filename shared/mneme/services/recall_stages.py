@@ -294,9 +294,9 @@ def _without_names(run: Run, candidates: list[Candidate], names: set[str]) -> No
     if run.query_vector is None:
         return
     run.query_vector = embed_query(run.deps.embedder, rest)
-    _with_vectors(run, candidates)
+    stored = _stored_vectors(run, candidates)
     for candidate in candidates:
-        cosine = _cosine(run, candidate)
+        cosine = _cosine(run, stored.get(candidate.id))
         if cosine is not None:
             candidate.vector = cosine
 
@@ -311,12 +311,9 @@ def _speaker(run: Run, candidate: Candidate) -> None:
         candidate.score *= SPEAKER_BOOST
 
 
-def _load(run: Run, candidates: list[Candidate], cosines: bool = True) -> list[tuple[str, str]]:
-    """The candidates' records; an episode's vector only where `_fill_vector_scores` will read it
-    (`cosines`, a query vector, and a candidate the vector channel did not score)."""
-    bare = {c.id for c in candidates if not cosines or run.query_vector is None or "vector" in c.channels}
-    records = load(run.deps.store, run.caller, [c.id for c in candidates], bare)
-    run.deps.scopes.prefetch(run.flt.tenant, [r.scope_id for r in records.values() if r.scope_id])
+def _load(run: Run, candidates: list[Candidate]) -> list[tuple[str, str]]:
+    """The candidates' records, episodes without their vectors (`_stored_vectors` reads those it needs)."""
+    records = load(run.deps.store, run.caller, [c.id for c in candidates], vectors=False)
     dropped = []
     for candidate in candidates:
         candidate.record = records.get(candidate.id)
@@ -325,31 +322,57 @@ def _load(run: Run, candidates: list[Candidate], cosines: bool = True) -> list[t
     return dropped
 
 
-def _with_vectors(run: Run, candidates: list[Candidate]) -> None:
-    """Episodes loaded without their vector (`_load`) read again with it."""
-    bare = [c for c in candidates if isinstance(c.record, Episode) and c.record.vector is None]
-    found = run.deps.store.get_episodes(run.flt.tenant, [c.id for c in bare]) if bare else {}
-    for candidate in bare:
-        candidate.record = found.get(candidate.id, candidate.record)
-
-
 def _fill_vector_scores(run: Run, candidates: list[Candidate]) -> None:
     """A hit found only by BM25 gets its real cosine from the stored vector, not 0 (exact matches
     that the vector top-k missed must not be ranked below weaker hits both channels found)."""
-    for candidate in candidates:
-        cosine = None if "vector" in candidate.channels else _cosine(run, candidate)
+    wanted = [c for c in candidates if "vector" not in c.channels]
+    stored = _stored_vectors(run, wanted)
+    for candidate in wanted:
+        cosine = _cosine(run, stored.get(candidate.id))
         if cosine is not None:
             candidate.vector = cosine
 
 
-def _cosine(run: Run, candidate: Candidate) -> float | None:
-    """The query's cosine to the candidate's stored vector (floored at 0), or None without a vector
-    of the embedder's model."""
+def _stored_vectors(run: Run, candidates: list[Candidate]) -> dict[str, NDArray[np.float32]]:
+    """The candidates' stored vectors of the embedder's model: the record's own; for an episode loaded
+    without it (`_load`), the index's (`SearchIndex.get_vectors`), else the record read again."""
+    model = run.deps.embedder.model_id
+    found: dict[str, NDArray[np.float32]] = {}
+    bare: list[str] = []
+    for candidate in candidates:
+        record = candidate.record
+        if getattr(record, "model_id", None) != model:
+            continue
+        vector = getattr(record, "vector", None)
+        if vector is not None:
+            found[candidate.id] = np.asarray(vector, dtype=np.float32)
+        elif isinstance(record, Episode):
+            bare.append(candidate.id)
+    if bare:
+        found.update(run.deps.index.get_vectors(run.flt.tenant, model, bare))
+        rest = [i for i in bare if i not in found]
+        reread = run.deps.store.get_episodes(run.flt.tenant, rest) if rest else {}
+        found.update((i, np.asarray(e.vector, dtype=np.float32)) for i, e in reread.items() if e.vector is not None)
+    return found
+
+
+def _with_vectors(run: Run, candidates: list[Candidate]) -> None:
+    """Episodes loaded without their vector (`_load`) get it back (`_stored_vectors`), for rules that
+    read a record's vector (`recall_hop`)."""
+    bare = [c for c in candidates if isinstance(c.record, Episode) and c.record.vector is None]
+    stored = _stored_vectors(run, bare) if bare else {}
+    for candidate in bare:
+        if candidate.id in stored:
+            assert candidate.record is not None
+            candidate.record = candidate.record.model_copy(update={"vector": stored[candidate.id].tolist()})
+
+
+def _cosine(run: Run, stored: NDArray[np.float32] | None) -> float | None:
+    """The query's cosine to a stored vector (floored at 0), or None without one."""
     assert run.query_vector is not None
-    stored = getattr(candidate.record, "vector", None)
-    if stored is None or getattr(candidate.record, "model_id", None) != run.deps.embedder.model_id:
+    if stored is None:
         return None
-    return max(0.0, float(np.dot(run.query_vector, np.asarray(stored, dtype=np.float32))))
+    return max(0.0, float(np.dot(run.query_vector, stored)))
 
 
 def _resonate(run: Run, candidate: Candidate) -> None:
@@ -458,7 +481,7 @@ def fallback(run: Run) -> None:
         candidate = Candidate(hit.doc_id, lexical=normalised, raw_bm25=hit.score, channels={"lexical"})
         candidate.origin = "fallback"
         fresh.append(candidate)
-    dropped = _load(run, fresh, cosines=False)
+    dropped = _load(run, fresh)
     live = [c for c in fresh if c.record is not None]
     for candidate in live:
         candidate.score = candidate.lexical
@@ -545,6 +568,8 @@ def prerequisites(run: Run) -> None:
             requires[candidate.id] = [m.memory_id for m in siblings]
         out.append(candidate)
     run.ranked = out
+    shown = [c.record for c in [*out, *run.related[:RELATED_CARDS]] if c.record is not None]
+    deps.scopes.prefetch(tenant, [r.scope_id for r in shown if r.scope_id])  # their paths, a tree level at a time
     run.results = [
         to_result(deps.store, c.record, c.score, c.scores, lambda s: _path(run, s)).model_copy(
             update={"requires": requires.get(c.id, [])}
