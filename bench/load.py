@@ -7,7 +7,9 @@ and by operation count: recall 50 % (hybrid, limit 10, under a customer's scope)
 remember 20 % (one new episode per call) and changes 10 % (one page of 100 after a random
 cursor-less start). Prints per phase the throughput and p50/p95 per operation, then the N/1
 throughput ratio, and finally checks that every acknowledged remember is in the change feed
-with its record (readable). Figures only (the machine is shared): no asserts, exit 1 only when
+with its record (readable). Per phase it also prints the CPU time the server's processes and this
+client process used (from /proc: on a 2-core machine the client's share bounds what a second server
+process can win), and at the end each server process's resident memory. Figures only (the machine is shared): no asserts, exit 1 only when
 an acknowledged write is missing.
 
     .venv/bin/python bench/load.py [--clients 8] [--seconds 20] [--max-ops 3000] [--seed 2000] [--workers auto]
@@ -99,20 +101,44 @@ class Worker(threading.Thread):
 
 
 def phase(
-    url: str, key: str, clients: int, seconds: float, max_ops: int, acked: list[str], seeded: int
+    url: str, key: str, clients: int, seconds: float, max_ops: int, acked: list[str], seeded: int, server: int = 0
 ) -> dict[str, object]:
     stop_at = time.monotonic() + seconds
     workers = [Worker(url, key, 1000 * clients + i, stop_at, max_ops // clients, acked, seeded) for i in range(clients)]
+    server_cpu, client_cpu = cpu_seconds(server), time.process_time()
     start = time.perf_counter()
     for w in workers:
         w.start()
     for w in workers:
         w.join()
     wall = time.perf_counter() - start
+    server_cpu, client_cpu = cpu_seconds(server) - server_cpu, time.process_time() - client_cpu
     merged = {name: [s for w in workers for s in w.samples[name]] for name, _ in MIX}
     done = sum(len(v) for v in merged.values())
     return {"clients": clients, "wall": wall, "ops": done, "rate": done / wall, "samples": merged,
-            "errors": [e for w in workers for e in w.errors]}  # fmt: skip
+            "errors": [e for w in workers for e in w.errors], "server_cpu": server_cpu,
+            "client_cpu": client_cpu}  # fmt: skip
+
+
+def processes(pid: int) -> list[int]:
+    """The server and the worker processes it started (Linux /proc); [] where there is no /proc."""
+    try:
+        return [pid, *(int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]
+    except OSError:
+        return []
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) the server's processes have used so far; nan where it cannot be read."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for p in processes(pid) if pid else []:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return float("nan")
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total if pid and processes(pid) else float("nan")
 
 
 def report(result: dict[str, object]) -> None:
@@ -123,6 +149,11 @@ def report(result: dict[str, object]) -> None:
     rows = [[name, len(s), f"{c.p50(s):.1f}" if s else "-", f"{c.pct(s, 95):.1f}" if s else "-"]
             for name, s in samples.items()]  # fmt: skip
     print(c.table(["operation", "count", "p50 ms", "p95 ms"], rows))
+    ops = max(int(result["ops"]), 1)  # type: ignore[call-overload]
+    server_cpu, client_cpu = float(result["server_cpu"]), float(result["client_cpu"])  # type: ignore[arg-type]
+    print(f"CPU: server {server_cpu:.1f} s ({1000 * server_cpu / ops:.1f} ms per op), this client "
+          f"{client_cpu:.1f} s ({1000 * client_cpu / ops:.1f} ms per op), on {os.cpu_count()} cores "
+          f"in {result['wall']:.1f} s")  # fmt: skip
     for error in sorted(set(errors))[:5]:
         print(f"  error: {error}")
 
@@ -144,9 +175,10 @@ def memory(pid: int) -> str:
         return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) // 1024  # type: ignore[union-attr]
 
     try:
-        kids = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-        sizes = [rss(pid), *map(rss, kids)]
+        sizes = [rss(p) for p in processes(pid)]
     except (OSError, AttributeError):
+        return "unknown (no /proc here)"
+    if not sizes:
         return "unknown (no /proc here)"
     return f"{sum(sizes)} MB in {len(sizes)} process(es): " + ", ".join(f"{s} MB" for s in sizes)
 
@@ -177,9 +209,9 @@ def main() -> None:
             print(f"server {url} (pid {proc.pid}); seeded {args.seed} episodes in {time.perf_counter() - start:.1f} s")
             acked: list[str] = []
             phase(url, key, 1, min(3.0, args.seconds), 50, [], args.seed)  # warm-up: caches, model, connections
-            one = phase(url, key, 1, args.seconds, args.max_ops, acked, args.seed)
+            one = phase(url, key, 1, args.seconds, args.max_ops, acked, args.seed, proc.pid)
             report(one)
-            many = phase(url, key, args.clients, args.seconds, args.max_ops, acked, args.seed)
+            many = phase(url, key, args.clients, args.seconds, args.max_ops, acked, args.seed, proc.pid)
             report(many)
             ratio = many["rate"] / one["rate"]  # type: ignore[operator]
             p95 = c.pct(many["samples"]["recall"], 95) if many["samples"]["recall"] else float("nan")  # type: ignore[index]
