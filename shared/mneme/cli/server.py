@@ -121,7 +121,10 @@ def _warm() -> None:
     for route in routes.ROUTES:
         gateway.function(route.function)
     if not isinstance(bootstrap.current_settings().embedder, BedrockEmbedderSettings):
-        services.embedder.embed(["warm up"])
+        try:
+            services.embedder.embed(["warm up"])
+        except Exception as exc:  # serve anyway: requests that need the model answer with the error
+            print(f"warning: the embedding model did not load: {exc}", file=sys.stderr)
 
 
 def _interrupt(signum: int, frame: Any) -> None:
