@@ -184,3 +184,23 @@ def test_a_question_about_a_past_period_keeps_the_older_statement(services: Serv
     assert response.explain is not None
     time = next(s for s in response.explain["stages"] if s["stage"] == "time")
     assert time["superseded"] == [] and time["inside"] == 1
+
+
+def test_a_fact_is_placed_in_time_by_its_valid_from(services: Services, clock: Any) -> None:
+    """Consolidated facts have no occurred_at: a period in the query is read against the time their
+    value holds from (valid_from, its source's occurred_at)."""
+    writer = principal("acme", "wendy", Role.writer)
+    for content, at in (
+        ("Acme's VAT scheme is flat rate.", datetime(2025, 1, 10, tzinfo=UTC)),
+        ("Pennine's VAT scheme is standard rate.", datetime(2026, 6, 10, tzinfo=UTC)),
+    ):
+        item = RememberItem.model_validate({"scope": "root.acme", "content": content, "create_scope": True,
+                                            "occurred_at": at})  # fmt: skip
+        services.remember.remember(writer, [item])
+    clock.advance(seconds=services.consolidation.deps.settings.settle_seconds + 1)
+    services.consolidation.start(writer, None)
+    request = {"query": "Which VAT scheme held in January 2025?", "kinds": ["fact"], "tiers": ["raw"]}
+    response = services.recall.recall(writer, RecallRequest.model_validate(request))
+    top = response.results[0]
+    assert top.fact is not None and top.fact["value"] == "flat rate" and top.scores["window"] > 1
+    assert all("window" not in r.scores for r in response.results[1:])

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mneme.consolidation.models import Fact
 from mneme.models import Episode
 from mneme.services.indexing import speaker
 
@@ -187,27 +188,29 @@ SUPERSEDE_POOL = 50  # supersession is looked for among this many best-scored ep
 
 
 def time_stage(run: Run) -> None:
-    """The query's time, read against `occurred_at`: an episode inside the window the query names
-    scores TIME_WINDOW_BOOST times higher; a question about the present ('now', 'currently') favours
-    the later of the candidates, one about a first time the earlier (up to ×(1 + TIME_ORDER_WEIGHT),
-    by rank in time among the candidates); a question that asks when ('when did…', 'on what date…')
-    favours the episodes that say when (SAYS_WHEN: a weekday, a month, a date, 'yesterday', 'last
-    week', 'ago'; ×SAYS_WHEN_BOOST, `scores.says_when`): in a conversation the answer to 'when' is the
-    turn that says 'on Tuesday', read with its occurred_at; and a question about a present state lets
-    a newer statement of the same thing supersede an older one (`supersede`). Nothing is dropped."""
+    """The query's time, read against `occurred_at` (a fact's `valid_from`: `happened`): an episode
+    or fact inside the window the query names scores TIME_WINDOW_BOOST times higher; a question
+    about the present ('now', 'currently') favours the later of the candidates, one about a first
+    time the earlier (up to ×(1 + TIME_ORDER_WEIGHT), by rank in time among the candidates); a
+    question that asks when ('when did…', 'on what date…') favours the episodes that say when
+    (SAYS_WHEN: a weekday, a month, a date, 'yesterday', 'last week', 'ago'; ×SAYS_WHEN_BOOST,
+    `scores.says_when`): in a conversation the answer to 'when' is the turn that says 'on Tuesday',
+    read with its occurred_at; and a question about a present state lets a newer statement of the
+    same thing supersede an older one (`supersede`). Nothing is dropped."""
     took = len(run.candidates)
     when = run.when
-    dated = [c for c in run.candidates.values() if isinstance(c.record, Episode)]
+    times = {c.id: t for c in run.candidates.values() if (t := happened(c.record)) is not None}
+    timed = [c for c in run.candidates.values() if c.id in times]
+    dated = [c for c in timed if isinstance(c.record, Episode)]
     inside = 0
     if when.since is not None and when.until is not None:
-        for candidate in dated:
-            assert isinstance(candidate.record, Episode)
-            if when.since <= candidate.record.occurred_at < when.until:
+        for candidate in timed:
+            if when.since <= times[candidate.id] < when.until:
                 candidate.scores["window"] = TIME_WINDOW_BOOST
                 candidate.score *= TIME_WINDOW_BOOST
                 inside += 1
-    if when.prefer and len(dated) > 1:
-        order = sorted(dated, key=lambda c: (c.record.occurred_at, c.id))  # type: ignore[union-attr]
+    if when.prefer and len(timed) > 1:
+        order = sorted(timed, key=lambda c: (times[c.id], c.id))
         for position, candidate in enumerate(order):
             share = position / (len(order) - 1)
             factor = 1 + TIME_ORDER_WEIGHT * (share if when.prefer == "latest" else 1 - share)
@@ -234,6 +237,16 @@ def time_stage(run: Run) -> None:
         says_when=says_when,
         superseded=superseded,
     )
+
+
+def happened(record: object) -> datetime | None:
+    """When what a record says happened: an episode's `occurred_at`, a fact's `valid_from` (since when
+    its value holds); a memory is a curated document with no such time."""
+    if isinstance(record, Episode):
+        return record.occurred_at
+    if isinstance(record, Fact):
+        return record.valid_from
+    return None
 
 
 def supersede(run: Run, candidates: list[Candidate]) -> list[dict[str, object]]:
