@@ -70,3 +70,30 @@ def test_a_link_never_reaches_another_scope_or_tenant(services: Services) -> Non
     response = recall(services, QUESTION)
     assert [r.id for r in response.results] == [source]
     assert "linked" not in stage(response, "admit")
+
+
+CHAINED = "Which city does the granddaughter live in?"
+FIRST_HOP = "My granddaughter Yui lives with my son Takeshi."
+SECOND_HOP = "Takeshi drove up from Osaka, which does take a while."  # cosine ~0.24 with CHAINED, no BM25 hit
+UNNAMED = "Mariko drove up from Osaka, which does take a while."  # the same cosine, another name
+
+
+def test_a_chained_question_finds_the_turn_naming_what_the_first_turn_names(services: Services) -> None:
+    first, second, unnamed = say(services, FIRST_HOP), say(services, SECOND_HOP), say(services, UNNAMED)
+    response = recall(services, CHAINED)
+    found = {r.id: r for r in response.results}
+    assert list(found) == [first, second]
+    assert found[second].scores["named"] > 1 and found[second].score <= found[first].score
+    admit = stage(response, "admit")
+    assert admit["named"] == {second: first} and {"takeshi", "yui"} <= set(admit["names"])
+    assert {"id": unnamed, "reason": "not_admitted:balanced"} in (response.explain or {})["omitted"]
+
+
+def test_a_name_the_question_uses_is_not_followed_and_a_name_link_stays_in_scope(services: Services) -> None:
+    first = say(services, FIRST_HOP)
+    say(services, SECOND_HOP, scope="root.elsewhere")
+    say(services, SECOND_HOP, caller=principal("globex", "gina", Role.admin))
+    response = recall(services, CHAINED)
+    assert [r.id for r in response.results] == [first] and "named" not in stage(response, "admit")
+    asked = recall(services, "Which city does Takeshi's daughter live in?")
+    assert "takeshi" not in stage(asked, "admit").get("names", [])

@@ -10,7 +10,7 @@ that entered the pipeline ends either in the results or in `omitted`, exactly on
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -262,11 +262,16 @@ def fuse(run: Run) -> None:
 
 def _named_speakers(run: Run, candidates: list[Candidate]) -> set[str]:
     """The query's words that name a speaker of the candidates (stemmed, as anchors are)."""
+    return _speakers(candidates) & run.anchors
+
+
+def _speakers(candidates: Iterable[Candidate]) -> set[str]:
+    """The words of the candidates' speakers (stemmed)."""
     found: set[str] = set()
     for candidate in candidates:
         who = speaker(candidate.record) if isinstance(candidate.record, Episode) else None
         if who:
-            found |= terms(who) & run.anchors
+            found |= terms(who)
     return found
 
 
@@ -390,7 +395,8 @@ def _resonate(run: Run, candidate: Candidate) -> None:
 def admit(run: Run) -> None:
     """The strictness rule (`admitted`): precision = Engram's anchor rule with its strong-field
     exception, balanced = a term hit or (episodes and facts) cosine ≥ MIN_VECTOR, recall = all.
-    Balanced also admits a candidate linked to one of the best hits (`recall_hop`: trace `linked`)."""
+    Balanced also admits a candidate linked to one of the best hits, by its vector or by a name it
+    shares with them (`recall_hop`: trace `linked`, `named`, `names`)."""
     took = len(run.candidates)
     strictness = run.scoring.strictness
     verdict = {c.id: admitted(strictness, c, run.anchors) for c in run.candidates.values()}
@@ -399,8 +405,14 @@ def admit(run: Run) -> None:
     sources, near = recall_hop.reach(run, passed, rejected, MIN_VECTOR)
     _with_vectors(run, sources + near)
     links = recall_hop.link(run, sources, near)
-    dropped = [(c.id, f"not_admitted:{strictness}") for c in rejected if c.id not in links]
-    run.note("admit", took, dropped, **({"linked": links} if links else {}))
+    named: dict[str, str] = {}
+    names: list[str] = []
+    if recall_hop.followable(run):
+        unlinked = [c for c in rejected if c.id not in links]
+        named, names = recall_hop.name_links(run, passed, unlinked, _speakers(run.candidates.values()))
+    dropped = [(c.id, f"not_admitted:{strictness}") for c in rejected if c.id not in links and c.id not in named]
+    trace = {"linked": links, "named": named, "names": names}
+    run.note("admit", took, dropped, **{key: value for key, value in trace.items() if value})
 
 
 def admitted(strictness: str, candidate: Candidate, query_anchors: set[str]) -> bool:
