@@ -43,7 +43,7 @@ def test_a_turn_linked_to_the_best_hit_is_found_with_it(services: Services) -> N
     response = recall(services, QUESTION)
     found = {r.id: r for r in response.results}
     assert list(found) == [source, linked]
-    assert found[linked].scores["linked"] >= 0.5 and found[linked].score <= found[source].score
+    assert found[linked].scores["linked"] >= 0.6 and found[linked].score <= found[source].score
     assert "linked" not in found[source].scores
     assert stage(response, "admit")["linked"] == {linked: source}
     assert {"id": distractor, "reason": "not_admitted:balanced"} in (response.explain or {})["omitted"]

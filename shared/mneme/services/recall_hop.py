@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from mneme.services.recall_stages import Candidate, Run
 
 LINK_SOURCES = 5  # the best admitted hits a candidate may link to
-LINK_COSINE = 0.5  # stored-vector cosine between a candidate and a source
+LINK_COSINE = 0.6  # stored-vector cosine between a candidate and a source
 LINK_FLOOR = 0.15  # a linked candidate's own cosine with the query
 LINK_BOOST = 2.0  # a linked candidate's score factor (capped at the weakest source's score)
 NAME_SOURCES = 3  # the best admitted hits whose names are followed
