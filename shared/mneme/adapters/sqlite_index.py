@@ -116,7 +116,7 @@ WHERE a.tenant = :tenant AND a.ancestor_id = :anc AND d.id = a.doc AND docs_fts.
     AND docs_fts MATCH :q AND d.tenant = :tenant
 """
 _BIG_TEXT = 50_000  # documents (the highest id) from which a query of several words ANDs them first
-_WINDOW = 10_000  # a pass of `_and_first` ranks the newest this many matches of its query (bm25 for each)
+_WINDOW = 30_000  # a pass of `_and_first` ranks the newest this many matches of its query (bm25 for each)
 _DF_CACHE = 4096  # words whose document frequency a process remembers (for dropping the commonest first)
 _DF_SAMPLE = 512  # a word's documents are counted up to this, and estimated past it
 _RANKED_FIRST_FACTOR = 4  # the first cut: k x this
