@@ -15,7 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from socket import socket
+from socket import SOMAXCONN, socket
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -177,7 +177,11 @@ def start_sweeper(indexer: Indexer, interval: float) -> threading.Thread:
 class LocalServer(HTTPServer):
     """An HTTP server whose connections are served by a bounded pool (waiting ones queue, not spawn).
 
-    With `listen_fd`, it serves a listening socket it inherited (a worker process of `serve --workers`)."""
+    With `listen_fd`, it serves a listening socket it inherited (a worker process of `serve --workers`).
+    The listen backlog is the system's maximum, not http.server's 5: with more clients connecting at once
+    than the backlog holds, Linux drops their handshakes and a client can wait a minute for its retries."""
+
+    request_queue_size = SOMAXCONN
 
     def __init__(self, address: tuple[str, int], workers: int = WORKERS, listen_fd: int | None = None) -> None:
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mneme-http")  # threads start lazily
