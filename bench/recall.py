@@ -11,7 +11,9 @@ from a copy of the biggest smaller one. Each query runs three ways, interleaved:
 (alpha 0.7, beta 0.3, balanced), BM25 only (alpha 0, beta 1) and vector only (alpha 1, beta 0).
 Phases come from timing proxies: embed = `embedder.embed`, search = `index.search_text` +
 `index.search_vector`, rank = total - embed - search (record loading, admission, fusion, scope
-paths, context pack), of which load = `store.get_episodes` and scopes = `store.get_scope`.
+paths, context pack), of which load = `store.get_episodes` and scopes = `store.get_scope`. A
+hybrid recall searches text in a second thread while it embeds the query: CPU is the process's,
+and the wall rank is total - the longer of (embed + vector search, text search).
 Percentiles are per column, so the columns of a row need not add up. Figures only, no asserts.
 
 First query: the vector cache of a big tenant is saved next to the index (`vector_snapshot`);
@@ -278,9 +280,9 @@ def measure(directory: Path, size: int, texts: list[str]) -> None:
     for text in texts:
         for mode, scoring in MODES.items():
             eng.embedder.reset(), eng.index.reset(), eng.store.reset()
-            wall, cpu = time.perf_counter(), time.thread_time()
+            wall, cpu = time.perf_counter(), time.process_time()
             response = recall(c.CALLER, RecallRequest(query=text, scoring=scoring))
-            wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             metrics.clear_metrics()  # Powertools prints the set every 100 values otherwise
             results[mode].append(len(response.results))
             for clock, total, attr in (("wall", wall, "seconds"), ("cpu", cpu, "cpu")):
@@ -288,7 +290,10 @@ def measure(directory: Path, size: int, texts: list[str]) -> None:
                     k: v for proxy in (eng.embedder, eng.index, eng.store) for k, v in getattr(proxy, attr).items()
                 }
                 embed, search = spent["embed"], spent["search_text"] + spent["search_vector"]
-                phases = {"total": total, "embed": embed, "search": search, "rank": total - embed - search,
+                # wall: the text search overlaps the embedding and the vector search
+                vector = embed + spent["search_vector"]
+                channels = max(vector, spent["search_text"]) if clock == "wall" else embed + search
+                phases = {"total": total, "embed": embed, "search": search, "rank": total - channels,
                           "load": spent["get_episodes"], "scopes": spent["get_scope"]}  # fmt: skip
                 for name, seconds in phases.items():
                     samples[clock][mode].setdefault(name, []).append(seconds * 1000)
@@ -330,8 +335,9 @@ def main() -> None:
     if args.fast:
         sizes, args.queries = sizes[:1], min(args.queries, 100)
     print(f"recall latency, embedded engine, {c.LocalEmbedder.model_id}, limit 10; {c.machine()}")
-    print("wall time, then CPU time of the calling thread (less sensitive to a busy machine than wall time);")
-    print("rank = total - embed - search; load (store.get_episodes) and scopes (store.get_scope) are in rank")
+    print("wall time, then CPU time of the process (less sensitive to a busy machine than wall time);")
+    print("rank = total - embed - search; load (store.get_episodes) and scopes (store.get_scope) are in rank;")
+    print("a hybrid recall searches text while it embeds the query: its wall rank is total - the longer of the two")
     for size in sizes:
         directory = corpus(size, args.build_threads, args.rebuild, args.embed_max)
         texts = queries(args.queries, size)

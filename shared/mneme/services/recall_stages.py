@@ -9,8 +9,11 @@ that entered the pipeline ends either in the results or in `omitted`, exactly on
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import re
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -134,6 +137,9 @@ def search(run: Run) -> None:
         return
     assert run.request.query is not None
     deps, scoring = run.deps, run.scoring
+    text: Future[list[tuple[Hit, float]]] | None = None
+    if scoring.alpha > 0 and scoring.beta > 0:  # the text search runs while the query is embedded
+        text = _channels().submit(contextvars.copy_context().run, _lexical, run, run.k)
     if scoring.alpha > 0:
         hits: list[Hit] = []
         try:
@@ -150,7 +156,7 @@ def search(run: Run) -> None:
             candidate.channels.add("vector")
         counts["vector"] = len(hits)
     if scoring.beta > 0:
-        lexical = _lexical(run, run.k)
+        lexical = text.result() if text is not None else _lexical(run, run.k)
         for hit, normalised in lexical:
             candidate = run.candidates.setdefault(hit.doc_id, Candidate(hit.doc_id))
             candidate.lexical, candidate.raw_bm25 = normalised, hit.score
@@ -161,6 +167,13 @@ def search(run: Run) -> None:
     if run.flt.kinds is None or "memory" in run.flt.kinds:
         counts["revision"] = _own_revisions(run)
     run.note("search", 0, [], channels=counts, error=run.vector_error)
+
+
+@functools.cache
+def _channels() -> ThreadPoolExecutor:
+    """Threads for a hybrid recall's text search, which runs while the query is embedded (onnxruntime
+    and SQLite release the GIL: on a second core the two overlap)."""
+    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall-text")
 
 
 def _lexical(run: Run, k: int) -> list[tuple[Hit, float]]:
