@@ -9,8 +9,8 @@ cursor-less start). Prints per phase the throughput and p50/p95 per operation, t
 throughput ratio, and finally checks that every acknowledged remember is in the change feed
 with its record (readable). Per phase it also prints the CPU time the server's processes and this
 client process used (from /proc: on a 2-core machine the client's share bounds what a second server
-process can win), and at the end each server process's resident memory. Figures only (the machine is shared): no asserts, exit 1 only when
-an acknowledged write is missing.
+process can win), and at the end each server process's resident memory. Figures only (the machine
+is shared): no asserts, exit 1 only when an acknowledged write is missing.
 
     .venv/bin/python bench/load.py [--clients 8] [--seconds 20] [--max-ops 3000] [--seed 2000] [--workers auto]
 """
