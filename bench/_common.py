@@ -12,6 +12,7 @@ import os
 import random
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ class Timed:
     def __init__(self, target: Any, *names: str) -> None:
         self._target = target
         self._names = names
+        self._home = threading.get_ident()  # CPU of calls made on other threads also goes to `elsewhere`
         self.reset()
 
     def __getattr__(self, name: str) -> Any:
@@ -59,6 +61,8 @@ class Timed:
             finally:
                 self.seconds[name] += time.perf_counter() - start
                 self.cpu[name] += time.thread_time() - cpu
+                if threading.get_ident() != self._home:
+                    self.elsewhere += time.thread_time() - cpu
 
         return timed
 
@@ -68,6 +72,7 @@ class Timed:
     def reset(self) -> None:
         self.seconds = dict.fromkeys(self._names, 0.0)
         self.cpu = dict.fromkeys(self._names, 0.0)
+        self.elsewhere = 0.0
 
 
 @dataclass
