@@ -92,7 +92,11 @@ class RecallRequest(BaseModel):
     explain: StrictBool = False
     ids: list[str] | None = Field(None, min_length=1, max_length=200)
     avec: Avec | None = Field(None, description="the agent's state, for resonance with STTP episodes")
-    as_of: Timestamp | None = Field(None, description="facts as they were valid at this time (superseded included)")
+    as_of: Timestamp | None = Field(
+        None,
+        description="facts as they were valid at this time (superseded included); also the time a relative"
+        " period in the query ('last May', 'two years ago') is read from (default: the time of the request)",
+    )
     delta: StrictBool = Field(False, description="collapse bodies already delivered in session_id (no session filter)")
 
     @model_validator(mode="after")
