@@ -162,6 +162,25 @@ def test_recall_records_what_a_session_was_given_within_its_narrow_write_grant(c
     assert all("#DELIVERED#" in key for c in writes for key in c.request.context["dynamodb:LeadingKeys"])
 
 
+def test_a_reply_remembered_alone_is_found_by_the_question_before_it(cloud: Cloud, admin: str) -> None:
+    """remember finds a turn's predecessors in its session (GSI4 of the deployed table) within its role, and
+    the reply, which shares no word with the question, is indexed with them."""
+    assert cloud.api("POST", "/v1/scopes", {"path": "root.chat", "parents": True}, key=admin).status == 201
+    turn = {"scope": "root.chat", "session_id": "call-7", "metadata": {"speaker": "Tobias"}}
+    asked = {**turn, "content": "Which colour did you paint the hallway?", "occurred_at": "2025-05-01T10:00:00Z"}
+    reply = {**turn, "content": "Sage green, and the trim white.", "occurred_at": "2025-05-01T10:01:00Z"}
+    assert cloud.api("POST", "/v1/remember", asked, key=admin).status == 201
+    answered = cloud.api("POST", "/v1/remember", reply, key=admin)
+    assert answered.status == 201, str(answered)
+    found = cloud.api("POST", "/v1/recall", {"query": "hallway paint", "scope": "root.chat"}, key=admin)
+    assert found.status == 200, str(found)
+    hits = {r["content"]: r["scores"]["bm25"] for r in found.json()["results"]}
+    assert hits.get("Sage green, and the trim white.", 0) > 0
+    calls = [c for i in cloud.deployment.invocations if i.function == "remember" for c in i.calls]
+    assert any(c.request.action == "dynamodb:Query" for c in calls)
+    assert all(c.decision.allowed for c in calls)
+
+
 def test_the_index_repair_schedule_runs_within_its_role(cloud: Cloud, admin: str) -> None:
     assert cloud.api("POST", "/v1/scopes", {"path": "root.repair", "parents": True}, key=admin).status == 201
     items = [{"scope": "root.repair", "content": "Narwhal shipments need a signature."}]
