@@ -97,6 +97,10 @@ class Run:
     def scoring(self) -> Any:
         return self.request.scoring
 
+    def with_vectors(self, candidates: list[Candidate]) -> None:
+        """For rules that read a record's vector (`recall_hop`, `recall_time`): see `_with_vectors`."""
+        _with_vectors(self, candidates)
+
     def note(self, stage: str, took: int, dropped: list[tuple[str, str]], **extra: Any) -> None:
         """Record one stage: how many candidates it took in, passed on and which it dropped, why."""
         for doc_id, reason in dropped:
@@ -376,7 +380,7 @@ def _stored_vectors(run: Run, candidates: list[Candidate]) -> dict[str, NDArray[
 
 def _with_vectors(run: Run, candidates: list[Candidate]) -> None:
     """Episodes loaded without their vector (`_load`) get it back (`_stored_vectors`), for rules that
-    read a record's vector (`recall_hop`)."""
+    read a record's vector (`recall_hop`, `recall_time`)."""
     bare = [c for c in candidates if isinstance(c.record, Episode) and c.record.vector is None]
     stored = _stored_vectors(run, bare) if bare else {}
     for candidate in bare:

@@ -257,7 +257,7 @@ def supersede(run: Run, candidates: list[Candidate]) -> list[dict[str, object]]:
     the earlier had (`scores.newer`: the factor it gained). Returns who superseded whom, for explain."""
     model = run.deps.embedder.model_id
     best = sorted(candidates, key=lambda c: (-c.score, c.id))[:SUPERSEDE_POOL]
-    _with_vectors(run, best)
+    run.with_vectors(best)  # recall loads episodes bare; only "now" questions read these
     pool = [
         c for c in best if isinstance(c.record, Episode) and c.record.vector is not None and c.record.model_id == model
     ]
@@ -285,12 +285,3 @@ def supersede(run: Run, candidates: list[Candidate]) -> list[dict[str, object]]:
             newer.scores["newer"] = round(score / newer.score, 6)
             newer.score = score
     return out
-
-
-def _with_vectors(run: Run, candidates: list[Candidate]) -> None:
-    """Episodes that recall loaded without their vector (it reads one only where it needs a cosine)
-    read again with it."""
-    bare = [c for c in candidates if isinstance(c.record, Episode) and c.record.vector is None]
-    found = run.deps.store.get_episodes(run.flt.tenant, [c.id for c in bare]) if bare else {}
-    for candidate in bare:
-        candidate.record = found.get(candidate.id, candidate.record)
