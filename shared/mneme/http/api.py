@@ -87,6 +87,17 @@ class MnemeResolver(APIGatewayRestResolver):
     def context(self, value: dict[str, Any]) -> None:
         self._request.context = value
 
+    _stacks = threading.Lock()
+
+    def _call_route(self, route: Any, route_arguments: dict[str, str]) -> Any:
+        """Powertools builds a route's middleware stack on its first call, in place and unguarded: two
+        threads that race there wrap each other's half-built stack. The first call builds it under a lock."""
+        if not route._middleware_stack_built:
+            with self._stacks:
+                if not route._middleware_stack_built:
+                    route._build_middleware_stack(router_middlewares=self._router_middlewares, app=self)
+        return super()._call_route(route, route_arguments)
+
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         self.context = {}
         logger.thread_safe_clear_keys()  # the caller's keys label this thread's records only (mneme serve)
