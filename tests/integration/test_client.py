@@ -223,10 +223,9 @@ def test_429_with_retry_after_is_waited_for_then_the_call_succeeds(stub: Stub) -
     stub.replies = [Reply(429, THROTTLED, {"Retry-After": "1"}), Reply(200, RECALL_OK)]
     sleeps = Sleeps()
     client = MnemeClient(stub.url, "mnk_test", sleep=sleeps)
-    started = time.monotonic()
     answer = client.recall("anything")
     assert answer.retrieval_path == "hybrid" and answer.results == []
-    assert sleeps == [1.0] and time.monotonic() - started >= 1.0
+    assert sleeps == [1.0]
     assert len(stub.requests) == 2
     method, path, headers, body = stub.requests[1]
     assert (method, path) == ("POST", "/v1/recall")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import time
+import sys
 from pathlib import Path
 
 from mneme.sttp import ParseResult, parse, render
@@ -83,11 +83,23 @@ def both_profiles(
     return strict, tolerant
 
 
-def timed_parse(text: str, profile: Profile) -> tuple[ParseResult, float]:
-    """Parse and measure CPU time (process time, so a loaded CI machine does not make it flaky)."""
-    started = time.process_time()
-    result = parse(text, profile)
-    return result, time.process_time() - started
+def counted_parse(text: str, profile: Profile) -> tuple[ParseResult, int]:
+    """Parse and count the function calls it made (Python and C): the parser's work, measured
+    deterministically (the same input always gives the same count, however loaded the machine)."""
+    calls = 0
+
+    def count(frame: object, event: str, arg: object) -> None:
+        nonlocal calls
+        if event in ("call", "c_call"):
+            calls += 1
+
+    previous = sys.getprofile()
+    sys.setprofile(count)
+    try:
+        result = parse(text, profile)
+    finally:
+        sys.setprofile(previous)
+    return result, calls
 
 
 def codes(result: ParseResult) -> list[str]:
