@@ -121,6 +121,12 @@ class RecordStore(Protocol):
         first (occurred_at, then episode_id, descending): the turns a conversation's turn follows."""
         ...
 
+    def backfill_sessions(self, tenant: str) -> int:
+        """Make every episode of the tenant that has a `session_id` reachable by `session_episodes` (an
+        episode a store wrote before it kept its session index is not); returns how many it added.
+        Idempotent, tenant-scoped, and it never overwrites a concurrent write of the episode."""
+        ...
+
     def list_unindexed(self, limit: int) -> list[Episode]:
         """Episodes of any tenant stored but not yet confirmed in the index, oldest first."""
         ...

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
+from mneme.adapters.dynamo_store import DynamoRecordStore
+from mneme.adapters.dynamo_structure import DynamoStructure
 from tests.cloud.conftest import Cloud
+from tests.cloud.template import REGION
+from tests.support.sessions import forget_sessions
 
 
 def key(cloud: Cloud, admin: str, principal: str, *roles: str) -> str:
@@ -179,6 +185,49 @@ def test_a_reply_remembered_alone_is_found_by_the_question_before_it(cloud: Clou
     calls = [c for i in cloud.deployment.invocations if i.function == "remember" for c in i.calls]
     assert any(c.request.action == "dynamodb:Query" for c in calls)
     assert all(c.decision.allowed for c in calls)
+
+
+def test_a_resumed_publish_rebuilds_the_index_and_gives_older_turns_their_session_within_curates_role(
+    cloud: Cloud, admin: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A publish the curate function finishes after a crash rebuilds the tenant's index from the table, and
+    that rebuild first gives episodes stored before GSI4 their session keys (a transaction of UpdateItems,
+    within curate's role), so a reply is indexed with the question said before it."""
+    for path in ("root.chat", "root.old"):
+        assert cloud.api("POST", "/v1/scopes", {"path": path, "parents": True}, key=admin).status == 201
+    turn = {"scope": "root.chat", "session_id": "call-9", "metadata": {"speaker": "Tobias"}}
+    asked = {**turn, "content": "Which colour did you paint the hallway?", "occurred_at": "2025-05-01T10:00:00Z"}
+    reply = {**turn, "content": "Sage green, and the trim white.", "occurred_at": "2025-05-01T10:01:00Z"}
+    said = cloud.api("POST", "/v1/remember", asked, key=admin)
+    assert said.status == 201, str(said)
+    table_id, _ = cloud.deployment.template.one("AWS::DynamoDB::Table")
+    table = DynamoRecordStore(cloud.deployment.template.ref(table_id), region_name=REGION)
+    forget_sessions(table, "acme", [said.json()["episode_id"]])  # as stored before GSI4 existed
+    assert cloud.api("POST", "/v1/remember", reply, key=admin).status == 201
+
+    def bm25_of_reply() -> float:
+        found = cloud.api("POST", "/v1/recall", {"query": "hallway paint", "scope": "root.chat"}, key=admin)
+        assert found.status == 200, str(found)
+        return float({r["content"]: r["scores"]["bm25"] for r in found.json()["results"]}.get(reply["content"], 0))
+
+    assert bm25_of_reply() == 0  # indexed without the question it answers
+    move = {"operations": [{"op": "move", "path": "root.old", "new_parent": "root.chat"}]}
+    draft = cloud.api("POST", "/v1/structure/drafts", move, key=admin).json()
+    publish = f"/v1/structure/drafts/{draft['draft_id']}/publish"
+    fingerprint = {"fingerprint": draft["preview"]["fingerprint"]}
+    monkeypatch.setattr(DynamoStructure, "fail_after_step", 1)  # the function dies part-way through
+    assert cloud.api("POST", publish, fingerprint, key=admin).status >= 500
+    monkeypatch.setattr(DynamoStructure, "fail_after_step", None)
+    before = len(cloud.deployment.invocations)
+
+    published = cloud.api("POST", publish, fingerprint, key=admin)  # finishes it, then rebuilds the index
+
+    assert published.status == 200, str(published)
+    calls = [c for i in cloud.deployment.invocations[before:] if i.function == "curate" for c in i.calls]
+    keys = [(c.request.action, c.request.context.get("dynamodb:LeadingKeys")) for c in calls]
+    assert ("dynamodb:UpdateItem", ("T#acme#EPISODES",)) in keys  # the backfill's (in a transaction)
+    assert all(c.decision.allowed for c in calls)
+    assert bm25_of_reply() > 0
 
 
 def test_the_index_repair_schedule_runs_within_its_role(cloud: Cloud, admin: str) -> None:

@@ -26,6 +26,7 @@ from mneme.errors import Conflict, StoreUnavailable
 from mneme.models import ApiKey, Episode, HistoryEntry, Memory, Revision, Role, Scope
 from mneme.ports import RecordStore
 from tests.support.moto import one_call_at_a_time
+from tests.support.sessions import forget_sessions
 
 TABLE = "mneme-contract"
 T0 = datetime(2025, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
@@ -708,6 +709,29 @@ def test_erased_turns_leave_their_session(store: RecordStore) -> None:
     store.erase_scopes(A, ["acme"], dry_run=False)
 
     assert store.session_episodes(A, "acme", "chat-1", T0 + timedelta(minutes=9), 10) == []
+
+
+def test_backfill_sessions_gives_turns_written_before_the_session_index_back_to_their_session(
+    store: RecordStore,
+) -> None:
+    store.put_episodes([turn("t0", 0), turn("t1", 1), turn("t2", 2), turn("quiet", 3, session=None)])
+    store.put_episodes([turn("theirs", 0, tenant=B)])
+    forget_sessions(store, A, ["t0", "t1"])
+    forget_sessions(store, B, ["theirs"])
+    stored = store.get_episodes(A, ["t0", "t1", "t2", "quiet"])
+    later = T0 + timedelta(minutes=9)
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", later, 10)) == ["t2"]
+
+    assert store.backfill_sessions(A) == 2
+
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", later, 10)) == ["t2", "t1", "t0"]
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", T0 + timedelta(minutes=2), 1)) == ["t1"]
+    assert store.get_episodes(A, ["t0", "t1", "t2", "quiet"]) == stored  # the records themselves unchanged
+    assert store.backfill_sessions(A) == 0  # idempotent
+    assert store.session_episodes(B, "acme", "chat-1", later, 10) == []  # another tenant's are its own
+    assert store.backfill_sessions(B) == 1
+    assert ids_of(store.session_episodes(B, "acme", "chat-1", later, 10)) == ["theirs"]
+    assert store.backfill_sessions("nobody") == 0
 
 
 def test_iter_episodes_pages_through_every_episode_of_the_tenant(store: RecordStore) -> None:
@@ -1554,6 +1578,59 @@ def test_dynamodb_history_appended_concurrently_keeps_both_entries_in_commit_ord
 
     assert interleaved.calls == 2
     assert [entry.actor for entry in store.list_history(A, "m1")] == ["ada", "them", "us"]
+
+
+def test_dynamodb_backfill_never_recreates_an_erased_turn_nor_overwrites_a_concurrent_write(aws: Any) -> None:
+    other = DynamoRecordStore(TABLE, client=aws, feed_horizon_seconds=0)
+    other.put_episodes([turn("t0", 0), turn("t1", 1), turn("t2", 2)])
+    forget_sessions(other, A, ["t0", "t1", "t2"])
+    moved = {"session": "chat-2", "pk": f"T#{A}#SESSION#chat-2", "sk": f"{(T0 + timedelta(minutes=1)).isoformat()}#t1"}
+
+    def meanwhile() -> None:  # between the backfill's read and its write: t0 erased, t1 rewritten with its keys
+        aws.delete_item(TableName=TABLE, Key={"PK": {"S": f"T#{A}#EPISODES"}, "SK": {"S": "EP#t0"}})
+        aws.update_item(
+            TableName=TABLE,
+            Key={"PK": {"S": f"T#{A}#EPISODES"}, "SK": {"S": "EP#t1"}},
+            UpdateExpression="SET session_id = :session, GSI4PK = :pk, GSI4SK = :sk",
+            ExpressionAttributeValues={f":{name}": {"S": value} for name, value in moved.items()},
+        )
+
+    interleaved = InterleavedClient(aws, [meanwhile])
+    store = DynamoRecordStore(TABLE, client=interleaved, feed_horizon_seconds=0)
+
+    assert store.backfill_sessions(A) == 1  # its transaction is cancelled; then one update at a time
+
+    assert interleaved.calls == 1
+    assert store.get_episodes(A, ["t0"]) == {}  # not brought back by an update
+    later = T0 + timedelta(minutes=9)
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", later, 10)) == ["t2"]
+    assert ids_of(store.session_episodes(A, "acme", "chat-2", later, 10)) == ["t1"]  # the other writer's keys
+    assert store.backfill_sessions(A) == 0
+
+
+@pytest.mark.usefixtures("cheap_moto_transactions")
+def test_dynamodb_backfill_reads_only_what_lacks_keys_and_writes_a_hundred_updates_a_transaction(aws: Any) -> None:
+    sizes: list[int] = []
+    aws.meta.events.register(
+        "before-parameter-build.dynamodb.TransactWriteItems",
+        lambda params, **_: sizes.append(len(params["TransactItems"])),
+    )
+    store = DynamoRecordStore(TABLE, client=aws, feed_horizon_seconds=0)
+    turns = [turn(f"t{n:03d}", n) for n in range(140)]
+    store.put_episodes([*turns, *(turn(f"q{n}", n, session=None) for n in range(5))])
+    forget_sessions(store, A, [t.episode_id for t in turns[:130]])  # the last 10 kept their keys
+    sizes.clear()
+    calls = _count_queries(aws)
+
+    assert store.backfill_sessions(A) == 130
+
+    assert sizes == [100, 30] and len(calls) == 1
+    found = store.session_episodes(A, "acme", "chat-1", T0 + timedelta(days=1), 200)
+    assert ids_of(found) == [t.episode_id for t in reversed(turns)]
+    paged = DynamoRecordStore(TABLE, client=aws, feed_horizon_seconds=0, page_size=40)
+    forget_sessions(paged, A, ["t000", "t139"])
+    calls.clear()
+    assert paged.backfill_sessions(A) == 2 and len(calls) == 4  # 145 episodes, 40 a page
 
 
 @pytest.mark.usefixtures("cheap_moto_transactions")

@@ -15,6 +15,7 @@ import pytest
 from mneme import cli
 from mneme.cli import app
 from mneme.client import MnemeClient
+from tests.support.sessions import forget_sessions
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -204,6 +205,23 @@ def test_consolidate_shows_progress_and_the_run_summary_then_status(run: Any, mo
     assert report["home"].endswith("home") and report["embedder"].startswith("all-MiniLM")
     hits = json.loads(ok(run, "recall", "Acme bank", "--kind", "fact", "--json"))
     assert hits["results"] and all(r["kind"] == "fact" for r in hits["results"])
+
+
+def test_reindex_reports_the_turns_it_gave_back_to_their_session(run: Any) -> None:
+    from mneme import bootstrap
+
+    turn = ("--scope", "root.chat", "--create-scope", "--session-id", "van-1", "--json")
+    first = json.loads(
+        ok(run, "remember", "Which colour for the camper?", *turn, "--occurred-at", "2025-06-15T18:00:00Z")
+    )
+    ok(run, "remember", "Sage green.", *turn, "--occurred-at", "2025-06-15T18:01:00Z")
+    forget_sessions(bootstrap.current().store, "default", [first["episode_id"]])
+
+    out = ok(run, "reindex")
+
+    assert "rebuilt 2 documents for tenant 'default'" in out
+    assert "added 1 episodes written before the session index to their sessions" in out
+    assert "added" not in ok(run, "reindex")
 
 
 def test_keys_commands(run: Any) -> None:

@@ -18,6 +18,7 @@ from mneme.models import Role
 from tests.integration.helpers import Api
 from tests.integration.stacks import STORES, Served, served
 from tests.support.embedding import HashEmbedder
+from tests.support.sessions import forget_sessions
 
 T = datetime(2025, 6, 15, 18, 0, tzinfo=UTC)
 ASKED = "Did you two ever agree on a colour for the camper?"
@@ -59,8 +60,21 @@ def test_a_short_reply_is_found_by_a_question_about_what_was_asked_before_it(sta
 
     assert results[reply] == REPLY  # the content comes back as it was given, without its context
     assert later in results  # two turns back still counts (the question, then the reply)
-    assert stack.services.indexer.rebuild("acme") > 0  # `mneme reindex` keeps the context
+    assert stack.services.indexer.rebuild("acme").documents > 0  # `mneme reindex` keeps the context
     assert reply in found(stack.admin, QUESTION)
+
+
+def test_reindex_gives_turns_written_before_the_session_index_their_context(stack: Served) -> None:
+    asked = say(stack.admin, ASKED, "Ines", T)
+    forget_sessions(stack.services.store, "acme", [asked])  # as written before the store kept sessions
+    reply = say(stack.admin, REPLY, "Tobias", T + timedelta(minutes=1))
+    assert reply not in found(stack.admin, QUESTION)  # the question was not found before it
+
+    rebuilt = stack.services.indexer.rebuild("acme")  # `mneme reindex`
+
+    assert rebuilt.sessions == 1
+    assert reply in found(stack.admin, QUESTION)
+    assert stack.services.indexer.rebuild("acme").sessions == 0
 
 
 def test_a_turn_in_another_session_gives_no_context(stack: Served) -> None:

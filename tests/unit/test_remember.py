@@ -141,5 +141,5 @@ def test_rebuild_recreates_the_index_from_records(acme: Services) -> None:
     acme.memories.create(principal("acme", "alice"), scope="root.acme", key="pallets", body="Check pallets daily.")
     acme.index.clear_tenant("acme")
     assert recall_ids(acme, "pallet checked", limit=50) == []
-    assert acme.indexer.rebuild("acme") == 13
+    assert acme.indexer.rebuild("acme").documents == 13
     assert len(recall_ids(acme, "pallet checked", limit=50)) == len(stored) + 1

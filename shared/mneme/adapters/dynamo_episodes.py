@@ -46,7 +46,7 @@ from mneme.adapters.dynamo_table import (
     unmoved,
 )
 from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
-from mneme.errors import Conflict
+from mneme.errors import Conflict, StoreUnavailable
 from mneme.models import Episode
 
 UNINDEXED = "UNINDEXED"
@@ -56,6 +56,34 @@ RUN_CODEC: dict[str, Any] = {"json_fields": ("stages",)}
 EPISODES_PER_TRANSACTION = 50  # episode + feed entry
 FACTS_PER_TRANSACTION = 25  # fact + scope copy + feed entry + old feed entry
 FACT_ATTEMPTS = 5
+
+
+BACKFILL_PAGE = 1000  # episodes read per Query page when looking for missing GSI4 keys
+BACKFILL_PER_TRANSACTION = 100  # DynamoDB's limit of items per TransactWriteItems
+
+
+def session_keys(tenant: str, session_id: str, occurred_at: datetime, episode_id: str) -> dict[str, str]:
+    """An episode's GSI4 keys: its session's turns in time order."""
+    return {
+        "GSI4PK": tenant_pk(tenant, "SESSION", esc(session_id)),
+        "GSI4SK": f"{iso_utc(occurred_at)}#{episode_id}",
+    }
+
+
+def _session_keys_update(tenant: str, item: Item) -> Write:
+    """SET the GSI4 keys of an episode read without them, if it still exists, still lacks them and still
+    has the session and time they were derived from (else: code `episode_changed`)."""
+    session, occurred, episode_id = (str(item[name]["S"]) for name in ("session_id", "occurred_at", "episode_id"))
+    values = {
+        **session_keys(tenant, session, datetime.fromisoformat(occurred), episode_id),
+        "session": session,
+        "occurred": occurred,
+    }
+    same = "attribute_exists(PK) AND attribute_not_exists(#GSI4PK)"
+    same += " AND #session_id = :session AND #occurred_at = :occurred"
+    change = "SET #GSI4PK = :GSI4PK, #GSI4SK = :GSI4SK"
+    update = {"Key": {"PK": item["PK"], "SK": item["SK"]}, "UpdateExpression": change, "ConditionExpression": same}
+    return Write({"Update": {**update, **expression(values, same, change)}}, "episode_changed", "")
 
 
 class DynamoEpisodes(DynamoTable):
@@ -72,10 +100,7 @@ class DynamoEpisodes(DynamoTable):
             "GSI3SK": f"{created}#{episode_id}",
         }
         if episode.session_id is not None:  # a session's turns in time order (sparse)
-            attributes.update(
-                GSI4PK=tenant_pk(tenant, "SESSION", esc(episode.session_id)),
-                GSI4SK=f"{iso_utc(episode.occurred_at)}#{episode_id}",
-            )
+            attributes.update(session_keys(tenant, episode.session_id, episode.occurred_at, episode_id))
         if not episode.indexed:
             attributes.update(GSI1PK=UNINDEXED, GSI1SK=f"{created}#{esc(tenant)}#{episode_id}")
         return to_item(episode, episode_key(tenant, episode_id), **EPISODE_CODEC, item_type="episode", **attributes)
@@ -163,6 +188,48 @@ class DynamoEpisodes(DynamoTable):
             {**query, **expression(values)}, limit, keep=lambda i: text_of(i, "scope_id") == scope_id
         )
         return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
+
+    def backfill_sessions(self, tenant: str) -> int:
+        """GSI4 keys for the tenant's episodes written before GSI4 existed (a string `session_id`, no
+        `GSI4PK`): the episode partition is read in pages (a filter, and only the key sources projected),
+        and each page's missing keys are SET by conditional updates, a hundred per transaction. The condition
+        keeps an erased episode erased and never overwrites a concurrent write; a transaction it cancels is
+        done again one update at a time, skipping the episodes that changed (the next run looks again)."""
+        missing = "attribute_type(#session_id, :string) AND attribute_not_exists(#GSI4PK)"
+        wanted = "#PK, #SK, #episode_id, #session_id, #occurred_at"
+        query = {
+            "KeyConditionExpression": "#PK = :pk",
+            "FilterExpression": missing,
+            "ProjectionExpression": wanted,
+            "ConsistentRead": True,
+            "Limit": BACKFILL_PAGE,
+            **expression({"pk": tenant_pk(tenant, "EPISODES"), "string": "S"}, "#PK", missing, wanted),
+        }
+        added = 0
+        for page in self._pages(query):
+            updates = [_session_keys_update(tenant, item) for item in page]
+            for start in range(0, len(updates), BACKFILL_PER_TRANSACTION):
+                added += self._apply_updates(updates[start : start + BACKFILL_PER_TRANSACTION])
+        return added
+
+    def _apply_updates(self, updates: Sequence[Write]) -> int:
+        """All in one transaction, or (one condition failed, or a concurrent transaction touched an item)
+        each on its own; returns how many were applied."""
+        if not updates:
+            return 0
+        try:
+            self._transact(updates)
+            return len(updates)
+        except (Conflict, StoreUnavailable):
+            pass
+        applied = 0
+        for update in updates:
+            try:
+                self._call("update_item", [update], TableName=self.table_name, **update.request["Update"])
+                applied += 1
+            except Conflict:  # erased or rewritten meanwhile
+                continue
+        return applied
 
     def list_unindexed(self, limit: int) -> list[Episode]:
         if limit < 1:

@@ -55,8 +55,9 @@ each of its partitions caps near 1,000 writes/s (shard GSI1PK to go beyond). Ind
 from the table, so a stale entry (an episode marked indexed a moment ago) is dropped and what is
 returned is current. GSI3 lags writes by milliseconds: consolidation reads episodes created before
 `started_at - settle_seconds`, which covers it. GSI4 lags the same way: a turn remembered alone within
-milliseconds of the turn before it may be indexed without it as context; episodes written before GSI4
-existed carry no GSI4 keys and give no context.
+milliseconds of the turn before it may be indexed without it as context. Episodes written before GSI4
+existed carry no GSI4 keys and give no context until `backfill_sessions` (run first by every index
+rebuild, `mneme reindex`) sets them.
 
 Items carry `item_type`: scope, scope_slot (a live scope), scope_alias (`scope_id` it resolves to),
 alias_ref, layers, memory, memory_slot, episode, delivered, dirty, checkpoint, lease, fact, fact_copy,
@@ -96,6 +97,10 @@ transaction of their original. Base-table reads are strongly consistent.
 |                        | BatchGetItem the hits                                                           |
 | session_episodes       | Query GSI4 `GSI4PK = T#<t>#SESSION#<session> AND GSI4SK < <before>`, latest     |
 |                        | first; BatchGetItem the hits, keep the scope's (page on until `limit` are kept) |
+| backfill_sessions      | Query PK = `T#<t>#EPISODES`, filter a string session_id and no GSI4PK, project the |
+|                        | key sources; per 100: Transact UpdateItem SET GSI4PK, GSI4SK if the episode     |
+|                        | exists, lacks GSI4PK and has the session and occurred_at read (cancelled: each  |
+|                        | UpdateItem alone, skipping the changed)                                         |
 | list_unindexed         | Query GSI1 GSI1PK = `UNINDEXED` (oldest first), BatchGetItem the hits           |
 | iter_episodes          | Query PK = `T#<t>#EPISODES`, one yielded batch per page                         |
 | get/add_delivered      | Query / BatchWriteItem PK = `T#<t>#DELIVERED#<principal>#<session_id>`          |

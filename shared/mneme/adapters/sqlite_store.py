@@ -326,6 +326,23 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
         )
         return [Episode.model_validate_json(row[0]) for row in rows]
 
+    def backfill_sessions(self, tenant: str) -> int:
+        """A file's sessions are listed when it is opened (`_upgrade`), so this finds none missing unless a
+        row was lost; it lists those (the same rows `put_episodes` writes)."""
+        with self._tx() as conn:
+            rows = conn.execute(
+                "SELECT tenant, session, json_extract(doc, '$.occurred_at'), episode_id FROM "
+                "(SELECT *, json_extract(doc, '$.session_id') AS session FROM episodes WHERE tenant=?) e "
+                "WHERE session IS NOT NULL AND NOT EXISTS (SELECT 1 FROM episode_sessions s "
+                "WHERE s.tenant = e.tenant AND s.session_id = e.session AND s.episode_id = e.episode_id)",
+                (tenant,),
+            ).fetchall()
+            conn.executemany(
+                "INSERT OR IGNORE INTO episode_sessions VALUES (?,?,?,?)",
+                [(t, s, utc_text(datetime.fromisoformat(at)), e) for t, s, at, e in rows],
+            )
+        return len(rows)
+
     def list_unindexed(self, limit: int) -> list[Episode]:
         rows = self._rows("SELECT doc FROM episodes WHERE indexed=0 ORDER BY seq LIMIT ?", limit)
         return [Episode.model_validate_json(row[0]) for row in rows]

@@ -257,8 +257,10 @@ def cmd_reindex(ctx: Context) -> int:
             left = len(bootstrap.current().store.list_unindexed(1))
             print(f"\nindexed {done} pending episodes" + (" (the index still fails; retry later)" if left else ""))
             return 1 if left else 0
-        done = indexer.rebuild(tenant, progress=_progress(f"rebuilding {tenant}", ctx.quiet))
-        print(f"\nrebuilt {done} documents for tenant {tenant!r}")
+        rebuilt = indexer.rebuild(tenant, progress=_progress(f"rebuilding {tenant}", ctx.quiet))
+        print(f"\nrebuilt {rebuilt.documents} documents for tenant {tenant!r}")
+        if rebuilt.sessions:
+            print(f"added {rebuilt.sessions} episodes written before the session index to their sessions")
     except KeyboardInterrupt:
         err("\ninterrupted: records are untouched; run the same command again to finish")
         return 130

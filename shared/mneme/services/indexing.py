@@ -67,6 +67,14 @@ def fact_text(fact: Fact) -> str:
     return f"{triple}\n{fact.summary}" if triple else fact.summary
 
 
+@dataclass(frozen=True)
+class Rebuilt:
+    """What `Indexer.rebuild` did: documents written, and episodes added to their store's session index."""
+
+    documents: int
+    sessions: int
+
+
 @dataclass
 class Indexer:
     store: RecordStore
@@ -219,8 +227,11 @@ class Indexer:
         metrics.add_metric(name="IndexRepairBacklog", unit=MetricUnit.Count, value=backlog)
         return done
 
-    def rebuild(self, tenant: str, progress: Callable[[int], None] | None = None) -> int:
-        """Recreate a tenant's documents from records (re-embedding vectors of another model)."""
+    def rebuild(self, tenant: str, progress: Callable[[int], None] | None = None) -> Rebuilt:
+        """Recreate a tenant's documents from records (re-embedding vectors of another model). First the
+        store's session index is completed (`backfill_sessions`), so that turns written before it existed
+        are indexed with the turns said before them, and give context to the turns after them."""
+        sessions = self.store.backfill_sessions(tenant)
         self.index.clear_tenant(tenant)
         count = 0
         for batch in self.store.iter_episodes(tenant):
@@ -243,4 +254,4 @@ class Indexer:
         for memory in self.store.list_memories(tenant):
             self.index.upsert([self.memory_document(memory)])
             count += 1
-        return count
+        return Rebuilt(documents=count, sessions=sessions)
