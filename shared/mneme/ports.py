@@ -198,6 +198,11 @@ class RecordStore(Protocol):
         """The tenant's most recent runs, newest first (by `started_at`, then `run_id`), at most `limit`."""
         ...
 
+    def backfill_runs(self, tenant: str) -> int:
+        """List by start time the tenant's runs a store wrote before it listed them so (`list_runs` reads
+        them meanwhile, at more cost); returns how many. Idempotent, never overwrites a concurrent write."""
+        ...
+
     # -- review ---------------------------------------------------------------------------
     def put_revision(self, revision: Revision) -> None:
         """Upsert by (tenant, memory_id, author): one revision per author per memory."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from mneme.adapters.dynamo_store import DynamoRecordStore
 from tests.cloud.conftest import Cloud
 from tests.cloud.template import ACCOUNT, REGION
 
@@ -58,6 +59,35 @@ def test_the_schedule_consolidates_episodes_into_a_fact_recall_then_finds(cloud:
     assert (fact["fact"]["entity"], fact["fact"]["value"]) == ("Pennine Joinery", "flat rate")
     assert {source["id"] for source in fact["sources"]} == set(episode_ids)
     assert sorted(source["metadata"]["n"] for source in fact["sources"]) == [0, 1, 2]  # metadata kept
+
+
+def test_runs_are_listed_newest_first_through_gsi2_within_consolidates_role(cloud: Cloud, admin: str) -> None:
+    """list_runs reads only the newest runs (GSI2 of the deployed table, newest first, re-read from the
+    table), and a run stored before runs were listed so (no GSI2 keys) is still listed."""
+    started = []
+    for _ in range(3):
+        response = cloud.api("POST", "/v1/consolidate", {}, key=admin)
+        assert response.status == 202, str(response)
+        started.append(response.json()["run_id"])
+        cloud.later(minutes=1)
+    table_id, _ = cloud.deployment.template.one("AWS::DynamoDB::Table")
+    cloud_table = cloud.deployment.template.ref(table_id)
+    DynamoRecordStore(cloud_table, region_name=REGION).client.update_item(  # the oldest, as stored before
+        TableName=cloud_table,
+        Key={"PK": {"S": "T#acme#RUNS"}, "SK": {"S": f"RUN#{started[0]}"}},
+        UpdateExpression="REMOVE GSI2PK, GSI2SK",
+    )
+    before = len(cloud.deployment.invocations)
+
+    newest = cloud.api("GET", "/v1/consolidations", key=admin, query={"limit": "2"})
+    every = cloud.api("GET", "/v1/consolidations", key=admin, query={"limit": "10"})
+
+    assert newest.status == 200 and every.status == 200, str(newest)
+    assert [run["run_id"] for run in newest.json()["runs"]] == started[:0:-1]
+    assert [run["run_id"] for run in every.json()["runs"]] == started[::-1]
+    calls = [c for i in cloud.deployment.invocations[before:] if i.function == "consolidate" for c in i.calls]
+    assert any(c.request.action == "dynamodb:Query" and c.request.resource.endswith("/index/GSI2") for c in calls)
+    assert all(c.decision.allowed for c in calls)
 
 
 def test_a_second_tick_finds_nothing_new(cloud: Cloud, admin: str) -> None:

@@ -8,7 +8,7 @@ from mneme.adapters.dynamo_store import DynamoRecordStore
 from mneme.adapters.dynamo_structure import DynamoStructure
 from tests.cloud.conftest import Cloud
 from tests.cloud.template import REGION
-from tests.support.sessions import forget_sessions
+from tests.support.legacy import forget_sessions
 
 
 def key(cloud: Cloud, admin: str, principal: str, *roles: str) -> str:

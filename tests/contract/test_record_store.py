@@ -25,8 +25,8 @@ from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run, Sta
 from mneme.errors import Conflict, StoreUnavailable
 from mneme.models import ApiKey, Episode, HistoryEntry, Memory, Revision, Role, Scope
 from mneme.ports import RecordStore
+from tests.support.legacy import forget_sessions
 from tests.support.moto import one_call_at_a_time
-from tests.support.sessions import forget_sessions
 
 TABLE = "mneme-contract"
 T0 = datetime(2025, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
@@ -904,6 +904,22 @@ def test_runs_round_trip_and_are_replaced(store: RecordStore) -> None:
     assert store.list_runs(B, 10) == []
 
 
+def test_list_runs_is_newest_first_by_start_then_run_id_within_the_limit(store: RecordStore) -> None:
+    ids = [f"run_{(n * 7919) % 1000:03x}" for n in range(25)]  # random-looking: not in start order
+    runs = [Run(tenant=A, run_id=run_id, started_at=minutes(n % 7), requested_by="ada") for n, run_id in enumerate(ids)]
+    for run in runs:
+        store.put_run(run)
+    store.put_run(Run(tenant=B, run_id="run_b", started_at=minutes(9), requested_by="bo"))
+    newest_first = sorted(runs, key=lambda run: (run.started_at, run.run_id), reverse=True)
+
+    assert store.list_runs(A, 100) == newest_first
+    assert store.list_runs(A, 5) == newest_first[:5]  # ties on started_at broken by run_id
+    assert store.list_runs(A, 1) == newest_first[:1]
+    assert store.list_runs(A, 0) == []
+    assert [run.run_id for run in store.list_runs(B, 100)] == ["run_b"]
+    assert store.backfill_runs(A) == 0
+
+
 # -- API keys -------------------------------------------------------------------------------
 def test_api_keys_round_trip_list_and_revoke(store: RecordStore) -> None:
     assert store.get_api_key("hash-none") is None
@@ -1631,6 +1647,58 @@ def test_dynamodb_backfill_reads_only_what_lacks_keys_and_writes_a_hundred_updat
     forget_sessions(paged, A, ["t000", "t139"])
     calls.clear()
     assert paged.backfill_sessions(A) == 2 and len(calls) == 4  # 145 episodes, 40 a page
+
+
+def _queries(client: Any) -> list[dict[str, Any]]:
+    """The parameters of every Query the client makes from now on."""
+    made: list[dict[str, Any]] = []
+    client.meta.events.register("before-parameter-build.dynamodb.Query", lambda params, **_: made.append(dict(params)))
+    return made
+
+
+def test_dynamodb_list_runs_reads_only_the_newest_runs(aws: Any) -> None:
+    store = DynamoRecordStore(TABLE, client=aws)
+    runs = [
+        Run(tenant=A, run_id=f"run_{(n * 37) % 100:02d}", started_at=minutes(n), requested_by="ada") for n in range(30)
+    ]
+    for run in runs:
+        store.put_run(run)
+    queries = _queries(aws)
+    read: list[int] = []
+    aws.meta.events.register(
+        "before-parameter-build.dynamodb.BatchGetItem",
+        lambda params, **_: read.extend(len(spec["Keys"]) for spec in params["RequestItems"].values()),
+    )
+
+    assert store.list_runs(A, 3) == runs[::-1][:3]
+
+    assert [(q.get("IndexName"), q.get("Limit"), q.get("ScanIndexForward")) for q in queries] == [("GSI2", 3, False)]
+    assert read == [3]
+
+
+def test_dynamodb_runs_written_before_they_were_listed_by_start_are_listed_then_backfilled(aws: Any) -> None:
+    store = DynamoRecordStore(TABLE, client=aws)
+    runs = [Run(tenant=A, run_id=f"run_{9 - n}", started_at=minutes(n), requested_by="ada") for n in range(6)]
+    for run in runs:
+        store.put_run(run)
+    store.put_run(Run(tenant=B, run_id="run_0", started_at=T0, requested_by="bo"))
+    for tenant, run_id in [(A, "run_9"), (A, "run_8"), (A, "run_7"), (B, "run_0")]:  # as stored before GSI2 listed runs
+        aws.update_item(
+            TableName=TABLE,
+            Key={"PK": {"S": f"T#{tenant}#RUNS"}, "SK": {"S": f"RUN#{run_id}"}},
+            UpdateExpression="REMOVE GSI2PK, GSI2SK",
+        )
+
+    assert store.list_runs(A, 10) == runs[::-1]  # still listed, in order (the partition is read)
+    assert store.list_runs(A, 4) == runs[::-1][:4]
+
+    assert store.backfill_runs(A) == 3
+    assert store.backfill_runs(A) == 0
+    queries = _queries(aws)
+    assert store.list_runs(A, 6) == runs[::-1]
+    assert [q.get("IndexName") for q in queries] == ["GSI2"]  # now all through the index
+    assert store.get_run(A, "run_9") == runs[0]
+    assert store.backfill_runs(B) == 1 and store.list_runs(B, 1)[0].run_id == "run_0"
 
 
 @pytest.mark.usefixtures("cheap_moto_transactions")

@@ -15,7 +15,7 @@ import pytest
 from mneme import cli
 from mneme.cli import app
 from mneme.client import MnemeClient
-from tests.support.sessions import forget_sessions
+from tests.support.legacy import forget_sessions
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 

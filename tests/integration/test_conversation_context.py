@@ -18,7 +18,7 @@ from mneme.models import Role
 from tests.integration.helpers import Api
 from tests.integration.stacks import STORES, Served, served
 from tests.support.embedding import HashEmbedder
-from tests.support.sessions import forget_sessions
+from tests.support.legacy import forget_sessions
 
 T = datetime(2025, 6, 15, 18, 0, tzinfo=UTC)
 ASKED = "Did you two ever agree on a colour for the camper?"

@@ -86,6 +86,21 @@ def _session_keys_update(tenant: str, item: Item) -> Write:
     return Write({"Update": {**update, **expression(values, same, change)}}, "episode_changed", "")
 
 
+def run_keys(tenant: str, run_id: str, started_at: datetime) -> dict[str, str]:
+    """A run's GSI2 keys: the tenant's runs in start order."""
+    return {"GSI2PK": tenant_pk(tenant, "RUNS"), "GSI2SK": f"{iso_utc(started_at)}#{run_id}"}
+
+
+def _run_keys_update(tenant: str, item: Item) -> Write:
+    """SET the GSI2 keys of a run read without them, if it still exists, lacks them and started when read."""
+    run_id, started = str(item["run_id"]["S"]), str(item["started_at"]["S"])
+    values = {**run_keys(tenant, run_id, datetime.fromisoformat(started)), "started": started}
+    same = "attribute_exists(PK) AND attribute_not_exists(#GSI2PK) AND #started_at = :started"
+    change = "SET #GSI2PK = :GSI2PK, #GSI2SK = :GSI2SK"
+    update = {"Key": {"PK": item["PK"], "SK": item["SK"]}, "UpdateExpression": change, "ConditionExpression": same}
+    return Write({"Update": {**update, **expression(values, same, change)}}, "run_changed", "")
+
+
 class DynamoEpisodes(DynamoTable):
     """Episodes (with the index-sweep and consolidation reads through GSI1-3) and consolidation records."""
 
@@ -385,7 +400,8 @@ class DynamoEpisodes(DynamoTable):
         return sorted(found, key=lambda contradiction: contradiction.contradiction_id)
 
     def put_run(self, run: Run) -> None:
-        item = to_item(run, run_key(run.tenant, run.run_id), **RUN_CODEC, item_type="run")
+        listed = run_keys(run.tenant, run.run_id, run.started_at)
+        item = to_item(run, run_key(run.tenant, run.run_id), **RUN_CODEC, item_type="run", **listed)
         self._call("put_item", TableName=self.table_name, Item=item)
 
     def get_run(self, tenant: str, run_id: str) -> Run | None:
@@ -393,6 +409,36 @@ class DynamoEpisodes(DynamoTable):
         return to_model(Run, item, **RUN_CODEC) if item else None
 
     def list_runs(self, tenant: str, limit: int) -> list[Run]:
-        """Every run of the tenant's run partition, sorted here (run ids are random, not time-ordered)."""
-        runs = [to_model(Run, item, **RUN_CODEC) for item in self._query(tenant_pk(tenant, "RUNS"), prefix="RUN#")]
+        """The newest `limit` runs through GSI2 (`<started>#<run_id>`, newest first), re-read from the table.
+        A tenant with fewer listed runs may still hold runs written before runs were listed (no GSI2 keys,
+        older than every listed one: `backfill_runs` lists them) or one listed a moment ago that GSI2 does
+        not show yet: its run partition, then no larger than `limit` plus those, is read and sorted here."""
+        if limit < 1:
+            return []
+        query = {"IndexName": GSI2, "KeyConditionExpression": "GSI2PK = :pk", "ScanIndexForward": False}
+        items = self._index_items({**query, **expression({"pk": tenant_pk(tenant, "RUNS")})}, limit)
+        if len(items) < limit:
+            items = self._query(tenant_pk(tenant, "RUNS"), prefix="RUN#")
+        runs = [to_model(Run, item, **RUN_CODEC) for item in items]
         return sorted(runs, key=lambda run: (run.started_at, run.run_id), reverse=True)[:limit]
+
+    def backfill_runs(self, tenant: str) -> int:
+        """GSI2 keys for the tenant's runs written before runs were listed by start time, as
+        `backfill_sessions` does for episodes (condition: the run exists, still lacks GSI2PK and started when
+        read)."""
+        missing = "attribute_not_exists(#GSI2PK)"
+        wanted = "#PK, #SK, #run_id, #started_at"
+        query = {
+            "KeyConditionExpression": "#PK = :pk AND begins_with(#SK, :prefix)",
+            "FilterExpression": missing,
+            "ProjectionExpression": wanted,
+            "ConsistentRead": True,
+            "Limit": BACKFILL_PAGE,
+            **expression({"pk": tenant_pk(tenant, "RUNS"), "prefix": "RUN#"}, "#PK #SK", missing, wanted),
+        }
+        added = 0
+        for page in self._pages(query):
+            updates = [_run_keys_update(tenant, item) for item in page]
+            for start in range(0, len(updates), BACKFILL_PER_TRANSACTION):
+                added += self._apply_updates(updates[start : start + BACKFILL_PER_TRANSACTION])
+        return added

@@ -1,4 +1,4 @@
-"""The AWS record store: one DynamoDB table, string keys `PK`/`SK`, three KEYS_ONLY indexes.
+"""The AWS record store: one DynamoDB table, string keys `PK`/`SK`, four KEYS_ONLY indexes.
 
 Every PK starts with `T#<tenant>#` except the API key item, read before the tenant is known.
 Key builders (with escaping) live in `mneme.adapters.dynamo_codec`. The store is composed of parts
@@ -26,7 +26,8 @@ queries, batches, transactions, feed moves): `dynamo_scopes`, `dynamo_memories`,
 | fact             | `T#<t>#FACTS`                              | `FACT#<id>`           | Fact                       |
 | scope's fact     | `T#<t>#SCOPEFACTS#<scope_id>`              | `FACT#<id>`           | Fact copy                  |
 | contradiction    | `T#<t>#CONTRA#<scope_id>`                  | `C#<id>`              | Contradiction              |
-| run              | `T#<t>#RUNS`                               | `RUN#<run_id>`        | Run (`stages` as JSON)     |
+| run              | `T#<t>#RUNS`                               | `RUN#<run_id>`        | Run (`stages` as JSON,     |
+|                  |                                            |                       | + GSI2 keys)               |
 | feed entry       | `T#<t>#FEED`                               | `<position>#<id>`     | `kind`, `id`, `position`   |
 | revision         | `T#<t>#REVS`                               | `M#<memory>#<author>` | Revision (`changes` JSON)  |
 | author revision  | `T#<t>#AUTHREVS#<author>#<status>`         | `M#<memory>`          | Revision copy              |
@@ -45,6 +46,7 @@ queries, batches, transactions, feed moves): `dynamo_scopes`, `dynamo_memories`,
 | GSI1 (sparse)     | `GSI1PK = UNINDEXED`              | `GSI1SK = <created>#<t>#<id>`       | unindexed episodes |
 |                   | `GSI1PK = DIRTY`                  | `GSI1SK = <dirtied_at>#<t>#<scope>` | dirty scopes       |
 | GSI2              | `GSI2PK = T#<t>#EPISODES`         | `GSI2SK = <created>#<id>`           | every episode      |
+|                   | `GSI2PK = T#<t>#RUNS`             | `GSI2SK = <started>#<run_id>`       | every run          |
 | GSI3              | `GSI3PK = T#<t>#SCOPEEPS#<scope>` | `GSI3SK = <created>#<id>`           | every episode      |
 | GSI4 (sparse)     | `GSI4PK = T#<t>#SESSION#<session>`| `GSI4SK = <occurred>#<id>`          | episodes with a    |
 |                   |                                   |                                     | session_id         |
@@ -118,7 +120,12 @@ transaction of their original. Base-table reads are strongly consistent.
 | get_facts / list_facts | BatchGetItem facts / Query PK = `T#<t>#FACTS` or `T#<t>#SCOPEFACTS#<scope>`     |
 | list_contradictions    | Query PK = `T#<t>#CONTRA#<scope_id>`                                            |
 | put_run / get_run      | Put / GetItem run                                                               |
-| list_runs              | Query PK = `T#<t>#RUNS`, SK begins_with `RUN#`; newest first, sorted here       |
+| list_runs              | Query GSI2 `GSI2PK = T#<t>#RUNS`, newest first, Limit `limit`; BatchGetItem the |
+|                        | hits. Fewer than `limit` found: Query PK = `T#<t>#RUNS`, SK begins_with `RUN#`  |
+|                        | (runs stored before GSI2 listed them, or listed a moment ago), sorted here      |
+| backfill_runs          | Query PK = `T#<t>#RUNS`, SK begins_with `RUN#`, filter no GSI2PK; per 100:      |
+|                        | Transact UpdateItem SET GSI2PK, GSI2SK if the run exists, lacks GSI2PK and      |
+|                        | started when read (cancelled: each UpdateItem alone, skipping the changed)      |
 | list_changes           | read the clock; Query PK = `T#<t>#FEED AND SK BETWEEN <after pos>#<after id>    |
 |                        | AND <settled>$` (or `SK <= <settled>$`), drop the `after` entry itself;         |
 |                        | `<settled>` = now - horizon, and `$` sorts just above `#`                       |

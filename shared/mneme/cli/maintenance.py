@@ -261,6 +261,8 @@ def cmd_reindex(ctx: Context) -> int:
         print(f"\nrebuilt {rebuilt.documents} documents for tenant {tenant!r}")
         if rebuilt.sessions:
             print(f"added {rebuilt.sessions} episodes written before the session index to their sessions")
+        if rebuilt.runs:
+            print(f"listed {rebuilt.runs} older consolidation runs by start time")
     except KeyboardInterrupt:
         err("\ninterrupted: records are untouched; run the same command again to finish")
         return 130

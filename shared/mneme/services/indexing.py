@@ -69,10 +69,12 @@ def fact_text(fact: Fact) -> str:
 
 @dataclass(frozen=True)
 class Rebuilt:
-    """What `Indexer.rebuild` did: documents written, and episodes added to their store's session index."""
+    """What `Indexer.rebuild` did: documents written, episodes added to their store's session index, and
+    consolidation runs listed by start time (records of older versions of a store, completed on the way)."""
 
     documents: int
     sessions: int
+    runs: int = 0
 
 
 @dataclass
@@ -230,8 +232,9 @@ class Indexer:
     def rebuild(self, tenant: str, progress: Callable[[int], None] | None = None) -> Rebuilt:
         """Recreate a tenant's documents from records (re-embedding vectors of another model). First the
         store's session index is completed (`backfill_sessions`), so that turns written before it existed
-        are indexed with the turns said before them, and give context to the turns after them."""
-        sessions = self.store.backfill_sessions(tenant)
+        are indexed with the turns said before them, and give context to the turns after them; and older
+        runs are listed by start time (`backfill_runs`)."""
+        sessions, runs = self.store.backfill_sessions(tenant), self.store.backfill_runs(tenant)
         self.index.clear_tenant(tenant)
         count = 0
         for batch in self.store.iter_episodes(tenant):
@@ -254,4 +257,4 @@ class Indexer:
         for memory in self.store.list_memories(tenant):
             self.index.upsert([self.memory_document(memory)])
             count += 1
-        return Rebuilt(documents=count, sessions=sessions)
+        return Rebuilt(documents=count, sessions=sessions, runs=runs)

@@ -1,11 +1,11 @@
-"""Episodes as a store wrote them before it kept a session index (DynamoDB's GSI4, SQLite's
-`episode_sessions`): the same records, without their session entries."""
+"""Records as older versions of a store wrote them: episodes before it kept a session index (DynamoDB's
+GSI4, SQLite's `episode_sessions`), runs before DynamoDB listed them by start time (GSI2)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mneme.adapters.dynamo_codec import episode_key
+from mneme.adapters.dynamo_codec import episode_key, run_key
 from mneme.adapters.dynamo_store import DynamoRecordStore
 from mneme.adapters.sqlite_store import SqliteRecordStore
 from mneme.ports import RecordStore
@@ -28,3 +28,14 @@ def forget_sessions(store: RecordStore, tenant: str, episode_ids: Sequence[str])
             )
     else:
         raise TypeError(f"no session index known for {type(store).__name__}")
+
+
+def forget_run_listing(store: RecordStore, tenant: str, run_ids: Sequence[str]) -> bool:
+    """Remove the runs' GSI2 keys (DynamoDB); False for a store that lists runs from their own records."""
+    if not isinstance(store, DynamoRecordStore):
+        return False
+    for run_id in run_ids:
+        store.client.update_item(
+            TableName=store.table_name, Key=run_key(tenant, run_id), UpdateExpression="REMOVE GSI2PK, GSI2SK"
+        )
+    return True
