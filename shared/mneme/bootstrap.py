@@ -86,7 +86,7 @@ def build_embedder(settings: Settings) -> Embedder:
         )
     from mneme.adapters.embedders import local_embedder
 
-    return local_embedder(settings.embedder.model, threads=settings.embedder.threads)
+    return local_embedder(settings.embedder.model, threads=settings.embedder.threads, int8=settings.embedder.int8)
 
 
 def build_index(settings: Settings, dimension: int) -> SearchIndex:

