@@ -94,11 +94,26 @@ def local_model() -> str:
     return embedder.model if isinstance(embedder, LocalEmbedderSettings) else "all-MiniLM-L6-v2"
 
 
+def local_int8() -> bool:
+    """MiniLM's arithmetic: int8 MatMuls (the default) unless MNEME_EMBEDDER__INT8=false."""
+    embedder = Settings().embedder
+    return embedder.int8 if isinstance(embedder, LocalEmbedderSettings) else True
+
+
+def describe(embedder: Any) -> str:
+    """The embedder's model id, and for MiniLM its arithmetic (MNEME_EMBEDDER__INT8)."""
+    if isinstance(embedder, Timed):
+        embedder = embedder._target
+    if isinstance(embedder, LocalEmbedder):
+        return f"{embedder.model_id} ({'int8 MatMuls' if embedder.int8 else 'the packaged fp32 arithmetic'})"
+    return str(embedder.model_id)
+
+
 def bench_embedder(threads: int = 1, workers: int | None = None) -> Any:
     """The configured local embedder with `threads` threads per batch (onnxruntime intra-op, or e5's
     OpenMP) and `workers` concurrent batches (None: cores)."""
     if local_model() == "all-MiniLM-L6-v2":
-        return LocalEmbedder(intra_op_num_threads=threads, workers=workers)
+        return LocalEmbedder(intra_op_num_threads=threads, workers=workers, int8=local_int8())
     return E5SmallEmbedder(threads=threads, workers=workers)
 
 
@@ -300,7 +315,7 @@ def model_ceiling(texts: Sequence[str], workers: int = 1, batch: int = 32, runs:
         with ThreadPoolExecutor(workers) as pool:
             return measure(lambda: list(pool.map(engine.passage, parts)), len(ordered), runs)
 
-    model = LocalEmbedder(workers=1)._model()
+    model = LocalEmbedder(workers=1, int8=local_int8())._model()
     tokens = sorted(model.tokenize(list(texts)), key=len)
     feeds = []
     for start in range(0, len(tokens), batch):

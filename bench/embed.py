@@ -59,7 +59,7 @@ def main() -> None:
     texts = [c.synthetic(i)[3] for i in range(args.texts)]
     embedders = {w: c.bench_embedder(workers=w) for w in (1, 2)}
     single = embedders[1]
-    print(f"local embedder {single.model_id}; {c.machine()}; median of {args.runs} interleaved rounds")
+    print(f"local embedder {c.describe(single)}; {c.machine()}; median of {args.runs} interleaved rounds")
     for embedder in embedders.values():
         embedder.embed(texts[:100])
     rounds: dict[str, list[c.Rate]] = {}

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import CALLER, bench_embedder, engine, machine, model_ceiling, p50, pct, synthetic_items, table
+from _common import CALLER, bench_embedder, describe, engine, machine, model_ceiling, p50, pct, synthetic_items, table
 
 TARGET = 500  # episodes/s for batch ingest
 
@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=20, help="batches of 100 per run")
     parser.add_argument("--repeats", type=int, default=3, help="runs per configuration (median reported)")
     args = parser.parse_args()
-    print(f"remember throughput, embedded engine, {bench_embedder().model_id}; {machine()}")
+    print(f"remember throughput, embedded engine, {describe(bench_embedder())}; {machine()}")
     print(f"median of {args.repeats} runs per row; embed/store/index = share of the wall time in those calls;")
     print("ep/cpu-s = episodes per second of process CPU time (all threads; less sensitive to a busy machine)\n")
     configs = [

