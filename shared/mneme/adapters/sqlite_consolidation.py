@@ -29,7 +29,9 @@ CREATE TABLE IF NOT EXISTS runs (tenant TEXT NOT NULL, run_id TEXT NOT NULL, doc
 
 class SqliteConsolidationStore(SqliteBase):
     def mark_dirty(self, tenant: str, scope_ids: Sequence[str], now: datetime) -> None:
-        with self._tx() as conn:
+        """Not synced by itself: a remember marks, then writes its episodes durably (which syncs the
+        mark with them); a mark lost to a power cut without them only leaves a scope unconsolidated."""
+        with self._tx(durable=False) as conn:
             conn.executemany(
                 "INSERT INTO dirty VALUES (?,?,?) ON CONFLICT DO UPDATE SET dirtied_at=excluded.dirtied_at",
                 [(tenant, scope_id, utc_text(now)) for scope_id in scope_ids],

@@ -38,7 +38,7 @@ import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -47,7 +47,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mneme.adapters import vector_snapshot
-from mneme.adapters.sqlite_base import ConnectionPool
+from mneme.adapters.sqlite_base import ConnectionPool, WriterLock
 from mneme.adapters.vector_cache import CacheSet, Rows, VectorCache, ann_available, as_utc, normalised_vector
 from mneme.errors import InvalidInput, StoreUnavailable
 from mneme.search_models import Hit, IndexDocument, SearchFilter
@@ -259,6 +259,7 @@ class SqliteSearchIndex:
         # Text plan choice: subtree-first when subtree size x query words is at most this.
         self._subtree_first_max = subtree_first_max
         self._lock = threading.RLock()  # writers; also every call on ":memory:" (one connection)
+        self._writer = None if str(path) == ":memory:" else WriterLock(path)  # writers of every process
         self._pool = ConnectionPool(self._open)
         self._ready = False  # schema created (and migrated) by the first connection
         self._memory: sqlite3.Connection | None = None
@@ -309,7 +310,7 @@ class SqliteSearchIndex:
         """A write transaction that bumps the tenants' generations. The commit and the caller's
         cache update (`write.after`) run together under the caches' exclusive lock, so no search
         sees the new generation with a cache that lacks the write."""
-        with self._lock, self._db() as conn:
+        with self._lock, self._db() as conn, self._writer.held() if self._writer else nullcontext():
             conn.execute("BEGIN IMMEDIATE")
             write = _Write(conn)
             try:
@@ -356,6 +357,8 @@ class SqliteSearchIndex:
             if self._memory is not None:
                 self._memory.close()
                 self._memory = None
+            if self._writer is not None:
+                self._writer.close()
             self._caches.drop()
 
     # -- writes -----------------------------------------------------------------------------

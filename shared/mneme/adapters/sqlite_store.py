@@ -289,7 +289,9 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
         return found
 
     def mark_indexed(self, tenant: str, episode_ids: Sequence[str]) -> None:
-        with self._tx() as conn:
+        """Not synced by itself (synced with the next durable write): a mark lost to a power cut
+        only has the sweep index those episodes again (an upsert, idempotent)."""
+        with self._tx(durable=False) as conn:
             for episode_id in episode_ids:
                 row = conn.execute(
                     "SELECT doc FROM episodes WHERE tenant=? AND episode_id=?", (tenant, episode_id)

@@ -1,0 +1,121 @@
+"""How the embedded store writes: writers of every process take turns on a file lock, and only the
+commits that acknowledge a record wait for the disk (`SqliteBase._tx`)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from mneme.adapters.sqlite_index import SqliteSearchIndex
+from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.models import Episode
+from mneme.search_models import IndexDocument
+
+T = datetime(2025, 6, 15, 18, 0, tzinfo=UTC)
+
+
+def episode(n: int) -> Episode:
+    return Episode.model_validate(
+        {"tenant": "acme", "episode_id": f"e{n}", "scope_id": "s", "content": f"note {n}", "content_hash": f"h{n}",
+         "occurred_at": T + timedelta(minutes=n), "created_at": T, "author": "bot"}
+    )  # fmt: skip
+
+
+def statements(store: SqliteRecordStore) -> list[str]:
+    """Every statement the store's (single, pooled) connection runs from now on."""
+    seen: list[str] = []
+    with store._connection() as conn:
+        conn.set_trace_callback(seen.append)
+    return seen
+
+
+def test_hints_commit_without_a_sync_and_records_with_one(tmp_path: Path) -> None:
+    store = SqliteRecordStore(tmp_path / "mneme.db")
+    store.put_episodes([episode(0)])
+    seen = statements(store)
+
+    store.mark_dirty("acme", ["s"], T)
+    hints = list(seen)
+    seen.clear()
+    store.put_episodes([episode(1)])
+    records = list(seen)
+    seen.clear()
+    store.mark_indexed("acme", ["e1"])
+
+    assert hints[0] == "PRAGMA synchronous=NORMAL" and hints[-1] == "PRAGMA synchronous=FULL"
+    assert seen[0] == "PRAGMA synchronous=NORMAL" and seen[-1] == "PRAGMA synchronous=FULL"
+    assert not any("synchronous" in s for s in records) and records[0] == "BEGIN IMMEDIATE"
+    with store._connection() as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL again for the next writer
+    assert store.get_episodes("acme", ["e1"])["e1"].indexed
+
+
+def test_a_failed_hint_leaves_the_connection_syncing(tmp_path: Path) -> None:
+    store = SqliteRecordStore(tmp_path / "mneme.db")
+    try:
+        with store._tx(durable=False) as conn:
+            conn.execute("INSERT INTO no_such_table VALUES (1)")
+    except sqlite3.OperationalError:
+        pass
+    with store._connection() as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+        assert not conn.in_transaction
+
+
+def test_a_writer_waits_for_the_file_lock_another_holds(tmp_path: Path) -> None:
+    """Two stores on one file stand for two processes (each has its own descriptor): the second
+    writer queues on the lock instead of writing (or polling SQLite) while the first holds it."""
+    path = tmp_path / "mneme.db"
+    first, second = SqliteRecordStore(path), SqliteRecordStore(path)
+    second.put_episodes([episode(0)])  # the file exists, with its schema
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with first._writer.held():
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(30)
+    writer = threading.Thread(target=lambda: second.put_episodes([episode(1)]))
+    writer.start()
+    writer.join(0.5)
+    waited = writer.is_alive() and second.get_episodes("acme", ["e1"]) == {}
+    release.set()
+    holder.join(30)
+    writer.join(30)
+
+    assert waited
+    assert "e1" in second.get_episodes("acme", ["e1"])
+
+
+def test_index_writers_take_turns_on_the_file_lock(tmp_path: Path) -> None:
+    path = tmp_path / "index.db"
+    first, second = SqliteSearchIndex(path, snapshots=False), SqliteSearchIndex(path, snapshots=False)
+    doc = IndexDocument(tenant="acme", doc_id="d1", kind="episode", scope_id="s", ancestor_ids=["s"], text="hello",
+                        occurred_at=T)  # fmt: skip
+    held, release = threading.Event(), threading.Event()
+    assert first._writer is not None
+
+    def hold() -> None:
+        assert first._writer is not None
+        with first._writer.held():
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(30)
+    writer = threading.Thread(target=lambda: second.upsert([doc]))
+    writer.start()
+    writer.join(0.5)
+    waited = writer.is_alive() and second.count("acme") == 0
+    release.set()
+    holder.join(30)
+    writer.join(30)
+
+    assert waited
+    assert second.count("acme") == 1
