@@ -43,6 +43,7 @@ from tests.contract.test_record_store import (
     scoped,
     tagged,
 )
+from tests.support.legacy import forget_sessions
 
 OTHER_TABLE = "mneme-contract-uninterrupted"
 T1 = T0 + timedelta(hours=1)
@@ -415,6 +416,20 @@ def test_a_merge_moves_children_memories_and_records_and_repoints_aliases(store:
     feed = changed(store)
     assert ("scope", "p") in before and ("scope", "p") not in feed and ("deleted:scope", "p") in feed  # tombstone
     assert {("scope", "pi"), ("scope", "pin"), ("memory", "m-pros"), ("episode", "e-p"), ("fact", "f-p")} <= feed
+
+
+def test_dynamodb_a_publish_that_moves_turns_stored_before_gsi4_gives_them_their_session_keys(aws: Any) -> None:
+    store = DynamoRecordStore(TABLE, client=aws, feed_horizon_seconds=0)
+    build(store)
+    said = {"scope_id": "p", "session_id": "chat"}
+    store.put_episodes([episode("t0", 10, occurred_at=T0, **said), episode("t1", 11, occurred_at=T1, **said)])
+    forget_sessions(store, A, ["t0"])
+
+    publish(store, {"op": "merge", "path": "root.prospects", "into": "root.leads"})
+
+    found = store.session_episodes(A, "l", "chat", T1 + timedelta(days=1), 10)
+    assert [e.episode_id for e in found] == ["t1", "t0"]
+    assert store.backfill_sessions(A) == 0
 
 
 def test_a_delete_archives_memories_and_records_and_removes_the_subtree(store: RecordStore) -> None:

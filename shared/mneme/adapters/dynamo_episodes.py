@@ -70,6 +70,17 @@ def session_keys(tenant: str, session_id: str, occurred_at: datetime, episode_id
     }
 
 
+def with_session_keys(tenant: str, item: Item) -> Item:
+    """An episode item with its GSI4 keys, derived from its own attributes when it has a session and lacks
+    them (stored before GSI4): a rewrite of the whole item then gives them, and never drops keys that
+    `backfill_sessions` set after the item was read."""
+    session, occurred, episode_id = (text_of(item, name) for name in ("session_id", "occurred_at", "episode_id"))
+    if session is None or occurred is None or episode_id is None or "GSI4PK" in item:
+        return item
+    keys = session_keys(tenant, session, datetime.fromisoformat(occurred), episode_id)
+    return {**item, **{name: attr(value) for name, value in keys.items()}}
+
+
 def _session_keys_update(tenant: str, item: Item) -> Write:
     """SET the GSI4 keys of an episode read without them, if it still exists, still lacks them and still
     has the session and time they were derived from (else: code `episode_changed`)."""

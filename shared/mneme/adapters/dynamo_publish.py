@@ -36,6 +36,7 @@ from mneme.adapters.dynamo_codec import (
     to_item,
     to_model,
 )
+from mneme.adapters.dynamo_episodes import with_session_keys
 from mneme.adapters.dynamo_scopes import DynamoScopes
 from mneme.adapters.dynamo_table import FEED_POSITION, key_of, position_of, text_of, unmoved
 from mneme.errors import Conflict
@@ -349,6 +350,7 @@ class DynamoPublishSteps(DynamoScopes):
                 for item in self._batch_get(keys):
                     new = change(item) if text_of(item, "scope_id") == scope_id else None
                     if new is not None:
+                        new = with_session_keys(p.tenant, new)  # one stored before GSI4 gets its keys
                         writes += self._record_writes(p, "episode", str(item["episode_id"]["S"]), item, new)
                 if writes:
                     self._transact(writes)

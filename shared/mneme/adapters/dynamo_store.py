@@ -59,7 +59,7 @@ returned is current. GSI3 lags writes by milliseconds: consolidation reads episo
 `started_at - settle_seconds`, which covers it. GSI4 lags the same way: a turn remembered alone within
 milliseconds of the turn before it may be indexed without it as context. Episodes written before GSI4
 existed carry no GSI4 keys and give no context until `backfill_sessions` (run first by every index
-rebuild, `mneme reindex`) sets them.
+rebuild, `mneme reindex`) sets them, or a publish that rewrites the episode (a move, an archive) writes them.
 
 Items carry `item_type`: scope, scope_slot (a live scope), scope_alias (`scope_id` it resolves to),
 alias_ref, layers, memory, memory_slot, episode, delivered, dirty, checkpoint, lease, fact, fact_copy,
