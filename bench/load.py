@@ -5,14 +5,17 @@ the real LocalEmbedder), seeds it with synthetic episodes (bench/_common.py) thr
 then runs the same mix with 1 client and with N concurrent clients, each phase bounded by time
 and by operation count: recall 50 % (hybrid, limit 10, under a customer's scope), retrieve 20 %,
 remember 20 % (one new episode per call) and changes 10 % (one page of 100 after a random
-cursor-less start). Prints per phase the throughput and p50/p95 per operation, then the N/1
-throughput ratio, and finally checks that every acknowledged remember is in the change feed
-with its record (readable). Per phase it also prints the CPU time the server's processes and this
-client process used (from /proc: on a 2-core machine the client's share bounds what a second server
-process can win), and at the end each server process's resident memory. Figures only (the machine
-is shared): no asserts, exit 1 only when an acknowledged write is missing.
+cursor-less start); `--mix` sets other weights (`--mix remember=1`: writes only). Prints per
+phase the throughput and p50/p95 per operation, then the N/1 throughput ratio, and finally checks
+that every acknowledged remember is in the change feed with its record (readable). Per phase it
+also prints the CPU time the server's processes and this client process used (from /proc: on a
+2-core machine the client's share bounds what a second server process can win) and how long the
+server's threads were runnable but waiting for a CPU (Linux schedstat: on a shared machine, the CPU
+other processes took from the server), and at the end each server process's resident memory.
+Figures only (the machine is shared): no asserts, exit 1 only when an acknowledged write is missing.
 
     .venv/bin/python bench/load.py [--clients 8] [--seconds 20] [--max-ops 3000] [--seed 2000] [--workers auto]
+                                   [--mix recall=50,retrieve=20,remember=20,changes=10]
 """
 
 from __future__ import annotations
@@ -60,8 +63,12 @@ def start_server(home: Path, log: list[str], workers: str = "auto") -> tuple[sub
 
 
 class Worker(threading.Thread):
-    def __init__(self, url: str, key: str, wid: int, stop_at: float, quota: int, acked: list[str], seeded: int) -> None:
+    def __init__(
+        self, url: str, key: str, wid: int, stop_at: float, quota: int, acked: list[str], seeded: int,
+        mix: tuple[tuple[str, int], ...] = MIX,
+    ) -> None:  # fmt: skip
         super().__init__(daemon=True)
+        self.mix = mix
         self.client = MnemeClient(url, key, timeout=60.0, max_retries=0)
         self.rng = random.Random(wid)
         self.wid, self.stop_at, self.quota, self.acked, self.seeded = wid, stop_at, quota, acked, seeded
@@ -87,7 +94,7 @@ class Worker(threading.Thread):
             self.client.changes(limit=100)
 
     def run(self) -> None:
-        names = [name for name, weight in MIX for _ in range(weight)]
+        names = [name for name, weight in self.mix for _ in range(weight)]
         n = 0
         while time.monotonic() < self.stop_at and n < self.quota:
             name = self.rng.choice(names)
@@ -101,11 +108,14 @@ class Worker(threading.Thread):
 
 
 def phase(
-    url: str, key: str, clients: int, seconds: float, max_ops: int, acked: list[str], seeded: int, server: int = 0
-) -> dict[str, object]:
+    url: str, key: str, clients: int, seconds: float, max_ops: int, acked: list[str], seeded: int, server: int = 0,
+    mix: tuple[tuple[str, int], ...] = MIX,
+) -> dict[str, object]:  # fmt: skip
     stop_at = time.monotonic() + seconds
-    workers = [Worker(url, key, 1000 * clients + i, stop_at, max_ops // clients, acked, seeded) for i in range(clients)]
-    server_cpu, client_cpu = cpu_seconds(server), time.process_time()
+    workers = [
+        Worker(url, key, 1000 * clients + i, stop_at, max_ops // clients, acked, seeded, mix) for i in range(clients)
+    ]
+    server_cpu, client_cpu, server_wait = cpu_seconds(server), time.process_time(), cpu_wait(server)
     start = time.perf_counter()
     for w in workers:
         w.start()
@@ -113,11 +123,12 @@ def phase(
         w.join()
     wall = time.perf_counter() - start
     server_cpu, client_cpu = cpu_seconds(server) - server_cpu, time.process_time() - client_cpu
+    server_wait = cpu_wait(server) - server_wait
     merged = {name: [s for w in workers for s in w.samples[name]] for name, _ in MIX}
     done = sum(len(v) for v in merged.values())
     return {"clients": clients, "wall": wall, "ops": done, "rate": done / wall, "samples": merged,
             "errors": [e for w in workers for e in w.errors], "server_cpu": server_cpu,
-            "client_cpu": client_cpu}  # fmt: skip
+            "client_cpu": client_cpu, "server_wait": server_wait}  # fmt: skip
 
 
 def processes(pid: int) -> list[int]:
@@ -141,6 +152,20 @@ def cpu_seconds(pid: int) -> float:
     return total if pid and processes(pid) else float("nan")
 
 
+def cpu_wait(pid: int) -> float:
+    """Seconds the server's threads (of every process) have spent runnable but waiting for a CPU (Linux
+    /proc/<pid>/task/<tid>/schedstat, second field); nan where it cannot be read. Threads that ended
+    since the last reading are not counted."""
+    total = 0.0
+    for p in processes(pid) if pid else []:
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                total += int((task / "schedstat").read_text().split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            return float("nan")
+    return total if pid and processes(pid) else float("nan")
+
+
 def report(result: dict[str, object]) -> None:
     samples: dict[str, list[float]] = result["samples"]  # type: ignore[assignment]
     errors: list[str] = result["errors"]  # type: ignore[assignment]
@@ -151,11 +176,24 @@ def report(result: dict[str, object]) -> None:
     print(c.table(["operation", "count", "p50 ms", "p95 ms"], rows))
     ops = max(int(result["ops"]), 1)  # type: ignore[call-overload]
     server_cpu, client_cpu = float(result["server_cpu"]), float(result["client_cpu"])  # type: ignore[arg-type]
-    print(f"CPU: server {server_cpu:.1f} s ({1000 * server_cpu / ops:.1f} ms per op), this client "
+    server_wait = float(result["server_wait"])  # type: ignore[arg-type]
+    print(f"CPU: server {server_cpu:.1f} s ({1000 * server_cpu / ops:.1f} ms per op; its threads waited "
+          f"{server_wait:.1f} s for a CPU), this client "
           f"{client_cpu:.1f} s ({1000 * client_cpu / ops:.1f} ms per op), on {os.cpu_count()} cores "
           f"in {result['wall']:.1f} s")  # fmt: skip
     for error in sorted(set(errors))[:5]:
         print(f"  error: {error}")
+
+
+def parse_mix(text: str) -> tuple[tuple[str, int], ...]:
+    """`recall=50,remember=20`: operations of MIX with whole, positive weights."""
+    mix = []
+    for part in text.split(","):
+        name, _, weight = part.strip().partition("=")
+        if name not in dict(MIX) or not weight.isdecimal() or int(weight) < 1:
+            raise argparse.ArgumentTypeError(f"{part!r}: use name=weight with a name of {', '.join(dict(MIX))}")
+        mix.append((name, int(weight)))
+    return tuple(mix)
 
 
 def seed(client: MnemeClient, count: int) -> None:
@@ -196,9 +234,12 @@ def main() -> None:
     parser.add_argument("--max-ops", type=int, default=3000, help="bound on each phase's operations")
     parser.add_argument("--seed", type=int, default=2000, help="episodes stored before the load")
     parser.add_argument("--workers", default="auto", help="server processes (`mneme serve --workers`, default auto)")
+    parser.add_argument("--mix", type=parse_mix, default=MIX, help="operation weights, e.g. recall=50,remember=20")
     args = parser.parse_args()
+    mix: tuple[tuple[str, int], ...] = args.mix
     print(f"mixed load on `mneme serve --workers {args.workers}` (loopback, subprocess); {c.machine()}")
-    print("mix: " + ", ".join(f"{name} {weight}%" for name, weight in MIX))
+    total = sum(weight for _, weight in mix)
+    print("mix: " + ", ".join(f"{name} {100 * weight / total:.0f}%" for name, weight in mix))
     with tempfile.TemporaryDirectory(prefix="mneme-load-") as tmp:
         log: list[str] = []
         proc, url, key = start_server(Path(tmp) / "home", log, args.workers)
@@ -208,13 +249,14 @@ def main() -> None:
             seed(client, args.seed)
             print(f"server {url} (pid {proc.pid}); seeded {args.seed} episodes in {time.perf_counter() - start:.1f} s")
             acked: list[str] = []
-            phase(url, key, 1, min(3.0, args.seconds), 50, [], args.seed)  # warm-up: caches, model, connections
-            one = phase(url, key, 1, args.seconds, args.max_ops, acked, args.seed, proc.pid)
+            phase(url, key, 1, min(3.0, args.seconds), 50, [], args.seed, 0, mix)  # warm-up: caches, model, connections
+            one = phase(url, key, 1, args.seconds, args.max_ops, acked, args.seed, proc.pid, mix)
             report(one)
-            many = phase(url, key, args.clients, args.seconds, args.max_ops, acked, args.seed, proc.pid)
+            many = phase(url, key, args.clients, args.seconds, args.max_ops, acked, args.seed, proc.pid, mix)
             report(many)
             ratio = many["rate"] / one["rate"]  # type: ignore[operator]
-            p95 = c.pct(many["samples"]["recall"], 95) if many["samples"]["recall"] else float("nan")  # type: ignore[index]
+            recalls = many["samples"].get("recall")  # type: ignore[attr-defined]
+            p95 = c.pct(recalls, 95) if recalls else float("nan")
             print(f"\nthroughput {args.clients} clients / 1 client: x{ratio:.2f} (goal >= 1.6); "
                   f"recall p95 at {args.clients} clients {p95:.0f} ms (goal <= 150 ms)")  # fmt: skip
             print(f"server memory (RSS): {memory(proc.pid)}")
