@@ -76,10 +76,8 @@ class FeedService:
             memory = self.store.get_memory(tenant, memory_id)
             if memory is not None and self.readable(caller, memory):
                 out["memory", memory_id] = memory.model_dump(mode="json", exclude={"tenant"})
-        for scope_id in ids.get("scope", []):
-            scope = self.store.get_scope(tenant, scope_id)
-            if scope is not None:
-                out["scope", scope_id] = scope.model_dump(mode="json", exclude={"tenant"})
+        for scope in self.store.get_scopes(tenant, ids.get("scope", [])).values():  # one read, not one per scope
+            out["scope", scope.scope_id] = scope.model_dump(mode="json", exclude={"tenant"})
         return out
 
     def readable(self, caller: Principal, memory: Memory) -> bool:
