@@ -136,6 +136,7 @@ def test_derive_quantizes_the_weight_matmuls_only() -> None:
     assert ops.count("MatMulInteger") == 36  # 6 layers x (Q, K, V, attention output, 2 feed-forward)
     assert ops.count("MatMul") == 12  # 6 layers x (QK^T, attention x V), left in fp32
     assert ops.count("ReduceMax") == 24  # one quantization per activation: Q, K and V share theirs
+    assert ops.count("Gelu") == 6 and "Erf" not in ops  # one node per layer, not five
     assert len(largest) == 36 and max(largest) == onnx_int8.weight_levels()
     assert LocalEmbedder().embed(["the graph runs"]).shape == (1, 384)
 
@@ -153,3 +154,51 @@ def test_weight_levels_follow_the_cpu() -> None:
     with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
         vnni = any(line.startswith("flags") and ("avx512_vnni" in line or "avx_vnni" in line) for line in cpuinfo)
     assert onnx_int8.weight_levels() == (127 if vnni else 63)
+
+
+def gelu_graph(half: float) -> object:
+    """x * half * (1 + erf(x / sqrt 2)), written out as five nodes."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    constants = {"sqrt2": 2**0.5, "one": 1.0, "half": half}
+    nodes = [
+        helper.make_node("Div", ["x", "sqrt2"], ["d"]),
+        helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Add", ["e", "one"], ["p"]),
+        helper.make_node("Mul", ["p", "half"], ["h"]),
+        helper.make_node("Mul", ["x", "h"], ["y"]),
+    ]
+    return helper.make_graph(
+        nodes,
+        "gelu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 4])],
+        [numpy_helper.from_array(np.array(v, np.float32), k) for k, v in constants.items()],
+    )
+
+
+def test_gelu_is_fused_only_when_it_is_gelu() -> None:
+    import numpy as np
+    import onnxruntime
+    from onnx import helper
+
+    fused = onnx_int8._fuse_gelu(gelu_graph(0.5))
+    assert [(n.op_type, n.domain, list(n.input), list(n.output)) for n in fused] == [
+        ("Gelu", "com.microsoft", ["x"], ["y"])
+    ]
+    assert [n.op_type for n in onnx_int8._fuse_gelu(gelu_graph(0.4))] == ["Div", "Erf", "Add", "Mul", "Mul"]
+
+    graph = gelu_graph(0.5)
+    written_out = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+    del graph.node[:]
+    graph.node.extend(fused)
+    one_node = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)], ir_version=10
+    )
+    x = np.linspace(-4, 4, 32, dtype=np.float32).reshape(8, 4)
+    outputs = [
+        onnxruntime.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        for m in (written_out, one_node)
+    ]
+    np.testing.assert_allclose(outputs[0], outputs[1], atol=1e-5)

@@ -4,24 +4,24 @@ The packaged all-MiniLM-L6-v2 stores its weights as int8 but dequantizes them (C
 the graph, so onnxruntime folds them back to fp32 and runs every MatMul in fp32. `derive` makes
 the graph that runs them in int8 instead, from the packaged file alone (nothing is downloaded):
 
-1. onnxruntime's own basic graph rewrites fold those constants (an fp32 graph);
+1. onnxruntime's own basic graph rewrites fold those constants (an fp32 graph), and each GELU,
+   written out as five elementwise nodes, becomes onnxruntime's one `Gelu` node;
 2. every MatMul whose second input is a 2-D weight (an initializer: in MiniLM the 36 Q/K/V,
    attention-output and feed-forward projections) becomes an int8 `MatMulInteger`: the weight
    quantized per output column, symmetric (8 bits on a CPU with VNNI, else 7: `weight_levels`);
-   the activations quantized per call and per row (per
-   token), symmetric around the zero point 128, with a few elementwise nodes before it; the int32
-   product is scaled back by the row's and the column's scales. The attention MatMuls (two
-   activations) stay fp32.
+   the activations quantized per call and per row (per token), symmetric around the zero point
+   128, by a few elementwise nodes before it; the int32 product is scaled back by the row's and
+   the column's scales. The attention MatMuls (two activations) stay fp32.
 
 Per-row activation scales make a text's vector independent of the texts batched with it (one
 scale for the whole batch, as `onnxruntime.quantization.quantize_dynamic` makes, moved vectors by
 up to cosine 0.04 with their batch-mates) and keep it within cosine ~0.998 of the packaged
 graph's, at ~3 % more CPU than per-batch scales (docs/embeddings.md).
 
-Building costs a few seconds and the `onnx` package (the `local` extra), so the result is cached:
+Building costs ~1 s of CPU and the `onnx` package (the `local` extra), so the result is cached:
 `<cache dir>/<key>-<digest>.onnx`, where the key hashes the source file's bytes, the onnxruntime
-version, `RECIPE` and the weights' bits, and the digest is the file's own SHA-256 (a file whose bytes do not match its
-name is corrupt, and is rebuilt). Files are written to a temporary name and renamed into place,
+version, `RECIPE` and the weights' bits, and the digest is the file's own SHA-256 (a file whose
+bytes do not match its name is corrupt, and is rebuilt). Files are written to a temporary name and renamed into place,
 so processes starting at once each see either nothing or a whole file. A cache directory that
 cannot be written is not an error: the graph is then built in memory, in every process.
 """
@@ -40,7 +40,7 @@ import numpy as np
 
 __all__ = ["RECIPE", "default_cache_dir", "derive", "load_or_derive", "weight_levels"]
 
-RECIPE = 2  # bump when `derive` changes what it writes: older cache files are then ignored
+RECIPE = 3  # bump when `derive` changes what it writes: older cache files are then ignored
 
 _log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def derive(source: bytes, levels: int = 63) -> bytes:
     graph = model.graph
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
     rewrite = _Rewrite(graph, opset, levels)
-    nodes = list(graph.node)
+    nodes = _fuse_gelu(graph)
     del graph.node[:]
     for node in nodes:
         graph.node.extend(rewrite.matmul(node) if rewrite.quantizable(node) else [node])
@@ -82,6 +82,47 @@ def derive(source: bytes, levels: int = 63) -> bytes:
     graph.initializer.extend(kept + rewrite.initializers)
     onnx.checker.check_model(model)
     return bytes(model.SerializeToString())
+
+
+def _fuse_gelu(graph: Any) -> list[Any]:
+    """`graph`'s nodes with each exact GELU written out, x * 0.5 * (1 + erf(x / sqrt 2)) (five
+    elementwise passes over the feed-forward activations), replaced by onnxruntime's one `Gelu`
+    (com.microsoft; the same erf formula)."""
+    from onnx import helper, numpy_helper
+
+    constants = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
+    producer = {out: node for node in graph.node for out in node.output}
+    consumers: dict[str, list[Any]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+
+    def constant(node: Any, value: float) -> str | None:
+        """The input of a two-input `node` that is not the scalar constant `value`."""
+        for mine, other in ((0, 1), (1, 0)):
+            c = constants.get(node.input[mine])
+            if c is not None and c.size == 1 and abs(float(c) - value) < 1e-6:
+                return str(node.input[other])
+        return None
+
+    def only_consumer(name: str, op: str) -> Any:
+        found = consumers.get(name, [])
+        return found[0] if len(found) == 1 and found[0].op_type == op and not found[0].domain else None
+
+    replaced: dict[int, Any] = {}  # id of the last node of a chain -> its Gelu; other chain nodes -> None
+    for erf in (n for n in graph.node if n.op_type == "Erf" and not n.domain):
+        div = producer.get(erf.input[0])
+        x = constant(div, 2**0.5) if div is not None and div.op_type == "Div" else None
+        plus = only_consumer(erf.output[0], "Add")
+        half = only_consumer(plus.output[0], "Mul") if plus is not None and constant(plus, 1.0) else None
+        last = only_consumer(half.output[0], "Mul") if half is not None and constant(half, 0.5) else None
+        if x is None or div is None or last is None or div.input[0] != x or x not in last.input:
+            continue
+        gelu = helper.make_node("Gelu", [x], list(last.output), domain="com.microsoft", name=f"{last.name}/gelu")
+        for node in (div, erf, plus, half):
+            replaced[id(node)] = None
+        replaced[id(last)] = gelu
+    return [replaced.get(id(node), node) for node in graph.node if replaced.get(id(node), node) is not None]
 
 
 def _folded(source: bytes) -> Any:
