@@ -253,3 +253,30 @@ def test_the_console_is_served_by_curate_without_a_key_and_its_api_calls_still_n
     assert cloud.api("GET", "/v1/me").status == 401
     me = cloud.api("GET", "/v1/me", key=key(cloud, admin, "rita", "reader"))
     assert me.status == 200 and me.json()["roles"] == ["reader"]
+
+
+def test_recall_finds_a_paraphrase_through_the_collections_knn(cloud: Cloud, admin: str) -> None:
+    """The deployed hybrid recall: a query sharing no word with an episode finds it by the collection's
+    kNN (not BM25, and not the fresh tail: the clock is past the index's visibility lag)."""
+    assert cloud.api("POST", "/v1/scopes", {"path": "root.house", "parents": True}, key=admin).status == 201
+    items = [
+        {"scope": "root.house", "content": "The boiler in the basement broke down and we had no hot water."},
+        {"scope": "root.house", "content": "Invoices are paid on the last Friday of each month."},
+    ]
+    remembered = cloud.api("POST", "/v1/remember", {"items": items}, key=admin)
+    assert remembered.status == 201, str(remembered)
+    boiler = remembered.json()["episode_ids"][0]
+    cloud.later(minutes=10)  # past fresh_window_seconds: only the collection's own search can find it
+
+    ask = {"query": "heating failure, showers icy cold", "scope": "root.house", "explain": True}
+    found = cloud.api("POST", "/v1/recall", ask, key=admin)
+
+    assert found.status == 200, str(found)
+    answer = found.json()
+    assert answer["retrieval_path"] == "hybrid", answer["retrieval_path"]
+    (search,) = [s for s in answer["explain"]["stages"] if s["stage"] == "search"]
+    assert search["error"] is None and search["channels"]["vector"] >= 1, search
+    assert search["channels"].get("fresh", 0) == 0, search
+    top = answer["results"][0]
+    assert top["id"] == boiler, answer["results"]
+    assert top["scores"]["bm25"] == 0 and top["scores"]["vector"] > 0.25, top["scores"]

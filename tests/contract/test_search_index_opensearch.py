@@ -3,9 +3,10 @@
 Every contract test of `tests/contract/test_search_index.py` (bar the SQLite-specific ones) is
 collected here again, against two backends:
 
-- `osmem`: osmem-server, an in-memory OpenSearch-compatible server (a fresh clone per test). It has no
-  `knn` query, so the vector-channel tests are expected to fail there (strict xfail: they must fail,
-  with `StoreUnavailable`; if osmem learns kNN they turn into errors and this list must shrink).
+- `osmem`: osmem-server, an in-memory OpenSearch-compatible server (a fresh clone per test), behind
+  `tests.support.knn_proxy.KnnProxy`, a test double answering the `knn` query osmem lacks (exact
+  search with OpenSearch's cosinesimil score and efficient filtering; its docstring lists what it does
+  not model, such as HNSW's approximation).
 - `real`: a real OpenSearch at `OPENSEARCH_URL` (e.g. http://localhost:9200, security disabled), a fresh
   index per test; skipped unless the variable is set. Every test must pass there.
 
@@ -29,7 +30,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from opensearchpy import OpenSearch
+from opensearchpy import NotFoundError, OpenSearch, RequestError
 
 from mneme.adapters.opensearch_index import OpenSearchIndex, document_id, document_source, index_body
 from mneme.adapters.opensearch_serverless import ServerlessOpenSearchIndex, content_digest
@@ -37,7 +38,7 @@ from mneme.errors import InvalidInput, StoreUnavailable
 from mneme.search_models import IndexDocument
 from tests.contract import test_search_index as suite
 from tests.contract.test_search_index import DIM, MODEL, doc, flt, ids, search
-from tests.support.osmem import started_osmem
+from tests.support.osmem import KnnOsmem, started_osmem
 
 # Re-collect the contract tests here; the `index` fixture below replaces the suite's adapters.
 globals().update(
@@ -48,21 +49,14 @@ globals().update(
     }
 )
 
-OSMEM_HAS_NO_KNN = "osmem-server does not implement knn"
-VECTOR_ONLY_TESTS = {
-    "test_vectors_are_only_compared_within_their_model",
-    "test_vector_scores_are_cosine",
-    "test_update_ancestors_moves_a_scope",  # its text half runs below, in test_update_ancestors_text
-}
-
 
 @pytest.fixture(scope="module")
-def osmem() -> Iterator[Any]:
+def osmem() -> Iterator[KnnOsmem]:
     yield from started_osmem()
 
 
 @pytest.fixture
-def osmem_client(osmem: Any) -> Iterator[OpenSearch]:
+def osmem_client(osmem: KnnOsmem) -> Iterator[OpenSearch]:
     clone = osmem.clone()
     client = OpenSearch(hosts=[clone.url])
     yield client
@@ -117,12 +111,6 @@ def make_index(backend: tuple[str, OpenSearch, str], mode: str, **kwargs: Any) -
 @pytest.fixture(params=["managed", "serverless"])
 def index(request: pytest.FixtureRequest, backend: tuple[str, OpenSearch, str]) -> OpenSearchIndex:
     """A fresh, empty OpenSearchIndex (the contract suite's fixture name), in both modes."""
-    name = backend[0]
-    if name == "osmem":
-        params = getattr(request.node, "callspec", None)
-        channel = params.params.get("channel") if params is not None else None
-        if channel == "vector" or request.node.originalname in VECTOR_ONLY_TESTS:
-            request.applymarker(pytest.mark.xfail(reason=OSMEM_HAS_NO_KNN, raises=StoreUnavailable, strict=True))
     return make_index(backend, request.param)
 
 
@@ -432,3 +420,80 @@ def test_serverless_update_ancestors_reindexes(backend: tuple[str, OpenSearch, s
     index.update_ancestors("t1", "s", ["root", "b", "s"])  # already there: nothing is rewritten
     assert {d: copies(index, d)[0]["_id"] for d in before} == moved
     assert index.count("t1") == 6
+
+
+# -- the knn double in front of osmem (tests/support/knn_proxy.py) -----------------------------------
+def knn_index(client: OpenSearch, space: str = "cosinesimil") -> str:
+    name = f"knn-{uuid.uuid4().hex[:8]}"
+    body = index_body(3)
+    body["mappings"]["properties"]["vector"]["method"]["space_type"] = space
+    client.indices.create(index=name, body=body)
+    for doc_id, tenant, vector in [("a", "t1", [1, 0, 0]), ("b", "t1", [1, 1, 0]), ("c", "t1", [0, 0, 1])]:
+        client.index(index=name, id=doc_id, body={"tenant": tenant, "doc_id": doc_id, "vector": vector})
+    client.index(index=name, id="x", body={"tenant": "t2", "doc_id": "x", "vector": [1, 0, 0]})
+    client.index(index=name, id="novector", body={"tenant": "t1", "doc_id": "novector"})
+    client.indices.refresh(index=name)
+    return name
+
+
+def knn_query(vector: list[float], k: int, **clause: Any) -> dict[str, Any]:
+    return {"knn": {"vector": {"vector": vector, "k": k, **clause}}}
+
+
+def test_the_knn_double_answers_as_opensearch_does(osmem_client: OpenSearch) -> None:
+    client, name = osmem_client, knn_index(osmem_client)
+    query = knn_query([2, 0, 0], 2, filter={"term": {"tenant": "t1"}})
+    response = client.search(index=name, body={"query": query, "_source": ["doc_id"]})
+    hits = response["hits"]
+    assert response["hits"]["total"] == {"value": 2, "relation": "eq"}  # the k nearest of the filtered documents
+    assert [(h["_id"], h["_source"]) for h in hits["hits"]] == [("a", {"doc_id": "a"}), ("b", {"doc_id": "b"})]
+    assert [h["_score"] for h in hits["hits"]] == pytest.approx([1.0, (1 + 2**-0.5) / 2])  # (2 - (1 - cos)) / 2
+    assert hits["max_score"] == pytest.approx(1.0)
+
+    body = {
+        "query": knn_query([0, 0, 1], 10),
+        "size": 2,
+        "sort": [{"_score": {"order": "desc"}}, {"doc_id": {"order": "asc"}}],
+        "_source": False,
+        "track_total_hits": False,
+    }
+    hits = client.search(index=name, body=body)["hits"]
+    assert "total" not in hits
+    assert [(h["_id"], h["sort"]) for h in hits["hits"]] == [("c", [1.0, "c"]), ("a", [0.5, "a"])]  # a, b, x tie
+    assert all("_source" not in h for h in hits["hits"])
+    full = client.search(index=name, body={"query": knn_query([0, 0, 1], 1)})["hits"]["hits"]
+    assert full[0]["_source"] == {"tenant": "t1", "doc_id": "c", "vector": [0, 0, 1]}
+
+
+@pytest.mark.parametrize(("space", "score"), [("l2", 1 / (1 + 1)), ("innerproduct", 1 + 1.0)])
+def test_the_knn_double_scores_other_spaces_as_documented(osmem_client: OpenSearch, space: str, score: float) -> None:
+    name = knn_index(osmem_client, space)
+    body = {"query": knn_query([1, 1, 0], 1, filter={"term": {"doc_id": "a"}})}
+    (hit,) = osmem_client.search(index=name, body=body)["hits"]["hits"]
+    assert hit["_score"] == pytest.approx(score)  # l2: 1 / (1 + d), d = 1; faiss inner product 1: -d + 1 = 2
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"query": {"bool": {"must": [knn_query([1, 0, 0], 2)]}}},  # not efficient filtering: osmem refuses it
+        {"query": {"hybrid": {"queries": [knn_query([1, 0, 0], 2)]}}},
+        {"query": knn_query([1, 0, 0], 2, min_score=0.5)},
+        {"query": knn_query([1, 0, 0], 0)},
+        {"query": knn_query([1, 0], 2)},
+        {"query": knn_query([0, 0, 0], 2)},  # cosinesimil rejects a zero vector
+        {"query": knn_query([1, 0, 0], 2), "aggs": {"n": {"value_count": {"field": "doc_id"}}}},
+        {"query": knn_query([1, 0, 0], 2), "sort": [{"doc_id": {"order": "asc", "missing": "_first"}}]},
+        {"query": {"knn": {"doc_id": {"vector": [1, 0, 0], "k": 2}}}},
+    ],
+)
+def test_the_knn_double_refuses_what_it_does_not_model(osmem_client: OpenSearch, body: dict[str, Any]) -> None:
+    name = knn_index(osmem_client)
+    with pytest.raises(RequestError) as refused:
+        osmem_client.search(index=name, body=body)
+    assert refused.value.status_code == 400
+
+
+def test_the_knn_double_reports_a_missing_index(osmem_client: OpenSearch) -> None:
+    with pytest.raises(NotFoundError):
+        osmem_client.search(index="no-such-index", body={"query": knn_query([1, 0, 0], 2)})
