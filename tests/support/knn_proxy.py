@@ -26,6 +26,7 @@ radial search, rescoring and quantisation.
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import re
@@ -73,7 +74,8 @@ class KnnProxy:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, name="knn-proxy", daemon=True)
+        serve = functools.partial(self.server.serve_forever, poll_interval=0.02)  # close() waits for one poll
+        self.thread = threading.Thread(target=serve, name="knn-proxy", daemon=True)
         self.thread.start()
 
     def close(self) -> None:
@@ -220,6 +222,7 @@ def _sort_key(name: str, descending: bool) -> Callable[[tuple[dict[str, Any], fl
 def _handler(proxy: KnnProxy) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out as separate writes: no 40 ms delayed-ACK stall
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             pass
