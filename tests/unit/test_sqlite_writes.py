@@ -8,8 +8,12 @@ import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
+from mneme.adapters import sqlite_base
 from mneme.adapters.sqlite_index import SqliteSearchIndex
 from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.errors import StoreUnavailable
 from mneme.models import Episode
 from mneme.search_models import IndexDocument
 
@@ -119,3 +123,18 @@ def test_index_writers_take_turns_on_the_file_lock(tmp_path: Path) -> None:
 
     assert waited
     assert second.count("acme") == 1
+
+
+def test_a_writer_gives_up_with_a_retryable_error_when_the_holder_never_lets_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stopped or stuck holder (another process) makes a write fail with 503 after the busy
+    timeout, as SQLite's own lock would, instead of hanging the request; nothing half-written."""
+    monkeypatch.setattr(sqlite_base, "BUSY_TIMEOUT", 0.2)
+    path = tmp_path / "mneme.db"
+    first, second = SqliteRecordStore(path), SqliteRecordStore(path)
+    second.put_episodes([episode(0)])
+    with first._writer.held(), pytest.raises(StoreUnavailable, match="busy"):
+        second.put_episodes([episode(1)])
+    second.put_episodes([episode(2)])  # the lock is free again: the next write goes through
+    assert set(second.get_episodes("acme", ["e1", "e2"])) == {"e2"}

@@ -15,11 +15,15 @@ import fcntl
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from mneme.errors import StoreUnavailable
+
+BUSY_TIMEOUT = 10.0  # seconds a writer waits for another (SQLite's busy_timeout, below, is the same)
 SYNCHRONOUS = "FULL"  # every durable commit is on disk before it is acknowledged (see `_tx`)
 
 FEED_SCHEMA = """
@@ -64,9 +68,11 @@ class ConnectionPool:
 
 class WriterLock:
     """The writer's turn on one SQLite file across processes: an exclusive `flock` on `<file>-lock`,
-    taken before BEGIN IMMEDIATE and released after COMMIT. A process waiting for it sleeps in the
-    kernel and is woken when the holder lets go. Callers serialise their own threads first (one
-    descriptor per process and file: threads of one process would share its lock)."""
+    taken before BEGIN IMMEDIATE and released after COMMIT. A waiter retries every 0.5-2 ms (a write
+    holds it ~1-5 ms) and gives up after `BUSY_TIMEOUT` seconds, as SQLite's busy timeout would, with
+    `StoreUnavailable` (503, retryable): a stopped or stuck holder makes writes fail, not hang. The
+    kernel releases the lock of a process that dies. Callers serialise their own threads first
+    (one descriptor per process and file: threads of one process would share its lock)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(f"{path}-lock")
@@ -76,11 +82,23 @@ class WriterLock:
     def held(self) -> Iterator[None]:
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        self._acquire(self._fd)
         try:
             yield
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def _acquire(self, fd: int) -> None:
+        deadline, pause = time.monotonic() + BUSY_TIMEOUT, 0.0005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise StoreUnavailable(f"the store is busy: a writer held it for {BUSY_TIMEOUT:g} s") from None
+                time.sleep(pause)
+                pause = min(2 * pause, 0.002)
 
     def close(self) -> None:
         """Close the descriptor (the caller holds off its writers); the next write reopens it."""
@@ -112,7 +130,7 @@ class SqliteBase:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
                     conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
                     conn.execute("PRAGMA journal_mode=WAL")
-                    conn.execute("PRAGMA busy_timeout=10000")
+                    conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
                     conn.execute(f"PRAGMA synchronous={SYNCHRONOUS}")
                     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
                     conn.executescript(self.schema)
@@ -120,7 +138,7 @@ class SqliteBase:
                     self._schema_ready = True
                     return conn
         conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout=10000")
+        conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
         conn.execute(f"PRAGMA synchronous={SYNCHRONOUS}")
         return conn
 
