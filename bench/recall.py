@@ -336,7 +336,7 @@ def main() -> None:
     sizes = sorted(int(s) for s in args.sizes.split(","))
     if args.fast:
         sizes, args.queries = sizes[:1], min(args.queries, 100)
-    print(f"recall latency, embedded engine, {c.LocalEmbedder.model_id}, limit 10; {c.machine()}")
+    print(f"recall latency, embedded engine, {c.describe(c.bench_embedder())}, limit 10; {c.machine()}")
     print("wall time, then CPU time of the calling thread and of the timed calls it made on other threads;")
     print("rank = total - embed - search; load (store.get_episodes) and scopes (store.get_scope) are in rank;")
     print("a hybrid recall searches text while it embeds the query: its wall rank is total - the longer of the two")
