@@ -4,7 +4,7 @@ leases, facts, contradictions, runs); keys and access patterns are in the module
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -231,9 +231,13 @@ class DynamoEpisodes(DynamoTable):
             "Limit": BACKFILL_PAGE,
             **expression({"pk": tenant_pk(tenant, "EPISODES"), "string": "S"}, "#PK", missing, wanted),
         }
+        return self._backfill(query, lambda item: _session_keys_update(tenant, item))
+
+    def _backfill(self, query: dict[str, Any], update: Callable[[Item], Write]) -> int:
+        """`update` for every item the query's pages return, a hundred per transaction; how many applied."""
         added = 0
         for page in self._pages(query):
-            updates = [_session_keys_update(tenant, item) for item in page]
+            updates = [update(item) for item in page]
             for start in range(0, len(updates), BACKFILL_PER_TRANSACTION):
                 added += self._apply_updates(updates[start : start + BACKFILL_PER_TRANSACTION])
         return added
@@ -447,9 +451,4 @@ class DynamoEpisodes(DynamoTable):
             "Limit": BACKFILL_PAGE,
             **expression({"pk": tenant_pk(tenant, "RUNS"), "prefix": "RUN#"}, "#PK #SK", missing, wanted),
         }
-        added = 0
-        for page in self._pages(query):
-            updates = [_run_keys_update(tenant, item) for item in page]
-            for start in range(0, len(updates), BACKFILL_PER_TRANSACTION):
-                added += self._apply_updates(updates[start : start + BACKFILL_PER_TRANSACTION])
-        return added
+        return self._backfill(query, lambda item: _run_keys_update(tenant, item))
