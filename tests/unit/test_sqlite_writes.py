@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -68,31 +69,41 @@ def test_a_failed_hint_leaves_the_connection_syncing(tmp_path: Path) -> None:
         assert not conn.in_transaction
 
 
-def test_a_writer_waits_for_the_file_lock_another_holds(tmp_path: Path) -> None:
-    """Two stores on one file stand for two processes (each has its own descriptor): the second
-    writer queues on the lock instead of writing (or polling SQLite) while the first holds it."""
-    path = tmp_path / "mneme.db"
-    first, second = SqliteRecordStore(path), SqliteRecordStore(path)
-    second.put_episodes([episode(0)])  # the file exists, with its schema
+def waited_while_held(lock: sqlite_base.WriterLock, write: Callable[[], object], written: Callable[[], bool]) -> bool:
+    """Hold `lock` on another thread, start `write` on a third: whether, half a second on, the write is
+    still waiting and not visible. Then let go and wait for the write to finish."""
     held, release = threading.Event(), threading.Event()
 
     def hold() -> None:
-        with first._writer.held():
+        with lock.held():
             held.set()
             release.wait(30)
 
     holder = threading.Thread(target=hold)
     holder.start()
     held.wait(30)
-    writer = threading.Thread(target=lambda: second.put_episodes([episode(1)]))
+    writer = threading.Thread(target=write)
     writer.start()
     writer.join(0.5)
-    waited = writer.is_alive() and second.get_episodes("acme", ["e1"]) == {}
+    waited = writer.is_alive() and not written()
     release.set()
     holder.join(30)
     writer.join(30)
+    return waited
 
-    assert waited
+
+def test_a_writer_waits_for_the_file_lock_another_holds(tmp_path: Path) -> None:
+    """Two stores on one file stand for two processes (each has its own descriptor): the second
+    writer queues on the lock instead of writing (or polling SQLite) while the first holds it."""
+    path = tmp_path / "mneme.db"
+    first, second = SqliteRecordStore(path), SqliteRecordStore(path)
+    second.put_episodes([episode(0)])  # the file exists, with its schema
+
+    assert waited_while_held(
+        first._writer,
+        lambda: second.put_episodes([episode(1)]),
+        lambda: second.get_episodes("acme", ["e1"]) != {},
+    )
     assert "e1" in second.get_episodes("acme", ["e1"])
 
 
@@ -101,27 +112,9 @@ def test_index_writers_take_turns_on_the_file_lock(tmp_path: Path) -> None:
     first, second = SqliteSearchIndex(path, snapshots=False), SqliteSearchIndex(path, snapshots=False)
     doc = IndexDocument(tenant="acme", doc_id="d1", kind="episode", scope_id="s", ancestor_ids=["s"], text="hello",
                         occurred_at=T)  # fmt: skip
-    held, release = threading.Event(), threading.Event()
     assert first._writer is not None
 
-    def hold() -> None:
-        assert first._writer is not None
-        with first._writer.held():
-            held.set()
-            release.wait(30)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    held.wait(30)
-    writer = threading.Thread(target=lambda: second.upsert([doc]))
-    writer.start()
-    writer.join(0.5)
-    waited = writer.is_alive() and second.count("acme") == 0
-    release.set()
-    holder.join(30)
-    writer.join(30)
-
-    assert waited
+    assert waited_while_held(first._writer, lambda: second.upsert([doc]), lambda: second.count("acme") != 0)
     assert second.count("acme") == 1
 
 
