@@ -13,7 +13,7 @@ Schema:
   still reflects the file (another process may write too).
 
 Text search lets FTS5 rank and cut first (`ORDER BY rank LIMIT n`) and applies the filters to
-those n; when fewer than k survive and more matches exist, it fetches more (n x 8), and past a
+those n, in one statement (`_CUT`); when fewer than k survive and more matches exist, it fetches more (n x 8), and past a
 bound runs the full filtered join, so the top k is always the true filtered top k. A small
 subtree walks its own documents instead. From `_BIG_TEXT` documents on, the plan is approximate
 (`_and_first`: every word first, then fewer; each pass ranks only its newest `_WINDOW` matches).
@@ -92,19 +92,22 @@ ON CONFLICT (tenant, doc_id) DO UPDATE SET
 RETURNING id
 """
 
-# Text search. Ranked-first: FTS5 ranks and cuts to :n, then the filters run on those n rows.
+# Text search. A cut: FTS5 ranks the matches (from rowid :start on) and keeps the best :n; the filters
+# run on those n in the same statement, whose last row (doc_id NULL) carries the cut's size and lowest score.
 # FTS-first (the fallback when the cut leaves too few): every match, joined and filtered.
 # Subtree-first walks a small subtree and probes FTS per doc (~25 us per doc and query word, so
 # only for small subtrees). CROSS JOIN fixes the loop order.
-_RANKED = "SELECT rowid, -rank FROM docs_fts WHERE docs_fts MATCH ? ORDER BY rank, rowid LIMIT ?"
-_WINDOW_START = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
-_RANKED_SINCE = "SELECT rowid, -rank FROM docs_fts WHERE docs_fts MATCH ? AND rowid >= ? ORDER BY rank, rowid LIMIT ?"
-_NEWEST = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
-_RANKED_FIRST = """
-SELECT d.doc_id, d.id FROM json_each(:ids) j CROSS JOIN docs d ON d.id = j.value
+_CUT = """
+WITH cut AS MATERIALIZED (
+    SELECT rowid AS id, -rank AS score FROM docs_fts WHERE docs_fts MATCH :q AND rowid >= :start
+    ORDER BY rank, rowid LIMIT :n)
+SELECT d.doc_id, cut.score, NULL FROM cut CROSS JOIN docs d ON d.id = cut.id
 WHERE d.tenant = :tenant AND EXISTS (
-    SELECT 1 FROM doc_ancestors a WHERE a.tenant = :tenant AND a.ancestor_id = :anc AND a.doc = d.id)
+    SELECT 1 FROM doc_ancestors a WHERE a.tenant = :tenant AND a.ancestor_id = :anc AND a.doc = d.id) {where}
+UNION ALL SELECT NULL, count(*), min(score) FROM cut
 """
+_WINDOW_START = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
+_NEWEST = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
 _FTS_FIRST = """
 SELECT d.doc_id, -bm25(docs_fts) AS score FROM docs_fts CROSS JOIN docs d ON d.id = docs_fts.rowid
 WHERE docs_fts MATCH :q AND d.tenant = :tenant AND EXISTS (
@@ -493,16 +496,14 @@ class SqliteSearchIndex:
                     return found
             n = k * _RANKED_FIRST_FACTOR
             while n <= _RANKED_FIRST_MAX:
-                cut = conn.execute(_RANKED, (match, n)).fetchall()
-                if not cut:
+                kept, size, last = self._cut(conn, match, 0, n, where, params)
+                if not size:
                     return []
-                scores = dict(cut)
-                kept = conn.execute(f"{_RANKED_FIRST} {where}", {**params, "ids": json.dumps(list(scores))})
-                hits = sorted(((-scores[doc], doc_id) for doc_id, doc in kept), key=lambda hit: hit)[:k]
+                hits = sorted(kept, key=lambda hit: (-hit[1], hit[0]))[:k]
                 # exact when the cut kept every match, or k survived scoring above the cut's last
                 # score (a tie at the cut could hide a lower doc_id beyond it)
-                if len(cut) < n or (len(hits) == k and -hits[-1][0] > cut[-1][1]):
-                    return [Hit(doc_id=doc_id, score=-neg) for neg, doc_id in hits]
+                if size < n or (len(hits) == k and hits[-1][1] > last):
+                    return [Hit(doc_id=doc_id, score=score) for doc_id, score in hits]
                 n *= 8
             rows = conn.execute(f"{_FTS_FIRST} {where} {order} LIMIT :k", params).fetchall()
         return [Hit(doc_id=doc_id, score=score) for doc_id, score in rows]
@@ -532,16 +533,18 @@ class SqliteSearchIndex:
         documents ranks only the newest of them (`bench/recall.py` measures the overlap with exact)."""
         best: dict[str, float] = {}
 
-        def found(words: list[str], joiner: str = " AND ") -> list[Hit] | None:
-            match = fts_query(query, words, joiner)
-            for doc_id, score in self._ranked(conn, match or "", k, where, params):
+        def found(words: list[str], joiner: str = " AND ", count: int | None = None) -> list[Hit] | None:
+            match = fts_query(query, words, joiner) or ""
+            for doc_id, score in self._ranked(conn, match, k, where, params, count):
                 best[doc_id] = max(score, best.get(doc_id, score))
             if len(best) < k:
                 return None
             ranked = sorted(best.items(), key=lambda hit: (-hit[1], hit[0]))[:k]
             return [Hit(doc_id=doc_id, score=score) for doc_id, score in ranked]
 
-        hits = found(terms)
+        # counted first: a pass matching at most _WINDOW documents needs no window (`_ranked`)
+        matched = self._count(conn, fts_query(query, terms, " AND ") or "")
+        hits = found(terms, count=matched)
         if hits is not None:
             return hits
         # relaxing: words no document holds go at once, then the commonest first
@@ -550,14 +553,13 @@ class SqliteSearchIndex:
         # a level matching as many documents as the one before matches the same ones (it holds them all),
         # which scored there at least as high: it is not ranked (FTS5's bm25 reads every document of each
         # word to weigh it, ~0.3 us a document per pass); counting is ~10 times cheaper
-        matched = self._count(conn, fts_query(query, terms, " AND ") or "")
         for m in range(len(present), 0, -1):
             if hits is not None:
                 return hits
             if m < len(terms):
                 count = self._count(conn, fts_query(query, present[:m], " AND ") or "")
                 if count != matched:
-                    hits = found(present[:m])
+                    hits = found(present[:m], count=count)
                 matched = count
         for m in range(2, len(present) + 1):  # any of the m rarest words (each pass ranks at most _WINDOW)
             if hits is not None:
@@ -566,47 +568,67 @@ class SqliteSearchIndex:
         return hits
 
     def _ranked(
-        self, conn: sqlite3.Connection, match: str, k: int, where: str, params: dict[str, object]
+        self,
+        conn: sqlite3.Connection,
+        match: str,
+        k: int,
+        where: str,
+        params: dict[str, object],
+        count: int | None = None,
     ) -> list[tuple[str, float]]:
         """The best-ranked matches of `match` that pass the filters, at least k of them when there are:
-        of its newest `_WINDOW` matches (all of them when there are fewer); when the filters leave fewer
-        than k of a full window, of every match. FTS5 ranks the window (a rowid range) and cuts it to
-        the best n (of documents tied at the cut, the older: the lower rowid)."""
-        start = conn.execute(_WINDOW_START, (match, _WINDOW - 1)).fetchone()  # None: fewer matches
-        found: list[tuple[str, float]] = []
-        n, taken = k * _RANKED_FIRST_FACTOR, 0
+        of its newest `_WINDOW` matches (all of them when there are fewer: `count`, the matches, when
+        known, spares looking for the window's start); when the filters leave fewer than k of a full
+        window, of every match (up to cuts of `_RANKED_FIRST_MAX`). FTS5 ranks the window (a rowid
+        range) and cuts it to the best n (of documents tied at the cut, the older: the lower rowid)."""
+        start = 0
+        if count is None or count > _WINDOW:
+            row = conn.execute(_WINDOW_START, (match, _WINDOW - 1)).fetchone()
+            start = row[0] if row else 0
+        found = self._best(conn, match, start, k, where, params)
+        if len(found) < k and start:  # the filters are narrow: every match, ranked
+            found = self._best(conn, match, 0, k, where, params, _RANKED_FIRST_MAX)
+        return found
+
+    def _best(
+        self,
+        conn: sqlite3.Connection,
+        match: str,
+        start: int,
+        k: int,
+        where: str,
+        params: dict[str, object],
+        most: int | None = None,
+    ) -> list[tuple[str, float]]:
+        """(doc_id, score) of the best-ranked matches from rowid `start` on that pass the filters: cuts
+        of k x `_RANKED_FIRST_FACTOR`, x 8 while fewer than k pass and more match (and the next cut is
+        at most `most`)."""
+        n = k * _RANKED_FIRST_FACTOR
         while True:
-            rows = conn.execute(_RANKED_SINCE, (match, start[0] if start else 0, n)).fetchall()
-            if not rows:
-                return []
-            found += self._kept(conn, rows[taken:], where, params)
-            if len(found) >= k or len(rows) < n:  # k passed, or the window is spent
-                break
-            taken, n = n, n * 8
-        if len(found) >= k or start is None:
-            return found
-        n = k * _RANKED_FIRST_FACTOR  # the filters are narrow: every match, ranked
-        while True:
-            ranked = conn.execute(_RANKED, (match, n)).fetchall()
-            found = self._kept(conn, ranked, where, params)
-            if len(found) >= k or len(ranked) < n or n * 8 > _RANKED_FIRST_MAX:
+            found, size, _ = self._cut(conn, match, start, n, where, params)
+            if len(found) >= k or size < n or (most is not None and n * 8 > most):
                 return found
             n *= 8
 
     @staticmethod
-    def _count(conn: sqlite3.Connection, match: str) -> int:
-        return int(conn.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?", (match,)).fetchone()[0])
+    def _cut(
+        conn: sqlite3.Connection, match: str, start: int, n: int, where: str, params: dict[str, object]
+    ) -> tuple[list[tuple[str, float]], int, float]:
+        """One cut (`_CUT`): the (doc_id, score) of its n best matches from rowid `start` on that pass
+        the filters, how many it ranked (n, or fewer when fewer match) and its lowest score (-inf: none)."""
+        rows = conn.execute(_CUT.format(where=where), {**params, "q": match, "start": start, "n": n}).fetchall()
+        size, last = 0, float("-inf")
+        kept = []
+        for doc_id, score, lowest in rows:
+            if doc_id is None:
+                size, last = int(score), float("-inf") if lowest is None else lowest
+            else:
+                kept.append((doc_id, score))
+        return kept, size, last
 
     @staticmethod
-    def _kept(
-        conn: sqlite3.Connection, ranked: Sequence[tuple], where: str, params: dict[str, object]
-    ) -> list[tuple[str, float]]:
-        """(doc_id, score) of the (rowid, score, ...) rows that pass the filters."""
-        scores = {row[0]: row[1] for row in ranked}
-        if not scores:
-            return []
-        kept = conn.execute(f"{_RANKED_FIRST} {where}", {**params, "ids": json.dumps(list(scores))}).fetchall()
-        return [(doc_id, scores[doc]) for doc_id, doc in kept]
+    def _count(conn: sqlite3.Connection, match: str) -> int:
+        return int(conn.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?", (match,)).fetchone()[0])
 
     def _frequency(self, conn: sqlite3.Connection, word: str, top: int) -> int:
         """Documents whose text holds `word`, estimated (remembered: it only orders the words to drop):
