@@ -233,47 +233,64 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
 
     # -- episodes -------------------------------------------------------------------------
     def put_episodes(self, episodes: Sequence[Episode]) -> tuple[list[Episode], set[str]]:
+        """One read of the ids already stored, then the new rows, their sessions and their feed entries in
+        batches, all in one transaction."""
         stored: list[Episode] = []
-        written: set[str] = set()
+        rows: dict[tuple[str, str], Episode] = {}  # this call's, by (tenant, id): an id given twice is written once
         with self._tx() as conn:
+            existing = self._stored_docs(conn, episodes)
             seq = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM episodes").fetchone()[0]
             for episode in episodes:
-                row = conn.execute(
-                    "SELECT doc FROM episodes WHERE tenant=? AND episode_id=?",
-                    (episode.tenant, episode.episode_id),
-                ).fetchone()
-                if row is not None:
-                    existing = Episode.model_validate_json(row[0])
-                    if existing.content_hash != episode.content_hash:
+                key = (episode.tenant, episode.episode_id)
+                earlier = rows.get(key) or (Episode.model_validate_json(existing[key]) if key in existing else None)
+                if earlier is not None:
+                    if earlier.content_hash != episode.content_hash:
                         raise Conflict(
                             "this idempotency key was already used for different content",
                             code="idempotency_key_reused",
                             details={"episode_id": episode.episode_id},
                         )
-                    stored.append(existing)
+                    stored.append(earlier)
                     continue
-                seq += 1
-                conn.execute(
-                    "INSERT INTO episodes VALUES (?,?,?,?,?,?,?)",
-                    (
-                        episode.tenant,
-                        episode.episode_id,
-                        seq,
-                        int(episode.indexed),
-                        utc_text(episode.created_at),
-                        episode.scope_id,
-                        episode.model_dump_json(),
-                    ),
-                )
-                if episode.session_id is not None:
-                    conn.execute(
-                        "INSERT OR IGNORE INTO episode_sessions VALUES (?,?,?,?)",
-                        (episode.tenant, episode.session_id, utc_text(episode.occurred_at), episode.episode_id),
-                    )
+                rows[key] = episode
                 stored.append(episode)
-                written.add(episode.episode_id)
-                self._feed(conn, episode.tenant, "episode", [episode.episode_id])
-        return stored, written
+            conn.executemany(
+                "INSERT INTO episodes VALUES (?,?,?,?,?,?,?)",
+                [
+                    (e.tenant, e.episode_id, seq + n, int(e.indexed), utc_text(e.created_at), e.scope_id,
+                     e.model_dump_json())
+                    for n, e in enumerate(rows.values(), start=1)
+                ],
+            )  # fmt: skip
+            conn.executemany(
+                "INSERT OR IGNORE INTO episode_sessions VALUES (?,?,?,?)",
+                [
+                    (e.tenant, e.session_id, utc_text(e.occurred_at), e.episode_id)
+                    for e in rows.values()
+                    if e.session_id is not None
+                ],
+            )
+            for tenant in dict.fromkeys(t for t, _ in rows):
+                self._feed(conn, tenant, "episode", [i for t, i in rows if t == tenant])
+        return stored, {episode_id for _, episode_id in rows}
+
+    @staticmethod
+    def _stored_docs(conn: sqlite3.Connection, episodes: Sequence[Episode]) -> dict[tuple[str, str], str]:
+        """The documents of those of `episodes` already stored, by (tenant, id): one read per tenant and 500 ids."""
+        by_tenant: dict[str, list[str]] = {}
+        for e in episodes:
+            by_tenant.setdefault(e.tenant, []).append(e.episode_id)
+        found: dict[tuple[str, str], str] = {}
+        for tenant, ids in by_tenant.items():
+            ids = list(dict.fromkeys(ids))
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = conn.execute(
+                    f"SELECT episode_id, doc FROM episodes WHERE tenant=? AND episode_id IN ({marks})", (tenant, *chunk)
+                )
+                found.update(((tenant, episode_id), doc) for episode_id, doc in rows)
+        return found
 
     def get_episodes(self, tenant: str, episode_ids: Sequence[str], *, vectors: bool = True) -> dict[str, Episode]:
         found: dict[str, Episode] = {}
@@ -290,19 +307,14 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
 
     def mark_indexed(self, tenant: str, episode_ids: Sequence[str]) -> None:
         """Not synced by itself (synced with the next durable write): a mark lost to a power cut
-        only has the sweep index those episodes again (an upsert, idempotent)."""
+        only has the sweep index those episodes again (an upsert, idempotent). The flag is set in the
+        stored document in place (`json_set`), without reading and rewriting its vector."""
         with self._tx(durable=False) as conn:
-            for episode_id in episode_ids:
-                row = conn.execute(
-                    "SELECT doc FROM episodes WHERE tenant=? AND episode_id=?", (tenant, episode_id)
-                ).fetchone()
-                if row is None:
-                    continue
-                doc = Episode.model_validate_json(row[0]).model_copy(update={"indexed": True}).model_dump_json()
-                conn.execute(
-                    "UPDATE episodes SET indexed=1, doc=? WHERE tenant=? AND episode_id=?",
-                    (doc, tenant, episode_id),
-                )
+            conn.executemany(
+                "UPDATE episodes SET indexed=1, doc=json_set(doc, '$.indexed', json('true')) "
+                "WHERE tenant=? AND episode_id=? AND indexed=0",
+                [(tenant, episode_id) for episode_id in dict.fromkeys(episode_ids)],
+            )
 
     def list_recent_episodes(self, tenant: str, since: datetime, limit: int) -> list[Episode]:
         rows = self._rows(
