@@ -143,3 +143,52 @@ def test_rebuild_recreates_the_index_from_records(acme: Services) -> None:
     assert recall_ids(acme, "pallet checked", limit=50) == []
     assert acme.indexer.rebuild("acme").documents == 13
     assert len(recall_ids(acme, "pallet checked", limit=50)) == len(stored) + 1
+
+
+class Failing:
+    """Wraps a port; `method` raises `error` while `failing` is set."""
+
+    def __init__(self, inner: object, method: str, error: MnemeError) -> None:
+        self.inner, self.method, self.error, self.failing = inner, method, error, True
+
+    def __getattr__(self, name: str) -> object:
+        if name == self.method and self.failing:
+            raise self.error
+        return getattr(self.inner, name)
+
+
+def test_an_embedding_failure_writes_nothing_and_a_retry_writes_once(acme: Services) -> None:
+    # Given a model that fails while the batch's marks and index documents are prepared beside it
+    batch = [item(f"Crate {i} sealed.", idempotency_key=f"crate-{i}") for i in range(20)]
+    embedder = Failing(acme.embedder, "embed", StoreUnavailable("model down"))
+    acme.remember.embedder = embedder  # type: ignore[assignment]
+    # When the batch is remembered, Then the error reaches the caller and nothing is stored or indexed
+    with pytest.raises(StoreUnavailable, match="model down"):
+        acme.remember.remember(WRITER, batch)
+    assert acme.store.list_unindexed(100) == []
+    assert recall_ids(acme, "crate sealed", scoring={"strictness": "recall"}) == []
+    # And the retry stores and indexes each episode once
+    embedder.failing = False
+    stored = acme.remember.remember(WRITER, batch)
+    assert all(s.created and s.indexed for s in stored)
+    assert len(set(recall_ids(acme, "crate sealed", limit=50))) == 20
+
+
+def test_a_store_failure_after_embedding_indexes_nothing(acme: Services) -> None:
+    # Given a store whose episode write fails once the vectors are ready
+    batch = [item(f"Gate {i} locked.") for i in range(10)]
+    store = Failing(acme.store, "put_episodes", StoreUnavailable("disk full"))
+    acme.remember.store = store  # type: ignore[assignment]
+    # When the batch is remembered, Then nothing is indexed (the index documents drafted meanwhile are dropped)
+    with pytest.raises(StoreUnavailable, match="disk full"):
+        acme.remember.remember(WRITER, batch)
+    assert recall_ids(acme, "gate locked", scoring={"strictness": "recall"}) == []
+    # And the retry writes every episode once, with its vector, marked indexed
+    store.failing = False
+    stored = acme.remember.remember(WRITER, batch)
+    assert all(s.created and s.indexed for s in stored)
+    records = acme.store.get_episodes("acme", [s.episode_id for s in stored])
+    assert all(
+        r.indexed and r.vector is not None and len(r.vector) == acme.embedder.dimension for r in records.values()
+    )
+    assert len(set(recall_ids(acme, "gate locked", limit=50))) == 10

@@ -8,7 +8,7 @@ index from records alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -87,36 +87,58 @@ class Indexer:
     def _ancestors(self, tenant: str, scope_id: str) -> list[str]:
         return [scope.scope_id for scope in self.scopes.chain_of(tenant, scope_id).chain]
 
+    def _ancestors_of(self, scopes: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[str]]:
+        """The ancestor ids (root first, the scope last) of every (tenant, scope_id) in `scopes`: one store
+        read per tree level and tenant (`ScopeService.chains_of`), not one per scope and level."""
+        by_tenant: dict[str, list[str]] = {}
+        for tenant, scope_id in scopes:
+            by_tenant.setdefault(tenant, []).append(scope_id)
+        ancestors = {}
+        for tenant, scope_ids in by_tenant.items():
+            chains = self.scopes.chains_of(tenant, scope_ids)
+            for scope_id in dict.fromkeys(scope_ids):
+                chain = chains.get(scope_id) or self.scopes.chain_of(tenant, scope_id)  # raises ScopeNotFound
+                ancestors[(tenant, scope_id)] = [scope.scope_id for scope in chain.chain]
+        return ancestors
+
     def episode_documents(self, episodes: Sequence[Episode]) -> list[IndexDocument]:
+        """Their documents; vectors of another model (or none) are embedded afresh."""
         stale = [e for e in episodes if e.vector is None or e.model_id != self.embedder.model_id]
         fresh: dict[str, list[float]] = {}
         if stale:
             vectors = self.embedder.embed([e.search_text or e.content for e in stale])
             fresh = {e.episode_id: v.tolist() for e, v in zip(stale, vectors, strict=True)}
+        return self._documents(episodes, fresh)
+
+    def draft_documents(self, episodes: Sequence[Episode]) -> dict[str, IndexDocument]:
+        """The documents of episodes not yet stored, by id, but their vectors: what `remember` builds while
+        the model embeds them, and hands to `index_episodes` once they are stored with their vectors.
+        Empty when a read fails (`index_episodes` then builds them itself, and reports the failure)."""
+        try:
+            return {doc.doc_id: doc for doc in self._documents(episodes, {})}
+        except MnemeError:
+            return {}
+
+    def _documents(self, episodes: Sequence[Episode], vectors: dict[str, list[float]]) -> list[IndexDocument]:
         context = self.session_context(episodes)
-        ancestors: dict[str, list[str]] = {}
-        docs = []
-        for episode in episodes:
-            vector = fresh.get(episode.episode_id, episode.vector)
-            if episode.scope_id not in ancestors:
-                ancestors[episode.scope_id] = self._ancestors(episode.tenant, episode.scope_id)
-            docs.append(
-                IndexDocument(
-                    tenant=episode.tenant,
-                    doc_id=episode.episode_id,
-                    kind="episode",
-                    scope_id=episode.scope_id,
-                    ancestor_ids=ancestors[episode.scope_id],
-                    text=episode_text(episode, context.get(episode.episode_id, ())),
-                    dates=date_words(episode.occurred_at),
-                    vector=vector,
-                    model_id=self.embedder.model_id,
-                    occurred_at=episode.occurred_at,
-                    tier=episode.tier,
-                    session_id=episode.session_id,
-                )
+        ancestors = self._ancestors_of((e.tenant, e.scope_id) for e in episodes)
+        return [
+            IndexDocument(
+                tenant=episode.tenant,
+                doc_id=episode.episode_id,
+                kind="episode",
+                scope_id=episode.scope_id,
+                ancestor_ids=ancestors[(episode.tenant, episode.scope_id)],
+                text=episode_text(episode, context.get(episode.episode_id, ())),
+                dates=date_words(episode.occurred_at),
+                vector=vectors.get(episode.episode_id, episode.vector),
+                model_id=self.embedder.model_id,
+                occurred_at=episode.occurred_at,
+                tier=episode.tier,
+                session_id=episode.session_id,
             )
-        return docs
+            for episode in episodes
+        ]
 
     def session_context(self, episodes: Sequence[Episode]) -> dict[str, list[str]]:
         """The texts of the CONTEXT_TURNS turns before each episode that has a `session_id`: the same
@@ -150,12 +172,18 @@ class Indexer:
                     context[episode.episode_id] = [e.search_text or e.content for e in before]
         return context
 
-    def index_episodes(self, episodes: Sequence[Episode]) -> bool:
-        """Upsert and mark indexed; False (logged, left for the sweep) when the index fails."""
+    def index_episodes(self, episodes: Sequence[Episode], drafts: Mapping[str, IndexDocument] = {}) -> bool:
+        """Upsert and mark indexed; False (logged, left for the sweep) when the index fails. `drafts`: the
+        documents of some of them built before they were stored (`draft_documents`, from the very episodes
+        given here), which then only take their stored vectors."""
         if not episodes:
             return True
         try:
-            self.index.upsert(self.episode_documents(episodes))
+            built = self.episode_documents([e for e in episodes if e.episode_id not in drafts])
+            ready = [
+                drafts[e.episode_id].model_copy(update={"vector": e.vector}) for e in episodes if e.episode_id in drafts
+            ]
+            self.index.upsert([*ready, *built])
         except MnemeError as e:
             logger.warning("index write failed; left for the sweep", extra={"code": e.code, "count": len(episodes)})
             return False
@@ -168,15 +196,13 @@ class Indexer:
 
     def index_facts(self, facts: Sequence[Fact]) -> None:
         """Facts carry their vectors (embedded at commit); a failed write is repaired by `rebuild`."""
-        ancestors: dict[str, list[str]] = {}
+        ancestors = self._ancestors_of((f.tenant, f.scope_id) for f in facts)
         docs = []
         for fact in facts:
-            if fact.scope_id not in ancestors:
-                ancestors[fact.scope_id] = self._ancestors(fact.tenant, fact.scope_id)
             docs.append(
                 IndexDocument(
                     tenant=fact.tenant, doc_id=fact.fact_id, kind="fact", scope_id=fact.scope_id,
-                    ancestor_ids=ancestors[fact.scope_id], text=fact_text(fact), vector=fact.vector,
+                    ancestor_ids=ancestors[(fact.tenant, fact.scope_id)], text=fact_text(fact), vector=fact.vector,
                     model_id=fact.model_id, occurred_at=fact.valid_from, tier=fact.tier,
                 )
             )  # fmt: skip

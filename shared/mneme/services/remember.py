@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
@@ -14,12 +17,15 @@ from mneme import sttp
 from mneme.errors import Conflict, InvalidInput, MnemeError, PayloadTooLarge, ScopeNotFound
 from mneme.models import Episode, Principal, Tier, Timestamp
 from mneme.ports import Clock, Embedder, RecordStore
+from mneme.search_models import IndexDocument
 from mneme.services.indexing import Indexer
 from mneme.services.scopes import ScopeService
 
 MAX_CONTENT_BYTES = 32 * 1024
 MAX_METADATA_BYTES = 4 * 1024
 MAX_BATCH = 100
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class RememberItem(BaseModel):
@@ -105,6 +111,21 @@ def check_limits(index: int, item: RememberItem) -> None:
         raise InvalidInput(f"item {index}: occurred_at needs a timezone (e.g. Z)", details=where)
 
 
+def in_background(work: Callable[[T], R], arg: T) -> Future[R]:
+    """`work(arg)` on a thread of its own, so the caller's thread goes on meanwhile (a call's embedding,
+    which holds no lock and writes nothing, runs beside the rest of its preparation)."""
+    future: Future[R] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(work(arg))
+        except BaseException as e:
+            future.set_exception(e)
+
+    threading.Thread(target=run, name="remember-embed", daemon=True).start()
+    return future
+
+
 @dataclass
 class RememberService:
     store: RecordStore
@@ -137,17 +158,23 @@ class RememberService:
                     details={"item": index, "episode_id": episode.episode_id},
                 )
         new = [e for e in unique.values() if e.episode_id not in existing]
+        drafts: dict[str, IndexDocument] = {}
         if new:
-            vectors = self.embedder.embed([e.search_text or e.content for e in new])
+            embedding = in_background(self.embedder.embed, [e.search_text or e.content for e in new])
+            # While the model runs: the consolidation mark (first: a crash after the write must not leave a
+            # scope without its mark) and the index documents but their vectors. Nothing is written yet.
+            self.store.mark_dirty(caller.tenant, sorted({e.scope_id for e in new}), now)
+            drafts = self.indexer.draft_documents(new)
             new = [
                 e.model_copy(update={"vector": v.tolist(), "model_id": self.embedder.model_id})
-                for e, v in zip(new, vectors, strict=True)
+                for e, v in zip(new, embedding.result(), strict=True)
             ]
-        if new:  # marked first: a crash after the write must not leave a scope without its mark
-            self.store.mark_dirty(caller.tenant, sorted({e.scope_id for e in new}), now)
         written, created = self.store.put_episodes(new) if new else ([], set())
         stored = {**existing, **{e.episode_id: e for e in written}}
-        indexed = self.indexer.index_episodes([stored[e.episode_id] for e in new if not stored[e.episode_id].indexed])
+        indexed = self.indexer.index_episodes(
+            [stored[e.episode_id] for e in new if not stored[e.episode_id].indexed],
+            {episode_id: drafts[episode_id] for episode_id in created if episode_id in drafts},  # stored as drafted
+        )
         answers = []
         for e in episodes:  # the conditional write decided: only the caller that wrote a record created it
             answers.append(
