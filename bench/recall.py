@@ -23,7 +23,9 @@ reads every row and saves the snapshot when there is none yet).
 
 Exact vs approximate: at sizes where the vector cache builds its approximate index
 (`vector_cache.ANN_MIN_ROWS`), the bench also prints the approximate channel's recall@10
-against exact search over the same queries (unfiltered and under one customer's subtree).
+against exact search over the same queries (unfiltered and under one customer's subtree); where the
+text channel runs its approximate plan (`sqlite_index._BIG_TEXT`), the overlap of its top 10 (of the
+k=50 a recall asks for) with the exact BM25 top 10, and the CPU of both plans.
 
     .venv/bin/python bench/recall.py [--sizes 10000,100000,1000000] [--embed-max 100000] [--fast]
         [--queries 200] [--rebuild]
@@ -236,6 +238,36 @@ def ann_recall(directory: Path, texts: list[str]) -> None:
     eng.close()
 
 
+def text_overlap(directory: Path, texts: list[str]) -> None:
+    """The approximate text plan's top 10 against exact BM25 (the same file, the exact plan forced), k=50."""
+    from mneme.adapters.sqlite_index import SqliteSearchIndex
+    from mneme.search_models import SearchFilter
+
+    plans = {
+        "approximate": SqliteSearchIndex(directory / "index.db", snapshots=False),
+        "exact": SqliteSearchIndex(directory / "index.db", snapshots=False, approximate_text_from=2**62),
+    }
+    eng = c.engine(directory, threads=1)
+    flt = SearchFilter(tenant=c.TENANT, ancestor_id=eng.services.scopes.root(c.TENANT).scope_id,
+                       principal=c.CALLER.principal)  # fmt: skip
+    eng.close()
+    found: dict[str, list[list[str]]] = {name: [] for name in plans}
+    cpu: dict[str, list[float]] = {name: [] for name in plans}
+    for text in texts:
+        for name, plan in plans.items():
+            start = time.thread_time()
+            found[name].append([hit.doc_id for hit in plan.search_text(flt, text, 50)[:10]])
+            cpu[name].append((time.thread_time() - start) * 1000)
+    shared = sum(len(set(a) & set(e)) for a, e in zip(found["approximate"], found["exact"], strict=True))
+    print(
+        f"text channel: approximate plan; top-10 overlap with exact BM25 over {len(texts)} queries (k=50): "
+        f"{shared / max(sum(len(e) for e in found['exact']), 1):.3f}; search_text CPU ms p50/p95: "
+        + ", ".join(f"{name} {c.p50(ms):.1f}/{c.pct(ms, 95):.1f}" for name, ms in cpu.items())
+    )
+    for plan in plans.values():
+        plan.close()
+
+
 def queries(count: int, size: int) -> list[str]:
     rng = random.Random(42)
     out = []
@@ -345,6 +377,8 @@ def main() -> None:
         texts = queries(args.queries, size)
         measure(directory, size, texts)
         ann_recall(directory, texts[:100])
+        if size >= sqlite_index._BIG_TEXT:
+            text_overlap(directory, texts[:100])
 
 
 if __name__ == "__main__":

@@ -45,7 +45,16 @@ def sqlite_index_fts_first(tmp_path: Path) -> Iterator[SqliteSearchIndex]:
     index.close()
 
 
-ADAPTERS = ["sqlite_index", "sqlite_index_fts_first"]
+@pytest.fixture
+def sqlite_index_approximate(tmp_path: Path) -> Iterator[SqliteSearchIndex]:
+    """The same adapter on its big-corpus text plan (`_and_first`) from the first document on: every
+    filter still applies before the top k."""
+    index = SqliteSearchIndex(tmp_path / "index.db", approximate_text_from=0)
+    yield index
+    index.close()
+
+
+ADAPTERS = ["sqlite_index", "sqlite_index_fts_first", "sqlite_index_approximate"]
 
 
 @pytest.fixture(params=ADAPTERS)

@@ -13,10 +13,11 @@ Schema:
   still reflects the file (another process may write too).
 
 Text search lets FTS5 rank and cut first (`ORDER BY rank LIMIT n`) and applies the filters to
-those n, in one statement (`_CUT`); when fewer than k survive and more matches exist, it fetches more (n x 8), and past a
-bound runs the full filtered join, so the top k is always the true filtered top k. A small
-subtree walks its own documents instead. From `_BIG_TEXT` documents on, the plan is approximate
-(`_and_first`: every word first, then fewer; each pass ranks only its newest `_WINDOW` matches).
+those n, in one statement (`_CUT`); when fewer than k survive and more matches exist, it fetches
+more (n x 8), and past a bound runs the full filtered join, so the top k is always the true
+filtered top k. A small subtree walks its own documents instead. From `_BIG_TEXT` documents on
+(`approximate_text_from`), the plan is approximate (`_and_first`: every word first, then fewer;
+each pass ranks only its newest `_WINDOW` matches).
 Vectors: see `vector_cache` (the boolean mask precedes the top k). Time windows are half-open:
 since <= occurred_at < until; naive datetimes are UTC.
 
@@ -247,6 +248,7 @@ class SqliteSearchIndex:
         *,
         connect: Callable[[str], sqlite3.Connection] | None = None,
         subtree_first_max: int = 256,
+        approximate_text_from: int = _BIG_TEXT,
         ann: bool | None = None,
         snapshots: bool = True,
     ) -> None:
@@ -261,6 +263,8 @@ class SqliteSearchIndex:
         self._connect = connect or _default_connect
         # Text plan choice: subtree-first when subtree size x query words is at most this.
         self._subtree_first_max = subtree_first_max
+        # ... and the approximate plan (`_and_first`) from this many documents (the highest id) on
+        self._approximate_text_from = approximate_text_from
         self._lock = threading.RLock()  # writers; also every call on ":memory:" (one connection)
         self._writer = None if str(path) == ":memory:" else WriterLock(path)  # writers of every process
         self._pool = ConnectionPool(self._open)
@@ -490,7 +494,7 @@ class SqliteSearchIndex:
                 return [Hit(doc_id=doc_id, score=score) for doc_id, score in rows]
             terms = query_terms(query)
             top = conn.execute("SELECT max(id) FROM docs").fetchone()[0] or 0
-            if terms and top >= _BIG_TEXT:
+            if terms and top >= self._approximate_text_from:
                 found = self._and_first(conn, query, terms, k, where, params, top)
                 if found is not None:
                     return found
