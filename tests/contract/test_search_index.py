@@ -552,6 +552,36 @@ def test_sqlite_ann_keeps_filters_and_finds_the_nearest(tmp_path: Path, monkeypa
     exact.close()
 
 
+def test_sqlite_ann_searches_and_writes_on_one_openmp_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query or a write's few rows run faiss on the calling thread alone: an OpenMP team left behind
+    spins on the core other requests need (libgomp keeps the team size per thread, so each thread is checked)."""
+    from mneme.adapters import vector_cache
+
+    faiss = pytest.importorskip("faiss")
+    monkeypatch.setattr(vector_cache, "ANN_MIN_ROWS", 1000)
+    monkeypatch.setattr(vector_cache, "EXACT_MAX", 200)
+    rng = np.random.default_rng(5)
+    index = SqliteSearchIndex(tmp_path / "a.db")
+    index.upsert([doc(f"d{i:04d}", vector=rng.standard_normal(DIM).tolist()) for i in range(2500)])
+    seen: dict[str, int] = {}
+
+    def on_a_new_thread(name: str, work: Any) -> None:
+        def run() -> None:
+            work()
+            seen[name] = faiss.omp_get_max_threads()
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+
+    on_a_new_thread("search", lambda: index.search_vector(flt(), np.ones(DIM, np.float32), MODEL, 5))
+    assert index._caches.get("t1", MODEL).ann is not None  # type: ignore[union-attr]
+    on_a_new_thread("write", lambda: index.upsert([doc("late", vector=rng.standard_normal(DIM).tolist())]))
+    assert seen == {"search": 1, "write": 1}
+    assert [h.doc_id for h in index.search_vector(flt(), np.ones(DIM, np.float32), MODEL, 2501)].count("late") == 1
+    index.close()
+
+
 def _vectors_fixture(index: Any) -> dict[str, Any]:
     index.upsert(
         [

@@ -18,6 +18,7 @@ searched exactly, as before. Compaction renumbers rows, so it drops the index (r
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -87,6 +88,18 @@ def ann_available() -> bool:
     return importlib.util.find_spec("faiss") is not None
 
 
+def _faiss(threads: int = 1) -> Any:
+    """faiss, with `threads` OpenMP threads for the calling thread's next faiss calls (libgomp keeps the
+    count per thread). One query or one write's few rows gain nothing from a second thread, and an
+    OpenMP team spins for a while after each call, on the core the rest of the request (and the other
+    requests) need: at 100k, hybrid recall p95 84 ms wall against 21 ms with one thread (bench/recall.py).
+    Building an index (k-means and assigning every row) uses every core."""
+    import faiss
+
+    faiss.omp_set_num_threads(threads)
+    return faiss
+
+
 class Ann:
     """An inverted-file index over a cache's rows (faiss-cpu `IndexIVFFlat`, inner product,
     labels = row numbers): k-means cells, a query scans the rows of its `nprobe` nearest cells.
@@ -103,8 +116,7 @@ class Ann:
 
     @classmethod
     def build(cls, matrix: NDArray[np.float32], alive: NDArray[np.bool_]) -> Ann:
-        import faiss
-
+        faiss = _faiss(os.cpu_count() or 1)
         rows = np.flatnonzero(alive)
         cells = int(min(ANN_MAX_CELLS, max(64, np.sqrt(rows.size))))
         quantizer = faiss.IndexFlatIP(matrix.shape[1])
@@ -114,16 +126,15 @@ class Ann:
         ann = cls(index)
         for start in range(0, rows.size, 65536):
             chunk = rows[start : start + 65536]
-            ann.add(matrix[chunk], chunk)
+            ann.add(matrix[chunk], chunk, threads=os.cpu_count() or 1)
         return ann
 
     def _indexes(self) -> list[Any]:
         return [i for i in (self.frozen, self.index) if i is not None]
 
-    def add(self, vectors: NDArray[np.float32], rows: NDArray[np.int64]) -> None:
+    def add(self, vectors: NDArray[np.float32], rows: NDArray[np.int64], threads: int = 1) -> None:
+        faiss = _faiss(threads)
         if self.index is None:  # restored: the mapped index is read-only; new rows get their own, same cells
-            import faiss
-
             assert self.frozen is not None
             quantizer = faiss.clone_index(self.frozen.quantizer)
             self.index = faiss.IndexIVFFlat(quantizer, self.frozen.d, self.frozen.nlist, faiss.METRIC_INNER_PRODUCT)
@@ -168,8 +179,7 @@ class Ann:
 
     def search(self, query: NDArray[np.float32], mask: NDArray[np.bool_], count: int) -> NDArray[np.int64]:
         """Up to `count` rows among those set in `mask`, nearest first (approximately)."""
-        import faiss
-
+        faiss = _faiss()
         kept = int(np.count_nonzero(mask))
         if not kept:
             return np.empty(0, np.int64)
