@@ -171,7 +171,8 @@ class LocalEmbedder:
     grows with the padded length). When a call has several batches, up to `workers` of them
     run at once on the one session (onnxruntime releases the GIL): on small matrices this uses
     the cores better than intra-op threads. Batches are cut to near-equal sizes, as many as a
-    multiple of `workers` from 16 texts on, so the workers finish together. `workers` defaults to
+    multiple of `workers` from 16 texts on, and the longest go first, so the workers finish together
+    (calls of 100 texts on 2 workers: in the model 92 -> 96 % of the call, bench/embed.py). `workers` defaults to
     the machine's cores (at most 4).
     """
 
@@ -228,8 +229,8 @@ class LocalEmbedder:
         if len(chunks) == 1 or self.workers == 1:
             for chunk in chunks:
                 run(chunk)
-        else:
-            list(self._executor().map(run, chunks))
+        else:  # the longest first: the shortest then fill in, and the workers end together
+            list(self._executor().map(run, chunks[::-1]))
         return out
 
 
