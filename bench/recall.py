@@ -43,7 +43,7 @@ from pathlib import Path
 
 import _common as c
 
-from mneme.adapters import sqlite_index, sqlite_store
+from mneme.adapters import sqlite_episodes, sqlite_index, sqlite_store
 from mneme.observability import metrics
 from mneme.services.recall import RecallRequest, Scoring
 
@@ -153,7 +153,7 @@ def grow(eng: c.Engine, base: int, size: int) -> None:
     embedded, dim = len(sources), len(next(iter(vectors.values())))
     print(f"growing {base} -> {size} episodes from {embedded} embedded ones (new ids, scopes, dates; "
           "vectors perturbed to cosine ~0.9 and renormalised), written straight to the stores")  # fmt: skip
-    docs = [e.model_dump(mode="json", exclude={"vector", "model_id"}) for e in sources]
+    docs = [e.model_dump(mode="json", exclude={"vector", "model_id", "indexed"}) for e in sources]
     source_vectors = np.stack([vectors[e.episode_id] for e in sources])
     paths = {e.scope_id: eng.services.scopes.chain_of(c.TENANT, e.scope_id).path for e in sources}
     rng = np.random.default_rng(size)
@@ -181,14 +181,14 @@ def grow(eng: c.Engine, base: int, size: int) -> None:
             when = c.START + timedelta(days=int(days[n]), minutes=int(minutes[n]))
             episode_id, session = f"ep_grown_{i:08d}", f"sess-g{i // 25:07d}"
             doc = {**source, "episode_id": episode_id, "scope_id": chain[-1], "occurred_at": when.isoformat(),
-                   "session_id": session, "indexed": True}  # fmt: skip
-            episodes.append((c.TENANT, episode_id, i + 1, 1, utc_text(when), chain[-1], json.dumps(doc)))
+                   "session_id": session}  # fmt: skip
+            episodes.append((c.TENANT, episode_id, i + 1, 1, utc_text(when), chain[-1], json.dumps(doc), None))
             rows.append((c.TENANT, episode_id, "episode", chain[-1], json.dumps(chain), iso_utc(when), "raw",
                          session, None, model, vecs[n].tobytes()))  # fmt: skip
             texts.append((source["content"], date_words(when)))
             ancestors.append(chain)
         with store._tx() as conn:
-            conn.executemany("INSERT INTO episodes VALUES (?,?,?,?,?,?,?)", episodes)
+            conn.executemany(sqlite_episodes.INSERT, episodes)
         with index._db() as conn:
             conn.execute("BEGIN IMMEDIATE")
             first_id = conn.execute("SELECT COALESCE(MAX(id), 0) FROM docs").fetchone()[0] + 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from mneme.adapters import sqlite_episodes as rows_of
 from mneme.adapters.sqlite_base import SqliteBase, utc_text
 from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
 from mneme.errors import Conflict
@@ -59,11 +60,11 @@ class SqliteConsolidationStore(SqliteBase):
         created, episode_id = after
         start = utc_text(created) if created else ""
         rows = self._rows(
-            "SELECT doc FROM episodes WHERE tenant=? AND scope_id=? AND created_at<? "
+            f"SELECT {rows_of.COLUMNS} FROM episodes WHERE tenant=? AND scope_id=? AND created_at<? "
             "AND (created_at>? OR (created_at=? AND episode_id>?)) ORDER BY created_at, episode_id LIMIT ?",
             tenant, scope_id, utc_text(before), start, start, episode_id, limit,
         )  # fmt: skip
-        return [Episode.model_validate_json(row[0]) for row in rows]
+        return [rows_of.from_row(row) for row in rows]
 
     def get_checkpoint(self, tenant: str, scope_id: str) -> Checkpoint:
         rows = self._rows("SELECT doc FROM checkpoints WHERE tenant=? AND scope_id=?", tenant, scope_id)

@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
+from contextlib import suppress
 from datetime import datetime
 
+from mneme.adapters import sqlite_episodes as rows_of
 from mneme.adapters.sqlite_base import FEED_SCHEMA, utc_text
 from mneme.adapters.sqlite_consolidation import CONSOLIDATION_SCHEMA, SqliteConsolidationStore
 from mneme.adapters.sqlite_portability import SqlitePortabilityStore
@@ -36,7 +38,7 @@ CREATE INDEX IF NOT EXISTS memories_scope ON memories (tenant, scope_id, key);
 CREATE INDEX IF NOT EXISTS memories_layer ON memories (tenant, layer, value, key);
 CREATE TABLE IF NOT EXISTS episodes (
     tenant TEXT NOT NULL, episode_id TEXT NOT NULL, seq INTEGER NOT NULL, indexed INTEGER NOT NULL,
-    created_at TEXT NOT NULL, scope_id TEXT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (tenant, episode_id));
+    created_at TEXT NOT NULL, scope_id TEXT NOT NULL, doc TEXT NOT NULL, vector BLOB, PRIMARY KEY (tenant, episode_id));
 CREATE INDEX IF NOT EXISTS episodes_scope ON episodes (tenant, scope_id, created_at, episode_id);
 CREATE INDEX IF NOT EXISTS episodes_created ON episodes (tenant, created_at);
 CREATE INDEX IF NOT EXISTS episodes_seq ON episodes (tenant, seq);
@@ -64,8 +66,14 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
     schema = SCHEMA + SESSION_SCHEMA + CONSOLIDATION_SCHEMA + REVIEW_SCHEMA + FEED_SCHEMA + STRUCTURE_SCHEMA
 
     def _upgrade(self, conn: sqlite3.Connection, tables: set[str]) -> None:
-        """A file from before `episode_sessions`: its episodes' sessions are listed once, on this open."""
-        if "episodes" not in tables or "episode_sessions" in tables:
+        """A file from before the episodes' vector column gets it (`sqlite_episodes`: its rows stay as they
+        are); one from before `episode_sessions` has its episodes' sessions listed once, on this open."""
+        if "episodes" not in tables:
+            return
+        if "vector" not in {row[1] for row in conn.execute("PRAGMA table_info(episodes)")}:
+            with suppress(sqlite3.OperationalError):  # "duplicate column": another process added it first
+                conn.execute("ALTER TABLE episodes ADD COLUMN vector BLOB")
+        if "episode_sessions" in tables:
             return
         rows = conn.execute(
             "SELECT tenant, session, json_extract(doc, '$.occurred_at'), episode_id FROM "
@@ -242,7 +250,7 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
             seq = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM episodes").fetchone()[0]
             for episode in episodes:
                 key = (episode.tenant, episode.episode_id)
-                earlier = rows.get(key) or (Episode.model_validate_json(existing[key]) if key in existing else None)
+                earlier = rows.get(key) or existing.get(key)
                 if earlier is not None:
                     if earlier.content_hash != episode.content_hash:
                         raise Conflict(
@@ -255,13 +263,9 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
                 rows[key] = episode
                 stored.append(episode)
             conn.executemany(
-                "INSERT INTO episodes VALUES (?,?,?,?,?,?,?)",
-                [
-                    (e.tenant, e.episode_id, seq + n, int(e.indexed), utc_text(e.created_at), e.scope_id,
-                     e.model_dump_json())
-                    for n, e in enumerate(rows.values(), start=1)
-                ],
-            )  # fmt: skip
+                rows_of.INSERT,
+                [rows_of.to_row(e, seq + n, utc_text(e.created_at)) for n, e in enumerate(rows.values(), start=1)],
+            )
             conn.executemany(
                 "INSERT OR IGNORE INTO episode_sessions VALUES (?,?,?,?)",
                 [
@@ -275,21 +279,20 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
         return stored, {episode_id for _, episode_id in rows}
 
     @staticmethod
-    def _stored_docs(conn: sqlite3.Connection, episodes: Sequence[Episode]) -> dict[tuple[str, str], str]:
-        """The documents of those of `episodes` already stored, by (tenant, id): one read per tenant and 500 ids."""
+    def _stored_docs(conn: sqlite3.Connection, episodes: Sequence[Episode]) -> dict[tuple[str, str], Episode]:
+        """Those of `episodes` already stored, by (tenant, id): one read per tenant and 500 ids."""
         by_tenant: dict[str, list[str]] = {}
         for e in episodes:
             by_tenant.setdefault(e.tenant, []).append(e.episode_id)
-        found: dict[tuple[str, str], str] = {}
+        found: dict[tuple[str, str], Episode] = {}
         for tenant, ids in by_tenant.items():
             ids = list(dict.fromkeys(ids))
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                rows = conn.execute(
-                    f"SELECT episode_id, doc FROM episodes WHERE tenant=? AND episode_id IN ({marks})", (tenant, *chunk)
-                )
-                found.update(((tenant, episode_id), doc) for episode_id, doc in rows)
+                sql = f"SELECT {rows_of.COLUMNS} FROM episodes WHERE tenant=? AND episode_id IN ({marks})"
+                rows = conn.execute(sql, (tenant, *chunk))
+                found.update(((tenant, e.episode_id), e) for e in map(rows_of.from_row, rows))
         return found
 
     def get_episodes(self, tenant: str, episode_ids: Sequence[str], *, vectors: bool = True) -> dict[str, Episode]:
@@ -298,39 +301,40 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for (doc,) in self._rows(
-                f"SELECT doc FROM episodes WHERE tenant=? AND episode_id IN ({marks})", tenant, *chunk
+            for row in self._rows(
+                f"SELECT {rows_of.COLUMNS} FROM episodes WHERE tenant=? AND episode_id IN ({marks})", tenant, *chunk
             ):
-                episode = Episode.model_validate_json(doc if vectors else _without_vector(doc))
+                episode = rows_of.from_row(row, vector=vectors)
                 found[episode.episode_id] = episode
         return found
 
     def mark_indexed(self, tenant: str, episode_ids: Sequence[str]) -> None:
         """Not synced by itself (synced with the next durable write): a mark lost to a power cut
-        only has the sweep index those episodes again (an upsert, idempotent). The flag is set in the
-        stored document in place (`json_set`), without reading and rewriting its vector."""
+        only has the sweep index those episodes again (an upsert, idempotent). The flag is the row's
+        `indexed` column alone (`sqlite_episodes`): the document and the vector are not rewritten."""
         with self._tx(durable=False) as conn:
             conn.executemany(
-                "UPDATE episodes SET indexed=1, doc=json_set(doc, '$.indexed', json('true')) "
-                "WHERE tenant=? AND episode_id=? AND indexed=0",
+                "UPDATE episodes SET indexed=1 WHERE tenant=? AND episode_id=? AND indexed=0",
                 [(tenant, episode_id) for episode_id in dict.fromkeys(episode_ids)],
             )
 
     def list_recent_episodes(self, tenant: str, since: datetime, limit: int) -> list[Episode]:
         rows = self._rows(
-            "SELECT doc FROM episodes WHERE tenant=? AND created_at>=? ORDER BY created_at DESC, seq DESC LIMIT ?",
+            f"SELECT {rows_of.COLUMNS} FROM episodes WHERE tenant=? AND created_at>=? "
+            "ORDER BY created_at DESC, seq DESC LIMIT ?",
             tenant,
             utc_text(since),
             limit,
         )
-        return [Episode.model_validate_json(row[0]) for row in rows]
+        return [rows_of.from_row(row) for row in rows]
 
     def session_episodes(
         self, tenant: str, scope_id: str, session_id: str, before: datetime, limit: int
     ) -> list[Episode]:
         rows = self._rows(
-            "SELECT e.doc FROM episode_sessions s CROSS JOIN episodes e ON e.tenant = s.tenant AND e.episode_id = "
-            "s.episode_id WHERE s.tenant=? AND s.session_id=? AND s.occurred_at<? AND e.scope_id=? "
+            "SELECT e.doc, e.indexed, e.vector FROM episode_sessions s CROSS JOIN episodes e "
+            "ON e.tenant = s.tenant AND e.episode_id = s.episode_id "
+            "WHERE s.tenant=? AND s.session_id=? AND s.occurred_at<? AND e.scope_id=? "
             "ORDER BY s.occurred_at DESC, s.episode_id DESC LIMIT ?",
             tenant,
             session_id,
@@ -338,7 +342,7 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
             scope_id,
             limit,
         )
-        return [Episode.model_validate_json(row[0]) for row in rows]
+        return [rows_of.from_row(row) for row in rows]
 
     def backfill_sessions(self, tenant: str) -> int:
         """A file's sessions are listed when it is opened (`_upgrade`), so this finds none missing unless a
@@ -358,14 +362,14 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
         return len(rows)
 
     def list_unindexed(self, limit: int) -> list[Episode]:
-        rows = self._rows("SELECT doc FROM episodes WHERE indexed=0 ORDER BY seq LIMIT ?", limit)
-        return [Episode.model_validate_json(row[0]) for row in rows]
+        rows = self._rows(f"SELECT {rows_of.COLUMNS} FROM episodes WHERE indexed=0 ORDER BY seq LIMIT ?", limit)
+        return [rows_of.from_row(row) for row in rows]
 
     def iter_episodes(self, tenant: str, batch: int = 500) -> Iterator[list[Episode]]:
         after = 0
         while True:
             rows = self._rows(
-                "SELECT seq, doc FROM episodes WHERE tenant=? AND seq>? ORDER BY seq LIMIT ?",
+                f"SELECT seq, {rows_of.COLUMNS} FROM episodes WHERE tenant=? AND seq>? ORDER BY seq LIMIT ?",
                 tenant,
                 after,
                 batch,
@@ -373,7 +377,7 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
             if not rows:
                 return
             after = rows[-1][0]
-            yield [Episode.model_validate_json(doc) for _, doc in rows]
+            yield [rows_of.from_row(row[1:]) for row in rows]
 
     def list_memories(self, tenant: str, *, archived: bool = False) -> list[Memory]:
         live = "" if archived else " AND status!='archived'"
@@ -422,18 +426,3 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
             key = ApiKey.model_validate_json(row[1]).model_copy(update={"revoked_at": now})
             conn.execute("UPDATE api_keys SET doc=? WHERE key_hash=?", (key.model_dump_json(), row[0]))
         return True
-
-
-_VECTOR_KEY = '"vector":'
-
-
-def _without_vector(doc: str) -> str:
-    """An episode's JSON with its vector's floats left out (`"vector":null`): parsing them is ~80 % of
-    `model_validate_json`'s cost. Only when the key occurs once, which makes it the top-level field
-    (`model_dump_json` always writes it; a quote inside a string is escaped, so only a nested dict key
-    named "vector" could repeat it, and then the document is parsed whole)."""
-    at = doc.find(_VECTOR_KEY + "[")
-    if at < 0 or doc.count(_VECTOR_KEY) != 1:
-        return doc
-    end = doc.find("]", at)  # the list holds numbers only
-    return doc[: at + len(_VECTOR_KEY)] + "null" + doc[end + 1 :]
