@@ -515,6 +515,33 @@ def test_sqlite_concurrent_threads(sqlite_index: SqliteSearchIndex) -> None:
     assert len(search(sqlite_index, "vector", flt(), k=500)) == 120
 
 
+def test_sqlite_batch_rewriting_a_document_keeps_its_row_and_leaves_nothing_stale(
+    sqlite_index: SqliteSearchIndex,
+) -> None:
+    """A batch writes each table once: a rewritten document keeps its row id (the text plan reads ids as
+    the order of first writes), new ones follow, and the old text and subtree are gone."""
+    sqlite_index.upsert([doc("a", "first words"), doc("b", "other words")])
+    with sqlite_index._db() as conn:
+        before = dict(conn.execute("SELECT doc_id, id FROM docs").fetchall())
+
+    sqlite_index.upsert(
+        [
+            doc("c", "third words"),
+            doc("a", "second words", path=("root", "s3")),
+            doc("a", "zebra crossing", path=("root", "s2")),
+        ]
+    )
+
+    with sqlite_index._db() as conn:
+        after = dict(conn.execute("SELECT doc_id, id FROM docs").fetchall())
+        assert conn.execute("SELECT count(*) FROM docs_fts").fetchone()[0] == 3
+        assert conn.execute("SELECT count(*) FROM doc_ancestors").fetchone()[0] == 6
+    assert after["a"] == before["a"] and after["b"] == before["b"] and after["c"] > before["b"]
+    assert ids(sqlite_index.search_text(flt(), "first second", 10)) == []
+    assert ids(sqlite_index.search_text(flt("s2"), "zebra", 10)) == ["a"]
+    assert ids(sqlite_index.search_text(flt("s1"), "words", 10)) == ["b", "c"]
+
+
 def test_sqlite_ann_keeps_filters_and_finds_the_nearest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Above ANN_MIN_ROWS a broad mask searches the inverted-file index (filters inside it); a narrow mask
     stays exact. Scaled down: a 3,000-doc corpus with the thresholds lowered to match."""

@@ -82,15 +82,11 @@ CREATE TABLE IF NOT EXISTS doc_changes (
 _LOG_KEEP = 2000  # generations of the change log kept per tenant
 SNAPSHOT_MIN_ROWS = 5000  # caches smaller than this load from SQLite quickly enough; not saved
 
-_UPSERT = """
-INSERT INTO docs (tenant, doc_id, kind, scope_id, ancestor_ids, occurred_at, tier, session_id,
-                  visible_to, model_id, vector)
-VALUES (?,?,?,?,?,?,?,?,?,?,?)
-ON CONFLICT (tenant, doc_id) DO UPDATE SET
-    kind=excluded.kind, scope_id=excluded.scope_id, ancestor_ids=excluded.ancestor_ids,
-    occurred_at=excluded.occurred_at, tier=excluded.tier, session_id=excluded.session_id,
-    visible_to=excluded.visible_to, model_id=excluded.model_id, vector=excluded.vector
-RETURNING id
+# A document written again keeps its row id (the text plan reads ids as the order of first writes).
+_PUT = """
+INSERT OR REPLACE INTO docs (id, tenant, doc_id, kind, scope_id, ancestor_ids, occurred_at, tier, session_id,
+                             visible_to, model_id, vector)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
 """
 
 # Text search. A cut: FTS5 ranks the matches (from rowid :start on) and keeps the best :n; the filters
@@ -386,14 +382,41 @@ class SqliteSearchIndex:
         with self._tx({tenant for tenant, _ in latest}) as write:
             conn = write.conn
             self._check_dimensions(conn, latest, vectors)
-            for d, row, (text, dates) in zip(latest.values(), rows, texts, strict=True):
-                doc = conn.execute(_UPSERT, row).fetchone()[0]
-                conn.execute("DELETE FROM docs_fts WHERE rowid = ?", (doc,))
-                conn.execute("INSERT INTO docs_fts (rowid, text, dates) VALUES (?, ?, ?)", (doc, text, dates))
-                self._write_ancestors(conn, d.tenant, [doc], d.ancestor_ids)
+            # One statement a table for the whole batch: ids first (the stored ones, then new ones in order).
+            ids = self._ids(conn, list(latest))
+            stored = list(ids.values())
+            next_id = (conn.execute("SELECT max(id) FROM docs").fetchone()[0] or 0) + 1
+            for key in latest:
+                if key not in ids:
+                    ids[key], next_id = next_id, next_id + 1
+            conn.executemany("DELETE FROM docs_fts WHERE rowid = ?", [(doc,) for doc in stored])
+            conn.executemany("DELETE FROM doc_ancestors WHERE doc = ?", [(doc,) for doc in stored])
+            conn.executemany(_PUT, [(ids[key], *row) for key, row in zip(latest, rows, strict=True)])
+            conn.executemany(
+                "INSERT INTO docs_fts (rowid, text, dates) VALUES (?, ?, ?)",
+                [(ids[key], text, dates) for key, (text, dates) in zip(latest, texts, strict=True)],
+            )
+            conn.executemany(
+                "INSERT INTO doc_ancestors VALUES (?, ?, ?)",
+                [(d.tenant, anc, ids[key]) for key, d in latest.items() for anc in dict.fromkeys(d.ancestor_ids)],
+            )
             for tenant, doc_id in latest:
                 write.changed.setdefault(tenant, set()).add(doc_id)
             write.after = lambda: self._caches.upserted(latest, vectors)
+
+    @staticmethod
+    def _ids(conn: sqlite3.Connection, keys: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """The row ids of those (tenant, doc_id) already stored: one read per tenant and 500 ids."""
+        by_tenant: dict[str, list[str]] = {}
+        for tenant, doc_id in keys:
+            by_tenant.setdefault(tenant, []).append(doc_id)
+        found: dict[tuple[str, str], int] = {}
+        for tenant, doc_ids in by_tenant.items():
+            for start in range(0, len(doc_ids), 500):
+                chunk = doc_ids[start : start + 500]
+                sql = f"SELECT doc_id, id FROM docs WHERE tenant = ? AND doc_id IN ({','.join('?' * len(chunk))})"
+                found.update(((tenant, doc_id), doc) for doc_id, doc in conn.execute(sql, (tenant, *chunk)))
+        return found
 
     def _check_dimensions(
         self,
