@@ -19,7 +19,7 @@ from mneme.models import Episode, Principal, Tier, Timestamp
 from mneme.ports import Clock, Embedder, RecordStore
 from mneme.search_models import IndexDocument
 from mneme.services.indexing import Indexer
-from mneme.services.scopes import ScopeService
+from mneme.services.scopes import ScopeService, per_request
 
 MAX_CONTENT_BYTES = 32 * 1024
 MAX_METADATA_BYTES = 4 * 1024
@@ -134,6 +134,7 @@ class RememberService:
     embedder: Embedder
     indexer: Indexer
 
+    @per_request  # the batch's paths share their prefixes, its episodes their ancestors: each read once
     def remember(self, caller: Principal, items: list[RememberItem]) -> list[Remembered]:
         """Store every item or none; the error names the first bad item."""
         if not 1 <= len(items) <= MAX_BATCH:

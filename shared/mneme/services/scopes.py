@@ -2,8 +2,10 @@
 
 Canonical paths of many scopes (a recall's results) are built by `paths_of` / `chains_of` with one
 batch read per depth level. Inside `ScopeService.request_cache()` (entered by a request that resolves
-many paths, e.g. `RecallService.recall` through `per_request`) every scope read is kept for the rest
-of the request, so ancestors shared by many results are read once; outside it nothing is cached.
+many paths or scopes, e.g. `RecallService.recall` and `RememberService.remember` through `per_request`)
+every scope read is kept for the rest of the request, and so is every step a path resolution found
+(never a missing one: a request may create it), so ancestors shared by many results, and the prefixes
+shared by a batch's paths, are read once; outside it nothing is cached.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
 from mneme import paths
@@ -24,7 +26,15 @@ from mneme.ports import Clock, RecordStore
 P = ParamSpec("P")
 R = TypeVar("R")
 _Known = dict[tuple[str, str], Scope | None]  # (tenant, scope_id) -> the scope, None when it does not exist
-_REQUEST: ContextVar[_Known | None] = ContextVar("mneme_scope_cache", default=None)
+
+
+@dataclass
+class _Request:
+    scopes: _Known = field(default_factory=dict)
+    children: dict[tuple[str, str | None, str], Scope] = field(default_factory=dict)  # (tenant, parent, segment)
+
+
+_REQUEST: ContextVar[_Request | None] = ContextVar("mneme_scope_cache", default=None)
 
 
 def per_request(method: Callable[P, R]) -> Callable[P, R]:
@@ -43,9 +53,20 @@ class ScopeService:
     store: RecordStore
     clock: Clock
 
+    def _child(self, tenant: str, parent_id: str | None, segment: str) -> Scope | None:
+        """The child `segment` of `parent_id` (None: the tenant's root), kept for the request when found."""
+        cache = _REQUEST.get()
+        key = (tenant, parent_id, segment)
+        if cache is not None and key in cache.children:
+            return cache.children[key]
+        child = self.store.find_child(tenant, parent_id, segment)
+        if cache is not None and child is not None:
+            cache.children[key] = child
+        return child
+
     def root(self, tenant: str) -> Scope:
         """The tenant's root scope, created on first use."""
-        root = self.store.find_child(tenant, None, paths.ROOT)
+        root = self._child(tenant, None, paths.ROOT)
         if root is not None:
             return root
         now = self.clock.now()
@@ -73,7 +94,7 @@ class ScopeService:
         via_alias = False
         for segment in segments:
             parent = chain[-1]
-            child = self.store.find_child(tenant, parent.scope_id, segment)
+            child = self._child(tenant, parent.scope_id, segment)
             if child is None:
                 aliased = self.store.find_alias(tenant, parent.scope_id, segment)
                 child = self.store.get_scope(tenant, aliased) if aliased else None
@@ -84,7 +105,7 @@ class ScopeService:
         if via_alias:  # an alias may lead anywhere after a move or merge: rebuild the canonical chain
             return self.chain_of(tenant, chain[-1].scope_id).model_copy(update={"via_alias": True})
         if (cache := _REQUEST.get()) is not None:
-            cache.update({(tenant, scope.scope_id): scope for scope in chain})
+            cache.scopes.update({(tenant, scope.scope_id): scope for scope in chain})
         return ResolvedScope(scope=chain[-1], path=paths.join([s.segment for s in chain[1:]]), chain=chain)
 
     def chain_of(self, tenant: str, scope_id: str) -> ResolvedScope:
@@ -125,7 +146,7 @@ class ScopeService:
     def _read_up(self, tenant: str, scope_ids: list[str]) -> _Known:
         """The scopes and all their ancestors, by (tenant, scope_id): one `get_scopes` per level."""
         cache = _REQUEST.get()
-        known: _Known = cache if cache is not None else {}
+        known: _Known = cache.scopes if cache is not None else {}
         level = [i for i in scope_ids if (tenant, i) not in known]
         for _ in range(paths.MAX_DEPTH + 1):
             if not level:
@@ -144,7 +165,7 @@ class ScopeService:
         if _REQUEST.get() is not None:
             yield
             return
-        token = _REQUEST.set({})
+        token = _REQUEST.set(_Request())
         try:
             yield
         finally:
