@@ -246,7 +246,7 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
         stored: list[Episode] = []
         rows: dict[tuple[str, str], Episode] = {}  # this call's, by (tenant, id): an id given twice is written once
         with self._tx() as conn:
-            existing = self._stored_docs(conn, episodes)
+            existing = self._stored(conn, episodes)
             seq = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM episodes").fetchone()[0]
             for episode in episodes:
                 key = (episode.tenant, episode.episode_id)
@@ -279,7 +279,7 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
         return stored, {episode_id for _, episode_id in rows}
 
     @staticmethod
-    def _stored_docs(conn: sqlite3.Connection, episodes: Sequence[Episode]) -> dict[tuple[str, str], Episode]:
+    def _stored(conn: sqlite3.Connection, episodes: Sequence[Episode]) -> dict[tuple[str, str], Episode]:
         """Those of `episodes` already stored, by (tenant, id): one read per tenant and 500 ids."""
         by_tenant: dict[str, list[str]] = {}
         for e in episodes:
