@@ -117,12 +117,14 @@ def bench_embedder(threads: int = 1, workers: int | None = None) -> Any:
     return E5SmallEmbedder(threads=threads, workers=workers)
 
 
-def engine(directory: Path, threads: int = 1, embedder: Any = None, workers: int | None = None) -> Engine:
+def engine(
+    directory: Path, threads: int = 1, embedder: Any = None, workers: int | None = None, ann: bool | None = None
+) -> Engine:
     """The embedded engine on `directory`/mneme.db and `directory`/index.db with `embedder`, or the
-    configured local model (`bench_embedder(threads, workers)`)."""
+    configured local model (`bench_embedder(threads, workers)`); `ann=False` keeps every vector search exact."""
     directory.mkdir(parents=True, exist_ok=True)
     timed_embedder = Timed(embedder or bench_embedder(threads, workers), "embed")
-    index = Timed(SqliteSearchIndex(directory / "index.db"), "search_text", "search_vector", "upsert")
+    index = Timed(SqliteSearchIndex(directory / "index.db", ann=ann), "search_text", "search_vector", "upsert")
     store = Timed(
         SqliteRecordStore(directory / "mneme.db"), "put_episodes", "get_episodes", "mark_indexed", "get_scope"
     )

@@ -9,7 +9,12 @@ each with strictness balanced and precision (fallback stays on_empty, the defaul
 recall@k = share of a query's relevant episodes in its top k (a multi-session query has two);
 MRR = 1 / rank of the first relevant episode in the top 10 (0 if none).
 
-    .venv/bin/python bench/quality.py [--misses "0.7/0.3 balanced"] [--rebuild]
+`--among N`: the set among N synthetic episodes (bench/recall.py's corpus of that size, built if
+missing; N >= vector_cache.ANN_MIN_ROWS), where the vector channel searches its approximate index:
+the default scoring and vector only, each with the approximate index and with exact search, on the
+same files (the distractors lower both; the difference is the approximate index's).
+
+    .venv/bin/python bench/quality.py [--misses "0.7/0.3 balanced"] [--rebuild] [--among 100000]
 """
 
 from __future__ import annotations
@@ -85,25 +90,80 @@ def corpus(episodes: list[dict], rebuild: bool) -> tuple[Path, dict[str, str]]:
         shutil.rmtree(partial, ignore_errors=True)
         print(f"ingesting {len(episodes)} episodes into {final.relative_to(c.ROOT)} ...")
         eng = c.engine(partial, threads=2)
-        ids: dict[str, str] = {}
-        for start in range(0, len(episodes), 100):
-            batch = episodes[start : start + 100]
-            items = [
-                c.item(
-                    e["content"],
-                    e["scope"],
-                    datetime.fromisoformat(e["occurred_at"]),
-                    e["session_id"],
-                    e["id"],
-                )
-                for e in batch
-            ]
-            done = eng.services.remember.remember(c.CALLER, items)
-            ids.update({r.episode_id: e["id"] for r, e in zip(done, batch, strict=True)})
+        ids = ingest(eng, episodes)
         eng.close()
         (partial / "ids.json").write_text(json.dumps(ids))
         partial.rename(final)
     return final, json.loads((final / "ids.json").read_text())
+
+
+def among(size: int, episodes: list[dict], rebuild: bool) -> tuple[Path, dict[str, str]]:
+    """The set remembered into a copy of bench/recall.py's corpus of `size` synthetic episodes, cached."""
+    import recall as recall_bench
+
+    base = recall_bench.corpus(size, threads=2, rebuild=False)
+    final = c.CACHE / f"quality-among-{base.name}"
+    if rebuild:
+        shutil.rmtree(final, ignore_errors=True)
+    if not (final / "ids.json").exists():
+        partial = final.with_name(final.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(base, partial, ignore=shutil.ignore_patterns("*.vectors"))
+        print(f"ingesting {len(episodes)} episodes among {size} into {final.relative_to(c.ROOT)} ...")
+        eng = c.engine(partial, threads=2)
+        ids = ingest(eng, episodes)
+        eng.close()
+        (partial / "ids.json").write_text(json.dumps(ids))
+        partial.rename(final)
+    return final, json.loads((final / "ids.json").read_text())
+
+
+def ingest(eng: c.Engine, episodes: list[dict]) -> dict[str, str]:
+    """Remember the set's episodes in batches of 100; the map episode_id -> dataset id."""
+    ids: dict[str, str] = {}
+    for start in range(0, len(episodes), 100):
+        batch = episodes[start : start + 100]
+        items = [
+            c.item(e["content"], e["scope"], datetime.fromisoformat(e["occurred_at"]), e["session_id"], e["id"])
+            for e in batch
+        ]
+        done = eng.services.remember.remember(c.CALLER, items)
+        ids.update({r.episode_id: e["id"] for r, e in zip(done, batch, strict=True)})
+    return ids
+
+
+def ann_against_exact(directory: Path, ids: dict[str, str], queries: list[dict], inner: Embedder) -> None:
+    """The default scoring and vector only, with the approximate vector index and with exact search."""
+    from mneme.adapters import vector_cache
+
+    embedder = MemoEmbedder(inner)
+    results: dict[str, list[dict]] = {}
+    for ann in (True, False):
+        eng = c.engine(directory, embedder=embedder, ann=ann)
+        for name in (DEFAULT, "vector balanced"):
+            weights, strictness = name.split()
+            alpha, beta = WEIGHTS[weights]
+            results[f"{name}, {'approximate' if ann else 'exact'}"] = run(eng, ids, queries, alpha, beta, strictness)
+        cache = eng.index._caches.get(c.TENANT, embedder.model_id)
+        kind = "exact search" if not ann else "its approximate index" if cache and cache.ann else "exact (no index)"
+        print(f"{cache.rows if cache else 0} vectors, searched with {kind}")
+        eng.close()
+    print(summary(results, queries))
+    for name in (DEFAULT, "vector balanced"):
+        a, e = results[f"{name}, approximate"], results[f"{name}, exact"]
+        gaps = ", ".join(f"{k} {mean(a, key) - mean(e, key):+.3f}" for k, key in (("R@5", "r5"), ("R@10", "r10"),
+                                                                                 ("MRR", "rr")))  # fmt: skip
+        print(f"{name}: approximate - exact: {gaps} (ANN_MIN_ROWS {vector_cache.ANN_MIN_ROWS})")
+
+
+def run(eng: c.Engine, ids: dict[str, str], queries: list[dict], alpha: float, beta: float, strictness: str) -> list:
+    scoring = Scoring(alpha=alpha, beta=beta, strictness=strictness)  # type: ignore[arg-type]
+    rows: list[dict] = []
+    for q in queries:
+        response = eng.services.recall.recall(c.CALLER, RecallRequest(query=q["query"], scoring=scoring))
+        metrics.clear_metrics()  # Powertools prints the set every 100 values otherwise
+        scored(rows, [ids.get(r.id, r.id) for r in response.results], q)
+    return rows
 
 
 def evaluate(eng: c.Engine, ids: dict[str, str], queries: list[dict]) -> dict[str, list[dict]]:
@@ -111,14 +171,7 @@ def evaluate(eng: c.Engine, ids: dict[str, str], queries: list[dict]) -> dict[st
     out: dict[str, list[dict]] = {}
     for weights, (alpha, beta) in WEIGHTS.items():
         for strictness in STRICTNESS:
-            scoring = Scoring(alpha=alpha, beta=beta, strictness=strictness)
-            rows = []
-            for q in queries:
-                request = RecallRequest(query=q["query"], scoring=scoring)
-                response = eng.services.recall.recall(c.CALLER, request)
-                metrics.clear_metrics()  # Powertools prints the set every 100 values otherwise
-                scored(rows, [ids.get(r.id, r.id) for r in response.results], q)
-            out[f"{weights} {strictness}"] = rows
+            out[f"{weights} {strictness}"] = run(eng, ids, queries, alpha, beta, strictness)
     return out
 
 
@@ -239,11 +292,15 @@ def main() -> None:
     parser.add_argument("--misses", metavar="SCORING", help='print the misses of one scoring, e.g. "lexical balanced"')
     parser.add_argument("--what-if", action="store_true", help="also rank with candidate fusion fixes")
     parser.add_argument("--rebuild", action="store_true", help="re-ingest the corpus")
+    parser.add_argument("--among", type=int, metavar="N", help="the set among N synthetic episodes (ANN vs exact)")
     args = parser.parse_args()
     episodes, queries = load()
     inner = c.bench_embedder()
     print(f"recall quality, embedded engine, {c.describe(inner)}, limit 10")
     print(f"{len(episodes)} episodes, {len(queries)} queries ({DATASET.relative_to(c.ROOT)})\n")
+    if args.among:
+        ann_against_exact(*among(args.among, episodes, args.rebuild), queries, inner)
+        return
     directory, ids = corpus(episodes, args.rebuild)
     eng = c.engine(directory, embedder=MemoEmbedder(inner))
     results = evaluate(eng, ids, queries)

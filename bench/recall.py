@@ -229,7 +229,7 @@ def ann_recall(directory: Path, texts: list[str]) -> None:
             found[name][0] += len({h.doc_id for h in approx} & {h.doc_id for h in exact})
             found[name][1] += len(exact)
     cache = index._caches.get(c.TENANT, c.LocalEmbedder.model_id)
-    kind = "approximate index (faiss IVF-Flat)" if cache.ann is not None else "exact only (below ANN_MIN_ROWS)"
+    kind = "approximate (faiss 8-bit scan, rescored)" if cache.ann is not None else "exact only (below ANN_MIN_ROWS)"
     print(
         f"vector channel: {kind}; ANN recall@10 vs exact over {len(texts)} queries: "
         + ", ".join(f"{name} {hit / max(total, 1):.3f}" for name, (hit, total) in found.items())

@@ -543,7 +543,7 @@ def test_sqlite_batch_rewriting_a_document_keeps_its_row_and_leaves_nothing_stal
 
 
 def test_sqlite_ann_keeps_filters_and_finds_the_nearest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Above ANN_MIN_ROWS a broad mask searches the inverted-file index (filters inside it); a narrow mask
+    """Above ANN_MIN_ROWS a broad mask scans the 8-bit copy for candidates (filters inside it); a narrow mask
     stays exact. Scaled down: a 3,000-doc corpus with the thresholds lowered to match."""
     from mneme.adapters import vector_cache
 
@@ -574,7 +574,7 @@ def test_sqlite_ann_keeps_filters_and_finds_the_nearest(tmp_path: Path, monkeypa
             if f.ancestor_id == "root" and f.session_id is None:
                 assert [h.score for h in got] == sorted((h.score for h in got), reverse=True)
     assert ann._caches.get("t1", MODEL).ann is not None  # type: ignore[union-attr]
-    assert found / total >= 0.95
+    assert found / total >= 0.99, found / total  # the candidates are rescored exactly: near-exact
     ann.close()
     exact.close()
 

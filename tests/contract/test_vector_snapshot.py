@@ -239,8 +239,8 @@ def test_a_log_that_no_longer_covers_the_snapshot_means_a_full_load(
 
 
 def test_snapshot_of_an_approximate_index_takes_new_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The inverted-file index is saved too and read back memory-mapped (read-only): rows written
-    after that go to a second index over the same cells, and a later save merges them."""
+    """The approximate index is saved too and read back memory-mapped (read-only): rows written
+    after that go to a second index with the same quantizer, and a later save merges them."""
     pytest.importorskip("faiss")
     monkeypatch.setattr(vector_cache, "ANN_MIN_ROWS", 200)
     monkeypatch.setattr(vector_cache, "EXACT_MAX", 10)
@@ -262,6 +262,28 @@ def test_snapshot_of_an_approximate_index_takes_new_rows(tmp_path: Path, monkeyp
     ann = third._caches.get("t1", MODEL).ann  # type: ignore[union-attr]
     assert ann is not None and ann.frozen is not None and ann.frozen.ntotal == 401
     third.close()
+
+
+def test_an_exact_index_stays_exact_over_a_snapshot_that_holds_an_approximate_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ann=False` keeps every vector search exact, also when the cache it reads back was saved (with its
+    approximate index) by a process that had one: its answers are those of a full exact scan."""
+    pytest.importorskip("faiss")
+    monkeypatch.setattr(vector_cache, "ANN_MIN_ROWS", 200)
+    monkeypatch.setattr(vector_cache, "EXACT_MAX", 10)
+    path = tmp_path / "i.db"
+    index = SqliteSearchIndex(path)
+    index.upsert(corpus(400))
+    scan = answers(SqliteSearchIndex(path, ann=False, snapshots=False))  # every row, no index
+    assert answers(index) == scan
+    index.close()
+    monkeypatch.setattr(vector_cache.Ann, "search", lambda *args: np.empty(0, np.int64))  # an index finding nothing
+    exact = SqliteSearchIndex(path, ann=False)
+    assert answers(exact) == scan
+    assert exact._caches.get("t1", MODEL).ann is not None  # type: ignore[union-attr]  # read from the snapshot
+    exact.close()
+    assert not any(answers(SqliteSearchIndex(path)))  # the approximate index is what the default searches
 
 
 CHILD = textwrap.dedent(

@@ -21,7 +21,7 @@ each pass ranks only its newest `_WINDOW` matches).
 Vectors: see `vector_cache` (the boolean mask precedes the top k). Time windows are half-open:
 since <= occurred_at < until; naive datetimes are UTC.
 
-Vectors of a big tenant (`vector_cache.ANN_MIN_ROWS`) get an inverted-file index (faiss-cpu), built in
+Vectors of a big tenant (`vector_cache.ANN_MIN_ROWS`) get an 8-bit copy scanned for candidates (faiss-cpu), built in
 memory when the cache loads (or after a compaction; rows written later join it); `mneme reindex` rebuilds the
 documents, and the index follows. `ann=False` keeps every search exact.
 
@@ -708,7 +708,7 @@ class SqliteSearchIndex:
                             raise InvalidInput(
                                 f"{model_id} vectors have {cache.dim} dimensions, the query {query.size}"
                             )
-                        return cache.search(flt, query / norm, k)
+                        return cache.search(flt, query / norm, k, exact=not self._ann)  # a snapshot may hold one
                 self._reload(conn, flt.tenant, model_id)
 
     def _reload(self, conn: sqlite3.Connection, tenant: str, model_id: str) -> None:
@@ -745,7 +745,7 @@ class SqliteSearchIndex:
     def _save(self, tenant: str, model_id: str, cache: VectorCache) -> None:
         """Write the cache's snapshot (big caches only); a failure only costs the next process a full load.
         It is written from a consistent copy taken under the caches' shared lock (commits wait for the
-        copy of the small arrays and, a few cells at a time, of the approximate index; never for the
+        copy of the small arrays and, 64k rows at a time, of the approximate index; never for the
         files), so no lock of this index is held while the files are written."""
         if not self._snapshots or cache.rows < SNAPSHOT_MIN_ROWS:
             return

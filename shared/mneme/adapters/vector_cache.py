@@ -6,19 +6,18 @@ appends the new row; dead rows are compacted away once they make up a third of t
 A query builds one boolean mask from the filters, scores only the surviving rows (a single
 matrix-vector product) and takes the top k with argpartition, so filtering never shrinks the k.
 
-Approximate search for big corpora: once a cache holds `ANN_MIN_ROWS` rows, `build_ann` puts an
-inverted-file index (faiss-cpu `IndexIVFFlat`, see `Ann`) over them, and later rows join it as
-they are appended. A query whose mask keeps more than `EXACT_MAX` rows searches it with the mask
-as faiss's `IDSelectorBitmap` (the subtree and every other filter apply inside the search, which
-probes more cells as the mask narrows), asks for `k x ANN_OVERFETCH` candidates and rescores
-them exactly. A mask keeping at most `EXACT_MAX` rows (a small subtree, a narrow window) is
-searched exactly, as before. Compaction renumbers rows, so it drops the index (rebuilt next).
+Approximate search for big corpora: once a cache holds `ANN_MIN_ROWS` rows, `build_ann` makes an
+8-bit copy of them (faiss-cpu `IndexScalarQuantizer`, see `Ann`), and later rows join it as they are
+appended. A query whose mask keeps more than `EXACT_MAX` rows scans it with the mask as faiss's
+`IDSelectorBitmap` (the subtree and every other filter apply inside the scan), asks for
+`k x ANN_OVERFETCH` candidates and rescores them exactly. A mask keeping at most `EXACT_MAX` rows
+(a small subtree, a narrow window) is searched exactly, as before. Compaction renumbers rows, so it
+drops the copy (rebuilt next).
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -37,8 +36,6 @@ _CHUNK = 8192  # rows rescored at a time (bounds the float64 temporary)
 ANN_MIN_ROWS = 50_000  # an approximate index only for caches this big; smaller ones are scanned exactly
 EXACT_MAX = 20_000  # a mask keeping at most this many rows is scanned exactly (~2 ms)
 ANN_OVERFETCH = 4  # approximate candidates per wanted hit, rescored exactly
-ANN_MAX_CELLS = 1024  # inverted-file cells: sqrt(rows), 64 to this
-ANN_NPROBE = 64  # cells a query scans with no filter; divided by the mask's share otherwise (32 gave 0.973 at 1M)
 
 
 def as_utc(value: datetime) -> datetime:
@@ -88,112 +85,105 @@ def ann_available() -> bool:
     return importlib.util.find_spec("faiss") is not None
 
 
-def _faiss(threads: int = 1) -> Any:
-    """faiss, with `threads` OpenMP threads for the calling thread's next faiss calls (libgomp keeps the
-    count per thread). One query or one write's few rows gain nothing from a second thread, and an
-    OpenMP team spins for a while after each call, on the core the rest of the request (and the other
-    requests) need: at 100k, hybrid recall p95 84 ms wall against 21 ms with one thread (bench/recall.py).
-    Building an index (k-means and assigning every row) uses every core."""
+def _faiss() -> Any:
+    """faiss, with one OpenMP thread for the calling thread's faiss calls (libgomp keeps the count per
+    thread). A query or a write's few rows gain nothing from a second thread, and an OpenMP team spins
+    for a while after each call, on the core the rest of the request (and the other requests) need:
+    at 100k, hybrid recall p95 84 ms wall against 21 ms with one thread (bench/recall.py)."""
     import faiss
 
-    faiss.omp_set_num_threads(threads)
+    faiss.omp_set_num_threads(1)
     return faiss
 
 
 class Ann:
-    """An inverted-file index over a cache's rows (faiss-cpu `IndexIVFFlat`, inner product,
-    labels = row numbers): k-means cells, a query scans the rows of its `nprobe` nearest cells.
-    Chosen over HNSW by measurement here: building it is ~35x cheaper (50k x 384: 0.55 CPU-s
-    against 19), appending rows costs one centroid lookup each, and it searches in under a ms.
+    """An 8-bit copy of a cache's rows, scanned whole for candidates (faiss-cpu `IndexScalarQuantizer`,
+    inner product): a query reads 384 bytes a row, not the matrix's 1,536, and the caller rescores its
+    candidates exactly. A row's code is round(127 x) per component (a unit vector's lie in -1..1), and
+    the query is scaled to its own largest component before it is rounded the same way: faiss's
+    `QT_8bit_direct_signed` then scans with int8 dot products, twice as fast as its fitted-range 8-bit
+    codes, and the candidates still held the exact top 50 of every query below. Codes are kept in
+    row order (a label is the row number; dead rows stay, and the mask leaves them out).
 
-    An index read back from a snapshot (`vector_snapshot`) is memory-mapped and read-only
-    (`frozen`); rows appended after that go to a second, in-memory index over the same cells,
-    and a search merges the two candidate lists (the caller rescores them exactly)."""
+    Chosen by measurement over an inverted-file index (IVF-Flat, 64 probed cells), whose candidates
+    missed rows of the exact top 10 for paraphrase queries (`bench/quality.py --among`, vector only:
+    R@10 0.529 against exact 0.617 at 100k, 0.402 against 0.608 at 1M); the scan's candidates held the
+    exact top 50 of every one of those queries, at 100k as fast as the IVF (~3 ms a query), at 1M
+    slower (~17 ms against 5-11). It is linear in the rows: beyond a few million it would not do.
+
+    An index read back from a snapshot (`vector_snapshot`) is memory-mapped and read-only (`frozen`,
+    rows 0 to F - 1); rows appended after that go to a second, in-memory index with the same
+    quantizer (rows F and up), and a search merges the two candidate lists."""
 
     def __init__(self, index: Any | None, frozen: Any | None = None) -> None:
         self.index = index
         self.frozen = frozen
 
     @classmethod
-    def build(cls, matrix: NDArray[np.float32], alive: NDArray[np.bool_]) -> Ann:
-        faiss = _faiss(os.cpu_count() or 1)
-        rows = np.flatnonzero(alive)
-        cells = int(min(ANN_MAX_CELLS, max(64, np.sqrt(rows.size))))
-        quantizer = faiss.IndexFlatIP(matrix.shape[1])
-        index = faiss.IndexIVFFlat(quantizer, matrix.shape[1], cells, faiss.METRIC_INNER_PRODUCT)
-        sample = np.random.default_rng(0).choice(rows, min(rows.size, 40 * cells), replace=False)
-        index.train(np.ascontiguousarray(matrix[np.sort(sample)]))
-        ann = cls(index)
-        for start in range(0, rows.size, 65536):
-            chunk = rows[start : start + 65536]
-            ann.add(matrix[chunk], chunk, threads=os.cpu_count() or 1)
+    def build(cls, matrix: NDArray[np.float32]) -> Ann:
+        """Codes of every row of `matrix`."""
+        ann = cls(_empty(_faiss(), matrix.shape[1]))
+        for start in range(0, len(matrix), 65536):
+            ann.add(matrix[start : start + 65536], np.arange(start, min(start + 65536, len(matrix))))
         return ann
 
-    def _indexes(self) -> list[Any]:
-        return [i for i in (self.frozen, self.index) if i is not None]
+    def _parts(self) -> list[tuple[Any, int]]:
+        """(index, the row number of its first code), in row order."""
+        parts = [(self.frozen, 0)] if self.frozen is not None else []
+        if self.index is not None:
+            parts.append((self.index, self.frozen.ntotal if self.frozen is not None else 0))
+        return parts
 
-    def add(self, vectors: NDArray[np.float32], rows: NDArray[np.int64], threads: int = 1) -> None:
-        faiss = _faiss(threads)
-        if self.index is None:  # restored: the mapped index is read-only; new rows get their own, same cells
+    @property
+    def rows(self) -> int:
+        return sum(index.ntotal for index, _ in self._parts())
+
+    def add(self, vectors: NDArray[np.float32], rows: NDArray[np.int64]) -> None:
+        """Append the codes of rows numbered `rows` (the next ones: codes stay in row order)."""
+        faiss = _faiss()
+        if rows.size and int(rows[0]) != self.rows:
+            raise ValueError(f"rows {int(rows[0])}.. appended to an index of {self.rows}")
+        if self.index is None:  # restored: the mapped index is read-only; new rows get their own
             assert self.frozen is not None
-            quantizer = faiss.clone_index(self.frozen.quantizer)
-            self.index = faiss.IndexIVFFlat(quantizer, self.frozen.d, self.frozen.nlist, faiss.METRIC_INNER_PRODUCT)
-        self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), rows.astype(np.int64))
+            self.index = _empty(faiss, self.frozen.d)
+        self.index.add(np.clip(np.rint(vectors * 127), -127, 127).astype(np.float32))
 
     def copy_below(self, rows: int, hold: Callable[[], AbstractContextManager[Any]]) -> Any:
         """One in-memory index of the rows numbered below `rows` (for writing a snapshot of a cache's
-        `state` taken at `rows` rows). Writers append to the live lists, so the copy is taken a few cells
-        at a time inside `hold()` (the caller's lock that keeps writers out), and rows appended since
-        `state` (numbered `rows` and up) are left out: searches and writes wait microseconds, not for
-        the whole copy."""
-        import faiss
-
-        base: Any = self.frozen if self.frozen is not None else self.index
-        with hold():
-            quantizer = faiss.clone_index(base.quantizer)  # trained once; never changes after
-        whole = faiss.IndexIVFFlat(quantizer, base.d, base.nlist, faiss.METRIC_INNER_PRODUCT)
-        target: Any = whole.invlists
+        `state` taken at `rows` rows). Writers append to the live index (its buffer may move), so the
+        codes are copied 64k rows at a time inside `hold()` (the caller's lock that keeps writers out):
+        searches and writes wait for one chunk, not for the whole copy."""
+        faiss = _faiss()
+        parts = self._parts()
+        whole = _empty(faiss, parts[0][0].d)
         width = whole.code_size
-        total = 0
-        for start in range(0, base.nlist, 16):
-            with hold():
-                for part in self._indexes():
-                    lists = part.invlists
-                    for cell in range(start, min(start + 16, base.nlist)):
-                        size = lists.list_size(cell)
-                        if not size:
-                            continue
-                        ids = faiss.rev_swig_ptr(lists.get_ids(cell), size)
-                        keep = ids < rows
-                        count = int(np.count_nonzero(keep))
-                        if count == size:
-                            target.add_entries(cell, size, lists.get_ids(cell), lists.get_codes(cell))
-                        elif count:
-                            codes = faiss.rev_swig_ptr(lists.get_codes(cell), size * width).reshape(size, width)
-                            kept_ids = np.ascontiguousarray(ids[keep], dtype=np.int64)
-                            kept_codes = np.ascontiguousarray(codes[keep])
-                            target.add_entries(cell, count, faiss.swig_ptr(kept_ids), faiss.swig_ptr(kept_codes))
-                        total += count
-        whole.ntotal = total
+        for index, first in parts:
+            for start in range(0, max(0, min(index.ntotal, rows - first)), 65536):
+                with hold():
+                    count = min(65536, rows - first - start, index.ntotal - start)
+                    every = faiss.rev_swig_ptr(index.codes.data(), index.ntotal * width)  # valid while held
+                    codes = np.array(every[start * width : (start + count) * width]).reshape(count, width)
+                whole.add_sa_codes(codes)
         return whole
 
     def search(self, query: NDArray[np.float32], mask: NDArray[np.bool_], count: int) -> NDArray[np.int64]:
-        """Up to `count` rows among those set in `mask`, nearest first (approximately)."""
+        """Up to `count` rows among those set in `mask`, nearest first by their codes."""
         faiss = _faiss()
-        kept = int(np.count_nonzero(mask))
-        if not kept:
-            return np.empty(0, np.int64)
-        bits = np.packbits(mask, bitorder="little")
-        selector = faiss.IDSelectorBitmap(mask.size, faiss.swig_ptr(bits))
+        query = np.rint(query * (127 / max(float(np.abs(query).max()), 1e-12))).astype(np.float32)
         found = []
-        for index in self._indexes():
-            # The cells hold rows the mask rejects too: probe more of them as the mask narrows.
-            cells = index.nlist
-            nprobe = min(cells, max(1, ANN_NPROBE * mask.size // kept))
-            params = faiss.SearchParametersIVF(sel=selector, nprobe=nprobe)  # type: ignore[call-arg]
+        for index, first in self._parts():
+            part = mask[first : first + index.ntotal]
+            if not part.any():
+                continue
+            bits = np.packbits(part, bitorder="little")
+            params = faiss.SearchParameters(sel=faiss.IDSelectorBitmap(part.size, faiss.swig_ptr(bits)))
             _, labels = index.search(query.reshape(1, -1), count, params=params)
-            found.append(labels[0][labels[0] >= 0])
-        return found[0] if len(found) == 1 else np.concatenate(found)
+            found.append(labels[0][labels[0] >= 0] + first)
+        return np.concatenate(found) if found else np.empty(0, np.int64)
+
+
+def _empty(faiss: Any, dim: int) -> Any:
+    return faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit_direct_signed, faiss.METRIC_INNER_PRODUCT)
 
 
 class SavedIds:
@@ -432,7 +422,7 @@ class VectorCache:
 
     def build_ann(self) -> None:
         """Build the approximate index over every live row; the caller holds off writers and searches."""
-        self.ann = Ann.build(self._mat[: self._n], self._alive[: self._n])
+        self.ann = Ann.build(self._mat[: self._n])
 
     def search(self, flt: SearchFilter, query: NDArray[np.float64], k: int, *, exact: bool = False) -> list[Hit]:
         """Top k by cosine among rows passing `flt`; `query` is L2-normalised, of length `dim`.

@@ -7,7 +7,7 @@ One directory per (tenant, model_id) under `<index file>.vectors/`, named by a h
                          remove the version CURRENT names), shared while a version is read
     v<gen>-<pid>-<rand>/ one version: the cache's arrays as .npy files (memory-mapped copy-on-write
                          when read, so a load costs page faults, not a copy), doc_ids (NUL-separated),
-                         ann.faiss (the inverted-file index, memory-mapped read-only) and meta.json,
+                         ann.faiss (the 8-bit copy of the rows, memory-mapped read-only) and meta.json,
                          written last, holding the sizes of every file and a CRC-32 of the small ones.
 
 A snapshot is a cache, never the truth: the SQLite file is. It is used only when its file epoch
@@ -44,7 +44,7 @@ State = tuple[dict[str, Any], list[str], dict[str, Any]]  # `VectorCache.state()
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2  # 2: the approximate index is an 8-bit scalar-quantized copy (1: an inverted-file index)
 ARRAYS = ("matrix", "alive", "occ", "kind", "tier", "session", "visible", "anc")
 _BIG = {"matrix.npy", "ann.faiss"}  # sizes checked; checked against SQLite rows instead of a checksum
 _ORPHAN_AGE = 300.0  # seconds before an unreferenced version directory counts as a crashed save
@@ -194,8 +194,9 @@ def _read(version: Path, *, epoch: str, tenant: str, model_id: str) -> VectorCac
     if "ann.faiss" in meta["files"]:
         import faiss
 
-        index = faiss.read_index(str(version / "ann.faiss"), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
-        if index.d != meta["dim"] or index.ntotal > n:
+        index = faiss.read_index(str(version / "ann.faiss"), faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY)
+        codes = faiss.ScalarQuantizer.QT_8bit_direct_signed
+        if index.d != meta["dim"] or index.ntotal != n or getattr(getattr(index, "sq", None), "qtype", None) != codes:
             raise _Rejected("approximate index does not match the rows")
         ann = Ann(None, frozen=index)
     return VectorCache.from_state(arrays, doc_ids, meta, ann)
