@@ -75,8 +75,12 @@ fuzz: $(STAMP)  ## API fuzzing; MNEME_FUZZ_EXAMPLES=200 or MNEME_FUZZ_SEED=N for
 openapi: $(SERVE_STAMP)  ## regenerate docs/openapi.json from the resolvers
 	$(BIN)/mneme openapi --output docs/openapi.json
 
-bench: $(STAMP)  ## print the benchmark figures
+bench: $(STAMP)  ## print the quick benchmarks' figures (all of them: docs/performance.md)
 	$(BIN)/python bench/retrieve.py
+	$(BIN)/python bench/embed.py
+	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/recall.py --sizes 10000
+	$(BIN)/python bench/load.py
 
 clean:  ## remove local build output (not .mneme data)
 	rm -rf cdk.out infra/cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -609,6 +609,24 @@ def test_sqlite_ann_searches_and_writes_on_one_openmp_thread(tmp_path: Path, mon
     index.close()
 
 
+def test_sqlite_index_runs_numpy_blas_on_the_calling_thread(tmp_path: Path) -> None:
+    """An exact scan's matrix-vector product runs on one BLAS thread: OpenBLAS's idle threads spin on
+    the core the text search and the other requests need (its count is global to the process)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas_threads() -> set[int]:
+        return {pool["num_threads"] for pool in threadpoolctl.threadpool_info() if pool["user_api"] == "blas"}
+
+    if not blas_threads():
+        pytest.skip("numpy without a BLAS threadpoolctl knows")
+    threadpoolctl.threadpool_limits(2, user_api="blas")
+    index = SqliteSearchIndex(tmp_path / "a.db")
+    assert blas_threads() == {1}
+    index.upsert([doc("d1", vector=[1.0] + [0.0] * (DIM - 1))])
+    assert [h.doc_id for h in index.search_vector(flt(), np.ones(DIM, np.float32), MODEL, 1)] == ["d1"]
+    index.close()
+
+
 def _vectors_fixture(index: Any) -> dict[str, Any]:
     index.upsert(
         [

@@ -49,7 +49,15 @@ from numpy.typing import NDArray
 
 from mneme.adapters import vector_snapshot
 from mneme.adapters.sqlite_base import ConnectionPool, WriterLock
-from mneme.adapters.vector_cache import CacheSet, Rows, VectorCache, ann_available, as_utc, normalised_vector
+from mneme.adapters.vector_cache import (
+    CacheSet,
+    Rows,
+    VectorCache,
+    ann_available,
+    as_utc,
+    blas_on_calling_thread,
+    normalised_vector,
+)
 from mneme.errors import InvalidInput, StoreUnavailable
 from mneme.search_models import Hit, IndexDocument, SearchFilter
 from mneme.text import meaningful_words, words
@@ -256,6 +264,7 @@ class SqliteSearchIndex:
         self._ann = ann_available() if ann is None else ann
         if self._ann and self._snapshots:
             import faiss  # noqa: F401  (imported now, ~0.1 s, rather than by the first search)
+        blas_on_calling_thread()  # the exact vector scans (and rescoring) in this process
         self._connect = connect or _default_connect
         # Text plan choice: subtree-first when subtree size x query words is at most this.
         self._subtree_first_max = subtree_first_max
