@@ -82,19 +82,7 @@ def corpus(episodes: list[dict], rebuild: bool) -> tuple[Path, dict[str, str]]:
     basis = DATASET.read_bytes() + (sqlite_store.SCHEMA + sqlite_index.SCHEMA).encode() + INDEXING.read_bytes()
     if c.local_model() != "all-MiniLM-L6-v2":  # another model's corpus is cached apart (MiniLM's key unchanged)
         basis += c.local_model().encode()
-    final = c.CACHE / f"quality-{hashlib.sha256(basis).hexdigest()[:10]}"
-    if rebuild:
-        shutil.rmtree(final, ignore_errors=True)
-    if not (final / "ids.json").exists():
-        partial = final.with_name(final.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        print(f"ingesting {len(episodes)} episodes into {final.relative_to(c.ROOT)} ...")
-        eng = c.engine(partial, threads=2)
-        ids = ingest(eng, episodes)
-        eng.close()
-        (partial / "ids.json").write_text(json.dumps(ids))
-        partial.rename(final)
-    return final, json.loads((final / "ids.json").read_text())
+    return cached(c.CACHE / f"quality-{hashlib.sha256(basis).hexdigest()[:10]}", episodes, rebuild)
 
 
 def among(size: int, episodes: list[dict], rebuild: bool) -> tuple[Path, dict[str, str]]:
@@ -102,14 +90,21 @@ def among(size: int, episodes: list[dict], rebuild: bool) -> tuple[Path, dict[st
     import recall as recall_bench
 
     base = recall_bench.corpus(size, threads=2, rebuild=False)
-    final = c.CACHE / f"quality-among-{base.name}"
+    return cached(c.CACHE / f"quality-among-{base.name}", episodes, rebuild, start_from=base)
+
+
+def cached(
+    final: Path, episodes: list[dict], rebuild: bool, start_from: Path | None = None
+) -> tuple[Path, dict[str, str]]:
+    """`final` holding the set remembered (into a copy of `start_from`, if given), built once."""
     if rebuild:
         shutil.rmtree(final, ignore_errors=True)
     if not (final / "ids.json").exists():
         partial = final.with_name(final.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
-        shutil.copytree(base, partial, ignore=shutil.ignore_patterns("*.vectors"))
-        print(f"ingesting {len(episodes)} episodes among {size} into {final.relative_to(c.ROOT)} ...")
+        if start_from is not None:
+            shutil.copytree(start_from, partial, ignore=shutil.ignore_patterns("*.vectors"))
+        print(f"ingesting {len(episodes)} episodes into {final.relative_to(c.ROOT)} ...")
         eng = c.engine(partial, threads=2)
         ids = ingest(eng, episodes)
         eng.close()

@@ -238,15 +238,21 @@ def test_a_log_that_no_longer_covers_the_snapshot_means_a_full_load(
     again.close()
 
 
-def test_snapshot_of_an_approximate_index_takes_new_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The approximate index is saved too and read back memory-mapped (read-only): rows written
-    after that go to a second index with the same quantizer, and a later save merges them."""
+def approximate_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, SqliteSearchIndex]:
+    """An index file holding 400 documents, whose cache has its approximate index (from 200 rows)."""
     pytest.importorskip("faiss")
     monkeypatch.setattr(vector_cache, "ANN_MIN_ROWS", 200)
     monkeypatch.setattr(vector_cache, "EXACT_MAX", 10)
     path = tmp_path / "i.db"
     index = SqliteSearchIndex(path)
     index.upsert(corpus(400))
+    return path, index
+
+
+def test_snapshot_of_an_approximate_index_takes_new_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The approximate index is saved too and read back memory-mapped (read-only): rows written
+    after that go to a second index with the same quantizer, and a later save merges them."""
+    path, index = approximate_index(tmp_path, monkeypatch)
     answers(index)
     index.close()
     assert (current_version(path) / "ann.faiss").exists()
@@ -269,12 +275,7 @@ def test_an_exact_index_stays_exact_over_a_snapshot_that_holds_an_approximate_on
 ) -> None:
     """`ann=False` keeps every vector search exact, also when the cache it reads back was saved (with its
     approximate index) by a process that had one: its answers are those of a full exact scan."""
-    pytest.importorskip("faiss")
-    monkeypatch.setattr(vector_cache, "ANN_MIN_ROWS", 200)
-    monkeypatch.setattr(vector_cache, "EXACT_MAX", 10)
-    path = tmp_path / "i.db"
-    index = SqliteSearchIndex(path)
-    index.upsert(corpus(400))
+    path, index = approximate_index(tmp_path, monkeypatch)
     scan = answers(SqliteSearchIndex(path, ann=False, snapshots=False))  # every row, no index
     assert answers(index) == scan
     index.close()
