@@ -136,7 +136,7 @@ class Ann:
         """Codes of every row of `matrix`."""
         ann = cls(_empty(_faiss(), matrix.shape[1]))
         for start in range(0, len(matrix), 65536):
-            ann.add(matrix[start : start + 65536], np.arange(start, min(start + 65536, len(matrix))))
+            ann.add(matrix[start : start + 65536], start)
         return ann
 
     def _parts(self) -> list[tuple[Any, int]]:
@@ -150,11 +150,11 @@ class Ann:
     def rows(self) -> int:
         return sum(index.ntotal for index, _ in self._parts())
 
-    def add(self, vectors: NDArray[np.float32], rows: NDArray[np.int64]) -> None:
-        """Append the codes of rows numbered `rows` (the next ones: codes stay in row order)."""
+    def add(self, vectors: NDArray[np.float32], first: int) -> None:
+        """Append the codes of rows numbered `first` and up (the next ones: codes stay in row order)."""
         faiss = _faiss()
-        if rows.size and int(rows[0]) != self.rows:
-            raise ValueError(f"rows {int(rows[0])}.. appended to an index of {self.rows}")
+        if len(vectors) and first != self.rows:
+            raise ValueError(f"rows {first}.. appended to an index of {self.rows}")
         if self.index is None:  # restored: the mapped index is read-only; new rows get their own
             assert self.frozen is not None
             self.index = _empty(faiss, self.frozen.d)
@@ -293,7 +293,7 @@ class VectorCache:
         self._write_ancestors(at, rows.paths)
         self._n = at.stop
         if self.ann is not None:
-            self.ann.add(rows.vectors, np.arange(at.start, at.stop, dtype=np.int64))
+            self.ann.add(rows.vectors, at.start)
 
     def _write_ancestors(self, rows: Sequence[int], paths: Sequence[Sequence[str]]) -> None:
         at = np.asarray(rows, dtype=np.int64)
