@@ -11,16 +11,17 @@ from mneme import bootstrap, sttp
 from mneme.http.api import build_resolver, caller, json_response
 from mneme.http.lambda_entry import lambda_handler
 from mneme.http.schemas import RememberBatch, RememberBody
+from mneme.services.remember import RememberItem
 
 app = build_resolver()
 
 
 @app.post("/v1/remember")
 def remember(request: Annotated[RememberBody, Body()]) -> Response[Any]:
-    items = request.items if isinstance(request, RememberBatch) else [request]
+    if isinstance(request, RememberItem):
+        return json_response(201, bootstrap.current().remember.remember(caller(app), [request])[0].model_dump())
+    items = request.items if isinstance(request, RememberBatch) else request.items()
     results = bootstrap.current().remember.remember(caller(app), items)
-    if not isinstance(request, RememberBatch):
-        return json_response(201, results[0].model_dump())
     return json_response(
         201, {"episode_ids": [r.episode_id for r in results], "items": [r.model_dump() for r in results]}
     )

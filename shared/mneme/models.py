@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -131,6 +131,7 @@ class Episode(BaseModel):
     created_at: datetime
     author: str
     session_id: str | None = None
+    sequence: int = 0  # its place among the turns one call gave (a conversation's messages: 0, 1, 2, …)
     tier: Tier = "raw"
     metadata: dict[str, Any] = Field(default_factory=dict)
     format: Literal["text", "sttp"] = "text"
@@ -140,6 +141,20 @@ class Episode(BaseModel):
     archived: bool = False  # by a structure delete; kept, never recalled
     search_text: str | None = None  # what is embedded and indexed when it differs from `content` (STTP)
     structured: dict[str, Any] | None = None  # an STTP node's AVEC, metrics, provenance, envelope, content
+
+
+class SessionPosition(NamedTuple):
+    """Where a turn stands in its session: by when it was said, then by when it was given and its place in
+    that call. An exported chat log gives every turn of a session one time; the order the turns were given
+    in then decides (turns of one call by their sequence, later calls after earlier ones)."""
+
+    occurred_at: datetime
+    created_at: datetime
+    sequence: int
+
+
+def session_position(episode: Episode) -> SessionPosition:
+    return SessionPosition(episode.occurred_at, episode.created_at, episode.sequence)
 
 
 class Revision(BaseModel):

@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
-from mneme.models import ApiKey, Episode, HistoryEntry, Memory, Revision, Scope
+from mneme.models import ApiKey, Episode, HistoryEntry, Memory, Revision, Scope, SessionPosition
 from mneme.search_models import Hit, IndexDocument, SearchFilter
 from mneme.structure_models import Draft, Plan
 
@@ -115,10 +115,11 @@ class RecordStore(Protocol):
         ...
 
     def session_episodes(
-        self, tenant: str, scope_id: str, session_id: str, before: datetime, limit: int
+        self, tenant: str, scope_id: str, session_id: str, before: SessionPosition, limit: int
     ) -> list[Episode]:
-        """Up to `limit` episodes of one session in one scope that occurred strictly before `before`, latest
-        first (occurred_at, then episode_id, descending): the turns a conversation's turn follows."""
+        """Up to `limit` episodes of one session in one scope that stand strictly before `before` in the
+        session's order (`SessionPosition`: occurred_at, created_at, sequence), latest first: the turns a
+        conversation's turn follows."""
         ...
 
     def backfill_sessions(self, tenant: str) -> int:

@@ -23,10 +23,11 @@ from mneme.adapters.dynamo_store import TABLE_SCHEMA, DynamoRecordStore, create_
 from mneme.adapters.sqlite_store import SqliteRecordStore
 from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run, StageReport
 from mneme.errors import Conflict, StoreUnavailable
-from mneme.models import ApiKey, Episode, HistoryEntry, Memory, Revision, Role, Scope
+from mneme.models import ApiKey, Episode, HistoryEntry, Memory, Revision, Role, Scope, session_position
 from mneme.ports import RecordStore
 from tests.support.legacy import forget_sessions
 from tests.support.moto import one_call_at_a_time
+from tests.support.sessions import said_before
 
 TABLE = "mneme-contract"
 T0 = datetime(2025, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
@@ -682,12 +683,32 @@ def test_session_episodes_are_the_turns_before_a_time_latest_first(store: Record
     store.put_episodes([turn("t1", 1), turn("t4", 4)])  # written later, said earlier
 
     before = T0 + timedelta(minutes=3)
-    assert ids_of(store.session_episodes(A, "acme", "chat-1", before, 10)) == ["t2", "t1", "t0"]
-    assert ids_of(store.session_episodes(A, "acme", "chat-1", before, 2)) == ["t2", "t1"]
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", said_before(before), 10)) == ["t2", "t1", "t0"]
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", said_before(before), 2)) == ["t2", "t1"]
     in_another_zone = before.astimezone(timezone(timedelta(hours=-5)))
-    assert ids_of(store.session_episodes(A, "acme", "chat-1", in_another_zone, 1)) == ["t2"]
-    assert store.session_episodes(A, "acme", "chat-1", T0, 10) == []  # strictly before
-    assert store.session_episodes(A, "acme", "chat-1", before, 0) == []
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", said_before(in_another_zone), 1)) == ["t2"]
+    assert store.session_episodes(A, "acme", "chat-1", said_before(T0), 10) == []  # strictly before
+    assert store.session_episodes(A, "acme", "chat-1", said_before(before), 0) == []
+
+
+def test_turns_said_at_one_time_stand_in_the_order_they_were_given(store: RecordStore) -> None:
+    first_call = [turn(f"a{n}", 0, sequence=n) for n in range(3)]  # one time for the session, as a chat log gives
+    second_call = [turn(f"b{n}", 0, sequence=n, created_at=T0 + timedelta(seconds=5)) for n in range(2)]
+    store.put_episodes(second_call)
+    store.put_episodes(first_call)  # stored in any order
+
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", session_position(second_call[1]), 10)) == [
+        "b0",
+        "a2",
+        "a1",
+        "a0",
+    ]
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", session_position(first_call[1]), 10)) == ["a0"]
+    assert store.session_episodes(A, "acme", "chat-1", session_position(first_call[0]), 10) == []
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", said_before(T0 + timedelta(minutes=1)), 2)) == [
+        "b1",
+        "b0",
+    ]
 
 
 def test_session_episodes_keep_to_their_tenant_scope_and_session(store: RecordStore) -> None:
@@ -695,11 +716,13 @@ def test_session_episodes_keep_to_their_tenant_scope_and_session(store: RecordSt
     store.put_episodes([turn("other-scope", 3, scope_id="globex"), turn("same-minute", 5)])
     store.put_episodes([turn("other-tenant", 4, tenant=B)])
 
-    found = store.session_episodes(A, "acme", "chat-1", T0 + timedelta(minutes=5), 10)
+    found = store.session_episodes(A, "acme", "chat-1", said_before(T0 + timedelta(minutes=5)), 10)
 
     assert ids_of(found) == ["mine"]
-    assert store.session_episodes(B, "acme", "chat-1", T0 + timedelta(minutes=9), 10)[0].tenant == B
-    assert ids_of(store.session_episodes(A, "globex", "chat-1", T0 + timedelta(minutes=9), 10)) == ["other-scope"]
+    assert store.session_episodes(B, "acme", "chat-1", said_before(T0 + timedelta(minutes=9)), 10)[0].tenant == B
+    assert ids_of(store.session_episodes(A, "globex", "chat-1", said_before(T0 + timedelta(minutes=9)), 10)) == [
+        "other-scope"
+    ]
 
 
 def test_erased_turns_leave_their_session(store: RecordStore) -> None:
@@ -708,7 +731,7 @@ def test_erased_turns_leave_their_session(store: RecordStore) -> None:
 
     store.erase_scopes(A, ["acme"], dry_run=False)
 
-    assert store.session_episodes(A, "acme", "chat-1", T0 + timedelta(minutes=9), 10) == []
+    assert store.session_episodes(A, "acme", "chat-1", said_before(T0 + timedelta(minutes=9)), 10) == []
 
 
 def test_backfill_sessions_gives_turns_written_before_the_session_index_back_to_their_session(
@@ -720,17 +743,17 @@ def test_backfill_sessions_gives_turns_written_before_the_session_index_back_to_
     forget_sessions(store, B, ["theirs"])
     stored = store.get_episodes(A, ["t0", "t1", "t2", "quiet"])
     later = T0 + timedelta(minutes=9)
-    assert ids_of(store.session_episodes(A, "acme", "chat-1", later, 10)) == ["t2"]
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", said_before(later), 10)) == ["t2"]
 
     assert store.backfill_sessions(A) == 2
 
-    assert ids_of(store.session_episodes(A, "acme", "chat-1", later, 10)) == ["t2", "t1", "t0"]
-    assert ids_of(store.session_episodes(A, "acme", "chat-1", T0 + timedelta(minutes=2), 1)) == ["t1"]
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", said_before(later), 10)) == ["t2", "t1", "t0"]
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", said_before(T0 + timedelta(minutes=2)), 1)) == ["t1"]
     assert store.get_episodes(A, ["t0", "t1", "t2", "quiet"]) == stored  # the records themselves unchanged
     assert store.backfill_sessions(A) == 0  # idempotent
-    assert store.session_episodes(B, "acme", "chat-1", later, 10) == []  # another tenant's are its own
+    assert store.session_episodes(B, "acme", "chat-1", said_before(later), 10) == []  # another tenant's are its own
     assert store.backfill_sessions(B) == 1
-    assert ids_of(store.session_episodes(B, "acme", "chat-1", later, 10)) == ["theirs"]
+    assert ids_of(store.session_episodes(B, "acme", "chat-1", said_before(later), 10)) == ["theirs"]
     assert store.backfill_sessions("nobody") == 0
 
 
@@ -1619,8 +1642,10 @@ def test_dynamodb_backfill_never_recreates_an_erased_turn_nor_overwrites_a_concu
     assert interleaved.calls == 1
     assert store.get_episodes(A, ["t0"]) == {}  # not brought back by an update
     later = T0 + timedelta(minutes=9)
-    assert ids_of(store.session_episodes(A, "acme", "chat-1", later, 10)) == ["t2"]
-    assert ids_of(store.session_episodes(A, "acme", "chat-2", later, 10)) == ["t1"]  # the other writer's keys
+    assert ids_of(store.session_episodes(A, "acme", "chat-1", said_before(later), 10)) == ["t2"]
+    assert ids_of(store.session_episodes(A, "acme", "chat-2", said_before(later), 10)) == [
+        "t1"
+    ]  # the other writer's keys
     assert store.backfill_sessions(A) == 0
 
 
@@ -1641,7 +1666,7 @@ def test_dynamodb_backfill_reads_only_what_lacks_keys_and_writes_a_hundred_updat
     assert store.backfill_sessions(A) == 130
 
     assert sizes == [100, 30] and len(calls) == 1
-    found = store.session_episodes(A, "acme", "chat-1", T0 + timedelta(days=1), 200)
+    found = store.session_episodes(A, "acme", "chat-1", said_before(T0 + timedelta(days=1)), 200)
     assert ids_of(found) == [t.episode_id for t in reversed(turns)]
     paged = DynamoRecordStore(TABLE, client=aws, feed_horizon_seconds=0, page_size=40)
     forget_sessions(paged, A, ["t000", "t139"])

@@ -44,6 +44,7 @@ from tests.contract.test_record_store import (
     tagged,
 )
 from tests.support.legacy import forget_sessions
+from tests.support.sessions import said_before
 
 OTHER_TABLE = "mneme-contract-uninterrupted"
 T1 = T0 + timedelta(hours=1)
@@ -427,7 +428,7 @@ def test_dynamodb_a_publish_that_moves_turns_stored_before_gsi4_gives_them_their
 
     publish(store, {"op": "merge", "path": "root.prospects", "into": "root.leads"})
 
-    found = store.session_episodes(A, "l", "chat", T1 + timedelta(days=1), 10)
+    found = store.session_episodes(A, "l", "chat", said_before(T1 + timedelta(days=1)), 10)
     assert [e.episode_id for e in found] == ["t1", "t0"]
     assert store.backfill_sessions(A) == 0
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from mneme.models import Role
-from tests.integration.helpers import Api
+from tests.integration.helpers import Api, assert_error
 from tests.integration.stacks import STORES, Served, served
 from tests.support.embedding import HashEmbedder
 from tests.support.legacy import forget_sessions
@@ -124,3 +124,101 @@ def test_turns_at_the_edges_of_time_are_remembered_and_found(stack: Served) -> N
     results = found(stack.admin, QUESTION)
 
     assert reply in results and last not in results
+
+
+def test_a_chat_log_with_one_time_per_session_gives_each_turn_the_turns_given_before_it(stack: Served) -> None:
+    given = []
+    for content, speaker in ((ASKED, "Ines"), (REPLY, "Tobias"), ("Gaston snored in the back all the way.", "Tobias")):
+        given.append(say(stack.admin, content, speaker, T))  # an exported log: one time for a session's turns
+        stack.clock.advance(seconds=1)  # each call after the one before
+    _, reply, said_after = given
+
+    results = found(stack.admin, QUESTION)
+
+    assert reply in results and said_after in results
+    assert stack.services.indexer.rebuild("acme").documents > 0  # a reindex keeps the order they were given in
+    assert reply in found(stack.admin, QUESTION)
+
+
+def test_a_turn_given_before_the_question_at_the_same_time_is_not_its_reply(stack: Served) -> None:
+    reply = say(stack.admin, REPLY, "Tobias", T)  # given first: it cannot answer what is asked after it
+    stack.clock.advance(seconds=1)
+    say(stack.admin, ASKED, "Ines", T)
+
+    assert reply not in found(stack.admin, QUESTION)
+
+
+def conversation(api: Api, messages: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    body = {"scope": "root.chat", "messages": messages, "session_id": "van-1", "create_scope": True, **fields}
+    answer: dict[str, Any] = api.ok("POST", "/v1/remember", body, 201)
+    return answer
+
+
+def test_a_conversation_goes_in_as_messages_one_episode_each_in_the_order_given(stack: Served) -> None:
+    messages = [
+        {"role": "user", "name": "Ines", "content": ASKED},
+        {"role": "assistant", "content": REPLY},
+        {"role": "user", "name": "Ines", "content": "ok"},
+        {"role": "user", "name": "Ines", "content": "ok"},  # said twice: two turns, not a retry
+    ]
+
+    answer = conversation(stack.admin, messages, occurred_at=T.isoformat(), metadata={"source": "import"})
+
+    ids = answer["episode_ids"]
+    assert len(set(ids)) == 4 and all(item["created"] for item in answer["items"])
+    stored = stack.services.store.get_episodes("acme", ids)
+    turns = [stored[i] for i in ids]
+    assert [(e.sequence, e.session_id, e.occurred_at) for e in turns] == [(n, "van-1", T) for n in range(4)]
+    assert [e.metadata for e in turns[:2]] == [
+        {"source": "import", "speaker": "Ines", "role": "user"},
+        {"source": "import", "speaker": "assistant", "role": "assistant"},
+    ]
+    results = stack.admin.ok("POST", "/v1/recall", {"query": QUESTION, "scope": "root.chat"})["results"]
+    assert {"source": "import", "speaker": "assistant", "role": "assistant"} in [r["metadata"] for r in results]
+    assert ids[1] in {r["id"] for r in results}  # the reply is found through the question given before it
+
+
+def test_a_retried_conversation_writes_nothing_twice_even_without_times(stack: Served) -> None:
+    messages = [{"name": "Ines", "content": ASKED}, {"name": "Tobias", "content": REPLY}]
+    first = conversation(stack.admin, messages)
+
+    again = conversation(stack.admin, messages)
+    keyed = conversation(stack.admin, messages, idempotency_key="import-7")
+    keyed_again = conversation(stack.admin, messages, idempotency_key="import-7")
+
+    assert again["episode_ids"] == first["episode_ids"] and not any(i["created"] for i in again["items"])
+    assert keyed_again["episode_ids"] == keyed["episode_ids"] != first["episode_ids"]
+    assert [e.sequence for e in stack.services.store.get_episodes("acme", keyed["episode_ids"]).values()] == [0, 1]
+
+
+def test_messages_each_keep_their_own_time_and_the_order_follows_time_first(stack: Served) -> None:
+    messages = [
+        {"name": "Tobias", "content": REPLY, "occurred_at": (T + timedelta(minutes=1)).isoformat()},
+        {"name": "Ines", "content": ASKED, "occurred_at": T.isoformat()},  # said first, given second
+    ]
+
+    ids = conversation(stack.admin, messages)["episode_ids"]
+
+    assert ids[0] in found(stack.admin, QUESTION)
+    stored = stack.services.store.get_episodes("acme", ids)
+    assert [stored[i].occurred_at for i in ids] == [T + timedelta(minutes=1), T]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({"messages": [{"content": "no speaker"}]}, 400, "invalid_message"),
+        ({"messages": []}, 400, None),
+        ({"messages": [{"name": "Ines", "content": "x"}] * 101}, 400, None),
+        ({"messages": [{"name": "Ines", "content": "x", "occurred_at": "2025-06-15T18:00:00"}]}, 400, None),
+        ({"messages": [{"name": "Ines", "content": "   "}]}, 400, "invalid_content"),
+        ({"messages": [{"name": "Ines", "content": "x"}], "content": "both"}, 400, None),
+        ({"messages": [{"name": "Ines", "text": "x"}]}, 400, None),
+        ({"messages": [{"name": "Ines", "content": "x"}], "scope": "root.nowhere", "create_scope": False}, 404, None),
+    ],
+)
+def test_a_bad_conversation_writes_nothing(stack: Served, body: dict[str, Any], status: int, code: str | None) -> None:
+    request = {"scope": "root.chat", "create_scope": True, **body}
+
+    assert_error(stack.admin.post("/v1/remember", request), status, code)
+    assert not stack.services.store.list_recent_episodes("acme", T - timedelta(days=10_000), 10)

@@ -1,5 +1,5 @@
 """Records as older versions of a store wrote them: episodes before it kept a session index (DynamoDB's
-GSI4, SQLite's `episode_sessions`), runs before DynamoDB listed them by start time (GSI2)."""
+GSI4, SQLite's `session_turns`), runs before DynamoDB listed them by start time (GSI2)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def forget_sessions(store: RecordStore, tenant: str, episode_ids: Sequence[str])
         marks = ",".join("?" * len(episode_ids))
         with store._tx() as conn:
             conn.execute(
-                f"DELETE FROM episode_sessions WHERE tenant=? AND episode_id IN ({marks})", (tenant, *episode_ids)
+                f"DELETE FROM session_turns WHERE tenant=? AND episode_id IN ({marks})", (tenant, *episode_ids)
             )
     else:
         raise TypeError(f"no session index known for {type(store).__name__}")

@@ -11,6 +11,7 @@ from mneme.adapters.sqlite_store import SqliteRecordStore
 from mneme.bootstrap import Services
 from mneme.models import Episode
 from mneme.services.indexing import episode_text
+from tests.support.sessions import said_before
 
 T = datetime(2025, 6, 15, 18, 0, tzinfo=UTC)
 
@@ -42,11 +43,12 @@ def test_a_store_file_from_before_the_session_listing_lists_its_sessions_on_open
     path = tmp_path / "mneme.db"
     SqliteRecordStore(path).put_episodes([turn(0), turn(1), turn(2, session=None)])
     with sqlite3.connect(path) as conn:
-        conn.execute("DROP TABLE episode_sessions")
+        conn.execute("DROP TABLE session_turns")
+        conn.execute("CREATE TABLE episode_sessions (tenant, session_id, occurred_at, episode_id)")  # by time only
 
     reopened = SqliteRecordStore(path)
 
-    assert [e.episode_id for e in reopened.session_episodes("acme", "chat", "s1", T + timedelta(hours=1), 5)] == [
-        "t1",
-        "t0",
-    ]
+    found = reopened.session_episodes("acme", "chat", "s1", said_before(T + timedelta(hours=1)), 5)
+    assert [e.episode_id for e in found] == ["t1", "t0"]
+    with sqlite3.connect(path) as conn:
+        assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'episode_sessions'").fetchall()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from mneme.adapters.sqlite_store import SqliteRecordStore
 from mneme.models import Episode
+from tests.support.sessions import said_before
 
 T = datetime(2025, 6, 15, 18, 0, tzinfo=UTC)
 OLD_EPISODES = """CREATE TABLE episodes (
@@ -60,7 +61,7 @@ def test_a_file_from_before_the_vector_column_reads_the_same_and_takes_new_rows(
     assert store.get_episodes("acme", ["e1", "e2"]) == {e.episode_id: e for e in before}
     assert store.get_episodes("acme", ["e1"], vectors=False)["e1"].vector is None
     assert [e for batch in store.iter_episodes("acme") for e in batch] == before
-    assert store.session_episodes("acme", "s", "chat", T + timedelta(hours=1), 5) == before[::-1]
+    assert store.session_episodes("acme", "s", "chat", said_before(T + timedelta(hours=1)), 5) == before[::-1]
 
     store.mark_indexed("acme", ["e1"])  # the column is the flag: the old document still says false
     store.put_episodes([episode(3, vector=[1.0, 0.0, 0.0])])

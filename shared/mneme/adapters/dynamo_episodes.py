@@ -47,7 +47,7 @@ from mneme.adapters.dynamo_table import (
 )
 from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
 from mneme.errors import Conflict, StoreUnavailable
-from mneme.models import Episode
+from mneme.models import Episode, SessionPosition, session_position
 
 UNINDEXED = "UNINDEXED"
 EPISODE_CODEC: dict[str, Any] = {"json_fields": ("metadata",), "vector_fields": ("vector",)}
@@ -62,22 +62,37 @@ BACKFILL_PAGE = 1000  # episodes read per Query page when looking for missing GS
 BACKFILL_PER_TRANSACTION = 100  # DynamoDB's limit of items per TransactWriteItems
 
 
-def session_keys(tenant: str, session_id: str, occurred_at: datetime, episode_id: str) -> dict[str, str]:
-    """An episode's GSI4 keys: its session's turns in time order."""
+def position_text(position: SessionPosition) -> str:
+    """Text that sorts as the session's order (fixed-width times, then the call's sequence)."""
+    return f"{iso_utc(position.occurred_at)}#{iso_utc(position.created_at)}#{position.sequence:06d}"
+
+
+def session_keys(tenant: str, session_id: str, position: SessionPosition, episode_id: str) -> dict[str, str]:
+    """An episode's GSI4 keys: its session's turns in session order. (Keys written before the order had a
+    creation time and sequence, `<occurred>#<id>`, sort among these by time alone.)"""
     return {
         "GSI4PK": tenant_pk(tenant, "SESSION", esc(session_id)),
-        "GSI4SK": f"{iso_utc(occurred_at)}#{episode_id}",
+        "GSI4SK": f"{position_text(position)}#{episode_id}",
     }
+
+
+def stored_position(item: Item) -> SessionPosition | None:
+    """The session position of an episode item, from its own attributes (None when one is missing)."""
+    occurred, created = text_of(item, "occurred_at"), text_of(item, "created_at")
+    if occurred is None or created is None:
+        return None
+    sequence = item.get("sequence", {}).get("N", "0")
+    return SessionPosition(datetime.fromisoformat(occurred), datetime.fromisoformat(created), int(sequence))
 
 
 def with_session_keys(tenant: str, item: Item) -> Item:
     """An episode item with its GSI4 keys, derived from its own attributes when it has a session and lacks
     them (stored before GSI4): a rewrite of the whole item then gives them, and never drops keys that
     `backfill_sessions` set after the item was read."""
-    session, occurred, episode_id = (text_of(item, name) for name in ("session_id", "occurred_at", "episode_id"))
-    if session is None or occurred is None or episode_id is None or "GSI4PK" in item:
+    session, episode_id, position = text_of(item, "session_id"), text_of(item, "episode_id"), stored_position(item)
+    if session is None or position is None or episode_id is None or "GSI4PK" in item:
         return item
-    keys = session_keys(tenant, session, datetime.fromisoformat(occurred), episode_id)
+    keys = session_keys(tenant, session, position, episode_id)
     return {**item, **{name: attr(value) for name, value in keys.items()}}
 
 
@@ -85,8 +100,10 @@ def _session_keys_update(tenant: str, item: Item) -> Write:
     """SET the GSI4 keys of an episode read without them, if it still exists, still lacks them and still
     has the session and time they were derived from (else: code `episode_changed`)."""
     session, occurred, episode_id = (str(item[name]["S"]) for name in ("session_id", "occurred_at", "episode_id"))
+    position = stored_position(item)
+    assert position is not None  # the backfill's query projects occurred_at and created_at
     values = {
-        **session_keys(tenant, session, datetime.fromisoformat(occurred), episode_id),
+        **session_keys(tenant, session, position, episode_id),
         "session": session,
         "occurred": occurred,
     }
@@ -126,7 +143,7 @@ class DynamoEpisodes(DynamoTable):
             "GSI3SK": f"{created}#{episode_id}",
         }
         if episode.session_id is not None:  # a session's turns in time order (sparse)
-            attributes.update(session_keys(tenant, episode.session_id, episode.occurred_at, episode_id))
+            attributes.update(session_keys(tenant, episode.session_id, session_position(episode), episode_id))
         if not episode.indexed:
             attributes.update(GSI1PK=UNINDEXED, GSI1SK=f"{created}#{esc(tenant)}#{episode_id}")
         return to_item(episode, episode_key(tenant, episode_id), **EPISODE_CODEC, item_type="episode", **attributes)
@@ -203,12 +220,12 @@ class DynamoEpisodes(DynamoTable):
         return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
 
     def session_episodes(
-        self, tenant: str, scope_id: str, session_id: str, before: datetime, limit: int
+        self, tenant: str, scope_id: str, session_id: str, before: SessionPosition, limit: int
     ) -> list[Episode]:
         if limit < 1:
             return []
-        condition = "GSI4PK = :pk AND GSI4SK < :before"  # "<occurred>#<id>" < "<before>": strictly earlier
-        values = {"pk": tenant_pk(tenant, "SESSION", esc(session_id)), "before": iso_utc(before)}
+        condition = "GSI4PK = :pk AND GSI4SK < :before"  # "<position>#<id>" < "<before>": strictly earlier
+        values = {"pk": tenant_pk(tenant, "SESSION", esc(session_id)), "before": position_text(before)}
         query = {"IndexName": GSI4, "KeyConditionExpression": condition, "ScanIndexForward": False}
         items = self._index_items(
             {**query, **expression(values)}, limit, keep=lambda i: text_of(i, "scope_id") == scope_id
@@ -222,7 +239,7 @@ class DynamoEpisodes(DynamoTable):
         keeps an erased episode erased and never overwrites a concurrent write; a transaction it cancels is
         done again one update at a time, skipping the episodes that changed (the next run looks again)."""
         missing = "attribute_type(#session_id, :string) AND attribute_not_exists(#GSI4PK)"
-        wanted = "#PK, #SK, #episode_id, #session_id, #occurred_at"
+        wanted = "#PK, #SK, #episode_id, #session_id, #occurred_at, #created_at, #sequence"
         query = {
             "KeyConditionExpression": "#PK = :pk",
             "FilterExpression": missing,

@@ -57,7 +57,7 @@ class SqlitePortabilityStore(SqliteBase):
             if dry_run:
                 return counts, []
             conn.execute(
-                "DELETE FROM episode_sessions WHERE tenant=? AND episode_id IN (SELECT value FROM json_each(?))",
+                "DELETE FROM session_turns WHERE tenant=? AND episode_id IN (SELECT value FROM json_each(?))",
                 (tenant, json.dumps(episode_ids)),
             )
             for table in ERASABLE:

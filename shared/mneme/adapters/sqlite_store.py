@@ -19,7 +19,7 @@ from mneme.adapters.sqlite_portability import SqlitePortabilityStore
 from mneme.adapters.sqlite_review import REVIEW_SCHEMA, SqliteReviewStore
 from mneme.adapters.sqlite_structure import STRUCTURE_SCHEMA, SqliteStructureStore
 from mneme.errors import Conflict
-from mneme.models import ApiKey, Episode, Memory, Scope
+from mneme.models import ApiKey, Episode, Memory, Scope, SessionPosition, session_position
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scopes (
@@ -52,12 +52,23 @@ CREATE TABLE IF NOT EXISTS api_keys (
 CREATE UNIQUE INDEX IF NOT EXISTS api_keys_tenant ON api_keys (tenant, key_id);
 """
 
-# A session's episodes in time order (`session_episodes`); a file from before it is filled on open (`_upgrade`).
+# A session's episodes in session order (`session_episodes`; `position` is `position_text`); a file from before
+# it is filled on open (`_upgrade`), and the table it replaces (`episode_sessions`, by time alone) dropped.
 SESSION_SCHEMA = """
-CREATE TABLE IF NOT EXISTS episode_sessions (
-    tenant TEXT NOT NULL, session_id TEXT NOT NULL, occurred_at TEXT NOT NULL, episode_id TEXT NOT NULL,
-    PRIMARY KEY (tenant, session_id, occurred_at, episode_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS session_turns (
+    tenant TEXT NOT NULL, session_id TEXT NOT NULL, position TEXT NOT NULL, episode_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, session_id, position, episode_id)) WITHOUT ROWID;
 """
+
+
+def position_text(position: SessionPosition) -> str:
+    """Fixed-width text that sorts as the session's order."""
+    return f"{utc_text(position.occurred_at)}#{utc_text(position.created_at)}#{position.sequence:06d}"
+
+
+def session_row(episode: Episode) -> tuple[str, str | None, str, str]:
+    return episode.tenant, episode.session_id, position_text(session_position(episode)), episode.episode_id
+
 
 ROOT_PARENT = ""  # the slot table's parent for a tenant's root scope
 
@@ -67,22 +78,28 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
 
     def _upgrade(self, conn: sqlite3.Connection, tables: set[str]) -> None:
         """A file from before the episodes' vector column gets it (`sqlite_episodes`: its rows stay as they
-        are); one from before `episode_sessions` has its episodes' sessions listed once, on this open."""
+        are); one from before `session_turns` has its episodes' sessions listed once, on this open."""
         if "episodes" not in tables:
             return
         if "vector" not in {row[1] for row in conn.execute("PRAGMA table_info(episodes)")}:
             with suppress(sqlite3.OperationalError):  # "duplicate column": another process added it first
                 conn.execute("ALTER TABLE episodes ADD COLUMN vector BLOB")
-        if "episode_sessions" in tables:
+        if "session_turns" in tables:
             return
+        conn.execute("DROP TABLE IF EXISTS episode_sessions")
+        self._list_sessions(conn, "")
+
+    def _list_sessions(self, conn: sqlite3.Connection, tenant: str) -> int:
+        """List in `session_turns` the episodes with a session that it lacks (`tenant` "": every tenant's)."""
         rows = conn.execute(
-            "SELECT tenant, session, json_extract(doc, '$.occurred_at'), episode_id FROM "
-            "(SELECT *, json_extract(doc, '$.session_id') AS session FROM episodes) WHERE session IS NOT NULL"
-        )
-        conn.executemany(
-            "INSERT OR IGNORE INTO episode_sessions VALUES (?,?,?,?)",
-            [(t, s, utc_text(datetime.fromisoformat(at)), e) for t, s, at, e in rows],
-        )
+            f"SELECT {rows_of.COLUMNS} FROM episodes e WHERE (?1 = '' OR tenant = ?1) "
+            "AND json_extract(doc, '$.session_id') IS NOT NULL AND NOT EXISTS (SELECT 1 FROM session_turns s "
+            "WHERE s.tenant = e.tenant AND s.episode_id = e.episode_id)",
+            (tenant,),
+        ).fetchall()
+        turns = [session_row(rows_of.from_row(row, vector=False)) for row in rows]
+        conn.executemany("INSERT OR IGNORE INTO session_turns VALUES (?,?,?,?)", turns)
+        return len(turns)
 
     # -- scopes ---------------------------------------------------------------------------
     def get_scope(self, tenant: str, scope_id: str) -> Scope | None:
@@ -267,12 +284,8 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
                 [rows_of.to_row(e, seq + n, utc_text(e.created_at)) for n, e in enumerate(rows.values(), start=1)],
             )
             conn.executemany(
-                "INSERT OR IGNORE INTO episode_sessions VALUES (?,?,?,?)",
-                [
-                    (e.tenant, e.session_id, utc_text(e.occurred_at), e.episode_id)
-                    for e in rows.values()
-                    if e.session_id is not None
-                ],
+                "INSERT OR IGNORE INTO session_turns VALUES (?,?,?,?)",
+                [session_row(e) for e in rows.values() if e.session_id is not None],
             )
             for tenant in dict.fromkeys(t for t, _ in rows):
                 self._feed(conn, tenant, "episode", [i for t, i in rows if t == tenant])
@@ -329,16 +342,16 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
         return [rows_of.from_row(row) for row in rows]
 
     def session_episodes(
-        self, tenant: str, scope_id: str, session_id: str, before: datetime, limit: int
+        self, tenant: str, scope_id: str, session_id: str, before: SessionPosition, limit: int
     ) -> list[Episode]:
         rows = self._rows(
-            "SELECT e.doc, e.indexed, e.vector FROM episode_sessions s CROSS JOIN episodes e "
+            "SELECT e.doc, e.indexed, e.vector FROM session_turns s CROSS JOIN episodes e "
             "ON e.tenant = s.tenant AND e.episode_id = s.episode_id "
-            "WHERE s.tenant=? AND s.session_id=? AND s.occurred_at<? AND e.scope_id=? "
-            "ORDER BY s.occurred_at DESC, s.episode_id DESC LIMIT ?",
+            "WHERE s.tenant=? AND s.session_id=? AND s.position<? AND e.scope_id=? "
+            "ORDER BY s.position DESC, s.episode_id DESC LIMIT ?",
             tenant,
             session_id,
-            utc_text(before),
+            position_text(before),
             scope_id,
             limit,
         )
@@ -348,18 +361,7 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
         """A file's sessions are listed when it is opened (`_upgrade`), so this finds none missing unless a
         row was lost; it lists those (the same rows `put_episodes` writes)."""
         with self._tx() as conn:
-            rows = conn.execute(
-                "SELECT tenant, session, json_extract(doc, '$.occurred_at'), episode_id FROM "
-                "(SELECT *, json_extract(doc, '$.session_id') AS session FROM episodes WHERE tenant=?) e "
-                "WHERE session IS NOT NULL AND NOT EXISTS (SELECT 1 FROM episode_sessions s "
-                "WHERE s.tenant = e.tenant AND s.session_id = e.session AND s.episode_id = e.episode_id)",
-                (tenant,),
-            ).fetchall()
-            conn.executemany(
-                "INSERT OR IGNORE INTO episode_sessions VALUES (?,?,?,?)",
-                [(t, s, utc_text(datetime.fromisoformat(at)), e) for t, s, at, e in rows],
-            )
-        return len(rows)
+            return self._list_sessions(conn, tenant)
 
     def list_unindexed(self, limit: int) -> list[Episode]:
         rows = self._rows(f"SELECT {rows_of.COLUMNS} FROM episodes WHERE indexed=0 ORDER BY seq LIMIT ?", limit)

@@ -19,7 +19,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from mneme.models import Role, convertible_to_utc
-from mneme.services.remember import RememberItem
+from mneme.services.remember import Conversation, RememberItem
 from mneme.structure_models import Operation
 
 Path_ = Annotated[str, StringConstraints(min_length=4, max_length=600)]
@@ -134,10 +134,16 @@ class RememberBatch(Strict):
 
 
 def _remember_shape(value: object) -> str:
+    if isinstance(value, dict) and "messages" in value:
+        return "conversation"
     return "batch" if isinstance(value, dict) and "items" in value else "item"
 
 
-# One item or `{"items": [...]}`: chosen by shape, so a bad batch gets the batch's error, not a union of both.
+# One item, `{"items": [...]}` or a conversation's `{"messages": [...]}`: chosen by shape, so a bad batch gets
+# the batch's error, not a union of all three.
 RememberBody = Annotated[
-    Annotated[RememberItem, Tag("item")] | Annotated[RememberBatch, Tag("batch")], Discriminator(_remember_shape)
+    Annotated[RememberItem, Tag("item")]
+    | Annotated[RememberBatch, Tag("batch")]
+    | Annotated[Conversation, Tag("conversation")],
+    Discriminator(_remember_shape),
 ]

@@ -16,7 +16,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from mneme.consolidation.models import Fact
 from mneme.errors import MnemeError
-from mneme.models import Episode, Memory
+from mneme.models import Episode, Memory, session_position
 from mneme.observability import logger, metrics
 from mneme.ports import Embedder, RecordStore, SearchIndex
 from mneme.search_models import IndexDocument
@@ -142,10 +142,12 @@ class Indexer:
 
     def session_context(self, episodes: Sequence[Episode]) -> dict[str, list[str]]:
         """The texts of the CONTEXT_TURNS turns before each episode that has a `session_id`: the same
-        tenant, scope and session, occurred strictly earlier and at most CONTEXT_WINDOW before it, oldest
-        first. A short reply ('Sage green, and the trim white.') is indexed with the question it answers.
-        From the batch and the records (a turn remembered alone finds the ones remembered before it): one
-        store read per session in the batch, and one more per episode that read did not reach below."""
+        tenant, scope and session, before it in the session's order (`SessionPosition`: said earlier, or at
+        the same time and given before it) and said at most CONTEXT_WINDOW before it, oldest first. A short
+        reply ('Sage green, and the trim white.') is indexed with the question it answers, also in a chat
+        log that gives every turn of a session one time. From the batch and the records (a turn remembered
+        alone finds the ones remembered before it): one store read per session in the batch, and one more
+        per episode that read did not reach below."""
         groups: dict[tuple[str, str, str], list[Episode]] = {}
         for episode in episodes:
             if episode.session_id is not None:
@@ -154,19 +156,23 @@ class Indexer:
         for (tenant, scope_id, session_id), group in groups.items():
             known = {e.episode_id: e for e in group}
             limit = len(group) + CONTEXT_TURNS
-            found = self.store.session_episodes(tenant, scope_id, session_id, max(e.occurred_at for e in group), limit)
+            found = self.store.session_episodes(
+                tenant, scope_id, session_id, max(session_position(e) for e in group), limit
+            )
             known.update((e.episode_id, e) for e in found)
             for episode in group:
-                reached = sum(e.occurred_at < episode.occurred_at for e in found) >= CONTEXT_TURNS
+                at = session_position(episode)
+                reached = sum(session_position(e) < at for e in found) >= CONTEXT_TURNS
                 if len(found) == limit and not reached:  # the read stopped above this turn's predecessors
-                    more = self.store.session_episodes(tenant, scope_id, session_id, episode.occurred_at, CONTEXT_TURNS)
+                    more = self.store.session_episodes(tenant, scope_id, session_id, at, CONTEXT_TURNS)
                     known.update((e.episode_id, e) for e in more)
             timeline = sorted(
-                (e for e in known.values() if not e.archived), key=lambda e: (e.occurred_at, e.episode_id)
+                (e for e in known.values() if not e.archived), key=lambda e: (session_position(e), e.episode_id)
             )
             for episode in group:
-                at = episode.occurred_at  # differences, not `at - CONTEXT_WINDOW` (no overflow at year 1)
-                before = [e for e in timeline if e.occurred_at < at and at - e.occurred_at <= CONTEXT_WINDOW]
+                at, when = session_position(episode), episode.occurred_at
+                # differences, not `when - CONTEXT_WINDOW` (no overflow at year 1)
+                before = [e for e in timeline if session_position(e) < at and when - e.occurred_at <= CONTEXT_WINDOW]
                 before = before[-CONTEXT_TURNS:]
                 if before:
                     context[episode.episode_id] = [e.search_text or e.content for e in before]

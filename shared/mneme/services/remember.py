@@ -26,6 +26,7 @@ MAX_METADATA_BYTES = 4 * 1024
 MAX_BATCH = 100
 T = TypeVar("T")
 R = TypeVar("R")
+SESSION_ID_PATTERN = r"^[A-Za-z0-9._:@-]+$"
 
 
 class RememberItem(BaseModel):
@@ -38,7 +39,7 @@ class RememberItem(BaseModel):
         default=None,
         min_length=1,
         max_length=128,
-        pattern=r"^[A-Za-z0-9._:@-]+$",
+        pattern=SESSION_ID_PATTERN,
         description=(
             "the conversation this turn belongs to: the two turns of the same session and scope said just before "
             "it (within the hour) are searched with it, so a short reply is found by a question about what was asked"
@@ -56,6 +57,72 @@ class RememberItem(BaseModel):
     create_scope: StrictBool = False
     format: Literal["text", "sttp"] = "text"
     profile: Literal["strict", "tolerant"] = "strict"  # how an STTP node is validated
+
+
+class Message(BaseModel):
+    """One turn of a conversation: who said it (`name`, or else `role`) and what they said."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: str | None = Field(default=None, min_length=1, max_length=64, description="user, assistant, system, tool, …")
+    name: str | None = Field(default=None, min_length=1, max_length=128, description="the speaker's name, if known")
+    content: str = Field(min_length=1)
+    occurred_at: Timestamp | None = Field(default=None, description="when it was said (default: the call's time)")
+
+    @property
+    def speaker(self) -> str:
+        return (self.name or self.role or "").strip()
+
+
+class Conversation(BaseModel):
+    """A conversation's messages in the order they were said: one episode each, in one session, the speaker
+    in `metadata.speaker` (and the role in `metadata.role`), each with its place in the call (`sequence`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scope: str = Field(min_length=4, max_length=600)
+    messages: list[Message] = Field(min_length=1, max_length=MAX_BATCH)
+    session_id: str | None = Field(default=None, min_length=1, max_length=128, pattern=SESSION_ID_PATTERN)
+    occurred_at: Timestamp | None = Field(default=None, description="the time of the messages that give none")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="returned with every message's recall")
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=256)
+    create_scope: StrictBool = False
+
+    def items(self) -> list[RememberItem]:
+        """One item a message. Each message's idempotency key derives from the call's key, or absent one
+        from the call's scope, session and metadata and the message's place, speaker, text and time: a
+        retried call writes nothing twice, also when its messages give no time."""
+        for index, message in enumerate(self.messages):
+            if not message.speaker:
+                raise InvalidInput(
+                    f"message {index}: give its role or name", code="invalid_message", details={"item": index}
+                )
+        call = self.idempotency_key or json.dumps(
+            [self.scope, self.session_id, self.metadata, self.occurred_at and self.occurred_at.isoformat()],
+            sort_keys=True,
+        )
+        return [
+            RememberItem(
+                scope=self.scope,
+                content=message.content,
+                occurred_at=message.occurred_at or self.occurred_at,
+                session_id=self.session_id,
+                metadata={**self.metadata, **self._speaker(message)},
+                idempotency_key=self._key(call, index, message),
+                create_scope=self.create_scope,
+            )
+            for index, message in enumerate(self.messages)
+        ]
+
+    @staticmethod
+    def _speaker(message: Message) -> dict[str, str]:
+        return {"speaker": message.speaker} | ({"role": message.role} if message.role else {})
+
+    @staticmethod
+    def _key(call: str, index: int, message: Message) -> str:
+        when = message.occurred_at and message.occurred_at.isoformat()
+        basis = json.dumps([call, index, message.role, message.name, message.content, when])
+        return "msg_" + hashlib.sha256(basis.encode()).hexdigest()[:40]
 
 
 def first_of_each(episodes: list[Episode]) -> dict[str, Episode]:
@@ -145,7 +212,7 @@ class RememberService:
         scope_ids = self._scope_ids(caller, items)
         now = self.clock.now()
         episodes = [
-            self._episode(caller, item, scope_ids[item.scope], now, nodes.get(index))
+            self._episode(caller, item, scope_ids[item.scope], now, index, nodes.get(index))
             for index, item in enumerate(items)
         ]
         unique = first_of_each(episodes)
@@ -215,7 +282,13 @@ class RememberService:
         return resolved
 
     def _episode(
-        self, caller: Principal, item: RememberItem, scope_id: str, now: datetime, node: dict[str, Any] | None
+        self,
+        caller: Principal,
+        item: RememberItem,
+        scope_id: str,
+        now: datetime,
+        sequence: int,
+        node: dict[str, Any] | None,
     ) -> Episode:
         node = node or {}
         occurred_at = (item.occurred_at or node.get("occurred_at") or now).astimezone(UTC)
@@ -229,6 +302,7 @@ class RememberService:
             created_at=now,
             author=caller.principal,
             session_id=item.session_id or node.get("session_id"),
+            sequence=sequence,
             tier=node.get("tier") or item.tier,
             metadata=item.metadata,
             format=item.format,
