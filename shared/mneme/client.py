@@ -76,7 +76,7 @@ from mneme.http.views import (
     SttpValidation,
 )
 from mneme.services.recall import RecallRequest, RecallResponse
-from mneme.services.remember import MAX_BATCH, Remembered, RememberItem
+from mneme.services.remember import MAX_BATCH, Conversation, Message, Remembered, RememberItem
 from mneme.services.retrieval import Bundle
 
 if TYPE_CHECKING:
@@ -88,6 +88,7 @@ __all__ = [
     "Bundle",
     "Change",
     "ChangesPage",
+    "Conversation",
     "CreatedKey",
     "DraftView",
     "EmbeddedTransport",
@@ -97,6 +98,7 @@ __all__ = [
     "KeyView",
     "MemoryHistory",
     "MemoryRecord",
+    "Message",
     "MnemeClient",
     "MnemeConnectionError",
     "RecallRequest",
@@ -439,6 +441,17 @@ class MnemeClient:
         item = _model(RememberItem, {"scope": scope, "content": content, **fields})
         return Remembered.model_validate(self._json("POST", "/v1/remember", _dump(item)))
 
+    def remember_messages(
+        self, scope: str, messages: Sequence[Message | Mapping[str, Any]], **fields: Any
+    ) -> list[Remembered]:
+        """Store a conversation: one episode a message (`role` or `name`, `content`, optional
+        `occurred_at`), in order, in one session. `fields`: session_id, occurred_at (for messages without
+        one), metadata, idempotency_key, create_scope (see `Conversation`). A retried call writes nothing
+        twice; results are in the order of `messages`."""
+        conversation = _model(Conversation, {"scope": scope, "messages": list(messages), **fields})
+        answer = self._json("POST", "/v1/remember", _dump(conversation))
+        return [Remembered.model_validate(result) for result in answer["items"]]
+
     def remember_batch(self, items: Sequence[RememberItem | Mapping[str, Any]]) -> list[Remembered]:
         """Store up to 100 observations all-or-nothing; results are in the order of `items`."""
         if not 1 <= len(items) <= MAX_BATCH:
@@ -481,7 +494,11 @@ class MnemeClient:
         self, query: str | None = None, *, request: RecallRequest | None = None, **fields: Any
     ) -> RecallResponse:
         """Ranked search under a scope: `client.recall("year end", scope="root.acme", limit=5)`, or pass
-        a whole `RecallRequest`. `ids=[…]` fetches the full bodies of cards from an earlier answer."""
+        a whole `RecallRequest`. `ids=[…]` fetches the full bodies of cards from an earlier answer.
+        `budget_tokens=` and `expand_top=` are the request's `disclosure` fields, by the same names."""
+        shortcuts = {name: fields.pop(name) for name in ("budget_tokens", "expand_top") if name in fields}
+        if shortcuts:
+            fields["disclosure"] = {**fields.get("disclosure", {}), **shortcuts}
         if request is None:
             request = _model(RecallRequest, {"query": query, **fields} if query is not None else fields)
         return RecallResponse.model_validate(self._json("POST", "/v1/recall", _dump(request)))

@@ -26,13 +26,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
-from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import AwareDatetime, BaseModel, Field
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import AfterValidator, AwareDatetime, BaseModel, Field, ValidationError
 
 from mneme import __version__
-from mneme.client import Bundle, MemoryRecord, MnemeClient, Remembered, RunView, ScopeView
-from mneme.errors import InvalidInput, MnemeError
+from mneme.client import Bundle, MemoryRecord, Message, MnemeClient, Remembered, RunView, ScopeView, invalid_input
+from mneme.errors import InvalidInput, MnemeError, ScopeNotFound
 from mneme.paths import MAX_DEPTH
 
 DEFAULT_PRINCIPAL = "mcp-agent"
@@ -42,15 +43,23 @@ CONSOLIDATE_WAIT_SECONDS = 120.0
 T = TypeVar("T")
 
 PATH_PATTERN = rf"^root(\.[a-z0-9][a-z0-9-]{{0,62}}){{0,{MAX_DEPTH}}}$"
+PATH_RULE = "'root' then up to 8 dot-separated segments of a-z, 0-9 and '-', e.g. 'root.acme.vat'"
+
+
+def scope_path(value: str) -> str:
+    if not re.fullmatch(PATH_PATTERN, value):
+        raise ValueError(f"{value[:80]!r} is not a scope path: {PATH_RULE}")
+    return value
+
+
+# Checked by a validator, not a schema pattern, so that a bad path reads `invalid_input: scope: … is not a
+# scope path` like the API's errors; the schema still shows agents the pattern.
 ScopePath = Annotated[
     str,
-    Field(
-        pattern=PATH_PATTERN,
-        max_length=600,
-        description="A scope path: 'root' then up to 8 dot-separated segments of a-z, 0-9 and '-', "
-        "e.g. 'root.acme.vat'.",
-    ),
+    AfterValidator(scope_path),
+    Field(description=f"A scope path: {PATH_RULE}.", json_schema_extra={"pattern": PATH_PATTERN, "maxLength": 600}),
 ]
+NOTHING_YET = "Nothing is remembered under {scope} yet: your working scope is created when you first remember in it."
 
 INSTRUCTIONS = """\
 Mneme is your long-term memory. It is organised as a tree of scopes addressed by dotted paths \
@@ -71,8 +80,9 @@ the subject, include dates and specifics. Use one session_id for a session's obs
 If the session added significant new knowledge, call `consolidate` so it becomes facts.
 5. Curated guidance changes through `propose_memory` (as a writer your proposal is pending until an \
 approver publishes it: say so) and `archive_memory` (by memory_id, from a bundle header or a result).
-6. If a tool call fails, retry it once. If it fails again, tell the user that memory is unavailable \
-and continue without it.
+6. A failed call says why in its first line (`code: message`): fix what it names (a scope path, a time \
+without a timezone) and retry it once. If it still fails, tell the user that memory is unavailable and \
+continue without it.
 7. Never pretend to remember. Only present as remembered what a successful tool call returned in this \
 session; if recall finds nothing, say that you have no memory of it.
 """
@@ -93,6 +103,11 @@ class RecallOutput(BaseModel):
     retrieval_path: str
     context: str = Field(description="Markdown context pack: top results in full, the rest as cards")
     results: list[RecallHit]
+
+
+class RememberedMany(BaseModel):
+    episode_ids: list[str]
+    items: list[Remembered]
 
 
 class ScopesOutput(BaseModel):
@@ -116,6 +131,22 @@ def error_result(error: MnemeError) -> CallToolResult:
     if error.details is not None:
         text += f"\ndetails: {error.details}"
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=body, is_error=True)
+
+
+class MnemeMCPServer(MCPServer):
+    """The SDK's server, but a tool's arguments that fail validation come back like every other error: an
+    MCP tool error whose text is `invalid_input: <argument>: <problem>` and whose structured content is the
+    API's error body (the SDK's own answer is pydantic's text)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if isinstance(e.__cause__, ValidationError):
+                return error_result(invalid_input(e.__cause__))
+            raise
 
 
 def _result(value: BaseModel, text: str) -> CallToolResult:
@@ -159,7 +190,7 @@ def build_server(client: MnemeClient, *, scope: str = "root") -> MCPServer:
     if not re.fullmatch(PATH_PATTERN, scope):
         raise ValueError(f"invalid working scope {scope!r}")
     working_scope = scope
-    server: MCPServer = MCPServer(
+    server: MCPServer = MnemeMCPServer(
         name="mneme",
         title="Mneme memory",
         description="Long-term memory for AI agents: curated guidance, observations and facts.",
@@ -182,7 +213,18 @@ def build_server(client: MnemeClient, *, scope: str = "root") -> MCPServer:
         annotations=read_only,
     )
     def retrieve(path: ScopePath = scope) -> Annotated[CallToolResult, Bundle]:
-        return _call(lambda: client.retrieve_json(path), lambda bundle: (bundle, bundle.markdown))
+        def work() -> Bundle:
+            try:
+                return client.retrieve_json(path)
+            except ScopeNotFound:
+                if path != working_scope:
+                    raise
+                return Bundle(path=path, canonical_path=path, blocks=[], markdown="")
+
+        def render(bundle: Bundle) -> tuple[BaseModel, str]:
+            return bundle, bundle.markdown or NOTHING_YET.format(scope=path)
+
+        return _call(work, render)
 
     @server.tool(
         name="remember",
@@ -216,9 +258,12 @@ def build_server(client: MnemeClient, *, scope: str = "root") -> MCPServer:
         idempotency_key: Annotated[
             str | None, Field(min_length=1, max_length=256, description="Makes a retry return the first result")
         ] = None,
-        create_scope: Annotated[bool, Field(description="Create the scope (and its parents) if missing")] = False,
+        create_scope: Annotated[
+            bool | None,
+            Field(description="Create the scope (and its parents) if missing; default: only your working scope"),
+        ] = None,
     ) -> Annotated[CallToolResult, Remembered]:
-        fields: dict[str, Any] = {"create_scope": create_scope}
+        fields: dict[str, Any] = {"create_scope": scope == working_scope if create_scope is None else create_scope}
         for name, value in (
             ("session_id", session_id),
             ("occurred_at", occurred_at),
@@ -233,6 +278,51 @@ def build_server(client: MnemeClient, *, scope: str = "root") -> MCPServer:
             return r, f"remembered in {scope}: episode_id {r.episode_id}, {state}"
 
         return _call(lambda: client.remember(scope, content, **fields), render)
+
+    @server.tool(
+        name="remember_conversation",
+        title="Remember a conversation",
+        description=(
+            "Store a conversation's messages, in the order they were said: one observation each, in one session, "
+            "with the speaker (name, else role) kept. Use it to keep a chat as it happened; use `remember` for an "
+            "observation you wrote yourself. Messages without a time take `occurred_at` (default now); turns that "
+            "share a time keep the order given. Retrying the same call writes nothing twice. Returns the ids."
+        ),
+        annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+    )
+    def remember_conversation(
+        messages: Annotated[
+            list[Message],
+            Field(description="The turns in order: {role or name, content, occurred_at?}, 1..100"),
+        ],
+        session_id: Annotated[
+            str | None,
+            Field(description="The conversation's id: its turns are searched with the turns said before them"),
+        ] = None,
+        scope: ScopePath = scope,
+        occurred_at: Annotated[
+            AwareDatetime | None,
+            Field(description="The time of messages that give none, ISO 8601 with timezone; default now"),
+        ] = None,
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="JSON object returned with every recall of these turns")
+        ] = None,
+        create_scope: Annotated[
+            bool | None,
+            Field(description="Create the scope (and its parents) if missing; default: only your working scope"),
+        ] = None,
+    ) -> Annotated[CallToolResult, RememberedMany]:
+        fields: dict[str, Any] = {"create_scope": scope == working_scope if create_scope is None else create_scope}
+        for name, value in (("session_id", session_id), ("occurred_at", occurred_at), ("metadata", metadata)):
+            if value is not None:
+                fields[name] = value
+
+        def render(done: list[Remembered]) -> tuple[BaseModel, str]:
+            stored = sum(r.created for r in done)
+            text = f"remembered {len(done)} message(s) in {scope}: {stored} stored, {len(done) - stored} already there"
+            return RememberedMany(episode_ids=[r.episode_id for r in done], items=done), text
+
+        return _call(lambda: client.remember_messages(scope, messages, **fields), render)
 
     @server.tool(
         name="recall",
@@ -276,7 +366,11 @@ def build_server(client: MnemeClient, *, scope: str = "root") -> MCPServer:
             Field(description="With session_id: collapse bodies already delivered in the session (default true)"),
         ] = True,
         budget_tokens: Annotated[
-            int | None, Field(ge=32, le=20_000, description="Cut the context pack to about this many tokens")
+            int | None,
+            Field(
+                description="Cut the context pack to about this many tokens, 32..200000",
+                json_schema_extra={"minimum": 32, "maximum": 200_000},  # the API's bounds, checked by it
+            ),
         ] = None,
         ids: Annotated[
             list[str] | None,
@@ -301,15 +395,25 @@ def build_server(client: MnemeClient, *, scope: str = "root") -> MCPServer:
             # the delivery session, never a filter: what the agent remembered in it stays findable
             fields.update(session_id=session_id, delta=delta)
         if budget_tokens is not None:
-            fields["disclosure"] = {"budget_tokens": budget_tokens}
+            fields["budget_tokens"] = budget_tokens
 
-        def render(response: Any) -> tuple[BaseModel, str]:
+        def work() -> RecallOutput | None:
+            try:
+                response = client.recall(**fields)
+            except ScopeNotFound:
+                if scope != working_scope:
+                    raise
+                return None
             hits = [RecallHit.model_validate(r.model_dump()) for r in response.results]
-            output = RecallOutput(retrieval_path=response.retrieval_path, context=response.context, results=hits)
-            text = response.context if response.results else f"Nothing remembered under {scope} matches this."
+            return RecallOutput(retrieval_path=response.retrieval_path, context=response.context, results=hits)
+
+        def render(output: RecallOutput | None) -> tuple[BaseModel, str]:
+            if output is None:
+                return RecallOutput(retrieval_path="hybrid", context="", results=[]), NOTHING_YET.format(scope=scope)
+            text = output.context if output.results else f"Nothing remembered under {scope} matches this."
             return output, text
 
-        return _call(lambda: client.recall(**fields), render)
+        return _call(work, render)
 
     @server.tool(
         name="consolidate",
@@ -372,10 +476,7 @@ def build_server(client: MnemeClient, *, scope: str = "root") -> MCPServer:
             Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$", description="Stable key, e.g. 'vat-policy'"),
         ],
         body: Annotated[str, Field(min_length=1, max_length=16_384, description="The guidance, in Markdown")],
-        scope: Annotated[
-            str | None,
-            Field(pattern=PATH_PATTERN, max_length=600, description="Attach to this scope (default: working scope)"),
-        ] = None,
+        scope: Annotated[ScopePath | None, Field(description="Attach to this scope (default: working scope)")] = None,
         tag: Annotated[
             str | None,
             Field(

@@ -20,7 +20,10 @@ from mneme.models import Principal, Role
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"retrieve", "remember", "recall", "consolidate", "archive_memory", "propose_memory", "list_scopes"}
+TOOLS = {
+    "retrieve", "remember", "remember_conversation", "recall", "consolidate", "archive_memory", "propose_memory",
+    "list_scopes",
+}  # fmt: skip
 
 
 def mcp_env(tmp_path: Path, **extra: str) -> dict[str, str]:
