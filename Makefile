@@ -29,8 +29,8 @@ node_modules/.installed: package.json package-lock.json
 
 install: $(STAMP)  ## create .venv with every dependency
 
-serve: $(SERVE_STAMP)  ## start Mneme locally on the embedded engine (http://127.0.0.1:8080)
-	$(BIN)/mneme serve
+serve: $(SERVE_STAMP)  ## start Mneme locally on the embedded engine (http://127.0.0.1:8080; PORT=N for another port)
+	$(BIN)/mneme serve $(if $(PORT),--port $(PORT))
 
 # Coverage floor of `make test` (and so `make check`): the whole suite covered 93.9 % of `mneme` on a fresh
 # clone on 2026-11-30 (`make test`). Raise it, never lower it.

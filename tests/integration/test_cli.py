@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from mneme import cli
 from mneme.cli import app
+from mneme.cli.config import KEYS
 from mneme.client import MnemeClient
 from tests.support.legacy import forget_sessions
 
@@ -350,3 +352,45 @@ def test_an_interrupted_export_leaves_no_file(run: Any, tmp_path: Path, monkeypa
     code, _, err = run("export", "--output", str(tmp_path / "out.jsonl"))
     assert code == 130 and "interrupted: nothing was written" in err
     assert list(tmp_path.glob("out.jsonl*")) == []
+
+
+def test_config_shows_every_effective_setting_with_its_default(run: Any) -> None:
+    shown = json.loads(ok(run, "config", "--json"))["settings"]
+
+    assert set(shown) == set(KEYS)
+    assert shown["tenant"] == {"value": "default", "source": "default"}
+    assert shown["scope"] == {"value": "root", "source": "default"}
+    assert shown["timeout"] == {"value": 10.0, "source": "default"}
+    assert "scope = 'root'  (default)" in ok(run, "config")
+
+
+def test_status_counts_archived_memories(run: Any) -> None:
+    out = ok(run, "memories", "create", "--key", "old-rule", "--scope", "root", "Retired guidance.")
+    ok(run, "memories", "archive", out.splitlines()[1])
+    ok(run, "memories", "create", "--key", "rule", "--scope", "root", "Current guidance.")
+
+    assert json.loads(ok(run, "status", "--json"))["tenants"]["default"]["memories"] == {
+        "published": 1,
+        "pending": 0,
+        "archived": 1,
+    }
+
+
+def test_a_busy_port_names_the_flag_that_chooses_another(run: Any) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+
+        code, _, err = run("serve", "--port", port, "--workers", "1")
+
+    assert code != 0 and f"cannot listen on 127.0.0.1:{port}" in err
+    assert "--port N" in err and "make serve PORT=N" in err
+
+
+def test_make_serve_takes_the_port_from_port() -> None:
+    def planned(*args: str) -> str:
+        return subprocess.run(["make", "-n", "serve", *args], cwd=ROOT, capture_output=True, text=True).stdout
+
+    assert ".venv/bin/mneme serve --port 9123\n" in planned("PORT=9123")
+    assert ".venv/bin/mneme serve \n" in planned()

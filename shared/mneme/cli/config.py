@@ -54,6 +54,19 @@ class CliSettings(BaseSettings):
 
 
 KEYS = tuple(CliSettings.model_fields)
+# What each key is when nothing sets it (`mneme config` shows these too). The CLI's commands act as principal
+# `cli` with role admin on the embedded store; `mneme mcp` as `mcp-agent`, a writer.
+DEFAULTS: dict[str, Any] = {
+    "url": None,
+    "api_key": None,
+    "api_key_file": None,
+    "tenant": DEFAULT_TENANT,
+    "principal": "cli (mneme mcp: mcp-agent)",
+    "roles": "admin (mneme mcp: writer)",
+    "home": ".mneme",
+    "scope": "root",
+    "timeout": 10.0,
+}
 
 
 class ConfigError(InvalidInput):

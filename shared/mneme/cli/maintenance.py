@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mneme.cli.app import Context, command
-from mneme.cli.config import KEYS
+from mneme.cli.config import DEFAULTS, KEYS
 from mneme.cli.output import Progress, emit_json, err, quiet_runtime
 from mneme.errors import InvalidInput
 
@@ -328,7 +328,7 @@ def status_report(ctx: Context) -> dict[str, Any]:
     report["index_backlog"] = {"episodes": min(len(backlog), limit), "capped": len(backlog) > limit}
     report["tenants"] = {}
     for tenant in tenants:
-        memories = store.list_memories(tenant)
+        memories = store.list_memories(tenant, archived=True)
         keys = store.list_api_keys(tenant)
         by_status = {s: sum(1 for m in memories if m.status == s) for s in ("published", "pending", "archived")}
         dirty_paths = []
@@ -409,11 +409,12 @@ def cmd_config(ctx: Context) -> int:
     config = ctx.config
     shown: dict[str, Any] = {}
     for key in KEYS:
-        if key in config.values:
-            value = config.values[key]
-            if key == "api_key" and value:
-                value = str(value)[:8] + "…"
-            shown[key] = {"value": value, "source": config.sources[key]}
+        value, source = (
+            (config.values[key], config.sources[key]) if key in config.values else (DEFAULTS[key], "default")
+        )
+        if key == "api_key" and value:
+            value = str(value)[:8] + "…"
+        shown[key] = {"value": value, "source": source}
     if ctx.args.json:
         emit_json({"file": str(config.file) if config.file else None, "mode": _mode(ctx), "settings": shown})
         return 0

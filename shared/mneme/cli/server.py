@@ -54,7 +54,9 @@ def cmd_serve(ctx: Context) -> int:
         server = make_server(args.host, args.port)
     except OSError as e:  # the port is taken, or the address is not this machine's
         raise MnemeError(
-            f"cannot listen on {args.host}:{args.port}: {e.strerror or e}", code="address_unavailable"
+            f"cannot listen on {args.host}:{args.port}: {e.strerror or e} (choose another port with --port N; "
+            "with make: make serve PORT=N)",
+            code="address_unavailable",
         ) from None
     home = bootstrap.current_settings().home.resolve()
     host, port = str(server.server_address[0]), int(server.server_address[1])
