@@ -3,7 +3,10 @@
 Every conversation in bench/conversations/set/*.txt is ingested into `mneme serve` (started here as a
 subprocess on a temporary data folder, over loopback): one scope per conversation, every turn one
 `remember` with `occurred_at` = the session's date and time plus one minute per turn and the speaker
-in `metadata.speaker`. Every question then goes to `recall` in its conversation's scope, and the
+in `metadata.speaker` (`--shape minutes`, the default). Two other shapes are how exported chat logs
+arrive, with one time per session: `--shape session-time` remembers every turn alone with its
+session's time; `--shape messages` sends each session as one conversation (`messages`, the session's
+time for all of them). Every question then goes to `recall` in its conversation's scope, and the
 results are scored against the question's evidence turns:
 
     R@k      share of the question's evidence turns in the top k (k = 5, 10, 20)
@@ -27,7 +30,7 @@ Set file format (one conversation per file):
 Other '#' lines are comments. `--corpus FILE` reads the older corpus format instead (several
 '# conversation' blocks in one file, '? qN | question' with no kind: every question is 'single').
 
-    .venv/bin/python bench/conversations.py [--set DIR | --corpus FILE] [--reuse] [--misses KIND]
+    .venv/bin/python bench/conversations.py [--set DIR | --corpus FILE] [--shape SHAPE] [--reuse] [--misses KIND]
 """
 
 from __future__ import annotations
@@ -210,14 +213,20 @@ class Server:
             self.proc.kill()
 
 
-def ingest(api: httpx.Client, conversations: list[Conversation]) -> dict[str, str]:
-    """Every turn through `remember` (a session's turns as one batch, ≤ 100 items); episode id -> turn key."""
+SHAPES = ("minutes", "session-time", "messages")
+
+
+def ingest(api: httpx.Client, conversations: list[Conversation], shape: str = "minutes") -> dict[str, str]:
+    """Every turn through `remember` in the given shape (see the module's doc); episode id -> turn key."""
     ids: dict[str, str] = {}
     for conv in conversations:
         sessions: dict[str, list[Turn]] = {}
         for turn in conv.turns:
             sessions.setdefault(turn.session, []).append(turn)
         for session, turns in sessions.items():
+            if shape != "minutes":
+                ids.update(ingest_log(api, conv, session, turns, shape))
+                continue
             for start in range(0, len(turns), 100):
                 batch = turns[start : start + 100]
                 items = [
@@ -236,6 +245,39 @@ def ingest(api: httpx.Client, conversations: list[Conversation]) -> dict[str, st
                 if reply.status_code != 201:
                     raise SystemExit(f"remember failed: {reply.status_code} {reply.text[:300]}")
                 ids.update(zip(reply.json()["episode_ids"], (t.key for t in batch), strict=True))
+    return ids
+
+
+def ingest_log(api: httpx.Client, conv: Conversation, session: str, turns: list[Turn], shape: str) -> dict[str, str]:
+    """One session as an exported chat log gives it: every turn at the session's time, in order; alone
+    (`session-time`) or as one conversation a hundred messages at a time (`messages`)."""
+    at = turns[0].occurred_at.isoformat().replace("+00:00", "Z")
+    common = {"scope": conv.scope, "session_id": f"{conv.scope.removeprefix('root.')}-{session}", "create_scope": True}
+    ids: dict[str, str] = {}
+    calls: list[tuple[list[Turn], dict[str, Any]]]
+    if shape == "session-time":
+        calls = [
+            ([t], {**common, "content": t.text, "occurred_at": at, "metadata": {"speaker": t.speaker}}) for t in turns
+        ]
+    else:
+        calls = [
+            (
+                turns[start : start + 100],
+                {
+                    **common,
+                    "occurred_at": at,
+                    "messages": [{"name": t.speaker, "content": t.text} for t in turns[start : start + 100]],
+                },
+            )
+            for start in range(0, len(turns), 100)
+        ]
+    for batch, body in calls:
+        reply = api.post("/v1/remember", json=body)
+        if reply.status_code != 201:
+            raise SystemExit(f"remember failed: {reply.status_code} {reply.text[:300]}")
+        answer = reply.json()
+        episode_ids = answer["episode_ids"] if "episode_ids" in answer else [answer["episode_id"]]
+        ids.update(zip(episode_ids, (t.key for t in batch), strict=True))
     return ids
 
 
@@ -315,6 +357,7 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="keep and reuse the ingested data (bench/.cache)")
     parser.add_argument("--misses", metavar="KIND", help="print the questions below R@10 1 of a kind (or 'all')")
     parser.add_argument("--json", type=Path, help="write the per-question rows here")
+    parser.add_argument("--shape", choices=SHAPES, default="minutes", help="how the turns are remembered")
     args = parser.parse_args()
     files = [args.corpus] if args.corpus else sorted(args.set.glob("*.txt"))
     if not files:
@@ -325,8 +368,10 @@ def main() -> None:
     sessions = sum(len({t.session for t in conv.turns}) for conv in conversations)
     print(f"conversations: {len(conversations)} ({', '.join(f.name for f in files)})")
     print(f"{sessions} sessions, {len(turns)} turns, {questions} questions; recall limit {LIMIT}, default scoring")
+    print(f"ingest shape: {args.shape}")
 
-    cached = c.CACHE / f"conversations-{fingerprint(files)}" if args.reuse else None
+    shaped = "" if args.shape == "minutes" else f"-{args.shape}"
+    cached = c.CACHE / f"conversations-{fingerprint(files)}{shaped}" if args.reuse else None
     home = cached if cached is not None else Path(tempfile.mkdtemp(prefix="mneme-conv-"))
     fresh = not (home / "ids.json").exists()
     if fresh and cached is not None:
@@ -337,7 +382,7 @@ def main() -> None:
         api = server.client("bench-conversations")
         if fresh:
             start = time.perf_counter()
-            ids = ingest(api, conversations)
+            ids = ingest(api, conversations, args.shape)
             print(f"ingested {len(ids)} turns over HTTP in {time.perf_counter() - start:.1f} s")
             (home / "ids.json").write_text(json.dumps(ids))
         else:

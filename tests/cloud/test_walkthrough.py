@@ -48,6 +48,7 @@ def run(cloud: Cloud, words: list[str], key: str, vars: dict[str, str]) -> Respo
     path = url.replace("$MNEME", "")
     for name, value in vars.items():
         path = path.replace(f"<{name}>", value)
+        body = body and body.replace(f"<{name}>", value)
     method = method or ("POST" if body is not None else "GET")
     headers.setdefault("Content-Type", "application/json")
     return cloud.gateway.request(method, path, body=body, key=key, headers=headers)
@@ -72,8 +73,11 @@ def test_the_readme_walkthrough(cloud: Cloud) -> None:
             continue
         response = run(cloud, words, key, vars)
         assert 200 <= response.status < 300, f"{shlex.join(words)}\n  -> {response}"
-        if "run_id" in response.body and response.headers.get("Content-Type", "").startswith("application/json"):
-            vars["run_id"] = response.json().get("run_id", vars.get("run_id", ""))
+        if response.headers.get("Content-Type", "").startswith("application/json"):  # ids the next commands name
+            answer = response.json()
+            found = {"run_id": answer.get("run_id"), "draft_id": answer.get("draft_id")}
+            found["fingerprint"] = answer.get("preview", {}).get("fingerprint") if isinstance(answer, dict) else None
+            vars.update({name: value for name, value in found.items() if value})
         answers.append((words, response))
 
     retrieves = [r for w, r in answers if w[-1].startswith('{"path"') and "/v1/retrieve" in " ".join(w)]
@@ -85,7 +89,8 @@ def test_the_readme_walkthrough(cloud: Cloud) -> None:
     )
     assert as_json.json()["canonical_path"] == "root.pennine.vat"
 
-    (remember,) = [r for w, r in answers if "/v1/remember" in " ".join(w)]
+    remember, conversation = [r for w, r in answers if "/v1/remember" in " ".join(w)]
+    assert [item["created"] for item in conversation.json()["items"]] == [True, True]  # one episode a message
     (recall,) = [r for w, r in answers if "/v1/recall" in " ".join(w)]
     found = recall.json()
     (episode,) = [r for r in found["results"] if r["id"] == remember.json()["episode_id"]]
@@ -93,3 +98,5 @@ def test_the_readme_walkthrough(cloud: Cloud) -> None:
     assert found["retrieval_path"] == "hybrid", found["retrieval_path"]  # BM25 and kNN both answered
     (run_record,) = [r for w, r in answers if "/v1/consolidations/" in " ".join(w)]
     assert run_record.json()["run_id"] == vars["run_id"]
+    (published,) = [r for w, r in answers if w[-1].startswith('{"fingerprint"')]
+    assert published.json()["status"] == "published"
