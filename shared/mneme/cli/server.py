@@ -38,6 +38,38 @@ def ensure_first_run() -> tuple[Path, bool]:
     return key_file, created
 
 
+def check_home() -> str | None:
+    """The embedded store's start-up check (`local.checks`): raises on a store that must not be opened;
+    returns why the index must be rebuilt, or None."""
+    from mneme import bootstrap
+    from mneme.local import checks
+    from mneme.settings import SqliteIndex, SqliteStore
+
+    settings = bootstrap.current_settings()
+    if not isinstance(settings.store, SqliteStore):
+        return None
+    checks.check_store(settings.sqlite_path, settings.home)
+    if not isinstance(settings.index, SqliteIndex):
+        return None
+    return checks.index_problem(settings.index_path, settings.sqlite_path)
+
+
+def rebuild_index(reason: str) -> None:
+    """Rebuild every tenant's index from records in the background; recall reads records meanwhile."""
+    from mneme import bootstrap
+    from mneme.local import checks
+
+    settings = bootstrap.current_settings()
+    indexer = bootstrap.current().indexer
+    print(f"the search index is rebuilt in the background: {reason}", file=sys.stderr)
+
+    def rebuild() -> None:
+        for tenant in checks.tenants(settings.sqlite_path):
+            indexer.rebuild(tenant)
+
+    checks.start_rebuild(settings.index_path, reason, rebuild)
+
+
 # -- serve and mcp -----------------------------------------------------------------------------------
 
 
@@ -51,6 +83,9 @@ def cmd_serve(ctx: Context) -> int:
     if args.listen_fd is not None:  # one of the processes `serve --workers N` started
         return _serve_worker(args.host, args.port, args.listen_fd)
     count = worker_count(args.workers)
+    reindex = check_home()  # a damaged or foreign store stops here, with one line
+    if reindex is not None:
+        rebuild_index(reindex)  # before any process opens the index
     key_file, created = ensure_first_run()
     try:
         server = make_server(args.host, args.port)
