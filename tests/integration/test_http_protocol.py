@@ -255,3 +255,29 @@ def test_an_unexpected_error_is_a_500_with_a_request_id_that_the_error_log_carri
     record = next(r for r in caplog.records if r.levelno == logging.ERROR)
     assert record.request_id == request_id  # type: ignore[attr-defined]
     assert record.exc_info is not None and "boom" in str(record.exc_info[1])
+
+
+def test_the_lambda_handler_answers_an_unexpected_error_with_api_gateways_request_id(
+    home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from functions import retrieve
+    from mneme.local.events import LocalContext, proxy_event
+    from mneme.routes import resolve
+    from mneme.services.retrieval import RetrievalService
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(RetrievalService, "retrieve", broken)
+    route, params = resolve("POST", "/v1/retrieve")
+    caller = {"tenant": "acme", "principal": "alice", "roles": "reader", "principalId": "alice"}
+    event = proxy_event(route, "POST", "/v1/retrieve", "", {}, '{"path": "root"}', params, caller, "apigw-req-1")
+    logger = logging.getLogger("mneme")
+    logger.addHandler(caplog.handler)
+    try:
+        response = retrieve.handler(event, LocalContext("retrieve"))
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert response["statusCode"] == 500
+    assert json.loads(response["body"])["error"]["details"] == {"request_id": "apigw-req-1"}
+    assert any(r.levelno == logging.ERROR and getattr(r, "request_id", None) == "apigw-req-1" for r in caplog.records)

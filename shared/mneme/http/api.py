@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import ServiceError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from mneme.errors import InvalidInput, MnemeError, NotFound, PayloadTooLarge
@@ -182,6 +183,8 @@ def build_resolver() -> APIGatewayRestResolver:
 
     @app.exception_handler(Exception)
     def on_unexpected(error: Exception) -> Response:
+        if isinstance(error, ServiceError):  # Powertools' own HTTP errors keep their status
+            raise error
         return error_response(unexpected(error, request_id_of(app)))
 
     @app.exception_handler(RequestValidationError)
