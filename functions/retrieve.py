@@ -9,13 +9,24 @@ from mneme import __version__, bootstrap
 from mneme.http.api import build_resolver, caller, json_response
 from mneme.http.lambda_entry import lambda_handler
 from mneme.http.schemas import RetrieveRequest
+from mneme.settings import Settings, SqliteIndex, SqliteStore
 
 app = build_resolver()
 
 
 @app.get("/v1/health")
 def health() -> dict[str, str]:
-    return {"status": "ok", "version": __version__}
+    """`ok`, or `degraded` with what is (the embedded engine: an index being rebuilt, an unreadable store)."""
+    problems = degraded(bootstrap.current_settings())
+    return {"status": "degraded" if problems else "ok", "version": __version__, **problems}
+
+
+def degraded(settings: Settings) -> dict[str, str]:
+    if not isinstance(settings.store, SqliteStore) or not isinstance(settings.index, SqliteIndex):
+        return {}
+    from mneme.local.checks import components
+
+    return components(settings.sqlite_path, settings.index_path)
 
 
 @app.post("/v1/retrieve")

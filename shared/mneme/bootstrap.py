@@ -181,6 +181,20 @@ def build(
     )
 
 
+CURSOR_KEY_BYTES = 32  # the generated cursor.key: 64 hex characters
+MIN_SECRET_BYTES = 8  # a configured cursor secret shorter than this is refused, never used
+
+
+def configured(secret: bytes, source: str) -> bytes:
+    if len(secret.strip()) < MIN_SECRET_BYTES:
+        raise StoreUnavailable(
+            f"{source} is {'empty' if not secret.strip() else 'too short'}: set at least {MIN_SECRET_BYTES} "
+            "bytes to sign feed cursors",
+            code="cursor_secret_invalid",
+        )
+    return secret
+
+
 def cursor_secret(settings: Settings) -> Callable[[], bytes]:
     """Where the cursor key comes from, read on first use: the setting, a Secrets Manager secret, or
     (embedded engine only) a key generated once into MNEME_HOME."""
@@ -188,19 +202,19 @@ def cursor_secret(settings: Settings) -> Callable[[], bytes]:
     @cache
     def secret() -> bytes:
         if settings.cursor_secret is not None:
-            return settings.cursor_secret.get_secret_value().encode()
+            return configured(settings.cursor_secret.get_secret_value().encode(), "MNEME_CURSOR_SECRET")
         if settings.cursor_secret_arn is not None:
             from mneme.adapters.secrets import fetch_secret
 
-            return fetch_secret(settings.cursor_secret_arn)
+            return configured(fetch_secret(settings.cursor_secret_arn), "the cursor secret")
         if isinstance(settings.store, DynamoStore):
             raise StoreUnavailable("set MNEME_CURSOR_SECRET_ARN (or MNEME_CURSOR_SECRET) to sign feed cursors")
+        from mneme.local.keyfiles import create_once, read_key
+
         path = settings.home / "cursor.key"
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(secrets.token_hex(32))
-            path.chmod(0o600)
-        return path.read_text().strip().encode()
+            create_once(path, secrets.token_hex(CURSOR_KEY_BYTES))
+        return read_key(path, minimum=2 * CURSOR_KEY_BYTES).encode()
 
     return secret
 

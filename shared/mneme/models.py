@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 
 def convertible_to_utc(value: datetime) -> datetime:
@@ -18,9 +18,17 @@ def convertible_to_utc(value: datetime) -> datetime:
     return value
 
 
-Timestamp = Annotated[datetime, AfterValidator(convertible_to_utc)]
-"""A time from a client: with an offset, it must stay within datetime's range in UTC (0001-01-01T00:00+14:00
-does not)."""
+def not_a_number(value: object) -> object:
+    """A time is text (ISO 8601): pydantic would read a number as seconds, or as milliseconds past 2e10,
+    so that `occurred_at: 1714555800000` and `-5e10` mean dates nobody wrote. Refused instead."""
+    if isinstance(value, int | float):
+        raise ValueError("a time is an ISO 8601 string with a timezone (e.g. 2024-05-01T09:30:00Z), not a number")
+    return value
+
+
+Timestamp = Annotated[datetime, BeforeValidator(not_a_number), AfterValidator(convertible_to_utc)]
+"""A time from a client: ISO 8601 text, never a number; with an offset, it must stay within datetime's range
+in UTC (0001-01-01T00:00+14:00 does not)."""
 
 
 class Role(StrEnum):

@@ -27,7 +27,8 @@ def walkthrough() -> tuple[list[list[str]], str]:
             words = shlex.split(line, comments=True)
             if words and (words[0] == "api" or words[0].endswith("mneme")):
                 commands.append(words)
-    (bundle,) = re.findall(r"```markdown\n(.*?)```", section, re.S)
+    # the bundle's own fence is longer than the body fences inside it
+    ((_, bundle),) = re.findall(r"^(`{3,})markdown\n(.*?)^\1$", section, re.S | re.M)
     return commands, bundle
 
 

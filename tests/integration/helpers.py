@@ -41,7 +41,10 @@ def bundle(path: str, *blocks: str) -> str:
 
 
 def block(header: str, body: str) -> str:
-    return f"<!-- {header} -->\n{body}\n"
+    """One block: its header, then its body in a backtick fence longer than any backtick run in it."""
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    mark = "`" * max(3, longest + 1)
+    return f"<!-- {header} -->\n{mark}\n{body}\n{mark}\n"
 
 
 def lower_roles(role: Role) -> list[Role]:

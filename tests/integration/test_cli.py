@@ -65,7 +65,7 @@ def test_scopes_layers_and_memories(run: Any) -> None:
     )
     assert (tagged["target"], tagged["body"], tagged["status"]) == ("clients=*", "Use names.\n", "published")
     bundle = ok(run, "retrieve", "root.acme.vat")
-    assert "<!-- scoped: root.acme.vat | priority: 9 | key: vat-policy -->\nFlat-rate VAT." in bundle
+    assert "<!-- scoped: root.acme.vat | priority: 9 | key: vat-policy -->\n```\nFlat-rate VAT.\n```" in bundle
     assert "tagged: clients=* | priority: 4 | key: etiquette" in bundle
     edited = json.loads(
         ok(

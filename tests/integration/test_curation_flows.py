@@ -39,7 +39,7 @@ def test_the_full_review_story(admin: Api) -> None:
     alice.ok("POST", f"/v1/memories/{proposed['memory_id']}/approve", {})
     for reader in (wendy, omar):
         bundle = reader.ok("POST", "/v1/retrieve", {"path": "root.acme"})
-        assert "<!-- scoped: root.acme | priority: 6 | key: vat -->\nAcme is on flat rate." in bundle
+        assert "<!-- scoped: root.acme | priority: 6 | key: vat -->\n```\nAcme is on flat rate.\n```" in bundle
     # A writer's edit of published work is a revision; rejected with a reason she can read
     edited = omar.ok("PATCH", f"/v1/memories/{proposed['memory_id']}", {"body": "Acme is on standard rate."})
     assert edited["pending_revision"]["changes"] == {"body": "Acme is on standard rate."}

@@ -80,16 +80,24 @@ it, do not pick a side. Blocks whose header ends in '| pending' are unapproved w
 author. -->
 
 <!-- scoped: root | priority: 3 | key: house-style -->
+```
 Write in British English.
+```
 
 <!-- tagged: clients=* | priority: 4 | key: client-etiquette | memory_id: {client-etiquette} -->
+```
 Address clients by name.
+```
 
 <!-- scoped: root.pennine-joinery.vat | priority: 9 | key: vat-policy -->
+```
 Pennine Joinery uses the flat-rate VAT scheme.
+```
 
 <!-- tagged: services=vat | priority: 8 | key: flat-rate-rule | memory_id: {flat-rate-rule} -->
+```
 Check flat-rate eligibility every April.
+```
 """
 
 

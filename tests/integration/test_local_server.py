@@ -177,7 +177,7 @@ def test_a_writers_memory_is_pending_and_visible_to_its_author_only(admin: Api, 
     mine = writer.retrieve(TARGET).text
     assert (
         "<!-- scoped: root.pennine-joinery.vat | priority: 9 | key: draft-note | pending -->\n"
-        "Ask about the new VAT threshold.\n" in mine
+        "```\nAsk about the new VAT threshold.\n```\n" in mine
     )
     assert mine.index("key: draft-note") < mine.index("key: vat-policy")
     # while the admin and a reader see exactly what they saw before
@@ -198,7 +198,9 @@ def test_an_archived_memory_leaves_the_bundle(admin: Api, walkthrough: dict[str,
 def test_a_published_edit_changes_the_bundle(admin: Api, walkthrough: dict[str, str]) -> None:
     edited = admin.ok("PATCH", f"/v1/memories/{walkthrough['tone']}", {"body": "Be brief and kind.", "version": 1})
     assert edited["version"] == 2
-    assert "<!-- scoped: root | priority: 3 | key: tone -->\nBe brief and kind.\n" in admin.retrieve(TARGET).text
+    assert (
+        "<!-- scoped: root | priority: 3 | key: tone -->\n```\nBe brief and kind.\n```\n" in admin.retrieve(TARGET).text
+    )
     # A stale version is refused
     assert_error(admin.patch(f"/v1/memories/{walkthrough['tone']}", {"body": "x", "version": 1}), 409)
 

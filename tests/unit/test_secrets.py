@@ -1,10 +1,16 @@
+import errno
+import os
+from pathlib import Path
+
 import boto3
 import pytest
 from botocore.stub import Stubber
 
 from mneme.adapters.secrets import fetch_secret
 from mneme.bootstrap import cursor_secret
+from mneme.cli import ensure_first_run
 from mneme.errors import StoreUnavailable
+from mneme.local.keyfiles import KeyFileDamaged, create_once
 from mneme.settings import DynamoStore, Settings
 
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:mneme-cursor-AbCdEf"
@@ -33,3 +39,44 @@ def test_dynamodb_without_a_configured_secret_refuses_to_sign_but_only_when_aske
     source = cursor_secret(Settings(store=DynamoStore(kind="dynamodb", table_name="t")))  # building is fine
     with pytest.raises(StoreUnavailable, match="MNEME_CURSOR_SECRET_ARN"):
         source()
+
+
+# -- the embedded engine's key files -------------------------------------------------------------------
+
+
+def test_the_cursor_key_is_created_once_whole_and_reused(tmp_path: Path) -> None:
+    first = cursor_secret(Settings(home=tmp_path))()  # type: ignore[call-arg]
+    again = cursor_secret(Settings(home=tmp_path))()  # type: ignore[call-arg]
+    assert first == again and len(first) == 64
+    assert (tmp_path / "cursor.key").stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["cursor.key"]  # no temporary file left behind
+
+
+@pytest.mark.parametrize("content", ["", "\n", "abc123"])
+def test_an_empty_or_short_cursor_key_is_refused_not_used(tmp_path: Path, content: str) -> None:
+    (tmp_path / "cursor.key").write_text(content)
+    with pytest.raises(KeyFileDamaged, match=r"cursor\.key"):
+        cursor_secret(Settings(home=tmp_path))()  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("secret", ["", "   ", "short"])
+def test_an_empty_or_short_configured_secret_is_refused(secret: str) -> None:
+    with pytest.raises(StoreUnavailable, match="MNEME_CURSOR_SECRET"):
+        cursor_secret(Settings(cursor_secret=secret))()  # type: ignore[arg-type]
+
+
+def test_a_key_file_that_cannot_be_written_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError):
+        create_once(tmp_path / "cursor.key", "x" * 64)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_empty_admin_key_stops_serve_with_one_line(home: Path) -> None:
+    home.mkdir(parents=True)
+    (home / "admin.key").write_text("")
+    with pytest.raises(KeyFileDamaged, match=r"admin\.key"):
+        ensure_first_run()

@@ -180,7 +180,7 @@ class DynamoEpisodes(DynamoTable):
         chosen = {**{(e.tenant, e.episode_id): e for e in new}, **stored}
         for episode in episodes:
             if chosen[(episode.tenant, episode.episode_id)].content_hash != episode.content_hash:
-                reused = "this idempotency key was already used for different content"
+                reused = "this idempotency key was already used for a different item (its content, scope or fields)"
                 raise Conflict(reused, code="idempotency_key_reused", details={"episode_id": episode.episode_id})
         if new:
             free, race = "attribute_not_exists(PK)", "an episode was written concurrently"

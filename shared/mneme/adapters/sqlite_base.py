@@ -26,6 +26,8 @@ from mneme.errors import StoreUnavailable
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for another (SQLite's busy_timeout, below, is the same)
 SYNCHRONOUS = "FULL"  # every durable commit is on disk before it is acknowledged (see `_tx`)
 
+STORE_VERSION = 1  # `PRAGMA user_version` of the record store this code writes (`local.checks` reads it)
+
 FEED_SCHEMA = """
 CREATE TABLE IF NOT EXISTS feed (
     tenant TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, ts TEXT NOT NULL, PRIMARY KEY (tenant, id));
@@ -114,6 +116,7 @@ def utc_text(value: datetime) -> str:
 
 class SqliteBase:
     schema = ""
+    version = 0  # written to `PRAGMA user_version` when the schema is created (0: left alone)
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -135,6 +138,8 @@ class SqliteBase:
                     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
                     conn.executescript(self.schema)
                     self._upgrade(conn, tables)
+                    if self.version and conn.execute("PRAGMA user_version").fetchone()[0] < self.version:
+                        conn.execute(f"PRAGMA user_version={self.version}")
                     self._schema_ready = True
                     return conn
         conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)

@@ -34,6 +34,7 @@ change. SQLite operational errors (locked, I/O, cannot open) surface as `StoreUn
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
 import sqlite3
@@ -61,6 +62,8 @@ from mneme.adapters.vector_cache import (
 from mneme.errors import InvalidInput, StoreUnavailable
 from mneme.search_models import Hit, IndexDocument, SearchFilter
 from mneme.text import meaningful_words, words
+
+REBUILDING_LAG = 100 * 365 * 86400.0  # seconds: `visibility_lag` while the index is rebuilt
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs (
@@ -244,7 +247,11 @@ class _SharedLock:
 class SqliteSearchIndex:
     """`mneme.ports.SearchIndex` over one SQLite file; safe to share between threads."""
 
-    visibility_lag = 0.0  # a write is searchable when it returns
+    @property
+    def visibility_lag(self) -> float:
+        """0: a write is searchable when it returns. While the index is rebuilt (`local.checks`: a marker
+        beside the file) no older write may be: the lag reaches back past every record."""
+        return REBUILDING_LAG if self._snapshots and os.path.exists(self.path + ".rebuilding") else 0.0
 
     def __init__(
         self,

@@ -13,7 +13,7 @@ from contextlib import suppress
 from datetime import datetime
 
 from mneme.adapters import sqlite_episodes as rows_of
-from mneme.adapters.sqlite_base import FEED_SCHEMA, utc_text
+from mneme.adapters.sqlite_base import FEED_SCHEMA, STORE_VERSION, utc_text
 from mneme.adapters.sqlite_consolidation import CONSOLIDATION_SCHEMA, SqliteConsolidationStore
 from mneme.adapters.sqlite_portability import SqlitePortabilityStore
 from mneme.adapters.sqlite_review import REVIEW_SCHEMA, SqliteReviewStore
@@ -75,6 +75,7 @@ ROOT_PARENT = ""  # the slot table's parent for a tenant's root scope
 
 class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteReviewStore, SqliteConsolidationStore):
     schema = SCHEMA + SESSION_SCHEMA + CONSOLIDATION_SCHEMA + REVIEW_SCHEMA + FEED_SCHEMA + STRUCTURE_SCHEMA
+    version = STORE_VERSION
 
     def _upgrade(self, conn: sqlite3.Connection, tables: set[str]) -> None:
         """A file from before the episodes' vector column gets it (`sqlite_episodes`: its rows stay as they
@@ -271,7 +272,7 @@ class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteRevi
                 if earlier is not None:
                     if earlier.content_hash != episode.content_hash:
                         raise Conflict(
-                            "this idempotency key was already used for different content",
+                            "this idempotency key was already used for a different item (its content, scope or fields)",
                             code="idempotency_key_reused",
                             details={"episode_id": episode.episode_id},
                         )

@@ -302,10 +302,13 @@ def _size(path: Path) -> str:
 def status_report(ctx: Context) -> dict[str, Any]:
     """What the embedded store holds: where it is, counts per tenant, index backlog, dirty scopes."""
     from mneme import bootstrap
+    from mneme.cli.server import check_home
+    from mneme.local.checks import rebuilding
     from mneme.settings import SqliteIndex, SqliteStore
 
     quiet_runtime()
     settings = bootstrap.current_settings()
+    problem = check_home()  # a damaged or foreign store stops here, with one line
     services = bootstrap.current()
     store = services.store
     report: dict[str, Any] = {
@@ -320,6 +323,12 @@ def status_report(ctx: Context) -> dict[str, Any]:
         report["files"] = {"records": _size(settings.sqlite_path)}
         if isinstance(settings.index, SqliteIndex):
             report["files"]["index"] = _size(settings.index_path)
+    if problem is None:
+        report["index_state"] = "ok"
+    elif rebuilding(settings.index_path):
+        report["index_state"] = f"rebuilding: {problem} (recall reads records meanwhile)"
+    else:
+        report["index_state"] = f"needs a rebuild: {problem} (`mneme serve` rebuilds it, or `mneme reindex`)"
     tables = _table_counts(settings.sqlite_path) if isinstance(settings.store, SqliteStore) else {}
     limit = 10_000
     backlog = store.list_unindexed(limit + 1)
@@ -385,6 +394,7 @@ def cmd_status(ctx: Context) -> int:
     count = f"{backlog['episodes']:,}" + ("+" if backlog["capped"] else "")
     hint = " (run `mneme reindex --pending`)" if backlog["episodes"] else ""
     print(f"index backlog  {count} episode(s) waiting for the search index{hint}")
+    print(f"index state    {report['index_state']}")
     for tenant, t in report["tenants"].items():
         m = t["memories"]
 

@@ -13,6 +13,8 @@ from mneme.cli.app import Context, command
 from mneme.cli.config import DEFAULT_TENANT
 from mneme.errors import MnemeError
 
+ADMIN_KEY_MINIMUM = 32  # characters: a key Mneme creates is 47 (`keys.KEY_PREFIX` + 43)
+
 
 def _admin_key_file() -> Path:
     from mneme import bootstrap
@@ -23,17 +25,49 @@ def _admin_key_file() -> Path:
 def ensure_first_run() -> tuple[Path, bool]:
     """Create the store and, once, an admin key for the default tenant. Returns (key file, created)."""
     from mneme import bootstrap
+    from mneme.local.keyfiles import create_once, read_key
 
     key_file = _admin_key_file()
     services = bootstrap.current()
     if key_file.exists():
+        read_key(key_file, minimum=ADMIN_KEY_MINIMUM)  # an empty or cut key stops here, not as a 401 later
         return key_file, False
     secret, _ = services.keys.create(DEFAULT_TENANT, "local-admin", ["admin"])
-    key_file.parent.mkdir(parents=True, exist_ok=True)
-    key_file.write_text(secret + "\n")
-    key_file.chmod(0o600)
+    created = create_once(key_file, secret + "\n")
     services.scopes.root(DEFAULT_TENANT)
-    return key_file, True
+    return key_file, created
+
+
+def check_home() -> str | None:
+    """The embedded store's start-up check (`local.checks`): raises on a store that must not be opened;
+    returns why the index must be rebuilt, or None."""
+    from mneme import bootstrap
+    from mneme.local import checks
+    from mneme.settings import SqliteIndex, SqliteStore
+
+    settings = bootstrap.current_settings()
+    if not isinstance(settings.store, SqliteStore):
+        return None
+    checks.check_store(settings.sqlite_path, settings.home)
+    if not isinstance(settings.index, SqliteIndex):
+        return None
+    return checks.index_problem(settings.index_path, settings.sqlite_path)
+
+
+def rebuild_index(reason: str) -> None:
+    """Rebuild every tenant's index from records in the background; recall reads records meanwhile."""
+    from mneme import bootstrap
+    from mneme.local import checks
+
+    settings = bootstrap.current_settings()
+    indexer = bootstrap.current().indexer
+    print(f"the search index is rebuilt in the background: {reason}", file=sys.stderr)
+
+    def rebuild() -> None:
+        for tenant in checks.tenants(settings.sqlite_path):
+            indexer.rebuild(tenant)
+
+    checks.start_rebuild(settings.index_path, reason, rebuild)
 
 
 # -- serve and mcp -----------------------------------------------------------------------------------
@@ -49,6 +83,9 @@ def cmd_serve(ctx: Context) -> int:
     if args.listen_fd is not None:  # one of the processes `serve --workers N` started
         return _serve_worker(args.host, args.port, args.listen_fd)
     count = worker_count(args.workers)
+    reindex = check_home()  # a damaged or foreign store stops here, with one line
+    if reindex is not None:
+        rebuild_index(reindex)  # before any process opens the index
     key_file, created = ensure_first_run()
     try:
         server = make_server(args.host, args.port)
@@ -66,7 +103,8 @@ def cmd_serve(ctx: Context) -> int:
         server.share()
         argv = ["serve", "--home", str(home), "--host", host, "--port", str(port)]
         workers = Workers(server.socket.fileno(), argv, count - 1)
-    signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` stops the server (and its workers) like Ctrl-C
+    for sig in (signal.SIGTERM, signal.SIGINT):  # `kill PID` stops the server (and its workers) like Ctrl-C
+        signal.signal(sig, lambda *_: server.stop())
     start_sweeper(bootstrap.current().indexer, interval=30.0)
     try:
         pids = [os.getpid()]
@@ -82,6 +120,7 @@ def cmd_serve(ctx: Context) -> int:
             flush=True,
         )
         server.serve_forever()
+        print("\nshutting down", file=sys.stderr)
     except KeyboardInterrupt:
         print("\nshutting down", file=sys.stderr)
     finally:
@@ -98,11 +137,12 @@ def _serve_worker(host: str, port: int, fd: int) -> int:
     from mneme.local.server import make_server, stop_when_orphaned
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)  # until it serves: then the server finishes what it holds
     server = make_server(host, port, listen_fd=fd)
     stop_when_orphaned(server, os.getppid())
     try:
         _warm()
+        signal.signal(signal.SIGTERM, lambda *_: server.stop())
         server.serve_forever()
     except KeyboardInterrupt:
         pass

@@ -111,6 +111,10 @@ class Run(BaseModel):
     started_at: datetime
     finished_at: datetime | None = None
     requested_by: str
+    # Until when the run's runner holds it: renewed with its scope leases (per batch); past it with the
+    # run still `running`, the runner is gone (crashed, killed) and the next read concludes it (`lapse`).
+    # None on runs stored before it: they never lapse.
+    lease_until: datetime | None = None
 
     @property
     def errors(self) -> list[dict[str, Any]]:
@@ -119,6 +123,18 @@ class Run(BaseModel):
     def counter(self, stage: str, name: str) -> int:
         report = self.stages.get(stage)
         return report.counters.get(name, 0) if report else 0
+
+    def lapse(self, now: datetime) -> bool:
+        """Conclude a run still `running` past its lease as `failed`, with the reason (True if it did)."""
+        if self.status != "running" or self.lease_until is None or now <= self.lease_until:
+            return False
+        reason = (
+            f"lease_expired: the runner stopped renewing the run's lease (held until {self.lease_until.isoformat()}) "
+            "before it finished: it crashed or was stopped; the next run takes its scopes up again"
+        )
+        self.stages.setdefault("lease", StageReport()).errors.append({"stage": "lease", "message": reason})
+        self.status, self.finished_at = "failed", now
+        return True
 
     def conclude(self, now: datetime) -> None:
         """The one place a run's final status is decided, by the local runner and Step Functions alike:

@@ -67,6 +67,7 @@ class ConsolidationService:
             requested_by=caller.principal,
             scopes=[self.scopes.chain_of(caller.tenant, s).path for s in targets],
         )
+        run.lease_until = run.started_at + self._ttl()
         self.deps.store.put_run(run)
         return run, targets
 
@@ -94,10 +95,21 @@ class ConsolidationService:
         run = self.deps.store.get_run(caller.tenant, run_id)
         if run is None:
             raise NotFound(f"run {run_id} does not exist", code="run_not_found")
-        return run
+        return self._lapsed(run)
 
     def recent(self, caller: Principal, limit: int) -> list[Run]:
-        return self.deps.store.list_runs(caller.tenant, limit)
+        return [self._lapsed(run) for run in self.deps.store.list_runs(caller.tenant, limit)]
+
+    def _lapsed(self, run: Run) -> Run:
+        """A run whose runner died is concluded `failed` when it is read past its lease (`Run.lapse`)."""
+        if run.lapse(self.deps.clock.now()):
+            self.deps.store.put_run(run)
+            logger.warning("consolidation run lease lapsed: concluded failed", extra={"run_id": run.run_id})
+        return run
+
+    def _renew(self, run: Run) -> None:
+        run.lease_until = self.deps.clock.now() + self._ttl()
+        self.deps.store.put_run(run)
 
     def execute(self, run: Run, targets: list[str], progress: Progress | None = None, *, settle: bool = False) -> Run:
         """The local runner: per target under its lease, batch after batch; then the tenant-wide
@@ -142,6 +154,9 @@ class ConsolidationService:
             if not self._lease(batch.tenant, batch.scope_id, batch.run_id):
                 batch.leased_elsewhere = True
                 batch.count("collect", "skipped_leased")
+            run = self.deps.store.get_run(batch.tenant, batch.run_id)
+            if run is not None and run.status == "running":  # the run's lease, with its scope's (only
+                self._renew(run)  # `finish` writes its counters, after every batch: no write is lost here)
             return batch.model_dump(mode="json")
         if stage == "finish":
             run = self.deps.store.get_run(event["tenant"], event["run_id"])
@@ -156,14 +171,17 @@ class ConsolidationService:
             return dict(event["batch"])
         return step(self.deps, event)
 
+    def _ttl(self) -> timedelta:
+        return timedelta(seconds=self.deps.settings.lease_seconds)
+
     def _lease(self, tenant: str, scope_id: str, owner: str) -> bool:
-        ttl = timedelta(seconds=self.deps.settings.lease_seconds)
-        return self.deps.store.acquire_lease(tenant, scope_id, owner, self.deps.clock.now(), ttl)
+        return self.deps.store.acquire_lease(tenant, scope_id, owner, self.deps.clock.now(), self._ttl())
 
     def _scope(self, run: Run, scope_id: str, progress: Progress | None) -> None:
         for _ in range(MAX_BATCHES_PER_SCOPE):
             if not self._lease(run.tenant, scope_id, self.owner):  # renewed per batch
                 break
+            self._renew(run)
             batch = run_batch(
                 self.deps,
                 Batch(tenant=run.tenant, scope_id=scope_id, run_id=run.run_id, started_at=self.deps.clock.now()),

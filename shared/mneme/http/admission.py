@@ -75,6 +75,9 @@ def check_json(body: str) -> None:
         value = json.loads(body)
     except (ValueError, RecursionError) as e:  # syntax, a 4,300+ digit integer, pathological nesting
         raise InvalidInput("the body is not valid JSON", details={"reason": str(e)[:200]}) from None
+    if not isinstance(value, dict):  # every route's body is an object; `[{...}]` is not read as one
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
+        raise InvalidInput(f"the body must be a JSON object ({{...}}), not {kind}")
     if depth(value) > MAX_DEPTH:
         raise InvalidInput(f"the body nests deeper than {MAX_DEPTH} levels")
 

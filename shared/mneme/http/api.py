@@ -7,12 +7,15 @@ lives in `MnemeResolver.resolve`.
 
 from __future__ import annotations
 
+import errno
 import json
+import sqlite3
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import ServiceError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from mneme.errors import InvalidInput, MnemeError, NotFound, PayloadTooLarge
@@ -35,6 +38,53 @@ def proxy_error(error: MnemeError) -> dict[str, Any]:
         "body": json.dumps(error.to_body()),
         "isBase64Encoded": False,
     }
+
+
+class StorageFull(MnemeError):
+    """The disk under the store is full: nothing was written; free space and retry."""
+
+    code = "storage_full"
+    status = 507
+
+
+class StoreReadOnly(MnemeError):
+    code = "store_read_only"
+    status = 503
+
+
+FULL = (errno.ENOSPC, errno.EDQUOT)
+READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+SQLITE_FULL, SQLITE_READONLY, SQLITE_CANTOPEN = 13, 8, 14  # primary result codes (the low byte)
+
+
+def storage_error(error: BaseException) -> MnemeError | None:
+    """A full or read-only disk under the store, as the error that says so (None for anything else).
+    SQLite rolls the transaction back in both cases: nothing is half-written."""
+    for cause in (error, error.__cause__, error.__context__):
+        if isinstance(cause, sqlite3.Error):
+            primary = (getattr(cause, "sqlite_errorcode", 0) or 0) & 0xFF
+            if primary == SQLITE_FULL:
+                return StorageFull("the disk under the store is full: nothing was written; free space and retry")
+            if primary in (SQLITE_READONLY, SQLITE_CANTOPEN):
+                return StoreReadOnly("the store cannot be written (a read-only disk or file): nothing was written")
+        if isinstance(cause, OSError) and cause.errno in FULL:
+            return StorageFull("the disk under the store is full: nothing was written; free space and retry")
+        if isinstance(cause, OSError) and cause.errno in READ_ONLY:
+            return StoreReadOnly("the store cannot be written (a read-only disk or file): nothing was written")
+    return None
+
+
+def unexpected(error: BaseException, request_id: str | None) -> MnemeError:
+    """An error no handler expected, as the 5xx to answer: logged at ERROR with its traceback and the
+    request id, which the answer carries (`details.request_id`) so that a report can be matched to the log."""
+    answer = storage_error(error) or MnemeError("internal error")
+    answer.details = {"request_id": request_id}
+    logger.error(
+        f"{answer.status} {answer.code}: {type(error).__name__}: {error}",
+        exc_info=error,
+        extra={"request_id": request_id, "code": answer.code, "status": answer.status},
+    )
+    return answer
 
 
 def _validation_details(error: RequestValidationError) -> list[dict[str, Any]]:
@@ -118,8 +168,24 @@ def build_resolver() -> APIGatewayRestResolver:
 
     @app.exception_handler(MnemeError)
     def on_domain_error(error: MnemeError) -> Response:
+        if error.status >= 500:  # a dependency failed: logged like any 5xx, with the request id
+            request_id = request_id_of(app)
+            logger.error(
+                f"{error.status} {error.code}: {error.message}",
+                exc_info=error,
+                extra={"request_id": request_id, "code": error.code, "status": error.status},
+            )
+            if error.details is None or isinstance(error.details, dict):
+                error.details = {**(error.details or {}), "request_id": request_id}
+            return error_response(error)
         logger.info("request refused", extra={"code": error.code, "status": error.status})
         return error_response(error)
+
+    @app.exception_handler(Exception)
+    def on_unexpected(error: Exception) -> Response:
+        if isinstance(error, ServiceError):  # Powertools' own HTTP errors keep their status
+            raise error
+        return error_response(unexpected(error, request_id_of(app)))
 
     @app.exception_handler(RequestValidationError)
     def on_invalid_request(error: RequestValidationError) -> Response:
@@ -135,6 +201,14 @@ def build_resolver() -> APIGatewayRestResolver:
         return error_response(NotFound(f"no route {app.current_event.path}", code="route_not_found"))
 
     return app
+
+
+def request_id_of(app: APIGatewayRestResolver) -> str | None:
+    """API Gateway's id of the request being served (the local server sets one the same way)."""
+    try:
+        return str(app.current_event.request_context.request_id)
+    except (AttributeError, KeyError, TypeError):
+        return None
 
 
 def caller(app: APIGatewayRestResolver) -> Principal:

@@ -9,6 +9,7 @@ from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -18,7 +19,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from mneme.models import Role, convertible_to_utc
+from mneme.models import Role, convertible_to_utc, not_a_number
 from mneme.services.remember import Conversation, RememberItem
 from mneme.structure_models import Operation
 
@@ -27,7 +28,7 @@ Key = Annotated[str, StringConstraints(min_length=1, max_length=128)]
 ShortList = Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=128)]], Field(max_length=32)]
 
 
-AwareTimestamp = Annotated[AwareDatetime, AfterValidator(convertible_to_utc)]
+AwareTimestamp = Annotated[AwareDatetime, BeforeValidator(not_a_number), AfterValidator(convertible_to_utc)]
 MEMORY_BODY_BYTES = 16 * 1024
 
 

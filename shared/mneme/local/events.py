@@ -30,9 +30,10 @@ def proxy_event(
     body: str | None,
     path_params: dict[str, str],
     authorizer: dict[str, Any] | None,
+    request_id: str | None = None,
 ) -> dict[str, Any]:
     parsed = parse_qs(query, keep_blank_values=True)
-    request_id = str(uuid.uuid4())
+    request_id = request_id or str(uuid.uuid4())
     return {
         "resource": route.path,
         "path": path,

@@ -1,26 +1,46 @@
 """`mneme serve`: HTTP on loopback → the same authorizer and Lambda handlers as in AWS.
 
-Defensive by construction: the route and the API key are checked, and `Content-Length` is validated
-against the route's limit, before a byte of the body is read; every answer, including the protocol errors
-`http.server` produces itself, is JSON in the error shape; a socket timeout ends stalled connections and
-a bounded pool of workers serves them.
+HTTP/1.1 is parsed by uvicorn's h11 protocol: one Content-Length (two that differ are refused, so a
+body cannot smuggle a second request), no whitespace before a header's colon, no bare CR, no request
+without a method, target and version; a body that stops short of its Content-Length (the client
+half-closes) is dropped, never served. On top of it (`StrictProtocol`, `app`):
+
+- deadlines: a request's head must arrive within HEAD_TIMEOUT of its first byte (or of the connection,
+  however slowly it trickles in), its body within BODY_TIMEOUT: a 408, and the connection closed; an
+  idle keep-alive connection is closed after IDLE_TIMEOUT;
+- limits: the head's size, its number of headers and the target's length (431 / 414), at most
+  MAX_CONNECTIONS connections per process (503 past it), THREADS requests served at once;
+- admission before the body: the route and the API key are checked, and `Content-Length` against the
+  route's limit, before a byte of the body is read; a chunked body is refused (411);
+- every answer, protocol errors included, is JSON in the error shape, with an `X-Request-Id`; an
+  unexpected error is logged at ERROR with its traceback and that id (`http.api.unexpected`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
+import socket as sockets
 import threading
 import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, HTTPServer
-from socket import SOMAXCONN, socket
 from typing import Any
 from urllib.parse import urlsplit
 
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
 from mneme import routes
 from mneme.errors import InvalidInput, MnemeError, PayloadTooLarge
+from mneme.http.api import unexpected
 from mneme.local import gateway, runtime
 from mneme.local.events import proxy_event
 from mneme.observability import logger
@@ -28,8 +48,15 @@ from mneme.services.indexing import Indexer
 
 SNAPSHOT_BEHIND = 500  # writes after which the sweeper saves a vector cache's snapshot again
 
-SOCKET_TIMEOUT = 15.0  # seconds a connection may stall (headers, body or keep-alive idle)
-WORKERS = 32
+HEAD_TIMEOUT = 10.0  # seconds from a request's first byte (or the connection's start) to the end of its head
+BODY_TIMEOUT = 30.0  # seconds from the end of the head to the end of the body
+IDLE_TIMEOUT = 15.0  # seconds a keep-alive connection may wait for its next request
+MAX_HEAD = 16 * 1024  # bytes of request line and headers
+MAX_HEADERS = 100
+MAX_TARGET = 8 * 1024  # bytes of the request target (path and query)
+MAX_CONNECTIONS = 256  # open connections per process; past it a request is answered 503
+LINGER = 2.0  # seconds a connection refused with a protocol error is read and dropped before it closes
+THREADS = 32  # requests served at once per process (the handlers are blocking: SQLite, the model)
 
 PROTOCOL_CODES = {
     400: "bad_request",
@@ -39,6 +66,7 @@ PROTOCOL_CODES = {
     414: "uri_too_long",
     431: "headers_too_large",
     501: "not_implemented",
+    503: "service_unavailable",
     505: "http_version_not_supported",
 }
 
@@ -48,11 +76,24 @@ class LengthRequired(MnemeError):
     status = 411
 
 
+class ProtocolError(MnemeError):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message, code=PROTOCOL_CODES.get(status, "http_error"))
+        self.status = status
+
+
+def error_payload(status: int, message: str, request_id: str | None = None) -> bytes:
+    error: dict[str, Any] = {"code": PROTOCOL_CODES.get(status, "http_error"), "message": message}
+    if request_id:
+        error["details"] = {"request_id": request_id}
+    return json.dumps({"error": error}).encode()
+
+
 def content_length(headers: dict[str, str]) -> int:
     """The body's declared length: digits only (no sign, no exponent); chunked bodies are not accepted."""
-    if gateway_header(headers, "transfer-encoding") is not None:
+    if "transfer-encoding" in headers:
         raise LengthRequired("send the body with a Content-Length, not Transfer-Encoding")
-    value = gateway_header(headers, "content-length")
+    value = headers.get("content-length")
     if value is None:
         return 0
     if not value.strip().isdigit() or not value.strip().isascii():
@@ -60,98 +101,298 @@ def content_length(headers: dict[str, str]) -> int:
     return int(value)
 
 
-def gateway_header(headers: dict[str, str], name: str) -> str | None:
-    return next((value for key, value in headers.items() if key.lower() == name), None)
+def check_head(scope: dict[str, Any]) -> dict[str, str]:
+    """The request's headers (names lowercased), once its version, target and headers are within limits.
+    A header that says who is calling or how long the body is may not come twice."""
+    if scope["http_version"] not in ("1.0", "1.1"):
+        raise ProtocolError(505, f"HTTP/{scope['http_version']} is not supported: use HTTP/1.1")
+    if len(scope["raw_path"]) + len(scope["query_string"]) > MAX_TARGET:
+        raise ProtocolError(414, f"the request target is longer than {MAX_TARGET} bytes")
+    raw = scope["headers"]
+    if len(raw) > MAX_HEADERS or sum(len(k) + len(v) + 4 for k, v in raw) > MAX_HEAD:
+        raise ProtocolError(431, f"send at most {MAX_HEADERS} headers and {MAX_HEAD} bytes of them")
+    headers: dict[str, str] = {}
+    for name, value in raw:
+        key = name.decode("latin-1")
+        if key in headers and key in ("authorization", "content-length", "content-type", "host"):
+            raise InvalidInput(f"the {key} header is sent twice")
+        headers[key] = value.decode("latin-1")
+    return headers
 
 
-def dispatch(method: str, raw_path: str, headers: dict[str, str], read: Any) -> dict[str, Any]:
-    """Serve one request as API Gateway would: route, authorize, size, then read the body and invoke.
+@dataclass
+class Admitted:
+    route: routes.Route
+    params: dict[str, str]
+    authorizer: dict[str, Any] | None
+    length: int
 
-    `read(n)` reads n bytes of body; it is called only once everything that needs no body has passed.
-    """
-    url = urlsplit(raw_path)
-    try:
-        route, params = routes.resolve(method, url.path)
-        authorizer = gateway.authorize(route, method, url.path, gateway_header(headers, "authorization"))
-        length = content_length(headers)
-        if length > route.max_body:
-            raise PayloadTooLarge(f"request body exceeds {route.max_body} bytes", details={"limit": route.max_body})
+
+def admit_head(method: str, path: str, headers: dict[str, str]) -> Admitted:
+    """Everything that needs no body: the route, the caller and the declared length (raises MnemeError)."""
+    route, params = routes.resolve(method, path)
+    authorizer = gateway.authorize(route, method, path, headers.get("authorization"))
+    length = content_length(headers)
+    if length > route.max_body:
+        raise PayloadTooLarge(f"request body exceeds {route.max_body} bytes", details={"limit": route.max_body})
+    return Admitted(route, params, authorizer, length)
+
+
+def answer(error: MnemeError) -> dict[str, Any]:
+    return gateway.error_response(error)
+
+
+class Mneme:
+    """The ASGI application: one request → admission → the route's function on a worker thread."""
+
+    def __init__(self, threads: int) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mneme-http")  # threads start lazily
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await receive()  # startup
+            await send({"type": "lifespan.startup.complete"})
+            await receive()  # shutdown
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        request_id = str(uuid.uuid4())
+        response, close = await self._serve(scope, receive, request_id)
+        if response is None:  # the client left (or half-closed) before its body was complete
+            return
+        await self._send(send, response, request_id, close)
+
+    async def _serve(self, scope: dict[str, Any], receive: Any, request_id: str) -> tuple[dict[str, Any] | None, bool]:
+        """(the proxy response, whether to close the connection after it)."""
+        run: Callable[..., Awaitable[Any]] = partial(asyncio.get_running_loop().run_in_executor, self.pool)
+        method = scope["method"]
+        declared = any(k in (b"content-length", b"transfer-encoding") and v.strip(b"0 ") for k, v in scope["headers"])
         try:
-            body = read(length).decode() if length else None
+            headers = check_head(scope)
+            path = urlsplit(scope["raw_path"].decode("latin-1")).path
+            # On the loop's thread: a route match and one key lookup (a cached SQLite read), cheaper than a
+            # hop to a worker thread and back, which on a busy machine waits for a CPU each way.
+            admitted = admit_head(method, path, headers)
+        except MnemeError as error:  # the body, if any, is left unread: the connection closes after the answer
+            return answer(error), declared
+        except Exception as error:  # the store or the authorizer failed: a 5xx, logged with its id
+            return answer(unexpected(error, request_id)), declared
+        body: bytes | None = b""
+        if admitted.length:
+            body = await read_body(receive, BODY_TIMEOUT)
+            if body is None:
+                return None, True
+            if body is TIMED_OUT:
+                return answer(ProtocolError(408, f"the body did not arrive within {BODY_TIMEOUT:.0f} s")), True
+        try:
+            text = body.decode() if body else None
         except UnicodeDecodeError:
-            raise InvalidInput("the body is not UTF-8 text") from None
-    except MnemeError as error:
-        return gateway.error_response(error)
-    event = proxy_event(route, method, url.path, url.query, headers, body, params, authorizer)
-    return gateway.invoke(route, event)
-
-
-class Handler(BaseHTTPRequestHandler):
-    server_version = "mneme-local"
-    protocol_version = "HTTP/1.1"
-    timeout = SOCKET_TIMEOUT
-    # Headers and body go out in separate writes; with Nagle on, a keep-alive client waits for its
-    # delayed ACK (~40 ms on Linux) on every request.
-    disable_nagle_algorithm = True
-
-    def _serve(self) -> None:
-        consumed = False
-
-        def read(length: int) -> bytes:
-            nonlocal consumed
-            consumed = True
-            return self.rfile.read(length)
-
-        try:
-            response = dispatch(self.command, self.path, dict(self.headers.items()), read)
-        except TimeoutError:
-            raise
-        except Exception:  # a bug, not a client error: answer like API Gateway does
-            self.log_error("unhandled error serving %s %s", self.command, self.path)
-            response = gateway.error_response(MnemeError("internal error"))
-        declared = (
-            self.headers.get("Content-Length", "0").strip() not in ("", "0") or "Transfer-Encoding" in self.headers
+            return answer(InvalidInput("the body is not UTF-8 text")), False
+        query = scope["query_string"].decode("latin-1")
+        event = proxy_event(
+            admitted.route, method, path, query, headers, text, admitted.params, admitted.authorizer, request_id
         )
-        if declared and not consumed:
-            self.close_connection = True  # the unread body would be taken for the next request
+        try:
+            response = await run(gateway.invoke, admitted.route, event)
+        except Exception as error:  # a bug, not a client error: answer like API Gateway does, and log it
+            return answer(unexpected(error, request_id)), False
+        return response, False
+
+    async def _send(self, send: Any, response: dict[str, Any], request_id: str, close: bool) -> None:
         headers = {**(response.get("headers") or {})}
         for name, values in (response.get("multiValueHeaders") or {}).items():
             headers.setdefault(name, values[-1])
-        self._answer(response["statusCode"], headers, (response.get("body") or "").encode())
+        payload = (response.get("body") or "").encode()
+        out = [
+            (name.lower().encode("latin-1"), str(value).encode("latin-1"))
+            for name, value in headers.items()
+            if name.lower() not in ("content-length", "connection", "transfer-encoding")
+        ]
+        out += [(b"content-length", str(len(payload)).encode()), (b"x-request-id", request_id.encode())]
+        if close:
+            out.append((b"connection", b"close"))
+        await send({"type": "http.response.start", "status": response["statusCode"], "headers": out})
+        await send({"type": "http.response.body", "body": payload})
 
-    def _answer(self, status: int, headers: dict[str, Any], payload: bytes) -> None:
+
+TIMED_OUT = b"\0timed out"
+
+
+async def read_body(receive: Any, timeout: float) -> bytes | None:
+    """The whole body, None when the client went away first, TIMED_OUT past the deadline."""
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    while True:
         try:
-            self.send_response(status)
-            for name, value in headers.items():
-                if name.lower() not in ("content-length", "connection"):
-                    self.send_header(name, str(value))
-            if self.close_connection:
-                self.send_header("Connection", "close")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(payload)
-        except (BrokenPipeError, ConnectionResetError):  # the client left before its answer
-            self.close_connection = True
+            message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            return TIMED_OUT
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
 
-    def __getattr__(self, name: str) -> Any:
-        """Every method reaches the route table (405 on a known path, 404 elsewhere), not a 501 page."""
-        if name.startswith("do_"):
-            return self._serve
-        raise AttributeError(name)
 
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """Protocol errors (bad request line, version, oversized headers) in the JSON error shape."""
-        if not str(getattr(self, "request_version", "")).startswith("HTTP/1."):
-            self.request_version = "HTTP/1.1"  # answer a malformed or unsupported version in HTTP/1.1
-        phrase = HTTPStatus(code).phrase if code in HTTPStatus._value2member_map_ else "error"
-        error = {"error": {"code": PROTOCOL_CODES.get(code, "http_error"), "message": message or phrase}}
-        self.close_connection = True
-        self._answer(code, {"Content-Type": "application/json"}, json.dumps(error).encode())
+class _Connection(h11.Connection):
+    """h11's connection, remembering the protocol error it raised (for the status it hints at)."""
 
-    def log_message(self, format: str, *args: Any) -> None:
-        if os.environ.get("MNEME_ACCESS_LOG"):
-            super().log_message(format, *args)
+    error: h11.RemoteProtocolError | None = None
+
+    def next_event(self) -> Any:
+        try:
+            return super().next_event()
+        except h11.RemoteProtocolError as error:
+            self.error = error
+            raise
+
+
+class StrictProtocol(H11Protocol):
+    """uvicorn's h11 protocol with a deadline on the request head (uvicorn has none: a client that
+    trickles its headers would hold a connection for ever) and protocol errors in the JSON error shape."""
+
+    head_timer: asyncio.TimerHandle | None = None
+    lingering = False  # an error was sent: what the client still sends is read and dropped, then we close
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conn = _Connection(h11.SERVER, MAX_HEAD)
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self._await_head()
+
+    def data_received(self, data: bytes) -> None:
+        if self.lingering:
+            return
+        super().data_received(data)
+        self._await_head()
+
+    def on_response_complete(self) -> None:
+        self._cancel_head()  # the keep-alive timer takes over until the next request's first byte
+        super().on_response_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_head()
+        super().connection_lost(exc)
+
+    def _await_head(self) -> None:
+        waiting = self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
+        if not waiting or self.transport.is_closing():
+            self._cancel_head()
+        elif self.head_timer is None and (self.cycle is None or self.conn.trailing_data[0]):
+            self.head_timer = self.loop.call_later(HEAD_TIMEOUT, self._head_timed_out)
+
+    def _cancel_head(self) -> None:
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self.head_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self._write_error(408, f"the request head did not arrive within {HEAD_TIMEOUT:.0f} s")
+
+    def send_400_response(self, msg: str) -> None:
+        error = getattr(self.conn, "error", None)
+        status = error.error_status_hint if error is not None else 400
+        if status == 431 and b"\n" not in self.conn.trailing_data[0]:
+            status = 414  # the request line alone is past the limit
+        self._write_error(status, str(error) if error is not None else msg)
+
+    def _write_error(self, status: int, message: str) -> None:
+        """A protocol error written straight to the socket (h11 has no request to answer), then close."""
+        payload = error_payload(status, message)
+        head = (
+            f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+        )
+        self.transport.write(head.encode() + payload)
+        # Half-close and linger: closing with unread input would reset the connection, and a reset can
+        # discard the answer before the client reads it.
+        self.lingering = True
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+            self.loop.call_later(LINGER, self.transport.close)
+        else:
+            self.transport.close()
+
+
+class _Uvicorn(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """`mneme serve` handles its signals itself (the parent stops its workers; a worker ignores Ctrl-C)."""
+        yield
+
+
+class LocalServer:
+    """`mneme serve`'s HTTP server on a listening socket it binds, or inherits (`listen_fd`: a worker
+    process of `serve --workers`). `serve_forever` runs it on the calling thread until `shutdown`."""
+
+    def __init__(self, address: tuple[str, int], threads: int = THREADS, listen_fd: int | None = None) -> None:
+        self.socket = bind(address) if listen_fd is None else socket_from_fd(listen_fd)
+        self.server_address = self.socket.getsockname()
+        self.app = Mneme(threads)
+        config = uvicorn.Config(
+            self.app,
+            http=StrictProtocol,
+            lifespan="on",
+            ws="none",
+            interface="asgi3",
+            timeout_keep_alive=int(IDLE_TIMEOUT),
+            limit_concurrency=MAX_CONNECTIONS,
+            timeout_graceful_shutdown=10,
+            server_header=False,
+            date_header=False,
+            log_config=None,
+            access_log=bool(os.environ.get("MNEME_ACCESS_LOG")),
+        )
+        self.server = _Uvicorn(config)
+        self._done = threading.Event()
+
+    def share(self) -> None:
+        """Let worker processes accept on this socket too: inheritable, and non-blocking so that a
+        process that loses the race for a connection goes back to waiting instead of blocking in accept."""
+        os.set_inheritable(self.socket.fileno(), True)
+        self.socket.setblocking(False)
+
+    def serve_forever(self) -> None:
+        self._done.clear()
+        try:
+            asyncio.run(self.server.serve(sockets=[self.socket]))
+        finally:
+            self._done.set()
+
+    def stop(self) -> None:
+        """Ask the server to stop (safe from a signal handler): requests in progress finish first."""
+        self.server.should_exit = True
+
+    def shutdown(self) -> None:
+        self.stop()
+        self._done.wait(30)
+
+    def server_close(self) -> None:
+        self.socket.close()
+        self.app.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def bind(address: tuple[str, int]) -> sockets.socket:
+    """A listening socket with the system's largest backlog (with more clients connecting at once than the
+    backlog holds, Linux drops their handshakes and a client can wait a minute for its retries)."""
+    family = sockets.AF_INET6 if ":" in address[0] else sockets.AF_INET
+    sock = sockets.create_server(address, family=family, backlog=sockets.SOMAXCONN)
+    sock.setsockopt(sockets.IPPROTO_TCP, sockets.TCP_NODELAY, 1)
+    return sock
+
+
+def make_server(host: str, port: int, threads: int = THREADS, listen_fd: int | None = None) -> LocalServer:
+    runtime.configure()
+    return LocalServer((host, port), threads, listen_fd)
+
+
+def socket_from_fd(fd: int) -> sockets.socket:
+    sock = sockets.socket(fileno=fd)
+    sock.setblocking(False)
+    return sock
 
 
 def start_sweeper(indexer: Indexer, interval: float) -> threading.Thread:
@@ -174,69 +415,13 @@ def start_sweeper(indexer: Indexer, interval: float) -> threading.Thread:
     return thread
 
 
-class LocalServer(HTTPServer):
-    """An HTTP server whose connections are served by a bounded pool (waiting ones queue, not spawn).
-
-    With `listen_fd`, it serves a listening socket it inherited (a worker process of `serve --workers`).
-    The listen backlog is the system's maximum, not http.server's 5: with more clients connecting at once
-    than the backlog holds, Linux drops their handshakes and a client can wait a minute for its retries."""
-
-    request_queue_size = SOMAXCONN
-
-    def __init__(self, address: tuple[str, int], workers: int = WORKERS, listen_fd: int | None = None) -> None:
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mneme-http")  # threads start lazily
-        if listen_fd is None:
-            super().__init__(address, Handler)
-            return
-        super().__init__(address, Handler, bind_and_activate=False)
-        self.socket.close()
-        self.socket = socket_from_fd(listen_fd)
-        self.server_address = self.socket.getsockname()
-
-    def share(self) -> None:
-        """Let worker processes accept on this socket too: inheritable, and non-blocking so that a
-        process that loses the race for a connection goes back to waiting instead of blocking in accept."""
-        os.set_inheritable(self.socket.fileno(), True)
-        self.socket.setblocking(False)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        self.pool.submit(self._work, request, client_address)
-
-    def _work(self, request: socket, client_address: Any) -> None:
-        try:
-            self.finish_request(request, client_address)
-        except Exception:
-            self.handle_error(request, client_address)
-        finally:
-            self.shutdown_request(request)
-
-    def serve_forever(self, poll_interval: float = 0.05) -> None:
-        """A short poll so `shutdown()` returns at once (the default makes it wait up to 0.5 s)."""
-        super().serve_forever(poll_interval)
-
-    def server_close(self) -> None:
-        super().server_close()
-        self.pool.shutdown(wait=False, cancel_futures=True)
-
-
-def make_server(host: str, port: int, workers: int = WORKERS, listen_fd: int | None = None) -> LocalServer:
-    runtime.configure()
-    return LocalServer((host, port), workers, listen_fd)
-
-
-def socket_from_fd(fd: int) -> socket:
-    sock = socket(fileno=fd)
-    sock.setblocking(False)
-    return sock
-
-
 def stop_when_orphaned(server: LocalServer, parent: int, interval: float = 1.0) -> threading.Thread:
     """A worker process stops serving when the process that started it is gone."""
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(interval)
-        server.shutdown()
+        server.stop()
 
     thread = threading.Thread(target=watch, name="parent-watch", daemon=True)
     thread.start()

@@ -162,12 +162,19 @@ class MemoryService:
         return self._changed(memory, "created", caller.principal, approved_by=approved_by), label
 
     def get(self, caller: Principal, memory_id: str) -> Memory:
+        """The memory, if the caller may know it exists: not another author's unapproved work (pending, or
+        archived without ever being published: rejected or withdrawn) unless the caller is an approver."""
         memory = self.store.get_memory(caller.tenant, memory_id)
         if memory is None or (
-            memory.status == "pending" and memory.author != caller.principal and not caller.has(Role.approver)
+            memory.author != caller.principal and not caller.has(Role.approver) and not self._was_public(memory)
         ):
             raise MemoryNotFound(f"memory {memory_id} does not exist", details={"memory_id": memory_id})
         return memory
+
+    def _was_public(self, memory: Memory) -> bool:
+        if memory.status != "archived":
+            return memory.status == "published"
+        return any(entry.status == "published" for entry in self.store.list_history(memory.tenant, memory.memory_id))
 
     def _writable(self, caller: Principal, memory_id: str) -> Memory:
         memory = self.get(caller, memory_id)

@@ -14,12 +14,19 @@ from typing import Any
 from mneme import paths, sttp
 from mneme.consolidation.models import Fact
 from mneme.errors import InvalidInput, ScopeNotFound
-from mneme.models import Episode, HistoryEntry, Memory
+from mneme.models import Episode, HistoryEntry, Memory, Revision
 from mneme.ports import Clock, RecordStore
 from mneme.services.indexing import Indexer
 from mneme.services.scopes import ScopeService
 
 FORMAT = "mneme-export/1"
+# What an export does not carry (the header lists it): credentials and the working state of the service.
+LEAVES_OUT = [
+    "API keys (create new ones for the tenant that imports)",
+    "structure drafts not yet published",
+    "consolidation runs, checkpoints and leases (the importing tenant's next run starts afresh)",
+    "recall session deliveries (which ids a session was already given)",
+]
 
 
 @dataclass
@@ -39,6 +46,7 @@ class PortabilityService:
             "root": root_path,
             "exported_at": self.clock.now().isoformat(),
             "model_id": self.indexer.embedder.model_id,
+            "leaves_out": LEAVES_OUT,
         }
         yield {"type": "layers", "layers": self.store.get_layers(tenant)}
         for scope_path, _ in tree:
@@ -48,8 +56,10 @@ class PortabilityService:
                 if target in by_id:
                     yield {"type": "alias", "path": f"{scope_path}.{segment}", "target": by_id[target]}
         drop = {"tenant", "scope_id"} | (set() if vectors else {"vector"})
-        for memory in self.store.list_memories(tenant):
+        exported: list[str] = []
+        for memory in self.store.list_memories(tenant, archived=True):  # archived ones too: rejected, withdrawn
             if memory.scope_id in by_id or (memory.scope_id is None and root_path == paths.ROOT):
+                exported.append(memory.memory_id)
                 history = [
                     h.model_dump(mode="json", exclude={"tenant"})
                     for h in self.store.list_history(tenant, memory.memory_id)
@@ -60,6 +70,9 @@ class PortabilityService:
                     "history": history,
                     **memory.model_dump(mode="json", exclude={"tenant", "scope_id"}),
                 }
+        for memory_id in exported:  # every author's revisions of them: open, approved and rejected
+            for revision in self.store.list_revisions(tenant, memory_id=memory_id, status=None):
+                yield {"type": "revision", **revision.model_dump(mode="json", exclude={"tenant"})}
         for batch in self.store.iter_episodes(tenant):
             for episode in batch:
                 if episode.scope_id in by_id:
@@ -90,7 +103,7 @@ class PortabilityService:
         self, tenant: str, lines: Iterable[dict[str, Any]], progress: Callable[[dict[str, int]], None] | None = None
     ) -> dict[str, int]:
         """Write what is missing; records whose id exists are left alone (a second import changes nothing)."""
-        counts = {"scopes": 0, "aliases": 0, "memories": 0, "episodes": 0, "facts": 0, "skipped": 0}
+        counts = {"scopes": 0, "aliases": 0, "memories": 0, "revisions": 0, "episodes": 0, "facts": 0, "skipped": 0}
         scope_ids: dict[str, str] = {}
         pending_episodes: list[Episode] = []
 
@@ -120,6 +133,13 @@ class PortabilityService:
                 )
             elif kind == "memory":
                 self._memory(tenant, line, scope_id, counts)
+            elif kind == "revision":
+                revision = Revision.model_validate({**_fields(line), "tenant": tenant})
+                if self.store.get_revision(tenant, revision.memory_id, revision.author) is not None:
+                    counts["skipped"] += 1
+                else:
+                    self.store.put_revision(revision)
+                    counts["revisions"] += 1
             elif kind == "episode":
                 pending_episodes.append(
                     Episode.model_validate(

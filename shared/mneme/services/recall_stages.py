@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from mneme.services.recall import RecallRequest
 
 FRESH_LIMIT = 200
+GAP_LIMIT = 5000  # the newest episodes read from records while the index is rebuilt (its lag is past a DAY)
+DAY = 86400.0
 MIN_VECTOR = 0.25  # balanced strictness admits vector-only episodes and facts at or above this cosine
 FETCHED_BOOST = 1.05  # Engram: a memory an agent fetched in full (`ids`) ranks a little higher
 FETCHED = ("", "fetched")  # (principal, session) of the per-tenant record of fetched memory ids
@@ -193,10 +195,11 @@ def _fresh_tail(run: Run) -> int:
     """Read-after-write over an eventually consistent index (OpenSearch Serverless has no refresh):
     score the episodes written within the index's `visibility_lag` from their records."""
     deps, flt = run.deps, run.flt
-    since = deps.clock.now() - timedelta(seconds=deps.index.visibility_lag)
+    lag = deps.index.visibility_lag
+    since = deps.clock.now() - timedelta(seconds=lag)
     vector = run.query_vector
     added = 0
-    for episode in deps.store.list_recent_episodes(flt.tenant, since, FRESH_LIMIT):
+    for episode in deps.store.list_recent_episodes(flt.tenant, since, FRESH_LIMIT if lag < DAY else GAP_LIMIT):
         if episode.episode_id in run.candidates or episode.archived or not _in_filter(run, episode):
             continue
         cosine = 0.0

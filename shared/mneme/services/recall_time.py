@@ -171,7 +171,10 @@ def query_time(query: str, reference: datetime | None = None) -> QueryTime:
     for pattern in _RELATIVE if said is None and reference is not None else []:
         m = pattern.search(text)
         if m and reference is not None:
-            since, until = _relative(m, reference)
+            try:
+                since, until = _relative(m, reference)
+            except (OverflowError, ValueError):  # a period before year 1 (as_of near 0001-01-01): no window
+                break
             said = m[0]
             break
     rest = text.replace(said, " ") if said else text  # 'the first half of May 2024' is a window, not an order

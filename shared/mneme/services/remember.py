@@ -139,6 +139,15 @@ class Remembered(BaseModel):
     indexed: bool
 
 
+def reused_for(earlier: Episode, episode: Episode) -> str:
+    """What differs between the item an idempotency key was first used for and this one."""
+    if earlier.scope_id != episode.scope_id:
+        return "another scope"
+    if earlier.content != episode.content:
+        return "different content"
+    return "the same content with other fields (kind, tier, session, metadata or time)"
+
+
 def episode_id(tenant: str, item: RememberItem, scope_id: str, occurred_at: datetime) -> str:
     """From the idempotency key; absent one, from scope, content, occurred_at (and the other fields, so two
     observations that differ only in metadata stay two episodes)."""
@@ -221,7 +230,7 @@ class RememberService:
             earlier = existing.get(episode.episode_id) or unique[episode.episode_id]
             if earlier.content_hash != episode.content_hash:
                 raise Conflict(
-                    f"item {index}: this idempotency key was already used for different content",
+                    f"item {index}: this idempotency key was already used for {reused_for(earlier, episode)}",
                     code="idempotency_key_reused",
                     details={"item": index, "episode_id": episode.episode_id},
                 )

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from mneme.models import Memory, Principal
 from mneme.ports import Clock, RecordStore
+from mneme.services.context_pack import fenced
 from mneme.services.memories import MemoryService, tag_label
 from mneme.services.scopes import ScopeService
 
@@ -50,10 +51,11 @@ class Block(BaseModel):
 
 
 def fence(body: str) -> str:
-    """A body as the bundle renders it: `<!--` and `-->` escaped as `&lt;!--` and `--&gt;`, so stored
-    text can never close a comment, open one or imitate a block header (every header is a comment).
-    Bodies without them render byte for byte; `blocks[].body` in JSON stays unescaped."""
-    return body.replace("<!--", "&lt;!--").replace("-->", "--&gt;").replace("--!>", "--!&gt;")
+    """A body as the bundle renders it: in a code fence of backticks longer than any run of backticks in
+    it, as the recall pack fences bodies (`context_pack.fenced`). No line of a body can close the fence,
+    so nothing it holds (an unclosed fence, a comment, a look-alike header) can end its block or change
+    the Markdown around it; the text inside is the body byte for byte, as `blocks[].body` in JSON."""
+    return fenced(body)
 
 
 class Bundle(BaseModel):

@@ -1,0 +1,60 @@
+"""The secrets the embedded engine keeps in MNEME_HOME (`cursor.key`, `admin.key`): written atomically
+(a temporary file, synced, then linked into place: a full disk or a crash leaves no empty or partial key),
+created once even when several processes race, and refused when empty or short instead of used."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from mneme.errors import MnemeError
+
+
+class KeyFileDamaged(MnemeError):
+    code = "key_file_damaged"
+    status = 503
+
+
+def create_once(path: Path, text: str) -> bool:
+    """Write `text` to `path` (mode 600) unless it exists; True when this call created it. The file
+    appears whole or not at all: on a full disk the OSError is raised and nothing is left behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, 0o600)
+        try:
+            os.link(temporary, path)  # create-only: a file another process linked first wins
+        except FileExistsError:
+            return False
+        _sync_directory(path.parent)
+        return True
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+def read_key(path: Path, minimum: int) -> str:
+    """The key in `path`, refused (KeyFileDamaged, one clear line) when it is shorter than `minimum`."""
+    text = path.read_text().strip()
+    if len(text) < minimum:
+        raise KeyFileDamaged(
+            f"{path} holds {'no key' if not text else f'a {len(text)}-character key'} (at least {minimum} "
+            "expected): it was cut short; restore it from a backup, or remove it to have a new one created",
+            details={"path": str(path)},
+        )
+    return text
+
+
+def _sync_directory(directory: Path) -> None:
+    with contextlib.suppress(OSError):  # not every file system lets a directory be opened for fsync
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -1,0 +1,283 @@
+"""The local server's HTTP edge over raw loopback sockets: slow clients, smuggling, crafted heads, half-closed
+bodies, too many connections, and how an unexpected error is answered and logged. Every test is bounded
+in time: the server's deadlines are shortened, and every socket has a timeout."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from mneme import bootstrap
+from mneme.local import server as local
+from mneme.models import Role
+
+from .helpers import new_key
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
+
+
+@pytest.fixture
+def fast(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, int]]:
+    """The local server with one-second head and body deadlines; yields (host, port)."""
+    monkeypatch.setattr(local, "HEAD_TIMEOUT", 1.0)
+    monkeypatch.setattr(local, "BODY_TIMEOUT", 1.0)
+    httpd = local.make_server("127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield "127.0.0.1", int(httpd.server_address[1])
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def connect(address: tuple[str, int], timeout: float = 10) -> socket.socket:
+    return socket.create_connection(address, timeout=timeout)
+
+
+def read_all(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes (the socket's timeout bounds the wait)."""
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+def parse(data: bytes) -> tuple[int, dict[str, str], bytes]:
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split(" ")[1]), headers, body
+
+
+def error_code(data: bytes, status: int) -> str:
+    got, headers, body = parse(data)
+    assert got == status, data[:300]
+    assert headers["content-type"] == "application/json"
+    return str(json.loads(body[: int(headers["content-length"])])["error"]["code"])
+
+
+def health(address: tuple[str, int]) -> requests.Response:
+    return requests.get(f"http://{address[0]}:{address[1]}/v1/health", timeout=5)
+
+
+def episodes(tenant: str) -> int:
+    store: Any = bootstrap.current().store
+    return int(store._rows("SELECT COUNT(*) FROM episodes WHERE tenant = ?", tenant)[0][0])
+
+
+def remember(key: str, content: str) -> bytes:
+    body = json.dumps({"items": [{"content": content, "scope": "root", "create_scope": True}]}).encode()
+    return (
+        f"POST /v1/remember HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+
+# -- slow clients ----------------------------------------------------------------------------------------
+
+
+def test_slowloris_clients_are_cut_off_and_the_server_keeps_serving(fast: tuple[str, int]) -> None:
+    # Given 48 clients (more than the old server's 32 threads) each sending one header line every 0.3 s
+    slow = [connect(fast) for _ in range(48)]
+    start = time.monotonic()
+    for sock in slow:
+        sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: t\r\n")
+
+    def trickle() -> None:
+        for i in range(20):
+            time.sleep(0.3)
+            for sock in slow:
+                with contextlib.suppress(OSError):
+                    sock.sendall(b"X-%d: y\r\n" % i)
+
+    threading.Thread(target=trickle, daemon=True).start()
+    try:
+        # Then a real request is answered meanwhile
+        assert health(fast).status_code == 200
+        # And every slow client gets a 408 once the head deadline passes, however often it sends
+        for sock in slow:
+            assert error_code(read_all(sock), 408) == "request_timeout"
+        assert time.monotonic() - start < 8
+    finally:
+        for sock in slow:
+            sock.close()
+
+
+def test_a_connection_that_sends_nothing_is_closed_at_the_head_deadline(fast: tuple[str, int]) -> None:
+    with connect(fast) as sock:
+        start = time.monotonic()
+        assert error_code(read_all(sock), 408) == "request_timeout"
+        assert 0.8 < time.monotonic() - start < 5
+
+
+def test_a_body_slower_than_its_deadline_gets_408_and_is_not_served(fast: tuple[str, int]) -> None:
+    # Given a writer whose body arrives one byte every 0.3 s
+    key = new_key("acme", "alice", Role.writer)
+    request = remember(key, "slow body")
+    head, _, body = request.partition(b"\r\n\r\n")
+    with connect(fast) as sock:
+        sock.sendall(head + b"\r\n\r\n")
+        try:
+            for byte in body[:10]:
+                time.sleep(0.3)
+                sock.sendall(bytes([byte]))
+        except OSError:
+            pass  # the server closed first
+        # Then a 408, and nothing was written
+        assert error_code(read_all(sock), 408) == "request_timeout"
+    assert episodes("acme") == 0
+
+
+# -- crafted heads: smuggling, bare CR, whitespace, a missing target ----------------------------------------
+
+
+def test_two_different_content_lengths_are_refused_and_the_rest_never_runs(fast: tuple[str, int]) -> None:
+    # Given a request whose second Content-Length would leave a second request in the body
+    key = new_key("acme", "alice", Role.writer)
+    smuggled = remember(key, "smuggled")
+    head = (
+        f"POST /v1/recall HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\r\n"
+        f"Content-Length: 2\r\nContent-Length: {2 + len(smuggled)}\r\n\r\n"
+    ).encode()
+    with connect(fast) as sock:
+        sock.sendall(head + b"{}" + smuggled)
+        data = read_all(sock)
+    # Then one 400 and the connection closed: the smuggled remember never ran
+    assert error_code(data, 400) == "bad_request"
+    assert data.count(b"HTTP/1.1 ") == 1
+    assert episodes("acme") == 0
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"POST /v1/recall HTTP/1.1\r\nHost: t\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n",
+        b"GET /v1/health HTTP/1.1\r\nHost: t\r\nX-A: a\rb\r\n\r\n",
+        b"GET HTTP/1.1\r\nHost: t\r\n\r\n",
+        b"GET /v1/health HTTP/1.1\r\nHost: t\r\nContent-Length: 1, 2\r\n\r\n",
+    ],
+    ids=["space-before-colon", "bare-cr", "no-target", "list-length"],
+)
+def test_crafted_heads_get_a_status_line_and_a_json_400(fast: tuple[str, int], request_bytes: bytes) -> None:
+    with connect(fast) as sock:
+        sock.sendall(request_bytes)
+        data = read_all(sock)
+    assert data.startswith(b"HTTP/1.1 400 ")
+    assert error_code(data, 400) == "bad_request"
+
+
+def test_transfer_encoding_with_a_content_length_is_411_and_the_connection_closes(fast: tuple[str, int]) -> None:
+    key = new_key("acme", "alice", Role.writer)
+    smuggled = remember(key, "smuggled")
+    head = (
+        f"POST /v1/recall HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\r\n"
+        f"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+    ).encode()
+    with connect(fast) as sock:
+        sock.sendall(head + b"0\r\n\r\n" + smuggled)
+        data = read_all(sock)
+    assert error_code(data, 411) == "length_required"
+    assert parse(data)[1]["connection"] == "close" and data.count(b"HTTP/1.1 ") == 1
+    assert episodes("acme") == 0
+
+
+def test_a_body_cut_short_by_a_half_close_is_not_served(fast: tuple[str, int]) -> None:
+    # Given a remember whose Content-Length promises 20 bytes more than the client sends before SHUT_WR
+    key = new_key("acme", "alice", Role.writer)
+    request = remember(key, "half closed")
+    head, _, body = request.partition(b"\r\n\r\n")
+    head = head.replace(f"Content-Length: {len(body)}".encode(), f"Content-Length: {len(body) + 20}".encode())
+    with connect(fast) as sock:
+        sock.sendall(head + b"\r\n\r\n" + body)
+        sock.shutdown(socket.SHUT_WR)
+        data = read_all(sock)
+    # Then no answer and nothing written
+    assert data == b""
+    assert episodes("acme") == 0
+
+
+def test_past_the_connection_limit_a_request_gets_503(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local, "MAX_CONNECTIONS", 4)
+    httpd = local.make_server("127.0.0.1", 0)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    address = ("127.0.0.1", int(httpd.server_address[1]))
+    held = [connect(address) for _ in range(4)]
+    try:
+        time.sleep(0.2)
+        response = health(address)
+        assert response.status_code == 503
+        for sock in held:
+            sock.close()
+        time.sleep(0.2)
+        assert health(address).status_code == 200
+    finally:
+        for sock in held:
+            sock.close()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+# -- unexpected errors: a 5xx with a request id, logged at ERROR with its traceback -------------------------
+
+
+def test_an_unexpected_error_is_a_500_with_a_request_id_that_the_error_log_carries(
+    server: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mneme.services.retrieval import RetrievalService
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    key = new_key("acme", "alice", Role.reader)
+    monkeypatch.setattr(RetrievalService, "retrieve", broken)
+    logger = logging.getLogger("mneme")
+    logger.addHandler(caplog.handler)
+    try:
+        response = requests.post(
+            server + "/v1/retrieve", json={"path": "root"}, headers={"Authorization": f"Bearer {key}"}, timeout=10
+        )
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert response.status_code == 500
+    error = response.json()["error"]
+    request_id = error["details"]["request_id"]
+    assert error["code"] == "internal_error" and "boom" not in response.text
+    assert response.headers["X-Request-Id"] == request_id
+    record = next(r for r in caplog.records if r.levelno == logging.ERROR)
+    assert record.request_id == request_id  # type: ignore[attr-defined]
+    assert record.exc_info is not None and "boom" in str(record.exc_info[1])
+
+
+def test_the_lambda_handler_answers_an_unexpected_error_with_api_gateways_request_id(
+    home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from functions import retrieve
+    from mneme.local.events import LocalContext, proxy_event
+    from mneme.routes import resolve
+    from mneme.services.retrieval import RetrievalService
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(RetrievalService, "retrieve", broken)
+    route, params = resolve("POST", "/v1/retrieve")
+    caller = {"tenant": "acme", "principal": "alice", "roles": "reader", "principalId": "alice"}
+    event = proxy_event(route, "POST", "/v1/retrieve", "", {}, '{"path": "root"}', params, caller, "apigw-req-1")
+    logger = logging.getLogger("mneme")
+    logger.addHandler(caplog.handler)
+    try:
+        response = retrieve.handler(event, LocalContext("retrieve"))
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert response["statusCode"] == 500
+    assert json.loads(response["body"])["error"]["details"] == {"request_id": "apigw-req-1"}
+    assert any(r.levelno == logging.ERROR and getattr(r, "request_id", None) == "apigw-req-1" for r in caplog.records)
