@@ -81,6 +81,10 @@ class FakeIndices:
     def refresh(self, **kwargs: Any) -> None:
         self.client.record("indices.refresh", kwargs)
 
+    def put_mapping(self, **kwargs: Any) -> dict[str, Any]:
+        self.client.record("indices.put_mapping", kwargs)
+        return {"acknowledged": True}
+
 
 class FakeClient:
     def __init__(self, *, index_exists: bool = True) -> None:
@@ -315,7 +319,8 @@ def test_serverless_never_refreshes_nor_deletes_by_query() -> None:
     index.clear_tenant("acme")
     assert index.compact("acme") == 0
     assert all("refresh" not in kwargs for _, kwargs in client.calls)
-    assert {name for name, _ in client.calls} == {"indices.exists", "indices.get_mapping", "bulk", "search"}
+    names = {name for name, _ in client.calls}
+    assert names == {"indices.exists", "indices.put_mapping", "indices.get_mapping", "bulk", "search"}
     moved, deleted, cleared, cleared_recent = client.bulk_lines()[-4:]
     assert [line.get("index") for line in moved] == [{}, None]  # a move re-indexes, without an `_id`
     assert deleted == cleared == [{"delete": {"_id": "srv-old"}}]

@@ -26,8 +26,10 @@ Filters. Every query carries `term` filters on `tenant` and on `ancestor_ids` (t
 lists every scope from the root down to its own, so a rename needs no reindex and a move is
 `update_ancestors`), plus `terms` on kind/tier, a half-open `range` on `occurred_at` (since <= t <
 until, both sides compared at millisecond resolution), `term` on session_id and visibility
-(`visible_to` missing, or equal to the principal). They sit in `bool.filter` for text and in the `knn`
-clause's own `filter` for vectors (efficient filtering: a small subtree still gets its true top k).
+(`visible_to` missing, or equal to the principal), and one `terms` on `metadata` per key of a metadata
+filter (a document's top-level metadata pairs are keyword terms, `search_models.metadata_terms`). They sit
+in `bool.filter` for text and in the `knn` clause's own `filter` for vectors (efficient filtering: a small
+subtree still gets its true top k).
 Results are sorted by `[_score desc, doc_id asc]`, so ties break by doc_id as in the embedded index;
 the kNN clause asks for a few more candidates than `k` so a tie at the cut is broken the same way.
 
@@ -139,6 +141,7 @@ def index_body(dimension: int, *, engine: Engine = "faiss") -> dict[str, Any]:
                 "session_id": keyword(),
                 "visible_to": keyword(),
                 "model_id": keyword(),
+                "metadata": keyword(),  # `search_models.metadata_terms`: one term a top-level metadata pair
                 "written_at": {"type": "long"},  # serverless only: epoch ms, orders a document's copies
                 "digest": {"type": "keyword", "index": False, "doc_values": False},  # serverless: content hash
                 "vector": {
@@ -180,6 +183,7 @@ def document_source(doc: IndexDocument, dimension: int | None) -> dict[str, Any]
         "session_id": doc.session_id,  # null: no value (and no `exists`)
         "visible_to": doc.visible_to,
         "model_id": None,
+        "metadata": list(doc.metadata_terms),
     }
     vec = normalised_vector(doc)  # InvalidInput on an empty or non-finite vector
     if vec is not None and vec.any():
@@ -232,6 +236,7 @@ def filter_clauses(flt: SearchFilter) -> list[dict[str, Any]]:
         clauses.append({"range": {"occurred_at": window}})
     if flt.session_id is not None:
         clauses.append({"term": {"session_id": flt.session_id}})
+    clauses += [{"terms": {"metadata": terms}} for terms in flt.metadata_clauses()]
     public: dict[str, Any] = {"bool": {"must_not": [{"exists": {"field": "visible_to"}}]}}
     if flt.principal is None:
         clauses.append(public)
@@ -456,6 +461,7 @@ class OpenSearchIndex:
         """Create the index (`index_body(dimension)`) if it is missing; True if this call created it."""
         if self._call("checking the index", self.client.indices.exists, index=self.index_name):
             self._exists = True
+            self._add_fields()
             return False
         try:
             self.client.indices.create(index=self.index_name, body=index_body(dimension))
@@ -480,7 +486,16 @@ class OpenSearchIndex:
                     self._exists = bool(
                         self._call("checking the index", self.client.indices.exists, index=self.index_name)
                     )
+                    if self._exists:
+                        self._add_fields()
             return self._exists
+
+    def _add_fields(self) -> None:
+        """Add to an index created before them the fields the mapping gained since (`metadata`): additive,
+        so idempotent; a strict mapping would refuse documents that carry them."""
+        mapping = {"properties": {"metadata": {"type": "keyword"}}}
+        self._call("adding new fields to the mapping", self.client.indices.put_mapping, index=self.index_name,
+                   body=mapping)  # fmt: skip
 
     def _vector_dimension(self) -> int | None:
         """The index's vector dimension (None when the index is missing or has no vector field)."""
