@@ -89,8 +89,13 @@ def metadata_terms(metadata: Mapping[str, Any] | None) -> list[str]:
 
 def has_metadata(metadata: Mapping[str, Any] | None, flt: SearchFilter) -> bool:
     """Whether a record's metadata passes `flt`'s metadata filter (as the index would decide it)."""
-    held = set(metadata_terms(metadata))
-    return all(held.intersection(terms) for terms in flt.metadata_clauses())
+    return holds(metadata_terms(metadata), flt)
+
+
+def holds(terms: Iterable[str], flt: SearchFilter) -> bool:
+    """Whether a document holding these metadata terms passes `flt`'s metadata filter."""
+    held = set(terms)
+    return all(held.intersection(clause) for clause in flt.metadata_clauses())
 
 
 def merged_terms(metadatas: Iterable[Mapping[str, Any] | None]) -> list[str]:

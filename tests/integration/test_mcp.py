@@ -21,6 +21,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publis
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = {"retrieve", "remember", "recall", "consolidate", "archive_memory", "propose_memory", "list_scopes"}
+TOOLS |= {"list", "forget", "correct_fact"}  # records: tests/integration/test_mcp_records.py
 
 
 def mcp_env(tmp_path: Path, **extra: str) -> dict[str, str]:
