@@ -22,6 +22,9 @@ from mneme_api.api.default import (
     consolidate_v1_consolidate_post as consolidate,
 )
 from mneme_api.api.default import (
+    correct_fact_v1_facts_fact_id_patch as correct_fact,
+)
+from mneme_api.api.default import (
     create_draft_v1_structure_drafts_post as create_draft,
 )
 from mneme_api.api.default import (
@@ -41,9 +44,6 @@ from mneme_api.api.default import (
 )
 from mneme_api.api.default import (
     erase_scope_v1_scopes_delete as erase_scope,
-)
-from mneme_api.api.default import (
-    correct_fact_v1_facts_fact_id_patch as correct_fact,
 )
 from mneme_api.api.default import (
     forget_episode_v1_episodes_episode_id_delete as forget_episode,
