@@ -153,10 +153,10 @@ def test_forget_and_correct_a_fact_need_an_approver_and_keep_history(stack: Serv
 
     assert writer.call("PATCH", f"/v1/facts/{fact['id']}", {"version": 1, "value": "Premium"}).status_code == 403
     assert writer.call("DELETE", f"/v1/facts/{fact['id']}").status_code == 403
-    patch = {"version": fact["version"], "value": "Premium", "summary": "Acme's billing plan is Premium.",
-             "reason": "upgraded by phone"}  # fmt: skip
+    patch = {"version": fact["version"], "value": "Premium", "reason": "upgraded by phone"}
     corrected = approver.ok("PATCH", f"/v1/facts/{fact['id']}", patch)
     assert (corrected["value"], corrected["version"]) == ("Premium", fact["version"] + 1)
+    assert "Premium" in corrected["summary"] and "Basic" not in corrected["summary"]  # the sentence follows
     stale = approver.call("PATCH", f"/v1/facts/{fact['id']}", {**patch, "value": "Gold"})
     assert stale.status_code == 409 and stale.json()["error"]["code"] == "stale_version"
     assert approver.call("PATCH", f"/v1/facts/{fact['id']}", {"version": 2}).status_code == 400

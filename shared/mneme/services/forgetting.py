@@ -66,11 +66,14 @@ class ForgetService:
 
     def correct_fact(self, caller: Principal, fact_id: str, version: int, changes: dict[str, Any]) -> dict[str, Any]:
         """Change a fact's fields (summary, entity, property, value, confidence, valid_until) at `version`;
-        the history keeps each correction (who, when, before and after, why: `changes["reason"]`)."""
+        the history keeps each correction (who, when, before and after, why: `changes["reason"]`). A new value
+        given without a summary replaces the old value where the summary states it."""
         if not caller.has(Role.approver):
             raise Forbidden("correcting a fact needs the approver role")
         reason = changes.pop("reason", None)
         fact = self.records.fact(caller, fact_id)
+        if "summary" not in changes and changes.get("value") and fact.value and fact.value in fact.summary:
+            changes["summary"] = fact.summary.replace(fact.value, changes["value"])  # the sentence says the new value
         diff = {k: [getattr(fact, k), v] for k, v in changes.items() if k in CORRECTABLE and getattr(fact, k) != v}
         now = self.clock.now()
         update: dict[str, Any] = {k: after for k, (_, after) in diff.items()}

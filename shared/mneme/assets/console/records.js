@@ -145,7 +145,7 @@ function forgetControl(kind, id, consequence) {
 }
 function correctForm(f) {
   const form = el("form", { class: "edit-form", "aria-label": `Correct fact ${f.id}` }, el("h4", { text: "Correct this fact" }),
-    ["value", "entity", "property", "summary"].map((name) => [el("label", { for: `correct-${name}`, text: name }),
+    ["value", "entity", "property", "summary"].flatMap((name) => [el("label", { for: `correct-${name}`, text: name }),
       el("input", { id: `correct-${name}`, name, value: f[name] || "" })]),
     el("label", { for: "correct-reason", text: "Reason (kept in the history)" }), el("input", { id: "correct-reason", name: "reason" }),
     el("button", { type: "submit", text: `Save as version ${f.version + 1}` }));
