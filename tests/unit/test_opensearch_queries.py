@@ -319,8 +319,7 @@ def test_serverless_never_refreshes_nor_deletes_by_query() -> None:
     index.clear_tenant("acme")
     assert index.compact("acme") == 0
     assert all("refresh" not in kwargs for _, kwargs in client.calls)
-    names = {name for name, _ in client.calls}
-    assert names == {"indices.exists", "indices.put_mapping", "indices.get_mapping", "bulk", "search"}
+    assert {name for name, _ in client.calls} == {"indices.exists", "indices.get_mapping", "bulk", "search"}
     moved, deleted, cleared, cleared_recent = client.bulk_lines()[-4:]
     assert [line.get("index") for line in moved] == [{}, None]  # a move re-indexes, without an `_id`
     assert deleted == cleared == [{"delete": {"_id": "srv-old"}}]
@@ -776,3 +775,16 @@ def test_copy_paging_never_skips_nor_repeats_tied_copies(page_size: int) -> None
     seen = [hit["_id"] for hits in index.copies({"match_all": {}}, "testing") for hit in hits]
     assert sorted(seen) == sorted(sid for sid, _, _ in stored)
     assert len(seen) == len(stored)
+
+
+def test_a_managed_domain_adds_new_fields_to_its_mapping_once_before_its_first_write() -> None:
+    client = FakeClient()
+    index = adapter(client)
+    index.search_text(SearchFilter(tenant="acme", ancestor_id="scope-root"), "words", 5)
+    assert client.named("indices.put_mapping") == []  # a reader never changes the mapping
+    index.upsert([document("ep-1", metadata_terms=['["user","alice"]'])])
+    index.upsert([document("ep-2")])
+    assert client.named("indices.put_mapping") == [
+        {"index": INDEX, "body": {"properties": {"metadata": {"type": "keyword"}}}}
+    ]
+    assert client.bulk_lines()[0][1]["metadata"] == ['["user","alice"]']

@@ -419,6 +419,7 @@ class OpenSearchIndex:
         self._create_dimension = dimension
         self._dimension: int | None = None  # the index's, once known
         self._exists = False
+        self._fields_added = False
         self._lock = threading.Lock()
 
     @classmethod
@@ -461,7 +462,6 @@ class OpenSearchIndex:
         """Create the index (`index_body(dimension)`) if it is missing; True if this call created it."""
         if self._call("checking the index", self.client.indices.exists, index=self.index_name):
             self._exists = True
-            self._add_fields()
             return False
         try:
             self.client.indices.create(index=self.index_name, body=index_body(dimension))
@@ -472,6 +472,7 @@ class OpenSearchIndex:
             return False
         self._exists = True
         self._dimension = dimension
+        self._fields_added = True  # created with today's mapping
         return True
 
     def _ready(self) -> bool:
@@ -486,16 +487,17 @@ class OpenSearchIndex:
                     self._exists = bool(
                         self._call("checking the index", self.client.indices.exists, index=self.index_name)
                     )
-                    if self._exists:
-                        self._add_fields()
             return self._exists
 
     def _add_fields(self) -> None:
-        """Add to an index created before them the fields the mapping gained since (`metadata`): additive,
-        so idempotent; a strict mapping would refuse documents that carry them."""
-        mapping = {"properties": {"metadata": {"type": "keyword"}}}
-        self._call("adding new fields to the mapping", self.client.indices.put_mapping, index=self.index_name,
-                   body=mapping)  # fmt: skip
+        """Before this process's first write, add to the index the fields its mapping gained since it was
+        created (`metadata`): additive, so idempotent, and a strict mapping refuses documents carrying a field
+        it lacks. A managed domain's index is the application's own (`ensure_index`)."""
+        if not self._fields_added:
+            mapping = {"properties": {"metadata": {"type": "keyword"}}}
+            self._call("adding new fields to the mapping", self.client.indices.put_mapping, index=self.index_name,
+                       body=mapping)  # fmt: skip
+            self._fields_added = True
 
     def _vector_dimension(self) -> int | None:
         """The index's vector dimension (None when the index is missing or has no vector field)."""
@@ -586,6 +588,7 @@ class OpenSearchIndex:
         latest, dimension = self._latest(docs)
         lines = [line for doc in latest for line in write_lines(doc, dimension)]  # all validated first
         if lines:
+            self._add_fields()
             self._bulk(lines, "indexing documents")
 
     def delete(self, tenant: str, doc_ids: Sequence[str]) -> None:
