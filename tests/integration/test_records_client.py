@@ -4,21 +4,14 @@ change feed), and correcting a fact."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from mneme import cli
 from mneme.client import EpisodePage, FactRecord, MnemeClient
 from mneme.errors import Conflict, InvalidInput, NotFound
+from tests.integration.test_client import admin
 
+__all__ = ["admin"]  # the fixture, used by name
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
-
-
-@pytest.fixture
-def admin(server: str, home: Path) -> MnemeClient:
-    key_file, _ = cli.ensure_first_run()
-    return MnemeClient(server, key_file.read_text().strip())
 
 
 def test_remember_recall_list_forget_and_the_feed(admin: MnemeClient) -> None:
