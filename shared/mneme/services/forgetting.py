@@ -62,7 +62,8 @@ class ForgetService:
     def forget_fact(self, caller: Principal, fact_id: str, reason: str | None = None) -> dict[str, Any]:
         if not caller.has(Role.approver):
             raise Forbidden("forgetting a fact needs the approver role")
-        return {"id": fact_id, "kind": "fact", "forgotten": True, "settled": self._retract(caller, fact_id, reason)}
+        self._retract(caller, fact_id, reason)
+        return {"id": fact_id, "kind": "fact", "forgotten": True, "settled": []}  # nothing derives from a fact
 
     def correct_fact(self, caller: Principal, fact_id: str, version: int, changes: dict[str, Any]) -> dict[str, Any]:
         """Change a fact's fields (summary, entity, property, value, confidence, valid_until) at `version`;
