@@ -910,15 +910,13 @@ def _agrees(conn: sqlite3.Connection, tenant: str, model_id: str, cache: VectorC
 
 def _metadata_docs(conn: sqlite3.Connection, flt: SearchFilter) -> set[str] | None:
     """The doc ids a metadata filter lets through (None: no metadata filter); the vector cache masks the rest."""
-    clauses = flt.metadata_clauses()
-    if not clauses:
-        return None
-    params: dict[str, object] = {"tenant": flt.tenant}
-    sql = "SELECT doc_id FROM docs d WHERE d.tenant = :tenant" + _filter_sql(
-        SearchFilter(tenant=flt.tenant, ancestor_id=flt.ancestor_id, metadata=flt.metadata, principal=flt.principal),
-        params,
-    )
-    return {row[0] for row in conn.execute(sql, params)}
+    allowed: set[str] | None = None
+    for terms in flt.metadata_clauses():  # read from doc_meta's (tenant, term) key: only the matching documents
+        sql = ("SELECT d.doc_id FROM doc_meta m CROSS JOIN docs d ON d.id = m.doc "
+               f"WHERE m.tenant = ? AND m.term IN ({','.join('?' * len(terms))})")  # fmt: skip
+        found = {row[0] for row in conn.execute(sql, (flt.tenant, *terms))}
+        allowed = found if allowed is None else allowed & found
+    return allowed
 
 
 def _filter_sql(flt: SearchFilter, params: dict[str, object]) -> str:
