@@ -18,22 +18,34 @@ Scope = Annotated[str, Query(min_length=4, max_length=600)]
 Cursor = Annotated[str | None, Query(max_length=512)]
 Limit = Annotated[int, Query(ge=1, le=200)]
 Reason = Annotated[str | None, Query(min_length=1, max_length=2000)]
+# ISO 8601 text with a zone; parsed here (pydantic would also take a number as epoch seconds)
+Time = Annotated[str | None, Query(max_length=64, json_schema_extra={"format": "date-time"})]
 
 
-def _listing(scope: str, since: datetime | None, until: datetime | None, **fields: Any) -> Listing:
-    for name, value in (("since", since), ("until", until)):
-        if value is not None and value.tzinfo is None:
-            raise InvalidInput(f"{name} needs a timezone (e.g. Z)", code="invalid_time")
+def _time(name: str, text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput(f"{name} is not an ISO 8601 time (e.g. 2026-03-01T09:00:00Z)", code="invalid_time") from None
+    if value.tzinfo is None:
+        raise InvalidInput(f"{name} needs a timezone (e.g. Z)", code="invalid_time")
+    return value
+
+
+def _listing(scope: str, since: str | None, until: str | None, **fields: Any) -> Listing:
     params = app.current_event.multi_value_query_string_parameters or {}
-    return Listing(scope=scope, since=since, until=until, metadata=query_metadata(params), **fields)
+    return Listing(scope=scope, since=_time("since", since), until=_time("until", until),
+                   metadata=query_metadata(params), **fields)  # fmt: skip
 
 
 @app.get("/v1/episodes")
 def list_episodes(
     scope: Scope = "root",
     session_id: Annotated[str | None, Query(min_length=1, max_length=128)] = None,
-    since: Annotated[datetime | None, Query()] = None,
-    until: Annotated[datetime | None, Query()] = None,
+    since: Time = None,
+    until: Time = None,
     cursor: Cursor = None,
     limit: Limit = 50,
 ) -> dict[str, Any]:
@@ -61,8 +73,8 @@ def forget_episode(
 @app.get("/v1/facts")
 def list_facts(
     scope: Scope = "root",
-    since: Annotated[datetime | None, Query()] = None,
-    until: Annotated[datetime | None, Query()] = None,
+    since: Time = None,
+    until: Time = None,
     cursor: Cursor = None,
     limit: Limit = 50,
 ) -> dict[str, Any]:
