@@ -3,7 +3,8 @@
 Builds synthetic tenants of 10k and 100k docs (random unit vectors, d=384; 30-word texts drawn
 from a Zipf-weighted 2,000-word vocabulary) in a temp dir, then prints upsert throughput
 (batches of 100) and median / p95 latency of search_text and search_vector over the whole
-tenant, a 1% subtree and a 20-doc leaf. Figures only, no assertions.
+tenant, a 1% subtree, a 20-doc leaf and (where the index has metadata filters) the 1% of the tenant
+whose metadata holds one user (every doc carries `{"user": "u<i % 100>"}`). Figures only, no assertions.
 
     .venv/bin/python bench/search_index.py [--sizes 10000 100000] [--queries 50]
 """
@@ -61,6 +62,7 @@ def make_docs(start: int, count: int, rng: np.random.Generator, words: list[str]
                 vector=vecs[j].tolist(),
                 model_id=MODEL,
                 occurred_at=t0 + timedelta(seconds=i),
+                metadata_terms=[f'["user","u{i % 100:02d}"]'],  # ignored by an index without metadata filters
             )
         )
     return docs
@@ -101,9 +103,11 @@ def bench(n: int, queries: int, workdir: Path) -> None:
     # vocabulary ranks 20-400: common enough to match many docs, rarer than the very top
     text_queries = [" ".join(rng.choice(words[20:400], 3)) for _ in range(queries)]
     vec_queries = unit_vectors(rng, queries)
-    scopes = [("whole tenant", "root"), ("1% subtree", "s07"), ("leaf (~1/1000)", "s07-l3")]
-    for label, anc in scopes:
-        flt = SearchFilter(tenant=TENANT, ancestor_id=anc)
+    scopes = [("whole tenant", "root", None), ("1% subtree", "s07", None), ("leaf (~1/1000)", "s07-l3", None)]
+    if "metadata" in SearchFilter.model_fields:
+        scopes.append(("metadata user=u07 (1%)", "root", {"user": ["u07"]}))
+    for label, anc, metadata in scopes:
+        flt = SearchFilter(tenant=TENANT, ancestor_id=anc, **({"metadata": metadata} if metadata else {}))
         texts, vecs = iter(text_queries), iter(vec_queries)
 
         def text_search(f: SearchFilter = flt, pending: Iterator[str] = texts) -> object:

@@ -46,6 +46,8 @@ SPECS: dict[str, FunctionSpec] = {
     "remember": FunctionSpec(1024, 25, "read_write", frozenset({"embedder", "index_write"})),
     "recall": FunctionSpec(1024, 15, "read_delivered", frozenset({"embedder", "index_read", "cursor_secret"})),
     "consolidate": FunctionSpec(1024, 25, "read_write", frozenset({"start_runs"})),
+    # get / list / forget episodes and facts, correct a fact (re-embeds it), signed list cursors
+    "records": FunctionSpec(1024, 25, "read_write", frozenset({"embedder", "index_write", "cursor_secret"})),
     "curate": FunctionSpec(1024, 25, "read_write", frozenset({"embedder", "index_write"})),
     STAGES: FunctionSpec(
         1024, 600, "read_write", frozenset({"embedder", "reasoner", "index_write"}), "consolidate", "stage_handler"

@@ -28,11 +28,13 @@ if TYPE_CHECKING:
     from mneme.consolidation.service import ConsolidationService, Orchestrator
     from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
     from mneme.services.feed import FeedService
+    from mneme.services.forgetting import ForgetService
     from mneme.services.indexing import Indexer
     from mneme.services.keys import KeyService
     from mneme.services.memories import MemoryService
     from mneme.services.portability import PortabilityService
     from mneme.services.recall import RecallService
+    from mneme.services.records import RecordsService
     from mneme.services.remember import RememberService
     from mneme.services.retrieval import RetrievalService
     from mneme.services.review import ReviewService
@@ -63,6 +65,8 @@ class Services:
     feed: FeedService
     portability: PortabilityService
     structure: StructureService
+    records: RecordsService
+    forgetting: ForgetService
 
 
 def build_store(settings: Settings) -> RecordStore:
@@ -137,12 +141,15 @@ def build(
     """
     from mneme.consolidation.service import ConsolidationService
     from mneme.consolidation.stages import Deps
+    from mneme.services.cursors import Cursors
     from mneme.services.feed import FeedService
+    from mneme.services.forgetting import ForgetService
     from mneme.services.indexing import Indexer
     from mneme.services.keys import KeyService
     from mneme.services.memories import MemoryService
     from mneme.services.portability import PortabilityService
     from mneme.services.recall import RecallService
+    from mneme.services.records import RecordsService
     from mneme.services.remember import RememberService
     from mneme.services.retrieval import RetrievalService
     from mneme.services.review import ReviewService
@@ -161,6 +168,8 @@ def build(
     consolidation = ConsolidationService(deps, scopes)
     if background:
         consolidation.orchestrator = build_orchestrator(settings, consolidation)
+    secret = cursor_secret(settings)
+    records = RecordsService(store, scopes, Cursors(secret))
     return Services(
         store=store,
         clock=clock,
@@ -175,9 +184,11 @@ def build(
         recall=RecallService(store, clock, scopes, embedder, index),
         consolidation=consolidation,
         review=ReviewService(store, clock, memories, scopes),
-        feed=FeedService(store, cursor_secret(settings)),
+        feed=FeedService(store, secret),
         portability=PortabilityService(store, clock, scopes, indexer),
         structure=StructureService(store, clock, scopes, indexer),
+        records=records,
+        forgetting=ForgetService(store, clock, embedder, indexer, records),
     )
 
 

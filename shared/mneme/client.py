@@ -58,13 +58,18 @@ from mneme.errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
-from mneme.http.schemas import CreateMemoryRequest, EditMemoryRequest
+from mneme.http.schemas import CorrectFactRequest, CreateMemoryRequest, EditMemoryRequest
 from mneme.http.views import (
     Change,
     ChangesPage,
     CreatedKey,
     DraftView,
+    EpisodePage,
+    EpisodeRecord,
     Erasure,
+    FactPage,
+    FactRecord,
+    Forgot,
     Health,
     KeyView,
     MemoryHistory,
@@ -92,7 +97,12 @@ __all__ = [
     "CreatedKey",
     "DraftView",
     "EmbeddedTransport",
+    "EpisodePage",
+    "EpisodeRecord",
     "Erasure",
+    "FactPage",
+    "FactRecord",
+    "Forgot",
     "Health",
     "HttpTransport",
     "KeyView",
@@ -208,7 +218,7 @@ class ApiRequest:
     method: str
     path: str  # e.g. /v1/recall, already quoted
     body: bytes | None = None
-    query: Mapping[str, str] = field(default_factory=dict)
+    query: Mapping[str, str | Sequence[str]] = field(default_factory=dict)  # a sequence: the name repeated
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -259,7 +269,7 @@ class HttpTransport:
     def send(self, request: ApiRequest) -> ApiResponse:
         url = self.base_url + request.path
         if request.query:
-            url += "?" + urllib.parse.urlencode(request.query)
+            url += "?" + urllib.parse.urlencode(request.query, doseq=True)
         headers = {"User-Agent": f"mneme-client/{__version__}", **request.headers}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
@@ -313,7 +323,7 @@ class EmbeddedTransport:
                 "principalId": f"{self.principal.tenant}/{self.principal.principal}",
             }
         body = request.body.decode() if request.body is not None else None
-        query = urllib.parse.urlencode(request.query)
+        query = urllib.parse.urlencode(request.query, doseq=True)
         event = proxy_event(route, request.method, path, query, dict(request.headers), body, params, authorizer)
         runtime.configure()
         with self._lock:
@@ -375,7 +385,7 @@ class MnemeClient:
         path: str,
         body: Any = None,
         *,
-        query: Mapping[str, str] | None = None,
+        query: Mapping[str, str | Sequence[str]] | None = None,
         accept: str = "application/json",
         idempotent: bool = True,
     ) -> ApiResponse:
@@ -494,14 +504,60 @@ class MnemeClient:
         self, query: str | None = None, *, request: RecallRequest | None = None, **fields: Any
     ) -> RecallResponse:
         """Ranked search under a scope: `client.recall("year end", scope="root.acme", limit=5)`, or pass
-        a whole `RecallRequest`. `ids=[…]` fetches the full bodies of cards from an earlier answer.
-        `budget_tokens=` and `expand_top=` are the request's `disclosure` fields, by the same names."""
+        a whole `RecallRequest`. `metadata={"user": "alice", "topic": ["diet", "health"]}` keeps what holds
+        those top-level metadata values (inside the search). `ids=[…]` fetches the full bodies of cards from
+        an earlier answer. `budget_tokens=` and `expand_top=` are the request's `disclosure` fields, by the
+        same names."""
         shortcuts = {name: fields.pop(name) for name in ("budget_tokens", "expand_top") if name in fields}
         if shortcuts:
             fields["disclosure"] = {**fields.get("disclosure", {}), **shortcuts}
         if request is None:
             request = _model(RecallRequest, {"query": query, **fields} if query is not None else fields)
         return RecallResponse.model_validate(self._json("POST", "/v1/recall", _dump(request)))
+
+    # -- episodes and facts as records -------------------------------------------------------------
+
+    def get_episode(self, episode_id: str) -> EpisodeRecord:
+        """One episode and the facts drawn from it. A forgotten one raises NotFound `episode_forgotten` whose
+        details say who forgot it, when and why."""
+        return EpisodeRecord.model_validate(self._json("GET", f"/v1/episodes/{_segment(episode_id)}"))
+
+    def list_episodes(self, scope: str = "root", **filters: Any) -> EpisodePage:
+        """One page of a scope's episodes (its subtree), newest remembered first. `filters`: session_id, since,
+        until (datetimes or ISO text with a zone), metadata ({"key": value or [values]}), cursor (the
+        previous page's `next_cursor`), limit (1..200, default 50)."""
+        return EpisodePage.model_validate(self._json("GET", "/v1/episodes", query=_listing(scope, filters)))
+
+    def forget_episode(self, episode_id: str, *, reason: str | None = None) -> Forgot:
+        """Forget one episode for good (writer): gone from search at once, a tombstone in the change feed, who,
+        when and `reason` kept; facts drawn from it are settled (`settled`: retracted, regrounded, stale or
+        rebuilt). Not resent after it may have arrived: a second call is a 404 `episode_forgotten`."""
+        query = {"reason": reason} if reason else {}
+        path = f"/v1/episodes/{_segment(episode_id)}"
+        return Forgot.model_validate(self._json("DELETE", path, query=query, idempotent=False))
+
+    def get_fact(self, fact_id: str) -> FactRecord:
+        """One fact with its source episodes, the ids of sources forgotten since, and its corrections."""
+        return FactRecord.model_validate(self._json("GET", f"/v1/facts/{_segment(fact_id)}"))
+
+    def list_facts(self, scope: str = "root", **filters: Any) -> FactPage:
+        """One page of a scope's facts (its subtree, any status), newest first. `filters`: since, until (valid
+        from), metadata (matched against the metadata of each fact's source episodes), cursor, limit."""
+        return FactPage.model_validate(self._json("GET", "/v1/facts", query=_listing(scope, filters)))
+
+    def forget_fact(self, fact_id: str, *, reason: str | None = None) -> Forgot:
+        """Forget one fact for good (approver); its source episodes stay."""
+        query = {"reason": reason} if reason else {}
+        path = f"/v1/facts/{_segment(fact_id)}"
+        return Forgot.model_validate(self._json("DELETE", path, query=query, idempotent=False))
+
+    def correct_fact(self, fact_id: str, version: int, *, reason: str | None = None, **changes: Any) -> FactRecord:
+        """Correct a fact at `version` (approver): `changes` among summary, entity, property, value, confidence,
+        valid_until. Conflict `stale_version` when it changed since; the history keeps each correction."""
+        fields = {"version": version, **changes, **({"reason": reason} if reason else {})}
+        body = _dump(_model(CorrectFactRequest, fields))
+        path = f"/v1/facts/{_segment(fact_id)}"
+        return FactRecord.model_validate(self._json("PATCH", path, body, idempotent=False))
 
     # -- consolidation ----------------------------------------------------------------------------
 
@@ -665,6 +721,23 @@ class MnemeClient:
         """Every change after `cursor`, page by page (see `iter_change_pages` to keep the cursor)."""
         for page in self.iter_change_pages(cursor, page_size=page_size):
             yield from page.changes
+
+
+def _listing(scope: str, filters: Mapping[str, Any]) -> dict[str, str | list[str]]:
+    """The query of a list call: datetimes as ISO text, each metadata key as `metadata.<key>` (repeated for a
+    list of values)."""
+    unknown = set(filters) - {"session_id", "since", "until", "metadata", "cursor", "limit"}
+    if unknown:
+        raise InvalidInput(f"unknown filter {sorted(unknown)[0]!r}", code="invalid_filter")
+    query: dict[str, str | list[str]] = {"scope": scope}
+    for name, value in filters.items():
+        if value is None or name == "metadata":
+            continue
+        query[name] = value.isoformat() if hasattr(value, "isoformat") else str(value)
+    for key, value in (filters.get("metadata") or {}).items():
+        values = value if isinstance(value, list | tuple) else [value]
+        query[f"metadata.{key}"] = [json.dumps(v) if isinstance(v, bool) else str(v) for v in values]
+    return query
 
 
 def _model(model: type[M], value: M | Mapping[str, Any]) -> M:

@@ -515,6 +515,9 @@ def build_server(client: MnemeClient, *, scope: str = "root") -> MCPServer:
 
         return _call(lambda: client.list_scopes(path), render)
 
+    from mneme.mcp_records import add_record_tools
+
+    add_record_tools(server, client, scope=scope, call=_call)  # list, forget, correct_fact
     return server
 
 

@@ -181,15 +181,31 @@ class Revision(BaseModel):
 
 
 class HistoryEntry(BaseModel):
-    """One step of a memory's life: who, when, what changed (field: [before, after]), approved by whom."""
+    """One step of a memory's life: who, when, what changed (field: [before, after]), approved by whom. A fact's
+    corrections are kept the same way (`memory_id` is then the fact's id, `action` `corrected`)."""
 
     tenant: str
     memory_id: str
     version: int
-    action: Literal["created", "edited", "approved", "rejected", "archived", "revision_approved", "revision_rejected"]
+    action: Literal[
+        "created", "edited", "approved", "rejected", "archived", "revision_approved", "revision_rejected", "corrected"
+    ]
     actor: str
     approved_by: str | None = None
-    status: MemoryStatus
+    status: MemoryStatus | Literal["active", "superseded", "expired"]
     changes: dict[str, list[Any]] = Field(default_factory=dict)
     reason: str | None = None
     at: datetime
+
+
+class Forgotten(BaseModel):
+    """What is left of a forgotten episode or fact: who forgot it, when and why (its content is gone). Kept until
+    its scope is erased."""
+
+    tenant: str
+    record_id: str
+    kind: Literal["episode", "fact"]
+    scope_id: str
+    forgotten_by: str
+    forgotten_at: datetime
+    reason: str | None = None

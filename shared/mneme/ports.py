@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
-from mneme.models import ApiKey, Episode, HistoryEntry, Memory, Revision, Scope, SessionPosition
+from mneme.models import ApiKey, Episode, Forgotten, HistoryEntry, Memory, Revision, Scope, SessionPosition
 from mneme.search_models import Hit, IndexDocument, SearchFilter
 from mneme.structure_models import Draft, Plan
 
@@ -223,6 +223,33 @@ class RecordStore(Protocol):
         """Oldest first."""
         ...
 
+    # -- agent-written records: listing, forgetting, correcting -------------------------------
+    def list_episodes(
+        self, tenant: str, scope_ids: Sequence[str], before: tuple[datetime, str] | None, limit: int
+    ) -> list[Episode]:
+        """Up to `limit` episodes of these scopes, newest remembered first: (created_at, episode_id) descending,
+        strictly below `before`. Vectors may be left out (None)."""
+        ...
+
+    def forget_episode(self, tenant: str, episode_id: str, record: Forgotten) -> Episode | None:
+        """Delete one episode for good (and its session entry), move its feed entry to the head as a tombstone
+        (`deleted:episode`) and keep `record` (who, when, why), atomically. The episode deleted; None (and
+        nothing written) when the tenant has none by that id."""
+        ...
+
+    def forget_fact(self, tenant: str, fact_id: str, record: Forgotten) -> Fact | None:
+        """The same for a fact (its corrections' history goes too: it holds former values)."""
+        ...
+
+    def get_forgotten(self, tenant: str, record_id: str) -> Forgotten | None:
+        """Who forgot this record, when and why; None when it was never forgotten (or its scope was erased)."""
+        ...
+
+    def update_fact(self, fact: Fact, expected_version: int) -> None:
+        """Replace a stored fact (moved to the feed's head) if its stored version equals `expected_version`;
+        Conflict `stale_version` otherwise, `fact_not_found` when it is gone."""
+        ...
+
     # -- portability and erasure ------------------------------------------------------------
     def list_aliases(self, tenant: str, parent_id: str) -> list[tuple[str, str]]:
         """(old segment, scope_id) of the aliases left under a parent, by segment."""
@@ -233,10 +260,11 @@ class RecordStore(Protocol):
         ...
 
     def erase_scopes(self, tenant: str, scope_ids: Sequence[str], *, dry_run: bool) -> tuple[dict[str, int], list[str]]:
-        """Delete for good the scopes and every memory (with revisions and history), episode, fact,
-        checkpoint and alias attached to them; a dry run only counts. Each erased record's feed entry
-        becomes a tombstone at the head of the feed (kind `deleted:<kind>`, the id, nothing else), so a
-        connector learns the data is gone. Returns the counts and the erased record ids."""
+        """Delete for good the scopes and every memory (with revisions and history), episode, fact (with its
+        corrections), record of a forgotten episode or fact, checkpoint and alias attached to them; a dry
+        run only counts. Each erased record's feed entry becomes a tombstone at the head of the feed (kind
+        `deleted:<kind>`, the id, nothing else), so a connector learns the data is gone. Returns the
+        counts and the erased record ids."""
         ...
 
     # -- structure drafts -------------------------------------------------------------------

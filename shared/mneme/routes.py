@@ -24,7 +24,7 @@ class Route:
     function: str
     role: Role | None
     max_body: int = DEFAULT_MAX_BODY  # bytes; a larger body is refused (413) before it is read
-    query: tuple[str, ...] = ()  # the query parameters it takes; any other is refused (400)
+    query: tuple[str, ...] = ()  # the query parameters it takes (`name.`: any `name.<key>`); any other is refused (400)
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -32,6 +32,7 @@ class Route:
 
 
 R, W, A, ADMIN = Role.reader, Role.writer, Role.approver, Role.admin
+LISTING = ("scope", "since", "until", "cursor", "limit", "metadata.")  # GET /v1/episodes and /v1/facts
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/health", "retrieve", None),
@@ -40,6 +41,13 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/sttp/validate", "remember", R),
     Route("POST", "/v1/recall", "recall", R),
     Route("GET", "/v1/changes", "recall", R, query=("cursor", "limit")),
+    Route("GET", "/v1/episodes", "records", R, query=(*LISTING, "session_id")),
+    Route("GET", "/v1/episodes/{episode_id}", "records", R),
+    Route("DELETE", "/v1/episodes/{episode_id}", "records", W, query=("reason",)),
+    Route("GET", "/v1/facts", "records", R, query=LISTING),
+    Route("GET", "/v1/facts/{fact_id}", "records", R),
+    Route("PATCH", "/v1/facts/{fact_id}", "records", A),
+    Route("DELETE", "/v1/facts/{fact_id}", "records", A, query=("reason",)),
     Route("POST", "/v1/consolidate", "consolidate", W),
     Route("GET", "/v1/consolidations", "consolidate", R, query=("limit",)),
     Route("GET", "/v1/consolidations/{run_id}", "consolidate", R),

@@ -23,7 +23,7 @@ import pytest
 
 from mneme.adapters.sqlite_index import SqliteSearchIndex
 from mneme.errors import InvalidInput, StoreUnavailable
-from mneme.search_models import Hit, IndexDocument, SearchFilter
+from mneme.search_models import Hit, IndexDocument, SearchFilter, metadata_terms
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 MODEL = "test-hash@16"
@@ -280,6 +280,40 @@ def test_session_filter(index: Any, channel: Channel) -> None:
     assert ids(search(index, channel, flt(session_id="s1"))) == ["s1a", "s1b"]
     assert search(index, channel, flt(session_id="s3")) == []
     assert len(search(index, channel, flt())) == 4
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_metadata_filter_is_equality_or_in_per_key_and_every_key(index: Any, channel: Channel) -> None:
+    index.upsert(
+        [
+            doc("veg", metadata_terms=metadata_terms({"user": "alice", "diet": "vegetarian", "n": 1})),
+            doc("vegan", metadata_terms=metadata_terms({"user": "alice", "diet": "vegan", "flag": True})),
+            doc("bob", metadata_terms=metadata_terms({"user": "bob", "diet": "vegan", "n": 1.0})),
+            doc("bare"),
+            doc("other-tenant", tenant="t2", metadata_terms=metadata_terms({"user": "alice"})),
+        ]
+    )
+    assert ids(search(index, channel, flt(metadata={"user": ["alice"]}))) == ["veg", "vegan"]
+    assert ids(search(index, channel, flt(metadata={"diet": ["vegan", "vegetarian"]}))) == ["bob", "veg", "vegan"]
+    assert ids(search(index, channel, flt(metadata={"user": ["alice"], "diet": ["vegan"]}))) == ["vegan"]
+    assert ids(search(index, channel, flt(metadata={"n": [1]}))) == ["bob", "veg"]  # 1 and 1.0 are one number
+    assert ids(search(index, channel, flt(metadata={"flag": [True]}))) == ["vegan"]
+    assert search(index, channel, flt(metadata={"flag": [1]})) == []  # true is not 1
+    assert search(index, channel, flt(metadata={"user": ["carol"]})) == []
+    assert len(search(index, channel, flt())) == 4
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_metadata_filter_applies_before_the_top_k(index: Any, channel: Channel) -> None:
+    """The one matching document is found among many better-scoring ones: filtered inside the search."""
+    index.upsert([doc(f"noise{i:02d}", "shared words shared words") for i in range(30)])
+    index.upsert([doc("wanted", "shared words and more besides", metadata_terms=metadata_terms({"user": "zoe"}))])
+    assert ids(search(index, channel, flt(metadata={"user": ["zoe"]}), k=3)) == ["wanted"]
+    index.upsert([doc("wanted", "shared words and more besides")])  # rewritten without metadata: no longer selected
+    assert search(index, channel, flt(metadata={"user": ["zoe"]}), k=3) == []
+    index.upsert([doc("wanted", "shared words", metadata_terms=metadata_terms({"user": "zoe"}))])
+    index.delete("t1", ["wanted"])
+    assert search(index, channel, flt(metadata={"user": ["zoe"]}), k=3) == []
 
 
 @pytest.mark.parametrize("channel", CHANNELS)

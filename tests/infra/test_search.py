@@ -9,7 +9,7 @@ from typing import Any
 from infra.mneme_infra.specs import REPAIR, SPECS, STAGES
 from tests.infra.synth import Synth, as_list
 
-INDEX_USERS = {"remember", "recall", "curate", STAGES, REPAIR}
+INDEX_USERS = {"remember", "recall", "curate", "records", STAGES, REPAIR}
 
 
 def policy(synth: Synth, kind: str) -> Any:

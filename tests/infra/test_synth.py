@@ -13,12 +13,15 @@ from aws_cdk.assertions import Match
 
 from infra.mneme_infra.specs import AUTHORIZER, EXTRA_FUNCTIONS, REPAIR, SCHEDULE, SPECS, STAGES
 from infra.mneme_infra.storage import TABLE_SCHEMA
+from mneme.models import Role
 from mneme.routes import FUNCTIONS, PAGES, ROUTES
 from tests.infra.synth import GSI_SCHEMA, VARIANT, Synth, as_list, synthesize
 
 WRITE_ACTIONS = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
 ALL_FUNCTIONS = sorted([*FUNCTIONS, *EXTRA_FUNCTIONS])
 REASONER = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
+
+CURSOR_SIGNERS = {"recall", "records"}  # they sign page cursors with the secret
 
 
 def api_methods(synth: Synth) -> dict[tuple[str, str], dict[str, Any]]:
@@ -108,7 +111,7 @@ def test_every_function_gets_the_adapter_settings_bootstrap_reads(default: Synth
         assert env["MNEME_INDEX__ENDPOINT"] == {"Fn::GetAtt": [collection_id, "CollectionEndpoint"]}
         assert ("MNEME_REASONER__KIND" in env) == (name == STAGES), name
         assert ("MNEME_STATE_MACHINE_ARN" in env) == (name in {"consolidate", SCHEDULE}), name
-        assert ("MNEME_CURSOR_SECRET_ARN" in env) == (name == "recall"), name
+        assert ("MNEME_CURSOR_SECRET_ARN" in env) == (name in CURSOR_SIGNERS), name
         assert "MNEME_CURSOR_SECRET" not in env  # never the secret's value
     (machine_id,) = default.of_type("AWS::StepFunctions::StateMachine")
     assert default.function("consolidate")["Environment"]["Variables"]["MNEME_STATE_MACHINE_ARN"] == {"Ref": machine_id}
@@ -177,7 +180,7 @@ def test_bedrock_is_allowed_only_for_the_configured_models_and_only_where_used(d
     model = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":bedrock:*::foundation-model/"
                                + REASONER.removeprefix("global.")]]}  # fmt: skip
     expected = {"remember": [embedder], "recall": [embedder], "curate": [embedder], REPAIR: [embedder],
-                STAGES: [embedder, profile, model]}  # fmt: skip
+                "records": [embedder], STAGES: [embedder, profile, model]}  # fmt: skip
     for name in ALL_FUNCTIONS:
         found, wanted = bedrock_resources(default, name), expected.get(name, [])
         assert sorted(map(json.dumps, found)) == sorted(map(json.dumps, wanted)), name
@@ -191,14 +194,28 @@ def test_an_inference_profile_reasoner_gets_the_profile_and_its_model(variant: S
     assert variant.function(STAGES)["Environment"]["Variables"]["MNEME_EMBEDDER__DIMENSIONS"] == "512"
 
 
-def test_only_the_run_starters_may_start_executions_and_only_recall_reads_the_cursor_secret(default: Synth) -> None:
+def test_only_the_run_starters_may_start_executions_and_only_cursor_signers_read_the_secret(default: Synth) -> None:
     for name in ALL_FUNCTIONS:
         actions = default.role_actions(name)
         assert ("states:StartExecution" in actions) == (name in {"consolidate", SCHEDULE}), name
-        assert ("secretsmanager:GetSecretValue" in actions) == (name == "recall"), name
+        assert ("secretsmanager:GetSecretValue" in actions) == (name in CURSOR_SIGNERS), name
     (secret_id,) = default.of_type("AWS::SecretsManager::Secret")
-    (statement,) = [s for s in default.role_statements("recall") if "secretsmanager:GetSecretValue" in s["Action"]]
-    assert statement["Resource"] == {"Ref": secret_id}
+    for name in CURSOR_SIGNERS:  # the change feed (recall), episode and fact lists (records)
+        (statement,) = [s for s in default.role_statements(name) if "secretsmanager:GetSecretValue" in s["Action"]]
+        assert statement["Resource"] == {"Ref": secret_id}
+
+
+def test_the_records_function_serves_get_list_forget_and_correct_with_the_least_role(default: Synth) -> None:
+    served = {(r.method, r.path): r.role for r in ROUTES if r.function == "records"}
+    assert served == {
+        ("GET", "/v1/episodes"): Role.reader, ("GET", "/v1/episodes/{episode_id}"): Role.reader,
+        ("DELETE", "/v1/episodes/{episode_id}"): Role.writer, ("GET", "/v1/facts"): Role.reader,
+        ("GET", "/v1/facts/{fact_id}"): Role.reader, ("PATCH", "/v1/facts/{fact_id}"): Role.approver,
+        ("DELETE", "/v1/facts/{fact_id}"): Role.approver,
+    }  # fmt: skip
+    actions = default.role_actions("records")
+    assert {"dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:Query"} <= actions
+    assert not {"states:StartExecution"} & actions
 
 
 # -- api -----------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ TOOLS = {
     "retrieve", "remember", "remember_conversation", "recall", "consolidate", "archive_memory", "propose_memory",
     "list_scopes",
 }  # fmt: skip
+TOOLS |= {"list", "forget", "correct_fact"}  # records: tests/integration/test_mcp_records.py
 
 
 def mcp_env(tmp_path: Path, **extra: str) -> dict[str, str]:

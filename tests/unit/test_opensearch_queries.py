@@ -81,6 +81,10 @@ class FakeIndices:
     def refresh(self, **kwargs: Any) -> None:
         self.client.record("indices.refresh", kwargs)
 
+    def put_mapping(self, **kwargs: Any) -> dict[str, Any]:
+        self.client.record("indices.put_mapping", kwargs)
+        return {"acknowledged": True}
+
 
 class FakeClient:
     def __init__(self, *, index_exists: bool = True) -> None:
@@ -771,3 +775,16 @@ def test_copy_paging_never_skips_nor_repeats_tied_copies(page_size: int) -> None
     seen = [hit["_id"] for hits in index.copies({"match_all": {}}, "testing") for hit in hits]
     assert sorted(seen) == sorted(sid for sid, _, _ in stored)
     assert len(seen) == len(stored)
+
+
+def test_a_managed_domain_adds_new_fields_to_its_mapping_once_before_its_first_write() -> None:
+    client = FakeClient()
+    index = adapter(client)
+    index.search_text(SearchFilter(tenant="acme", ancestor_id="scope-root"), "words", 5)
+    assert client.named("indices.put_mapping") == []  # a reader never changes the mapping
+    index.upsert([document("ep-1", metadata_terms=['["user","alice"]'])])
+    index.upsert([document("ep-2")])
+    assert client.named("indices.put_mapping") == [
+        {"index": INDEX, "body": {"properties": {"metadata": {"type": "keyword"}}}}
+    ]
+    assert client.bulk_lines()[0][1]["metadata"] == ['["user","alice"]']

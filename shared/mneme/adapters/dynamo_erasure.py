@@ -29,6 +29,7 @@ from mneme.adapters.dynamo_codec import (
     to_model,
 )
 from mneme.adapters.dynamo_extras import REVISION_STATUSES
+from mneme.adapters.dynamo_records import forgotten_key
 from mneme.adapters.dynamo_table import FEED_POSITION, DynamoTable, position_of, text_of, unmoved
 from mneme.models import Memory, Scope
 
@@ -89,6 +90,10 @@ class DynamoErasure(DynamoTable):
             for item in memories[scope_id]:
                 keys += self._memory_attachments(tenant, to_model(Memory, item))
             keys += self._query(tenant_pk(tenant, "CONTRA", scope_id))
+            for fact in facts[scope_id]:  # a fact's corrections
+                keys += self._query(history_pk(tenant, str(fact["fact_id"]["S"])))
+            for copy in self._query(tenant_pk(tenant, "SCOPEFORGOT", scope_id)):  # who forgot what, and why
+                keys += [copy, forgotten_key(tenant, str(copy["record_id"]["S"]))]
             keys += [checkpoint_key(tenant, scope_id), lease_key(tenant, scope_id), dirty_key(tenant, scope_id)]
             keys += self._alias_keys(tenant, scope_id)
             kinded = [

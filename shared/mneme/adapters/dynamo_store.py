@@ -26,6 +26,8 @@ queries, batches, transactions, feed moves): `dynamo_scopes`, `dynamo_memories`,
 | fact             | `T#<t>#FACTS`                              | `FACT#<id>`           | Fact                       |
 | scope's fact     | `T#<t>#SCOPEFACTS#<scope_id>`              | `FACT#<id>`           | Fact copy                  |
 | contradiction    | `T#<t>#CONTRA#<scope_id>`                  | `C#<id>`              | Contradiction              |
+| forgotten record | `T#<t>#FORGOTTEN`                          | `ID#<id>`             | Forgotten (who, when, why) |
+| scope's forgotten| `T#<t>#SCOPEFORGOT#<scope_id>`             | `ID#<id>`             | Forgotten copy (erasure)   |
 | run              | `T#<t>#RUNS`                               | `RUN#<run_id>`        | Run (`stages` as JSON,     |
 |                  |                                            |                       | + GSI2 keys)               |
 | feed entry       | `T#<t>#FEED`                               | `<position>#<id>`     | `kind`, `id`, `position`   |
@@ -64,14 +66,14 @@ rebuild, `mneme reindex`) sets them, or a publish that rewrites the episode (a m
 Items carry `item_type`: scope, scope_slot (a live scope), scope_alias (`scope_id` it resolves to),
 alias_ref, layers, memory, memory_slot, episode, delivered, dirty, checkpoint, lease, fact, fact_copy,
 contradiction, run, feed, revision, revision_copy, history, api_key, api_key_copy, draft, journal,
-journal_lock, journal_plan. Scope, memory, episode and fact items also carry `feed_position` (see the
-change feed), and `structure_draft` once a publish wrote them (see the journal). A name slot holds a
-live scope or an alias, never both, so one `attribute_not_exists(PK)` enforces "taken by a scope or an
-alias". Every alias has a back-reference in its scope's `ALIASOF` partition, written and deleted in the
-alias's transaction (so a merge can repoint, and an erasure find, the aliases resolving to a scope;
-aliases written before back-references existed are not found that way). A key slot exists exactly
-while its memory is not archived, so its partition is also the listing. Copies are written in the
-transaction of their original. Base-table reads are strongly consistent.
+journal_lock, journal_plan, forgotten, forgotten_copy. Scope, memory, episode and fact items also carry
+`feed_position` (see the change feed), and `structure_draft` once a publish wrote them (see the
+journal). A name slot holds a live scope or an alias, never both, so one `attribute_not_exists(PK)`
+enforces "taken by a scope or an alias". Every alias has a back-reference in its scope's `ALIASOF`
+partition, written and deleted in the alias's transaction (so a merge can repoint, and an erasure find,
+the aliases resolving to a scope; aliases written before back-references existed are not found that
+way). A key slot exists exactly while its memory is not archived, so its partition is also the listing.
+Copies are written in the transaction of their original. Base-table reads are strongly consistent.
 
 | access pattern         | operation and key condition                                                     |
 |------------------------|---------------------------------------------------------------------------------|
@@ -129,6 +131,14 @@ transaction of their original. Base-table reads are strongly consistent.
 | list_changes           | read the clock; Query PK = `T#<t>#FEED AND SK BETWEEN <after pos>#<after id>    |
 |                        | AND <settled>$` (or `SK <= <settled>$`), drop the `after` entry itself;         |
 |                        | `<settled>` = now - horizon, and `$` sorts just above `#`                       |
+| list_episodes          | per scope: Query GSI3 `GSI3PK = T#<t>#SCOPEEPS#<scope> AND GSI3SK < <before>`,  |
+|                        | newest first, Limit `limit`; the newest `limit` of all, BatchGetItem'd          |
+| forget_episode / _fact | GetItem; Transact: Delete it if unmoved (+ a fact's scope copy), feed move to a |
+|                        | `deleted:<kind>` tombstone, Put the forgotten record and its scope copy; then   |
+|                        | (a fact) BatchWriteItem delete its history                                      |
+| get_forgotten          | GetItem `T#<t>#FORGOTTEN` / `ID#<id>`                                           |
+| update_fact            | GetItem fact; Transact: Put it if unmoved and `version = expected` + scope copy |
+|                        | + feed move (stale version: Conflict, read again)                               |
 | put_revision           | Transact: Put revision + author's and queued copy under its status, Delete      |
 |                        | both copies under the other two statuses (upsert with no read; 7 items)         |
 | get_revision           | GetItem revision                                                                |
@@ -212,11 +222,12 @@ from mneme.adapters.dynamo_episodes import DynamoEpisodes
 from mneme.adapters.dynamo_erasure import DynamoErasure
 from mneme.adapters.dynamo_extras import DynamoExtras
 from mneme.adapters.dynamo_memories import DynamoMemories
+from mneme.adapters.dynamo_records import DynamoRecords
 from mneme.adapters.dynamo_structure import DynamoStructure
 from mneme.adapters.dynamo_table import TABLE_SCHEMA, create_table
 
 __all__ = ["TABLE_SCHEMA", "DynamoRecordStore", "create_table"]
 
 
-class DynamoRecordStore(DynamoStructure, DynamoErasure, DynamoEpisodes, DynamoMemories, DynamoExtras):
+class DynamoRecordStore(DynamoStructure, DynamoErasure, DynamoRecords, DynamoEpisodes, DynamoMemories, DynamoExtras):
     """The record store on one DynamoDB table (see the module docstring); each part inherits `DynamoTable`."""

@@ -26,8 +26,10 @@ Filters. Every query carries `term` filters on `tenant` and on `ancestor_ids` (t
 lists every scope from the root down to its own, so a rename needs no reindex and a move is
 `update_ancestors`), plus `terms` on kind/tier, a half-open `range` on `occurred_at` (since <= t <
 until, both sides compared at millisecond resolution), `term` on session_id and visibility
-(`visible_to` missing, or equal to the principal). They sit in `bool.filter` for text and in the `knn`
-clause's own `filter` for vectors (efficient filtering: a small subtree still gets its true top k).
+(`visible_to` missing, or equal to the principal), and one `terms` on `metadata` per key of a metadata
+filter (a document's top-level metadata pairs are keyword terms, `search_models.metadata_terms`). They sit
+in `bool.filter` for text and in the `knn` clause's own `filter` for vectors (efficient filtering: a small
+subtree still gets its true top k).
 Results are sorted by `[_score desc, doc_id asc]`, so ties break by doc_id as in the embedded index;
 the kNN clause asks for a few more candidates than `k` so a tie at the cut is broken the same way.
 
@@ -139,6 +141,7 @@ def index_body(dimension: int, *, engine: Engine = "faiss") -> dict[str, Any]:
                 "session_id": keyword(),
                 "visible_to": keyword(),
                 "model_id": keyword(),
+                "metadata": keyword(),  # `search_models.metadata_terms`: one term a top-level metadata pair
                 "written_at": {"type": "long"},  # serverless only: epoch ms, orders a document's copies
                 "digest": {"type": "keyword", "index": False, "doc_values": False},  # serverless: content hash
                 "vector": {
@@ -180,6 +183,7 @@ def document_source(doc: IndexDocument, dimension: int | None) -> dict[str, Any]
         "session_id": doc.session_id,  # null: no value (and no `exists`)
         "visible_to": doc.visible_to,
         "model_id": None,
+        "metadata": list(doc.metadata_terms),
     }
     vec = normalised_vector(doc)  # InvalidInput on an empty or non-finite vector
     if vec is not None and vec.any():
@@ -232,6 +236,7 @@ def filter_clauses(flt: SearchFilter) -> list[dict[str, Any]]:
         clauses.append({"range": {"occurred_at": window}})
     if flt.session_id is not None:
         clauses.append({"term": {"session_id": flt.session_id}})
+    clauses += [{"terms": {"metadata": terms}} for terms in flt.metadata_clauses()]
     public: dict[str, Any] = {"bool": {"must_not": [{"exists": {"field": "visible_to"}}]}}
     if flt.principal is None:
         clauses.append(public)
@@ -414,6 +419,7 @@ class OpenSearchIndex:
         self._create_dimension = dimension
         self._dimension: int | None = None  # the index's, once known
         self._exists = False
+        self._fields_added = False
         self._lock = threading.Lock()
 
     @classmethod
@@ -466,6 +472,7 @@ class OpenSearchIndex:
             return False
         self._exists = True
         self._dimension = dimension
+        self._fields_added = True  # created with today's mapping
         return True
 
     def _ready(self) -> bool:
@@ -481,6 +488,16 @@ class OpenSearchIndex:
                         self._call("checking the index", self.client.indices.exists, index=self.index_name)
                     )
             return self._exists
+
+    def _add_fields(self) -> None:
+        """Before this process's first write, add to the index the fields its mapping gained since it was
+        created (`metadata`): additive, so idempotent, and a strict mapping refuses documents carrying a field
+        it lacks. A managed domain's index is the application's own (`ensure_index`)."""
+        if not self._fields_added:
+            mapping = {"properties": {"metadata": {"type": "keyword"}}}
+            self._call("adding new fields to the mapping", self.client.indices.put_mapping, index=self.index_name,
+                       body=mapping)  # fmt: skip
+            self._fields_added = True
 
     def _vector_dimension(self) -> int | None:
         """The index's vector dimension (None when the index is missing or has no vector field)."""
@@ -571,6 +588,7 @@ class OpenSearchIndex:
         latest, dimension = self._latest(docs)
         lines = [line for doc in latest for line in write_lines(doc, dimension)]  # all validated first
         if lines:
+            self._add_fields()
             self._bulk(lines, "indexing documents")
 
     def delete(self, tenant: str, doc_ids: Sequence[str]) -> None:

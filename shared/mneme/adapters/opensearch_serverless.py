@@ -299,6 +299,10 @@ class ServerlessOpenSearchIndex(OpenSearchIndex):
         return sum(1 for item in items if item.get("delete", {}).get("result") == "deleted")
 
     # -- writes -----------------------------------------------------------------------------------
+    def _add_fields(self) -> None:
+        """Nothing: the collection's index and its mapping are a resource of the stack
+        (`AWS::OpenSearchServerless::Index`, built from `index_body`), updated in place by a deploy."""
+
     def upsert(self, docs: Sequence[IndexDocument]) -> None:
         """Index new copies of `docs` (the last of each (tenant, doc_id)), then delete the copies they replace.
 

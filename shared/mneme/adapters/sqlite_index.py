@@ -9,6 +9,9 @@ Schema:
   words match `text`, and only a date-like phrase in it ("4 March 2026", "March 6, 2026",
   "2026-03-04", "May 2026", "March") also matches `dates`, so a month or a year in a query no
   longer matches most of the corpus. A file written before the split is migrated on open.
+- `doc_meta` (tenant, term, doc): a document's top-level metadata pairs (`search_models.metadata_terms`), what a
+  metadata filter selects, inside the search like every other filter (a file from before it holds none:
+  `mneme reindex` fills it).
 - `generations`: a per-tenant counter bumped by every write; it tells a vector cache whether it
   still reflects the file (another process may write too).
 
@@ -78,6 +81,9 @@ CREATE TABLE IF NOT EXISTS doc_ancestors (
 CREATE INDEX IF NOT EXISTS doc_ancestors_doc ON doc_ancestors (doc);
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(text, dates, tokenize='porter unicode61');
 CREATE TABLE IF NOT EXISTS generations (tenant TEXT PRIMARY KEY, gen INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS doc_meta (
+    tenant TEXT NOT NULL, term TEXT NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY (tenant, term, doc)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS doc_meta_doc ON doc_meta (doc);
 """
 
 # Created on open next to SCHEMA (a file from before gets them then): the file's epoch (a random id,
@@ -407,6 +413,11 @@ class SqliteSearchIndex:
                     ids[key], next_id = next_id, next_id + 1
             conn.executemany("DELETE FROM docs_fts WHERE rowid = ?", [(doc,) for doc in stored])
             conn.executemany("DELETE FROM doc_ancestors WHERE doc = ?", [(doc,) for doc in stored])
+            conn.executemany("DELETE FROM doc_meta WHERE doc = ?", [(doc,) for doc in stored])
+            conn.executemany(
+                "INSERT OR IGNORE INTO doc_meta VALUES (?, ?, ?)",
+                [(d.tenant, term, ids[key]) for key, d in latest.items() for term in d.metadata_terms],
+            )
             conn.executemany(_PUT, [(ids[key], *row) for key, row in zip(latest, rows, strict=True)])
             conn.executemany(
                 "INSERT INTO docs_fts (rowid, text, dates) VALUES (?, ?, ?)",
@@ -476,6 +487,7 @@ class SqliteSearchIndex:
             ]
             conn.executemany("DELETE FROM docs_fts WHERE rowid = ?", ids)
             conn.executemany("DELETE FROM doc_ancestors WHERE doc = ?", ids)
+            conn.executemany("DELETE FROM doc_meta WHERE doc = ?", ids)
             conn.executemany("DELETE FROM docs WHERE id = ?", ids)
             write.changed[tenant] = set(doc_ids)
             write.after = lambda: self._caches.removed(tenant, doc_ids)
@@ -502,6 +514,7 @@ class SqliteSearchIndex:
             ids = conn.execute("SELECT id FROM docs WHERE tenant = ?", (tenant,)).fetchall()
             conn.executemany("DELETE FROM docs_fts WHERE rowid = ?", ids)
             conn.execute("DELETE FROM doc_ancestors WHERE tenant = ?", (tenant,))
+            conn.execute("DELETE FROM doc_meta WHERE tenant = ?", (tenant,))
             conn.execute("DELETE FROM docs WHERE tenant = ?", (tenant,))
             write.changed[tenant] = {"*"}
             write.after = lambda: self._caches.drop(tenant)
@@ -724,7 +737,8 @@ class SqliteSearchIndex:
                             raise InvalidInput(
                                 f"{model_id} vectors have {cache.dim} dimensions, the query {query.size}"
                             )
-                        return cache.search(flt, query / norm, k, exact=not self._ann)  # a snapshot may hold one
+                        allowed = _metadata_docs(conn, flt)
+                        return cache.search(flt, query / norm, k, exact=not self._ann, allowed=allowed)
                 self._reload(conn, flt.tenant, model_id)
 
     def _reload(self, conn: sqlite3.Connection, tenant: str, model_id: str) -> None:
@@ -901,6 +915,17 @@ def _agrees(conn: sqlite3.Connection, tenant: str, model_id: str, cache: VectorC
     return True
 
 
+def _metadata_docs(conn: sqlite3.Connection, flt: SearchFilter) -> set[str] | None:
+    """The doc ids a metadata filter lets through (None: no metadata filter); the vector cache masks the rest."""
+    allowed: set[str] | None = None
+    for terms in flt.metadata_clauses():  # read from doc_meta's (tenant, term) key: only the matching documents
+        sql = ("SELECT d.doc_id FROM doc_meta m CROSS JOIN docs d ON d.id = m.doc "
+               f"WHERE m.tenant = ? AND m.term IN ({','.join('?' * len(terms))})")  # fmt: skip
+        found = {row[0] for row in conn.execute(sql, (flt.tenant, *terms))}
+        allowed = found if allowed is None else allowed & found
+    return allowed
+
+
 def _filter_sql(flt: SearchFilter, params: dict[str, object]) -> str:
     """The non-subtree filters as AND clauses over `d` (docs), binding into `params`."""
     clauses: list[str] = []
@@ -918,6 +943,11 @@ def _filter_sql(flt: SearchFilter, params: dict[str, object]) -> str:
     if flt.session_id is not None:
         params["session"] = flt.session_id
         clauses.append("d.session_id = :session")
+    for i, terms in enumerate(flt.metadata_clauses()):
+        names = [f"meta{i}_{j}" for j in range(len(terms))]
+        params.update(zip(names, terms, strict=True))
+        marks = ", ".join(":" + n for n in names)
+        clauses.append(f"d.id IN (SELECT doc FROM doc_meta WHERE tenant = :tenant AND term IN ({marks}))")
     params["principal"] = flt.principal
     clauses.append("(d.visible_to IS NULL OR d.visible_to = :principal)")
     return "".join(f" AND {c}" for c in clauses)

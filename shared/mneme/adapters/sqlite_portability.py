@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from mneme.adapters.sqlite_base import SqliteBase
 
-ERASABLE = ("memories", "episodes", "facts", "contradictions", "checkpoints", "dirty")
+ERASABLE = ("memories", "episodes", "facts", "contradictions", "checkpoints", "dirty", "forgotten")
 
 
 class SqlitePortabilityStore(SqliteBase):
@@ -66,6 +66,7 @@ class SqlitePortabilityStore(SqliteBase):
                 conn.executemany(
                     f"DELETE FROM {table} WHERE tenant=? AND memory_id=?", [(tenant, m) for m in memory_ids]
                 )
+            conn.executemany("DELETE FROM history WHERE tenant=? AND memory_id=?", [(tenant, f) for f in fact_ids])
             for kind, erased in (("scope", scope_ids), ("memory", memory_ids), ("episode", episode_ids),
                                  ("fact", fact_ids)):  # fmt: skip
                 self._feed(conn, tenant, f"deleted:{kind}", erased)  # a tombstone: the id, nothing else

@@ -16,6 +16,7 @@ from mneme.adapters import sqlite_episodes as rows_of
 from mneme.adapters.sqlite_base import FEED_SCHEMA, STORE_VERSION, utc_text
 from mneme.adapters.sqlite_consolidation import CONSOLIDATION_SCHEMA, SqliteConsolidationStore
 from mneme.adapters.sqlite_portability import SqlitePortabilityStore
+from mneme.adapters.sqlite_records import RECORDS_SCHEMA, SqliteRecordsStore
 from mneme.adapters.sqlite_review import REVIEW_SCHEMA, SqliteReviewStore
 from mneme.adapters.sqlite_structure import STRUCTURE_SCHEMA, SqliteStructureStore
 from mneme.errors import Conflict
@@ -73,9 +74,12 @@ def session_row(episode: Episode) -> tuple[str, str | None, str, str]:
 ROOT_PARENT = ""  # the slot table's parent for a tenant's root scope
 
 
-class SqliteRecordStore(SqliteStructureStore, SqlitePortabilityStore, SqliteReviewStore, SqliteConsolidationStore):
+class SqliteRecordStore(
+    SqliteStructureStore, SqlitePortabilityStore, SqliteRecordsStore, SqliteReviewStore, SqliteConsolidationStore
+):
     schema = SCHEMA + SESSION_SCHEMA + CONSOLIDATION_SCHEMA + REVIEW_SCHEMA + FEED_SCHEMA + STRUCTURE_SCHEMA
     version = STORE_VERSION
+    schema += RECORDS_SCHEMA
 
     def _upgrade(self, conn: sqlite3.Connection, tables: set[str]) -> None:
         """A file from before the episodes' vector column gets it (`sqlite_episodes`: its rows stay as they

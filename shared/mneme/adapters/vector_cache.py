@@ -18,7 +18,7 @@ drops the copy (rebuilt next).
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -396,7 +396,7 @@ class VectorCache:
         return [(self._doc_ids[row], self._mat[row]) for row in live[picks].tolist()]
 
     # -- reads ------------------------------------------------------------------------------
-    def _mask(self, flt: SearchFilter) -> NDArray[np.bool_] | None:
+    def _mask(self, flt: SearchFilter, allowed: Collection[str] | None = None) -> NDArray[np.bool_] | None:
         n = self._n
         anc = self._codes.get(flt.ancestor_id)
         if anc is None:
@@ -421,6 +421,11 @@ class VectorCache:
             mask &= self._session[:n] == self._codes.get(flt.session_id, -2)
         principal = -2 if flt.principal is None else self._codes.get(flt.principal, -2)
         mask &= (self._visible[:n] == -1) | (self._visible[:n] == principal)
+        if allowed is not None:
+            pos = self._pos
+            keep = np.zeros(n, bool)
+            keep[[pos[doc_id] for doc_id in allowed if doc_id in pos]] = True
+            mask &= keep
         return mask
 
     @property
@@ -436,10 +441,19 @@ class VectorCache:
         """Build the approximate index over every live row; the caller holds off writers and searches."""
         self.ann = Ann.build(self._mat[: self._n])
 
-    def search(self, flt: SearchFilter, query: NDArray[np.float64], k: int, *, exact: bool = False) -> list[Hit]:
-        """Top k by cosine among rows passing `flt`; `query` is L2-normalised, of length `dim`.
-        Approximate (see the module doc) for a broad mask over a cache with an index, unless `exact`."""
-        mask = self._mask(flt) if k > 0 else None
+    def search(
+        self,
+        flt: SearchFilter,
+        query: NDArray[np.float64],
+        k: int,
+        *,
+        exact: bool = False,
+        allowed: Collection[str] | None = None,
+    ) -> list[Hit]:
+        """Top k by cosine among rows passing `flt` (and, given `allowed`, whose doc id is in it); `query` is
+        L2-normalised, of length `dim`. Approximate (see the module doc) for a broad mask over a cache with
+        an index, unless `exact`."""
+        mask = self._mask(flt, allowed) if k > 0 else None
         if mask is None:
             return []
         q32 = query.astype(np.float32)

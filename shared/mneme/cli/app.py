@@ -147,7 +147,7 @@ def group(sub: Any, name: str, help: str, examples: str) -> Any:
 
 
 def parser() -> argparse.ArgumentParser:
-    from mneme.cli import curate, maintenance, memory, server
+    from mneme.cli import curate, maintenance, memory, records, server
 
     common = common_options()
     root = argparse.ArgumentParser(
@@ -157,6 +157,7 @@ def parser() -> argparse.ArgumentParser:
     server.register_server(sub, common)
     memory.register(sub, common)
     curate.register(sub, common)
+    records.register(sub, common)
     maintenance.register_maintenance(sub, common)
     return root
 

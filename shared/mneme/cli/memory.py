@@ -220,6 +220,10 @@ def cmd_recall(ctx: Context) -> int:
     }
     if disclosure:
         fields["disclosure"] = disclosure
+    if args.where:
+        from mneme.cli.records import metadata_filter
+
+        fields["metadata"] = metadata_filter(args.where)
     if args.query is None and not args.ids:
         raise InvalidInput("give a query (or --ids to fetch full bodies)")
     response = ctx.client(principal="cli", roles=("admin",)).recall(**fields)
@@ -310,6 +314,7 @@ mneme remember --jsonl episodes.jsonl --scope root.acme        # one JSON object
         examples="""
 mneme recall "when is Acme's year end?" --scope root.acme
 mneme recall "VAT scheme" --kind fact --limit 5 --json
+mneme recall "diet" --where user=alice --where user=bob   # only what holds this metadata
 mneme recall "payroll" --context --budget-tokens 800      # the Markdown context pack an agent reads
 mneme recall --ids fa_1c2… ep_9d8…                         # full bodies of cards from an earlier pack
 """,
@@ -323,6 +328,7 @@ mneme recall --ids fa_1c2… ep_9d8…                         # full bodies of 
     recall.add_argument("--until", metavar="ISO8601")
     recall.add_argument("--as-of", metavar="ISO8601", help="facts as they were valid then")
     recall.add_argument("--session-id")
+    recall.add_argument("--where", action="append", metavar="KEY=VALUE", help="metadata (repeat a key: any of)")
     recall.add_argument("--strictness", choices=["precision", "balanced", "recall"])
     recall.add_argument("--fallback", choices=["never", "on_empty", "always"])
     recall.add_argument("--expand-top", type=int, help="bodies in the context pack (default 3)")

@@ -59,6 +59,7 @@ class Fact(BaseModel):
     reinforced_at: datetime
     model_id: str | None = None
     vector: list[float] | None = None
+    version: int = 1  # raised by each correction (`PATCH /v1/facts/{id}`); a stale version is a Conflict
 
     @staticmethod
     def id_for(tenant: str, scope_id: str, proposal: Proposal, sources: list[str]) -> str:

@@ -49,9 +49,10 @@ def check_role(route: routes.Route, event: Mapping[str, Any]) -> Principal | Non
 
 def check_query(route: routes.Route, event: Mapping[str, Any]) -> None:
     given = set(event.get("multiValueQueryStringParameters") or event.get("queryStringParameters") or {})
-    unknown = sorted(given - set(route.query))
+    prefixes = tuple(name for name in route.query if name.endswith("."))  # `metadata.`: metadata.<key>=<value>
+    unknown = sorted(name for name in given - set(route.query) if not (prefixes and name.startswith(prefixes)))
     if unknown:
-        takes = ", ".join(route.query) or "none"
+        takes = ", ".join(f"{name}<key>" if name.endswith(".") else name for name in route.query) or "none"
         raise InvalidInput(
             f"unknown query parameter {unknown[0][:64]!r} (this route takes: {takes})",
             code="unknown_parameter",

@@ -12,7 +12,11 @@ from aws_lambda_powertools.event_handler import Response
 from mneme.errors import NotFound
 
 PAGE = "index.html"
-ASSETS = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8"}
+ASSETS = {
+    "console.js": "text/javascript; charset=utf-8",
+    "records.js": "text/javascript; charset=utf-8",  # the Episodes and Facts pages
+    "console.css": "text/css; charset=utf-8",
+}
 POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
     "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"

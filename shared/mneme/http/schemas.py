@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -16,10 +18,15 @@ from pydantic import (
     StrictBool,
     StringConstraints,
     Tag,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
+from mneme.errors import InvalidInput
 from mneme.models import Role, convertible_to_utc, not_a_number
+from mneme.search_models import MetadataFilter, as_filter
 from mneme.services.remember import Conversation, RememberItem
 from mneme.structure_models import Operation
 
@@ -116,6 +123,50 @@ class PublishRequest(Strict):
 class CreateKeyRequest(Strict):
     principal: Annotated[str, StringConstraints(min_length=1, max_length=128)]
     roles: Annotated[list[Role], Field(min_length=1, max_length=4)]
+
+
+class CorrectFactRequest(Strict):
+    """A correction of a fact at `version` (a stale version is a 409); at least one field besides `reason`."""
+
+    version: Annotated[int, Field(ge=1)]
+    summary: Annotated[str, StringConstraints(min_length=1, max_length=4096)] | None = None
+    entity: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
+    property: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
+    value: Annotated[str, StringConstraints(min_length=1, max_length=2048)] | None = None
+    confidence: Annotated[float, Field(ge=0, le=1)] | None = None
+    valid_until: AwareTimestamp | None = None
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=2000)] | None = None  # kept in the history
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> CorrectFactRequest:
+        if not self.model_fields_set - {"version", "reason"}:
+            raise ValueError("give a field to correct: summary, entity, property, value, confidence or valid_until")
+        return self
+
+
+def query_metadata(params: Mapping[str, Sequence[str]]) -> dict[str, list[Any]] | None:
+    """`metadata.<key>=<value>` query parameters as a metadata filter: a key given several times accepts any of
+    its values. A value is the string as given and, when it reads as a JSON number or boolean, that too."""
+    given = {name[len("metadata.") :]: values for name, values in params.items() if name.startswith("metadata.")}
+    if not given:
+        return None
+    accepted: dict[str, list[Any]] = {}
+    for key, values in given.items():
+        accepted[key] = []
+        for value in values:
+            accepted[key].append(value)
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                continue
+            if isinstance(parsed, bool | int | float):
+                accepted[key].append(parsed)
+    try:
+        checked = TypeAdapter(MetadataFilter).validate_python(accepted)
+    except ValidationError as e:
+        message = e.errors()[0].get("msg", "invalid metadata filter").removeprefix("Value error, ")
+        raise InvalidInput(message, code="invalid_filter") from None
+    return as_filter(checked)
 
 
 class MemoryView(BaseModel):

@@ -194,3 +194,80 @@ class RunList(BaseModel):
     """The most recent consolidation runs, newest first."""
 
     runs: list[RunView]
+
+
+class EpisodeRecord(BaseModel):
+    """An episode as remembered (its content never changes), with the facts drawn from it when fetched alone."""
+
+    id: str
+    kind: Literal["episode"]
+    scope: str
+    content: str
+    occurred_at: datetime
+    created_at: datetime
+    session_id: str | None = None
+    tier: str
+    metadata: dict[str, Any] = {}
+    format: str
+    author: str
+    sttp: dict[str, Any] | None = None
+    facts: list[FactRecord] | None = None  # GET /v1/episodes/{id}: the facts drawn from it
+
+
+class FactRecord(BaseModel):
+    """A fact consolidation drew from episodes (or a roll-up of a period), with its sources and corrections when
+    fetched alone. `version` is what a correction (PATCH) sends back."""
+
+    id: str
+    kind: Literal["fact"]
+    scope: str
+    tier: str
+    entity: str | None = None
+    property: str | None = None
+    value: str | None = None
+    summary: str
+    confidence: float
+    source_episode_ids: list[str]
+    valid_from: datetime
+    valid_until: datetime | None = None
+    superseded_by: str | None = None
+    status: str
+    stale: bool
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    reinforced_at: datetime
+    sources: list[EpisodeRecord] | None = None  # GET /v1/facts/{id}: its source episodes still remembered
+    missing_sources: list[str] | None = None  # ... and the ids of those forgotten or erased since
+    history: list[dict[str, Any]] | None = None  # ... and its corrections: who, when, before and after, why
+
+
+class EpisodePage(BaseModel):
+    """Episodes newest remembered first; `next_cursor` gives the next page (null: the end was reached)."""
+
+    episodes: list[EpisodeRecord]
+    next_cursor: str | None = None
+    has_more: bool
+
+
+class FactPage(BaseModel):
+    """Facts newest first; `next_cursor` gives the next page (null: the end was reached)."""
+
+    facts: list[FactRecord]
+    next_cursor: str | None = None
+    has_more: bool
+
+
+class Settled(BaseModel):
+    id: str
+    action: Literal["retracted", "regrounded", "stale", "rebuilt"]
+
+
+class Forgot(BaseModel):
+    """A record forgotten: gone from search at once, a tombstone in the change feed, and what was derived from it
+    settled (`settled`: facts retracted, re-grounded on their other sources, marked stale or rebuilt)."""
+
+    id: str
+    kind: Literal["episode", "fact"]
+    forgotten: Literal[True]
+    settled: list[Settled]

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +9,7 @@ from typing import Any
 from mneme.errors import InvalidInput
 from mneme.models import Memory, Principal
 from mneme.ports import RecordStore
+from mneme.services.cursors import Cursors
 
 MAX_LIMIT = 1000
 TOMBSTONE = "deleted:"  # a feed kind `deleted:<kind>`: the record was erased; only its id remains
@@ -89,25 +86,12 @@ class FeedService:
             return False
         return any(entry.status == "published" for entry in self.store.list_history(memory.tenant, memory.memory_id))
 
-    # -- cursors: base64url(JSON) + "." + HMAC-SHA256 over it and the tenant ---------------------
-    def _sign(self, tenant: str, payload: bytes) -> str:
-        digest = hmac.new(self.secret, tenant.encode() + b"\x00" + payload, hashlib.sha256).digest()
-        return base64.urlsafe_b64encode(digest[:18]).decode().rstrip("=")
-
+    # -- cursors (`mneme.services.cursors`): signed over the tenant, the feed's signature of before ----------
     def _encode(self, tenant: str, position: tuple[str, str]) -> str:
-        payload = base64.urlsafe_b64encode(json.dumps(list(position)).encode()).decode().rstrip("=")
-        return f"{payload}.{self._sign(tenant, payload.encode())}"
+        return Cursors(self.secret_source).encode(tenant, list(position))
 
     def _decode(self, tenant: str, cursor: str) -> tuple[str, str]:
-        payload, _, signature = cursor.partition(".")
-        if (
-            not cursor.isascii()
-            or not signature
-            or not hmac.compare_digest(signature, self._sign(tenant, payload.encode()))
-        ):
-            raise InvalidInput("invalid cursor: it was altered or belongs to another tenant", code="invalid_cursor")
-        try:
-            ts, record_id = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        except (ValueError, TypeError) as e:
-            raise InvalidInput("invalid cursor", code="invalid_cursor") from e
-        return str(ts), str(record_id)
+        values = Cursors(self.secret_source).decode(tenant, cursor)
+        if len(values) != 2:
+            raise InvalidInput("invalid cursor", code="invalid_cursor")
+        return str(values[0]), str(values[1])

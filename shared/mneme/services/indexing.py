@@ -19,7 +19,7 @@ from mneme.errors import MnemeError
 from mneme.models import Episode, Memory, session_position
 from mneme.observability import logger, metrics
 from mneme.ports import Embedder, RecordStore, SearchIndex
-from mneme.search_models import IndexDocument
+from mneme.search_models import IndexDocument, merged_terms, metadata_terms
 from mneme.services.scopes import ScopeService
 from mneme.text import date_words
 
@@ -136,6 +136,7 @@ class Indexer:
                 occurred_at=episode.occurred_at,
                 tier=episode.tier,
                 session_id=episode.session_id,
+                metadata_terms=metadata_terms(episode.metadata),
             )
             for episode in episodes
         ]
@@ -201,21 +202,26 @@ class Indexer:
         return True
 
     def index_facts(self, facts: Sequence[Fact]) -> None:
-        """Facts carry their vectors (embedded at commit); a failed write is repaired by `rebuild`."""
+        """Facts carry their vectors (embedded at commit) and the metadata of their source episodes (a
+        metadata filter finds the facts drawn from what it selects); a failed write is repaired by `rebuild`."""
         ancestors = self._ancestors_of((f.tenant, f.scope_id) for f in facts)
-        docs = []
-        for fact in facts:
-            docs.append(
+        try:
+            sources: dict[str, Episode] = {}
+            for tenant in {f.tenant for f in facts}:
+                wanted = [i for f in facts if f.tenant == tenant for i in f.source_episode_ids]
+                sources.update(self.store.get_episodes(tenant, wanted, vectors=False))
+            docs = [
                 IndexDocument(
                     tenant=fact.tenant, doc_id=fact.fact_id, kind="fact", scope_id=fact.scope_id,
                     ancestor_ids=ancestors[(fact.tenant, fact.scope_id)], text=fact_text(fact), vector=fact.vector,
                     model_id=fact.model_id, occurred_at=fact.valid_from, tier=fact.tier,
+                    metadata_terms=merged_terms(sources[i].metadata for i in fact.source_episode_ids if i in sources),
                 )
-            )  # fmt: skip
-        try:
+                for fact in facts
+            ]  # fmt: skip
             self.index.upsert(docs)
         except MnemeError as e:
-            logger.warning("fact index write failed", extra={"code": e.code, "count": len(docs)})
+            logger.warning("fact index write failed", extra={"code": e.code, "count": len(facts)})
 
     def memory_document(self, memory: Memory) -> IndexDocument:
         if memory.kind == "scoped":

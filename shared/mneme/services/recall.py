@@ -11,7 +11,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, 
 from mneme.models import TIERS, Principal, Timestamp
 from mneme.observability import logger, metrics
 from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
-from mneme.search_models import DocKind, SearchFilter
+from mneme.search_models import DocKind, MetadataFilter, SearchFilter, as_filter
 from mneme.services import anchors as anchor_rule
 from mneme.services import recall_stages as stages
 from mneme.services.context_pack import build_pack
@@ -87,6 +87,12 @@ class RecallRequest(BaseModel):
         max_length=128,
         description="only episodes of this session; with delta, the delivery session instead",
     )
+    metadata: MetadataFilter | None = Field(
+        None,
+        description='top-level metadata equal to a value, or (a list) to one of several: {"user": "alice",'
+        ' "topic": ["diet", "health"]}; every key must match. Applied inside the search (a fact matches through'
+        " the metadata of its source episodes; curated memories carry none)",
+    )
     scoring: Scoring = Field(default_factory=Scoring)
     disclosure: Disclosure = Field(default_factory=Disclosure)
     explain: StrictBool = False
@@ -147,6 +153,7 @@ class RecallService:
             until=request.until,
             session_id=None if request.delta else request.session_id,
             principal=caller.principal,
+            metadata=as_filter(request.metadata),
         )
         run = stages.Run(
             deps=self.deps(),

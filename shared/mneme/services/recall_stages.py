@@ -26,7 +26,7 @@ from mneme.errors import MnemeError
 from mneme.models import Episode, Memory, Principal
 from mneme.observability import logger
 from mneme.ports import Clock, Embedder, RecordStore, SearchIndex, embed_query
-from mneme.search_models import Hit, SearchFilter
+from mneme.search_models import Hit, SearchFilter, has_metadata
 from mneme.services import anchors as anchor_rule
 from mneme.services import recall_hop
 from mneme.services.context_pack import Pack, PackItem, build_pack
@@ -170,7 +170,7 @@ def search(run: Run) -> None:
         counts["lexical"] = len(lexical)
     if deps.index.visibility_lag > 0:
         counts["fresh"] = _fresh_tail(run)
-    if run.flt.kinds is None or "memory" in run.flt.kinds:
+    if (run.flt.kinds is None or "memory" in run.flt.kinds) and not run.flt.metadata:  # memories carry none
         counts["revision"] = _own_revisions(run)
     run.note("search", 0, [], channels=counts, error=run.vector_error)
 
@@ -223,6 +223,7 @@ def _in_filter(run: Run, episode: Episode) -> bool:
         and (flt.since is None or episode.occurred_at >= flt.since)
         and (flt.until is None or episode.occurred_at < flt.until)
         and (flt.session_id is None or episode.session_id == flt.session_id)
+        and has_metadata(episode.metadata, flt)
     )
 
 

@@ -22,6 +22,9 @@ from mneme_api.api.default import (
     consolidate_v1_consolidate_post as consolidate,
 )
 from mneme_api.api.default import (
+    correct_fact_v1_facts_fact_id_patch as correct_fact,
+)
+from mneme_api.api.default import (
     create_draft_v1_structure_drafts_post as create_draft,
 )
 from mneme_api.api.default import (
@@ -43,7 +46,19 @@ from mneme_api.api.default import (
     erase_scope_v1_scopes_delete as erase_scope,
 )
 from mneme_api.api.default import (
+    forget_episode_v1_episodes_episode_id_delete as forget_episode,
+)
+from mneme_api.api.default import (
+    forget_fact_v1_facts_fact_id_delete as forget_fact,
+)
+from mneme_api.api.default import (
     get_draft_v1_structure_drafts_draft_id_get as get_draft,
+)
+from mneme_api.api.default import (
+    get_episode_v1_episodes_episode_id_get as get_episode,
+)
+from mneme_api.api.default import (
+    get_fact_v1_facts_fact_id_get as get_fact,
 )
 from mneme_api.api.default import (
     get_layers_v1_layers_get as get_layers,
@@ -53,6 +68,12 @@ from mneme_api.api.default import (
 )
 from mneme_api.api.default import (
     health_v1_health_get as health,
+)
+from mneme_api.api.default import (
+    list_episodes_v1_episodes_get as list_episodes,
+)
+from mneme_api.api.default import (
+    list_facts_v1_facts_get as list_facts,
 )
 from mneme_api.api.default import (
     list_keys_v1_keys_get as list_keys,
@@ -105,6 +126,7 @@ from mneme_api.models import (
     Caller,
     ChangesPage,
     ConsolidateRequest,
+    CorrectFactRequest,
     CreatedKey,
     CreateKeyRequest,
     CreateMemoryRequest,
@@ -113,8 +135,12 @@ from mneme_api.models import (
     DraftRequest,
     DraftView,
     EditMemoryRequest,
+    EpisodePage,
+    EpisodeRecord,
     Erasure,
     ErrorBody,
+    FactPage,
+    Forgot,
     Health,
     KeyList,
     LayerNames,
@@ -151,6 +177,12 @@ def ok(response: Response[T | ErrorBody] | Response[ErrorBody | T], kind: type[T
     parsed: Any = response.parsed
     assert isinstance(parsed, kind), (response.status_code, response.content[:300])
     return parsed
+
+
+def not_found(response: Response[Any]) -> ErrorBody:
+    """A declared 404 answer: the error body."""
+    assert response.status_code == 404 and isinstance(response.parsed, ErrorBody), response.content[:300]
+    return response.parsed
 
 
 def drive(base_url: str, admin_key: str) -> list[str]:
@@ -218,6 +250,22 @@ def drive(base_url: str, admin_key: str) -> list[str]:
     many = remember.sync_detailed(client=admin, body=batch)
     assert isinstance(many.parsed, RememberedBatch), (many.status_code, many.content[:300])
     did("POST /v1/remember")
+    ok(list_episodes.sync_detailed(client=admin, scope="root", limit=5), EpisodePage)
+    did("GET /v1/episodes")
+    ok(get_episode.sync_detailed(one.parsed.episode_id, client=admin), EpisodeRecord)
+    did("GET /v1/episodes/{episode_id}")
+    ok(forget_episode.sync_detailed(one.parsed.episode_id, client=admin, body=NoBody.from_dict({})), Forgot)
+    did("DELETE /v1/episodes/{episode_id}")
+    ok(list_facts.sync_detailed(client=admin, scope="root"), FactPage)
+    did("GET /v1/facts")
+    # no fact exists yet (consolidation runs later): each fact route answers its declared 404
+    not_found(get_fact.sync_detailed("fa_none", client=admin))
+    did("GET /v1/facts/{fact_id}")
+    correction = CorrectFactRequest.from_dict({"version": 1, "value": "Basic"})
+    not_found(correct_fact.sync_detailed("fa_none", client=admin, body=correction))
+    did("PATCH /v1/facts/{fact_id}")
+    not_found(forget_fact.sync_detailed("fa_none", client=admin, body=NoBody.from_dict({})))
+    did("DELETE /v1/facts/{fact_id}")
     query = RecallRequest.from_dict({"query": "year end", "scope": "root.acme"})
     ok(recall.sync_detailed(client=admin, body=query), RecallResponse)
     did("POST /v1/recall")

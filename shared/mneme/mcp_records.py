@@ -1,0 +1,166 @@
+"""The MCP tools over episodes and facts as records: `list`, `forget` and `correct_fact` (added by
+`mneme.mcp_server.build_server`; errors are the API's, as for every tool there)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, ToolAnnotations
+from pydantic import AwareDatetime, BaseModel, Field
+
+from mneme.client import EpisodePage, EpisodeRecord, FactPage, FactRecord, Forgot, MnemeClient
+from mneme.errors import InvalidInput
+from mneme.services.recall_records import FACT_PREFIXES
+
+Id = Annotated[str, Field(min_length=4, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
+MetadataArg = Annotated[
+    dict[str, Any] | None,
+    Field(description='Only records with these top-level metadata values, e.g. {"user": "alice"}; a list means'
+          ' any of them: {"user": ["alice", "bob"]}'),
+]  # fmt: skip
+
+
+class RecordsOutput(BaseModel):
+    """A page of `list`: `episodes` or `facts`, and the cursor of the next page (null: the end)."""
+
+    episodes: list[EpisodeRecord] | None = None
+    facts: list[FactRecord] | None = None
+    next_cursor: str | None = None
+    has_more: bool
+
+
+def _page(page: EpisodePage | FactPage) -> tuple[BaseModel, str]:
+    return RecordsOutput.model_validate(page.model_dump()), _page_text(page)
+
+
+def _page_text(page: EpisodePage | FactPage) -> str:
+    lines: list[str] = []
+    if isinstance(page, EpisodePage):
+        for e in page.episodes:
+            meta = f" {json.dumps(e.metadata, ensure_ascii=False)}" if e.metadata else ""
+            lines.append(
+                f"{e.id} [{e.scope} {e.occurred_at:%Y-%m-%d %H:%M}]{meta}: {' '.join(e.content.split())[:300]}"
+            )
+    else:
+        for f in page.facts:
+            state = f.status + (", stale" if f.stale else "")
+            lines.append(f"{f.id} [{f.scope} {f.tier}, {state}, version {f.version}]: {f.summary[:300]}")
+    if not lines:
+        lines.append("Nothing listed: no such records under this scope (with these filters).")
+    if page.next_cursor:
+        lines.append(f"More: call list again with cursor={page.next_cursor}")
+    return "\n".join(lines)
+
+
+def _forgot_text(forgot: Forgot) -> str:
+    text = f"Forgot {forgot.kind} {forgot.id} for good: it no longer appears in recall or list."
+    for settled in forgot.settled:
+        meaning = {
+            "retracted": "retracted (every episode it was drawn from is forgotten)",
+            "regrounded": "kept, on its other source episodes (it still states the same: forget it too if it must go)",
+            "stale": "marked stale (its other sources do not state it; it still appears, ranked lower: forget it "
+            "too if it must go)",
+            "rebuilt": "rebuilt from the episodes left",
+        }[settled.action]
+        text += f"\nfact {settled.id}: {meaning}"
+    return text
+
+
+def add_record_tools(server: MCPServer, client: MnemeClient, *, scope: str, call: Any) -> None:
+    """`call(work, render)` is the server's way to run a client call and turn errors into tool errors."""
+
+    @server.tool(
+        name="list",
+        title="List episodes or facts",
+        description=(
+            "List what is remembered under a scope (its whole subtree), newest first: `episodes` (the observations "
+            "remembered) or `facts` (what consolidation drew from them). Filter by session_id (episodes), time "
+            "(since/until) and metadata. Use it to find the id of a record to forget or correct, or to review what "
+            "was remembered; use `recall` to search by meaning. Returns ids, times, metadata and text; pass "
+            "`cursor` from the answer for the next page."
+        ),
+        annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False),
+    )
+    def list_records(
+        kind: Annotated[Literal["episodes", "facts"], Field(description="What to list")] = "episodes",
+        scope: Annotated[str, Field(min_length=4, max_length=600, description="The subtree to list")] = scope,
+        session_id: Annotated[str | None, Field(max_length=128, description="Episodes of this session only")] = None,
+        since: Annotated[AwareDatetime | None, Field(description="Only what occurred at or after this time")] = None,
+        until: Annotated[AwareDatetime | None, Field(description="Only what occurred before this time")] = None,
+        metadata: MetadataArg = None,
+        cursor: Annotated[str | None, Field(max_length=512, description="From the previous answer")] = None,
+        limit: Annotated[int, Field(ge=1, le=200, description="Records per page")] = 20,
+    ) -> Annotated[CallToolResult, RecordsOutput]:
+        given = {"since": since, "until": until, "metadata": metadata, "cursor": cursor, "limit": limit}
+        filters = {name: value for name, value in given.items() if value is not None}
+        if kind == "episodes":
+            if session_id is not None:
+                filters["session_id"] = session_id
+            return call(lambda: client.list_episodes(scope, **filters), _page)
+        if session_id is not None:
+            return call(_refuse("facts have no session: list episodes by session_id"), lambda _: (_, ""))
+        return call(lambda: client.list_facts(scope, **filters), _page)
+
+    @server.tool(
+        name="forget",
+        title="Forget an episode or a fact",
+        description=(
+            "Forget one remembered episode (id ep_...) or fact (id fa_... or ro_...) for good, when the user asks "
+            "you to forget something or a record is wrong and must go. Find the id first with `recall` or `list`. "
+            "It disappears from recall and list at once and cannot be restored; pass the user's reason. Forgetting "
+            "an episode also settles the facts drawn from it; the answer lists them, and a fact still stating the "
+            "forgotten knowledge (kept or stale) must be forgotten too if the user wants it gone. Forgetting a fact "
+            "needs the approver role (error forbidden otherwise): then tell the user an approver must do it."
+        ),
+        annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False),
+    )
+    def forget(
+        id: Annotated[Id, Field(description="The episode's or fact's id")],
+        reason: Annotated[str | None, Field(min_length=1, max_length=2000, description="Why (kept)")] = None,
+    ) -> Annotated[CallToolResult, Forgot]:
+        if id.startswith(FACT_PREFIXES):
+            return call(lambda: client.forget_fact(id, reason=reason), lambda f: (f, _forgot_text(f)))
+        if id.startswith("ep_"):
+            return call(lambda: client.forget_episode(id, reason=reason), lambda f: (f, _forgot_text(f)))
+        return call(_refuse(f"{id} is not an episode (ep_...) or a fact (fa_..., ro_...)"), lambda _: (_, ""))
+
+    @server.tool(
+        name="correct_fact",
+        title="Correct a fact",
+        description=(
+            "Correct a fact consolidation drew (id fa_...): its value, entity, property or summary, when the user "
+            "says it is wrong. Pass the `version` shown by `list` (kind facts); if the fact changed since, the "
+            "answer is error stale_version: list it again and retry. The fact's history keeps the correction, who "
+            "made it and the reason. Needs the approver role (error forbidden otherwise). To correct what an "
+            "episode said, remember a new observation instead (episodes never change)."
+        ),
+        annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False, open_world_hint=False),
+    )
+    def correct_fact(
+        id: Annotated[Id, Field(description="The fact's id")],
+        version: Annotated[int, Field(ge=1, description="The version you read")],
+        value: Annotated[str | None, Field(min_length=1, max_length=2048, description="The right value")] = None,
+        summary: Annotated[
+            str | None, Field(min_length=1, max_length=4096, description="The fact as a sentence")
+        ] = None,
+        entity: Annotated[str | None, Field(min_length=1, max_length=512)] = None,
+        property: Annotated[str | None, Field(min_length=1, max_length=512)] = None,
+        reason: Annotated[str | None, Field(min_length=1, max_length=2000, description="Why (kept)")] = None,
+    ) -> Annotated[CallToolResult, FactRecord]:
+        changes = {name: v for name, v in (("value", value), ("summary", summary), ("entity", entity),
+                                           ("property", property)) if v is not None}  # fmt: skip
+
+        def render(fact: FactRecord) -> tuple[BaseModel, str]:
+            triple = " / ".join(p for p in (fact.entity, fact.property, fact.value) if p)
+            return fact, f"Corrected fact {fact.id} (now version {fact.version}): {triple or fact.summary}"
+
+        return call(lambda: client.correct_fact(id, version, reason=reason, **changes), render)
+
+
+def _refuse(message: str) -> Any:
+    def work() -> Any:
+        raise InvalidInput(message, code="invalid_input")
+
+    return work
