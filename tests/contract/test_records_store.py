@@ -11,6 +11,7 @@ from mneme.errors import Conflict, NotFound
 from mneme.models import Forgotten, HistoryEntry
 from mneme.ports import RecordStore
 from tests.contract.test_record_store import T0, A, B, aws, episode, fact, scope, store
+from tests.support.sessions import said_before
 
 __all__ = ["aws", "store"]  # fixtures, used by name
 
@@ -40,7 +41,9 @@ def test_forget_episode_deletes_it_leaves_a_tombstone_and_who_forgot_it(store: R
     gone = store.forget_episode(A, "e1", forgotten("e1"))
     assert gone is not None and gone.content == "saw e1"
     assert store.get_episodes(A, ["e1"]) == {}
-    assert [e.episode_id for e in store.session_episodes(A, "acme", "s", T0 + timedelta(days=1), 10)] == ["e2"]
+    assert [e.episode_id for e in store.session_episodes(A, "acme", "s", said_before(T0 + timedelta(days=1)), 10)] == [
+        "e2"
+    ]
     assert [e.episode_id for e in store.list_episodes(A, ["acme"], None, 10)] == ["e2"]
     changes = store.list_changes(A, None, 10)
     assert [(kind, i) for _, kind, i in changes] == [("episode", "e2"), ("deleted:episode", "e1")]

@@ -43,7 +43,7 @@ class SqliteRecordsStore(SqliteBase):
                 return None
             episode = rows_of.from_row(rows[0], vector=False)
             conn.execute("DELETE FROM episodes WHERE tenant=? AND episode_id=?", (tenant, episode_id))
-            conn.execute("DELETE FROM episode_sessions WHERE tenant=? AND episode_id=?", (tenant, episode_id))
+            conn.execute("DELETE FROM session_turns WHERE tenant=? AND episode_id=?", (tenant, episode_id))
             self._forgotten(conn, record, "episode")
             return episode
 
