@@ -10,7 +10,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -140,17 +140,20 @@ def test_a_body_slower_than_its_deadline_gets_408_and_is_not_served(fast: tuple[
 # -- crafted heads: smuggling, bare CR, whitespace, a missing target ----------------------------------------
 
 
+def smuggle(address: tuple[str, int], framing: Callable[[int], str], body: bytes) -> bytes:
+    """A writer's recall framed by `framing(length of what is hidden)`, then `body` and a whole remember
+    hidden behind it: what the server sends back."""
+    key = new_key("acme", "alice", Role.writer)
+    hidden = remember(key, "smuggled")
+    head = f"POST /v1/recall HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\r\n{framing(len(hidden))}\r\n"
+    with connect(address) as sock:
+        sock.sendall(head.encode() + body + hidden)
+        return read_all(sock)
+
+
 def test_two_different_content_lengths_are_refused_and_the_rest_never_runs(fast: tuple[str, int]) -> None:
     # Given a request whose second Content-Length would leave a second request in the body
-    key = new_key("acme", "alice", Role.writer)
-    smuggled = remember(key, "smuggled")
-    head = (
-        f"POST /v1/recall HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\r\n"
-        f"Content-Length: 2\r\nContent-Length: {2 + len(smuggled)}\r\n\r\n"
-    ).encode()
-    with connect(fast) as sock:
-        sock.sendall(head + b"{}" + smuggled)
-        data = read_all(sock)
+    data = smuggle(fast, lambda hidden: f"Content-Length: 2\r\nContent-Length: {2 + hidden}\r\n", b"{}")
     # Then one 400 and the connection closed: the smuggled remember never ran
     assert error_code(data, 400) == "bad_request"
     assert data.count(b"HTTP/1.1 ") == 1
@@ -176,15 +179,7 @@ def test_crafted_heads_get_a_status_line_and_a_json_400(fast: tuple[str, int], r
 
 
 def test_transfer_encoding_with_a_content_length_is_411_and_the_connection_closes(fast: tuple[str, int]) -> None:
-    key = new_key("acme", "alice", Role.writer)
-    smuggled = remember(key, "smuggled")
-    head = (
-        f"POST /v1/recall HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\r\n"
-        f"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
-    ).encode()
-    with connect(fast) as sock:
-        sock.sendall(head + b"0\r\n\r\n" + smuggled)
-        data = read_all(sock)
+    data = smuggle(fast, lambda hidden: "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n", b"0\r\n\r\n")
     assert error_code(data, 411) == "length_required"
     assert parse(data)[1]["connection"] == "close" and data.count(b"HTTP/1.1 ") == 1
     assert episodes("acme") == 0

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from http import HTTPStatus
+from socket import SOMAXCONN
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -323,6 +324,15 @@ class _Uvicorn(uvicorn.Server):
         """`mneme serve` handles its signals itself (the parent stops its workers; a worker ignores Ctrl-C)."""
         yield
 
+    async def startup(self, sockets: list[sockets.socket] | None = None) -> None:
+        """asyncio accepts up to `backlog` waiting connections per wake-up, and the processes of `serve
+        --workers` share one socket: with uvicorn's 2048, the first process to wake took every client's
+        connection and the others idled (bench/load.py at 8 clients). The server is started with a backlog
+        of 1, so each wake-up takes one connection, and the socket's listen queue set back to the largest."""
+        await super().startup(sockets)
+        for sock in sockets or []:
+            sock.listen(SOMAXCONN)
+
 
 class LocalServer:
     """`mneme serve`'s HTTP server on a listening socket it binds, or inherits (`listen_fd`: a worker
@@ -340,6 +350,7 @@ class LocalServer:
             interface="asgi3",
             timeout_keep_alive=int(IDLE_TIMEOUT),
             limit_concurrency=MAX_CONNECTIONS,
+            backlog=1,  # connections accepted per wake-up (see _Uvicorn.startup)
             timeout_graceful_shutdown=10,
             server_header=False,
             date_header=False,
@@ -379,7 +390,7 @@ def bind(address: tuple[str, int]) -> sockets.socket:
     """A listening socket with the system's largest backlog (with more clients connecting at once than the
     backlog holds, Linux drops their handshakes and a client can wait a minute for its retries)."""
     family = sockets.AF_INET6 if ":" in address[0] else sockets.AF_INET
-    sock = sockets.create_server(address, family=family, backlog=sockets.SOMAXCONN)
+    sock = sockets.create_server(address, family=family, backlog=SOMAXCONN)
     sock.setsockopt(sockets.IPPROTO_TCP, sockets.TCP_NODELAY, 1)
     return sock
 
