@@ -15,10 +15,12 @@ per kind of question (single, multi, temporal, update) and overall, plus the cli
 turn whose text is the fact's text, or one of the grounding lines its `sources` carry (`text`); a
 roll-up likewise. Never with every id in its `sources`.
 
-`--consolidate` recalls every question, runs one `POST /v1/consolidate` over the tenant on the same
-store, waits for it, and recalls again: both tables side by side, the change per kind, the latency
-before and after, the facts and roll-ups written per 100 turns, and how often one turn takes more than
-one place among a recall's results (a fact's grounding line and the turn itself, two roll-ups...).
+`--consolidate` recalls every question, runs one `POST /v1/consolidate` over the conversations' scopes
+on the same store, waits for it, and recalls again: both tables side by side, the change per kind, the
+facts and roll-ups written per 100 turns, and how often one turn takes more than one place among a
+recall's results (a fact's grounding line and the turn itself, two roll-ups...). Its latency before and
+after comes from the same minutes: every conversation is also ingested into a control scope that is
+not consolidated, and each question is asked of the control and of the consolidated scope in turn.
 `--same-time` gives every turn of a session the session's time (an imported chat log).
 
 Nothing is cached between runs unless `--reuse` is given: then the ingested
@@ -328,8 +330,9 @@ def report(rows: list[dict[str, Any]]) -> str:
     return text + f"\nrecall latency (client, ms): p50 {percentile(ms, 50):.1f}  p95 {percentile(ms, 95):.1f}"
 
 
-def compare(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> str:
-    """Per kind and overall: each metric before -> after, and whether R@10 and R@20 held."""
+def compare(before: list[dict[str, Any]], after: list[dict[str, Any]], control: list[dict[str, Any]]) -> str:
+    """Per kind and overall: each metric before -> after, and whether R@10 and R@20 held; the latency of
+    the control scopes (unconsolidated) -> the consolidated ones, asked in turn."""
     lines = []
     for kind in [*KINDS, "overall"]:
         b = [r for r in before if kind == "overall" or r["q"].kind == kind]
@@ -342,9 +345,10 @@ def compare(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> str:
             mark = " (worse)" if m in ("r10", "r20") and y < x - 1e-9 else ""
             cells.append(f"{m.upper().replace('R', 'R@') if m != 'mrr' else 'MRR'} {x:.3f} -> {y:.3f}{mark}")
         lines.append(f"  {kind:<8} " + "  ".join(cells))
-    ms_b, ms_a = [r["ms"] for r in before], [r["ms"] for r in after]
+    ms_b, ms_a = [r["ms"] for r in control], [r["ms"] for r in after]
     lines.append(
-        f"  recall latency (client, ms): p50 {percentile(ms_b, 50):.1f} -> {percentile(ms_a, 50):.1f}  "
+        f"  recall latency (client, ms), unconsolidated control -> consolidated, asked in turn: "
+        f"p50 {percentile(ms_b, 50):.1f} -> {percentile(ms_a, 50):.1f}  "
         f"p95 {percentile(ms_b, 95):.1f} -> {percentile(ms_a, 95):.1f}"
     )
     for name, rows in (("before", before), ("after", after)):
@@ -356,10 +360,38 @@ def compare(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def consolidate(api: httpx.Client, timeout: float = 1800) -> dict[str, Any]:
-    """One `POST /v1/consolidate` over the tenant, waited for: the finished run record."""
+def control(conv: Conversation) -> Conversation:
+    """A copy of `conv` under a scope of its own (turn keys prefixed `control/`), left unconsolidated."""
+    turns = [Turn(f"control/{t.key}", t.speaker, t.text, t.occurred_at, t.session, t.questions) for t in conv.turns]
+    questions = {
+        q.qid: Question(q.qid, q.kind, q.text, {f"control/{k}" for k in q.evidence}) for q in conv.questions.values()
+    }
+    return Conversation(f"control {conv.name}", conv.source, conv.speakers, turns, questions)
+
+
+def alternated(
+    api: httpx.Client, pairs: list[tuple[Conversation, Conversation]], ids: dict[str, str], turns: dict[str, Turn]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(rows of the consolidated scopes, rows of their controls), each question asked of both in turn."""
+    mine: list[dict[str, Any]] = []
+    theirs: list[dict[str, Any]] = []
+    n = 0
+    for conv, ctl in pairs:
+        for qid in conv.questions:
+            both = [
+                (Conversation(conv.name, conv.source, conv.speakers, conv.turns, {qid: conv.questions[qid]}), mine),
+                (Conversation(ctl.name, ctl.source, ctl.speakers, ctl.turns, {qid: ctl.questions[qid]}), theirs),
+            ]
+            for one, rows in both if n % 2 else both[::-1]:
+                rows.extend(ask(api, [one], ids, turns))
+            n += 1
+    return mine, theirs
+
+
+def consolidate(api: httpx.Client, scopes: list[str], timeout: float = 1800) -> dict[str, Any]:
+    """One `POST /v1/consolidate` over `scopes`, waited for: the finished run record."""
     time.sleep(2.5)  # past the settle window, so the run reads every turn
-    reply = api.post("/v1/consolidate", json={})
+    reply = api.post("/v1/consolidate", json={"scopes": scopes})
     if reply.status_code != 202:
         raise SystemExit(f"consolidate failed: {reply.status_code} {reply.text[:300]}")
     run_id = reply.json()["run_id"]
@@ -440,9 +472,11 @@ def main() -> None:
     server = Server(home)
     try:
         api = server.client("bench-conversations")
+        controls = [control(conv) for conv in conversations] if args.consolidate else []
+        turns.update({t.key: t for conv in controls for t in conv.turns})
         if fresh:
             start = time.perf_counter()
-            ids = ingest(api, conversations)
+            ids = ingest(api, [*conversations, *controls])
             print(f"ingested {len(ids)} turns over HTTP in {time.perf_counter() - start:.1f} s")
             (home / "ids.json").write_text(json.dumps(ids))
         else:
@@ -452,10 +486,10 @@ def main() -> None:
         rows = ask(api, conversations, ids, turns)
         if args.consolidate:
             started = time.perf_counter()
-            run = consolidate(api)
+            run = consolidate(api, [conv.scope for conv in conversations])
             took = time.perf_counter() - started
             api.post("/v1/recall", json={"query": "warm up", "scope": conversations[0].scope})
-            after = ask(api, conversations, ids, turns)
+            after, unconsolidated = alternated(api, list(zip(conversations, controls, strict=True)), ids, turns)
             facts, rollups = written(home)
     finally:
         server.stop()
@@ -467,10 +501,14 @@ def main() -> None:
         errors = sum(len(stage.get("errors", [])) for stage in run["stages"].values())
         print(f"\none run: {run['status']} in {took:.1f} s; errors {errors}")
         print(f"after consolidation:\n{report(after)}\n")
-        print(compare(rows, after))
-        n = len(turns)
+        print(compare(rows, after, unconsolidated))
+        n = sum(len(conv.turns) for conv in conversations)
         print(f"  written: {facts} facts, {rollups} roll-ups; per 100 turns {facts / n * 100:.1f} facts, "
               f"{rollups / n * 100:.1f} roll-ups")  # fmt: skip
+        for b, a in zip(rows, after, strict=True):
+            if a["r10"] < b["r10"] or a["r20"] < b["r20"]:
+                print(f"  worse: {b['conv']} {b['q'].qid} [{b['q'].kind}] {b['q'].text!r} R@10 {b['r10']:.2f} -> "
+                      f"{a['r10']:.2f}; top 10 after: {' '.join(a['top'][:10])}")  # fmt: skip
         rows = after
     if args.misses:
         show_misses(rows, args.misses, turns)

@@ -40,6 +40,7 @@ class SearchFilter(BaseModel):
     until: datetime | None = None
     session_id: str | None = None
     principal: str | None = None  # documents with visible_to set are only seen by this principal
+    rollups: bool = True  # False: no roll-ups (facts of a tier other than raw), whatever `kinds`/`tiers` say
 
 
 class Hit(BaseModel):

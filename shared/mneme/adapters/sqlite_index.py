@@ -911,6 +911,8 @@ def _filter_sql(flt: SearchFilter, params: dict[str, object]) -> str:
     if flt.session_id is not None:
         params["session"] = flt.session_id
         clauses.append("d.session_id = :session")
+    if not flt.rollups:
+        clauses.append("NOT (d.kind = 'fact' AND d.tier <> 'raw')")
     params["principal"] = flt.principal
     clauses.append("(d.visible_to IS NULL OR d.visible_to = :principal)")
     return "".join(f" AND {c}" for c in clauses)

@@ -33,9 +33,26 @@ class Proposal(BaseModel):
     summary: str = Field(description="The fact as one self-contained sentence.")
 
 
-def is_claim(proposal: Proposal) -> bool:
+def is_claim(proposal: Proposal | Fact) -> bool:
     """A claim: entity, property and value all stated."""
     return bool(proposal.entity and proposal.property and proposal.value)
+
+
+VERB_PROPERTIES = {  # properties that read as a verb phrase: "Maya lives in Berlin"
+    "lives in": "lives in", "from": "is from", "works at": "works at", "works as": "works as",
+    "uses": "uses", "allergic to": "is allergic to", "has": "has", "speaks": "speaks", "studies": "studies",
+}  # fmt: skip
+
+
+def sentence(entity: str, prop: str, value: str) -> str:
+    """A claim as one self-contained sentence: "Maya lives in Berlin.", "Tom's dog's name is Biscuit."."""
+    if prop in VERB_PROPERTIES:
+        return f"{entity} {VERB_PROPERTIES[prop]} {value}."
+    if prop == "age":
+        return f"{entity} is {value}."
+    if prop == "name":
+        return f"{entity}'s name is {value}."
+    return f"{entity}'s {prop} is {value}."
 
 
 class Fact(BaseModel):
@@ -87,7 +104,11 @@ class Contradiction(BaseModel):
 
 
 class Checkpoint(BaseModel):
-    """How far consolidation has read a scope's episodes: the last (created_at, episode_id) taken."""
+    """How far consolidation has read a scope's episodes: the last (created_at, episode_id) taken.
+    `held`: how many runs in a row held it at this place (a batch with errors); bounded by
+    `stages.MAX_HOLDS`, after which the clusters that still fail are set aside and it moves on.
+    `set_aside`: the latest MAX_KEPT clusters set aside when it moved, each with its run's id (what the
+    Step Functions `finish` task copies into the run record, so no payload carries them)."""
 
     tenant: str
     scope_id: str
@@ -95,11 +116,23 @@ class Checkpoint(BaseModel):
     after_episode_id: str = ""
     version: int = 0
     processed: int = 0
+    held: int = 0
+    set_aside: list[dict[str, Any]] = Field(default_factory=list)  # the latest clusters set aside, with run_id
 
 
 class StageReport(BaseModel):
     counters: dict[str, int] = Field(default_factory=dict)
     errors: list[dict[str, Any]] = Field(default_factory=list)
+
+
+MAX_SET_ASIDE = 50  # clusters a run record lists as set aside (all are counted: extract.set_aside)
+MAX_LISTED_IDS = 5  # episode ids an error or a set-aside cluster lists (with the count of all)
+MAX_KEPT = 20  # set-aside clusters a scope's checkpoint keeps (the latest)
+
+
+def listed(ids: list[str]) -> dict[str, Any]:
+    """A bounded mention of episodes in a run record: the first few ids and how many there were."""
+    return {"episode_ids": ids[:MAX_LISTED_IDS], "episodes": len(ids)}
 
 
 class Run(BaseModel):
@@ -111,6 +144,11 @@ class Run(BaseModel):
     started_at: datetime
     finished_at: datetime | None = None
     requested_by: str
+    set_aside: list[dict[str, Any]] = Field(default_factory=list)  # clusters given up on: scope, reason, episodes
+
+    def record_set_aside(self, entries: list[dict[str, Any]]) -> None:
+        """Add clusters set aside (the first MAX_SET_ASIDE are listed; `extract.set_aside` counts them all)."""
+        self.set_aside = [*self.set_aside, *entries][:MAX_SET_ASIDE]
 
     @property
     def errors(self) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from mneme.consolidation.claims import claims
-from mneme.consolidation.models import Proposal
+from mneme.consolidation.models import Proposal, sentence
 from mneme.text import terms
 
 
@@ -28,6 +28,15 @@ class Reasoner(Protocol):
 def _supported(phrase: str, corpus: set[str]) -> bool:
     words = {word for word in terms(phrase) if len(word) > 1}  # "Maya's" → maya (the "s" is no word)
     return bool(words) and words <= corpus
+
+
+def grounds(entity: str | None, value: str | None, text: str) -> bool:
+    """Does `text` state a claim about `entity` with `value` (every word of both in it)? A claim fact's
+    grounding turns are its sources that do: the ones recall may fold into it and shows beside it."""
+    if not entity or not value:
+        return False
+    corpus = terms(text)
+    return _supported(entity, corpus) and _supported(value, corpus)
 
 
 def grounding_error(proposal: Proposal, texts: Sequence[str], *, generative: bool) -> str | None:
@@ -66,17 +75,18 @@ def statement(text: str) -> tuple[str, str, str] | None:
 
 
 class ExtractiveReasoner:
-    """No network, no model: the summary is the cluster's most central text; entity/property/value
-    from its first claim (`mneme.consolidation.claims`: conversational patterns, speaker from a
-    `Name:` prefix), none when it states none."""
+    """No network, no model: entity/property/value from the first claim of the cluster's most central
+    text (`mneme.consolidation.claims`: conversational patterns, speaker from a `Name:` prefix), the
+    summary a sentence that states them ("Maya lives in Berlin."), never a copy of a turn. A cluster
+    that states no claim gets no fact (`summary` only, which `reconcile` keeps as episodes)."""
 
     name = "extractive"
     generative = False
 
     def propose(self, texts: Sequence[str], feedback: str | None = None) -> Proposal:
-        summary = central(texts).strip()
-        triple = None if feedback else statement(summary)
+        text = central(texts).strip()
+        triple = None if feedback else statement(text)
         if triple is None:
-            return Proposal(summary=summary)
+            return Proposal(summary=text)
         entity, prop, value = triple
-        return Proposal(entity=entity, property=prop, value=value, summary=summary)
+        return Proposal(entity=entity, property=prop, value=value, summary=sentence(entity, prop, value))

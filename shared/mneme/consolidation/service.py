@@ -171,6 +171,8 @@ class ConsolidationService:
             )
             for stage, counters in batch.counters.items():
                 _merge(run, stage, counters, [e for e in batch.errors if e["stage"] == stage])
+            if not batch.errors:  # the checkpoint moved past them (a held batch tries them again)
+                run.record_set_aside(batch.set_aside)
             if batch.errors or not batch.full:
                 break
 
@@ -222,6 +224,10 @@ def step(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
         for batch in batches:
             for name, counters in batch.counters.items():
                 _merge(run, name, counters, [e for e in batch.errors if e["stage"] == name])
+        if run.counter("extract", "set_aside"):  # listed by each scope's checkpoint, not carried by the Map
+            for scope_id in sorted({b.scope_id for b in batches} - {"*"}):
+                kept = deps.store.get_checkpoint(run.tenant, scope_id).set_aside
+                run.record_set_aside([e for e in kept if e.get("run_id") == run.run_id])
         run.conclude(deps.clock.now())
         deps.store.put_run(run)
         return {"run_id": run.run_id, "status": run.status}
