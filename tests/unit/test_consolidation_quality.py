@@ -191,3 +191,77 @@ def test_an_unavailable_reasoner_holds_a_scope_for_a_bounded_number_of_runs(serv
 
 def _scope_of(services: Services, path: str) -> str:
     return services.scopes.resolve("acme", path).scope.scope_id
+
+
+def test_out_of_time_extract_commits_the_clusters_it_tried_and_leaves_the_rest_for_the_next_batch(
+    services: Services, clock: Any, monkeypatch: Any
+) -> None:
+    from mneme.consolidation import stages
+    from mneme.consolidation.reasoning import ExtractiveReasoner
+    from mneme.consolidation.service import run_batch
+
+    schemes = [("Acme", "flat rate"), ("Globex", "standard rate"), ("Initech", "cash accounting"), ("Hooli", "flat")]
+    remember(services, *[f"{name}'s VAT scheme is {scheme}." for name, scheme in schemes])
+    settle(services, clock)
+    deps = services.consolidation.deps
+    now = [0.0]
+    monkeypatch.setattr(stages.time, "monotonic", lambda: now[0])
+    calls = 0
+
+    class Slow:
+        name, generative = "slow", False
+
+        def propose(self, texts: Any, feedback: Any = None) -> Proposal:
+            nonlocal calls
+            calls += 1
+            now[0] += 60 if calls < 2 else 600  # the second cluster uses the task's time up
+            return ExtractiveReasoner().propose(texts, feedback)
+
+    deps.reasoner = Slow()
+    token = stages.DEADLINE.set(300.0)
+    try:
+        batch = run_batch(
+            deps, stages.Batch(tenant="acme", scope_id=_scope(services), run_id="r", started_at=clock.now())
+        )
+    finally:
+        stages.DEADLINE.reset(token)
+    assert batch.errors == [] and calls == 2 and batch.counters["extract"]["deferred"] == 2
+    assert batch.full and len(batch.episode_ids) == 2  # cut before the first untried cluster's episode
+    assert services.store.get_checkpoint("acme", _scope(services)).processed == 2
+    run = services.consolidation.start(WRITER, None)  # the next batch takes the rest
+    assert run.counter("extract", "deferred") == 0 and run.counter("collect", "episodes_read") == 2
+    assert len([f for f in services.store.list_facts("acme") if f.tier == "raw"]) == 4
+
+
+def test_an_execution_that_ended_without_finish_concludes_its_run(services: Services, clock: Any) -> None:
+    import json
+
+    run, targets = services.consolidation.open(WRITER, None)
+    assert run.status == "running"
+    child_input = json.dumps({"tenant": "acme", "run_id": run.run_id, "scope_id": "s"})
+    child = {
+        "detail-type": "Step Functions Execution Status Change",
+        "detail": {"status": "FAILED", "input": child_input},
+    }
+    assert services.consolidation.ended(child) == {"concluded": False}  # a Map child: its parent records it
+    event = {
+        "detail-type": "Step Functions Execution Status Change",
+        "detail": {
+            "status": "TIMED_OUT",
+            "input": json.dumps({"tenant": "acme", "run_id": run.run_id, "targets": targets}),
+            "error": "States.Timeout",
+        },
+    }
+    assert services.consolidation.ended(event)["status"] == "failed"
+    stored = services.consolidation.get(WRITER, run.run_id)
+    assert stored.status == "failed" and stored.finished_at is not None
+    assert stored.errors == [{"stage": "workflow", "message": "execution timed out: States.Timeout"}]
+    assert services.consolidation.ended(event) == {"concluded": False}  # concluded once
+
+
+def test_relative_places_and_times_are_no_values() -> None:
+    from mneme.consolidation.claims import claims
+
+    assert claims("Niamh: Aoife's wedding was last weekend, down in Kenmare.") == []
+    assert claims("Kavya: Ewan's whole life is here.") == []
+    assert claims("Tom: My sister's name is Anna.") == [("Tom", "sister's name", "Anna")]

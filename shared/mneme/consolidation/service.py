@@ -9,6 +9,7 @@ orchestrator was wired in; the CLI opens runs through `open` and executes them h
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from mneme.consolidation.models import Run, StageReport
-from mneme.consolidation.stages import STAGES, Batch, Deps, maintain_facts
+from mneme.consolidation.stages import DEADLINE, STAGES, Batch, Deps, maintain_facts
 from mneme.errors import InvalidInput, MnemeError, NotFound
 from mneme.models import Principal
 from mneme.observability import logger
@@ -30,6 +31,11 @@ MAX_BATCHES_PER_SCOPE = 50
 # tests/infra/test_workflow_limits.py), its record (the target paths; DynamoDB items up to 400 KB) and the
 # start's scope lookups. 200 per 15-minute tick works through 10,000 dirty scopes in about 12 hours.
 MAX_TARGETS_PER_RUN = 200
+# Of a stage task's remaining time, what extract leaves unused: the longest one reasoner call may take
+# (Bedrock's read timeout, 60 s, with its retries), so no call outlives the Lambda.
+TASK_MARGIN_SECONDS = 150
+# An execution of the state machine ended this way: its run is concluded from the event (`ended`).
+ENDED = ("FAILED", "TIMED_OUT", "ABORTED")
 
 
 class Orchestrator(Protocol):
@@ -133,9 +139,45 @@ class ConsolidationService:
         expired = sum(1 for f in changed if f.status == "expired")
         _merge(run, "maintain", {"facts_updated": len(changed), "expired": expired}, [])
 
-    def step(self, event: dict[str, Any]) -> dict[str, Any]:
+    def step(self, event: dict[str, Any], remaining_ms: Callable[[], int] | None = None) -> dict[str, Any]:
         """One Step Functions task (see `step`), with the run-level parts of the local runner: `begin`
-        takes (or renews) the scope's lease for the run, `finish` sweeps maintenance and releases them."""
+        takes (or renews) the scope's lease for the run, `finish` sweeps maintenance and releases them.
+        `remaining_ms`: the Lambda's remaining time; extract stops calling the reasoner TASK_MARGIN_SECONDS
+        before it ends."""
+        if remaining_ms is None:
+            return self._step(event)
+        token = DEADLINE.set(time.monotonic() + remaining_ms() / 1000 - TASK_MARGIN_SECONDS)
+        try:
+            return self._step(event)
+        finally:
+            DEADLINE.reset(token)
+
+    def ended(self, event: dict[str, Any]) -> dict[str, Any]:
+        """An EventBridge "Step Functions Execution Status Change" event of a run's execution that failed,
+        timed out or was aborted (no catcher sees these: the execution timeout, an abort, a
+        `States.DataLimitExceeded`): a run still `running` is concluded with the reason as a workflow
+        error. The Map's child executions (one per scope, their input has no `targets`) are ignored:
+        their parent records their failure."""
+        detail = event.get("detail") or {}
+        try:
+            started = json.loads(detail.get("input") or "{}")
+        except ValueError:
+            started = {}
+        status = str(detail.get("status"))
+        if status not in ENDED or not isinstance(started, dict) or "targets" not in started:
+            return {"concluded": False}
+        run = self.deps.store.get_run(str(started.get("tenant")), str(started.get("run_id")))
+        if run is None or run.status != "running":
+            return {"concluded": False}
+        why = " ".join(str(detail.get(key) or "") for key in ("error", "cause")).strip()[:300]
+        message = f"execution {status.lower().replace('_', ' ')}" + (f": {why}" if why else "")
+        _merge(run, "workflow", {"errors": 1}, [{"stage": "workflow", "message": message}])
+        run.conclude(self.deps.clock.now())
+        self.deps.store.put_run(run)
+        logger.warning("consolidation run ended by its execution", extra={"run_id": run.run_id, "status": status})
+        return {"concluded": True, "run_id": run.run_id, "status": run.status}
+
+    def _step(self, event: dict[str, Any]) -> dict[str, Any]:
         stage = event["stage"]
         if stage == "begin":
             batch = Batch.model_validate(step(self.deps, event))

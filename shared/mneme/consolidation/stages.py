@@ -11,7 +11,9 @@ rejected twice, after MAX_HOLDS held runs when the reasoner was unavailable.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -34,6 +36,9 @@ from mneme.text import GENERIC, STOPWORDS, words
 MAX_HOLDS = 3  # runs in a row a scope's checkpoint may be held by an unavailable reasoner
 OUTAGE = 3  # clusters in a row the reasoner was unavailable for: the stage stops calling it
 ATTEMPTS = 2  # reasoner calls per cluster and run
+# When extract must stop calling the reasoner (time.monotonic()): set per task in AWS from the Lambda's
+# remaining time (`ConsolidationService.step`), so every call ends within the task's time; None locally.
+DEADLINE: ContextVar[float | None] = ContextVar("consolidation_deadline", default=None)
 
 
 @dataclass
@@ -167,7 +172,11 @@ def extract(deps: Deps, batch: Batch) -> Batch:
     found = deps.store.get_episodes(batch.tenant, batch.episode_ids)
     give_up = batch.holds + 1 >= MAX_HOLDS  # this run is the last that may hold the checkpoint
     outage = 0
+    deadline = DEADLINE.get()
     for index, ids in enumerate(batch.clusters):
+        if deadline is not None and time.monotonic() >= deadline:
+            _defer(batch, found, index)
+            break
         dated = deps.reasoner.generative  # an LLM weighs dates ("the latest holds"); patterns need none
         texts = [utterance(found[i], dated=dated) for i in ids if i in found]
         if not texts:
@@ -187,6 +196,22 @@ def extract(deps: Deps, batch: Batch) -> Batch:
             _set_aside(batch, ids, f"not consolidated after {ATTEMPTS} attempts: {problem}")
     batch.count("extract", "proposals", len(batch.proposals))
     return batch
+
+
+def _defer(batch: Batch, found: dict[str, Episode], index: int) -> None:
+    """Out of time at cluster `index`: the batch ends just before the first episode (in collection order)
+    of a cluster not yet tried; those episodes wait for the next batch (`full`: the loop goes on). A
+    cluster already tried that reaches past the cut is committed now and found `unchanged` next time."""
+    waiting = {i for ids in batch.clusters[index:] for i in ids}
+    cut = min(batch.episode_ids.index(i) for i in waiting)
+    batch.count("extract", "deferred", len(batch.clusters) - index)
+    if cut == 0 or batch.episode_ids[cut - 1] not in found:
+        batch.fail("extract", "out of time before a cluster could be tried")
+        return
+    batch.episode_ids = batch.episode_ids[:cut]
+    last = found[batch.episode_ids[-1]]
+    batch.last, batch.full = (last.created_at, last.episode_id), True
+    batch.clusters = batch.clusters[:index]
 
 
 def _propose(deps: Deps, batch: Batch, texts: list[str]) -> tuple[Proposal | None, str, bool]:
