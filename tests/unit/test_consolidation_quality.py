@@ -142,7 +142,7 @@ def test_a_cluster_that_always_fails_is_set_aside_and_the_checkpoint_moves(servi
     ids = remember(services, *[f"Pallet {i} damaged in transit at dock {i}." for i in range(12)])
     reasoner = services.consolidation.deps.reasoner = Rejected()
     run = consolidate(services, clock)
-    assert run.status == "succeeded" and run.errors == []
+    assert run.status == "partial" and run.errors == []  # done, but clusters were given up on: set_aside says why
     clusters = run.counter("cluster", "clusters")
     assert run.counter("extract", "set_aside") == clusters and reasoner.calls == 2 * clusters
     assert services.store.get_checkpoint("acme", _scope(services)).processed == len(ids)
@@ -181,7 +181,7 @@ def test_an_unavailable_reasoner_holds_a_scope_for_a_bounded_number_of_runs(serv
         clock.advance(minutes=15)
     held, last = runs[:-1], runs[-1]
     assert all(r.status == "failed" and r.counter("checkpoint", "held") == 1 for r in held)
-    assert last.status == "succeeded" and last.counter("extract", "set_aside") >= 1
+    assert last.status == "partial" and last.counter("extract", "set_aside") >= 1
     assert "unavailable in 3 runs in a row" in last.set_aside[0]["reason"]
     checkpoint = services.store.get_checkpoint("acme", _scope(services))
     assert checkpoint.processed == 10 and checkpoint.held == 0

@@ -161,7 +161,11 @@ class Run(BaseModel):
     def conclude(self, now: datetime) -> None:
         """The one place a run's final status is decided, by the local runner and Step Functions alike:
         `succeeded` without errors; with errors `partial` when something was achieved (facts written,
-        or a batch checkpointed), else `failed`. Never plain success when anything erred."""
+        or a batch checkpointed), else `failed`; `partial` too when clusters were set aside (`set_aside`
+        says which and why). Never plain success when anything erred or was given up on."""
         achieved = self.counter("commit", "facts_written") > 0 or self.counter("checkpoint", "advanced") > 0
-        self.status = "succeeded" if not self.errors else ("partial" if achieved else "failed")
+        gave_up = self.counter("extract", "set_aside") > 0
+        self.status = (
+            ("partial" if gave_up else "succeeded") if not self.errors else ("partial" if achieved else "failed")
+        )
         self.finished_at = now
