@@ -22,9 +22,12 @@ def test_a_claim_fact_folds_its_grounding_turn_and_shows_it_beside_it(services: 
     ids = remember(
         services, "I moved to Berlin last year.", "Cool! What did it look like?", metadata={"speaker": "Maya"}
     )
-    consolidate(services, clock)
+    run = consolidate(services, clock)
     [fact] = [f for f in services.store.list_facts("acme") if f.tier == "raw"]
     assert fact.summary == "Maya lives in Berlin." and fact.source_episode_ids == [ids[0]]
+    assert services.consolidation.get(WRITER, run.run_id).facts == [  # the run lists the facts it wrote
+        {"fact_id": fact.fact_id, "scope_id": fact.scope_id, "summary": "Maya lives in Berlin.", "status": "active"}
+    ]
     response = services.recall.recall(WRITER, RecallRequest(query="Where does Maya live?", explain=True))
     top = response.results[0]
     assert top.id == fact.fact_id

@@ -128,6 +128,7 @@ class StageReport(BaseModel):
 MAX_SET_ASIDE = 50  # clusters a run record lists as set aside (all are counted: extract.set_aside)
 MAX_LISTED_IDS = 5  # episode ids an error or a set-aside cluster lists (with the count of all)
 MAX_KEPT = 20  # set-aside clusters a scope's checkpoint keeps (the latest)
+MAX_FACTS_LISTED = 100  # facts a run record lists as written (all are counted: commit.facts_written)
 
 
 def listed(ids: list[str]) -> dict[str, Any]:
@@ -145,6 +146,7 @@ class Run(BaseModel):
     finished_at: datetime | None = None
     requested_by: str
     set_aside: list[dict[str, Any]] = Field(default_factory=list)  # clusters given up on: scope, reason, episodes
+    facts: list[dict[str, Any]] = Field(default_factory=list)  # facts it wrote: fact_id, scope_id, summary
 
     def record_set_aside(self, entries: list[dict[str, Any]]) -> None:
         """Add clusters set aside (the first MAX_SET_ASIDE are listed; `extract.set_aside` counts them all)."""

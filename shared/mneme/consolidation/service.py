@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
 
-from mneme.consolidation.models import Run, StageReport
+from mneme.consolidation.models import MAX_FACTS_LISTED, Run, StageReport
 from mneme.consolidation.stages import DEADLINE, STAGES, Batch, Deps, maintain_facts
 from mneme.errors import InvalidInput, MnemeError, NotFound
 from mneme.models import Principal
@@ -123,6 +123,7 @@ class ConsolidationService:
                 self.deps.store.release_lease(run.tenant, scope_id, self.owner)
             self.deps.store.put_run(run)
         self.maintain(run)
+        list_written(self.deps, run, targets)
         run.conclude(self.deps.clock.now())
         self.deps.store.put_run(run)
         logger.info("consolidation finished", extra={"run_id": run.run_id, "status": run.status})
@@ -239,6 +240,25 @@ def run_batch(deps: Deps, batch: Batch, progress: Progress | None = None) -> Bat
     return batch
 
 
+def list_written(deps: Deps, run: Run, scope_ids: list[str]) -> None:
+    """The extracted facts the run wrote or reinforced in its scopes (reinforced at or after it started;
+    a scope has one run at a time, under its lease), the first MAX_FACTS_LISTED, read from the store so
+    no Step Functions payload carries them."""
+    if not run.counter("commit", "facts_written"):
+        return
+    written = [
+        f
+        for scope_id in scope_ids
+        for f in deps.store.list_facts(run.tenant, scope_id)
+        if f.tier == "raw" and f.reinforced_at >= run.started_at
+    ]
+    written.sort(key=lambda f: (f.reinforced_at, f.fact_id))
+    run.facts = [
+        {"fact_id": f.fact_id, "scope_id": f.scope_id, "summary": f.summary[:300], "status": f.status}
+        for f in written[:MAX_FACTS_LISTED]
+    ]
+
+
 def _merge(run: Run, stage: str, counters: dict[str, int], errors: list[dict[str, object]]) -> None:
     report = run.stages.setdefault(stage, StageReport())
     for name, value in counters.items():
@@ -266,10 +286,12 @@ def step(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
         for batch in batches:
             for name, counters in batch.counters.items():
                 _merge(run, name, counters, [e for e in batch.errors if e["stage"] == name])
+        scope_ids = sorted({b.scope_id for b in batches} - {"*"})
         if run.counter("extract", "set_aside"):  # listed by each scope's checkpoint, not carried by the Map
-            for scope_id in sorted({b.scope_id for b in batches} - {"*"}):
+            for scope_id in scope_ids:
                 kept = deps.store.get_checkpoint(run.tenant, scope_id).set_aside
                 run.record_set_aside([e for e in kept if e.get("run_id") == run.run_id])
+        list_written(deps, run, scope_ids)
         run.conclude(deps.clock.now())
         deps.store.put_run(run)
         return {"run_id": run.run_id, "status": run.status}
