@@ -268,3 +268,25 @@ def test_relative_places_and_times_are_no_values() -> None:
     assert claims("Niamh: Aoife's wedding was last weekend, down in Kenmare.") == []
     assert claims("Kavya: Ewan's whole life is here.") == []
     assert claims("Tom: My sister's name is Anna.") == [("Tom", "sister's name", "Anna")]
+
+
+def test_a_fact_takes_as_sources_the_episodes_it_cites(services: Services, clock: Any) -> None:
+    ids = remember(services, "Acme's VAT scheme is flat rate.", "Acme's VAT scheme is flat rate, says Sam.")
+
+    class Citing:
+        name, generative = "citing", True
+        calls = 0
+
+        def propose(self, texts: Any, feedback: Any = None) -> Proposal:
+            self.calls += 1
+            assert (feedback is None) == (self.calls == 1)
+            said = next(n for n, text in enumerate(texts, 1) if "says Sam" in text)
+            cited = [3] if self.calls == 1 else [said]  # first a third episode that is not there: rejected
+            return Proposal(entity="Acme", property="VAT scheme", value="flat rate", summary="Acme pays flat-rate VAT.",
+                            sources=cited)  # fmt: skip
+
+    services.consolidation.deps.reasoner = Citing()
+    run = consolidate(services, clock)
+    assert run.counter("extract", "rejected") == 1
+    [fact] = [f for f in services.store.list_facts("acme") if f.tier == "raw"]
+    assert fact.source_episode_ids == [ids[1]]  # the other stays an episode

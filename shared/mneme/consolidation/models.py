@@ -23,7 +23,9 @@ def norm(text: str) -> str:
 
 class Proposal(BaseModel):
     """What a reasoner proposes for one cluster. Entity/property/value may be absent (summary only).
-    The LLM reasoners' JSON schema is generated from this model (`adapters.reasoners.PROPOSAL_SCHEMA`)."""
+    `sources`: the episodes that state it, by their number in the cluster (None: every one); the fact's
+    sources are those episodes, the others stay episodes. The LLM reasoners' JSON schema is generated from
+    this model (`adapters.reasoners.PROPOSAL_SCHEMA`)."""
 
     entity: str | None = Field(
         None, description="Who or what the fact is about, exactly as the episodes name it (the speaker for 'I')."
@@ -31,6 +33,9 @@ class Proposal(BaseModel):
     property: str | None = Field(None, description="The attribute of the entity, e.g. 'VAT scheme', 'lives in'.")
     value: str | None = Field(None, description="The attribute's value, exactly as the episodes state it.")
     summary: str = Field(description="The fact as one self-contained sentence.")
+    sources: list[int] | None = Field(
+        None, description="The numbers of the episodes (as numbered, from 1) that state this fact."
+    )
 
 
 def is_claim(proposal: Proposal | Fact) -> bool:

@@ -43,6 +43,11 @@ def grounding_error(proposal: Proposal, texts: Sequence[str], *, generative: boo
     """Why the cluster's text does not support the proposal, or None when it does."""
     if not proposal.summary.strip():
         return "the summary is empty"
+    if proposal.sources is not None:
+        wrong = sorted({n for n in proposal.sources if not 1 <= n <= len(texts)})
+        if wrong or not proposal.sources:
+            return f"sources must list the numbers (1 to {len(texts)}) of the episodes that state the fact"
+        texts = [texts[n - 1] for n in sorted(set(proposal.sources))]  # grounded in what it cites
     corpus = set().union(*(terms(text) for text in texts))
     if bool(proposal.entity) != bool(proposal.value) or (proposal.property and not proposal.entity):
         return "entity, property and value come together or not at all"

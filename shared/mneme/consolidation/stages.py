@@ -178,7 +178,8 @@ def extract(deps: Deps, batch: Batch) -> Batch:
             _defer(batch, found, index)
             break
         dated = deps.reasoner.generative  # an LLM weighs dates ("the latest holds"); patterns need none
-        texts = [utterance(found[i], dated=dated) for i in ids if i in found]
+        present = [i for i in ids if i in found]
+        texts = [utterance(found[i], dated=dated) for i in present]
         if not texts:
             continue
         if outage >= OUTAGE:
@@ -187,6 +188,8 @@ def extract(deps: Deps, batch: Batch) -> Batch:
         proposal, problem, transient = _propose(deps, batch, texts)
         if proposal is not None:
             batch.proposals[index] = proposal
+            if proposal.sources:  # the fact's sources: the episodes it cites (grounding checked them)
+                batch.clusters[index] = [present[n - 1] for n in sorted(set(proposal.sources))]
             outage = 0
         elif transient:
             outage += 1
