@@ -32,8 +32,9 @@ MAX_BATCHES_PER_SCOPE = 50
 # start's scope lookups. 200 per 15-minute tick works through 10,000 dirty scopes in about 12 hours.
 MAX_TARGETS_PER_RUN = 200
 # Of a stage task's remaining time, what extract leaves unused: the longest one reasoner call may take
-# (Bedrock's read timeout, 60 s, with its retries), so no call outlives the Lambda.
-TASK_MARGIN_SECONDS = 150
+# (BedrockReasoner: up to 4 attempts of 60 s read timeout, with backoff), so no call outlives the Lambda
+# (600 s: extract calls for the first 330 s, then leaves the rest of the batch to the next one).
+TASK_MARGIN_SECONDS = 270
 # An execution of the state machine ended this way: its run is concluded from the event (`ended`).
 ENDED = ("FAILED", "TIMED_OUT", "ABORTED")
 
