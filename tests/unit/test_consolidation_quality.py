@@ -290,3 +290,9 @@ def test_a_fact_takes_as_sources_the_episodes_it_cites(services: Services, clock
     assert run.counter("extract", "rejected") == 1
     [fact] = [f for f in services.store.list_facts("acme") if f.tier == "raw"]
     assert fact.source_episode_ids == [ids[1]]  # the other stays an episode
+
+
+def test_a_period_of_nothing_but_small_talk_gets_no_rollup(services: Services, clock: Any) -> None:
+    remember(services, "Lol.", "Night!", "Haha yes.", occurred_at=clock.now())
+    consolidate(services, clock)
+    assert services.store.list_facts("acme") == []

@@ -472,7 +472,10 @@ def rollup(deps: Deps, batch: Batch) -> Batch:
         if not present:
             continue
         stated = [f.summary for f in claims if set(f.source_episode_ids) & set(present)]
-        text = digest(stated, [utterance(found[i]) for i in present if i not in outdated])
+        current = [i for i in present if i not in outdated]
+        text = digest(stated, [utterance(found[i]) for i in current])
+        if not text and current:
+            continue  # nothing but small talk ("Lol.", "Night!"): no digest to write
         rolled.append(
             Fact(
                 tenant=batch.tenant,
