@@ -420,6 +420,11 @@ def _periods(episode: Episode) -> list[tuple[str, str]]:
 
 
 TOPICS = 8  # words a roll-up's digest names as its period's topics
+# Words of greeting, assent and laughter: never a topic.
+CHATTER = frozenset(
+    "haha hahaha lol lmao yeah yep yes nope okay thanks thank night morning evening hello cool nice great "
+    "sure right really sorry good well just awesome wow".split()
+)
 
 
 def digest(claims: list[str], turns: list[str]) -> str:
@@ -431,7 +436,7 @@ def digest(claims: list[str], turns: list[str]) -> str:
         who, text = split_speaker(turn)
         names = {w.lower() for w in (who or "").split()}
         seen = {w.lower() for w in words(text)}
-        for word in seen - names - STOPWORDS - GENERIC:
+        for word in seen - names - STOPWORDS - GENERIC - CHATTER:
             if len(word) > 3 and not word.isdigit():
                 spoken[word] = spoken.get(word, 0) + 1
     topics = sorted(spoken, key=lambda w: (-spoken[w], w))[:TOPICS]
