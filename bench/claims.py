@@ -1,6 +1,7 @@
 """Precision and recall of claim extraction on the labelled utterances in bench/claims.txt.
 
-Run: .venv/bin/python bench/claims.py [--extractor patterns|spacy] [--set dev|heldout|all] [--errors]
+Run: .venv/bin/python bench/claims.py [--extractor patterns|spacy] [--set dev|heldout|conversational|all] [--errors]
+(`conversational`: bench/claims_conversational.txt, chat turns written as a check and not tuned on.)
 (`spacy` needs spaCy and the en_core_web_sm pipeline installed; see bench/claims_spacy.py.)
 A predicted claim counts when entity, property and value all equal an expected one after normalising
 case, articles, "favorite"/"favourite" and trailing punctuation.
@@ -66,11 +67,19 @@ def main() -> None:
     parser.add_argument("--extractor", choices=("patterns", "spacy"), default="patterns")
     parser.add_argument("--errors", action="store_true", help="list false positives and misses")
     parser.add_argument(
-        "--set", choices=("dev", "heldout", "all"), default="all", help="dev: claims.txt (patterns tuned on it)"
+        "--set",
+        choices=("dev", "heldout", "conversational", "all"),
+        default="all",
+        help="dev: claims.txt (patterns tuned on it)",
     )
     args = parser.parse_args()
     extract = patterns() if args.extractor == "patterns" else spacy_extractor()
-    files = {"dev": ["claims.txt"], "heldout": ["claims_heldout.txt"], "all": ["claims.txt", "claims_heldout.txt"]}
+    files = {
+        "dev": ["claims.txt"],
+        "heldout": ["claims_heldout.txt"],
+        "conversational": ["claims_conversational.txt"],
+        "all": ["claims.txt", "claims_heldout.txt", "claims_conversational.txt"],
+    }
     rows = [row for name in files[args.set] for row in load(ROOT / "bench" / name)]
     tp = fp = fn = 0
     per_domain: dict[str, list[int]] = {}

@@ -4,8 +4,9 @@ The corpus is bench/conversations/corpus.txt (three conversations of ten session
 their evidence turns), remembered one turn per episode with its speaker as a `Name:` prefix, on the
 embedded engine with the real local embedding model and the extractive reasoner. Every question is
 recalled over the whole tenant before and after `consolidate`. R@k is the share of a question's
-evidence turns in the top k results, a fact credited with its source turns. Also: facts written per 100
-episodes, claims with entity/property/value, supersedes.
+evidence turns in the top k results, a fact credited only with the source turns whose words it shows
+(a grounding line in `sources[].text`, or its own text), as bench/conversations.py does. Also: facts
+written per 100 episodes, claims with entity/property/value, supersedes.
 
     .venv/bin/python bench/consolidate_quality.py [--misses]
 """
@@ -69,8 +70,10 @@ def load() -> tuple[list[Turn], dict[str, tuple[str, set[str]]]]:
     return turns, questions
 
 
-def recall_at(services: bootstrap.Services, who: Principal, questions: dict, turn_of: dict, k: int) -> dict:
-    """Per question: the share of its evidence turns in the top k (facts credited with their sources)."""
+def recall_at(
+    services: bootstrap.Services, who: Principal, questions: dict, turn_of: dict, text_of: dict, k: int
+) -> dict:
+    """Per question: the share of its evidence turns in the top k (a fact credited with the turns it shows)."""
     scores = {}
     for qid, (question, evidence) in questions.items():
         response = services.recall.recall(who, RecallRequest(query=question, scope="root", limit=k))
@@ -79,7 +82,9 @@ def recall_at(services: bootstrap.Services, who: Principal, questions: dict, tur
             if result.kind == "episode":
                 credited.add(turn_of.get(result.id, ""))
             for source in result.sources or []:
-                credited.add(turn_of.get(source["id"], ""))
+                shown = source.get("text") or " ".join(result.content.split())
+                if " ".join(text_of.get(source["id"], "\0").split()) in " ".join(shown.split()):
+                    credited.add(turn_of.get(source["id"], ""))
         scores[qid] = len(evidence & credited) / len(evidence)
     return scores
 
@@ -112,9 +117,10 @@ def main() -> None:
         written = [r.episode_id for start in range(0, len(items), 100)
                    for r in services.remember.remember(who, items[start : start + 100])]  # fmt: skip
         turn_of = {episode_id: turn.turn_id for episode_id, turn in zip(written, turns, strict=True)}
-        before = {k: recall_at(services, who, questions, turn_of, k) for k in (10, 20)}
+        text_of = {episode_id: turn.text for episode_id, turn in zip(written, turns, strict=True)}
+        before = {k: recall_at(services, who, questions, turn_of, text_of, k) for k in (10, 20)}
         run = services.consolidation.start(who, None)
-        after = {k: recall_at(services, who, questions, turn_of, k) for k in (10, 20)}
+        after = {k: recall_at(services, who, questions, turn_of, text_of, k) for k in (10, 20)}
         facts = services.store.list_facts("bench")
     extracted = [f for f in facts if f.tier == "raw"]
     claims = [f for f in extracted if f.entity and f.property and f.value]

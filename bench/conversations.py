@@ -14,7 +14,19 @@ results are scored against the question's evidence turns:
     nDCG@10  binary relevance, ideal = all evidence turns first
 
 per kind of question (single, multi, temporal, update) and overall, plus the client-side latency of
-`recall` (p50, p95). Nothing is cached between runs unless `--reuse` is given: then the ingested
+`recall` (p50, p95). A fact is credited only with the turns whose words it shows the agent: a source
+turn whose text is the fact's text, or one of the grounding lines its `sources` carry (`text`); a
+roll-up likewise. Never with every id in its `sources`.
+
+`--consolidate` recalls every question, runs one `POST /v1/consolidate` over the conversations' scopes
+on the same store, waits for it, and recalls again: both tables side by side, the change per kind, the
+facts and roll-ups written per 100 turns, and how often one turn takes more than one place among a
+recall's results (a fact's grounding line and the turn itself, two roll-ups...). Its latency before and
+after comes from the same minutes: every conversation is also ingested into a control scope that is
+not consolidated, and each question is asked of the control and of the consolidated scope in turn.
+`--same-time` gives every turn of a session the session's time (an imported chat log).
+
+Nothing is cached between runs unless `--reuse` is given: then the ingested
 data folder is kept under bench/.cache/, keyed by the set's files and by the code that decides what
 is stored and indexed (adapters, models, text, indexing, remember); recall always runs on the code
 of this checkout.
@@ -31,6 +43,11 @@ Other '#' lines are comments. `--corpus FILE` reads the older corpus format inst
 '# conversation' blocks in one file, '? qN | question' with no kind: every question is 'single').
 
     .venv/bin/python bench/conversations.py [--set DIR | --corpus FILE] [--shape SHAPE] [--reuse] [--misses KIND]
+        [--consolidate] [--same-time]
+
+The conversations in bench/conversations/long/ (long sessions, many turns a day, several sessions a
+week) are the check `--consolidate` is reported on without tuning: `--set bench/conversations/long`.
+MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's (a before/after of code).
 """
 
 from __future__ import annotations
@@ -97,8 +114,9 @@ class Conversation:
         return "root.conv-" + re.sub(r"[^a-z0-9]+", "-", self.name.lower()).strip("-")
 
 
-def parse(path: Path, legacy: bool = False) -> list[Conversation]:
-    """The conversations of one file (a set file holds one; the older corpus several)."""
+def parse(path: Path, legacy: bool = False, same_time: bool = False) -> list[Conversation]:
+    """The conversations of one file (a set file holds one; the older corpus several). `same_time`:
+    every turn of a session at the session's time, as an imported chat log has it."""
     out: list[Conversation] = []
     conv: Conversation | None = None
     session_at: datetime | None = None
@@ -149,7 +167,8 @@ def parse(path: Path, legacy: bool = False) -> list[Conversation]:
         qids = re.findall(r"q\d+", tags[1]) if tags else []
         text = TAGS.sub("", text).strip()
         key = f"{conv.name}/s{session_no:02d}/t{turn_no:03d}"
-        turn = Turn(key, speaker.strip(), text, session_at + timedelta(minutes=turn_no), f"s{session_no:02d}", qids)
+        at = session_at if same_time else session_at + timedelta(minutes=turn_no)
+        turn = Turn(key, speaker.strip(), text, at, f"s{session_no:02d}", qids)
         conv.turns.append(turn)
         turn_no += 1
     for conv in out:
@@ -171,7 +190,8 @@ class Server:
     """`mneme serve --port 0` on `home`, over loopback; stopped with the process."""
 
     def __init__(self, home: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": f"{c.ROOT / 'shared'}{os.pathsep}{c.ROOT}", "PYTHONUNBUFFERED": "1"}
+        code = os.environ.get("MNEME_BENCH_CODE") or str(c.ROOT / "shared")
+        env = {**os.environ, "PYTHONPATH": f"{code}{os.pathsep}{c.ROOT}", "PYTHONUNBUFFERED": "1"}
         env.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
         self.proc = subprocess.Popen(
             # one process (--workers 1): figures comparable from run to run
@@ -282,9 +302,14 @@ def ingest_log(api: httpx.Client, conv: Conversation, session: str, turns: list[
 
 
 # -- scoring -------------------------------------------------------------------------------------
-def score(top: list[str], evidence: set[str]) -> dict[str, float]:
-    ranks = [i for i, key in enumerate(top, 1) if key in evidence]
-    row = {f"r{k}": len(evidence & set(top[:k])) / len(evidence) for k in KS}
+Shown = list[set[str]]  # per result, in rank order: the turn keys whose words it shows the agent
+
+
+def score(top: list[str] | Shown, evidence: set[str]) -> dict[str, float]:
+    """`top`: per result, the turn key it is (a string) or the turn keys it shows (a set)."""
+    shown = [{r} if isinstance(r, str) else r for r in top]
+    ranks = [i for i, keys in enumerate(shown, 1) if keys & evidence]
+    row = {f"r{k}": len(evidence & set().union(*shown[:k])) / len(evidence) for k in KS}
     row["mrr"] = 1 / ranks[0] if ranks else 0.0
     dcg = sum(1 / math.log2(r + 1) for r in ranks if r <= 10)
     ideal = sum(1 / math.log2(r + 1) for r in range(1, min(len(evidence), 10) + 1))
@@ -292,7 +317,24 @@ def score(top: list[str], evidence: set[str]) -> dict[str, float]:
     return row
 
 
-def ask(api: httpx.Client, conversations: list[Conversation], ids: dict[str, str]) -> list[dict[str, Any]]:
+def _plain(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def shown_turns(result: dict[str, Any], ids: dict[str, str], turns: dict[str, Turn]) -> set[str]:
+    """The turns a result shows the agent: an episode, itself; a fact or roll-up, the source turns whose
+    text it carries (its own text, or a grounding line in `sources[].text`), whatever else it cites."""
+    if result["kind"] != "fact":
+        return {ids.get(result["id"], result["id"])}
+    shown_text = _plain(" ".join([result["content"], *(s.get("text") or "" for s in result.get("sources") or [])]))
+    keys = (ids.get(s["id"]) for s in result.get("sources") or [])
+    return {k for k in keys if k is not None and _plain(turns[k].text) in shown_text}
+
+
+def ask(
+    api: httpx.Client, conversations: list[Conversation], ids: dict[str, str], turns: dict[str, Turn] | None = None
+) -> list[dict[str, Any]]:
+    turns = turns if turns is not None else {t.key: t for conv in conversations for t in conv.turns}
     rows = []
     for conv in conversations:
         for q in conv.questions.values():
@@ -301,8 +343,15 @@ def ask(api: httpx.Client, conversations: list[Conversation], ids: dict[str, str
             elapsed = time.perf_counter() - start
             if reply.status_code != 200:
                 raise SystemExit(f"recall failed: {reply.status_code} {reply.text[:300]}")
-            top = [ids.get(r["id"], r["id"]) for r in reply.json()["results"]]
-            rows.append({"conv": conv.name, "q": q, "top": top, "ms": elapsed * 1000, **score(top, q.evidence)})
+            results = reply.json()["results"]
+            shown = [shown_turns(r, ids, turns) for r in results]
+            top = [ids.get(r["id"], r["id"]) for r in results]
+            seen = [key for keys in shown for key in keys]
+            repeated = len(seen) - len(set(seen))
+            rows.append(
+                {"conv": conv.name, "q": q, "top": top, "ms": elapsed * 1000, "repeated": repeated,
+                 "facts": sum(1 for r in results if r["kind"] == "fact"), **score(shown, q.evidence)}
+            )  # fmt: skip
     return rows
 
 
@@ -321,6 +370,89 @@ def report(rows: list[dict[str, Any]]) -> str:
     ms = [r["ms"] for r in rows]
     text = c.table(["kind", "n", "R@5", "R@10", "R@20", "MRR", "nDCG@10"], body)
     return text + f"\nrecall latency (client, ms): p50 {percentile(ms, 50):.1f}  p95 {percentile(ms, 95):.1f}"
+
+
+def compare(before: list[dict[str, Any]], after: list[dict[str, Any]], control: list[dict[str, Any]]) -> str:
+    """Per kind and overall: each metric before -> after, and whether R@10 and R@20 held; the latency of
+    the control scopes (unconsolidated) -> the consolidated ones, asked in turn."""
+    lines = []
+    for kind in [*KINDS, "overall"]:
+        b = [r for r in before if kind == "overall" or r["q"].kind == kind]
+        a = [r for r in after if kind == "overall" or r["q"].kind == kind]
+        if not b:
+            continue
+        cells = []
+        for m in ("r5", "r10", "r20", "mrr"):
+            x, y = statistics.fmean(r[m] for r in b), statistics.fmean(r[m] for r in a)
+            mark = " (worse)" if m in ("r10", "r20") and y < x - 1e-9 else ""
+            cells.append(f"{m.upper().replace('R', 'R@') if m != 'mrr' else 'MRR'} {x:.3f} -> {y:.3f}{mark}")
+        lines.append(f"  {kind:<8} " + "  ".join(cells))
+    ms_b, ms_a = [r["ms"] for r in control], [r["ms"] for r in after]
+    lines.append(
+        f"  recall latency (client, ms), unconsolidated control -> consolidated, asked in turn: "
+        f"p50 {percentile(ms_b, 50):.1f} -> {percentile(ms_a, 50):.1f}  "
+        f"p95 {percentile(ms_b, 95):.1f} -> {percentile(ms_a, 95):.1f}"
+    )
+    for name, rows in (("before", before), ("after", after)):
+        repeats = sum(1 for r in rows if r["repeated"])
+        lines.append(
+            f"  {name}: recalls showing one turn in more than one place {repeats}/{len(rows)} "
+            f"({repeats / len(rows):.1%}); results that are facts or roll-ups {sum(r['facts'] for r in rows)}"
+        )
+    return "\n".join(lines)
+
+
+def control(conv: Conversation) -> Conversation:
+    """A copy of `conv` under a scope of its own (turn keys prefixed `control/`), left unconsolidated."""
+    turns = [Turn(f"control/{t.key}", t.speaker, t.text, t.occurred_at, t.session, t.questions) for t in conv.turns]
+    questions = {
+        q.qid: Question(q.qid, q.kind, q.text, {f"control/{k}" for k in q.evidence}) for q in conv.questions.values()
+    }
+    return Conversation(f"control {conv.name}", conv.source, conv.speakers, turns, questions)
+
+
+def alternated(
+    api: httpx.Client, pairs: list[tuple[Conversation, Conversation]], ids: dict[str, str], turns: dict[str, Turn]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(rows of the consolidated scopes, rows of their controls), each question asked of both in turn."""
+    mine: list[dict[str, Any]] = []
+    theirs: list[dict[str, Any]] = []
+    n = 0
+    for conv, ctl in pairs:
+        for qid in conv.questions:
+            both = [
+                (Conversation(conv.name, conv.source, conv.speakers, conv.turns, {qid: conv.questions[qid]}), mine),
+                (Conversation(ctl.name, ctl.source, ctl.speakers, ctl.turns, {qid: ctl.questions[qid]}), theirs),
+            ]
+            for one, rows in both if n % 2 else both[::-1]:
+                rows.extend(ask(api, [one], ids, turns))
+            n += 1
+    return mine, theirs
+
+
+def consolidate(api: httpx.Client, scopes: list[str], timeout: float = 1800) -> dict[str, Any]:
+    """One `POST /v1/consolidate` over `scopes`, waited for: the finished run record."""
+    time.sleep(2.5)  # past the settle window, so the run reads every turn
+    reply = api.post("/v1/consolidate", json={"scopes": scopes})
+    if reply.status_code != 202:
+        raise SystemExit(f"consolidate failed: {reply.status_code} {reply.text[:300]}")
+    run_id = reply.json()["run_id"]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run = api.get(f"/v1/consolidations/{run_id}").json()
+        if run.get("status") != "running":
+            return dict(run)
+        time.sleep(1)
+    raise SystemExit(f"run {run_id} still running after {timeout:.0f} s")
+
+
+def written(home: Path) -> tuple[int, int]:
+    """(facts, roll-ups) in the store: extracted facts are tier raw, roll-ups daily, weekly, ..."""
+    import sqlite3
+
+    with sqlite3.connect(home / "mneme.db") as db:
+        tiers = [json.loads(doc).get("tier", "raw") for (doc,) in db.execute("SELECT doc FROM facts")]
+    return sum(1 for t in tiers if t == "raw"), sum(1 for t in tiers if t != "raw")
 
 
 def show_misses(rows: list[dict[str, Any]], kind: str, turns: dict[str, Turn]) -> None:
@@ -358,11 +490,13 @@ def main() -> None:
     parser.add_argument("--misses", metavar="KIND", help="print the questions below R@10 1 of a kind (or 'all')")
     parser.add_argument("--json", type=Path, help="write the per-question rows here")
     parser.add_argument("--shape", choices=SHAPES, default="minutes", help="how the turns are remembered")
+    parser.add_argument("--consolidate", action="store_true", help="recall, consolidate once, recall again")
+    parser.add_argument("--same-time", action="store_true", help="every turn of a session at the session's time")
     args = parser.parse_args()
     files = [args.corpus] if args.corpus else sorted(args.set.glob("*.txt"))
     if not files:
         raise SystemExit(f"no conversations in {args.set} (try --corpus bench/conversations/corpus.txt)")
-    conversations = [conv for f in files for conv in parse(f, legacy=bool(args.corpus))]
+    conversations = [conv for f in files for conv in parse(f, legacy=bool(args.corpus), same_time=args.same_time)]
     turns = {t.key: t for conv in conversations for t in conv.turns}
     questions = sum(len(conv.questions) for conv in conversations)
     sessions = sum(len({t.session for t in conv.turns}) for conv in conversations)
@@ -370,8 +504,11 @@ def main() -> None:
     print(f"{sessions} sessions, {len(turns)} turns, {questions} questions; recall limit {LIMIT}, default scoring")
     print(f"ingest shape: {args.shape}")
 
+    if args.consolidate and args.reuse:
+        raise SystemExit("--consolidate changes the store: it cannot be --reuse'd")
     shaped = "" if args.shape == "minutes" else f"-{args.shape}"
-    cached = c.CACHE / f"conversations-{fingerprint(files)}{shaped}" if args.reuse else None
+    label = f"conversations-{fingerprint(files)}{shaped}{'-same-time' if args.same_time else ''}"
+    cached = c.CACHE / label if args.reuse else None
     home = cached if cached is not None else Path(tempfile.mkdtemp(prefix="mneme-conv-"))
     fresh = not (home / "ids.json").exists()
     if fresh and cached is not None:
@@ -380,22 +517,44 @@ def main() -> None:
     server = Server(home)
     try:
         api = server.client("bench-conversations")
+        controls = [control(conv) for conv in conversations] if args.consolidate else []
+        turns.update({t.key: t for conv in controls for t in conv.turns})
         if fresh:
             start = time.perf_counter()
-            ids = ingest(api, conversations, args.shape)
+            ids = ingest(api, [*conversations, *controls], args.shape)
             print(f"ingested {len(ids)} turns over HTTP in {time.perf_counter() - start:.1f} s")
             (home / "ids.json").write_text(json.dumps(ids))
         else:
             ids = json.loads((home / "ids.json").read_text())
             print(f"reusing {len(ids)} ingested turns in {home.relative_to(c.ROOT)}")
         api.post("/v1/recall", json={"query": "warm up", "scope": conversations[0].scope})
-        rows = ask(api, conversations, ids)
+        rows = ask(api, conversations, ids, turns)
+        if args.consolidate:
+            started = time.perf_counter()
+            run = consolidate(api, [conv.scope for conv in conversations])
+            took = time.perf_counter() - started
+            api.post("/v1/recall", json={"query": "warm up", "scope": conversations[0].scope})
+            after, unconsolidated = alternated(api, list(zip(conversations, controls, strict=True)), ids, turns)
+            facts, rollups = written(home)
     finally:
         server.stop()
         if cached is None:
             shutil.rmtree(home, ignore_errors=True)
     print()
     print(report(rows))
+    if args.consolidate:
+        errors = sum(len(stage.get("errors", [])) for stage in run["stages"].values())
+        print(f"\none run: {run['status']} in {took:.1f} s; errors {errors}")
+        print(f"after consolidation:\n{report(after)}\n")
+        print(compare(rows, after, unconsolidated))
+        n = sum(len(conv.turns) for conv in conversations)
+        print(f"  written: {facts} facts, {rollups} roll-ups; per 100 turns {facts / n * 100:.1f} facts, "
+              f"{rollups / n * 100:.1f} roll-ups")  # fmt: skip
+        for b, a in zip(rows, after, strict=True):
+            if a["r10"] < b["r10"] or a["r20"] < b["r20"]:
+                print(f"  worse: {b['conv']} {b['q'].qid} [{b['q'].kind}] {b['q'].text!r} R@10 {b['r10']:.2f} -> "
+                      f"{a['r10']:.2f}; top 10 after: {' '.join(a['top'][:10])}")  # fmt: skip
+        rows = after
     if args.misses:
         show_misses(rows, args.misses, turns)
     if args.json:

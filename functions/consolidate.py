@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mneme import bootstrap
 from mneme.http.api import build_resolver, caller, json_response
 from mneme.http.lambda_entry import lambda_handler
-from mneme.observability import logger, tracer
+from mneme.observability import logger, metrics, tracer
 
 app = build_resolver()
 
@@ -52,7 +52,12 @@ def schedule_handler(event: dict[str, Any], context: LambdaContext) -> dict[str,
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics  # flushes ConsolidationClustersSetAside (extract)
 def stage_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """A Step Functions task: one stage of one batch (see ConsolidationService.step)."""
+    """A Step Functions task: one stage of one batch (see ConsolidationService.step), within the Lambda's
+    time; or the EventBridge event of a run's execution that ended without reaching `Finish`
+    (ConsolidationService.ended)."""
+    if event.get("detail-type") == "Step Functions Execution Status Change":
+        return bootstrap.current().consolidation.ended(event)
     logger.append_keys(stage=event.get("stage"), run_id=event.get("run_id") or event.get("batch", {}).get("run_id"))
-    return bootstrap.current().consolidation.step(event)
+    return bootstrap.current().consolidation.step(event, context.get_remaining_time_in_millis)

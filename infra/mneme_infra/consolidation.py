@@ -1,7 +1,10 @@
 """Consolidation in AWS: the Standard state machine of workflow.py and the EventBridge Scheduler schedule.
 
 The state machine logs every event (without execution data: batches carry tenants' memories) to its own
-log group and is traced with X-Ray. The schedule invokes the `consolidate-schedule` function (one run per
+log group and is traced with X-Ray. An execution that ends where no catcher sees it (the execution
+timeout, an abort, `States.DataLimitExceeded`) still concludes its run: an EventBridge rule sends its
+status change to the stage function (`ConsolidationService.ended`), retried, then to the failures queue.
+The schedule invokes the `consolidate-schedule` function (one run per
 tenant with dirty scopes) through a role of its own that may invoke only that function (schedules.py:
 retried deliveries, failures to the queue).
 """
@@ -12,6 +15,8 @@ import json
 from typing import cast
 
 from aws_cdk import Acknowledgment, CfnElement, Duration, Stack, Validations
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
@@ -19,7 +24,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.mneme_infra.config import InfraConfig
-from infra.mneme_infra.schedules import scheduled_invoke, versions_of
+from infra.mneme_infra.schedules import DELIVERY_RETRIES, scheduled_invoke, versions_of
 from infra.mneme_infra.workflow import Workflow
 
 
@@ -52,6 +57,24 @@ class Consolidation(Construct):
             timeout=Duration.hours(6),
             tracing_enabled=True,
             logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
+        )
+        self.run_ended = events.Rule(
+            self,
+            "RunEnded",
+            description="Mneme: conclude a consolidation run whose execution failed, timed out or was aborted",
+            event_pattern=events.EventPattern(
+                source=["aws.states"],
+                detail_type=["Step Functions Execution Status Change"],
+                detail={
+                    "status": ["FAILED", "TIMED_OUT", "ABORTED"],
+                    "stateMachineArn": [self.state_machine.state_machine_arn],
+                },
+            ),
+            targets=[
+                events_targets.LambdaFunction(
+                    stages, retry_attempts=DELIVERY_RETRIES, max_event_age=Duration.hours(1), dead_letter_queue=failures
+                )
+            ],
         )
         self.schedule = scheduled_invoke(
             self,

@@ -38,8 +38,9 @@ LAMBDA_ERRORS = (
     "Lambda.TooManyRequestsException",
     "Lambda.ClientExecutionTimeoutException",
 )
-# The domain's transient errors: an unhandled exception's errorType is its class name (mneme.errors).
-TRANSIENT_ERRORS = (Throttled.__name__, StoreUnavailable.__name__)
+# The domain's transient errors: an unhandled exception's errorType is its class name (mneme.errors); and
+# the task's Lambda timing out (extract stops calling the reasoner before that: `TASK_MARGIN_SECONDS`).
+TRANSIENT_ERRORS = (Throttled.__name__, StoreUnavailable.__name__, "Sandbox.Timedout")
 
 SUMMARY = """{
   "tenant": $b.tenant, "scope_id": $b.scope_id, "run_id": $b.run_id, "started_at": $b.started_at,

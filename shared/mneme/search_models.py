@@ -144,6 +144,8 @@ class SearchFilter(BaseModel):
             for key, values in sorted((self.metadata or {}).items())
         ]
 
+    rollups: bool = True  # False: no roll-ups (facts of a tier other than raw), whatever `kinds`/`tiers` say
+
 
 class Hit(BaseModel):
     doc_id: str

@@ -235,6 +235,8 @@ def test_the_writer_reads_the_decision_and_its_reason(open_console: Any, mneme: 
 
 def test_consolidation_runs_are_listed_and_one_can_be_started(open_console: Any, mneme: Mneme) -> None:
     page = open_console(mneme.key("wendy-writer", "writer"))
+    claim = {"scope": "root.acme-tiles", "content": "Acme Tiles's VAT scheme is cash accounting.", "create_scope": True}
+    mneme.ok("POST", "/v1/remember", claim)
     page.goto(mneme.url + "/console#runs")
     page.locator("#runs").filter(has_text="No runs yet.").wait_for()
     page.get_by_role("button", name="Start a run").click()
@@ -251,6 +253,8 @@ def test_consolidation_runs_are_listed_and_one_can_be_started(open_console: Any,
     page.locator(f'#runs article[data-run-id="{run_id}"] tbody tr').first.wait_for()
     assert page.locator(f'#runs article[data-run-id="{run_id}"] .badge').inner_text() in {"succeeded", "partial"}
     assert "collect" in page.locator(f'#runs article[data-run-id="{run_id}"]').inner_text()
+    facts = page.locator(f'#runs article[data-run-id="{run_id}"] .run-facts')  # the facts the run wrote
+    assert "Acme Tiles's VAT scheme is cash accounting." in facts.inner_text()
     screenshot(page, "09-consolidation-runs")
 
 

@@ -59,6 +59,8 @@ class BedrockDouble:
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
         self.script: deque[Answer] = deque()
+        # consulted before the script: the first rule that answers (not None) does, for every request
+        self.rules: list[Callable[[dict[str, Any]], dict[str, Any] | None]] = []
         self.requests: list[tuple[str, dict[str, Any]]] = []
 
     def __call__(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -84,6 +86,9 @@ class BedrockDouble:
         }
 
     def _converse(self, params: dict[str, Any]) -> dict[str, Any]:
+        for rule in self.rules:
+            if (answer := rule(params)) is not None:
+                return answer
         if self.script:
             answer = self.script.popleft()
             if isinstance(answer, Exception):

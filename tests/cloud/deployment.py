@@ -67,9 +67,10 @@ class LambdaContext:
     aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     log_group_name: str = "/aws/lambda/mneme"
     log_stream_name: str = "tier"
+    timeout_seconds: int = 30  # the function's Timeout (the invocation is taken to start now)
 
     def get_remaining_time_in_millis(self) -> int:
-        return 30_000
+        return self.timeout_seconds * 1000
 
 
 @dataclass
@@ -178,7 +179,10 @@ class Deployment:
         function = self.functions[name]
         module_name, attribute = function.handler.rsplit(".", 1)
         context = LambdaContext(
-            function.physical_name, self.template.get_att(function.logical_id, "Arn"), function.memory_mb
+            function.physical_name,
+            self.template.get_att(function.logical_id, "Arn"),
+            function.memory_mb,
+            timeout_seconds=int(function.properties.get("Timeout", 3)),
         )
         with self._as(function) as calls:
             try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from mneme.adapters.dynamo_store import DynamoRecordStore
 from tests.cloud.conftest import Cloud
@@ -168,3 +169,109 @@ def test_a_run_whose_execution_cannot_start_is_recorded_failed(cloud: Cloud, adm
     record = cloud.api("GET", f"/v1/consolidations/{run_id}", key=admin)
     assert record.status == 200, str(record)
     assert record.json()["status"] == "failed"
+
+
+def _episodes(params: dict[str, Any]) -> list[str]:
+    from tests.cloud.bedrock import episodes_of
+
+    return episodes_of(params)
+
+
+def test_a_cluster_that_always_fails_is_set_aside_and_the_checkpoint_moves(cloud: Cloud, admin: str) -> None:
+    """A cluster whose every answer is refused by grounding, over three ticks: the first run sets it aside
+    with its reason (the run is `partial`, the other cluster's fact is written), the scope's checkpoint
+    moves past it, and the next ticks call the reasoner only for what is new."""
+    from tests.cloud.bedrock import tool_answer
+
+    stuck = ["Pallet 7 was damaged in transit again.", "Pallet 7 damaged in transit, the driver said."]
+    ungrounded = {"entity": "Globex", "property": "pallet", "value": "nowhere", "summary": "Globex lost a pallet."}
+    cloud.bedrock.rules.append(
+        lambda params: tool_answer(ungrounded) if any("Pallet" in t for t in _episodes(params)) else None
+    )
+    episode_ids = remember(cloud, admin)
+    items = [{"scope": SCOPE, "content": text} for text in stuck]
+    assert cloud.api("POST", "/v1/remember", {"items": items}, key=admin).status == 201
+    records, calls = [], []
+    for tick in range(3):
+        before = sum(1 for operation, _ in cloud.bedrock.requests if operation == "Converse")
+        cloud.later(minutes=15)
+        runs = cloud.fire_schedule().payload["runs"]
+        for run in runs:
+            cloud.deployment.wait_for_execution(execution_arn(cloud, run["run_id"]))
+            records.append(cloud.api("GET", f"/v1/consolidations/{run['run_id']}", key=admin).json())
+        calls.append(sum(1 for operation, _ in cloud.bedrock.requests if operation == "Converse") - before)
+        if tick < 2:  # something new to consolidate on the next tick
+            more = {"scope": SCOPE, "content": f"Pennine Joinery's bank is Barclays, tick {tick}."}
+            assert cloud.api("POST", "/v1/remember", {"items": [more]}, key=admin).status == 201
+    first = records[0]
+    assert first["status"] == "partial", first  # done, and says what it gave up on
+    (aside,) = first["set_aside"]
+    assert aside["episodes"] == 2 and "not consolidated after 2 attempts" in aside["reason"]
+    assert "Globex" in aside["reason"]  # why: the grounding check's refusal
+    assert first["stages"]["checkpoint"]["counters"] == {"advanced": len(episode_ids) + 2}
+    assert first["stages"]["commit"]["counters"]["facts_written"] >= 1  # the rest of the batch committed
+    assert calls[0] <= 2 * first["stages"]["cluster"]["counters"]["clusters"]  # bounded: 2 per cluster
+    assert [r["status"] for r in records[1:]] == ["succeeded", "succeeded"]
+    assert all(r["stages"]["collect"]["counters"]["episodes_read"] == 1 for r in records[1:])  # only the new
+    assert calls[1:] == [1, 1]  # the stuck cluster is never asked about again
+
+
+def test_an_execution_that_times_out_concludes_its_run(cloud: Cloud, admin: str) -> None:
+    """No catcher sees an execution timeout (or an abort, or States.DataLimitExceeded): the stack's
+    EventBridge rule hands the execution's status change to the stage function, which concludes the run."""
+    template = cloud.deployment.template
+    (rule,) = [r["Properties"] for r in template.of_type("AWS::Events::Rule").values()]
+    pattern = rule["EventPattern"]
+    assert pattern["detail"]["status"] == ["FAILED", "TIMED_OUT", "ABORTED"]
+    assert template.resolve(pattern["detail"]["stateMachineArn"][0]) == cloud.deployment.state_machine_arn()
+    (target,) = rule["Targets"]
+    stages = cloud.deployment.functions["consolidate-stages"]
+    assert template.resolve(target["Arn"]) == template.get_att(stages.logical_id, "Arn")
+    assert target["DeadLetterConfig"] and target["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+    permissions = [p["Properties"] for p in template.of_type("AWS::Lambda::Permission").values()]
+    assert any(  # the function's resource policy lets EventBridge invoke it for this rule only
+        p["Principal"] == "events.amazonaws.com" and template.resolve(p["FunctionName"]) in (
+            template.get_att(stages.logical_id, "Arn"), stages.physical_name)
+        for p in permissions
+    )  # fmt: skip
+
+    remember(cloud, admin)
+    started = cloud.api("POST", "/v1/consolidate", {}, key=admin).json()
+    run_id = started["run_id"]
+    cloud.deployment.wait_for_execution(execution_arn(cloud, run_id))
+    import boto3
+
+    from mneme.adapters.dynamo_store import DynamoRecordStore
+
+    table_id, _ = template.one("AWS::DynamoDB::Table")
+    store = DynamoRecordStore(template.ref(table_id), region_name=REGION)
+    stuck = store.get_run("acme", run_id)
+    assert stuck is not None
+    store.put_run(stuck.model_copy(update={"status": "running", "finished_at": None}))  # as a timed-out one is
+    described = boto3.client("stepfunctions", region_name=REGION).describe_execution(
+        executionArn=execution_arn(cloud, run_id)
+    )
+    event = {  # what EventBridge delivers for a Standard execution that timed out
+        "version": "0",
+        "detail-type": "Step Functions Execution Status Change",
+        "source": "aws.states",
+        "account": ACCOUNT,
+        "region": REGION,
+        "resources": [described["executionArn"]],
+        "detail": {
+            "executionArn": described["executionArn"],
+            "stateMachineArn": cloud.deployment.state_machine_arn(),
+            "name": run_id,
+            "status": "TIMED_OUT",
+            "input": described["input"],
+            "error": "States.Timeout",
+            "cause": None,
+        },
+    }
+    invocation = cloud.deployment.invoke_async("consolidate-stages", event)
+    assert invocation.error is None, invocation.error
+    record = cloud.api("GET", f"/v1/consolidations/{run_id}", key=admin).json()
+    assert record["status"] in ("failed", "partial")  # what it had done by then decides which
+    assert record["stages"]["workflow"]["errors"] == [
+        {"stage": "workflow", "message": "execution timed out: States.Timeout"}
+    ]

@@ -836,7 +836,17 @@ def test_checkpoints_advance_only_from_the_expected_version(store: RecordStore) 
     store.save_checkpoint(first, expected_version=0)
     with pytest.raises(Conflict):
         store.save_checkpoint(first.model_copy(update={"after_episode_id": "other"}), expected_version=0)
-    second = first.model_copy(update={"after_created_at": minutes(2), "after_episode_id": "e2", "version": 2})
+    set_aside = [{"scope_id": "s1", "stage": "extract", "reason": "ungrounded", "episode_ids": ["e2"], "episodes": 1,
+                  "run_id": "run_1"}]  # fmt: skip
+    second = first.model_copy(
+        update={
+            "after_created_at": minutes(2),
+            "after_episode_id": "e2",
+            "version": 2,
+            "held": 2,
+            "set_aside": set_aside,
+        }
+    )  # the runs that held it and the clusters set aside when it moved are kept with it
     store.save_checkpoint(second, expected_version=1)
     with pytest.raises(Conflict):
         store.save_checkpoint(second.model_copy(update={"version": 3, "processed": 99}), expected_version=1)

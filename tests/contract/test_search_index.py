@@ -263,6 +263,25 @@ def test_kind_and_tier_filters(index: Any, channel: Channel) -> None:
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
+def test_rollups_can_be_left_out(index: Any, channel: Channel) -> None:
+    """`rollups=False`: no fact of a tier other than raw (a roll-up), whatever else matches; an episode or
+    memory of another tier stays."""
+    index.upsert(
+        [
+            doc("e", kind="episode"),
+            doc("d", kind="episode", tier="daily"),  # an STTP episode of the daily tier: not a roll-up
+            doc("f", kind="fact"),
+            doc("r", kind="fact", tier="daily"),
+            doc("w", kind="fact", tier="weekly"),
+        ]
+    )
+    assert ids(search(index, channel, flt())) == ["d", "e", "f", "r", "w"]
+    assert ids(search(index, channel, flt(rollups=False))) == ["d", "e", "f"]
+    assert ids(search(index, channel, flt(rollups=False, kinds=frozenset({"fact"})))) == ["f"]
+    assert search(index, channel, flt(rollups=False, tiers=frozenset({"weekly"}))) == []
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
 def test_time_window_is_half_open(index: Any, channel: Channel) -> None:
     index.upsert([doc(f"h{h}", occurred_at=T0 + timedelta(hours=h)) for h in range(4)])
     assert ids(search(index, channel, flt(since=T0 + timedelta(hours=1)))) == ["h1", "h2", "h3"]

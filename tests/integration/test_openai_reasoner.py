@@ -108,7 +108,8 @@ def test_good_json_is_a_proposal_and_the_request_is_chat_completions(fake: FakeO
     assert response_format["type"] == "json_schema"
     schema = response_format["json_schema"]
     assert schema["name"] == "proposal" and schema["strict"] is True
-    assert schema["schema"]["required"] == ["entity", "property", "value", "summary"]
+    assert schema["schema"]["required"] == ["entity", "property", "value", "summary", "sources"]
+    assert schema["schema"]["properties"]["sources"]["items"] == {"type": "integer"}  # strict mode wants items
     assert schema["schema"]["additionalProperties"] is False
     assert schema["schema"]["properties"]["entity"]["type"] == ["string", "null"]
     assert schema["schema"]["properties"]["summary"]["type"] == "string"
@@ -230,3 +231,11 @@ def test_connection_refused_is_store_unavailable() -> None:
 def test_base_url_must_be_http() -> None:
     with pytest.raises(ValueError):
         OpenAIReasoner("localhost:8000", "test-model")
+
+
+def test_a_truncated_answer_is_invalid_output_and_cited_sources_are_kept(fake: FakeOpenAI) -> None:
+    fake.script.append(completion(json.dumps({**GOOD, "sources": [2]})[:-20]))  # cut off mid-object
+    with pytest.raises(ReasonerOutputInvalid):
+        fake.reasoner().propose(TEXTS)
+    fake.script.append(completion(json.dumps({**GOOD, "sources": [2]})))
+    assert fake.reasoner().propose(TEXTS).sources == [2]

@@ -41,10 +41,14 @@ def test_the_speaker_comes_from_the_prefix_or_the_caller() -> None:
     assert claims("I live in Oslo.", speaker="Leo") == [Claim("Leo", "lives in", "Oslo")]
 
 
-def test_the_extractive_reasoner_proposes_the_claim_with_the_turn_as_summary() -> None:
+def test_the_extractive_reasoner_states_the_claim_in_a_sentence_of_its_own() -> None:
     proposal = ExtractiveReasoner().propose(["Maya: I moved to Berlin last year."])
     assert (proposal.entity, proposal.property, proposal.value) == ("Maya", "lives in", "Berlin")
-    assert proposal.summary == "Maya: I moved to Berlin last year."
+    assert proposal.summary == "Maya lives in Berlin."  # not a copy of the turn
+    dog = ExtractiveReasoner().propose(["Tom: My dog is called Biscuit."])
+    assert dog.summary == "Tom's dog's name is Biscuit."
+    chat = ExtractiveReasoner().propose(["Maya: Haha, that's hilarious.", "Maya: Haha that's hilarious!"])
+    assert chat.entity is None  # small talk states no claim: reconcile keeps it as episodes
 
 
 def test_the_labelled_set_keeps_precision_above_0_9() -> None:

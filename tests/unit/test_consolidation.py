@@ -149,8 +149,13 @@ def test_facts_are_recalled_with_their_sources_and_rank_with_episodes(services: 
     assert kinds[0] == "fact"
     fact = response.results[0]
     assert ids[0] not in [r.id for r in response.results]  # folded under its fact, not a slot of its own
-    assert fact.sources == [
-        {"id": ids[0], "occurred_at": fact.sources[0]["occurred_at"], "metadata": {"source": "email"}}
+    assert fact.sources == [  # the turn that states it, shown beside it (its grounding line)
+        {
+            "id": ids[0],
+            "occurred_at": fact.sources[0]["occurred_at"],
+            "metadata": {"source": "email"},
+            "text": "The invoice contact for Pennine Joinery is Sam Patel.",
+        }
     ]
 
 
@@ -223,10 +228,12 @@ def test_no_fact_without_new_knowledge(services: Services, clock: Any) -> None:
     settle(services, clock)
     # When consolidation runs
     run = services.consolidation.start(WRITER, None)
-    # Then the lone chatty turn stays an episode; the claim and the two-episode summary are facts
+    # Then only the claim is a fact: the chatty turn and the pair stay episodes (an extractive summary of
+    # two turns would only copy one of them)
     facts = [f for f in services.store.list_facts("acme") if f.tier == "raw"]
     by_scope = {services.scopes.chain_of("acme", f.scope_id).path: f for f in facts}
-    assert set(by_scope) == {"root.claim", "root.pair"}
-    assert by_scope["root.claim"].value == "flat rate" and len(by_scope["root.pair"].source_episode_ids) == 2
-    assert run.stages["reconcile"].counters["kept_as_episode"] == 1
+    assert set(by_scope) == {"root.claim"}
+    assert by_scope["root.claim"].value == "flat rate"
+    assert by_scope["root.claim"].summary == "Acme's VAT scheme is flat rate."
+    assert run.stages["reconcile"].counters["kept_as_episode"] == 2
     assert run.status == "succeeded" and services.store.list_dirty("acme", 10) == []

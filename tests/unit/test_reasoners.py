@@ -34,8 +34,9 @@ SCHEMA = {
         "property": {"type": ["string", "null"], "description": ANY},
         "value": {"type": ["string", "null"], "description": ANY},
         "summary": {"type": "string", "description": ANY},
+        "sources": {"type": ["array", "null"], "description": ANY, "items": {"type": "integer"}},
     },
-    "required": ["entity", "property", "value", "summary"],
+    "required": ["entity", "property", "value", "summary", "sources"],
     "additionalProperties": False,
 }
 EXPECTED = {
@@ -280,3 +281,25 @@ def test_long_clusters_are_cut_to_the_prompt_budget(bedrock: Recorder) -> None:
     bedrock.reasoner(max_prompt_chars=2_000).propose(["word " * 1000, "short one"])
     text = bedrock.user_text()
     assert len(text) < 2_000 and "[…]" in text and "2. short one" in text
+
+
+def test_the_answer_cites_the_episodes_that_state_the_fact(bedrock: Recorder) -> None:
+    bedrock.tool({**GOOD, "sources": [1]})
+    proposal = bedrock.reasoner().propose(TEXTS)
+    assert proposal.sources == [1]
+    system = bedrock.requests[0]["system"][0]["text"]
+    assert "atomic" in system and "self-contained" in system and "sources" in system
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"entity": "Pennine Joinery", "property": "VAT scheme", "value": "flat rate"},  # cut off before the summary
+        {**GOOD, "sources": "1"},  # not a list of numbers
+        {**GOOD, "sources": ["first"]},
+    ],
+)
+def test_a_partial_or_malformed_answer_is_invalid_output(bedrock: Recorder, data: Any) -> None:
+    bedrock.answer({"toolUse": _use(data)}, stop="max_tokens")
+    with pytest.raises(ReasonerOutputInvalid):
+        bedrock.reasoner().propose(TEXTS)

@@ -42,8 +42,10 @@ def proposal_schema() -> dict[str, Any]:
     generated = Proposal.model_json_schema()
     properties: dict[str, Any] = {}
     for name, spec in generated["properties"].items():
-        types = [option["type"] for option in spec["anyOf"]] if "anyOf" in spec else spec["type"]
-        properties[name] = {"type": types, "description": spec["description"]}
+        options = spec.get("anyOf", [spec])
+        types = [option["type"] for option in options] if "anyOf" in spec else spec["type"]
+        items = next((option["items"] for option in options if "items" in option), None)
+        properties[name] = {"type": types, "description": spec["description"], **({"items": items} if items else {})}
     return {
         "type": "object",
         "properties": properties,
@@ -58,7 +60,9 @@ _TOOL_SPEC = {"name": TOOL_NAME, "description": "Record one durable fact.", "inp
 TOOL_CONFIG: dict[str, Any] = {"tools": [{"toolSpec": _TOOL_SPEC}], "toolChoice": {"tool": {"name": TOOL_NAME}}}
 SYSTEM_PROMPT = (
     "You consolidate an AI agent's raw observations (episodes) into long-term memory. "
-    "Propose exactly ONE durable fact that the episodes support. "
+    "Propose exactly ONE durable fact that the episodes support: atomic (one statement about one entity, "
+    "not a list of things) and self-contained (names, not pronouns; no 'the user' or 'the speaker'). "
+    "List in sources the numbers of the episodes that state the fact, and only those. "
     "Each episode is dated and may name its speaker ('[2026-03-01] Maya: I moved to Berlin'): a first-person "
     "statement is about its speaker (entity Maya, property 'lives in', value Berlin); when episodes disagree, "
     "the latest date holds. Greetings, questions and small talk are no facts. "
@@ -265,7 +269,7 @@ class OpenAIReasoner:
 
     def request(self, texts: Sequence[str], feedback: str | None = None) -> dict[str, Any]:
         """The chat-completions body for a cluster."""
-        closing = "Answer with a JSON object with the keys entity, property, value and summary."
+        closing = "Answer with a JSON object with the keys entity, property, value, summary and sources."
         return {
             "model": self.model,
             "messages": [

@@ -948,6 +948,8 @@ def _filter_sql(flt: SearchFilter, params: dict[str, object]) -> str:
         params.update(zip(names, terms, strict=True))
         marks = ", ".join(":" + n for n in names)
         clauses.append(f"d.id IN (SELECT doc FROM doc_meta WHERE tenant = :tenant AND term IN ({marks}))")
+    if not flt.rollups:
+        clauses.append("NOT (d.kind = 'fact' AND d.tier <> 'raw')")
     params["principal"] = flt.principal
     clauses.append("(d.visible_to IS NULL OR d.visible_to = :principal)")
     return "".join(f" AND {c}" for c in clauses)

@@ -116,6 +116,8 @@ def _report(ctx: Context, run: RunView) -> int:
             print(f"  {stage:<10} {counters}")
         for error in run.errors:
             print(f"  error in {error.get('stage', '?')}: {error.get('message', error)}")
+        for cluster in run.set_aside:
+            print(f"  set aside ({cluster.get('episodes', '?')} episodes): {cluster.get('reason', cluster)}")
         print(f"run {run.run_id}: {run.status}")
     return 0 if run.status == "succeeded" else 1
 

@@ -50,9 +50,12 @@ QUALIFIER = re.compile(
 )
 ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.I)
 # A possessive value that is a location or a state, not a value: "is in Hove", "is broken", "is paid monthly".
+# Nor is a place or time relative to the speaker ("is here", "was last weekend"), nor a pronoun.
 NOT_A_VALUE = re.compile(
     r"^(?:in|on|at|from|with|for|to|by|near|over|under|out|off|up|down|still|so|very|really|quite|too|"
-    r"also|just|always|never|not|paid|done|gone|broken|made|kept|sent|set|\w+ed|\w+ing)\b",
+    r"also|just|always|never|not|paid|done|gone|broken|made|kept|sent|set|\w+ed|\w+ing|"
+    r"here|there|this|that|these|those|it|everything|nothing|something|anything|everywhere|somewhere|"
+    r"yesterday|today|tonight|tomorrow|soon|now|then|later|earlier|ago|last|next|every)\b",
     re.I,
 )
 

@@ -23,7 +23,9 @@ def norm(text: str) -> str:
 
 class Proposal(BaseModel):
     """What a reasoner proposes for one cluster. Entity/property/value may be absent (summary only).
-    The LLM reasoners' JSON schema is generated from this model (`adapters.reasoners.PROPOSAL_SCHEMA`)."""
+    `sources`: the episodes that state it, by their number in the cluster (None: every one); the fact's
+    sources are those episodes, the others stay episodes. The LLM reasoners' JSON schema is generated from
+    this model (`adapters.reasoners.PROPOSAL_SCHEMA`)."""
 
     entity: str | None = Field(
         None, description="Who or what the fact is about, exactly as the episodes name it (the speaker for 'I')."
@@ -31,11 +33,31 @@ class Proposal(BaseModel):
     property: str | None = Field(None, description="The attribute of the entity, e.g. 'VAT scheme', 'lives in'.")
     value: str | None = Field(None, description="The attribute's value, exactly as the episodes state it.")
     summary: str = Field(description="The fact as one self-contained sentence.")
+    sources: list[int] | None = Field(
+        None, description="The numbers of the episodes (as numbered, from 1) that state this fact."
+    )
 
 
-def is_claim(proposal: Proposal) -> bool:
+def is_claim(proposal: Proposal | Fact) -> bool:
     """A claim: entity, property and value all stated."""
     return bool(proposal.entity and proposal.property and proposal.value)
+
+
+VERB_PROPERTIES = {  # properties that read as a verb phrase: "Maya lives in Berlin"
+    "lives in": "lives in", "from": "is from", "works at": "works at", "works as": "works as",
+    "uses": "uses", "allergic to": "is allergic to", "has": "has", "speaks": "speaks", "studies": "studies",
+}  # fmt: skip
+
+
+def sentence(entity: str, prop: str, value: str) -> str:
+    """A claim as one self-contained sentence: "Maya lives in Berlin.", "Tom's dog's name is Biscuit."."""
+    if prop in VERB_PROPERTIES:
+        return f"{entity} {VERB_PROPERTIES[prop]} {value}."
+    if prop == "age":
+        return f"{entity} is {value}."
+    if prop == "name":
+        return f"{entity}'s name is {value}."
+    return f"{entity}'s {prop} is {value}."
 
 
 class Fact(BaseModel):
@@ -88,7 +110,11 @@ class Contradiction(BaseModel):
 
 
 class Checkpoint(BaseModel):
-    """How far consolidation has read a scope's episodes: the last (created_at, episode_id) taken."""
+    """How far consolidation has read a scope's episodes: the last (created_at, episode_id) taken.
+    `held`: how many runs in a row held it at this place (a batch with errors); bounded by
+    `stages.MAX_HOLDS`, after which the clusters that still fail are set aside and it moves on.
+    `set_aside`: the latest MAX_KEPT clusters set aside when it moved, each with its run's id (what the
+    Step Functions `finish` task copies into the run record, so no payload carries them)."""
 
     tenant: str
     scope_id: str
@@ -96,11 +122,24 @@ class Checkpoint(BaseModel):
     after_episode_id: str = ""
     version: int = 0
     processed: int = 0
+    held: int = 0
+    set_aside: list[dict[str, Any]] = Field(default_factory=list)  # the latest clusters set aside, with run_id
 
 
 class StageReport(BaseModel):
     counters: dict[str, int] = Field(default_factory=dict)
     errors: list[dict[str, Any]] = Field(default_factory=list)
+
+
+MAX_SET_ASIDE = 50  # clusters a run record lists as set aside (all are counted: extract.set_aside)
+MAX_LISTED_IDS = 5  # episode ids an error or a set-aside cluster lists (with the count of all)
+MAX_KEPT = 20  # set-aside clusters a scope's checkpoint keeps (the latest)
+MAX_FACTS_LISTED = 100  # facts a run record lists as written (all are counted: commit.facts_written)
+
+
+def listed(ids: list[str]) -> dict[str, Any]:
+    """A bounded mention of episodes in a run record: the first few ids and how many there were."""
+    return {"episode_ids": ids[:MAX_LISTED_IDS], "episodes": len(ids)}
 
 
 class Run(BaseModel):
@@ -116,6 +155,12 @@ class Run(BaseModel):
     # run still `running`, the runner is gone (crashed, killed) and the next read concludes it (`lapse`).
     # None on runs stored before it: they never lapse.
     lease_until: datetime | None = None
+    set_aside: list[dict[str, Any]] = Field(default_factory=list)  # clusters given up on: scope, reason, episodes
+    facts: list[dict[str, Any]] = Field(default_factory=list)  # facts it wrote: fact_id, scope_id, summary
+
+    def record_set_aside(self, entries: list[dict[str, Any]]) -> None:
+        """Add clusters set aside (the first MAX_SET_ASIDE are listed; `extract.set_aside` counts them all)."""
+        self.set_aside = [*self.set_aside, *entries][:MAX_SET_ASIDE]
 
     @property
     def errors(self) -> list[dict[str, Any]]:
@@ -140,7 +185,11 @@ class Run(BaseModel):
     def conclude(self, now: datetime) -> None:
         """The one place a run's final status is decided, by the local runner and Step Functions alike:
         `succeeded` without errors; with errors `partial` when something was achieved (facts written,
-        or a batch checkpointed), else `failed`. Never plain success when anything erred."""
+        or a batch checkpointed), else `failed`; `partial` too when clusters were set aside (`set_aside`
+        says which and why). Never plain success when anything erred or was given up on."""
         achieved = self.counter("commit", "facts_written") > 0 or self.counter("checkpoint", "advanced") > 0
-        self.status = "succeeded" if not self.errors else ("partial" if achieved else "failed")
+        gave_up = self.counter("extract", "set_aside") > 0
+        self.status = (
+            ("partial" if gave_up else "succeeded") if not self.errors else ("partial" if achieved else "failed")
+        )
         self.finished_at = now

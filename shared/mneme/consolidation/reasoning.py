@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from mneme.consolidation.claims import claims
-from mneme.consolidation.models import Proposal
+from mneme.consolidation.models import Proposal, sentence
 from mneme.text import terms
 
 
@@ -30,10 +30,24 @@ def _supported(phrase: str, corpus: set[str]) -> bool:
     return bool(words) and words <= corpus
 
 
+def grounds(entity: str | None, value: str | None, text: str) -> bool:
+    """Does `text` state a claim about `entity` with `value` (every word of both in it)? A claim fact's
+    grounding turns are its sources that do: the ones recall may fold into it and shows beside it."""
+    if not entity or not value:
+        return False
+    corpus = terms(text)
+    return _supported(entity, corpus) and _supported(value, corpus)
+
+
 def grounding_error(proposal: Proposal, texts: Sequence[str], *, generative: bool) -> str | None:
     """Why the cluster's text does not support the proposal, or None when it does."""
     if not proposal.summary.strip():
         return "the summary is empty"
+    if proposal.sources is not None:
+        wrong = sorted({n for n in proposal.sources if not 1 <= n <= len(texts)})
+        if wrong or not proposal.sources:
+            return f"sources must list the numbers (1 to {len(texts)}) of the episodes that state the fact"
+        texts = [texts[n - 1] for n in sorted(set(proposal.sources))]  # grounded in what it cites
     corpus = set().union(*(terms(text) for text in texts))
     if bool(proposal.entity) != bool(proposal.value) or (proposal.property and not proposal.entity):
         return "entity, property and value come together or not at all"
@@ -66,17 +80,18 @@ def statement(text: str) -> tuple[str, str, str] | None:
 
 
 class ExtractiveReasoner:
-    """No network, no model: the summary is the cluster's most central text; entity/property/value
-    from its first claim (`mneme.consolidation.claims`: conversational patterns, speaker from a
-    `Name:` prefix), none when it states none."""
+    """No network, no model: entity/property/value from the first claim of the cluster's most central
+    text (`mneme.consolidation.claims`: conversational patterns, speaker from a `Name:` prefix), the
+    summary a sentence that states them ("Maya lives in Berlin."), never a copy of a turn. A cluster
+    that states no claim gets no fact (`summary` only, which `reconcile` keeps as episodes)."""
 
     name = "extractive"
     generative = False
 
     def propose(self, texts: Sequence[str], feedback: str | None = None) -> Proposal:
-        summary = central(texts).strip()
-        triple = None if feedback else statement(summary)
+        text = central(texts).strip()
+        triple = None if feedback else statement(text)
         if triple is None:
-            return Proposal(summary=summary)
+            return Proposal(summary=text)
         entity, prop, value = triple
-        return Proposal(entity=entity, property=prop, value=value, summary=summary)
+        return Proposal(entity=entity, property=prop, value=value, summary=sentence(entity, prop, value))

@@ -9,6 +9,7 @@ orchestrator was wired in; the CLI opens runs through `open` and executes them h
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable
@@ -16,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
 
-from mneme.consolidation.models import Run, StageReport
-from mneme.consolidation.stages import STAGES, Batch, Deps, maintain_facts
+from mneme.consolidation.models import MAX_FACTS_LISTED, Run, StageReport
+from mneme.consolidation.stages import DEADLINE, STAGES, Batch, Deps, maintain_facts
 from mneme.errors import InvalidInput, MnemeError, NotFound
 from mneme.models import Principal
 from mneme.observability import logger
@@ -30,6 +31,12 @@ MAX_BATCHES_PER_SCOPE = 50
 # tests/infra/test_workflow_limits.py), its record (the target paths; DynamoDB items up to 400 KB) and the
 # start's scope lookups. 200 per 15-minute tick works through 10,000 dirty scopes in about 12 hours.
 MAX_TARGETS_PER_RUN = 200
+# Of a stage task's remaining time, what extract leaves unused: the longest one reasoner call may take
+# (BedrockReasoner: up to 4 attempts of 60 s read timeout, with backoff), so no call outlives the Lambda
+# (600 s: extract calls for the first 330 s, then leaves the rest of the batch to the next one).
+TASK_MARGIN_SECONDS = 270
+# An execution of the state machine ended this way: its run is concluded from the event (`ended`).
+ENDED = ("FAILED", "TIMED_OUT", "ABORTED")
 
 
 class Orchestrator(Protocol):
@@ -129,6 +136,7 @@ class ConsolidationService:
                 self.deps.store.release_lease(run.tenant, scope_id, self.owner)
             self.deps.store.put_run(run)
         self.maintain(run)
+        list_written(self.deps, run, targets)
         run.conclude(self.deps.clock.now())
         self.deps.store.put_run(run)
         logger.info("consolidation finished", extra={"run_id": run.run_id, "status": run.status})
@@ -145,9 +153,45 @@ class ConsolidationService:
         expired = sum(1 for f in changed if f.status == "expired")
         _merge(run, "maintain", {"facts_updated": len(changed), "expired": expired}, [])
 
-    def step(self, event: dict[str, Any]) -> dict[str, Any]:
+    def step(self, event: dict[str, Any], remaining_ms: Callable[[], int] | None = None) -> dict[str, Any]:
         """One Step Functions task (see `step`), with the run-level parts of the local runner: `begin`
-        takes (or renews) the scope's lease for the run, `finish` sweeps maintenance and releases them."""
+        takes (or renews) the scope's lease for the run, `finish` sweeps maintenance and releases them.
+        `remaining_ms`: the Lambda's remaining time; extract stops calling the reasoner TASK_MARGIN_SECONDS
+        before it ends."""
+        if remaining_ms is None:
+            return self._step(event)
+        token = DEADLINE.set(time.monotonic() + remaining_ms() / 1000 - TASK_MARGIN_SECONDS)
+        try:
+            return self._step(event)
+        finally:
+            DEADLINE.reset(token)
+
+    def ended(self, event: dict[str, Any]) -> dict[str, Any]:
+        """An EventBridge "Step Functions Execution Status Change" event of a run's execution that failed,
+        timed out or was aborted (no catcher sees these: the execution timeout, an abort, a
+        `States.DataLimitExceeded`): a run still `running` is concluded with the reason as a workflow
+        error. The Map's child executions (one per scope, their input has no `targets`) are ignored:
+        their parent records their failure."""
+        detail = event.get("detail") or {}
+        try:
+            started = json.loads(detail.get("input") or "{}")
+        except ValueError:
+            started = {}
+        status = str(detail.get("status"))
+        if status not in ENDED or not isinstance(started, dict) or "targets" not in started:
+            return {"concluded": False}
+        run = self.deps.store.get_run(str(started.get("tenant")), str(started.get("run_id")))
+        if run is None or run.status != "running":
+            return {"concluded": False}
+        why = " ".join(str(detail.get(key) or "") for key in ("error", "cause")).strip()[:300]
+        message = f"execution {status.lower().replace('_', ' ')}" + (f": {why}" if why else "")
+        _merge(run, "workflow", {"errors": 1}, [{"stage": "workflow", "message": message}])
+        run.conclude(self.deps.clock.now())
+        self.deps.store.put_run(run)
+        logger.warning("consolidation run ended by its execution", extra={"run_id": run.run_id, "status": status})
+        return {"concluded": True, "run_id": run.run_id, "status": run.status}
+
+    def _step(self, event: dict[str, Any]) -> dict[str, Any]:
         stage = event["stage"]
         if stage == "begin":
             batch = Batch.model_validate(step(self.deps, event))
@@ -189,6 +233,8 @@ class ConsolidationService:
             )
             for stage, counters in batch.counters.items():
                 _merge(run, stage, counters, [e for e in batch.errors if e["stage"] == stage])
+            if not batch.errors:  # the checkpoint moved past them (a held batch tries them again)
+                run.record_set_aside(batch.set_aside)
             if batch.errors or not batch.full:
                 break
 
@@ -211,6 +257,25 @@ def run_batch(deps: Deps, batch: Batch, progress: Progress | None = None) -> Bat
         if progress:
             progress(name, batch)
     return batch
+
+
+def list_written(deps: Deps, run: Run, scope_ids: list[str]) -> None:
+    """The extracted facts the run wrote or reinforced in its scopes (reinforced at or after it started;
+    a scope has one run at a time, under its lease), the first MAX_FACTS_LISTED, read from the store so
+    no Step Functions payload carries them."""
+    if not run.counter("commit", "facts_written"):
+        return
+    written = [
+        f
+        for scope_id in scope_ids
+        for f in deps.store.list_facts(run.tenant, scope_id)
+        if f.tier == "raw" and f.reinforced_at >= run.started_at
+    ]
+    written.sort(key=lambda f: (f.reinforced_at, f.fact_id))
+    run.facts = [
+        {"fact_id": f.fact_id, "scope_id": f.scope_id, "summary": f.summary[:300], "status": f.status}
+        for f in written[:MAX_FACTS_LISTED]
+    ]
 
 
 def _merge(run: Run, stage: str, counters: dict[str, int], errors: list[dict[str, object]]) -> None:
@@ -240,6 +305,12 @@ def step(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
         for batch in batches:
             for name, counters in batch.counters.items():
                 _merge(run, name, counters, [e for e in batch.errors if e["stage"] == name])
+        scope_ids = sorted({b.scope_id for b in batches} - {"*"})
+        if run.counter("extract", "set_aside"):  # listed by each scope's checkpoint, not carried by the Map
+            for scope_id in scope_ids:
+                kept = deps.store.get_checkpoint(run.tenant, scope_id).set_aside
+                run.record_set_aside([e for e in kept if e.get("run_id") == run.run_id])
+        list_written(deps, run, scope_ids)
         run.conclude(deps.clock.now())
         deps.store.put_run(run)
         return {"run_id": run.run_id, "status": run.status}

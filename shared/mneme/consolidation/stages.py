@@ -1,29 +1,44 @@
 """The consolidation stages, listed once. Each takes the batch state and returns it.
 
 The local runner calls them in order; the Step Functions definition is built from `STAGES`, one
-task per stage, passing `Batch` as JSON. Every write derives its ids from content, so a batch
-replayed after a crash writes nothing twice; the checkpoint advances only for a clean batch.
+task per stage, passing `Batch` as JSON. Every write derives its ids from content, and what a batch
+already committed is left untouched when it is replayed after a crash; the checkpoint advances only
+for a batch without errors. A cluster the reasoner cannot consolidate is set aside with its reason
+(listed in the run, counted, a metric) instead of holding the scope: at once when its answers were
+rejected twice, after MAX_HOLDS held runs when the reasoner was unavailable.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
+from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel
 
 from mneme.consolidation.claims import split_speaker
-from mneme.consolidation.models import Contradiction, Fact, Proposal, derived_id, is_claim, norm
-from mneme.consolidation.reasoning import Reasoner, central, grounding_error, statement
-from mneme.errors import Conflict, ReasonerOutputInvalid, StoreUnavailable, Throttled
+from mneme.consolidation.models import MAX_KEPT, Contradiction, Fact, Proposal, derived_id, is_claim, listed, norm
+from mneme.consolidation.reasoning import Reasoner, grounding_error, statement
+from mneme.errors import Conflict, MnemeError, ReasonerOutputInvalid, StoreUnavailable, Throttled
 from mneme.models import Episode
+from mneme.observability import metrics
 from mneme.ports import Clock, Embedder, RecordStore
 from mneme.services.indexing import Indexer
 from mneme.settings import ConsolidationSettings
+from mneme.text import GENERIC, STOPWORDS, words
+
+MAX_HOLDS = 3  # runs in a row a scope's checkpoint may be held by an unavailable reasoner
+OUTAGE = 3  # clusters in a row the reasoner was unavailable for: the stage stops calling it
+ATTEMPTS = 2  # reasoner calls per cluster and run
+# When extract must stop calling the reasoner (time.monotonic()): set per task in AWS from the Lambda's
+# remaining time (`ConsolidationService.step`), so every call ends within the task's time; None locally.
+DEADLINE: ContextVar[float | None] = ContextVar("consolidation_deadline", default=None)
 
 
 @dataclass
@@ -37,7 +52,7 @@ class Deps:
 
 
 class Decision(BaseModel):
-    action: str  # create | reinforce | supersede | unresolved
+    action: str  # create | reinforce | supersede | unresolved | unchanged (a replay: nothing to write)
     fact_id: str
     cluster: int
     proposal: Proposal
@@ -62,13 +77,18 @@ class Batch(BaseModel):
     full: bool = False  # the batch hit batch_size: more episodes may be waiting
     collected_before: datetime | None = None  # collect read episodes created strictly before this
     leased_elsewhere: bool = False  # another run holds the scope's lease: every stage leaves it alone
+    holds: int = 0  # runs in a row that held the checkpoint before this one (`Checkpoint.held`)
+    set_aside: list[dict[str, Any]] = []  # clusters given up on: reason, episode ids (bounded: `listed`)
 
     def count(self, stage: str, name: str, value: int = 1) -> None:
         self.counters.setdefault(stage, {}).setdefault(name, 0)
         self.counters[stage][name] += value
 
-    def fail(self, stage: str, message: str, **context: Any) -> None:
-        self.errors.append({"stage": stage, "message": message, **context})
+    def fail(self, stage: str, message: str, *, episode_ids: list[str] | None = None, **context: Any) -> None:
+        """Record an error (it holds the checkpoint); episodes are listed bounded (`listed`)."""
+        self.errors.append(
+            {"stage": stage, "message": message, **(listed(episode_ids) if episode_ids else {}), **context}
+        )
         self.count(stage, "errors")
 
 
@@ -79,7 +99,7 @@ def _episodes(deps: Deps, batch: Batch) -> list[Episode]:
 
 def collect(deps: Deps, batch: Batch) -> Batch:
     checkpoint = deps.store.get_checkpoint(batch.tenant, batch.scope_id)
-    batch.base_version = checkpoint.version
+    batch.base_version, batch.holds = checkpoint.version, checkpoint.held
     before = batch.started_at - timedelta(seconds=deps.settings.settle_seconds)
     after = (checkpoint.after_created_at, checkpoint.after_episode_id)
     episodes = deps.store.list_episodes_after(batch.tenant, batch.scope_id, after, before, deps.settings.batch_size)
@@ -143,46 +163,105 @@ def _claim(text: str) -> tuple[str, ...] | None:
 
 
 def extract(deps: Deps, batch: Batch) -> Batch:
-    """One proposal per cluster; grounding rejects unsupported ones; one retry, told why when the
-    answer was rejected. Any other error (`ReasonerRefused`: access denied, unknown model; a bug) is a
-    configuration problem: it stops the stage at once instead of failing every cluster twice."""
+    """One proposal per cluster; grounding rejects unsupported ones; ATTEMPTS calls per cluster, a retry
+    told why the answer was rejected. A cluster whose answers were rejected (ungrounded, malformed) is set
+    aside with its reason; one the reasoner was unavailable for holds the checkpoint (an error) until
+    MAX_HOLDS runs in a row have held it, then it is set aside too. After OUTAGE unavailable clusters in a
+    row the stage stops calling. Any other error (`ReasonerRefused`: access denied, unknown model; a bug)
+    is a configuration problem: it stops the stage at once."""
     found = deps.store.get_episodes(batch.tenant, batch.episode_ids)
+    give_up = batch.holds + 1 >= MAX_HOLDS  # this run is the last that may hold the checkpoint
+    outage = 0
+    deadline = DEADLINE.get()
     for index, ids in enumerate(batch.clusters):
+        if deadline is not None and time.monotonic() >= deadline:
+            _defer(batch, found, index)
+            break
         dated = deps.reasoner.generative  # an LLM weighs dates ("the latest holds"); patterns need none
-        texts = [utterance(found[i], dated=dated) for i in ids if i in found]
+        present = [i for i in ids if i in found]
+        texts = [utterance(found[i], dated=dated) for i in present]
         if not texts:
             continue
-        feedback: str | None = None
-        problem = "no answer"
-        for _attempt in (1, 2):
-            batch.count("extract", "reasoner_calls")
-            try:
-                proposal = deps.reasoner.propose(texts, feedback)
-            except (StoreUnavailable, Throttled) as e:  # transient: retry without blaming the answer
-                problem = f"{e.code}: {e.message}"
-                batch.count("extract", "reasoner_failures")
-                continue
-            except ReasonerOutputInvalid as e:  # a bad answer: retry once, told why
-                problem = feedback = f"{e.code}: {e.message}"
-                batch.count("extract", "reasoner_failures")
-                continue
-            feedback = grounding_error(proposal, texts, generative=deps.reasoner.generative)
-            if feedback is None:
-                batch.proposals[index] = proposal
-                break
-            problem = feedback
-            batch.count("extract", "rejected")
+        if outage >= OUTAGE:
+            _unavailable(batch, ids, "the reasoner was unavailable for the clusters before", give_up)
+            continue
+        proposal, problem, transient = _propose(deps, batch, texts)
+        if proposal is not None:
+            batch.proposals[index] = proposal
+            if proposal.sources:  # the fact's sources: the episodes it cites (grounding checked them)
+                batch.clusters[index] = [present[n - 1] for n in sorted(set(proposal.sources))]
+            outage = 0
+        elif transient:
+            outage += 1
+            _unavailable(batch, ids, problem, give_up)
         else:
-            batch.fail("extract", f"cluster not consolidated after 2 attempts: {problem}", episode_ids=ids)
+            outage = 0
+            _set_aside(batch, ids, f"not consolidated after {ATTEMPTS} attempts: {problem}")
     batch.count("extract", "proposals", len(batch.proposals))
     return batch
+
+
+def _defer(batch: Batch, found: dict[str, Episode], index: int) -> None:
+    """Out of time at cluster `index`: the batch ends just before the first episode (in collection order)
+    of a cluster not yet tried; those episodes wait for the next batch (`full`: the loop goes on). A
+    cluster already tried that reaches past the cut is committed now and found `unchanged` next time."""
+    waiting = {i for ids in batch.clusters[index:] for i in ids}
+    cut = min(batch.episode_ids.index(i) for i in waiting)
+    batch.count("extract", "deferred", len(batch.clusters) - index)
+    if cut == 0 or batch.episode_ids[cut - 1] not in found:
+        batch.fail("extract", "out of time before a cluster could be tried")
+        return
+    batch.episode_ids = batch.episode_ids[:cut]
+    last = found[batch.episode_ids[-1]]
+    batch.last, batch.full = (last.created_at, last.episode_id), True
+    batch.clusters = batch.clusters[:index]
+
+
+def _propose(deps: Deps, batch: Batch, texts: list[str]) -> tuple[Proposal | None, str, bool]:
+    """(a grounded proposal or None, why not, whether the last failure was the reasoner being unavailable)."""
+    feedback: str | None = None
+    problem, transient = "no answer", False
+    for _attempt in range(ATTEMPTS):
+        batch.count("extract", "reasoner_calls")
+        try:
+            proposal = deps.reasoner.propose(texts, feedback)
+        except (StoreUnavailable, Throttled) as e:  # transient: retry without blaming the answer
+            problem, transient = f"{e.code}: {e.message}", True
+            batch.count("extract", "reasoner_failures")
+            continue
+        except ReasonerOutputInvalid as e:  # a bad answer: retry, told why
+            problem = feedback = f"{e.code}: {e.message}"
+            transient = False
+            batch.count("extract", "reasoner_failures")
+            continue
+        feedback = grounding_error(proposal, texts, generative=deps.reasoner.generative)
+        if feedback is None:
+            return proposal, "", False
+        problem, transient = feedback, False
+        batch.count("extract", "rejected")
+    return None, problem, transient
+
+
+def _unavailable(batch: Batch, ids: list[str], problem: str, give_up: bool) -> None:
+    if give_up:
+        _set_aside(batch, ids, f"the reasoner was unavailable in {MAX_HOLDS} runs in a row: {problem}")
+    else:
+        batch.fail("extract", f"cluster not consolidated, the reasoner was unavailable: {problem}", episode_ids=ids)
+
+
+def _set_aside(batch: Batch, ids: list[str], reason: str) -> None:
+    """Give up on a cluster: its episodes stay episodes (recall finds them), the batch goes on."""
+    batch.set_aside.append({"scope_id": batch.scope_id, "stage": "extract", "reason": reason[:300], **listed(ids)})
+    batch.count("extract", "set_aside")
+    metrics.add_metric(name="ConsolidationClustersSetAside", unit=MetricUnit.Count, value=1)
 
 
 def reconcile(deps: Deps, batch: Batch) -> Batch:
     """Decide per proposal: create, reinforce a near-duplicate, or supersede an older value.
 
-    A fact is a claim (entity, property, value) or a summary of two or more episodes: a lone episode
-    with no claim stays an episode (rollups still cover its period).
+    A fact is a claim (entity, property, value), or a generative reasoner's summary of two or more
+    episodes: an extractive summary (a copy of a turn) or a lone episode with no claim stays an episode.
+    A replayed batch finds its facts already holding its sources: `unchanged`, nothing is written.
 
     Proposals of this batch count as rivals too, so two values in one batch are never both active.
     """
@@ -194,11 +273,15 @@ def reconcile(deps: Deps, batch: Batch) -> Batch:
             claims.setdefault((norm(fact.entity), norm(fact.property)), set()).add(fact.fact_id)
     for index, proposal in sorted(batch.proposals.items()):
         sources = batch.clusters[index]
-        if not is_claim(proposal) and len(sources) < 2:  # the episode already says it: no new knowledge
-            batch.count("reconcile", "kept_as_episode")
+        if not is_claim(proposal) and (len(sources) < 2 or not deps.reasoner.generative):
+            batch.count("reconcile", "kept_as_episode")  # the episodes already say it: no new knowledge
             continue
         fact_id = Fact.id_for(batch.tenant, batch.scope_id, proposal, sources)
         decision = Decision(action="create", fact_id=fact_id, cluster=index, proposal=proposal, sources=sources)
+        held = facts.get(fact_id)
+        if held is not None and set(sources) <= set(held.source_episode_ids):
+            batch.count("reconcile", "unchanged")  # a replay: this batch already committed it
+            continue
         if proposal.entity and proposal.property:
             key = (norm(proposal.entity), norm(proposal.property))
             rivals = sorted(claims.get(key, set()) - {fact_id})
@@ -213,6 +296,9 @@ def reconcile(deps: Deps, batch: Batch) -> Batch:
             decision.action = "reinforce"
         else:
             duplicate = _near_duplicate(deps, proposal.summary, [f for f in active if not f.entity])
+            if duplicate is not None and set(sources) <= set(facts[duplicate].source_episode_ids):
+                batch.count("reconcile", "unchanged")
+                continue
             if duplicate is not None:
                 decision.action, decision.fact_id = "reinforce", duplicate
         batch.decisions.append(decision)
@@ -333,46 +419,81 @@ def _periods(episode: Episode) -> list[tuple[str, str]]:
     return [("daily", f"{episode.occurred_at:%Y-%m-%d}"), ("weekly", f"{year}-W{week:02d}")]
 
 
+TOPICS = 8  # words a roll-up's digest names as its period's topics
+# Words of greeting, assent and laughter: never a topic.
+CHATTER = frozenset(
+    "haha hahaha lol lmao yeah yep yes nope okay thanks thank night morning evening hello cool nice great "
+    "sure right really sorry good well just awesome wow".split()
+)
+
+
+def digest(claims: list[str], turns: list[str]) -> str:
+    """A period's roll-up text without an LLM: the claims stated in it, then its topics (the words most
+    turns of the period use, names of speakers aside). No label or count: nothing searchable but what
+    the period's turns said."""
+    spoken: dict[str, int] = {}
+    for turn in turns:
+        who, text = split_speaker(turn)
+        names = {w.lower() for w in (who or "").split()}
+        seen = {w.lower() for w in words(text)}
+        for word in seen - names - STOPWORDS - GENERIC - CHATTER:
+            if len(word) > 3 and not word.isdigit():
+                spoken[word] = spoken.get(word, 0) + 1
+    topics = sorted(spoken, key=lambda w: (-spoken[w], w))[:TOPICS]
+    return " ".join([*claims, *([", ".join(topics)] if topics else [])]).strip()
+
+
 def rollup(deps: Deps, batch: Batch) -> Batch:
-    """Daily and weekly summaries of the batch's episodes, merged with earlier ones of the period.
+    """Daily and weekly digests of the batch's episodes, merged with earlier ones of the period: the
+    active claims stated in the period and its topics (`digest`). Roll-ups are for time: recall returns
+    them when a query names a period or asks for their tier, and they never stand in for the episodes.
 
     A superseded value does not stay in a roll-up as current: the periods of a fact this batch
-    superseded are re-rolled, and a roll-up's summary is drawn only from episodes that are not the
-    sources of a superseded (or expired) claim. An STTP episode contributes its node's text."""
+    superseded are re-rolled, from the active claims and the turns that are not the sources of a
+    superseded (or expired) claim. A period whose episodes were all rolled already (a replay) is left
+    as it is. An STTP episode contributes its node's text."""
     facts = deps.store.list_facts(batch.tenant, batch.scope_id)
     outdated = {i for f in facts if f.tier == "raw" and f.status != "active" and f.entity for i in f.source_episode_ids}
     replaced = {d.replaces for d in batch.decisions if d.action == "supersede" and d.replaces}
-    wanted = set(batch.episode_ids) | {i for f in facts if f.fact_id in replaced for i in f.source_episode_ids}
+    rerolled = {i for f in facts if f.fact_id in replaced for i in f.source_episode_ids}
+    wanted = set(batch.episode_ids) | rerolled
     periods: dict[tuple[str, str], set[str]] = {}
     for episode in deps.store.get_episodes(batch.tenant, sorted(wanted)).values():
         for key in _periods(episode):
             periods.setdefault(key, set()).add(episode.episode_id)
     ids = {key: derived_id("ro_", batch.tenant, batch.scope_id, *key) for key in periods}
     existing = deps.store.get_facts(batch.tenant, list(ids.values()))
+    claims = sorted((f for f in facts if f.tier == "raw" and f.status == "active" and is_claim(f)),
+                    key=lambda f: (f.valid_from, f.fact_id))  # fmt: skip
     now = deps.clock.now()
     rolled = []
     for (tier, label), members in sorted(periods.items()):
         previous = existing.get(ids[tier, label])
+        if previous is not None and members <= set(previous.source_episode_ids) and not members & rerolled:
+            continue  # rolled already: a replay writes nothing
         source_ids = sorted({*(previous.source_episode_ids if previous else []), *members})
-        found = deps.store.get_episodes(batch.tenant, source_ids)
+        found = deps.store.get_episodes(batch.tenant, source_ids, vectors=False)
         present = [i for i in source_ids if i in found]
         if not present:
             continue
-        current = [utterance(found[i]) for i in present if i not in outdated]
-        gist = central(current) if current else "every claim of the period has been superseded since"
+        stated = [f.summary for f in claims if set(f.source_episode_ids) & set(present)]
+        current = [i for i in present if i not in outdated]
+        text = digest(stated, [utterance(found[i]) for i in current])
+        if not text and current:
+            continue  # nothing but small talk ("Lol.", "Night!"): no digest to write
         rolled.append(
             Fact(
                 tenant=batch.tenant,
                 fact_id=ids[tier, label],
                 scope_id=batch.scope_id,
                 tier=tier,
-                summary=f"{tier} summary {label} ({len(source_ids)} observations): {gist}",
+                summary=text or "every claim of the period has been superseded since",
                 confidence=confidence(len(source_ids), False),
                 source_episode_ids=source_ids,
                 valid_from=min(found[i].occurred_at for i in present),
                 created_at=previous.created_at if previous else now,
                 updated_at=now,
-                reinforced_at=now,
+                reinforced_at=previous.reinforced_at if previous else now,
             )
         )
     if rolled:
@@ -431,6 +552,7 @@ def checkpoint(deps: Deps, batch: Batch) -> Batch:
         return batch
     if batch.errors:
         batch.count("checkpoint", "held")
+        _count_hold(deps, batch)
         return batch
     if batch.last is not None:
         current = deps.store.get_checkpoint(batch.tenant, batch.scope_id)
@@ -440,6 +562,10 @@ def checkpoint(deps: Deps, batch: Batch) -> Batch:
                 "after_episode_id": batch.last[1],
                 "version": batch.base_version + 1,
                 "processed": current.processed + len(batch.episode_ids),
+                "held": 0,
+                "set_aside": [*current.set_aside, *({**e, "run_id": batch.run_id} for e in batch.set_aside)][
+                    -MAX_KEPT:
+                ],
             }
         )
         try:
@@ -451,6 +577,20 @@ def checkpoint(deps: Deps, batch: Batch) -> Batch:
     if not batch.full and batch.collected_before is not None:  # marks at or after the cut-off stay
         deps.store.clear_dirty(batch.tenant, batch.scope_id, batch.collected_before - timedelta(microseconds=1))
     return batch
+
+
+def _count_hold(deps: Deps, batch: Batch) -> None:
+    """One more run held the checkpoint at its place (`Checkpoint.held`; see `extract`). Best effort: a
+    store that fails here failed the batch already, and the next run counts again."""
+    if batch.last is None:
+        return
+    try:
+        current = deps.store.get_checkpoint(batch.tenant, batch.scope_id)
+        if current.version == batch.base_version:
+            held = current.model_copy(update={"held": current.held + 1, "version": batch.base_version + 1})
+            deps.store.save_checkpoint(held, batch.base_version)
+    except MnemeError:
+        return
 
 
 Stage = Callable[[Deps, Batch], Batch]

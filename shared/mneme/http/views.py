@@ -171,7 +171,8 @@ class RunStarted(BaseModel):
 
 
 class RunView(BaseModel):
-    """A consolidation run: status, per-stage counters and errors."""
+    """A consolidation run: status, per-stage counters and errors, the facts it wrote and the clusters
+    it set aside (with why)."""
 
     run_id: str
     status: RunStatus
@@ -180,6 +181,13 @@ class RunView(BaseModel):
     started_at: datetime
     finished_at: datetime | None = None
     requested_by: str
+    facts: list[dict[str, Any]] = Field(
+        default=[], description="facts it wrote or reinforced (the first 100): fact_id, scope_id, summary, status"
+    )
+    set_aside: list[dict[str, Any]] = Field(
+        default=[],
+        description="clusters it gave up on (the first 50): scope_id, stage, reason, episodes, episode_ids (first 5)",
+    )
 
     @property
     def finished(self) -> bool:

@@ -155,6 +155,9 @@ class RecallService:
             principal=caller.principal,
             metadata=as_filter(request.metadata),
         )
+        when = query_time(request.query, request.as_of or self.clock.now())
+        # roll-ups are for time: searched only when the query names a period or `tiers` names theirs
+        flt = flt.model_copy(update={"rollups": stages.rollups_asked(request, when)})
         run = stages.Run(
             deps=self.deps(),
             caller=caller,
@@ -163,7 +166,7 @@ class RecallService:
             scope_path=scope.path,
             anchors=anchor_rule.anchors(request.query),
             k=min(max(request.limit * 5, 50), 500),
-            when=query_time(request.query, request.as_of or self.clock.now()),
+            when=when,
         )
         stages.run_stages(run)
         assert run.pack is not None

@@ -105,8 +105,15 @@ def load(store: RecordStore, caller: Principal, ids: list[str], *, vectors: bool
 
 
 def to_result(
-    store: RecordStore, record: Record, score: float, scores: dict[str, float], path_of: Callable[[str], str]
+    store: RecordStore,
+    record: Record,
+    score: float,
+    scores: dict[str, float],
+    path_of: Callable[[str], str],
+    grounding: list[str] | None = None,
 ) -> Result:
+    """The result of a record. A fact's `sources` list its episodes; those in `grounding` (the turns
+    that state it, shown beside it) carry their `text`."""
     common = {"score": round(score, 6), "scores": scores}
     if isinstance(record, Episode):
         return Result(
@@ -149,7 +156,12 @@ def to_result(
             status=record.status,
             fact=fact,
             sources=[
-                {"id": e.episode_id, "occurred_at": e.occurred_at.isoformat(), "metadata": e.metadata}
+                {
+                    "id": e.episode_id,
+                    "occurred_at": e.occurred_at.isoformat(),
+                    "metadata": e.metadata,
+                    **({"text": e.content} if e.episode_id in (grounding or ()) else {}),
+                }
                 for e in sources.values()
             ],
             **common,

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from mneme.consolidation.models import Fact
+from mneme.consolidation.models import Fact, is_claim
+from mneme.consolidation.reasoning import grounds
 from mneme.errors import MnemeError
 from mneme.models import Episode, Memory, Principal
 from mneme.observability import logger
@@ -49,6 +50,7 @@ RELATED_CARDS = 5  # Engram: up to 5 omitted-but-relevant candidates are shown a
 SPEAKER_BOOST = 1.5  # a turn spoken by a person the query names
 NAME_WORD = re.compile(r"[^\W_]+(?:['’]s)?")  # a query word, with its possessive
 FALLBACK_WIDTH = 4  # the lexical fallback asks for this many times the channels' k
+GROUNDING_LINES = 3  # source turns a claim fact shows beside it, at most
 
 
 @dataclass
@@ -71,6 +73,7 @@ class Candidate:
     score: float = 0.0
     scores: dict[str, float] = field(default_factory=dict)
     origin: str = "search"  # search | fallback | prerequisite
+    grounding: list[str] | None = None  # a claim fact's source turns shown beside it (select)
 
 
 @dataclass
@@ -543,24 +546,92 @@ def fallback(run: Run) -> None:
 
 # -- select --------------------------------------------------------------------------------------
 def select(run: Run) -> None:
-    """Facts fold their own source episodes (the fact carries them and outranks them), then the
-    best `limit` are selected; the rest are omitted with reason `limit` (and may show as cards)."""
+    """Roll-ups only when asked for (`rollups_asked`); a claim fact folds the source turns that state it
+    (its grounding turns: the fact shows them beside it and outranks them), a summary folds nothing; then
+    one place per observation (`one_place`) and the best `limit` are selected; the rest are omitted with
+    reason `limit` (and may show as cards)."""
     took = len(run.candidates)
     dropped: list[tuple[str, str]] = []
-    for fact in sorted((c for c in run.candidates.values() if isinstance(c.record, Fact)), key=_order):
+    if not rollups_asked(run.request, run.when):  # the index leaves them out; the fresh tail reads none
+        dropped += [(c.id, "rollup_not_asked") for c in run.candidates.values() if _rollup(c)]
+    gone = dict(dropped)
+    folded: dict[str, list[str]] = {}
+    for fact in sorted((c for c in run.candidates.values() if _claim(c) and c.id not in gone), key=_order):
         assert isinstance(fact.record, Fact)
         for source_id in fact.record.source_episode_ids:
             source = run.candidates.get(source_id)
-            if source is None or source_id in dict(dropped):
+            if source is None or source_id in gone or not _grounds(fact.record, source.record):
                 continue
             fact.score = max(fact.score, source.score)  # ties go to facts (KIND_ORDER)
             dropped.append((source_id, f"source_of:{fact.id}"))
-    gone = dict(dropped)
+            gone[source_id] = dropped[-1][1]
+            folded.setdefault(fact.id, []).append(source_id)
     ordered = sorted((c for c in run.candidates.values() if c.id not in gone), key=_order)
+    ordered, repeats = one_place(run, ordered, folded)
+    dropped += repeats
     run.ranked = ordered[: run.request.limit]
     run.related = ordered[run.request.limit :]
     dropped += [(c.id, "limit") for c in run.related]
     run.note("select", took, dropped, limit=run.request.limit)
+
+
+def rollups_asked(request: RecallRequest, when: QueryTime) -> bool:
+    """Roll-ups are for time: asked for when `tiers` names one of theirs or the query names a period."""
+    return bool(request.tiers and set(request.tiers) - {"raw"}) or when.since is not None
+
+
+def _rollup(candidate: Candidate) -> bool:
+    return isinstance(candidate.record, Fact) and candidate.record.tier != "raw"
+
+
+def _claim(candidate: Candidate) -> bool:
+    return isinstance(candidate.record, Fact) and candidate.record.tier == "raw" and is_claim(candidate.record)
+
+
+def said(episode: Episode) -> str:
+    """A turn's text led by its speaker, as consolidation read it ('Maya: I moved to Berlin')."""
+    who = speaker(episode)
+    text = episode.search_text or episode.content
+    return f"{who}: {text}" if who else text
+
+
+def _grounds(fact: Fact, record: Record | None) -> bool:
+    return isinstance(record, Episode) and grounds(fact.entity, fact.value, said(record))
+
+
+def one_place(
+    run: Run, ordered: list[Candidate], folded: dict[str, list[str]]
+) -> tuple[list[Candidate], list[tuple[str, str]]]:
+    """One observation takes one place: a claim fact shows up to GROUNDING_LINES of its grounding turns
+    (those it folded first) that no better result shows; a roll-up whose period overlaps a better one's
+    is left out (`repeats:<id>`)."""
+    facts = {c.id: c for c in ordered[: run.request.limit + RELATED_CARDS] if _claim(c)}
+    wanted = sorted({i for c in facts.values() if isinstance(c.record, Fact) for i in c.record.source_episode_ids})
+    sources = run.deps.store.get_episodes(run.flt.tenant, wanted, vectors=False) if wanted else {}
+    shown: set[str] = set()
+    rolled: dict[str, str] = {}  # episode id -> the roll-up that covers it
+    kept: list[Candidate] = []
+    dropped: list[tuple[str, str]] = []
+    for candidate in ordered:
+        record = candidate.record
+        if isinstance(record, Fact) and record.tier != "raw":
+            overlap = next((rolled[i] for i in record.source_episode_ids if i in rolled), None)
+            if overlap is not None:
+                dropped.append((candidate.id, f"repeats:{overlap}"))
+                continue
+            rolled.update(dict.fromkeys(record.source_episode_ids, candidate.id))
+        elif isinstance(record, Fact) and candidate.id in facts:
+            mine = folded.get(candidate.id, [])
+            others = [i for i in record.source_episode_ids if i not in mine and _grounds(record, sources.get(i))]
+            candidate.grounding = [i for i in [*mine, *others] if i not in shown][:GROUNDING_LINES]
+            shown.update(candidate.grounding)
+        elif isinstance(record, Episode):
+            if candidate.id in shown:
+                dropped.append((candidate.id, "shown_beside_fact"))
+                continue
+            shown.add(candidate.id)
+        kept.append(candidate)
+    return kept, dropped
 
 
 def _order(candidate: Candidate) -> tuple[float, int, str]:
@@ -604,7 +675,7 @@ def prerequisites(run: Run) -> None:
     shown = [c.record for c in [*out, *run.related[:RELATED_CARDS]] if c.record is not None]
     deps.scopes.prefetch(tenant, [r.scope_id for r in shown if r.scope_id])  # their paths, a tree level at a time
     run.results = [
-        to_result(deps.store, c.record, c.score, c.scores, lambda s: _path(run, s)).model_copy(
+        to_result(deps.store, c.record, c.score, c.scores, lambda s: _path(run, s), c.grounding).model_copy(
             update={"requires": requires.get(c.id, [])}
         )
         for c in out
@@ -627,7 +698,7 @@ def pack(run: Run) -> None:
         run.already = [r.id for r in run.results if r.id in delivered]
     items = [pack_item(r) for r in run.results if r.id not in run.already]
     related = [
-        pack_item(to_result(deps.store, c.record, c.score, c.scores, lambda s: _path(run, s)))
+        pack_item(to_result(deps.store, c.record, c.score, c.scores, lambda s: _path(run, s), c.grounding))
         for c in run.related[:RELATED_CARDS]
         if c.record is not None
     ]
@@ -643,14 +714,25 @@ def pack(run: Run) -> None:
 
 
 def pack_item(result: Result) -> PackItem:
+    """A result as the pack shows it; a fact with the source turns that state it beside it (its grounding
+    lines: 'said by Maya on 2024-03-02: I moved to Berlin'), so the agent reads the evidence."""
     label = result.key or f"{result.occurred_at:%Y-%m-%d}"
     summary = (result.metadata.get("summary") if result.kind == "memory" else None) or result.content
+    lines = [
+        f"said{' by ' + who if (who := (s.get('metadata') or {}).get('speaker')) and isinstance(who, str) else ''}"
+        f" on {str(s.get('occurred_at', ''))[:10]}: {s['text']}"
+        for s in result.sources or []
+        if s.get("text")
+    ]
+    body = "\n".join([result.content, *lines])
+    if lines:
+        summary = f"{summary} ({lines[0]})"
     return PackItem(
         id=result.id,
         kind=result.kind,
         scope=result.scope,
         label=label,
-        body=result.content,
+        body=body,
         summary=summary,
         requires=result.requires,
         pending=result.status == "pending",

@@ -394,7 +394,17 @@ function renderRun(r) {
         el("th", { scope: "row", text: name }),
         el("td", { text: Object.entries(report.counters || {}).map(([k, v]) => `${k} ${v}`).join(" · ") }),
         el("td", { text: (report.errors || []).map((e) => e.message || JSON.stringify(e)).join("; ") })))))
-      : null);
+      : null,
+    runList("Facts written", "run-facts", r.facts, (f) => [el("code", { text: f.fact_id }), ` ${f.summary}`,
+      f.status !== "active" ? ` (${f.status})` : ""]),
+    runList("Clusters set aside", "run-set-aside", r.set_aside, (c) => [`${c.reason} — ${c.episodes} episodes: `,
+      el("code", { text: (c.episode_ids || []).join(", ") }), c.episodes > (c.episode_ids || []).length ? " …" : ""]));
+}
+// A run's facts or set-aside clusters: a titled list (items written as text only), or nothing when empty.
+function runList(title, cls, items, item) {
+  if (!items || !items.length) return null;
+  return el("section", { class: cls }, el("h4", { text: `${title} (${items.length})` }),
+    el("ul", {}, items.map((x) => el("li", {}, ...item(x)))));
 }
 async function startRun(form) {
   const scopes = new FormData(form).get("scopes").split(",").map((s) => s.trim()).filter(Boolean);

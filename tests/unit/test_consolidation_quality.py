@@ -1,0 +1,298 @@
+"""Consolidation that earns its place: recall never hides what answers, one place per observation,
+roll-ups for time only and without boilerplate, replays that write nothing, clusters set aside."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mneme.bootstrap import Services
+from mneme.consolidation.models import MAX_LISTED_IDS, Proposal
+from mneme.consolidation.stages import MAX_HOLDS, OUTAGE, digest
+from mneme.errors import ReasonerOutputInvalid, StoreUnavailable
+from mneme.services.recall import RecallRequest
+from tests.unit.test_consolidation import WRITER, _scope, remember, settle
+
+
+def consolidate(services: Services, clock: Any) -> Any:
+    settle(services, clock)
+    return services.consolidation.start(WRITER, None)
+
+
+def test_a_claim_fact_folds_its_grounding_turn_and_shows_it_beside_it(services: Services, clock: Any) -> None:
+    ids = remember(
+        services, "I moved to Berlin last year.", "Cool! What did it look like?", metadata={"speaker": "Maya"}
+    )
+    run = consolidate(services, clock)
+    [fact] = [f for f in services.store.list_facts("acme") if f.tier == "raw"]
+    assert fact.summary == "Maya lives in Berlin." and fact.source_episode_ids == [ids[0]]
+    assert services.consolidation.get(WRITER, run.run_id).facts == [  # the run lists the facts it wrote
+        {"fact_id": fact.fact_id, "scope_id": fact.scope_id, "summary": "Maya lives in Berlin.", "status": "active"}
+    ]
+    response = services.recall.recall(WRITER, RecallRequest(query="Where does Maya live?", explain=True))
+    top = response.results[0]
+    assert top.id == fact.fact_id
+    assert [s.get("text") for s in top.sources or []] == ["I moved to Berlin last year."]
+    assert ids[0] not in [r.id for r in response.results]  # folded: the fact shows its words
+    assert "said by Maya on" in response.context and "I moved to Berlin last year." in response.context
+    assert {"id": ids[0], "reason": f"source_of:{fact.fact_id}"} in response.explain["omitted"]
+
+
+def test_a_fact_never_folds_a_source_that_does_not_state_it(services: Services, clock: Any) -> None:
+    from mneme.consolidation.models import Fact
+
+    [other] = remember(services, "Acme moved offices to Leeds in spring.")
+    scope_id = _scope_of(services, "root.acme")
+    now = clock.now()
+    fact = Fact(tenant="acme", fact_id="fa_test", scope_id=scope_id, entity="Acme", property="VAT scheme",
+                value="flat rate", summary="Acme's VAT scheme is flat rate.", confidence=0.5,
+                source_episode_ids=[other], valid_from=now, created_at=now, updated_at=now,
+                reinforced_at=now)  # fmt: skip
+    services.store.put_facts([fact])
+    services.consolidation.deps.indexer.index_facts([fact])
+    response = services.recall.recall(WRITER, RecallRequest(query="Acme offices Leeds VAT"))
+    ids = [r.id for r in response.results]
+    assert other in ids and "fa_test" in ids  # the turn keeps its own place: the fact does not state it
+    assert all(not s.get("text") for r in response.results if r.id == "fa_test" for s in r.sources or [])
+
+
+def test_small_talk_makes_no_fact_and_rollups_carry_no_boilerplate(services: Services, clock: Any) -> None:
+    remember(services, "Haha, that's hilarious.", "Haha that is hilarious!", "Tom: I'm allergic to peanuts.")
+    consolidate(services, clock)
+    facts = services.store.list_facts("acme")
+    assert [f.summary for f in facts if f.tier == "raw"] == ["Tom is allergic to peanuts."]
+    rollups = [f for f in facts if f.tier != "raw"]
+    assert {f.tier for f in rollups} == {"daily", "weekly"}
+    for rollup in rollups:
+        assert "summary" not in rollup.summary and "observations" not in rollup.summary
+        assert rollup.summary.startswith("Tom is allergic to peanuts.")  # the period's claims, then topics
+    precise = RecallRequest.model_validate(
+        {"query": "observations", "scoring": {"strictness": "precision", "fallback": "never"}, "limit": 50}
+    )
+    assert services.recall.recall(WRITER, precise).results == []
+    summary = RecallRequest.model_validate({"query": "daily summary", "tiers": ["daily", "weekly"]})
+    assert services.recall.recall(WRITER, summary).results == []
+
+
+def test_digest_names_the_periods_claims_and_topics_not_one_turn() -> None:
+    text = digest(
+        ["Maya lives in Berlin."],
+        ["Maya: The flat in Berlin has a balcony.", "Tom: A balcony! Lucky.", "Maya: The balcony faces the canal."],
+    )
+    assert text.startswith("Maya lives in Berlin. ")
+    assert "balcony" in text and "maya" not in text.split(". ", 1)[1]  # speakers are no topic
+
+
+def test_rollups_are_returned_only_for_a_period_or_their_tier(services: Services, clock: Any) -> None:
+    remember(services, "The kiln firing went well.", "Kiln firing again on Friday.", occurred_at=clock.now())
+    consolidate(services, clock)
+    plain = services.recall.recall(WRITER, RecallRequest(query="kiln firing", explain=True))
+    assert all(r.tier in (None, "raw") or r.kind == "episode" for r in plain.results)
+    assert plain.explain["filters"]["rollups"] is False
+    asked = services.recall.recall(WRITER, RecallRequest(query="kiln firing", tiers=["daily", "weekly"]))
+    assert [r.tier for r in asked.results] == ["daily"] or [r.tier for r in asked.results] == ["weekly"]
+    # one of the two: the daily and the weekly roll-up cover the same turns, one place for them
+    period = services.recall.recall(WRITER, RecallRequest(query=f"kiln firing in {clock.now():%B %Y}"))
+    assert any(r.kind == "fact" and r.tier != "raw" for r in period.results)
+
+
+def test_one_observation_takes_one_place_in_a_pack(services: Services, clock: Any) -> None:
+    ids = remember(services, "I'm a site reliability engineer at Cloudflare.", metadata={"speaker": "Raj"})
+    consolidate(services, clock)
+    response = services.recall.recall(WRITER, RecallRequest(query="Raj engineer Cloudflare", tiers=["raw", "daily"]))
+    shown = [s["id"] for r in response.results if r.kind == "fact" for s in r.sources or [] if s.get("text")] + [
+        r.id for r in response.results if r.kind == "episode"
+    ]
+    assert shown.count(ids[0]) == 1
+    assert response.context.count("site reliability engineer at Cloudflare") == 1
+
+
+def test_a_replay_writes_nothing_and_reinforces_nothing(services: Services, clock: Any) -> None:
+    remember(services, "Acme's VAT scheme is flat rate.", "Acme's VAT scheme is flat rate, Sam confirmed.")
+    settle(services, clock)
+    deps = services.consolidation.deps
+    from mneme.consolidation.service import step
+    from mneme.consolidation.stages import STAGE_NAMES, Batch
+
+    batch = Batch(tenant="acme", scope_id=_scope(services), run_id="r1", started_at=clock.now())
+    for name in STAGE_NAMES[:-1]:  # a crash before the checkpoint
+        batch = Batch.model_validate(step(deps, {"stage": name, "batch": batch.model_dump(mode="json")}))
+    before = {f.fact_id: f.model_dump() for f in services.store.list_facts("acme")}
+    clock.advance(minutes=5)
+    run = services.consolidation.start(WRITER, None)  # the replay
+    assert run.status == "succeeded"
+    assert run.counter("reconcile", "unchanged") == 1 and run.counter("reconcile", "reinforce") == 0
+    assert run.counter("commit", "facts_written") == 0 and run.counter("rollup", "rollups") == 0
+    after = {f.fact_id: f.model_dump() for f in services.store.list_facts("acme")}
+    assert after == before  # not even updated_at moved
+
+
+class Rejected:
+    """A reasoner whose answers never hold up: grounding rejects every one."""
+
+    name, generative = "rejected", True
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def propose(self, texts: Any, feedback: Any = None) -> Proposal:
+        self.calls += 1
+        if self.calls % 2:
+            raise ReasonerOutputInvalid("not JSON")
+        return Proposal(entity="Globex", property="p", value="nowhere", summary="Globex is nowhere.")
+
+
+def test_a_cluster_that_always_fails_is_set_aside_and_the_checkpoint_moves(services: Services, clock: Any) -> None:
+    ids = remember(services, *[f"Pallet {i} damaged in transit at dock {i}." for i in range(12)])
+    reasoner = services.consolidation.deps.reasoner = Rejected()
+    run = consolidate(services, clock)
+    assert run.status == "partial" and run.errors == []  # done, but clusters were given up on: set_aside says why
+    clusters = run.counter("cluster", "clusters")
+    assert run.counter("extract", "set_aside") == clusters and reasoner.calls == 2 * clusters
+    assert services.store.get_checkpoint("acme", _scope(services)).processed == len(ids)
+    assert services.store.list_dirty("acme", 10) == []
+    entry = run.set_aside[0]
+    assert entry["scope_id"] == _scope(services) and "not consolidated after 2 attempts" in entry["reason"]
+    assert len(entry["episode_ids"]) <= MAX_LISTED_IDS and entry["episodes"] >= 1
+    stored = services.consolidation.get(WRITER, run.run_id)
+    assert stored.set_aside == run.set_aside
+    calls = reasoner.calls
+    clock.advance(minutes=15)
+    assert consolidate(services, clock).counter("extract", "reasoner_calls") == 0  # nothing retried
+    assert reasoner.calls == calls
+
+
+class Down:
+    name, generative = "down", True
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def propose(self, texts: Any, feedback: Any = None) -> Proposal:
+        self.calls += 1
+        raise StoreUnavailable("model endpoint unavailable")
+
+
+def test_an_unavailable_reasoner_holds_a_scope_for_a_bounded_number_of_runs(services: Services, clock: Any) -> None:
+    remember(
+        services, *[f"Crate {i} of tiles {'blue green red amber violet'.split()[i % 5]} at bay {i}." for i in range(10)]
+    )
+    reasoner = services.consolidation.deps.reasoner = Down()
+    runs = []
+    for _ in range(MAX_HOLDS):
+        runs.append(consolidate(services, clock))
+        assert runs[-1].counter("extract", "reasoner_calls") <= 2 * OUTAGE  # stops calling during an outage
+        clock.advance(minutes=15)
+    held, last = runs[:-1], runs[-1]
+    assert all(r.status == "failed" and r.counter("checkpoint", "held") == 1 for r in held)
+    assert last.status == "partial" and last.counter("extract", "set_aside") >= 1
+    assert "unavailable in 3 runs in a row" in last.set_aside[0]["reason"]
+    checkpoint = services.store.get_checkpoint("acme", _scope(services))
+    assert checkpoint.processed == 10 and checkpoint.held == 0
+    assert checkpoint.set_aside and checkpoint.set_aside[0]["run_id"] == last.run_id
+    assert reasoner.calls <= MAX_HOLDS * 2 * OUTAGE
+
+
+def _scope_of(services: Services, path: str) -> str:
+    return services.scopes.resolve("acme", path).scope.scope_id
+
+
+def test_out_of_time_extract_commits_the_clusters_it_tried_and_leaves_the_rest_for_the_next_batch(
+    services: Services, clock: Any, monkeypatch: Any
+) -> None:
+    from mneme.consolidation import stages
+    from mneme.consolidation.reasoning import ExtractiveReasoner
+    from mneme.consolidation.service import run_batch
+
+    schemes = [("Acme", "flat rate"), ("Globex", "standard rate"), ("Initech", "cash accounting"), ("Hooli", "flat")]
+    remember(services, *[f"{name}'s VAT scheme is {scheme}." for name, scheme in schemes])
+    settle(services, clock)
+    deps = services.consolidation.deps
+    now = [0.0]
+    monkeypatch.setattr(stages.time, "monotonic", lambda: now[0])
+    calls = 0
+
+    class Slow:
+        name, generative = "slow", False
+
+        def propose(self, texts: Any, feedback: Any = None) -> Proposal:
+            nonlocal calls
+            calls += 1
+            now[0] += 60 if calls < 2 else 600  # the second cluster uses the task's time up
+            return ExtractiveReasoner().propose(texts, feedback)
+
+    deps.reasoner = Slow()
+    token = stages.DEADLINE.set(300.0)
+    try:
+        batch = run_batch(
+            deps, stages.Batch(tenant="acme", scope_id=_scope(services), run_id="r", started_at=clock.now())
+        )
+    finally:
+        stages.DEADLINE.reset(token)
+    assert batch.errors == [] and calls == 2 and batch.counters["extract"]["deferred"] == 2
+    assert batch.full and len(batch.episode_ids) == 2  # cut before the first untried cluster's episode
+    assert services.store.get_checkpoint("acme", _scope(services)).processed == 2
+    run = services.consolidation.start(WRITER, None)  # the next batch takes the rest
+    assert run.counter("extract", "deferred") == 0 and run.counter("collect", "episodes_read") == 2
+    assert len([f for f in services.store.list_facts("acme") if f.tier == "raw"]) == 4
+
+
+def test_an_execution_that_ended_without_finish_concludes_its_run(services: Services, clock: Any) -> None:
+    import json
+
+    run, targets = services.consolidation.open(WRITER, None)
+    assert run.status == "running"
+    child_input = json.dumps({"tenant": "acme", "run_id": run.run_id, "scope_id": "s"})
+    child = {
+        "detail-type": "Step Functions Execution Status Change",
+        "detail": {"status": "FAILED", "input": child_input},
+    }
+    assert services.consolidation.ended(child) == {"concluded": False}  # a Map child: its parent records it
+    event = {
+        "detail-type": "Step Functions Execution Status Change",
+        "detail": {
+            "status": "TIMED_OUT",
+            "input": json.dumps({"tenant": "acme", "run_id": run.run_id, "targets": targets}),
+            "error": "States.Timeout",
+        },
+    }
+    assert services.consolidation.ended(event)["status"] == "failed"
+    stored = services.consolidation.get(WRITER, run.run_id)
+    assert stored.status == "failed" and stored.finished_at is not None
+    assert stored.errors == [{"stage": "workflow", "message": "execution timed out: States.Timeout"}]
+    assert services.consolidation.ended(event) == {"concluded": False}  # concluded once
+
+
+def test_relative_places_and_times_are_no_values() -> None:
+    from mneme.consolidation.claims import claims
+
+    assert claims("Niamh: Aoife's wedding was last weekend, down in Kenmare.") == []
+    assert claims("Kavya: Ewan's whole life is here.") == []
+    assert claims("Tom: My sister's name is Anna.") == [("Tom", "sister's name", "Anna")]
+
+
+def test_a_fact_takes_as_sources_the_episodes_it_cites(services: Services, clock: Any) -> None:
+    ids = remember(services, "Acme's VAT scheme is flat rate.", "Acme's VAT scheme is flat rate, says Sam.")
+
+    class Citing:
+        name, generative = "citing", True
+        calls = 0
+
+        def propose(self, texts: Any, feedback: Any = None) -> Proposal:
+            self.calls += 1
+            assert (feedback is None) == (self.calls == 1)
+            said = next(n for n, text in enumerate(texts, 1) if "says Sam" in text)
+            cited = [3] if self.calls == 1 else [said]  # first a third episode that is not there: rejected
+            return Proposal(entity="Acme", property="VAT scheme", value="flat rate", summary="Acme pays flat-rate VAT.",
+                            sources=cited)  # fmt: skip
+
+    services.consolidation.deps.reasoner = Citing()
+    run = consolidate(services, clock)
+    assert run.counter("extract", "rejected") == 1
+    [fact] = [f for f in services.store.list_facts("acme") if f.tier == "raw"]
+    assert fact.source_episode_ids == [ids[1]]  # the other stays an episode
+
+
+def test_a_period_of_nothing_but_small_talk_gets_no_rollup(services: Services, clock: Any) -> None:
+    remember(services, "Lol.", "Night!", "Haha yes.", occurred_at=clock.now())
+    consolidate(services, clock)
+    assert services.store.list_facts("acme") == []
