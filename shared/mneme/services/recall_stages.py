@@ -309,8 +309,9 @@ def _below_context_owners(run: Run, candidates: list[Candidate]) -> None:
 
 
 def _own_words(candidate: Candidate) -> str:
+    """What is indexed for the turn itself: its speaker, its words and its date, without its context."""
     assert isinstance(candidate.record, Episode)
-    return candidate.record.search_text or candidate.record.content
+    return episode_text(candidate.record)
 
 
 def _named_speakers(run: Run, candidates: list[Candidate]) -> set[str]:
