@@ -10,9 +10,13 @@ the bundle gives it (scoped 3d+3, value-targeted 3d+2, layer-wide 3d+1) — is o
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from mneme.models import Memory
 from mneme.services.retrieval import priority
+
+if TYPE_CHECKING:
+    from mneme.services.recall_stages import Candidate, Run
 
 SCOPE_FACTOR = 1.1
 GLOBAL = priority(0, "scoped")  # a memory scoped to root; anything more local is workspace guidance
@@ -38,3 +42,27 @@ def less_local(where: dict[str, int], bodies: dict[str, str]) -> dict[str, str]:
     for memory_id in sorted(where, key=lambda i: (-where[i], i)):
         best.setdefault(bodies[memory_id], memory_id)
     return {i: best[bodies[i]] for i in where if where[i] < where[best[bodies[i]]]}
+
+
+def local_over_global(run: Run, candidates: list[Candidate]) -> list[tuple[str, str]]:
+    """The lifecycle stage's scope rule: local memories scored ×SCOPE_FACTOR; the less local copies, to drop."""
+    memories = [c for c in candidates if isinstance(c.record, Memory)]
+    if not memories:
+        return []
+    tenant = run.flt.tenant
+    tagged = any(isinstance(c.record, Memory) and c.record.kind == "tagged" for c in memories)
+    layers = run.deps.store.get_layers(tenant) if tagged else {}
+
+    def depth(scope_id: str) -> int:
+        return run.deps.scopes.chain_of(tenant, scope_id).scope.depth
+
+    where: dict[str, int] = {}
+    bodies: dict[str, str] = {}
+    for candidate in memories:
+        assert isinstance(candidate.record, Memory)
+        where[candidate.id] = locality(candidate.record, depth, layers)
+        bodies[candidate.id] = same_guidance(candidate.record)
+        if where[candidate.id] > GLOBAL:
+            candidate.scores["scope"] = SCOPE_FACTOR
+            candidate.score *= SCOPE_FACTOR
+    return [(i, f"duplicate_of:{kept}") for i, kept in less_local(where, bodies).items()]

@@ -28,7 +28,7 @@ from mneme.observability import logger
 from mneme.ports import Clock, Embedder, RecordStore, SearchIndex, embed_query
 from mneme.search_models import Hit, SearchFilter
 from mneme.services import anchors as anchor_rule
-from mneme.services import recall_hop, recall_scope
+from mneme.services import recall_context, recall_hop, recall_scope
 from mneme.services.context_pack import Pack, PackItem, build_pack
 from mneme.services.indexing import episode_text, memory_text, speaker
 from mneme.services.recall_records import Record, Result, lifecycle, load, record_text, strong_text, to_result
@@ -48,7 +48,6 @@ RELATED_SHARE = 0.5  # ... those scoring at least this share of the best result
 SPEAKER_BOOST = 1.5  # a turn spoken by a person the query names
 NAME_WORD = re.compile(r"[^\W_]+(?:['’]s)?")  # a query word, with its possessive
 FALLBACK_WIDTH = 4  # the lexical fallback asks for this many times the channels' k
-CONTEXT_ONLY_BELOW = 0.99  # a context-only turn's score, under the weakest turn of its session with its own
 
 
 @dataclass
@@ -279,39 +278,8 @@ def fuse(run: Run) -> None:
         }
         _resonate(run, candidate)
         _speaker(run, candidate)
-    _below_context_owners(run, live)
+    recall_context.below_context_owners(run, live)
     run.note("fuse", took, dropped, **({"speakers_named": sorted(names)} if names else {}))
-
-
-def _below_context_owners(run: Run, candidates: list[Candidate]) -> None:
-    """A turn is indexed with the turns said just before it (`Indexer.session_context`): their words help
-    it be found, but a turn with no content of its own for the query (none of the query's anchors in its
-    own words, and its own cosine under recall_hop.LINK_FLOOR: 'Sure, let me check') never outranks a turn
-    of its session whose own words have them: it ranks just below the weakest of those. (A short reply
-    that answers the question, 'She's a nurse.', is close enough in meaning to keep its place.)"""
-    turns = [c for c in candidates if isinstance(c.record, Episode) and c.record.session_id]
-    own = {c.id: anchor_rule.anchor_hits(run.anchors, _own_words(c)) > 0 for c in turns}
-    floor: dict[tuple[str, str | None], float] = {}
-    for candidate in turns:
-        assert isinstance(candidate.record, Episode)
-        where = (candidate.record.scope_id, candidate.record.session_id)
-        if own[candidate.id]:
-            floor[where] = min(floor.get(where, candidate.score), candidate.score)
-    for candidate in turns:
-        assert isinstance(candidate.record, Episode)
-        below = floor.get((candidate.record.scope_id, candidate.record.session_id))
-        borrowed = (
-            "lexical" in candidate.channels and not own[candidate.id] and candidate.vector < recall_hop.LINK_FLOOR
-        )
-        if borrowed and below is not None and candidate.score >= below:
-            candidate.scores["context_only"] = CONTEXT_ONLY_BELOW
-            candidate.score = below * CONTEXT_ONLY_BELOW
-
-
-def _own_words(candidate: Candidate) -> str:
-    """What is indexed for the turn itself: its speaker, its words and its date, without its context."""
-    assert isinstance(candidate.record, Episode)
-    return episode_text(candidate.record)
 
 
 def _named_speakers(run: Run, candidates: list[Candidate]) -> set[str]:
@@ -488,31 +456,8 @@ def lifecycle_stage(run: Run) -> None:
     took = len(run.candidates)
     dropped = _age(run, list(run.candidates.values()))
     gone = dict(dropped)
-    dropped += _local_over_global(run, [c for c in run.candidates.values() if c.id not in gone])
+    dropped += recall_scope.local_over_global(run, [c for c in run.candidates.values() if c.id not in gone])
     run.note("lifecycle", took, dropped)
-
-
-def _local_over_global(run: Run, candidates: list[Candidate]) -> list[tuple[str, str]]:
-    memories = {c.id: c for c in candidates if isinstance(c.record, Memory)}
-    if not memories:
-        return []
-    tenant = run.flt.tenant
-    tagged = any(c.record.kind == "tagged" for c in memories.values() if isinstance(c.record, Memory))
-    layers = run.deps.store.get_layers(tenant) if tagged else {}
-
-    def depth(scope_id: str) -> int:
-        return run.deps.scopes.chain_of(tenant, scope_id).scope.depth
-
-    where: dict[str, int] = {}
-    bodies: dict[str, str] = {}
-    for candidate in memories.values():
-        assert isinstance(candidate.record, Memory)
-        where[candidate.id] = recall_scope.locality(candidate.record, depth, layers)
-        bodies[candidate.id] = recall_scope.same_guidance(candidate.record)
-        if where[candidate.id] > recall_scope.GLOBAL:
-            candidate.scores["scope"] = recall_scope.SCOPE_FACTOR
-            candidate.score *= recall_scope.SCOPE_FACTOR
-    return [(i, f"duplicate_of:{kept}") for i, kept in recall_scope.less_local(where, bodies).items()]
 
 
 def _age(run: Run, candidates: list[Candidate]) -> list[tuple[str, str]]:
