@@ -355,6 +355,25 @@ def ask(
     return rows
 
 
+PACK_LIMIT = 10
+PACK_ITEM = re.compile(r"^(?:### (\S+) \[|- (\S+) \[)", re.MULTILINE)
+
+
+def pack_precision(api: httpx.Client, conversations: list[Conversation], ids: dict[str, str]) -> dict[str, float]:
+    """The share of the context pack's items (bodies and cards, at `limit` 10) that are evidence for the
+    question, averaged over questions (a pack with no item counts 0), and the mean number of items."""
+    shares, sizes = [], []
+    for conv in conversations:
+        for q in conv.questions.values():
+            reply = api.post("/v1/recall", json={"query": q.text, "scope": conv.scope, "limit": PACK_LIMIT})
+            if reply.status_code != 200:
+                raise SystemExit(f"recall failed: {reply.status_code} {reply.text[:300]}")
+            items = [ids.get(a or b, a or b) for a, b in PACK_ITEM.findall(reply.json()["context"])]
+            shares.append(sum(key in q.evidence for key in items) / len(items) if items else 0.0)
+            sizes.append(len(items))
+    return {"precision": statistics.fmean(shares), "items": statistics.fmean(sizes)}
+
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, math.ceil(p / 100 * len(ordered)) - 1))]
@@ -529,6 +548,7 @@ def main() -> None:
             print(f"reusing {len(ids)} ingested turns in {home.relative_to(c.ROOT)}")
         api.post("/v1/recall", json={"query": "warm up", "scope": conversations[0].scope})
         rows = ask(api, conversations, ids, turns)
+        precision = pack_precision(api, conversations, ids)
         if args.consolidate:
             started = time.perf_counter()
             run = consolidate(api, [conv.scope for conv in conversations])
@@ -542,6 +562,10 @@ def main() -> None:
             shutil.rmtree(home, ignore_errors=True)
     print()
     print(report(rows))
+    print(
+        f"pack precision at limit {PACK_LIMIT}: {precision['precision']:.3f} of items are evidence "
+        f"({precision['items']:.1f} items a pack)"
+    )
     if args.consolidate:
         errors = sum(len(stage.get("errors", [])) for stage in run["stages"].values())
         print(f"\none run: {run['status']} in {took:.1f} s; errors {errors}")

@@ -17,6 +17,7 @@ from mneme.http.schemas import (
     DraftRequest,
     EditMemoryRequest,
     LayersRequest,
+    MemoryView,
     NoBody,
     PublishRequest,
     RejectRequest,
@@ -80,7 +81,12 @@ def erase_scope(
 
 @app.post("/v1/scopes/rename")
 def rename_scope(request: Annotated[RenameScopeRequest, Body()]) -> dict[str, Any]:
-    renamed, old_path = bootstrap.current().scopes.rename(caller(app).tenant, request.path, request.new_path)
+    """Rename a scope's last segment; `dry_run` answers with the preview a structure draft would show."""
+    structure = bootstrap.current().structure
+    answer = structure.rename_without_draft(caller(app), request.path, request.new_path, dry_run=request.dry_run)
+    if isinstance(answer, Preview):
+        return {"dry_run": True, "preview": answer.model_dump(mode="json")}
+    renamed, old_path = answer
     return {**_scope_view(renamed.path, renamed.scope.scope_id, renamed.scope.depth), "alias": old_path}
 
 
@@ -142,7 +148,9 @@ def reviews(path: Annotated[str | None, Query(max_length=600)] = None, mine: boo
 
 @app.post("/v1/memories/<memory_id>/archive")
 def archive_memory(memory_id: str, _: Annotated[NoBody | None, Body()] = None) -> dict[str, Any]:
-    return _memory_view(bootstrap.current().memories.archive(caller(app), memory_id))
+    """Archive by id only: the answer names the memory but never carries its body."""
+    view = _memory_view(bootstrap.current().memories.archive(caller(app), memory_id))
+    return {field: view[field] for field in MemoryView.model_fields}
 
 
 @app.post("/v1/structure/drafts")

@@ -58,7 +58,7 @@ from mneme.errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
-from mneme.http.schemas import CorrectFactRequest, CreateMemoryRequest, EditMemoryRequest
+from mneme.http.schemas import CorrectFactRequest, CreateMemoryRequest, EditMemoryRequest, MemoryView
 from mneme.http.views import (
     Change,
     ChangesPage,
@@ -108,6 +108,7 @@ __all__ = [
     "KeyView",
     "MemoryHistory",
     "MemoryRecord",
+    "MemoryView",
     "Message",
     "MnemeClient",
     "MnemeConnectionError",
@@ -634,9 +635,10 @@ class MnemeClient:
         answer = self._json("PATCH", f"/v1/memories/{_segment(memory_id)}", _dump(request), idempotent=False)
         return MemoryRecord.model_validate(answer)
 
-    def archive_memory(self, memory_id: str) -> MemoryRecord:
+    def archive_memory(self, memory_id: str) -> MemoryView:
+        """Archive by id; the answer names the memory (key, target, status) without its body."""
         answer = self._json("POST", f"/v1/memories/{_segment(memory_id)}/archive", idempotent=False)
-        return MemoryRecord.model_validate(answer)
+        return MemoryView.model_validate(answer)
 
     # -- review (approvers) -----------------------------------------------------------------------
 

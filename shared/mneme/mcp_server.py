@@ -32,7 +32,17 @@ from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import AfterValidator, AwareDatetime, BaseModel, Field, ValidationError
 
 from mneme import __version__
-from mneme.client import Bundle, MemoryRecord, Message, MnemeClient, Remembered, RunView, ScopeView, invalid_input
+from mneme.client import (
+    Bundle,
+    MemoryRecord,
+    MemoryView,
+    Message,
+    MnemeClient,
+    Remembered,
+    RunView,
+    ScopeView,
+    invalid_input,
+)  # fmt: skip
 from mneme.errors import InvalidInput, MnemeError, ScopeNotFound
 from mneme.paths import MAX_DEPTH
 
@@ -164,7 +174,7 @@ def _call(work: Callable[[], T], render: Callable[[T], tuple[BaseModel, str]]) -
     return _result(model, text)
 
 
-def _memory_text(verb: str, memory: MemoryRecord) -> str:
+def _memory_text(verb: str, memory: MemoryView) -> str:
     text = f"{verb} memory {memory.key!r} for {memory.target}: status {memory.status}, version {memory.version}, "
     text += f"memory_id {memory.memory_id}."
     if memory.status == "pending":
@@ -455,7 +465,7 @@ def build_server(client: MnemeClient, *, scope: str = "root") -> MCPServer:
     )
     def archive_memory(
         memory_id: Annotated[str, Field(min_length=1, max_length=128, description="The memory's id")],
-    ) -> Annotated[CallToolResult, MemoryRecord]:
+    ) -> Annotated[CallToolResult, MemoryView]:
         return _call(lambda: client.archive_memory(memory_id), lambda m: (m, _memory_text("archived", m)))
 
     @server.tool(

@@ -17,6 +17,16 @@ class Move(BaseModel):
     new_parent: PathStr
 
 
+class Rename(BaseModel):
+    """Rename a scope's last segment (the old path stays as an alias): as a draft when it changes which
+    value-targeted guidance applies, since a tag follows the segment, not the scope."""
+
+    model_config = ConfigDict(extra="forbid")
+    op: Literal["rename"]
+    path: PathStr
+    new_path: PathStr
+
+
 class Merge(BaseModel):
     model_config = ConfigDict(extra="forbid")
     op: Literal["merge"]
@@ -41,7 +51,7 @@ class Layers(BaseModel):
     layers: dict[int, Annotated[str, Field(min_length=1, max_length=63)]] = Field(max_length=8)
 
 
-Operation = Annotated[Move | Merge | Delete | Layers, Field(discriminator="op")]
+Operation = Annotated[Move | Rename | Merge | Delete | Layers, Field(discriminator="op")]
 
 
 class ScopeChange(BaseModel):

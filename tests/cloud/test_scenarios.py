@@ -280,3 +280,29 @@ def test_recall_finds_a_paraphrase_through_the_collections_knn(cloud: Cloud, adm
     top = answer["results"][0]
     assert top["id"] == boiler, answer["results"]
     assert top["scores"]["bm25"] == 0 and top["scores"]["vector"] > 0.25, top["scores"]
+
+
+def test_a_rename_that_moves_tagged_guidance_goes_through_a_draft(cloud: Cloud, admin: str) -> None:
+    assert cloud.api("PUT", "/v1/layers", {"layers": {"1": "clients"}}, key=admin).status == 200
+    assert cloud.api("POST", "/v1/scopes", {"path": "root.northwind.vat", "parents": True}, key=admin).status == 201
+    for client, currency in (("northwind", "USD"), ("contoso", "EUR")):
+        memory = {"tag": f"clients={client}", "key": f"{client}-billing", "body": f"Invoice in {currency} only."}
+        assert cloud.api("POST", "/v1/memories", memory, key=admin).status == 201
+    rename = {"path": "root.northwind", "new_path": "root.contoso"}
+    refused = cloud.api("POST", "/v1/scopes/rename", rename, key=admin)
+    assert refused.status == 409 and refused.json()["error"]["code"] == "draft_required", str(refused)
+    dry = cloud.api("POST", "/v1/scopes/rename", {**rename, "dry_run": True}, key=admin)
+    assert dry.status == 200 and dry.json()["preview"]["path_changes"][0] == ["root.northwind", "root.contoso"]
+    draft = cloud.api(
+        "POST", "/v1/structure/drafts", {"operations": refused.json()["error"]["details"]["operations"]}, key=admin
+    )
+    assert draft.status == 201 and draft.json()["preview"] == dry.json()["preview"], str(draft)
+    published = cloud.api(
+        "POST",
+        f"/v1/structure/drafts/{draft.json()['draft_id']}/publish",
+        {"fingerprint": draft.json()["preview"]["fingerprint"]},
+        key=admin,
+    )
+    assert published.status == 200, str(published)
+    bundle = cloud.api("POST", "/v1/retrieve", {"path": "root.northwind.vat"}, key=admin).body  # through the alias
+    assert "Invoice in EUR only." in bundle and "USD" not in bundle and "root.contoso.vat" in bundle

@@ -390,6 +390,19 @@ def test_a_move_reparents_the_subtree_and_leaves_an_alias(store: RecordStore) ->
     assert store.get_draft(A, "d1") == published(draft)
 
 
+def test_a_rename_changes_the_segment_and_leaves_the_old_one_as_an_alias(store: RecordStore) -> None:
+    build(store)
+
+    _, draft = publish(store, {"op": "rename", "path": "root.prospects.initech", "new_path": "root.prospects.init"})
+
+    renamed = store.get_scope(A, "pi")
+    assert renamed is not None and (renamed.parent_id, renamed.segment, renamed.depth) == ("p", "init", 2)
+    assert store.find_child(A, "p", "init") == renamed and store.find_child(A, "p", "initech") is None
+    assert store.find_alias(A, "p", "initech") == "pi"
+    assert path_of(store, "root.prospects.initech.notes") == "root.prospects.init.notes"
+    assert ("scope", "pi") in changed(store) and store.get_draft(A, "d1") == published(draft)
+
+
 def test_a_merge_moves_children_memories_and_records_and_repoints_aliases(store: RecordStore) -> None:
     build(store)
     store.save_checkpoint(Checkpoint(tenant=A, scope_id="p", version=1), expected_version=0)

@@ -37,6 +37,7 @@ from mneme.client import (
     CreatedKey,
     KeyView,
     MemoryRecord,
+    MemoryView,
     MnemeClient,
     RecallResponse,
     Remembered,
@@ -44,6 +45,7 @@ from mneme.client import (
     RunView,
     ScopeView,
 )
+from mneme.http.views import RenamePreview
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -104,12 +106,12 @@ SUCCESS: dict[tuple[str, str], Callable[[Any], Any]] = {
     ("GET", "/v1/consolidations/{run_id}"): RunView.model_validate,
     ("GET", "/v1/scopes"): Scopes.model_validate,
     ("POST", "/v1/scopes"): ScopeView.model_validate,
-    ("POST", "/v1/scopes/rename"): ScopeView.model_validate,
+    ("POST", "/v1/scopes/rename"): TypeAdapter(ScopeView | RenamePreview).validate_python,
     ("GET", "/v1/layers"): Layers.model_validate,
     ("PUT", "/v1/layers"): Layers.model_validate,
     ("POST", "/v1/memories"): MemoryRecord.model_validate,
     ("PATCH", "/v1/memories/{memory_id}"): MemoryRecord.model_validate,
-    ("POST", "/v1/memories/{memory_id}/archive"): MemoryRecord.model_validate,
+    ("POST", "/v1/memories/{memory_id}/archive"): MemoryView.model_validate,
     ("POST", "/v1/keys"): CreatedKey.model_validate,
     ("GET", "/v1/keys"): Keys.model_validate,
     ("POST", "/v1/keys/{key_id}/revoke"): TypeAdapter(dict[str, Any]).validate_python,

@@ -124,8 +124,10 @@ async def the_agent_workflow(client: Client, writer_name: str) -> dict[str, Any]
     assert "<!-- scoped: root.pennine | priority: 6 | key: vat-policy | pending -->" in text(bundle)
     assert structured(bundle)["blocks"][0]["memory_id"] == memory["memory_id"]
 
-    archived = structured(await client.call_tool("archive_memory", {"memory_id": memory["memory_id"]}))
-    assert archived["status"] == "archived"
+    archived_call = await client.call_tool("archive_memory", {"memory_id": memory["memory_id"]})
+    archived = structured(archived_call)
+    assert archived["status"] == "archived" and archived["key"] == "vat-policy"
+    assert "body" not in archived and "quarterly" not in text(archived_call)  # by id, never to read it
     assert "vat-policy" not in text(await client.call_tool("retrieve", {"path": "root.pennine"}))
 
     scopes = structured(await client.call_tool("list_scopes", {}))

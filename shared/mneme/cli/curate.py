@@ -12,7 +12,7 @@ from mneme.cli.output import emit_json, err
 from mneme.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from mneme.client import MemoryRecord
+    from mneme.client import MemoryView
 
 
 # -- scopes ------------------------------------------------------------------------------------------
@@ -91,7 +91,7 @@ def _fields(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_memories(ctx: Context) -> int:
     args = ctx.args
     client = ctx.client()
-    memory: MemoryRecord
+    memory: MemoryView  # archive answers without the body
     if args.action == "create":
         if (args.scope is None) == (args.tag is None):
             raise InvalidInput("give exactly one of --scope PATH or --tag LAYER=VALUE (or LAYER=*)")

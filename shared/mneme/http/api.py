@@ -23,7 +23,7 @@ from mneme.http.admission import admit
 from mneme.models import Principal
 from mneme.observability import logger
 
-TOO_LARGE = {"body_too_large"}  # validation errors that are a size limit on content: 413, not 400
+TOO_LARGE = {"body_too_large", "query_too_large"}  # validation errors that are a size limit on content: 413, not 400
 
 
 def error_response(error: MnemeError) -> Response:

@@ -13,6 +13,7 @@ from pydantic.json_schema import models_json_schema
 
 from mneme import __version__, routes
 from mneme.http import views
+from mneme.http.schemas import MemoryView
 from mneme.services.recall import RecallResponse
 from mneme.services.remember import Remembered
 from mneme.services.retrieval import Bundle
@@ -41,13 +42,13 @@ SUCCESS: dict[tuple[str, str], Success] = {
     ("GET", "/v1/me"): (200, views.Caller),
     ("GET", "/v1/scopes"): (200, views.ScopeList),
     ("POST", "/v1/scopes"): (201, views.ScopeView),
-    ("POST", "/v1/scopes/rename"): (200, views.ScopeView),
+    ("POST", "/v1/scopes/rename"): (200, (views.ScopeView, views.RenamePreview)),
     ("DELETE", "/v1/scopes"): (200, views.Erasure),
     ("GET", "/v1/layers"): (200, views.LayerNames),
     ("PUT", "/v1/layers"): (200, views.LayerNames),
     ("POST", "/v1/memories"): (201, views.MemoryRecord),
     ("PATCH", "/v1/memories/{memory_id}"): (200, views.MemoryRecord),
-    ("POST", "/v1/memories/{memory_id}/archive"): (200, views.MemoryRecord),
+    ("POST", "/v1/memories/{memory_id}/archive"): (200, MemoryView),
     ("POST", "/v1/memories/{memory_id}/approve"): (200, views.MemoryRecord),
     ("POST", "/v1/memories/{memory_id}/reject"): (200, views.MemoryRecord),
     ("GET", "/v1/memories/{memory_id}/history"): (200, views.MemoryHistory),

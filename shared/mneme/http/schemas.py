@@ -54,6 +54,16 @@ MemoryBody = Annotated[
 ]
 
 
+def _whole_number(value: object) -> object:
+    """A query-string integer is digits only: `limit=5.0` or `limit=5e1` is a 400, not 5 or 50."""
+    if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+        raise ValueError("must be a whole number written in digits, such as 50")
+    return value
+
+
+QueryInt = Annotated[int, BeforeValidator(_whole_number)]
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -70,6 +80,7 @@ class CreateScopeRequest(Strict):
 class RenameScopeRequest(Strict):
     path: Path_
     new_path: Path_
+    dry_run: bool = False  # answer with the preview a structure draft of this rename would show
 
 
 class LayersRequest(Strict):

@@ -49,6 +49,13 @@ class ScopeView(BaseModel):
     aliases: list[str] | None = None  # GET /v1/scopes?aliases=true: every old path that resolves here
 
 
+class RenamePreview(BaseModel):
+    """A rename with `dry_run: true`: the preview a structure draft of it would show; nothing changed."""
+
+    dry_run: Literal[True]
+    preview: Preview
+
+
 class ScopeList(BaseModel):
     scopes: list[ScopeView]
 

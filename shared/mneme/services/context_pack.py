@@ -10,7 +10,7 @@ Layout (every structural line starts at column 0 and is written only here):
     ...
     ````
     - <id> [<kind>, <scope>(, pending)] <summary>( (stale))  one card per other item
-    fetch: ids=<ids>
+    fetch: ids=<ids>                                        every item not shown as a body
 
 Stored text is fenced so it can never end its block or imitate a header, a card or a `fetch:` line:
 a body sits in a code fence made of more backticks than any run of backticks in it (so no line of
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pydantic import BaseModel
@@ -112,7 +113,7 @@ class Pack:
 
 
 def build_pack(
-    title: str,
+    title: str | Callable[[int], str],
     items: list[PackItem],
     expand_top: int,
     budget_tokens: int | None,
@@ -123,23 +124,27 @@ def build_pack(
     cards, then a `fetch:` line.
 
     Over budget: demote bodies to cards from the lowest-ranked up, then drop the lowest-ranked
-    cards (related cards first). Bodies are never cut.
+    cards (related cards first), then the lowest-ranked ids of the `fetch:` line. Bodies are never cut.
+    A dropped card's id stays on the `fetch:` line while it fits, and a `title` given as a function is
+    written with the number of `items` the pack still shows.
     """
     every = [*items, *(related or [])]
     expanded = [item.id for item in items[:expand_top]]
     kept = [item.id for item in every]
     dropped: list[str] = []
-    title = one_line(title)
+    unlisted = 0  # the lowest-ranked dropped ids left off the fetch line too, when even it is over budget
 
     def render() -> str:
-        lines = [title, ""]
+        shown = sum(item.id in kept for item in items)
+        lines = [one_line(title(shown) if callable(title) else title), ""]
         if already_loaded:
             lines += [f"already loaded: {', '.join(already_loaded)}", ""]
         lines += [body_block(item) for item in items if item.id in expanded]
         cards = [card_line(item) for item in every if item.id in kept and item.id not in expanded]
         if cards:
             lines += [*cards, ""]
-        fetchable = [i for i in kept if i not in expanded]
+        fetchable = [*(i for i in kept if i not in expanded), *dropped]
+        fetchable = fetchable[: len(fetchable) - unlisted]
         if fetchable:
             lines.append(f"fetch: ids={','.join(fetchable)}")
         return "\n".join(lines).rstrip() + "\n"
@@ -150,6 +155,8 @@ def build_pack(
             expanded.pop()
         elif kept:
             dropped.insert(0, kept.pop())
+        elif unlisted < len(dropped):
+            unlisted += 1
         else:
             break
         markdown = render()

@@ -13,6 +13,7 @@ from mneme import paths
 from mneme.errors import Conflict, Forbidden, InvalidInput, MemoryNotFound, PayloadTooLarge
 from mneme.models import HistoryEntry, Memory, Principal, Role
 from mneme.ports import Clock, RecordStore
+from mneme.services.context_pack import agent_view
 from mneme.services.scopes import ScopeService
 
 KEY_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
@@ -76,6 +77,12 @@ def _check_fields(fields: dict[str, Any]) -> None:
             raise InvalidInput("body must not be empty", code="invalid_body")
         if len(body.encode()) > MAX_BODY_BYTES:
             raise PayloadTooLarge(f"body exceeds {MAX_BODY_BYTES} bytes", code="body_too_large")
+        if not agent_view(body):
+            raise InvalidInput(
+                "body has nothing an agent would read: frontmatter and the Context, Example and Origin "
+                "sections are never shown; add the guidance itself",
+                code="invalid_body",
+            )
     for dependency in fields.get("depends_on") or []:
         validate_key(dependency, field="depends_on key")
 

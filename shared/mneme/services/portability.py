@@ -106,6 +106,7 @@ class PortabilityService:
         counts = {"scopes": 0, "aliases": 0, "memories": 0, "revisions": 0, "episodes": 0, "facts": 0, "skipped": 0}
         scope_ids: dict[str, str] = {}
         pending_episodes: list[Episode] = []
+        pending_facts: list[Fact] = []
 
         def scope_id(path: str) -> str:
             if path not in scope_ids:
@@ -150,18 +151,17 @@ class PortabilityService:
                     self._episodes(tenant, pending_episodes, counts)
             elif kind == "fact":
                 self._episodes(tenant, pending_episodes, counts)
-                fact = Fact.model_validate({**_fields(line), "tenant": tenant, "scope_id": scope_id(line["scope"])})
-                if self.store.get_facts(tenant, [fact.fact_id]):
-                    counts["skipped"] += 1
-                else:
-                    self.store.put_facts([fact])
-                    self.indexer.index_facts([fact])
-                    counts["facts"] += 1
+                pending_facts.append(
+                    Fact.model_validate({**_fields(line), "tenant": tenant, "scope_id": scope_id(line["scope"])})
+                )
+                if len(pending_facts) >= 100:
+                    self._facts(tenant, pending_facts, counts)
             else:
                 raise InvalidInput(f"line {number}: unknown record type {kind!r}", code="invalid_export")
             if progress and number % 100 == 0:
                 progress(counts)
         self._episodes(tenant, pending_episodes, counts)
+        self._facts(tenant, pending_facts, counts)
         return counts
 
     def _memory(
@@ -190,6 +190,24 @@ class PortabilityService:
         self.indexer.index_episodes(stored)
         counts["episodes"] += len(new)
         episodes.clear()
+
+    def _facts(self, tenant: str, facts: list[Fact], counts: dict[str, int]) -> None:
+        """Store the new ones, embedded when the export carried no vectors of this model (else recall's
+        vector channel and consolidation's reconcile would never see them)."""
+        existing = self.store.get_facts(tenant, [f.fact_id for f in facts]) if facts else {}
+        new = [f for f in facts if f.fact_id not in existing]
+        counts["skipped"] += len(facts) - len(new)
+        model = self.indexer.embedder.model_id
+        stale = [i for i, f in enumerate(new) if f.vector is None or f.model_id != model]
+        if stale:
+            vectors = self.indexer.embedder.embed([new[i].summary for i in stale])
+            for i, vector in zip(stale, vectors, strict=True):
+                new[i] = new[i].model_copy(update={"vector": vector.tolist(), "model_id": model})
+        if new:
+            self.store.put_facts(new)
+            self.indexer.index_facts(new)
+        counts["facts"] += len(new)
+        facts.clear()
 
     def erase(self, tenant: str, path: str, *, dry_run: bool = True) -> dict[str, Any]:
         """Delete a subtree's scopes, memories, episodes and facts for good (right to erasure)."""

@@ -6,7 +6,17 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.metrics import MetricUnit
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from mneme.models import TIERS, Principal, Timestamp
 from mneme.observability import logger, metrics
@@ -31,6 +41,13 @@ def _lower(value: Any) -> Any:
 
 Tier = Annotated[Literal["raw", "daily", "weekly", "monthly", "quarterly", "yearly"], BeforeValidator(_lower)]
 assert set(Tier.__origin__.__args__) == set(TIERS)  # type: ignore[attr-defined]
+
+
+def _within_query_limit(value: str | None) -> str | None:
+    """A query over its limit is content too large (413), like an episode's content."""
+    if value is not None and len(value.encode(errors="surrogatepass")) > MAX_QUERY_BYTES:
+        raise PydanticCustomError("query_too_large", "query exceeds {limit} bytes", {"limit": MAX_QUERY_BYTES})
+    return value
 
 
 class Scoring(BaseModel):
@@ -75,7 +92,9 @@ class Disclosure(BaseModel):
 
 class RecallRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    query: str | None = Field(None, min_length=1)
+    query: Annotated[str | None, AfterValidator(_within_query_limit)] = Field(
+        None, min_length=1, json_schema_extra={"maxLength": MAX_QUERY_BYTES}
+    )
     scope: str = Field("root", min_length=4, max_length=600)
     limit: StrictInt = Field(10, ge=1, le=200)
     kinds: list[DocKind] | None = Field(None, min_length=1)
@@ -109,12 +128,12 @@ class RecallRequest(BaseModel):
     def _check(self) -> RecallRequest:
         if self.query is None and self.ids is None:
             raise ValueError("give a query, or ids to fetch")
-        if self.query is not None and len(self.query.encode()) > MAX_QUERY_BYTES:
-            raise ValueError(f"query exceeds {MAX_QUERY_BYTES} bytes")
         for name in ("since", "until", "as_of"):
             value = getattr(self, name)
             if value is not None and value.tzinfo is None:
                 raise ValueError(f"{name} needs a timezone (e.g. Z)")
+        if self.since is not None and self.until is not None and self.since > self.until:
+            raise ValueError("since is after until: the period is empty")
         if self.delta and self.session_id is None:
             raise ValueError("delta needs a session_id")
         return self
@@ -203,7 +222,7 @@ class RecallService:
         stages.record_fetched(self.store, caller.tenant, [r.id for r in results if r.kind == "memory"])
         items = [stages.pack_item(r) for r in results]
         pack = build_pack(
-            f"# fetched {len(results)} of {len(ids)} (scope {scope_path})",
+            lambda shown: f"# fetched {shown} of {len(ids)} (scope {scope_path})",
             items,
             len(items),
             request.disclosure.budget_tokens,

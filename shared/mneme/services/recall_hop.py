@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 LINK_SOURCES = 5  # the best admitted hits a candidate may link to
 LINK_COSINE = 0.6  # stored-vector cosine between a candidate and a source
+LINK_PER_SOURCE = 3  # the closest candidates one source may bring in (a weak hit cannot flood the pack)
 LINK_FLOOR = 0.15  # a linked candidate's own cosine with the query
 LINK_BOOST = 2.0  # a linked candidate's score factor (capped at the weakest source's score)
 NAME_SOURCES = 3  # the best admitted hits whose names are followed
@@ -80,16 +81,23 @@ def link(run: Run, sources: list[Candidate], near: list[Candidate]) -> dict[str,
     if not stored:
         return {}
     ceiling = min(source.score for source, _ in stored)
-    links: dict[str, str] = {}
+    close: list[tuple[float, Candidate, str]] = []
     for candidate in near:
         vector = _vector(run, candidate)
         if vector is None:
             continue
         cosine, source = max((float(np.dot(vector, v)), s.id) for s, v in stored)
         if cosine >= LINK_COSINE:
-            links[candidate.id] = source
-            candidate.scores["linked"] = round(cosine, 6)
-            candidate.score = max(candidate.score, min(candidate.score * LINK_BOOST, ceiling))
+            close.append((cosine, candidate, source))
+    links: dict[str, str] = {}
+    brought = dict.fromkeys((s.id for s, _ in stored), 0)
+    for cosine, candidate, source in sorted(close, key=lambda each: (-each[0], each[1].id)):
+        if brought[source] >= LINK_PER_SOURCE:  # what the hit needs, not everything near it
+            continue
+        brought[source] += 1
+        links[candidate.id] = source
+        candidate.scores["linked"] = round(cosine, 6)
+        candidate.score = max(candidate.score, min(candidate.score * LINK_BOOST, ceiling))
     return links
 
 

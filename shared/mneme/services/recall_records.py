@@ -104,6 +104,18 @@ def load(store: RecordStore, caller: Principal, ids: list[str], *, vectors: bool
     return found
 
 
+def sources_metadata(metadata: list[dict[str, Any]]) -> dict[str, Any]:
+    """A fact's metadata: its source episodes', each key with the value every source that has it agrees on
+    (a key the sources disagree on is left out; each source's own is in `sources`)."""
+    values: dict[str, Any] = {}
+    conflicting: set[str] = set()
+    for each in metadata:
+        for key, value in each.items():
+            if values.setdefault(key, value) != value:
+                conflicting.add(key)
+    return {key: value for key, value in values.items() if key not in conflicting}
+
+
 def to_result(
     store: RecordStore,
     record: Record,
@@ -155,6 +167,7 @@ def to_result(
             tier=record.tier,
             status=record.status,
             fact=fact,
+            metadata=sources_metadata([e.metadata for e in sources.values()]),
             sources=[
                 {
                     "id": e.episode_id,

@@ -29,7 +29,7 @@ from mneme.observability import logger
 from mneme.ports import Clock, Embedder, RecordStore, SearchIndex, embed_query
 from mneme.search_models import Hit, SearchFilter, has_metadata
 from mneme.services import anchors as anchor_rule
-from mneme.services import recall_hop
+from mneme.services import recall_context, recall_hop, recall_scope
 from mneme.services.context_pack import Pack, PackItem, build_pack
 from mneme.services.indexing import episode_text, memory_text, speaker
 from mneme.services.recall_records import Record, Result, lifecycle, load, record_text, strong_text, to_result
@@ -47,6 +47,7 @@ MIN_VECTOR = 0.25  # balanced strictness admits vector-only episodes and facts a
 FETCHED_BOOST = 1.05  # Engram: a memory an agent fetched in full (`ids`) ranks a little higher
 FETCHED = ("", "fetched")  # (principal, session) of the per-tenant record of fetched memory ids
 RELATED_CARDS = 5  # Engram: up to 5 omitted-but-relevant candidates are shown as cards
+RELATED_SHARE = 0.5  # ... those scoring at least this share of the best result
 SPEAKER_BOOST = 1.5  # a turn spoken by a person the query names
 NAME_WORD = re.compile(r"[^\W_]+(?:['’]s)?")  # a query word, with its possessive
 FALLBACK_WIDTH = 4  # the lexical fallback asks for this many times the channels' k
@@ -240,21 +241,24 @@ def _under(run: Run, scope_id: str | None) -> bool:
 
 def _own_revisions(run: Run) -> int:
     """The caller's pending edits of published memories are searchable by the caller (the index
-    holds the published text): score their text by anchor overlap, like the fresh tail."""
+    holds the published text): score their text by anchor overlap, like the fresh tail; when the
+    published text is already a candidate, the revision's words still count for it."""
     deps, flt = run.deps, run.flt
     added = 0
     for revision in deps.store.list_revisions(flt.tenant, author=run.caller.principal):
-        if revision.memory_id in run.candidates or "body" not in revision.changes:
+        if "body" not in revision.changes:
             continue
         memory = deps.store.get_memory(flt.tenant, revision.memory_id)
         if memory is None or memory.status != "published" or not _under(run, memory.scope_id):
             continue
         text = memory_text(memory.model_copy(update={"body": revision.changes["body"]}))
         overlap = anchor_rule.anchor_hits(run.anchors, text) / len(run.anchors)
-        if overlap > 0:
-            candidate = run.candidates[memory.memory_id] = Candidate(memory.memory_id, lexical=overlap)
+        found = run.candidates.get(memory.memory_id)
+        if overlap > 0 and (found is None or found.lexical < overlap):
+            candidate = run.candidates.setdefault(memory.memory_id, Candidate(memory.memory_id))
+            candidate.lexical = overlap
             candidate.channels.update({"lexical", "revision"})
-            added += 1
+            added += found is None
     return added
 
 
@@ -281,6 +285,7 @@ def fuse(run: Run) -> None:
         }
         _resonate(run, candidate)
         _speaker(run, candidate)
+    recall_context.below_context_owners(run, live)
     run.note("fuse", took, dropped, **({"speakers_named": sorted(names)} if names else {}))
 
 
@@ -453,9 +458,12 @@ def admitted(strictness: str, candidate: Candidate, query_anchors: set[str]) -> 
 
 # -- lifecycle -----------------------------------------------------------------------------------
 def lifecycle_stage(run: Run) -> None:
-    """Lifecycle factors (expired and superseded items dropped), then the fetched-memory boost."""
+    """Lifecycle factors (expired and superseded items dropped), the fetched-memory boost, then the scope
+    rule: local guidance ×SCOPE_FACTOR, and no copy of guidance less local than another (`recall_scope`)."""
     took = len(run.candidates)
     dropped = _age(run, list(run.candidates.values()))
+    gone = dict(dropped)
+    dropped += recall_scope.local_over_global(run, [c for c in run.candidates.values() if c.id not in gone])
     run.note("lifecycle", took, dropped)
 
 
@@ -531,7 +539,7 @@ def fallback(run: Run) -> None:
     for candidate in fresh:
         if candidate.id not in gone:
             run.candidates[candidate.id] = candidate
-    if any(c.id not in gone for c in fresh) and not run.fallback["triggered"]:
+    if not run.fallback["triggered"]:  # it ran: say so, and why, whether or not it found anything new
         run.fallback.update(triggered=True, reason=scoring.fallback)
     passed = [c.id for c in fresh if c.id not in gone]
     run.note(
@@ -672,7 +680,7 @@ def prerequisites(run: Run) -> None:
             requires[candidate.id] = [m.memory_id for m in siblings]
         out.append(candidate)
     run.ranked = out
-    shown = [c.record for c in [*out, *run.related[:RELATED_CARDS]] if c.record is not None]
+    shown = [c.record for c in [*out, *relevant_related(run)] if c.record is not None]
     deps.scopes.prefetch(tenant, [r.scope_id for r in shown if r.scope_id])  # their paths, a tree level at a time
     run.results = [
         to_result(deps.store, c.record, c.score, c.scores, lambda s: _path(run, s), c.grounding).model_copy(
@@ -699,18 +707,29 @@ def pack(run: Run) -> None:
     items = [pack_item(r) for r in run.results if r.id not in run.already]
     related = [
         pack_item(to_result(deps.store, c.record, c.score, c.scores, lambda s: _path(run, s), c.grounding))
-        for c in run.related[:RELATED_CARDS]
+        for c in relevant_related(run)
         if c.record is not None
     ]
     query = " ".join((request.query or "").split())
     total = len(run.results) + len(run.related)
-    title = f"# recall: {query} (scope {run.scope_path}, loaded {len(run.results)} / {total} total related)"
+
+    def title(shown: int) -> str:  # what the pack shows, after a budget cut (already-loaded ones included)
+        loaded = shown + len(run.already)
+        return f"# recall: {query} (scope {run.scope_path}, loaded {loaded} / {total} total related)"
+
     run.pack = build_pack(
         title, items, request.disclosure.expand_top, request.disclosure.budget_tokens, run.already, related
     )
     if request.session_id and run.pack.expanded:
         deps.store.add_delivered(run.flt.tenant, run.caller.principal, request.session_id, run.pack.expanded)
     run.note("pack", len(run.ranked), [], expanded=len(run.pack.expanded), cards=len(run.pack.cards))
+
+
+def relevant_related(run: Run) -> list[Candidate]:
+    """Engram's omitted-but-relevant cards: up to RELATED_CARDS of the candidates the limit cut, those
+    scoring at least RELATED_SHARE of the best result (a weak tail is not worth the agent's reading)."""
+    best = max((c.score for c in run.ranked), default=0.0)
+    return [c for c in run.related[:RELATED_CARDS] if c.score >= best * RELATED_SHARE]
 
 
 def pack_item(result: Result) -> PackItem:

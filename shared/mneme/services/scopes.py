@@ -183,12 +183,13 @@ class ScopeService:
             scope_id=str(uuid.uuid4()),
             parent_id=parent.scope.scope_id,
             segment=segments[-1],
-            depth=len(segments),
+            depth=parent.scope.depth + 1,
             created_at=now,
             updated_at=now,
         )
         self.store.create_scope(scope)
-        return ResolvedScope(scope=scope, path=paths.join(segments), chain=[*parent.chain, scope])
+        path = paths.join([*paths.parse_path(parent.path), segments[-1]])  # canonical when the parent is an alias
+        return ResolvedScope(scope=scope, path=path, chain=[*parent.chain, scope])
 
     def _resolve_parent(self, tenant: str, segments: tuple[str, ...], *, parents: bool) -> ResolvedScope:
         try:
@@ -226,21 +227,16 @@ class ScopeService:
 
     def rename(self, tenant: str, path: str, new_path: str) -> tuple[ResolvedScope, str]:
         """Rename the last segment; the old path keeps resolving as an alias. Returns (scope, old path)."""
-        current = self.resolve(tenant, path)
-        new_segments = paths.parse_path(new_path)
-        old_segments = paths.parse_path(current.path)
-        if not old_segments:
-            raise InvalidInput("root cannot be renamed", code="invalid_rename")
-        if len(new_segments) != len(old_segments) or new_segments[:-1] != old_segments[:-1]:
-            raise InvalidInput(
-                f"a rename changes only the last segment of {current.path!r}; moving a scope under "
-                "another parent is a structure change (use a structure draft)",
-                code="invalid_rename",
-            )
-        if new_segments == old_segments:
+        current, segment = self.renaming(tenant, path, new_path)
+        if segment == current.scope.segment:
             return current, current.path
-        self.store.rename_scope(tenant, current.scope.scope_id, new_segments[-1], self.clock.now())
+        self.store.rename_scope(tenant, current.scope.scope_id, segment, self.clock.now())
         return self.resolve(tenant, new_path), current.path
+
+    def renaming(self, tenant: str, path: str, new_path: str) -> tuple[ResolvedScope, str]:
+        """The scope a rename changes and its new last segment (400 `invalid_rename` when it is not one)."""
+        current = self.resolve(tenant, path)
+        return current, renamed_segment(current.path, new_path)
 
     def layers(self, tenant: str) -> dict[int, str]:
         return self.store.get_layers(tenant)
@@ -249,6 +245,20 @@ class ScopeService:
         validate_layers(layers)
         self.store.put_layers(tenant, dict(sorted(layers.items())))
         return self.store.get_layers(tenant)
+
+
+def renamed_segment(path: str, new_path: str) -> str:
+    """The new last segment of a rename from canonical `path` to `new_path` (400 `invalid_rename` otherwise)."""
+    new_segments, old_segments = paths.parse_path(new_path), paths.parse_path(path)
+    if not old_segments:
+        raise InvalidInput("root cannot be renamed", code="invalid_rename")
+    if len(new_segments) != len(old_segments) or new_segments[:-1] != old_segments[:-1]:
+        raise InvalidInput(
+            f"a rename changes only the last segment of {path!r}; moving a scope under "
+            "another parent is a structure change (use a structure draft)",
+            code="invalid_rename",
+        )
+    return new_segments[-1]
 
 
 def validate_layers(layers: dict[int, str]) -> None:

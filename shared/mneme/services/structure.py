@@ -15,12 +15,23 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mneme import paths
-from mneme.errors import Conflict, Forbidden, NotFound
-from mneme.models import Episode, Memory, Principal, Role
+from mneme.errors import Conflict, Forbidden, InvalidInput, NotFound
+from mneme.models import Episode, Memory, Principal, ResolvedScope, Role
 from mneme.ports import Clock, RecordStore
 from mneme.services.indexing import Indexer
-from mneme.services.scopes import ScopeService, validate_layers
-from mneme.structure_models import Delete, Draft, Layers, Merge, Move, Operation, Plan, Preview, ScopeChange
+from mneme.services.scopes import ScopeService, renamed_segment, validate_layers
+from mneme.structure_models import (
+    Delete,
+    Draft,
+    Layers,
+    Merge,
+    Move,
+    Operation,
+    Plan,
+    Preview,
+    Rename,
+    ScopeChange,
+)
 
 
 @dataclass
@@ -189,6 +200,8 @@ class StructureService:
             try:
                 if isinstance(op, Move):
                     self._move(tenant, tree, op, plan)
+                elif isinstance(op, Rename):
+                    self._rename(tenant, tree, op, plan)
                 elif isinstance(op, Merge):
                     self._merge(tenant, tree, op, plan, memories_moved, records)
                 elif isinstance(op, Delete):
@@ -271,6 +284,28 @@ class StructureService:
             )  # fmt: skip
         return self.scopes.set_layers(caller.tenant, layers)
 
+    def rename_without_draft(
+        self, caller: Principal, path: str, new_path: str, *, dry_run: bool = False
+    ) -> Preview | tuple[ResolvedScope, str]:
+        """`POST /v1/scopes/rename`: the preview a draft of it would show (`dry_run`), else the rename at once
+        while it keeps every tagged memory where it applies; one that would not (a value-targeted tag names
+        the old segment or the new one) needs a draft (409 `draft_required`, like a layer change)."""
+        operation = Rename(op="rename", path=path, new_path=new_path)
+        if dry_run:
+            return self.compile(caller.tenant, [operation])[1]
+        self.scopes.renaming(caller.tenant, path, new_path)  # its 400s first
+        preview = self.compile(caller.tenant, [operation])[1]
+        if preview.tagged:
+            raise Conflict(
+                f"this rename would change where {len({t['memory_id'] for t in preview.tagged})} tagged memories "
+                "apply: propose it as a structure draft (POST /v1/structure/drafts), review the preview, then "
+                "publish it",
+                code="draft_required",
+                details={"draft_route": "POST /v1/structure/drafts", "operations": [operation.model_dump()],
+                         "tagged": preview.tagged[:100]},
+            )  # fmt: skip
+        return self.scopes.rename(caller.tenant, path, new_path)
+
     def _alias_path(self, tree: _Tree, alias: tuple[str, str, str]) -> str:
         parent, segment, _ = alias
         return f"{tree.before[parent]}.{segment}"
@@ -299,6 +334,23 @@ class StructureService:
         if tree.path(parent).count(".") + 1 + deepest > paths.MAX_DEPTH:
             raise Conflict(f"the move would make paths deeper than {paths.MAX_DEPTH}")
         self._place(tree, scope_id, parent, plan)
+
+    def _rename(self, tenant: str, tree: _Tree, op: Rename, plan: Plan) -> None:
+        scope_id = self._find(tenant, tree, op.path)
+        try:
+            segment = renamed_segment(tree.path(scope_id), op.new_path)
+        except InvalidInput as e:
+            raise Conflict(e.message) from None
+        parent, old_segment = tree.nodes[scope_id]
+        if segment == old_segment:
+            return
+        if tree.child_named(parent, segment) is not None:
+            raise Conflict(f"{tree.path(parent)} already has a child named {segment!r}")
+        aliased = self.store.find_alias(tenant, parent, segment)
+        if aliased not in (None, scope_id):
+            raise Conflict(f"cannot rename onto {segment!r}: it is an alias of another scope")
+        plan.aliases.append((parent, old_segment, scope_id))
+        tree.nodes[scope_id][1] = segment
 
     def _merge(
         self,

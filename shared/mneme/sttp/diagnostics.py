@@ -91,6 +91,11 @@ CODES: dict[str, tuple[Kind, str, str]] = {
     "STTP-E208": ("error", "timestamp is not an ISO-8601 date-time", "dropped the value"),
     "STTP-E209": ("deviation", "AVEC psi omitted", "derived psi as the sum of the four dimensions"),
     "STTP-E210": ("error", "confidence annotation outside the content layer", "none: no meaning there"),
+    "STTP-E211": (
+        "deviation",
+        "metrics psi incoherent with the compression AVEC",
+        "kept both values as written (psi is never recomputed)",
+    ),
     "STTP-E300": ("error", "content layer has no semantic field", "none: no content to recover"),
     "STTP-E301": ("error", "content field without confidence (S4)", "none: confidence is never fabricated"),
     "STTP-E302": ("error", "malformed confidence annotation (S4)", "skipped the annotation"),

@@ -31,6 +31,7 @@ from mneme.sttp.model import (
 from mneme.sttp.raw import RawValue
 
 NUMERIC = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+PSI_TOLERANCE = 0.01  # psi is written to two decimals; the sum of four such dimensions rounds within this
 _TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}")
 
 
@@ -98,6 +99,10 @@ ALIASES |= {"comp_avec": "compression_avec", "parent_node_id": "parent_node"}
 
 class Converter(ValueConverter):
     def layer(self, name: LayerName, body: RawValue) -> Obj:
+        if name == "metrics":
+            metrics = self.known(body, SCHEMAS[name], name)
+            self.psi_coherence(body, metrics)
+            return metrics
         if name != "content":
             return self.known(body, SCHEMAS[name], name)
         if not body.members:
@@ -128,6 +133,19 @@ class Converter(ValueConverter):
             if field.required and key not in seen:
                 self._missing(raw, schema, key, f"{path}.{key}", members, seen)
         return Obj(tuple(members))
+
+    def psi_coherence(self, raw: RawValue, metrics: Obj) -> None:
+        """§12: the metrics' psi agrees with the compression AVEC's psi (to PSI_TOLERANCE)."""
+        psi, compression = metrics.get("psi"), metrics.get("compression_avec")
+        expected = compression.get("psi") if isinstance(compression, Obj) else None
+        if not isinstance(psi, Num) or not isinstance(expected, Num):
+            return
+        if abs(float(psi.value) - float(expected.value)) <= PSI_TOLERANCE:
+            return
+        where = next((m for m in raw.members if m.key == "psi"), None)
+        span = (where.start, where.end - where.start) if where is not None else (raw.start, self._open_len(raw))
+        message = f"metrics.psi {psi.value!r} disagrees with metrics.compression_avec.psi {expected.value!r}"
+        self.rep.deviation("STTP-E211", *span, message)
 
     def _missing(
         self,

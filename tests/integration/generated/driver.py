@@ -147,6 +147,7 @@ from mneme_api.models import (
     LayersRequest,
     MemoryHistory,
     MemoryRecord,
+    MemoryView,
     NoBody,
     PublishRequest,
     RecallRequest,
@@ -209,7 +210,8 @@ def drive(base_url: str, admin_key: str) -> list[str]:
     ok(list_scopes.sync_detailed(client=admin, path="root", aliases=True), ScopeList)
     did("GET /v1/scopes")
     renamed = RenameScopeRequest.from_dict({"path": "root.acme.vat", "new_path": "root.acme.tax"})
-    ok(rename_scope.sync_detailed(client=admin, body=renamed), ScopeView)
+    answer = rename_scope.sync_detailed(client=admin, body=renamed)  # ScopeView, or RenamePreview for a dry run
+    assert isinstance(answer.parsed, ScopeView), (answer.status_code, answer.content[:300])
     did("POST /v1/scopes/rename")
 
     note = CreateMemoryRequest.from_dict({"key": "year-end", "body": "Year end is 31 March.", "scope": "root.acme"})
@@ -238,7 +240,7 @@ def drive(base_url: str, admin_key: str) -> list[str]:
     reason = RejectRequest.from_dict({"reason": "not needed"})
     ok(reject.sync_detailed(pending[1].memory_id, client=admin, body=reason), MemoryRecord)
     did("POST /v1/memories/{memory_id}/reject")
-    ok(archive.sync_detailed(pending[0].memory_id, client=admin, body=NoBody.from_dict({})), MemoryRecord)
+    ok(archive.sync_detailed(pending[0].memory_id, client=admin, body=NoBody.from_dict({})), MemoryView)
     did("POST /v1/memories/{memory_id}/archive")
 
     ok(retrieve.sync_detailed(client=admin, body=RetrieveRequest.from_dict({"path": "root.acme"})), Bundle)

@@ -111,13 +111,14 @@ def nodes(draw: st.DrawFn) -> Node:
         envelope_known.append(Member("schema_version", Str(draw(texts))))
     envelope_known += [Member("user_avec", draw(_avec())), Member("model_avec", draw(_avec()))]
     content = draw(_unique_members(content_value(1), keys, True, 4).filter(lambda obj: bool(obj.members)))
+    compression = draw(_avec())
     metrics = draw(
         _with_extensions(
             [
                 Member("rho", draw(numbers)),
                 Member("kappa", draw(numbers)),
-                Member("psi", draw(numbers)),
-                Member("compression_avec", draw(_avec())),
+                Member("psi", compression.get("psi") or Num(0)),  # a valid node's psi agrees with it (§12)
+                Member("compression_avec", compression),
             ]
         )
     )
