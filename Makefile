@@ -13,9 +13,10 @@ export POWERTOOLS_METRICS_DISABLED := true
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-$(SERVE_STAMP): pyproject.toml  # what serving needs: the local engine and the MCP server
+$(SERVE_STAMP): pyproject.toml clients/python/pyproject.toml  # what serving needs: the local engine and the MCP server
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e clients/python  # the SDK first: Mneme depends on it and PyPI does not have it
 	$(BIN)/pip install --quiet -e '.[local,mcp]'
 	touch $(SERVE_STAMP)
 

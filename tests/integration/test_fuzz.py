@@ -31,13 +31,13 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.core.failures import FailureGroup
 
 from mneme import cli
-from mneme.client import (
+from mneme_sdk import Client as MnemeClient
+from mneme_sdk.models import (
     Bundle,
     ChangesPage,
     CreatedKey,
     KeyView,
     MemoryRecord,
-    MnemeClient,
     RecallResponse,
     Remembered,
     RunStarted,
