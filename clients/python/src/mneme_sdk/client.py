@@ -21,6 +21,7 @@ import httpx
 
 from mneme_sdk import _operations as op
 from mneme_sdk._flow import Call, Emit, Flow, RetryPolicy, Send, Sleep, exchange
+from mneme_sdk.errors import MnemeError
 from mneme_sdk.models import Change, ChangesPage
 
 P = ParamSpec("P")
@@ -138,26 +139,34 @@ class Client(_Base):
         self.close()
 
     def _run(self, flow: Flow[T]) -> T:
+        resume: Callable[[Any], Any] = flow.send
         outcome: Any = None
         while True:
             try:
-                step = flow.send(outcome)
+                step = resume(outcome)
             except StopIteration as done:
                 return done.value  # type: ignore[no-any-return]
-            outcome = self._step(step)
+            try:
+                outcome, resume = self._step(step), flow.send
+            except MnemeError as error:  # raised inside the flow, which may handle it
+                outcome, resume = error, flow.throw
 
     def _iterate(self, flow: Flow[None]) -> Iterator[Any]:
+        resume: Callable[[Any], Any] = flow.send
         outcome: Any = None
         while True:
             try:
-                step = flow.send(outcome)
+                step = resume(outcome)
             except StopIteration:
                 return
             if isinstance(step, Emit):
                 yield step.value
-                outcome = None
-            else:
-                outcome = self._step(step)
+                outcome, resume = None, flow.send
+                continue
+            try:
+                outcome, resume = self._step(step), flow.send
+            except MnemeError as error:
+                outcome, resume = error, flow.throw
 
     def _step(self, step: Any) -> Any:
         if isinstance(step, Call):
@@ -250,26 +259,34 @@ class AsyncClient(_Base):
         await self.aclose()
 
     async def _run(self, flow: Flow[T]) -> T:
+        resume: Callable[[Any], Any] = flow.send
         outcome: Any = None
         while True:
             try:
-                step = flow.send(outcome)
+                step = resume(outcome)
             except StopIteration as done:
                 return done.value  # type: ignore[no-any-return]
-            outcome = await self._step(step)
+            try:
+                outcome, resume = await self._step(step), flow.send
+            except MnemeError as error:  # raised inside the flow, which may handle it
+                outcome, resume = error, flow.throw
 
     async def _iterate(self, flow: Flow[None]) -> AsyncIterator[Any]:
+        resume: Callable[[Any], Any] = flow.send
         outcome: Any = None
         while True:
             try:
-                step = flow.send(outcome)
+                step = resume(outcome)
             except StopIteration:
                 return
             if isinstance(step, Emit):
                 yield step.value
-                outcome = None
-            else:
-                outcome = await self._step(step)
+                outcome, resume = None, flow.send
+                continue
+            try:
+                outcome, resume = await self._step(step), flow.send
+            except MnemeError as error:
+                outcome, resume = error, flow.throw
 
     async def _step(self, step: Any) -> Any:
         if isinstance(step, Call):
