@@ -145,9 +145,15 @@ def test_a_langgraph_graph_keeps_memory_across_threads(store: MnemeStore) -> Non
     builder.add_edge(START, "agent")
     builder.add_edge("agent", END)
     graph = builder.compile(checkpointer=InMemorySaver(), store=store)
-    first = graph.invoke({"user": "alice", "message": "I like hiking", "reply": ""}, {"configurable": {"thread_id": "1"}})
+    first = graph.invoke(
+        {"user": "alice", "message": "I like hiking", "reply": ""}, {"configurable": {"thread_id": "1"}}
+    )
     assert first["reply"] == "noted"
     # A new thread (a new conversation) still finds what the first one stored, in Mneme
     later = {"configurable": {"thread_id": "2"}}
-    assert graph.invoke({"user": "alice", "message": "what do I like?", "reply": ""}, later)["reply"] == "you like hiking"
-    assert graph.invoke({"user": "bob", "message": "what do I like?", "reply": ""}, later)["reply"] == "I don't know yet"
+    assert (
+        graph.invoke({"user": "alice", "message": "what do I like?", "reply": ""}, later)["reply"] == "you like hiking"
+    )
+    assert (
+        graph.invoke({"user": "bob", "message": "what do I like?", "reply": ""}, later)["reply"] == "I don't know yet"
+    )
