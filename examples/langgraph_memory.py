@@ -17,15 +17,21 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
+from typing import TypedDict
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.runtime import Runtime
 
 from mneme_sdk import AsyncClient, Client
 from mneme_sdk.langgraph import MnemeStore
+
+
+class Context(TypedDict):
+    user: str  # whose memory: the namespace ("users", user)
 
 
 class EchoMemoryModel(GenericFakeChatModel):
@@ -41,14 +47,14 @@ class EchoMemoryModel(GenericFakeChatModel):
 model = EchoMemoryModel(messages=iter([]))
 
 
-def remember(state: MessagesState, runtime: Runtime[dict[str, str]]) -> dict[str, list[BaseMessage]]:
+def remember(state: MessagesState, runtime: Runtime[Context]) -> dict[str, list[BaseMessage]]:
     said = str(state["messages"][-1].content)
     if said.startswith("I ") and runtime.store is not None:
         runtime.store.put(("users", runtime.context["user"]), uuid.uuid4().hex, {"text": said})
     return {"messages": []}
 
 
-def answer(state: MessagesState, runtime: Runtime[dict[str, str]]) -> dict[str, list[BaseMessage]]:
+def answer(state: MessagesState, runtime: Runtime[Context]) -> dict[str, list[BaseMessage]]:
     assert runtime.store is not None
     question = str(state["messages"][-1].content)
     memories = runtime.store.search(("users", runtime.context["user"]), query=question, limit=3)
@@ -62,7 +68,7 @@ def main() -> None:
     key = os.environ.get("MNEME_API_KEY") or Path(".mneme/admin.key").read_text().strip()
     store = MnemeStore(Client(url, key), AsyncClient(url, key), scope="root.examples")
 
-    builder = StateGraph(MessagesState, context_schema=dict)
+    builder = StateGraph(MessagesState, context_schema=Context)
     builder.add_node("remember", remember)
     builder.add_node("answer", answer)
     builder.add_edge(START, "remember")
@@ -78,8 +84,8 @@ def main() -> None:
         ("thread-3", "Should I take trains or planes to London?"),
     ]
     for thread, message in conversations:
-        config = {"configurable": {"thread_id": f"{user}-{thread}"}}
-        result = graph.invoke({"messages": [("user", message)]}, config, context={"user": user})
+        config: RunnableConfig = {"configurable": {"thread_id": f"{user}-{thread}"}}
+        result = graph.invoke({"messages": [HumanMessage(message)]}, config, context={"user": user})
         print(f"[{thread}] user: {message}\n[{thread}] agent: {result['messages'][-1].content}")
     print(f"stored in Mneme under {store.scope_of(('users', user))}:")
     for item in store.search(("users", user)):

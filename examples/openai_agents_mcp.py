@@ -21,7 +21,7 @@ from typing import Any
 
 from agents import Agent, Runner, set_tracing_disabled
 from agents.items import ModelResponse
-from agents.mcp import MCPServerStdio
+from agents.mcp import MCPServerStdio, MCPServerStdioParams
 from agents.models.interface import Model
 from agents.usage import Usage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
@@ -59,8 +59,11 @@ class ScriptedModel(Model):
 async def main() -> None:
     set_tracing_disabled(True)  # nothing to send traces to without an OpenAI key
     env = {**os.environ, "MNEME_SCOPE": SCOPE}
-    params = {"command": mneme_command(), "args": ["mcp"], "env": env}
-    async with MCPServerStdio(name="mneme", params=params, cache_tools_list=True) as mneme:  # type: ignore[arg-type]
+    params: MCPServerStdioParams = {"command": mneme_command(), "args": ["mcp"], "env": env}
+    # The first call loads the embedding model: allow it more than the SDK's default 5 s
+    async with MCPServerStdio(
+        name="mneme", params=params, cache_tools_list=True, client_session_timeout_seconds=120
+    ) as mneme:
         tools = await mneme.list_tools()
         print("Mneme's tools:", ", ".join(tool.name for tool in tools))
 

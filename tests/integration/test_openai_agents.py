@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from agents.mcp import MCPServerStdio
+from agents.mcp import MCPServerStdio, MCPServerStdioParams
 
 from mneme import cli
 
@@ -22,10 +22,10 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publis
 
 def test_the_agents_sdk_lists_mnemes_tools_and_calls_them(tmp_path: Path) -> None:
     env = {**os.environ, "MNEME_HOME": str(tmp_path / "store"), "MNEME_SCOPE": "root.team"}
-    params = {"command": sys.executable, "args": ["-m", "mneme.cli", "mcp"], "env": env}
+    params: MCPServerStdioParams = {"command": sys.executable, "args": ["-m", "mneme.cli", "mcp"], "env": env}
 
     async def agent() -> tuple[set[str], str, str, bool]:
-        async with MCPServerStdio(name="mneme", params=params, client_session_timeout_seconds=120) as mneme:  # type: ignore[arg-type]
+        async with MCPServerStdio(name="mneme", params=params, client_session_timeout_seconds=120) as mneme:
             names = {tool.name for tool in await mneme.list_tools()}
             args = {"content": "The release train leaves on Thursdays.", "create_scope": True}
             stored = await mneme.call_tool("remember", args)

@@ -2,15 +2,16 @@
 
 An operation is a generator (a *flow*) that yields steps and receives their outcomes:
 
-- `Call` — one API call; the client answers with the 2xx `httpx.Response`, having run `exchange`
-  (retries included) for it, or raises the call's `MnemeError`;
+- `Call` — one API call; `drive` answers it with the 2xx `httpx.Response`, having run `exchange`
+  (retries included) for it, or raises the call's `MnemeError` inside the flow;
 - `Send` — one HTTP exchange (only `exchange` yields it); answered with the `httpx.Response`, or with
   the `httpx.TransportError` when no answer came;
 - `Sleep` — wait before the next step;
 - `Emit` — a value for a caller that iterates (the change feed).
 
-The sync and the async client differ only in how they send and sleep (`client.py`), so every route's
-request building, retry rule and response parsing exists once, here and in `_operations.py`.
+The sync and the async client carry out `drive(flow)`'s steps and differ only in how they send and
+sleep (`client.py`), so every route's request building, retry rule and response parsing exists once,
+here and in `_operations.py`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -89,7 +90,7 @@ class RetryPolicy:
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
-def exchange(call: Call, policy: RetryPolicy) -> Flow[httpx.Response]:
+def exchange(call: Call, policy: RetryPolicy) -> Generator[Send | Sleep, Any, httpx.Response]:
     """Send `call` until it gets a 2xx answer, retrying what the policy and the call allow.
 
     429 and 503 are retried for every call (honouring `Retry-After`); other 5xx answers and failures
@@ -131,6 +132,26 @@ def exchange(call: Call, policy: RetryPolicy) -> Flow[httpx.Response]:
         log.info("retrying %s %s in %.2fs after %s %s", call.method, call.path, delay, status, error.code)
         yield Sleep(delay)
         attempt += 1
+
+
+def drive(flow: Flow[T], policy: RetryPolicy) -> Generator[Send | Sleep | Emit, Any, T]:
+    """The steps a client carries out for `flow`: each `Call` expanded into its `exchange` (retries
+    included), whose error is raised inside the flow (which may handle it, e.g. a store's `get` of a
+    scope that does not exist); `Send`, `Sleep` and `Emit` passed through. Returns the flow's value."""
+    resume: Callable[[Any], Step] = flow.send
+    outcome: Any = None
+    while True:
+        try:
+            step = resume(outcome)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        if not isinstance(step, Call):
+            outcome, resume = (yield step), flow.send
+            continue
+        try:
+            outcome, resume = (yield from exchange(step, policy)), flow.send
+        except MnemeError as error:
+            outcome, resume = error, flow.throw
 
 
 def error_of(response: httpx.Response) -> MnemeError:

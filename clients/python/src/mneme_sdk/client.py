@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
 from mneme_sdk import _operations as op
-from mneme_sdk._flow import Call, Emit, Flow, RetryPolicy, Send, Sleep, exchange
-from mneme_sdk.errors import MnemeError
+from mneme_sdk._flow import Emit, Flow, RetryPolicy, Send, Sleep, drive
 from mneme_sdk.models import Change, ChangesPage
 
 P = ParamSpec("P")
@@ -139,49 +138,37 @@ class Client(_Base):
         self.close()
 
     def _run(self, flow: Flow[T]) -> T:
-        resume: Callable[[Any], Any] = flow.send
-        outcome: Any = None
-        while True:
-            try:
-                step = resume(outcome)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            try:
-                outcome, resume = self._step(step), flow.send
-            except MnemeError as error:  # raised inside the flow, which may handle it
-                outcome, resume = error, flow.throw
+        steps = self._steps(flow)
+        try:
+            value = next(steps)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        raise TypeError(f"the flow emitted {value!r}: iterate it")
 
     def _iterate(self, flow: Flow[None]) -> Iterator[Any]:
-        resume: Callable[[Any], Any] = flow.send
+        yield from self._steps(flow)
+
+    def _steps(self, flow: Flow[T]) -> Generator[Any, None, T]:
+        """Carries out `drive(flow)`: yields what the flow emits, returns its value."""
+        steps = drive(flow, self.retry)
         outcome: Any = None
         while True:
             try:
-                step = resume(outcome)
-            except StopIteration:
-                return
+                step = steps.send(outcome)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            outcome = None
             if isinstance(step, Emit):
                 yield step.value
-                outcome, resume = None, flow.send
-                continue
-            try:
-                outcome, resume = self._step(step), flow.send
-            except MnemeError as error:
-                outcome, resume = error, flow.throw
-
-    def _step(self, step: Any) -> Any:
-        if isinstance(step, Call):
-            return self._run(exchange(step, self.retry))
-        if isinstance(step, Send):
-            try:
-                return self.http.request(
-                    step.method, step.path, params=step.query, content=step.content, headers=step.headers
-                )
-            except httpx.TransportError as e:
-                return e
-        if isinstance(step, Sleep):
-            self._sleep(step.seconds)
-            return None
-        raise TypeError(f"unexpected step {step!r}")
+            elif isinstance(step, Sleep):
+                self._sleep(step.seconds)
+            else:
+                try:
+                    outcome = self.http.request(
+                        step.method, step.path, params=step.query, content=step.content, headers=step.headers
+                    )
+                except httpx.TransportError as e:
+                    outcome = e
 
     request = _sync(op.request)
     health = _sync(op.health)
@@ -259,49 +246,41 @@ class AsyncClient(_Base):
         await self.aclose()
 
     async def _run(self, flow: Flow[T]) -> T:
-        resume: Callable[[Any], Any] = flow.send
+        steps = drive(flow, self.retry)
         outcome: Any = None
         while True:
             try:
-                step = resume(outcome)
+                step = steps.send(outcome)
             except StopIteration as done:
                 return done.value  # type: ignore[no-any-return]
-            try:
-                outcome, resume = await self._step(step), flow.send
-            except MnemeError as error:  # raised inside the flow, which may handle it
-                outcome, resume = error, flow.throw
+            outcome = await self._do(step)
 
     async def _iterate(self, flow: Flow[None]) -> AsyncIterator[Any]:
-        resume: Callable[[Any], Any] = flow.send
+        steps = drive(flow, self.retry)
         outcome: Any = None
         while True:
             try:
-                step = resume(outcome)
+                step = steps.send(outcome)
             except StopIteration:
                 return
             if isinstance(step, Emit):
                 yield step.value
-                outcome, resume = None, flow.send
-                continue
-            try:
-                outcome, resume = await self._step(step), flow.send
-            except MnemeError as error:
-                outcome, resume = error, flow.throw
+                outcome = None
+            else:
+                outcome = await self._do(step)
 
-    async def _step(self, step: Any) -> Any:
-        if isinstance(step, Call):
-            return await self._run(exchange(step, self.retry))
-        if isinstance(step, Send):
-            try:
-                return await self.http.request(
-                    step.method, step.path, params=step.query, content=step.content, headers=step.headers
-                )
-            except httpx.TransportError as e:
-                return e
+    async def _do(self, step: Send | Sleep | Emit) -> Any:
         if isinstance(step, Sleep):
             await self._sleep(step.seconds)
             return None
-        raise TypeError(f"unexpected step {step!r}")
+        if isinstance(step, Emit):
+            raise TypeError(f"the flow emitted {step.value!r}: iterate it")
+        try:
+            return await self.http.request(
+                step.method, step.path, params=step.query, content=step.content, headers=step.headers
+            )
+        except httpx.TransportError as e:
+            return e
 
     request = _async(op.request)
     health = _async(op.health)
