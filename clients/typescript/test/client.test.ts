@@ -84,6 +84,17 @@ describe("against mneme serve", () => {
     await assert.rejects(writer.createScope("root.other"), { code: "forbidden", status: 403 });
   });
 
+  test("another tenant's key sees none of this tenant's records", async () => {
+    await admin.remember({ scope: "root.private", content: "The door code is 4471.", create_scope: true });
+    const created = JSON.parse(served.cli("keys", "create", "--tenant", "acme", "--principal", "ts", "--roles", "admin", "--json"));
+    const stranger = new Mneme({ baseUrl: served.url, apiKey: created.api_key });
+    assert.equal((await stranger.me()).tenant, "acme");
+    await assert.rejects(stranger.retrieve("root.private"), { code: "scope_not_found", status: 404 });
+    assert.deepEqual((await stranger.recall("door code", { scope: "root" })).results, []);
+    const feed = (await stranger.changes()).changes; // its own root scope only
+    assert.deepEqual(feed.map((c) => [c.kind, c.record?.segment]), [["scope", "root"]]);
+  });
+
   test("the typed raw client reaches every route; consolidation runs to the end", async () => {
     const layers = await admin.api.PUT("/v1/layers", { body: { layers: { "1": "clients" } } });
     assert.deepEqual(layers.data?.layers, { "1": "clients" });

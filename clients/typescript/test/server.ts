@@ -1,5 +1,5 @@
 /** `mneme serve` on a free port over a fresh store, for the tests: its URL and admin key. */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -10,6 +10,8 @@ const ROOT = resolve(fileURLToPath(import.meta.url), "../../../../..");
 export interface Served {
   url: string;
   adminKey: string;
+  /** Runs `mneme ARGS…` on the server's store (embedded mode) and returns what it printed. */
+  cli(...args: string[]): string;
   stop(): Promise<void>;
 }
 
@@ -17,8 +19,9 @@ export interface Served {
 export async function serve(): Promise<Served> {
   const home = mkdtempSync(join(tmpdir(), "mneme-ts-"));
   const python = process.env.MNEME_PYTHON ?? join(ROOT, ".venv", "bin", "python");
+  const env = { ...process.env, MNEME_HOME: join(home, "store"), MNEME_URL: "" };
   const child: ChildProcess = spawn(python, ["-m", "mneme.cli", "serve", "--port", "0", "--workers", "1"], {
-    env: { ...process.env, MNEME_HOME: join(home, "store"), MNEME_URL: "" },
+    env,
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
@@ -40,6 +43,7 @@ export async function serve(): Promise<Served> {
   return {
     url,
     adminKey,
+    cli: (...args) => execFileSync(python, ["-m", "mneme.cli", ...args], { env, encoding: "utf8" }),
     async stop() {
       const exited = new Promise((done) => child.once("exit", done));
       child.kill("SIGINT");
