@@ -90,4 +90,4 @@ bench: $(STAMP)  ## print the quick benchmarks' figures (all of them: docs/perfo
 	$(BIN)/python bench/load.py
 
 clean:  ## remove local build output (not .mneme data)
-	rm -rf cdk.out infra/cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out infra/cdk.out .pytest_cache .mypy_cache .ruff_cache clients/typescript/dist

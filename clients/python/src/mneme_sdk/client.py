@@ -19,6 +19,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
+from mneme_sdk import __version__
 from mneme_sdk import _operations as op
 from mneme_sdk._flow import Emit, Flow, RetryPolicy, Send, Sleep, drive
 from mneme_sdk.models import Change, ChangesPage
@@ -26,8 +27,6 @@ from mneme_sdk.models import Change, ChangesPage
 P = ParamSpec("P")
 T = TypeVar("T")
 E = TypeVar("E")
-
-__version__ = "0.1.0"
 
 
 class _Base:
