@@ -1,6 +1,9 @@
 """Every route of the v1 API as a flow (see `_flow.py`): the one place that builds requests and reads answers.
 
 `Client` and `AsyncClient` expose each function here as a method of the same name and signature.
+A new route is a flow here, one line in each client (`name = _sync(op.name)`, `name = _async(op.name)`)
+and its request/answer models in `models.py` (a test fails while `docs/openapi.json` has a schema the
+models lack).
 """
 
 from __future__ import annotations
