@@ -13,9 +13,10 @@ export POWERTOOLS_METRICS_DISABLED := true
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-$(SERVE_STAMP): pyproject.toml  # what serving needs: the local engine and the MCP server
+$(SERVE_STAMP): pyproject.toml clients/python/pyproject.toml  # what serving needs: the local engine and the MCP server
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e clients/python  # the SDK first: Mneme depends on it and PyPI does not have it
 	$(BIN)/pip install --quiet -e '.[local,mcp]'
 	touch $(SERVE_STAMP)
 
@@ -27,6 +28,11 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+TS_CLIENT := clients/typescript
+$(TS_CLIENT)/node_modules/.installed: $(TS_CLIENT)/package.json $(TS_CLIENT)/package-lock.json  # the TypeScript client's tools
+	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 install: $(STAMP)  ## create .venv with every dependency
 
 serve: $(SERVE_STAMP)  ## start Mneme locally on the embedded engine (http://127.0.0.1:8080; PORT=N for another port)
@@ -36,7 +42,7 @@ serve: $(SERVE_STAMP)  ## start Mneme locally on the embedded engine (http://127
 # clone on 2026-11-30 (`make test`). Raise it, never lower it.
 COVERAGE_FLOOR := 90
 
-test: $(STAMP) node_modules/.installed  ## run every test tier (unit, contract, integration, infra, cloud) with the coverage floor
+test: $(STAMP) node_modules/.installed $(TS_CLIENT)/node_modules/.installed  ## run every test tier (unit, contract, integration, infra, cloud) with the coverage floor
 	$(BIN)/pytest tests --cov=mneme --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR)
 
 unit: $(STAMP)  ## unit tests only (no network, no moto)
@@ -45,7 +51,7 @@ unit: $(STAMP)  ## unit tests only (no network, no moto)
 contract: $(STAMP)  ## the port contract suites on every adapter that runs here
 	$(BIN)/pytest tests/contract
 
-integration: $(STAMP)  ## handlers, moto and the local server over loopback
+integration: $(STAMP) $(TS_CLIENT)/node_modules/.installed  ## handlers, moto and the local server over loopback
 	$(BIN)/pytest tests/integration
 
 infra: $(STAMP) node_modules/.installed  ## CDK synth tests
@@ -72,8 +78,9 @@ synth: $(STAMP) node_modules/.installed  ## synthesize the CDK app offline, then
 fuzz: $(STAMP)  ## API fuzzing; MNEME_FUZZ_EXAMPLES=200 or MNEME_FUZZ_SEED=N for a deeper run
 	$(BIN)/pytest tests/integration/test_fuzz.py
 
-openapi: $(SERVE_STAMP)  ## regenerate docs/openapi.json from the resolvers
+openapi: $(SERVE_STAMP) $(TS_CLIENT)/node_modules/.installed  ## regenerate docs/openapi.json from the resolvers, and the TypeScript client's types
 	$(BIN)/mneme openapi --output docs/openapi.json
+	cd $(TS_CLIENT) && npm run --silent generate
 
 bench: $(STAMP)  ## print the quick benchmarks' figures (all of them: docs/performance.md)
 	$(BIN)/python bench/retrieve.py
@@ -83,4 +90,4 @@ bench: $(STAMP)  ## print the quick benchmarks' figures (all of them: docs/perfo
 	$(BIN)/python bench/load.py
 
 clean:  ## remove local build output (not .mneme data)
-	rm -rf cdk.out infra/cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out infra/cdk.out .pytest_cache .mypy_cache .ruff_cache clients/typescript/dist

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import _common as c
 
-from mneme.client import MnemeClient
+from mneme_sdk import Client as MnemeClient
 
 MIX = (("recall", 50), ("retrieve", 20), ("remember", 20), ("changes", 10))
 TENANT = "default"

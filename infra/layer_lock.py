@@ -32,6 +32,8 @@ LOCK_FILE = HERE / "layer-requirements.txt"
 PROVIDED_BY_RUNTIME = ("boto3", "botocore", "s3transfer", "jmespath", "python-dateutil", "six", "urllib3")
 # opensearch-py's optional gRPC transport: nothing in Mneme imports it.
 UNUSED = ("opensearch-protobufs", "grpcio", "protobuf")
+# Installed from this repository (clients/python) for the CLI and the MCP server; no Lambda imports it.
+FROM_REPOSITORY = ("mneme-sdk",)
 PYTHON_VERSION = "3.12"
 # manylinux2014 for older wheels, manylinux_2_28 for newer ones (numpy >= 2.3); AL2023 has glibc 2.34.
 PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
@@ -50,9 +52,9 @@ def requirement_name(requirement: str) -> str:
 
 
 def runtime_requirements(pyproject: Path = PYPROJECT) -> list[str]:
-    """The project's `[project].dependencies`, without the packages the Lambda runtime provides."""
+    """The project's `[project].dependencies`, without those the Lambda runtime provides or no Lambda uses."""
     dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
-    provided = {normalize(name) for name in PROVIDED_BY_RUNTIME}
+    provided = {normalize(name) for name in (*PROVIDED_BY_RUNTIME, *FROM_REPOSITORY)}
     return [req for req in dependencies if requirement_name(req) not in provided]
 
 

@@ -10,9 +10,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import AwareDatetime, BaseModel, Field
 
-from mneme.client import EpisodePage, EpisodeRecord, FactPage, FactRecord, Forgot, MnemeClient
 from mneme.errors import InvalidInput
 from mneme.services.recall_records import FACT_PREFIXES
+from mneme_sdk import Client
+from mneme_sdk.models import EpisodePage, EpisodeRecord, FactPage, FactRecord, Forgot
 
 Id = Annotated[str, Field(min_length=4, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
 MetadataArg = Annotated[
@@ -68,7 +69,7 @@ def _forgot_text(forgot: Forgot) -> str:
     return text
 
 
-def add_record_tools(server: MCPServer, client: MnemeClient, *, scope: str, call: Any) -> None:
+def add_record_tools(server: MCPServer, client: Client, *, scope: str, call: Any) -> None:
     """`call(work, render)` is the server's way to run a client call and turn errors into tool errors."""
 
     @server.tool(

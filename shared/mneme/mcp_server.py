@@ -6,7 +6,7 @@ Two modes, chosen by `mneme mcp` from flags, environment or the config file:
   process. The agent acts as tenant MNEME_TENANT (default `default`), principal MNEME_PRINCIPAL
   (default `mcp-agent`) with roles MNEME_ROLES (default `writer`): it can read, remember and
   propose memories; a writer's proposals stay pending until an approver publishes them.
-- **remote** (MNEME_URL + MNEME_API_KEY): a Mneme API through `mneme.client.MnemeClient`; the key
+- **remote** (MNEME_URL + MNEME_API_KEY): a Mneme API through the SDK's `mneme_sdk.Client`; the key
   decides tenant, principal and roles.
 
 Both go through the same route handlers (embedded mode invokes them in-process), so validation,
@@ -32,19 +32,10 @@ from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import AfterValidator, AwareDatetime, BaseModel, Field, ValidationError
 
 from mneme import __version__
-from mneme.client import (
-    Bundle,
-    MemoryRecord,
-    MemoryView,
-    Message,
-    MnemeClient,
-    Remembered,
-    RunView,
-    ScopeView,
-    invalid_input,
-)  # fmt: skip
-from mneme.errors import InvalidInput, MnemeError, ScopeNotFound
 from mneme.paths import MAX_DEPTH
+from mneme_sdk import Client, invalid_input
+from mneme_sdk.errors import InvalidInput, MnemeError, ScopeNotFound
+from mneme_sdk.models import Bundle, MemoryRecord, MemoryView, Message, Remembered, RunView, ScopeView
 
 DEFAULT_PRINCIPAL = "mcp-agent"
 DEFAULT_ROLES: tuple[str, ...] = ("writer",)
@@ -195,7 +186,7 @@ def _run_text(run: RunView) -> str:
     return "\n".join(lines)
 
 
-def build_server(client: MnemeClient, *, scope: str = "root") -> MCPServer:
+def build_server(client: Client, *, scope: str = "root") -> MCPServer:
     """The MCP server over `client` (embedded or remote). `scope` is the agent's working scope."""
     if not re.fullmatch(PATH_PATTERN, scope):
         raise ValueError(f"invalid working scope {scope!r}")
@@ -531,7 +522,7 @@ def build_server(client: MnemeClient, *, scope: str = "root") -> MCPServer:
     return server
 
 
-def run(client: MnemeClient, *, scope: str = "root", mode: str = "") -> int:
+def run(client: Client, *, scope: str = "root", mode: str = "") -> int:
     """Serve on stdio until the client disconnects."""
     server = build_server(client, scope=scope)
     print(f"mneme mcp: {mode or client.base_url}, working scope {scope}", file=sys.stderr, flush=True)

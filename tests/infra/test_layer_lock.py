@@ -7,7 +7,16 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from infra.layer_lock import LOCK_FILE, PROVIDED_BY_RUNTIME, UNUSED, inputs_digest, normalize, pins, recorded_digest
+from infra.layer_lock import (
+    FROM_REPOSITORY,
+    LOCK_FILE,
+    PROVIDED_BY_RUNTIME,
+    UNUSED,
+    inputs_digest,
+    normalize,
+    pins,
+    recorded_digest,
+)
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
@@ -29,7 +38,7 @@ def test_every_direct_dependency_is_pinned_within_its_range_with_a_hash() -> Non
     for text in tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"]:
         requirement = Requirement(text)
         name = normalize(requirement.name)
-        if name in {normalize(n) for n in PROVIDED_BY_RUNTIME}:
+        if name in {normalize(n) for n in (*PROVIDED_BY_RUNTIME, *FROM_REPOSITORY)}:
             assert name not in locked
             continue
         version, hashes = locked[name]
@@ -41,6 +50,19 @@ def test_lock_leaves_out_the_runtime_sdk_and_the_unused_grpc_transport() -> None
     locked = set(pins(LOCK_FILE))
     assert not locked & {normalize(n) for n in (*PROVIDED_BY_RUNTIME, *UNUSED)}
     assert {"pydantic-core", "aws-xray-sdk", "numpy", "opensearch-py"} <= locked
+
+
+def test_the_sdk_stays_out_of_the_layer_and_out_of_every_lambda() -> None:
+    # The SDK (clients/python) serves the CLI and the MCP server; no Lambda handler reaches it
+    assert "mneme-sdk" not in pins(LOCK_FILE)
+    root = PYPROJECT.parent
+    importers = {
+        source.relative_to(root).as_posix()
+        for source in [*root.joinpath("shared", "mneme").rglob("*.py"), *root.joinpath("functions").glob("*.py")]
+        if "mneme_sdk" in source.read_text()
+    }
+    allowed = {"shared/mneme/mcp_server.py", "shared/mneme/local/embedded.py"}
+    assert importers and all(path in allowed or path.startswith("shared/mneme/cli/") for path in importers), importers
 
 
 def test_nothing_imports_the_left_out_grpc_packages() -> None:

@@ -16,7 +16,7 @@ import pytest
 from mneme import cli
 from mneme.cli import app
 from mneme.cli.config import KEYS
-from mneme.client import MnemeClient
+from mneme_sdk import Client as MnemeClient
 from tests.support.legacy import forget_sessions
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")

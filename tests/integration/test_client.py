@@ -1,4 +1,5 @@
-"""mneme.client against the local server (typed answers, error classes) and a stub server (retries)."""
+"""The Python SDK (`mneme_sdk`, clients/python) against the local server (typed answers, error classes),
+in-process (the embedded transport) and against a stub server (retries), sync and async."""
 
 from __future__ import annotations
 
@@ -17,25 +18,21 @@ from typing import Any
 import pytest
 
 from mneme import cli
-from mneme.client import (
-    Bundle,
-    MemoryRecord,
-    MnemeClient,
-    MnemeConnectionError,
-    RecallResponse,
-    Remembered,
-    _retry_after,
-)
-from mneme.errors import (
+from mneme_sdk import AsyncClient
+from mneme_sdk import Client as MnemeClient
+from mneme_sdk._flow import parse_retry_after as _retry_after
+from mneme_sdk.errors import (
     Conflict,
+    ConnectionFailed,
     Forbidden,
     InvalidInput,
     MnemeError,
     ScopeNotFound,
-    StoreUnavailable,
+    ServiceUnavailable,
     Throttled,
     Unauthorized,
 )
+from mneme_sdk.models import Bundle, MemoryRecord, RecallResponse, Remembered
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -138,9 +135,10 @@ def test_errors_are_mneme_errors_built_from_the_api_error_shape(admin: MnemeClie
 
 
 def test_embedded_client_has_the_same_behaviour(home: Path) -> None:
+    from mneme.local.embedded import embedded_client
     from mneme.models import Principal, Role
 
-    writer = MnemeClient.embedded(Principal(tenant="t1", principal="agent", roles=frozenset({Role.writer})))
+    writer = embedded_client(Principal(tenant="t1", principal="agent", roles=frozenset({Role.writer})))
     writer.remember("root.notes", "The build uses Python 3.11.", create_scope=True)
     assert writer.recall("python version", scope="root.notes").results[0].content == "The build uses Python 3.11."
     with pytest.raises(Forbidden):  # the route table's roles apply in-process too
@@ -294,9 +292,9 @@ def test_connection_failures_are_retried_then_raised(stub: Stub) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     sleeps = Sleeps()
-    with pytest.raises(MnemeConnectionError) as refused:
+    with pytest.raises(ConnectionFailed) as refused:
         MnemeClient(f"http://127.0.0.1:{port}", "k", max_retries=2, backoff=0.01, sleep=sleeps).health()
-    assert isinstance(refused.value, StoreUnavailable) and refused.value.code == "connection_failed"
+    assert isinstance(refused.value, ServiceUnavailable) and refused.value.code == "connection_failed"
     assert len(sleeps) == 2
     # A read timeout is retried for a read, and the next attempt's answer is used
     stub.replies = [Reply(200, {"status": "ok"}, delay=0.5), Reply(200, {"status": "ok", "version": "x"})]
@@ -346,3 +344,63 @@ def test_review_drafts_erasure_and_sttp_through_the_typed_client(admin: MnemeCli
     checked = admin.validate_sttp("not a node", profile="tolerant")
     assert checked.profile == "tolerant" and checked.diagnostics
     assert admin.health().status == "ok"
+
+
+# -- the async client, and the SDK against the API's own description --------------------------------
+
+
+def test_the_async_client_has_the_same_methods_and_behaviour(admin: MnemeClient, server: str) -> None:
+    import asyncio
+
+    public = {name for name in dir(MnemeClient) if not name.startswith("_") and callable(getattr(MnemeClient, name))}
+    assert public - {"close"} == {n for n in dir(AsyncClient) if not n.startswith("_")} - {"aclose", "http", "retry"}
+    for name in public - {"close"}:  # both drive the same flow: one copy of each route's logic
+        assert getattr(MnemeClient, name).__wrapped__ is getattr(AsyncClient, name).__wrapped__, name
+    key = admin.create_key("async-bot", ["writer"]).api_key
+
+    async def agent() -> tuple[list[str], int, str]:
+        async with AsyncClient(server, key) as mneme:
+            await mneme.remember("root.acme", "Acme's year end is 31 March.", create_scope=True)
+            await mneme.remember_many([{"scope": "root.acme", "content": f"note {i}"} for i in range(3)], batch_size=2)
+            hits = await mneme.recall("year end", scope="root.acme", limit=2)
+            changes = [c async for c in mneme.iter_changes(page_size=2)]
+            with pytest.raises(ScopeNotFound):
+                await mneme.retrieve("root.nowhere")
+            return [r.content for r in hits.results], len(changes), (await mneme.me()).principal
+
+    contents, changed, principal = asyncio.run(agent())
+    assert contents[0] == "Acme's year end is 31 March." and changed >= 4 and principal == "async-bot"
+
+
+def test_the_async_client_retries_like_the_sync_one(stub: Stub) -> None:
+    import asyncio
+
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    async def call() -> str:
+        async with AsyncClient(stub.url, "k", sleep=sleep) as mneme:
+            return (await mneme.recall("q")).context
+
+    stub.replies = [Reply(429, THROTTLED, {"Retry-After": "2"}), Reply(503, UNAVAILABLE), Reply(200, RECALL_OK)]
+    assert asyncio.run(call()) == "# recall"
+    assert waits[0] == 2.0 and len(waits) == 2 and len(stub.requests) == 3
+
+
+def test_the_sdk_models_are_the_openapi_documents_schemas() -> None:
+    """Every schema of docs/openapi.json has an SDK model of the same name, fields and required fields."""
+    from pydantic import BaseModel
+
+    from mneme_sdk import models
+
+    document = json.loads((Path(__file__).resolve().parents[2] / "docs" / "openapi.json").read_text())
+    for name, schema in document["components"]["schemas"].items():
+        if "properties" not in schema and schema.get("type") != "object":
+            continue  # an enum (Role): a Literal in the SDK
+        sdk = getattr(models, name, None)
+        assert isinstance(sdk, type) and issubclass(sdk, BaseModel), f"no SDK model for {name}"
+        assert set(sdk.model_fields) == set(schema.get("properties", {})), name
+        required = {field for field, info in sdk.model_fields.items() if info.is_required()}
+        assert required == set(schema.get("required", [])), name

@@ -31,21 +31,21 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.core.failures import FailureGroup
 
 from mneme import cli
-from mneme.client import (
+from mneme.http.views import RenamePreview
+from mneme_sdk import Client as MnemeClient
+from mneme_sdk.models import (
     Bundle,
     ChangesPage,
     CreatedKey,
     KeyView,
     MemoryRecord,
     MemoryView,
-    MnemeClient,
     RecallResponse,
     Remembered,
     RunStarted,
     RunView,
     ScopeView,
 )
-from mneme.http.views import RenamePreview
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

@@ -14,8 +14,9 @@ from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult
 
 from mneme import bootstrap, cli
-from mneme.client import MnemeClient
+from mneme.local.embedded import embedded_client
 from mneme.models import Principal, Role
+from mneme_sdk import Client as MnemeClient
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -162,7 +163,7 @@ def test_embedded_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNEME_HOME", str(home))
     bootstrap.reset()
     try:
-        admin = MnemeClient.embedded(Principal(tenant="default", principal="auditor", roles=frozenset({Role.admin})))
+        admin = embedded_client(Principal(tenant="default", principal="auditor", roles=frozenset({Role.admin})))
         assert admin.recall(ids=[seen["episode_id"]]).results[0].metadata == {"source": "call"}
     finally:
         monkeypatch.undo()

@@ -13,9 +13,9 @@ import pytest
 from mcp import Client
 from mcp_types import CallToolResult
 
-from mneme.client import MnemeClient
 from mneme.mcp_server import build_server
 from mneme.models import Role
+from mneme_sdk import Client as MnemeClient
 from tests.integration.stacks import STORES, Served, served
 
 WORKING = "root.projects.alpha"

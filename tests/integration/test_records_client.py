@@ -1,4 +1,4 @@
-"""`mneme.client`'s record methods against the local server: a mem0-style session end to end (remember with
+"""The SDK's record methods against the local server: a mem0-style session end to end (remember with
 metadata, recall with a metadata filter, list, forget an episode and a fact, recall again, the tombstones in the
 change feed), and correcting a fact."""
 
@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from mneme.client import EpisodePage, FactRecord, MnemeClient
 from mneme.errors import Conflict, InvalidInput, NotFound
+from mneme_sdk import Client as MnemeClient
+from mneme_sdk.models import EpisodePage, FactRecord
 from tests.integration.test_client import admin
 
 __all__ = ["admin"]  # the fixture, used by name

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from mneme.client import MnemeClient
+from mneme_sdk import Client as MnemeClient
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = ["amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "heron", "indigo", "jasper", "kelp", "lichen"]

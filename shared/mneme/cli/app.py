@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from mneme.cli.config import Config, ConfigError, load
 from mneme.errors import MnemeError
+from mneme_sdk.errors import MnemeError as ApiError
 
 if TYPE_CHECKING:
-    from mneme.client import MnemeClient
     from mneme.models import Principal
+    from mneme_sdk import Client
 
 Handler = Callable[["Context"], int]
 
@@ -44,7 +45,7 @@ class Context:
 
     args: argparse.Namespace
     config: Config
-    _clients: dict[tuple[str, ...], MnemeClient] = field(default_factory=dict)
+    _clients: dict[tuple[str, ...], Client] = field(default_factory=dict)
 
     def embedded_only(self, name: str) -> None:
         if self.config.remote:
@@ -67,15 +68,13 @@ class Context:
             raise ConfigError("give at least one role")
         return Principal(tenant=self.config.tenant, principal=self.config.principal(principal), roles=parsed)
 
-    def client(
-        self, *, principal: str = "cli", roles: tuple[str, ...] = ("admin",), need_key: bool = True
-    ) -> MnemeClient:
-        """Remote (MnemeClient over HTTP) when a URL is configured, else embedded over the local store.
+    def client(self, *, principal: str = "cli", roles: tuple[str, ...] = ("admin",), need_key: bool = True) -> Client:
+        """Remote (the SDK's client over HTTP) when a URL is configured, else embedded over the local store.
 
         Embedded mode acts as the local operator: principal `cli` with the admin role by default
         (MNEME_PRINCIPAL / MNEME_ROLES or the config file change it).
         """
-        from mneme.client import MnemeClient
+        from mneme_sdk import Client
 
         cache_key = (principal, *roles)
         if cache_key in self._clients:
@@ -87,12 +86,13 @@ class Context:
                 raise ConfigError(
                     "remote mode needs an API key: --api-key, MNEME_API_KEY or api_key in the config file"
                 )
-            client = MnemeClient(self.config.url, api_key, timeout=self.config.timeout)
+            client = Client(self.config.url, api_key, timeout=self.config.timeout)
         else:
             from mneme.cli.output import quiet_runtime
+            from mneme.local.embedded import embedded_client
 
             quiet_runtime()
-            client = MnemeClient.embedded(self.principal(principal=principal, roles=roles))
+            client = embedded_client(self.principal(principal=principal, roles=roles))
         self._clients[cache_key] = client
         return client
 
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         config = load(_flags(args), path=getattr(args, "config", None))
         _apply_home(config)
         return int(args.func(Context(args, config)))
-    except MnemeError as e:
+    except (MnemeError, ApiError) as e:
         print(f"error: {e.code}: {e.message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

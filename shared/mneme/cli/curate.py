@@ -12,7 +12,7 @@ from mneme.cli.output import emit_json, err
 from mneme.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from mneme.client import MemoryView
+    from mneme_sdk.models import MemoryView
 
 
 # -- scopes ------------------------------------------------------------------------------------------

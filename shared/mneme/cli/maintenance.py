@@ -17,8 +17,8 @@ from mneme.cli.output import Progress, emit_json, err, quiet_runtime
 from mneme.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from mneme.client import RunView
     from mneme.consolidation.stages import Batch
+    from mneme_sdk.models import RunView
 
 
 # -- consolidate ---------------------------------------------------------------------------------------
@@ -68,7 +68,7 @@ def _consolidate_local(ctx: Context) -> int:
         return 130
     if tty and not ctx.quiet:
         print(file=sys.stderr)
-    from mneme.client import RunView
+    from mneme_sdk.models import RunView
 
     return _report(ctx, RunView.model_validate(run.model_dump(exclude={"tenant"})))
 

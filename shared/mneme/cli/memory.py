@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from mneme.cli.app import Context, command
 from mneme.cli.output import Progress, emit_json, err
-from mneme.errors import InvalidInput, MnemeError
+from mneme.errors import InvalidInput
+from mneme_sdk.errors import MnemeError
 
 if TYPE_CHECKING:
-    from mneme.client import Remembered
-    from mneme.services.recall_records import Result
+    from mneme_sdk.models import Remembered, Result
+
 
 MAX_BATCH = 100
 
@@ -103,7 +104,8 @@ def _count_lines(source: str) -> int | None:
 def _remember_jsonl(ctx: Context) -> int:
     from pydantic import ValidationError
 
-    from mneme.client import RememberItem, invalid_input
+    from mneme_sdk import invalid_input
+    from mneme_sdk.models import RememberItem
 
     args = ctx.args
     client = ctx.client(principal="cli", roles=("admin",))

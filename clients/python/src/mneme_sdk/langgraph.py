@@ -1,0 +1,263 @@
+"""`MnemeStore`: LangGraph's long-term memory (`BaseStore`) kept in Mneme. Needs `mneme-sdk[langgraph]`.
+
+    from mneme_sdk import AsyncClient, Client
+    from mneme_sdk.langgraph import MnemeStore
+
+    store = MnemeStore(Client(url, key), AsyncClient(url, key), scope="root.agents")
+    graph = builder.compile(store=store)
+
+**What backs an item.** A store item is addressed by a namespace and a key, overwritten by `put`
+and removed by `delete`: that is a curated memory, addressed by its scope and key, edited in place
+(with its revision history) and archived. Episodes are immutable observations and facts are derived
+by consolidation, so neither can be overwritten or keyed by the caller. An item's value is the
+memory's body, as JSON; a namespace is a scope under the store's `scope`, one segment per element.
+
+**Names.** A scope segment is `[a-z0-9][a-z0-9-]{0,62}` and a memory key `[a-z0-9][a-z0-9._-]{0,127}`;
+an element or key outside that (capitals, `_`, `@`, …) or starting with `x--` is stored as `x--`
+and its UTF-8 bytes in lower-case base32, and read back as it was given. A namespace has at most
+8 elements, fewer when `scope` is below root.
+
+**Search.** With a `query`, Mneme's ranked recall (vector + BM25) over the memories under the
+namespace prefix, with its score; without one, every item under the prefix, by namespace and key.
+`filter` is applied to the values: `{"field": value}` or `{"field": {"$eq"|"$ne"|"$gt"|"$gte"|"$lt"|"$lte": value}}`.
+The key's role decides what it may do: an approver's writes are published at once; a writer's stay
+pending, visible to it alone, until an approver publishes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from mneme_sdk import _operations as op
+from mneme_sdk._flow import Flow
+from mneme_sdk.client import AsyncClient, Client
+from mneme_sdk.errors import Conflict, ScopeNotFound
+
+SEGMENT = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
+KEY = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
+ENCODED = "x--"
+MAX_DEPTH = 8
+OPERATORS = {
+    "$eq": lambda a, b: a == b,
+    "$ne": lambda a, b: a != b,
+    "$gt": lambda a, b: a > b,
+    "$gte": lambda a, b: a >= b,
+    "$lt": lambda a, b: a < b,
+    "$lte": lambda a, b: a <= b,
+}
+
+
+def encode(name: str, pattern: re.Pattern[str]) -> str:
+    """`name` as a scope segment or memory key: itself when it fits, else `x--` + base32 of its bytes."""
+    if pattern.fullmatch(name) and not name.startswith(ENCODED):
+        return name
+    encoded = ENCODED + base64.b32encode(name.encode()).decode().rstrip("=").lower()
+    if not pattern.fullmatch(encoded):
+        raise InvalidNamespaceError(f"{name!r} is too long to name a Mneme scope segment or memory key")
+    return encoded
+
+
+def decode(name: str) -> str:
+    if not name.startswith(ENCODED):
+        return name
+    text = name.removeprefix(ENCODED).upper()
+    return base64.b32decode(text + "=" * (-len(text) % 8)).decode()
+
+
+def matches(value: dict[str, Any], filter: dict[str, Any] | None) -> bool:
+    for field, wanted in (filter or {}).items():
+        actual = value.get(field)
+        conditions = wanted if isinstance(wanted, dict) and wanted and set(wanted) <= set(OPERATORS) else None
+        if conditions is None:
+            if actual != wanted:
+                return False
+            continue
+        try:
+            if not all(OPERATORS[name](actual, operand) for name, operand in conditions.items()):
+                return False
+        except TypeError:  # e.g. None > 3: not a match
+            return False
+    return True
+
+
+class MnemeStore(BaseStore):
+    """A LangGraph `BaseStore` over Mneme's curated memories (see the module's docstring).
+
+    `client` serves `batch` (and the sync methods), `aclient` serves `abatch` (and the async ones);
+    without `aclient`, `abatch` runs `batch` in a worker thread.
+    """
+
+    supports_ttl = False
+
+    def __init__(self, client: Client | None = None, aclient: AsyncClient | None = None, *, scope: str = "root"):
+        if client is None and aclient is None:
+            raise ValueError("give a Client, an AsyncClient or both")
+        self.client, self.aclient = client, aclient
+        self.scope = scope
+        self.depth = len(scope.split(".")) - 1
+        self._scopes: set[str] = set()  # created (or found) by this store
+
+    # -- LangGraph's two entry points -------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        if self.client is None:
+            raise RuntimeError("MnemeStore was given no sync Client: use the async methods")
+        return [self.client._run(self._flow(o)) for o in ops]
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        if self.aclient is None:
+            return await asyncio.to_thread(self.batch, list(ops))
+        return [await self.aclient._run(self._flow(o)) for o in ops]
+
+    def _flow(self, o: Op) -> Flow[Any]:
+        if isinstance(o, GetOp):
+            return self._get(o.namespace, o.key)
+        if isinstance(o, SearchOp):
+            return self._search(o)
+        if isinstance(o, PutOp):
+            return self._put(o.namespace, o.key, o.value)
+        if isinstance(o, ListNamespacesOp):
+            return self._list_namespaces(o)
+        raise ValueError(f"unknown operation {o!r}")
+
+    # -- names ------------------------------------------------------------------------------------
+
+    def scope_of(self, namespace: tuple[str, ...]) -> str:
+        if not namespace or len(namespace) + self.depth > MAX_DEPTH:
+            raise InvalidNamespaceError(f"a namespace has 1 to {MAX_DEPTH - self.depth} elements here: {namespace}")
+        return ".".join([self.scope, *(encode(name, SEGMENT) for name in namespace)])
+
+    def namespace_of(self, scope: str) -> tuple[str, ...]:
+        inner = scope.removeprefix(self.scope).lstrip(".")
+        return tuple(decode(segment) for segment in inner.split(".")) if inner else ()
+
+    # -- operations as flows (the same code for the sync and the async client) --------------------
+
+    def _find(self, scope: str, key: str) -> Flow[Any]:
+        """The block of the memory keyed `key` in exactly `scope`, or None (also when the scope does not exist)."""
+        try:
+            bundle = yield from op.retrieve_json(scope)
+        except ScopeNotFound:
+            return None
+        return next((b for b in bundle.blocks if b.kind == "scoped" and b.target == scope and b.key == key), None)
+
+    def _get(self, namespace: tuple[str, ...], key: str) -> Flow[Item | None]:
+        block = yield from self._find(self.scope_of(namespace), encode(key, KEY))
+        if block is None:
+            return None
+        (item,) = yield from self._items([block.memory_id])
+        return item
+
+    def _items(self, memory_ids: list[str], scores: dict[str, float] | None = None) -> Flow[list[Any]]:
+        """Items for memories, with their times (read back through recall by id, 200 at a time)."""
+        items = []
+        for start in range(0, len(memory_ids), 200):
+            answer = yield from op.recall(ids=memory_ids[start : start + 200], limit=200)
+            for result in answer.results:
+                if result.kind != "memory" or result.key is None:
+                    continue
+                fields = {
+                    "namespace": self.namespace_of(result.scope),
+                    "key": decode(result.key),
+                    "value": json.loads(result.content),
+                    "created_at": result.created_at,
+                    "updated_at": result.occurred_at,
+                }
+                items.append(Item(**fields) if scores is None else SearchItem(**fields, score=scores.get(result.id)))
+        return items
+
+    def _put(self, namespace: tuple[str, ...], key: str, value: Any) -> Flow[None]:
+        scope, memory_key = self.scope_of(namespace), encode(key, KEY)
+        block = yield from self._find(scope, memory_key)
+        if value is None:
+            if block is not None:
+                yield from op.archive_memory(block.memory_id)
+            return None
+        body = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        if block is not None:
+            if block.body != body:
+                yield from op.edit_memory(block.memory_id, body=body)
+            return None
+        if scope not in self._scopes:
+            with contextlib.suppress(Conflict):  # it exists already
+                yield from op.create_scope(scope, parents=True)
+            self._scopes.add(scope)
+        try:
+            yield from op.create_memory(memory_key, body, scope=scope)
+        except Conflict:  # written meanwhile by another writer: this put is the later one
+            block = yield from self._find(scope, memory_key)
+            if block is None:
+                raise
+            yield from op.edit_memory(block.memory_id, body=body)
+        return None
+
+    def _memories_under(self, prefix: str) -> Flow[list[Any]]:
+        """Every item's block in the scopes under `prefix` (the scope itself included)."""
+        try:
+            scopes = yield from op.list_scopes(prefix)
+        except ScopeNotFound:
+            return []
+        blocks = []
+        for scope in scopes:
+            bundle = yield from op.retrieve_json(scope.path)
+            blocks += [b for b in bundle.blocks if b.kind == "scoped" and b.target == scope.path]
+        return blocks
+
+    def _search(self, o: SearchOp) -> Flow[list[SearchItem]]:
+        prefix = self.scope_of(o.namespace_prefix) if o.namespace_prefix else self.scope
+        wanted = o.offset + o.limit
+        if o.query:
+            # Recall ranks every kind; ask for memories only, and more than needed when a filter will drop some.
+            limit = min(200, wanted * (4 if o.filter else 1))
+            try:
+                answer = yield from op.recall(o.query, scope=prefix, kinds=["memory"], limit=limit)
+            except ScopeNotFound:
+                return []
+            hits = [r for r in answer.results if r.kind == "memory" and r.key is not None]
+            ids, scores = [r.id for r in hits], {r.id: r.score for r in hits}
+        else:
+            blocks = yield from self._memories_under(prefix)
+            ids, scores = [b.memory_id for b in blocks], {}
+        items = yield from self._items(ids, scores)
+        if not o.query:
+            items.sort(key=lambda item: (item.namespace, item.key))
+        found = [item for item in items if matches(item.value, o.filter)]
+        return found[o.offset : wanted]
+
+    def _list_namespaces(self, o: ListNamespacesOp) -> Flow[list[tuple[str, ...]]]:
+        blocks = yield from self._memories_under(self.scope)
+        namespaces = sorted({self.namespace_of(b.target) for b in blocks} - {()})
+        for condition in o.match_conditions or ():
+            namespaces = [ns for ns in namespaces if _match(ns, condition.path, condition.match_type)]
+        if o.max_depth is not None:
+            namespaces = sorted({ns[: o.max_depth] for ns in namespaces})
+        return namespaces[o.offset : o.offset + o.limit]
+
+
+def _match(namespace: tuple[str, ...], path: tuple[str, ...], kind: str) -> bool:
+    if len(path) > len(namespace):
+        return False
+    part = namespace[: len(path)] if kind == "prefix" else namespace[len(namespace) - len(path) :]
+    return all(wanted in ("*", actual) for wanted, actual in zip(path, part, strict=True))
+
+
+__all__ = ["MnemeStore"]
