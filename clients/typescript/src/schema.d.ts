@@ -84,6 +84,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/episodes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GET /v1/episodes
+         * @description Needs the 'reader' role.
+         */
+        get: operations["list_episodes_v1_episodes_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/episodes/{episode_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GET /v1/episodes/{episode_id}
+         * @description Needs the 'reader' role.
+         */
+        get: operations["get_episode_v1_episodes__episode_id__get"];
+        put?: never;
+        post?: never;
+        /**
+         * DELETE /v1/episodes/{episode_id}
+         * @description Needs the 'writer' role.
+         */
+        delete: operations["forget_episode_v1_episodes__episode_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/facts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GET /v1/facts
+         * @description Needs the 'reader' role.
+         */
+        get: operations["list_facts_v1_facts_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/facts/{fact_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GET /v1/facts/{fact_id}
+         * @description Needs the 'reader' role.
+         */
+        get: operations["get_fact_v1_facts__fact_id__get"];
+        put?: never;
+        post?: never;
+        /**
+         * DELETE /v1/facts/{fact_id}
+         * @description Needs the 'approver' role.
+         */
+        delete: operations["forget_fact_v1_facts__fact_id__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * PATCH /v1/facts/{fact_id}
+         * @description Needs the 'approver' role.
+         */
+        patch: operations["correct_fact_v1_facts__fact_id__patch"];
+        trace?: never;
+    };
     "/v1/health": {
         parameters: {
             query?: never;
@@ -644,6 +736,60 @@ export interface components {
             /** Scopes */
             scopes?: string[] | null;
         };
+        /**
+         * Conversation
+         * @description A conversation's messages in the order they were said: one episode each, in one session, the speaker
+         *     in `metadata.speaker` (and the role in `metadata.role`), each with its place in the call (`sequence`).
+         */
+        Conversation: {
+            /**
+             * Create Scope
+             * @default false
+             */
+            create_scope?: boolean;
+            /** Idempotency Key */
+            idempotency_key?: string | null;
+            /** Messages */
+            messages: components["schemas"]["Message"][];
+            /**
+             * Metadata
+             * @description returned with every message's recall
+             */
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Occurred At
+             * @description the time of the messages that give none
+             */
+            occurred_at?: string | null;
+            /** Scope */
+            scope: string;
+            /** Session Id */
+            session_id?: string | null;
+        };
+        /**
+         * CorrectFactRequest
+         * @description A correction of a fact at `version` (a stale version is a 409); at least one field besides `reason`.
+         */
+        CorrectFactRequest: {
+            /** Confidence */
+            confidence?: number | null;
+            /** Entity */
+            entity?: string | null;
+            /** Property */
+            property?: string | null;
+            /** Reason */
+            reason?: string | null;
+            /** Summary */
+            summary?: string | null;
+            /** Valid Until */
+            valid_until?: string | null;
+            /** Value */
+            value?: string | null;
+            /** Version */
+            version: number;
+        };
         /** CreateKeyRequest */
         CreateKeyRequest: {
             /** Principal */
@@ -775,7 +921,7 @@ export interface components {
         /** DraftRequest */
         DraftRequest: {
             /** Operations */
-            operations: (components["schemas"]["Move"] | components["schemas"]["Merge"] | components["schemas"]["Delete"] | components["schemas"]["Layers"])[];
+            operations: (components["schemas"]["Move"] | components["schemas"]["Rename"] | components["schemas"]["Merge"] | components["schemas"]["Delete"] | components["schemas"]["Layers"])[];
         };
         /** DraftView */
         DraftView: {
@@ -789,7 +935,7 @@ export interface components {
             /** Draft Id */
             draft_id: string;
             /** Operations */
-            operations: (components["schemas"]["Move"] | components["schemas"]["Merge"] | components["schemas"]["Delete"] | components["schemas"]["Layers"])[];
+            operations: (components["schemas"]["Move"] | components["schemas"]["Rename"] | components["schemas"]["Merge"] | components["schemas"]["Delete"] | components["schemas"]["Layers"])[];
             preview: components["schemas"]["Preview"];
             /**
              * Published At
@@ -828,6 +974,78 @@ export interface components {
             /** Version */
             version?: number | null;
         };
+        /**
+         * EpisodePage
+         * @description Episodes newest remembered first; `next_cursor` gives the next page (null: the end was reached).
+         */
+        EpisodePage: {
+            /** Episodes */
+            episodes: components["schemas"]["EpisodeRecord"][];
+            /** Has More */
+            has_more: boolean;
+            /**
+             * Next Cursor
+             * @default null
+             */
+            next_cursor?: string | null;
+        };
+        /**
+         * EpisodeRecord
+         * @description An episode as remembered (its content never changes), with the facts drawn from it when fetched alone.
+         */
+        EpisodeRecord: {
+            /** Author */
+            author: string;
+            /** Content */
+            content: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Facts
+             * @default null
+             */
+            facts?: components["schemas"]["FactRecord"][] | null;
+            /** Format */
+            format: string;
+            /** Id */
+            id: string;
+            /**
+             * Kind
+             * @constant
+             */
+            kind: "episode";
+            /**
+             * Metadata
+             * @default {}
+             */
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Occurred At
+             * Format: date-time
+             */
+            occurred_at: string;
+            /** Scope */
+            scope: string;
+            /**
+             * Session Id
+             * @default null
+             */
+            session_id?: string | null;
+            /**
+             * Sttp
+             * @default null
+             */
+            sttp?: {
+                [key: string]: unknown;
+            } | null;
+            /** Tier */
+            tier: string;
+        };
         /** Erasure */
         Erasure: {
             /** Counts */
@@ -863,6 +1081,134 @@ export interface components {
              * @example scope root.acme.payroll does not exist
              */
             message: string;
+        };
+        /**
+         * FactPage
+         * @description Facts newest first; `next_cursor` gives the next page (null: the end was reached).
+         */
+        FactPage: {
+            /** Facts */
+            facts: components["schemas"]["FactRecord"][];
+            /** Has More */
+            has_more: boolean;
+            /**
+             * Next Cursor
+             * @default null
+             */
+            next_cursor?: string | null;
+        };
+        /**
+         * FactRecord
+         * @description A fact consolidation drew from episodes (or a roll-up of a period), with its sources and corrections when
+         *     fetched alone. `version` is what a correction (PATCH) sends back.
+         */
+        FactRecord: {
+            /** Confidence */
+            confidence: number;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Entity
+             * @default null
+             */
+            entity?: string | null;
+            /**
+             * History
+             * @default null
+             */
+            history?: {
+                [key: string]: unknown;
+            }[] | null;
+            /** Id */
+            id: string;
+            /**
+             * Kind
+             * @constant
+             */
+            kind: "fact";
+            /**
+             * Missing Sources
+             * @default null
+             */
+            missing_sources?: string[] | null;
+            /**
+             * Property
+             * @default null
+             */
+            property?: string | null;
+            /**
+             * Reinforced At
+             * Format: date-time
+             */
+            reinforced_at: string;
+            /** Scope */
+            scope: string;
+            /** Source Episode Ids */
+            source_episode_ids: string[];
+            /**
+             * Sources
+             * @default null
+             */
+            sources?: components["schemas"]["EpisodeRecord"][] | null;
+            /** Stale */
+            stale: boolean;
+            /** Status */
+            status: string;
+            /** Summary */
+            summary: string;
+            /**
+             * Superseded By
+             * @default null
+             */
+            superseded_by?: string | null;
+            /** Tier */
+            tier: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /**
+             * Valid From
+             * Format: date-time
+             */
+            valid_from: string;
+            /**
+             * Valid Until
+             * @default null
+             */
+            valid_until?: string | null;
+            /**
+             * Value
+             * @default null
+             */
+            value?: string | null;
+            /** Version */
+            version: number;
+        };
+        /**
+         * Forgot
+         * @description A record forgotten: gone from search at once, a tombstone in the change feed, and what was derived from it
+         *     settled (`settled`: facts retracted, re-grounded on their other sources, marked stale or rebuilt).
+         */
+        Forgot: {
+            /**
+             * Forgotten
+             * @constant
+             */
+            forgotten: true;
+            /** Id */
+            id: string;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "episode" | "fact";
+            /** Settled */
+            settled: components["schemas"]["Settled"][];
         };
         /** Health */
         Health: {
@@ -1022,6 +1368,33 @@ export interface components {
             /** Version */
             version: number;
         };
+        /** MemoryView */
+        MemoryView: {
+            /** Author */
+            author: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Key */
+            key: string;
+            /** Kind */
+            kind: string;
+            /** Memory Id */
+            memory_id: string;
+            /** Status */
+            status: string;
+            /** Target */
+            target: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Version */
+            version: number;
+        };
         /** Merge */
         Merge: {
             /** Into */
@@ -1033,6 +1406,29 @@ export interface components {
             op: "merge";
             /** Path */
             path: string;
+        };
+        /**
+         * Message
+         * @description One turn of a conversation: who said it (`name`, or else `role`) and what they said.
+         */
+        Message: {
+            /** Content */
+            content: string;
+            /**
+             * Name
+             * @description the speaker's name, if known
+             */
+            name?: string | null;
+            /**
+             * Occurred At
+             * @description when it was said (default: the call's time)
+             */
+            occurred_at?: string | null;
+            /**
+             * Role
+             * @description user, assistant, system, tool, …
+             */
+            role?: string | null;
         };
         /** Move */
         Move: {
@@ -1118,6 +1514,13 @@ export interface components {
              * @default 10
              */
             limit?: number;
+            /**
+             * Metadata
+             * @description top-level metadata equal to a value, or (a list) to one of several: {"user": "alice", "topic": ["diet", "health"]}; every key must match. Applied inside the search (a fact matches through the metadata of its source episodes; curated memories carry none)
+             */
+            metadata?: {
+                [key: string]: string | boolean | number | (string | boolean | number)[];
+            } | null;
             /** Query */
             query?: string | null;
             /**
@@ -1231,8 +1634,41 @@ export interface components {
             /** Items */
             items: components["schemas"]["Remembered"][];
         };
+        /**
+         * Rename
+         * @description Rename a scope's last segment (the old path stays as an alias): as a draft when it changes which
+         *     value-targeted guidance applies, since a tag follows the segment, not the scope.
+         */
+        Rename: {
+            /** New Path */
+            new_path: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            op: "rename";
+            /** Path */
+            path: string;
+        };
+        /**
+         * RenamePreview
+         * @description A rename with `dry_run: true`: the preview a structure draft of it would show; nothing changed.
+         */
+        RenamePreview: {
+            /**
+             * Dry Run
+             * @constant
+             */
+            dry_run: true;
+            preview: components["schemas"]["Preview"];
+        };
         /** RenameScopeRequest */
         RenameScopeRequest: {
+            /**
+             * Dry Run
+             * @default false
+             */
+            dry_run?: boolean;
             /** New Path */
             new_path: string;
             /** Path */
@@ -1384,9 +1820,18 @@ export interface components {
         };
         /**
          * RunView
-         * @description A consolidation run: status, per-stage counters and errors.
+         * @description A consolidation run: status, per-stage counters and errors, the facts it wrote and the clusters
+         *     it set aside (with why).
          */
         RunView: {
+            /**
+             * Facts
+             * @description facts it wrote or reinforced (the first 100): fact_id, scope_id, summary, status
+             * @default []
+             */
+            facts?: {
+                [key: string]: unknown;
+            }[];
             /**
              * Finished At
              * @default null
@@ -1401,6 +1846,14 @@ export interface components {
              * @default []
              */
             scopes?: string[];
+            /**
+             * Set Aside
+             * @description clusters it gave up on (the first 50): scope_id, stage, reason, episodes, episode_ids (first 5)
+             * @default []
+             */
+            set_aside?: {
+                [key: string]: unknown;
+            }[];
             /**
              * Stages
              * @default {}
@@ -1475,6 +1928,16 @@ export interface components {
              * @enum {string}
              */
             strictness?: "precision" | "balanced" | "recall";
+        };
+        /** Settled */
+        Settled: {
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "retracted" | "regrounded" | "stale" | "rebuilt";
+            /** Id */
+            id: string;
         };
         /** StageReport */
         StageReport: {
@@ -1661,7 +2124,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1849,8 +2312,718 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description too large: the request body, or content over its limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not JSON: send Content-Type: application/json (or none) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description throttled: retry later */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a backing store is unavailable: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_episodes_v1_episodes_get: {
+        parameters: {
+            query?: {
+                scope?: string;
+                session_id?: string | null;
+                since?: string | null;
+                until?: string | null;
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EpisodePage"];
+                };
+            };
+            /** @description invalid input: malformed JSON, a schema violation or a rule of the domain (`details` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key lacks the role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description too large: the request body, or content over its limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not JSON: send Content-Type: application/json (or none) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description throttled: retry later */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a backing store is unavailable: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_episode_v1_episodes__episode_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                episode_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EpisodeRecord"];
+                };
+            };
+            /** @description invalid input: malformed JSON, a schema violation or a rule of the domain (`details` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key lacks the role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description too large: the request body, or content over its limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not JSON: send Content-Type: application/json (or none) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description throttled: retry later */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a backing store is unavailable: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    forget_episode_v1_episodes__episode_id__delete: {
+        parameters: {
+            query?: {
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                episode_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["NoBody"] | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Forgot"];
+                };
+            };
+            /** @description invalid input: malformed JSON, a schema violation or a rule of the domain (`details` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key lacks the role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a conflict: it exists already, or a stale version */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description too large: the request body, or content over its limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not JSON: send Content-Type: application/json (or none) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description throttled: retry later */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a backing store is unavailable: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_facts_v1_facts_get: {
+        parameters: {
+            query?: {
+                scope?: string;
+                since?: string | null;
+                until?: string | null;
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FactPage"];
+                };
+            };
+            /** @description invalid input: malformed JSON, a schema violation or a rule of the domain (`details` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key lacks the role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description too large: the request body, or content over its limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not JSON: send Content-Type: application/json (or none) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description throttled: retry later */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a backing store is unavailable: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_fact_v1_facts__fact_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                fact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FactRecord"];
+                };
+            };
+            /** @description invalid input: malformed JSON, a schema violation or a rule of the domain (`details` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key lacks the role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description too large: the request body, or content over its limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not JSON: send Content-Type: application/json (or none) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description throttled: retry later */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a backing store is unavailable: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    forget_fact_v1_facts__fact_id__delete: {
+        parameters: {
+            query?: {
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                fact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["NoBody"] | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Forgot"];
+                };
+            };
+            /** @description invalid input: malformed JSON, a schema violation or a rule of the domain (`details` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key lacks the role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a conflict: it exists already, or a stale version */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description too large: the request body, or content over its limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not JSON: send Content-Type: application/json (or none) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description throttled: retry later */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a backing store is unavailable: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    correct_fact_v1_facts__fact_id__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                fact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CorrectFactRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FactRecord"];
+                };
+            };
+            /** @description invalid input: malformed JSON, a schema violation or a rule of the domain (`details` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key lacks the role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a conflict: it exists already, or a stale version */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2173,7 +3346,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2540,7 +3713,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2647,7 +3820,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2754,7 +3927,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2831,7 +4004,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MemoryRecord"];
+                    "application/json": components["schemas"]["MemoryView"];
                 };
             };
             /** @description invalid input: malformed JSON, a schema violation or a rule of the domain (`details` says which) */
@@ -2861,7 +4034,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2964,7 +4137,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3062,7 +4235,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3167,7 +4340,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3223,7 +4396,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["RememberItem"] | components["schemas"]["RememberBatch"];
+                "application/json": components["schemas"]["RememberItem"] | components["schemas"]["RememberBatch"] | components["schemas"]["Conversation"];
             };
         };
         responses: {
@@ -3263,7 +4436,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3369,7 +4542,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3464,7 +4637,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3559,7 +4732,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3655,7 +4828,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3759,7 +4932,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3834,7 +5007,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ScopeView"];
+                    "application/json": components["schemas"]["ScopeView"] | components["schemas"]["RenamePreview"];
                 };
             };
             /** @description invalid input: malformed JSON, a schema violation or a rule of the domain (`details` says which) */
@@ -3864,7 +5037,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3969,7 +5142,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4072,7 +5245,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4170,7 +5343,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4277,7 +5450,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description a scope, memory, run, draft or key that does not exist (or a path no route serves) */
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
             404: {
                 headers: {
                     [name: string]: unknown;
