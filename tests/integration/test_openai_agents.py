@@ -15,7 +15,8 @@ from agents.mcp import MCPServerStdio, MCPServerStdioParams
 from mneme import cli
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"retrieve", "remember", "recall", "consolidate", "archive_memory", "propose_memory", "list_scopes"}
+TOOLS = {"retrieve", "remember", "remember_conversation", "recall", "consolidate", "archive_memory", "propose_memory"}
+TOOLS |= {"list_scopes", "list", "forget", "correct_fact"}
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -47,7 +48,7 @@ def test_the_openai_agents_example_runs_as_documented(tmp_path: Path) -> None:
         env=without("MNEME_HOME", "MNEME_URL", "MNEME_API_KEY"),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "Mneme's tools: retrieve, remember, recall, consolidate" in done.stdout
+    assert "Mneme's tools: retrieve, remember, remember_conversation, recall, consolidate" in done.stdout
     assert "Mneme recalled:" in done.stdout and "Pennine Joinery is on the flat-rate VAT scheme." in done.stdout
     assert (tmp_path / ".mneme").is_dir()  # embedded mode: the store in the working folder
 

@@ -21,6 +21,7 @@ export type RecallResponse = Schemas["RecallResponse"];
 export type RecallResult = Schemas["Result"];
 export type Bundle = Schemas["Bundle"];
 export type MemoryRecord = Schemas["MemoryRecord"];
+export type MemoryView = Schemas["MemoryView"];
 export type CreateMemoryRequest = Schemas["CreateMemoryRequest"];
 export type ScopeView = Schemas["ScopeView"];
 export type RunView = Schemas["RunView"];
@@ -210,7 +211,7 @@ export class Mneme {
     return unwrap(await this.api.POST("/v1/memories", { body: request }));
   }
 
-  async archiveMemory(memoryId: string): Promise<MemoryRecord> {
+  async archiveMemory(memoryId: string): Promise<MemoryView> {
     const answer = await this.api.POST("/v1/memories/{memory_id}/archive", {
       params: { path: { memory_id: memoryId } },
     });
