@@ -395,6 +395,9 @@ MALFORMED = [
     Malformed("batch-101", "POST", "/v1/remember", json.dumps({"items": [{"scope": "root", "content": "x"}] * 101}),
               400, INVALID),
     Malformed("not-utf8", "POST", "/v1/recall", b'{"query": "\xff\xfe"}', 400, INVALID),
+    Malformed("object-in-an-array", "POST", "/v1/consolidate", "[{}]", 400, INVALID),  # found by the fuzzer: 202
+    Malformed("scope-in-an-array", "POST", "/v1/scopes", '[{"path": "root.in-array"}]', 400, INVALID),
+    Malformed("body-a-string", "POST", "/v1/retrieve", '"root"', 400, INVALID),
     Malformed("non-ascii-segment", "GET", "/v1/memories/%C3%A9t%C3%A9/history", "", 404, "memory_not_found"),
     Malformed("unknown-route", "POST", "/v1/nothing", "{}", 404, "route_not_found"),
     Malformed("wrong-method", "DELETE", "/v1/recall", "", 405, "method_not_allowed"),

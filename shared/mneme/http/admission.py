@@ -77,6 +77,9 @@ def check_json(body: str) -> None:
         raise InvalidInput("the body is not valid JSON", details={"reason": str(e)[:200]}) from None
     if depth(value) > MAX_DEPTH:
         raise InvalidInput(f"the body nests deeper than {MAX_DEPTH} levels")
+    if not isinstance(value, dict | None):  # every body is an object (or null where none is needed); the
+        # resolver would read `[{...}]` as its first element
+        raise InvalidInput("the body must be a JSON object", details={"type": type(value).__name__})
 
 
 def depth(value: Any) -> int:
