@@ -60,6 +60,9 @@ ScopePath = Annotated[
     AfterValidator(scope_path),
     Field(description=f"A scope path: {PATH_RULE}.", json_schema_extra={"pattern": PATH_PATTERN, "maxLength": 600}),
 ]
+CreateScope = Annotated[
+    bool | None, Field(description="Create the scope (and its parents) if missing; default: only your working scope")
+]
 NOTHING_YET = "Nothing is remembered under {scope} yet: your working scope is created when you first remember in it."
 
 INSTRUCTIONS = """\
@@ -259,10 +262,7 @@ def build_server(client: Client, *, scope: str = "root") -> MCPServer:
         idempotency_key: Annotated[
             str | None, Field(min_length=1, max_length=256, description="Makes a retry return the first result")
         ] = None,
-        create_scope: Annotated[
-            bool | None,
-            Field(description="Create the scope (and its parents) if missing; default: only your working scope"),
-        ] = None,
+        create_scope: CreateScope = None,
     ) -> Annotated[CallToolResult, Remembered]:
         fields: dict[str, Any] = {"create_scope": scope == working_scope if create_scope is None else create_scope}
         for name, value in (
@@ -308,10 +308,7 @@ def build_server(client: Client, *, scope: str = "root") -> MCPServer:
         metadata: Annotated[
             dict[str, Any] | None, Field(description="JSON object returned with every recall of these turns")
         ] = None,
-        create_scope: Annotated[
-            bool | None,
-            Field(description="Create the scope (and its parents) if missing; default: only your working scope"),
-        ] = None,
+        create_scope: CreateScope = None,
     ) -> Annotated[CallToolResult, RememberedMany]:
         fields: dict[str, Any] = {"create_scope": scope == working_scope if create_scope is None else create_scope}
         for name, value in (("session_id", session_id), ("occurred_at", occurred_at), ("metadata", metadata)):
