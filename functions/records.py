@@ -17,7 +17,9 @@ app = build_resolver()
 Scope = Annotated[str, Query(min_length=4, max_length=600)]
 Cursor = Annotated[str | None, Query(max_length=512)]
 Limit = Annotated[int, Query(ge=1, le=200)]
-Reason = Annotated[str | None, Query(min_length=1, max_length=2000)]
+# A forget's reason rides in the query string, and a request target is at most 8,192 bytes (413/414 beyond):
+# 500 characters of any script fit, percent-encoded.
+Reason = Annotated[str | None, Query(min_length=1, max_length=500)]
 # ISO 8601 text with a zone; parsed here (pydantic would also take a number as epoch seconds)
 Time = Annotated[str | None, Query(max_length=64, json_schema_extra={"format": "date-time"})]
 

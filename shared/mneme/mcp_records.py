@@ -10,9 +10,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import AwareDatetime, BaseModel, Field
 
-from mneme.errors import InvalidInput
 from mneme.services.recall_records import FACT_PREFIXES
 from mneme_sdk import Client
+from mneme_sdk.errors import InvalidInput
 from mneme_sdk.models import EpisodePage, EpisodeRecord, FactPage, FactRecord, Forgot
 
 Id = Annotated[str, Field(min_length=4, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
@@ -119,7 +119,7 @@ def add_record_tools(server: MCPServer, client: Client, *, scope: str, call: Any
     )
     def forget(
         id: Annotated[Id, Field(description="The episode's or fact's id")],
-        reason: Annotated[str | None, Field(min_length=1, max_length=2000, description="Why (kept)")] = None,
+        reason: Annotated[str | None, Field(min_length=1, max_length=500, description="Why (kept)")] = None,
     ) -> Annotated[CallToolResult, Forgot]:
         if id.startswith(FACT_PREFIXES):
             return call(lambda: client.forget_fact(id, reason=reason), lambda f: (f, _forgot_text(f)))

@@ -1,7 +1,9 @@
 """Reasoner failures (malformed output, timeouts, throttling) never lose an episode.
 
-The extract stage gives a cluster two attempts; a cluster that fails both is a run error naming its
-episodes, the checkpoint holds, and a later run with a healthy reasoner consolidates the same episodes.
+The extract stage gives a cluster two attempts. A cluster the reasoner was unavailable for is a run error
+naming its episodes, the checkpoint holds, and a later run with a healthy reasoner consolidates the same
+episodes; a cluster whose answers were rejected twice is set aside (listed in the run) and its episodes
+stay episodes.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from mneme.adapters.sqlite_store import SqliteRecordStore
 from mneme.consolidation.models import Proposal
 from mneme.errors import MnemeError, StoreUnavailable, Throttled
 from mneme.models import Role
+from mneme.services.recall import RecallRequest
 from mneme.services.remember import RememberItem
 from tests.conftest import FixedClock, principal
 from tests.support.embedding import HashEmbedder
@@ -98,39 +101,35 @@ def raw_facts(services: bootstrap.Services) -> list[Any]:
     return [f for f in services.store.list_facts("acme") if f.tier == "raw"]
 
 
-FAILURES: dict[str, Callable[[], MnemeError]] = {
-    "malformed": lambda: ReasonerOutputInvalid("scripted answered with malformed JSON: '{\"entity\": '"),
+UNAVAILABLE: dict[str, Callable[[], MnemeError]] = {
     "timeout": lambda: StoreUnavailable("scripted at http://127.0.0.1 unreachable after 4 attempts: timed out"),
     "throttling": lambda: Throttled("scripted is throttling requests (4 attempts)"),
 }
 
 
-@pytest.mark.parametrize("failure", sorted(FAILURES))
-def test_a_cluster_failing_twice_is_recorded_and_replayed_later(
+@pytest.mark.parametrize("failure", sorted(UNAVAILABLE))
+def test_an_unavailable_reasoner_holds_the_checkpoint_and_a_later_run_consolidates_the_same_episodes(
     build: Callable[[Any], bootstrap.Services], clock: FixedClock, failure: str
 ) -> None:
-    broken = Scripted(vat=[FAILURES[failure](), FAILURES[failure]()])
+    broken = Scripted(vat=[UNAVAILABLE[failure](), UNAVAILABLE[failure]()])
     services = build(broken)
     ids = remember(services, *VAT)
     settle(services, clock)
 
     run = services.consolidation.start(WRITER, None)
 
-    assert run.status == "failed"
+    assert run.status == "failed" and run.set_aside == []
     assert run.stages["cluster"].counters["clusters"] == 1
     [error] = run.errors
     assert error["stage"] == "extract"
     assert sorted(error["episode_ids"]) == sorted(ids)
-    assert error["message"].startswith("cluster not consolidated after 2 attempts")
-    assert FAILURES[failure]().code in error["message"]
+    assert error["message"].startswith("cluster not consolidated, the reasoner was unavailable")
+    assert UNAVAILABLE[failure]().code in error["message"]
     assert run.stages["extract"].counters == {"reasoner_calls": 2, "reasoner_failures": 2, "proposals": 0, "errors": 1}
     (_, first), (_, second) = broken.calls
-    if failure == "malformed":  # a rejected answer is explained on the retry; a transient failure is not
-        assert first is None and second is not None and second.startswith(FAILURES[failure]().code)
-    else:
-        assert first is None and second is None
+    assert first is None and second is None  # an outage is not blamed on the answer
     checkpoint = services.store.get_checkpoint("acme", scope_id(services))
-    assert (checkpoint.version, checkpoint.processed, checkpoint.after_episode_id) == (0, 0, "")
+    assert (checkpoint.processed, checkpoint.after_episode_id, checkpoint.held) == (0, "", 1)  # held once
     assert run.stages["checkpoint"].counters == {"held": 1}
     assert raw_facts(services) == []
     assert services.store.list_dirty("acme", 10) == [("acme", scope_id(services))]
@@ -147,6 +146,29 @@ def test_a_cluster_failing_twice_is_recorded_and_replayed_later(
     assert sorted(fact.source_episode_ids) == sorted(ids)
     assert services.store.get_checkpoint("acme", scope_id(services)).processed == 2
     assert services.store.list_dirty("acme", 10) == []
+
+
+def test_answers_rejected_twice_set_the_cluster_aside_and_its_episodes_stay_searchable(
+    build: Callable[[Any], bootstrap.Services], clock: FixedClock
+) -> None:
+    malformed = ReasonerOutputInvalid("scripted answered with malformed JSON: '{\"entity\": '")
+    broken = Scripted(vat=[malformed, malformed])
+    services = build(broken)
+    ids = remember(services, *VAT)
+    settle(services, clock)
+
+    run = services.consolidation.start(WRITER, None)
+
+    assert run.status == "partial" and run.errors == []  # done, and run.set_aside says what was given up on
+    [entry] = run.set_aside
+    assert sorted(entry["episode_ids"]) == sorted(ids)
+    assert entry["reason"].startswith("not consolidated after 2 attempts: reasoner_output_invalid")
+    (_, first), (_, second) = broken.calls
+    assert first is None and second is not None and second.startswith("reasoner_output_invalid")  # told why
+    assert services.store.get_checkpoint("acme", scope_id(services)).processed == 2
+    assert raw_facts(services) == []
+    hits = services.recall.recall(WRITER, RecallRequest(query="VAT scheme flat rate", scope="root.acme"))
+    assert {h.id for h in hits.results} >= set(ids)
 
 
 def test_a_reasoner_failing_once_then_succeeding_writes_the_fact(
@@ -170,8 +192,8 @@ def test_a_reasoner_failing_once_then_succeeding_writes_the_fact(
 def test_one_failing_cluster_holds_the_batch_and_the_replay_writes_nothing_twice(
     build: Callable[[Any], bootstrap.Services], clock: FixedClock
 ) -> None:
-    bad = ReasonerOutputInvalid("no tool call")
-    services = build(Scripted(vat=[VAT_FACT], boiler=[bad, bad]))
+    down = StoreUnavailable("read timed out")
+    services = build(Scripted(vat=[VAT_FACT], boiler=[down, down]))
     vat_ids = remember(services, *VAT)
     boiler_ids = remember(services, *BOILER)
     settle(services, clock)
@@ -182,7 +204,8 @@ def test_one_failing_cluster_holds_the_batch_and_the_replay_writes_nothing_twice
     assert run.status == "partial"  # the healthy cluster's fact was committed; the run still reports the error
     [error] = run.errors
     assert sorted(error["episode_ids"]) == sorted(boiler_ids)  # only the failing cluster's episodes
-    assert services.store.get_checkpoint("acme", scope_id(services)).version == 0
+    held = services.store.get_checkpoint("acme", scope_id(services))
+    assert (held.processed, held.held) == (0, 1)
     [written] = raw_facts(services)  # the healthy cluster's fact is kept (Stash: retryable partial progress)
     assert sorted(written.source_episode_ids) == sorted(vat_ids)
 
@@ -200,7 +223,8 @@ def test_one_failing_cluster_holds_the_batch_and_the_replay_writes_nothing_twice
 def test_the_bedrock_adapter_end_to_end(
     build: Callable[[Any], bootstrap.Services], clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The real BedrockReasoner (stubbed client): two text-only answers fail the cluster, a tool call fixes it."""
+    """The real BedrockReasoner (stubbed client): a text-only answer is retried, told why, and the tool call
+    then writes the fact; a cluster answered twice in text only is set aside with Bedrock's reason."""
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         monkeypatch.setenv(name, "testing")
     client = boto3.client("bedrock-runtime", region_name="us-east-1")
@@ -211,20 +235,23 @@ def test_the_bedrock_adapter_end_to_end(
     good = {"output": {"message": {"role": "assistant", "content": [{"toolUse": tool_use}]}}}
     expected = {"modelId": "m", "system": ANY, "messages": ANY, "inferenceConfig": ANY, "toolConfig": ANY}
     stubber.add_response("converse", {**text_only, "stopReason": "end_turn", **meta}, expected)
-    stubber.add_response("converse", {**text_only, "stopReason": "end_turn", **meta}, expected)
     stubber.add_response("converse", {**good, "stopReason": "tool_use", **meta}, expected)
+    stubber.add_response("converse", {**text_only, "stopReason": "end_turn", **meta}, expected)
+    stubber.add_response("converse", {**text_only, "stopReason": "end_turn", **meta}, expected)
     services = build(BedrockReasoner("m", client=client))
     remember(services, *VAT)
     settle(services, clock)
 
     with stubber:
-        failed = services.consolidation.start(WRITER, None)
-        clock.advance(minutes=5)
         healed = services.consolidation.start(WRITER, None)
+        boiler = remember(services, *BOILER)
+        settle(services, clock)
+        aside = services.consolidation.start(WRITER, None)
         stubber.assert_no_pending_responses()
 
-    assert failed.status == "failed"
-    assert "reasoner_output_invalid" in failed.errors[0]["message"]
-    assert "did not call record_fact" in failed.errors[0]["message"]
-    assert healed.status == "succeeded"
+    assert healed.status == "succeeded" and healed.stages["extract"].counters["reasoner_failures"] == 1
     assert [f.value for f in raw_facts(services)] == ["flat rate"]
+    assert aside.status == "partial" and aside.errors == []
+    [entry] = aside.set_aside
+    assert sorted(entry["episode_ids"]) == sorted(boiler)
+    assert "reasoner_output_invalid" in entry["reason"] and "did not call record_fact" in entry["reason"]

@@ -21,8 +21,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import socket as sockets
+import sys
 import threading
 import time
 import uuid
@@ -355,7 +357,7 @@ class LocalServer:
             server_header=False,
             date_header=False,
             log_config=None,
-            access_log=bool(os.environ.get("MNEME_ACCESS_LOG")),
+            access_log=_access_log(),
         )
         self.server = _Uvicorn(config)
         self._done = threading.Event()
@@ -384,6 +386,21 @@ class LocalServer:
     def server_close(self) -> None:
         self.socket.close()
         self.app.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _access_log() -> bool:
+    """With MNEME_ACCESS_LOG set, one line a request on stderr: client, request line, status (uvicorn's
+    access logger; `log_config=None` leaves it without a handler). Keys travel in headers, never logged."""
+    if not os.environ.get("MNEME_ACCESS_LOG"):
+        return False
+    access = logging.getLogger("uvicorn.access")
+    if not access.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        access.addHandler(handler)
+    access.setLevel(logging.INFO)
+    access.propagate = False
+    return True
 
 
 def bind(address: tuple[str, int]) -> sockets.socket:
