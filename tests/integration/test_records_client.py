@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from mneme_sdk.errors import Conflict, InvalidInput, NotFound
 from mneme_sdk import Client as MnemeClient
+from mneme_sdk.errors import Conflict, InvalidInput, NotFound
 from mneme_sdk.models import EpisodePage, FactRecord
 from tests.integration.test_client import admin
 
