@@ -55,7 +55,8 @@ describe("against mneme serve", () => {
     const memory = await admin.createMemory({ scope: "root.acme", key: "year-end", body: "Year end is 31 March." });
     assert.equal(memory.status, "published");
     const markdown = await admin.retrieve("root.acme.vat");
-    assert.match(markdown, /<!-- scoped: root\.acme \| priority: 6 \| key: year-end -->\nYear end is 31 March\./);
+    // each body is fenced, so that no body can change the Markdown around it
+    assert.match(markdown, /<!-- scoped: root\.acme \| priority: 6 \| key: year-end -->\n(`{3,})\nYear end is 31 March\.\n\1\n/);
     const bundle = await admin.retrieveJson("root.acme.vat");
     assert.deepEqual(bundle.blocks.map((b) => b.key), ["year-end"]);
     assert.equal((await admin.archiveMemory(memory.memory_id)).status, "archived");
