@@ -37,6 +37,14 @@ def test_a_claim_fact_folds_its_grounding_turn_and_shows_it_beside_it(services: 
     assert {"id": ids[0], "reason": f"source_of:{fact.fact_id}"} in response.explain["omitted"]
 
 
+def test_a_word_and_colon_opening_a_message_is_not_taken_for_its_speaker(services: Services, clock: Any) -> None:
+    remember(services, "Reminder: my billing plan is Basic.", "Note: my billing plan is Basic.",
+             metadata={"speaker": "Ines"})  # fmt: skip
+    consolidate(services, clock)
+    entities = {f.entity for f in services.store.list_facts("acme") if f.tier == "raw"}
+    assert not entities & {"Reminder", "Note"}
+
+
 def test_a_fact_never_folds_a_source_that_does_not_state_it(services: Services, clock: Any) -> None:
     from mneme.consolidation.models import Fact
 

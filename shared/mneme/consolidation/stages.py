@@ -147,12 +147,13 @@ def cluster(deps: Deps, batch: Batch) -> Batch:
 
 def utterance(episode: Episode, *, dated: bool = False) -> str:
     """What the reasoner reads of an episode: its text (an STTP node's content, not its raw form),
-    prefixed `Name: ` from the `speaker` metadata when the text names no speaker itself, so first-person
-    statements have an owner ("I moved to Berlin" said by Maya → Maya / lives in / Berlin); `dated`
-    prefixes the day it occurred: "[2026-03-01] Maya: I moved to Berlin"."""
+    prefixed `Name: ` from the `speaker` metadata unless the text already starts with that name, so
+    first-person statements have an owner ("I moved to Berlin" said by Maya → Maya / lives in / Berlin)
+    and a message's own "Reminder: …" is never taken for its speaker; `dated` prefixes the day it
+    occurred: "[2026-03-01] Maya: I moved to Berlin"."""
     text = (episode.search_text or episode.content).strip()
     speaker = episode.metadata.get("speaker") if isinstance(episode.metadata, dict) else None
-    if isinstance(speaker, str) and speaker.strip() and split_speaker(text)[0] is None:
+    if isinstance(speaker, str) and speaker.strip() and split_speaker(text)[0] != speaker.strip():
         text = f"{speaker.strip()}: {text}"
     return f"[{episode.occurred_at:%Y-%m-%d}] {text}" if dated else text
 
