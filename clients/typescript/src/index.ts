@@ -4,7 +4,8 @@
  * `src/schema.d.ts` is generated from `docs/openapi.json` by openapi-typescript (`npm run generate`);
  * `client.api` is openapi-fetch over those types, so every route's path, parameters, body and answer are
  * typed end to end. `Mneme` adds a small layer for the agent loop: remember a conversation's messages,
- * recall, retrieve, propose and archive memories, consolidate; every failure throws a `MnemeError`
+ * recall, list and forget what was remembered, correct a fact, retrieve, propose and archive memories,
+ * consolidate; every failure throws a `MnemeError`
  * carrying the API's error code. Retries: 429 and 503 for every call (honouring `Retry-After`), other
  * 5xx answers and dropped connections only for calls that are safe to repeat.
  */
@@ -29,6 +30,34 @@ export type RunStarted = Schemas["RunStarted"];
 export type ChangesPage = Schemas["ChangesPage"];
 export type Caller = Schemas["Caller"];
 export type Health = Schemas["Health"];
+export type EpisodeRecord = Schemas["EpisodeRecord"];
+export type EpisodePage = Schemas["EpisodePage"];
+export type FactRecord = Schemas["FactRecord"];
+export type FactPage = Schemas["FactPage"];
+export type Forgot = Schemas["Forgot"];
+export type FactCorrection = Omit<Schemas["CorrectFactRequest"], "version">;
+
+/** Filters of a list call: a session, a time range (ISO 8601 with a zone), metadata equality or `in`, paging. */
+export interface ListOptions {
+  sessionId?: string;
+  since?: string;
+  until?: string;
+  metadata?: Record<string, string | number | boolean | (string | number | boolean)[]>;
+  cursor?: string;
+  limit?: number;
+}
+
+/** The query of a list call: each metadata key as `metadata.<key>`, repeated for a list of values. */
+function listQuery(scope: string, options: ListOptions): Record<string, string | number | string[]> {
+  const query: Record<string, string | number | string[]> = { scope };
+  const plain = { session_id: options.sessionId, since: options.since, until: options.until, cursor: options.cursor };
+  for (const [name, value] of Object.entries(plain)) if (value !== undefined) query[name] = value;
+  if (options.limit !== undefined) query.limit = options.limit;
+  for (const [key, value] of Object.entries(options.metadata ?? {})) {
+    query[`metadata.${key}`] = (Array.isArray(value) ? value : [value]).map(String);
+  }
+  return query;
+}
 
 /** One message of a conversation, as agent frameworks hold them. */
 export interface Message {
@@ -204,6 +233,48 @@ export class Mneme {
   /** Ranked search under a scope, with the token-budgeted context pack in `context`. */
   async recall(query: string, options: Omit<RecallRequest, "query"> = {}): Promise<RecallResponse> {
     return unwrap(await this.api.POST("/v1/recall", { body: { ...options, query } }));
+  }
+
+  /** One page of a scope's episodes (its subtree), newest first; `next_cursor` continues. */
+  async listEpisodes(scope = "root", options: ListOptions = {}): Promise<EpisodePage> {
+    return unwrap(await this.api.GET("/v1/episodes", { params: { query: listQuery(scope, options) } }));
+  }
+
+  async getEpisode(episodeId: string): Promise<EpisodeRecord> {
+    return unwrap(await this.api.GET("/v1/episodes/{episode_id}", { params: { path: { episode_id: episodeId } } }));
+  }
+
+  /**
+   * Forget one episode for good (writer): it leaves recall and lists at once, the change feed gets a
+   * tombstone, and the facts drawn from it are settled (`settled` says how). Not resent once it may have arrived.
+   */
+  async forgetEpisode(episodeId: string, reason?: string): Promise<Forgot> {
+    const params = { path: { episode_id: episodeId }, query: reason ? { reason } : {} };
+    return unwrap(await this.api.DELETE("/v1/episodes/{episode_id}", { params }));
+  }
+
+  /** One page of a scope's facts (any status), newest first; the same filters as `listEpisodes`. */
+  async listFacts(scope = "root", options: ListOptions = {}): Promise<FactPage> {
+    return unwrap(await this.api.GET("/v1/facts", { params: { query: listQuery(scope, options) } }));
+  }
+
+  async getFact(factId: string): Promise<FactRecord> {
+    return unwrap(await this.api.GET("/v1/facts/{fact_id}", { params: { path: { fact_id: factId } } }));
+  }
+
+  /** Forget one fact for good (approver); its source episodes stay. */
+  async forgetFact(factId: string, reason?: string): Promise<Forgot> {
+    const params = { path: { fact_id: factId }, query: reason ? { reason } : {} };
+    return unwrap(await this.api.DELETE("/v1/facts/{fact_id}", { params }));
+  }
+
+  /** Correct a fact read at `version` (approver); a stale version is a `stale_version` MnemeError (409). */
+  async correctFact(factId: string, version: number, correction: FactCorrection): Promise<FactRecord> {
+    const answer = await this.api.PATCH("/v1/facts/{fact_id}", {
+      params: { path: { fact_id: factId } },
+      body: { ...correction, version },
+    });
+    return unwrap(answer);
   }
 
   /** A scoped or tagged curated memory; a writer's stays pending until an approver publishes it. */

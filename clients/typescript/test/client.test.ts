@@ -50,6 +50,38 @@ describe("against mneme serve", () => {
     assert.match(hits.context, /flat-rate/);
   });
 
+  test("what was remembered can be listed by metadata, forgotten, and a fact corrected and forgotten", async () => {
+    const said = await admin.rememberMessages("root.users", "diet-1", [
+      { role: "user", name: "Ines", content: "I am vegetarian, no meat at all." },
+      { role: "user", name: "Ines", content: "My billing plan is Basic." },
+    ], { createScope: true, metadata: { user: "ines" } });
+    await admin.remember({ scope: "root.users", content: "Tobias: my billing plan is Gold.", metadata: { user: "tobias" } });
+    const ines = await admin.listEpisodes("root.users", { metadata: { user: ["ines"] }, limit: 1 });
+    assert.equal(ines.episodes.length, 1);
+    assert.ok(ines.next_cursor);
+    const rest = await admin.listEpisodes("root.users", { metadata: { user: "ines" }, cursor: ines.next_cursor ?? undefined });
+    assert.deepEqual([...ines.episodes, ...rest.episodes].map((e) => e.id).sort(), said.map((r) => r.episode_id).sort());
+
+    const forgot = await admin.forgetEpisode(said[0]!.episode_id, "the user asked");
+    assert.deepEqual([forgot.kind, forgot.forgotten], ["episode", true]);
+    const hits = await admin.recall("is Ines vegetarian?", { scope: "root.users", metadata: { user: "ines" } });
+    assert.ok(!hits.results.some((r) => r.id === said[0]!.episode_id));
+    await assert.rejects(admin.getEpisode(said[0]!.episode_id), (error: unknown) => {
+      assert.ok(error instanceof MnemeError);
+      assert.deepEqual([error.code, error.status], ["episode_forgotten", 404]);
+      return true;
+    });
+
+    await admin.waitRun((await admin.consolidate(["root.users"])).run_id);
+    const [fact] = (await admin.listFacts("root.users", { metadata: { user: "ines" } })).facts.filter((f) => f.tier === "raw");
+    assert.ok(fact, "consolidation drew a fact from Ines's billing plan");
+    const corrected = await admin.correctFact(fact.id, fact.version, { value: "Premium", reason: "upgraded" });
+    assert.deepEqual([corrected.value, corrected.version], ["Premium", fact.version + 1]);
+    await assert.rejects(admin.correctFact(fact.id, fact.version, { value: "Gold" }), /stale_version/);
+    assert.equal((await admin.forgetFact(fact.id, "wrong")).kind, "fact");
+    assert.ok(!(await admin.listFacts("root.users")).facts.some((f) => f.id === fact.id));
+  });
+
   test("curated memories reach the bundle, as Markdown and as blocks, and leave it when archived", async () => {
     await admin.createScope("root.acme.vat", true);
     const memory = await admin.createMemory({ scope: "root.acme", key: "year-end", body: "Year end is 31 March." });
