@@ -100,7 +100,12 @@ def test_rollups_are_returned_only_for_a_period_or_their_tier(services: Services
     assert [r.tier for r in asked.results] == ["daily"] or [r.tier for r in asked.results] == ["weekly"]
     # one of the two: the daily and the weekly roll-up cover the same turns, one place for them
     period = services.recall.recall(WRITER, RecallRequest(query=f"kiln firing in {clock.now():%B %Y}"))
-    assert any(r.kind == "fact" and r.tier != "raw" for r in period.results)
+    assert {r.tier for r in period.results if r.kind == "fact"} == {"weekly"}  # a day's digest is too fine
+    year = services.recall.recall(WRITER, RecallRequest(query=f"kiln firing in {clock.now():%Y}", explain=True))
+    assert all(r.tier in (None, "raw") for r in year.results)  # a year is not answered by a week's digest
+    assert "rollup_finer_than_period" in {o["reason"] for o in year.explain["omitted"]}
+    asked = services.recall.recall(WRITER, RecallRequest(query=f"kiln firing in {clock.now():%Y}", tiers=["weekly"]))
+    assert [r.tier for r in asked.results] == ["weekly"]
 
 
 def test_one_observation_takes_one_place_in_a_pack(services: Services, clock: Any) -> None:

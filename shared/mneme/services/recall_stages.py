@@ -562,6 +562,8 @@ def select(run: Run) -> None:
     dropped: list[tuple[str, str]] = []
     if not rollups_asked(run.request, run.when):  # the index leaves them out; the fresh tail reads none
         dropped += [(c.id, "rollup_not_asked") for c in run.candidates.values() if _rollup(c)]
+    else:
+        dropped += [(c.id, "rollup_finer_than_period") for c in run.candidates.values() if _too_fine(run, c)]
     gone = dict(dropped)
     folded: dict[str, list[str]] = {}
     for fact in sorted((c for c in run.candidates.values() if _claim(c) and c.id not in gone), key=_order):
@@ -586,6 +588,20 @@ def select(run: Run) -> None:
 def rollups_asked(request: RecallRequest, when: QueryTime) -> bool:
     """Roll-ups are for time: asked for when `tiers` names one of theirs or the query names a period."""
     return bool(request.tiers and set(request.tiers) - {"raw"}) or when.since is not None
+
+
+# A roll-up digests its period: it answers for a period named in the query up to ROLLUP_SPAN of its own
+# periods long (a day's digest for "last week", not for "in 2023"), unless `tiers` asks for its tier.
+TIER_DAYS = {"daily": 1, "weekly": 7, "monthly": 31, "quarterly": 92, "yearly": 366}
+ROLLUP_SPAN = 8
+
+
+def _too_fine(run: Run, candidate: Candidate) -> bool:
+    record, since, until = candidate.record, run.when.since, run.when.until
+    if not isinstance(record, Fact) or record.tier == "raw" or since is None or until is None:
+        return False
+    asked = record.tier in (run.request.tiers or [])
+    return not asked and TIER_DAYS.get(record.tier, 1) * ROLLUP_SPAN < (until - since).days
 
 
 def _rollup(candidate: Candidate) -> bool:
