@@ -118,9 +118,17 @@ class Memory(BaseModel):
     depends_on: list[str] = Field(default_factory=list)
 
     def uniqueness_key(self) -> str:
-        if self.kind == "scoped":
-            return f"scoped#{self.scope_id}#{self.key}"
-        return f"tagged#{self.layer}#{self.value or '*'}#{self.key}"
+        """Where the key is held: one published memory per key and target, and beside it one pending
+        draft per author (a draft does not hold the key against other writers, who cannot see it)."""
+        target = f"scoped#{self.scope_id}" if self.kind == "scoped" else f"tagged#{self.layer}#{self.value or '*'}"
+        return f"{target}#{self.key}{self.pending_suffix()}"
+
+    def published_key(self) -> str:
+        """The uniqueness key the published memory of this key and target holds."""
+        return self.model_copy(update={"status": "published"}).uniqueness_key()
+
+    def pending_suffix(self) -> str:
+        return f"#PENDING#{self.author}" if self.status == "pending" else ""
 
 
 Tier = Literal["raw", "daily", "weekly", "monthly", "quarterly", "yearly"]

@@ -426,6 +426,38 @@ def test_archiving_frees_the_key(store: RecordStore) -> None:
     assert ids(store.list_scoped_memories(A, "acme")) == ["m2"]
 
 
+@pytest.mark.parametrize("target", ["scoped", "tagged"])
+def test_a_pending_draft_holds_its_key_for_its_author_only(store: RecordStore, target: str) -> None:
+    def draft(memory_id: str, author: str, **fields: Any) -> Memory:
+        if target == "scoped":
+            return scoped(memory_id, "acme", "k", status="pending", author=author, **fields)
+        return tagged(memory_id, "services", "vat", "k", status="pending", author=author, **fields)
+
+    def listed() -> list[str]:
+        if target == "scoped":
+            return ids(store.list_scoped_memories(A, "acme"))
+        return ids(store.list_tagged_memories(A, "services", "vat"))
+
+    # Two authors each hold a draft of one key; the same author twice is a conflict
+    store.create_memory(draft("m1", "wendy"))
+    store.create_memory(draft("m2", "oscar"))
+    with pytest.raises(Conflict) as twice:
+        store.create_memory(draft("m3", "wendy"))
+    assert twice.value.code == "memory_exists" and listed() == ["m1", "m2"]
+    # Publishing one takes the key: the other draft cannot be published over it, nor a new draft made
+    store.update_memory(draft("m1", "wendy", version=2).model_copy(update={"status": "published"}), 1)
+    with pytest.raises(Conflict) as over:
+        store.update_memory(draft("m2", "oscar", version=2).model_copy(update={"status": "published"}), 1)
+    assert over.value.code == "memory_exists"
+    with pytest.raises(Conflict) as late:
+        store.create_memory(draft("m4", "pat"))
+    assert late.value.code == "memory_exists"
+    # Its author can still edit or withdraw the draft that lost
+    store.update_memory(draft("m2", "oscar", version=2, body="edited"), 1)
+    store.update_memory(draft("m2", "oscar", version=3).model_copy(update={"status": "archived"}), 2)
+    assert listed() == ["m1"]
+
+
 def test_archiving_a_tagged_memory_frees_its_key(store: RecordStore) -> None:
     memory = tagged("t1", "services", "vat", "rule")
     store.create_memory(memory)

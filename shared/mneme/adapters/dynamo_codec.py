@@ -170,6 +170,11 @@ def put(item: Item, condition: str | None, code: str, message: str, **values: An
     return Write({"Put": {"Item": item, **_condition(condition, values)}}, code, message)
 
 
+def check(key: Item, condition: str, code: str, message: str, **values: Any) -> Write:
+    """A condition on an item the transaction does not write."""
+    return Write({"ConditionCheck": {"Key": key, **_condition(condition, values)}}, code, message)
+
+
 def delete(key: Item, condition: str | None, code: str, message: str, **values: Any) -> Write:
     return Write({"Delete": {"Key": key, **_condition(condition, values)}}, code, message)
 
@@ -254,11 +259,18 @@ def mslot_pk(tenant: str, kind: str, scope_id: str | None, layer: str | None, va
 
 
 def mslot_key(memory: Memory) -> Item | None:
-    """Where the memory's uniqueness key lives; None once archived (the key is free)."""
+    """Where the memory's uniqueness key lives; None once archived (the key is free). A pending draft
+    holds a slot of its author's beside the published one (`Memory.uniqueness_key`)."""
     if memory.status == "archived":
         return None
     pk = mslot_pk(memory.tenant, memory.kind, memory.scope_id, memory.layer, memory.value)
-    return key(pk, f"KEY#{memory.key}")
+    pending = f"#PENDING#{esc(memory.author)}" if memory.status == "pending" else ""
+    return key(pk, f"KEY#{memory.key}{pending}")
+
+
+def published_slot_key(memory: Memory) -> Item | None:
+    """The slot the published memory of `memory`'s key and target holds."""
+    return mslot_key(memory.model_copy(update={"status": "published"}))
 
 
 def episode_key(tenant: str, episode_id: str) -> Item:

@@ -4,10 +4,12 @@ docstring of `mneme.adapters.dynamo_store`)."""
 from __future__ import annotations
 
 from mneme.adapters.dynamo_codec import (
+    check,
     delete,
     memory_key,
     mslot_key,
     mslot_pk,
+    published_slot_key,
     put,
     tenant_pk,
     to_item,
@@ -34,6 +36,9 @@ class DynamoMemories(DynamoTable):
         slot = mslot_key(memory)
         if slot is not None:
             writes.append(put(to_item(memory, slot, item_type="memory_slot"), free, "memory_exists", _taken(memory)))
+        published = published_slot_key(memory)
+        if memory.status == "pending" and published is not None:  # a draft of a published key: the key is taken
+            writes.append(check(published, free, "memory_exists", _taken(memory)))
         self._transact([*writes, *self._feed_move(memory.tenant, "memory", memory.memory_id, None, position)])
 
     def update_memory(self, memory: Memory, expected_version: int) -> None:

@@ -18,6 +18,7 @@ queries, batches, transactions, feed moves): `dynamo_scopes`, `dynamo_memories`,
 | memory           | `T#<t>#MEMS`                               | `MEM#<id>`            | Memory                     |
 | memory key slot  | `T#<t>#MSLOT#SCOPE#<scope_id>`             | `KEY#<key>`           | non-archived Memory copy   |
 |                  | `T#<t>#MSLOT#TAG#<layer>#ALL` / `#VAL#<v>` | `KEY#<key>`           | non-archived Memory copy   |
+|                  | (a pending draft: its author's slot)       | `KEY#<key>#PENDING#<author>` |                     |
 | episode          | `T#<t>#EPISODES`                           | `EP#<id>`             | Episode (+ GSI1-3 keys)    |
 | delivered id     | `T#<t>#DELIVERED#<principal>#<session>`    | `ID#<id>`             | `id`                       |
 | dirty scope      | `T#<t>#DIRTY`                              | `SCOPE#<scope_id>`    | `dirtied_at` (+ GSI1 keys) |
@@ -86,6 +87,7 @@ Copies are written in the transaction of their original. Base-table reads are st
 |                        | if free or this scope's own alias (consumed: Delete its back-ref); feed move    |
 | get/put_layers         | GetItem / Put layers                                                            |
 | create_memory          | Transact: Put memory + Put key slot, both `attribute_not_exists(PK)`; feed move |
+|                        | (a draft: + ConditionCheck that the key's published slot does not exist)        |
 | update_memory          | GetItem memory; Transact: Put memory if `version = expected` and unmoved,       |
 |                        | then refresh its own slot, or Delete its old slot and/or Put the new one if     |
 |                        | free; feed move                                                                 |
@@ -174,7 +176,7 @@ Copies are written in the transaction of their original. Base-table reads are st
 
 Queries follow `LastEvaluatedKey` to the end (`page_size` caps a page, for tests); results are
 sorted in Python as the port orders them. Batch calls retry unprocessed keys with backoff. A
-transaction holds at most 100 items: create_scope/create_memory 3, update_memory at most 5,
+transaction holds at most 100 items: create_scope 3, create_memory 4, update_memory at most 5,
 rename_scope 7, put_episodes 2 per episode (50 a transaction), put_facts at most 4 per fact (25 a
 transaction), put_revision 7; a publish step's transactions are sized per record kind (e.g. 20 scopes
 or memories at 5 items, 33 episodes at 3).

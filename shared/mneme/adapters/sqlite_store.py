@@ -18,7 +18,7 @@ from mneme.adapters.sqlite_consolidation import CONSOLIDATION_SCHEMA, SqliteCons
 from mneme.adapters.sqlite_portability import SqlitePortabilityStore
 from mneme.adapters.sqlite_records import RECORDS_SCHEMA, SqliteRecordsStore
 from mneme.adapters.sqlite_review import REVIEW_SCHEMA, SqliteReviewStore
-from mneme.adapters.sqlite_structure import STRUCTURE_SCHEMA, SqliteStructureStore
+from mneme.adapters.sqlite_structure import STRUCTURE_SCHEMA, UNIQ, SqliteStructureStore
 from mneme.errors import Conflict
 from mneme.models import ApiKey, Episode, Memory, Scope, SessionPosition, session_position
 
@@ -83,7 +83,10 @@ class SqliteRecordStore(
 
     def _upgrade(self, conn: sqlite3.Connection, tables: set[str]) -> None:
         """A file from before the episodes' vector column gets it (`sqlite_episodes`: its rows stay as they
-        are); one from before `session_turns` has its episodes' sessions listed once, on this open."""
+        are); one from before `session_turns` has its episodes' sessions listed once, on this open. A
+        pending draft written before drafts held their key per author gets its author's key."""
+        if "memories" in tables:
+            conn.execute(f"UPDATE memories SET uniq={UNIQ} WHERE status='pending' AND uniq NOT LIKE '%#PENDING#%'")
         if "episodes" not in tables:
             return
         if "vector" not in {row[1] for row in conn.execute("PRAGMA table_info(episodes)")}:
@@ -212,6 +215,8 @@ class SqliteRecordStore(
     def create_memory(self, memory: Memory) -> None:
         try:
             with self._tx() as conn:
+                if memory.status == "pending" and self._key_published(conn, memory):
+                    raise sqlite3.IntegrityError("the key is published")
                 conn.execute(
                     "INSERT INTO memories (tenant, memory_id, scope_id, layer, value, key, status, version, "
                     "uniq, doc) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -238,6 +243,11 @@ class SqliteRecordStore(
                 self._feed(conn, memory.tenant, "memory", [memory.memory_id])
         except sqlite3.IntegrityError as e:
             raise Conflict(f"a memory with key {memory.key!r} already exists there", code="memory_exists") from e
+
+    @staticmethod
+    def _key_published(conn: sqlite3.Connection, memory: Memory) -> bool:
+        sql = "SELECT 1 FROM memories WHERE tenant=? AND uniq=?"
+        return conn.execute(sql, (memory.tenant, memory.published_key())).fetchone() is not None
 
     def get_memory(self, tenant: str, memory_id: str) -> Memory | None:
         rows = self._rows("SELECT doc FROM memories WHERE tenant=? AND memory_id=?", tenant, memory_id)

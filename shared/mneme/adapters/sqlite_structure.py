@@ -18,7 +18,8 @@ CREATE TABLE IF NOT EXISTS drafts (tenant TEXT NOT NULL, draft_id TEXT NOT NULL,
 UNIQ = (
     "CASE WHEN status='archived' THEN NULL WHEN scope_id IS NOT NULL THEN 'scoped#'||scope_id||'#'||key "
     "ELSE 'tagged#'||layer||'#'||COALESCE(value,'*')||'#'||key END"
-)
+    " || CASE WHEN status='pending' THEN '#PENDING#'||json_extract(doc, '$.author') ELSE '' END"
+)  # `Memory.uniqueness_key`
 
 
 class SqliteStructureStore(SqliteBase):
