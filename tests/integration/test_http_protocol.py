@@ -137,6 +137,37 @@ def test_a_body_slower_than_its_deadline_gets_408_and_is_not_served(fast: tuple[
     assert episodes("acme") == 0
 
 
+# -- answers -----------------------------------------------------------------------------------------------
+
+
+def test_each_answer_leaves_in_one_send(fast: tuple[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A head and a body written apart go out as two segments (TCP_NODELAY), and a client reading the head
+    first waits for the second: each answer, head and body, is one send."""
+    sends: list[bytes] = []
+    real = socket.socket.send
+
+    def send(sock: socket.socket, data: Any, *args: Any) -> int:
+        if sock.family == socket.AF_INET and sock.getsockname()[1] == fast[1]:  # the server's end
+            sends.append(bytes(data))
+        return real(sock, data, *args)
+
+    monkeypatch.setattr(socket.socket, "send", send)
+    key = new_key("acme", "alice", Role.writer)
+    requests_ = [b"GET /v1/health HTTP/1.1\r\nHost: t\r\n\r\n", remember(key, "one send"),
+                 b"GET /v1/nowhere HTTP/1.1\r\nHost: t\r\n\r\n"]  # fmt: skip
+    with connect(fast) as sock:
+        for request in requests_:
+            sock.sendall(request)
+            data = b""
+            while b"\r\n\r\n" not in data or len(data.partition(b"\r\n\r\n")[2]) < int(
+                parse(data)[1]["content-length"]
+            ):
+                data += sock.recv(65536)
+    assert len(sends) == 3, [sent[:24] for sent in sends]
+    assert [parse(sent)[0] for sent in sends] == [200, 201, 404]
+    assert all(len(parse(sent)[2]) == int(parse(sent)[1]["content-length"]) > 0 for sent in sends)
+
+
 # -- crafted heads: smuggling, bare CR, whitespace, a missing target ----------------------------------------
 
 

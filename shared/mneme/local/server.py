@@ -223,17 +223,17 @@ TIMED_OUT = b"\0timed out"
 async def read_body(receive: Any, timeout: float) -> bytes | None:
     """The whole body, None when the client went away first, TIMED_OUT past the deadline."""
     chunks: list[bytes] = []
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
-        except TimeoutError:
-            return TIMED_OUT
-        if message["type"] == "http.disconnect":
-            return None
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            return b"".join(chunks)
+    try:
+        async with asyncio.timeout(timeout):  # one deadline for the whole body, however it trickles in
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return None
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body"):
+                    return b"".join(chunks)
+    except TimeoutError:
+        return TIMED_OUT
 
 
 class _Connection(h11.Connection):
@@ -249,6 +249,32 @@ class _Connection(h11.Connection):
             raise
 
 
+class _OneSend:
+    """The connection's transport, holding what an answer writes while its body is still to come (uvicorn
+    writes the head and the body apart: two segments on a TCP_NODELAY socket, and a client that reads the
+    head first waits for the second), so that each answer leaves in one send."""
+
+    def __init__(self, transport: asyncio.Transport, protocol: StrictProtocol) -> None:
+        self.transport, self.protocol, self.held = transport, protocol, bytearray()
+
+    def write(self, data: bytes) -> None:
+        self.held += data
+        if self.protocol.conn.our_state is not h11.SEND_BODY:  # the answer is complete (or had no body)
+            self.flush()
+
+    def flush(self) -> None:
+        if self.held:
+            self.transport.write(bytes(self.held))
+            self.held.clear()
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
 class StrictProtocol(H11Protocol):
     """uvicorn's h11 protocol with a deadline on the request head (uvicorn has none: a client that
     trickles its headers would hold a connection for ever) and protocol errors in the JSON error shape."""
@@ -262,6 +288,7 @@ class StrictProtocol(H11Protocol):
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
+        self.transport = _OneSend(transport, self)  # type: ignore[assignment]
         self._await_head()
 
     def data_received(self, data: bytes) -> None:
