@@ -3,6 +3,7 @@ issues 13 and 16), each reproduced as a new user would, with the real local embe
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -263,3 +264,28 @@ def test_a_fact_folds_its_own_sources(admin: Api) -> None:
     first_episode = next((i for i, r in enumerate(response["results"]) if r["kind"] == "episode"), None)
     assert first_episode is None or response["results"][0]["kind"] == "fact"
     accounted(response)
+
+
+YEAR_ONE = ["yesterday", "last May", "last year", "two years ago"]
+
+
+@pytest.mark.parametrize("query", YEAR_ONE)
+def test_a_relative_period_before_year_1_answers_over_http(admin: Api, query: str) -> None:
+    admin.ok("POST", "/v1/remember", {"items": [{"scope": SCOPE, "content": "The kiln was fired."}]}, 201)
+    response = admin.post("/v1/recall", {"query": query, "scope": "root", "as_of": "0001-01-01T00:00:00Z"})
+    assert response.status_code == 200, response.text
+    assert response.json()["results"] == []  # no period before year 1 holds anything
+
+
+@pytest.mark.parametrize("query", YEAR_ONE)
+def test_a_relative_period_before_year_1_answers_through_the_lambda_handler(home: Path, query: str) -> None:
+    from tests.conftest import load_event
+    from tests.integration.helpers import invoke
+
+    event = load_event("retrieve.json")
+    event.update(resource="/v1/recall", path="/v1/recall", headers={"Content-Type": "application/json"})
+    event["multiValueHeaders"] = {"Content-Type": ["application/json"]}
+    event["body"] = json.dumps({"query": query, "scope": "root", "as_of": "0001-01-01T00:00:00Z"})
+    response = invoke("recall", event)
+    assert response["statusCode"] == 200, response["body"]
+    assert json.loads(response["body"])["results"] == []
