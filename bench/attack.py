@@ -12,11 +12,17 @@ marker) and B (a key per role). Then:
 - role escalations: every route called by every key of A whose role is below the route's, plain and with
   a body or headers that claim a tenant or roles: an escalation is any answer but 403;
 - crafted HTTP: two Content-Lengths with a smuggled remember, a chunked body behind a Content-Length;
+- existence: another writer of A probes the first writer's unapproved work (a key held only by its draft,
+  its rejected and withdrawn memories), each probe paired with the same call on a fresh key or an unknown id:
+  any difference in status or error code is a leak;
+- slowloris: `--slow-clients` connections send one header line a second and never end the head: each must
+  get a 408 at the head deadline, and a health check meanwhile must be answered;
 - load: `--clients` writers remember for `--seconds`, each with its own idempotency keys (retrying a failed
   call with the same key), while a worker process is killed with SIGKILL `--kills` times; then every
   acknowledged episode must be in the change feed once, and no content stored twice.
 
     .venv/bin/python bench/attack.py [--rounds 5] [--clients 16] [--seconds 58] [--kills 7] [--workers 3]
+        [--slow-clients 64]
 """
 
 from __future__ import annotations
@@ -171,6 +177,74 @@ def crafted(url: str, writer_key: str, count: Any) -> tuple[int, int]:
     return len(heads), count("SMUGGLED")
 
 
+UNKNOWN_ID = "00000000-0000-0000-0000-000000000000"
+
+
+def answer(response: requests.Response) -> tuple[int, str | None]:
+    """What a caller learns from an answer: its status and its error code."""
+    error = response.json().get("error") if response.status_code >= 400 else None
+    return response.status_code, error.get("code") if error else None
+
+
+def existence(admin: Api, author: Api, other: Api) -> tuple[int, int]:
+    """Probes of another writer's unapproved work, each paired with the same call on what does not exist: a
+    leak is any pair whose answers differ (a key held by a draft vs a fresh key; a rejected or withdrawn
+    memory vs an unknown id)."""
+    rejected = author.ok("POST", "/v1/memories", {"scope": "root", "key": "to-reject", "body": f"{MARK} r"})
+    admin.ok("POST", f"/v1/memories/{rejected['memory_id']}/reject", {"reason": "no"})
+    withdrawn = author.ok("POST", "/v1/memories", {"scope": "root", "key": "to-withdraw", "body": f"{MARK} w"})
+    author.ok("POST", f"/v1/memories/{withdrawn['memory_id']}/archive")
+    pairs = [
+        (("POST", "/v1/memories", {"scope": "root", "key": key, "body": "mine"}),
+         ("POST", "/v1/memories", {"scope": "root", "key": f"fresh-{key}", "body": "mine"}))
+        for key in ("draft", "to-reject", "to-withdraw")
+    ]  # fmt: skip
+    for memory_id in (rejected["memory_id"], withdrawn["memory_id"]):
+        for method, suffix, body in (("PATCH", "", {"body": "x"}), ("POST", "/archive", None)):
+            hidden = (method, f"/v1/memories/{memory_id}{suffix}", body)
+            pairs.append((hidden, (method, f"/v1/memories/{UNKNOWN_ID}{suffix}", body)))
+    leaks = 0
+    for hidden, unknown in pairs:
+        seen, baseline = answer(other.call(*hidden)), answer(other.call(*unknown))
+        if seen != baseline or MARK in other.call(*hidden).text:
+            leaks += 1
+            print(f"EXISTENCE {hidden[0]} {hidden[1]}: {seen}, unknown: {baseline}", file=sys.stderr)
+    return len(pairs), leaks
+
+
+def slowloris(url: str, clients: int, interval: float, deadline: float) -> dict[str, float]:
+    """`clients` connections each sending one header line every `interval` s, never ending the head, while a
+    health check is timed: how many were cut off with a 408, and how long the health check took."""
+    host, port = url.removeprefix("http://").split(":")
+    socks = [socket.create_connection((host, int(port)), timeout=deadline) for _ in range(clients)]
+    for sock in socks:
+        sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: t\r\n")
+    done = threading.Event()
+
+    def trickle() -> None:
+        for i in range(int(deadline / interval)):
+            if done.wait(interval):
+                return
+            for sock in socks:
+                with contextlib.suppress(OSError):
+                    sock.sendall(b"X-%d: y\r\n" % i)
+
+    threading.Thread(target=trickle, daemon=True).start()
+    start = time.monotonic()
+    healthy = requests.get(url + "/v1/health", timeout=deadline).status_code == 200
+    health_ms = (time.monotonic() - start) * 1000 if healthy else -1.0
+    cut = 0
+    for sock in socks:
+        data = b""
+        with contextlib.suppress(OSError):
+            while chunk := sock.recv(65536):
+                data += chunk
+        cut += data.startswith(b"HTTP/1.1 408")
+        sock.close()
+    done.set()
+    return {"clients": clients, "cut_off": cut, "seconds": time.monotonic() - start, "health_ms": health_ms}
+
+
 def load(
     url: str, key: str, clients: int, seconds: float, kills: int, workers: Callable[[], list[int]]
 ) -> dict[str, int]:
@@ -261,6 +335,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=58.0)
     parser.add_argument("--kills", type=int, default=7)
     parser.add_argument("--workers", default="3")
+    parser.add_argument("--slow-clients", type=int, default=64, help="slowloris connections")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home, log = Path(tmp) / "home", []
@@ -282,6 +357,14 @@ def main() -> None:
 
             tried, through = crafted(url, a_keys[Role.writer], smuggled)
             print(f"smuggling attempts: {tried}, smuggled writes: {through}")
+            other = Api(url, keys.create(A, "a-other-writer", [Role.writer])[0])
+            probes, existing = existence(admin_a, Api(url, a_keys[Role.writer]), other)
+            print(f"existence probes: {probes}, answers that differ from the unknown's: {existing}")
+            slow = slowloris(url, args.slow_clients, 1.0, 40.0)
+            print(
+                f"slowloris: {slow['clients']} clients sending a header line a second, {slow['cut_off']} cut off "
+                f"with 408 within {slow['seconds']:.1f} s; a health check meanwhile took {slow['health_ms']:.0f} ms"
+            )
             result = load(url, admin_key, args.clients, args.seconds, args.kills, lambda: children(proc.pid))
             print(
                 f"load: {args.clients} clients for {args.seconds:.0f} s, {result['kills']} kill -9 rounds: "
@@ -291,7 +374,8 @@ def main() -> None:
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
-    sys.exit(1 if leaks or escalated or through or result["lost"] or result["duplicated"] else 0)
+    failed = leaks or escalated or through or existing or slow["cut_off"] < slow["clients"] or slow["health_ms"] < 0
+    sys.exit(1 if failed or result["lost"] or result["duplicated"] else 0)
 
 
 if __name__ == "__main__":
