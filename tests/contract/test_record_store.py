@@ -1806,3 +1806,38 @@ def test_dynamodb_follows_every_page_of_the_feed_and_review_records(aws: Any) ->
     assert len(store.list_revisions(A, memory_id="m0", status=None)) == 6
     assert [entry.version for entry in store.list_history(A, "m0")] == list(range(5))
     assert len(calls) >= 5 * 2
+
+
+def test_a_draft_written_before_per_author_slots_can_still_be_edited_and_published(aws: Any, tmp_path: Path) -> None:
+    """DynamoDB: a pending draft stored when drafts held the key's published slot (`KEY#<key>`)."""
+    from mneme.adapters.dynamo_codec import published_slot_key, to_item
+
+    store = DynamoRecordStore(TABLE, client=aws, feed_horizon_seconds=0)
+    draft = scoped("m1", "acme", "k", status="pending", author="wendy")
+    store.create_memory(draft)
+    legacy = published_slot_key(draft)
+    assert legacy is not None
+    aws.delete_item(TableName=TABLE, Key={"PK": legacy["PK"], "SK": {"S": "KEY#k#PENDING#wendy"}})
+    aws.put_item(TableName=TABLE, Item=to_item(draft, legacy, item_type="memory_slot"))  # as the old code wrote it
+
+    store.update_memory(draft.model_copy(update={"version": 2, "body": "edited"}), 1)
+    published = draft.model_copy(update={"version": 3, "body": "edited", "status": "published"})
+    store.update_memory(published, 2)
+
+    assert store.list_scoped_memories(A, "acme") == [published]
+    with pytest.raises(Conflict):
+        store.create_memory(scoped("m2", "acme", "k", status="pending", author="oscar"))
+
+
+def test_a_sqlite_draft_written_before_per_author_keys_is_given_its_authors_key_on_open(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "mneme.db"
+    SqliteRecordStore(path).create_memory(scoped("m1", "acme", "k", status="pending", author="wendy"))
+    with sqlite3.connect(path) as conn:  # as the old code wrote it: the key's published uniqueness key
+        conn.execute("UPDATE memories SET uniq='scoped#acme#k' WHERE memory_id='m1'")
+
+    store = SqliteRecordStore(path)
+    store.create_memory(scoped("m2", "acme", "k", status="pending", author="oscar"))
+
+    assert ids(store.list_scoped_memories(A, "acme")) == ["m1", "m2"]

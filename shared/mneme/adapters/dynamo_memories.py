@@ -4,6 +4,7 @@ docstring of `mneme.adapters.dynamo_store`)."""
 from __future__ import annotations
 
 from mneme.adapters.dynamo_codec import (
+    Item,
     check,
     delete,
     memory_key,
@@ -15,7 +16,7 @@ from mneme.adapters.dynamo_codec import (
     to_item,
     to_model,
 )
-from mneme.adapters.dynamo_table import DynamoTable, position_of, unmoved
+from mneme.adapters.dynamo_table import DynamoTable, position_of, text_of, unmoved
 from mneme.errors import Conflict
 from mneme.models import Memory
 
@@ -58,7 +59,7 @@ class DynamoMemories(DynamoTable):
         unchanged = f"#version = :v AND {same}"
         writes = [put(record, unchanged, "version_conflict", stale, v=expected_version, **feed_values)]
         writes += self._feed_move(memory.tenant, "memory", memory.memory_id, previous, position)
-        old, new = mslot_key(stored), mslot_key(memory)
+        old, new = self._held_slot(stored), mslot_key(memory)
         mine, owner = "#memory_id = :id", {"id": memory.memory_id}
         if old is not None and old == new:
             writes.append(put(to_item(memory, old, item_type="memory_slot"), mine, "version_conflict", stale, **owner))
@@ -69,6 +70,16 @@ class DynamoMemories(DynamoTable):
                 slot = to_item(memory, new, item_type="memory_slot")
                 writes.append(put(slot, "attribute_not_exists(PK)", "memory_exists", _taken(memory)))
         self._transact(writes)
+
+    def _held_slot(self, memory: Memory) -> Item | None:
+        """The slot `memory` holds: a draft written before drafts had a slot per author holds the key's
+        published slot (one read, on a draft's update only)."""
+        slot, published = mslot_key(memory), published_slot_key(memory)
+        if memory.status == "pending" and published is not None:
+            held = self._get(published)
+            if held is not None and text_of(held, "memory_id") == memory.memory_id:
+                return published
+        return slot
 
     def get_memory(self, tenant: str, memory_id: str) -> Memory | None:
         item = self._get(memory_key(tenant, memory_id))
