@@ -174,3 +174,17 @@ def test_reusing_an_idempotency_key_in_another_scope_says_so(services: Services)
     assert raised.value.code == "idempotency_key_reused"
     with pytest.raises(Conflict, match="different content"):
         services.remember.remember(WRITER, [RememberItem(scope="root.a", content="other", idempotency_key="k-1")])
+
+
+def test_a_prerequisite_that_is_another_authors_draft_is_not_named(services: Services) -> None:
+    services.scopes.create("acme", "root.acme", parents=True)
+    services.memories.create(
+        ADMIN, scope="root.acme", key="kiln-firing", body="Fire the kiln slowly.", depends_on=["kiln-check"]
+    )
+    draft, _ = services.memories.create(WRITER, scope="root.acme", key="kiln-check", body="Check the kiln seals.")
+    request = RecallRequest(query="kiln firing", scope="root.acme")  # type: ignore[call-arg]
+    seen = {r.id: r.requires for r in services.recall.recall(OTHER, request).results if r.kind == "memory"}
+    assert seen and draft.memory_id not in [i for ids in seen.values() for i in ids]
+    # Its author is told of it
+    mine = services.recall.recall(WRITER, request).results
+    assert any(draft.memory_id in r.requires for r in mine)

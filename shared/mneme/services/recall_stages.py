@@ -678,8 +678,11 @@ def prerequisites(run: Run) -> None:
     for candidate in run.ranked:
         memory = candidate.record
         if isinstance(memory, Memory) and memory.depends_on and memory.scope_id:
-            siblings = [
-                m for m in deps.store.list_scoped_memories(tenant, memory.scope_id) if m.key in memory.depends_on
+            siblings = [  # those the caller may know of: never another author's draft
+                m
+                for m in deps.store.list_scoped_memories(tenant, memory.scope_id)
+                if m.key in memory.depends_on
+                and (m.status == "published" or (m.status == "pending" and m.author == run.caller.principal))
             ]
             for prereq in siblings:
                 if prereq.memory_id in present or prereq.status != "published" or lifecycle(prereq, now)[0] == 0:
