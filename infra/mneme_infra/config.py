@@ -74,8 +74,10 @@ class InfraConfig(BaseModel):
     # operators: IAM roles/users added to the collection's data access policy with write access to the
     # index, so `mneme reindex` run with their credentials is not refused (docs/deploy.md)
     search_operator_arns: tuple[str, ...] = ()
-    # index repair: sweep unindexed episodes, compact duplicate documents (functions/repair.py)
-    index_repair_schedule: str = "rate(30 minutes)"
+    # index repair: sweep unindexed episodes on every tick (within a minute of a missed first write), and
+    # compact duplicate documents on the ticks every `index_compact_every_minutes` (functions/repair.py)
+    index_repair_schedule: str = "rate(1 minute)"
+    index_compact_every_minutes: Annotated[int, Field(ge=1, le=1440)] = 30
     index_repair_enabled: bool = True
     # consolidation: the schedule and the state machine's fan-out
     consolidation_schedule: str = "rate(15 minutes)"

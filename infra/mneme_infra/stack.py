@@ -49,7 +49,13 @@ class MnemeStack(Stack):
             expression=config.index_repair_schedule,
             enabled=config.index_repair_enabled,
             description="Mneme: index unindexed episodes, compact duplicate search documents",
-            payload={"source": "mneme.repair"},
+            payload={
+                "source": "mneme.repair",
+                "compact_every_minutes": config.index_compact_every_minutes,
+                # EventBridge Scheduler substitutes the tick's time for this context attribute
+                # (https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-schedule-context-attributes.html)
+                "scheduled_time": "<aws.scheduler.scheduled-time>",
+            },
             failures=functions.failures,
         )
         functions.allow_start_runs(consolidation.state_machine)

@@ -161,7 +161,7 @@ def schedules(synth: Synth) -> dict[str, dict[str, Any]]:
             for s in synth.of_type("AWS::Scheduler::Schedule").values()}  # fmt: skip
 
 
-@pytest.mark.parametrize(("function", "rate"), [(SCHEDULE, "rate(15 minutes)"), (REPAIR, "rate(30 minutes)")])
+@pytest.mark.parametrize(("function", "rate"), [(SCHEDULE, "rate(15 minutes)"), (REPAIR, "rate(1 minute)")])
 def test_each_schedule_invokes_its_function_with_retries_and_a_dead_letter_queue(
     default: Synth, function: str, rate: str
 ) -> None:
@@ -179,6 +179,14 @@ def test_each_schedule_invokes_its_function_with_retries_and_a_dead_letter_queue
     assert referenced_ids(invoke) == {default.function_ids()[function]}
     sqs_send = [s for s in default.statements_of_role(role_id) if "sqs:SendMessage" in s["Action"]]
     assert [s["Resource"] for s in sqs_send] == [{"Fn::GetAtt": [queue_id, "Arn"]}]
+
+
+def test_the_repair_sweeps_every_minute_and_compacts_every_thirty(default: Synth) -> None:
+    """Episodes a first write missed (a new index still being built) are indexed within a minute; the
+    costlier compaction runs on the ticks whose scheduled time falls on its interval."""
+    payload = json.loads(schedules(default)[REPAIR]["Target"]["Input"])
+    assert payload == {"source": "mneme.repair", "compact_every_minutes": 30,
+                       "scheduled_time": "<aws.scheduler.scheduled-time>"}  # fmt: skip
 
 
 def test_scheduled_functions_retry_failed_invocations_then_send_them_to_the_queue(default: Synth) -> None:

@@ -803,3 +803,45 @@ def test_a_managed_domain_adds_new_fields_to_its_mapping_once_before_its_first_w
         {"index": INDEX, "body": {"properties": {"metadata": {"type": "keyword"}}}}
     ]
     assert client.bulk_lines()[0][1]["metadata"] == ['["user","alice"]']
+
+
+class IndexBeingBuilt(FakeClient):
+    """A collection whose new index answers `_bulk` with 404 index_not_found for its first `missing` calls,
+    as Serverless does while it builds an index asynchronously (per item or for the whole request)."""
+
+    def __init__(self, missing: int, per_item: bool = False) -> None:
+        super().__init__()
+        self.generate_items = True
+        self.missing = missing
+        self.per_item = per_item
+
+    def bulk(self, **kwargs: Any) -> dict[str, Any]:
+        if self.missing > 0:
+            self.missing -= 1
+            self.record("bulk-refused", kwargs)
+            if not self.per_item:
+                raise NotFoundError(404, "index_not_found_exception", {"error": {"type": "index_not_found_exception"}})
+            error = {"type": "index_not_found_exception", "reason": "no such index [mneme]"}
+            return {"errors": True, "items": [{"index": {"status": 404, "error": error}}]}
+        return super().bulk(**kwargs)
+
+
+@pytest.mark.parametrize("per_item", [False, True])
+def test_serverless_first_write_waits_for_a_new_index_instead_of_losing_it(per_item: bool) -> None:
+    """The first remember after a deploy must land in the index, not wait 30 minutes for the repair."""
+    client = IndexBeingBuilt(missing=2, per_item=per_item)
+    slept: list[float] = []
+    index = serverless(client, sleep=slept.append)
+    index.upsert([document("ep-1", vector=[1.0, 0.0, 0.0], model_id="m")])
+    assert len(client.named("bulk-refused")) == 2 and slept == [0.5, 1.0]
+    (written,) = client.bulk_lines()
+    assert written[1]["doc_id"] == "ep-1"
+
+
+def test_serverless_wait_for_a_new_index_is_bounded() -> None:
+    client = IndexBeingBuilt(missing=100)
+    slept: list[float] = []
+    index = serverless(client, sleep=slept.append)
+    with pytest.raises(StoreUnavailable, match="index_not_found"):
+        index.upsert([document("ep-1", vector=[1.0, 0.0, 0.0], model_id="m")])
+    assert sum(slept) <= 8.0 and len(client.named("bulk-refused")) == len(slept) + 1

@@ -362,7 +362,7 @@ def translate_error(exc: Exception, action: str) -> MnemeError:
     return StoreUnavailable(f"search index failed while {action}: {exc}")
 
 
-def _index_missing(exc: Exception) -> bool:
+def index_missing(exc: BaseException) -> bool:
     return isinstance(exc, TransportError) and exc.status_code == 404 and exc.error == "index_not_found_exception"
 
 
@@ -526,7 +526,7 @@ class OpenSearchIndex:
             try:
                 mapping = self.client.indices.get_mapping(index=self.index_name)
             except OpenSearchException as exc:
-                if _index_missing(exc):
+                if index_missing(exc):
                     return self._create_dimension
                 raise translate_error(exc, "reading the mapping") from exc
             for body in mapping.values():
@@ -562,7 +562,7 @@ class OpenSearchIndex:
         try:
             response: dict[str, Any] = self.client.search(index=self.index_name, body=body)
         except OpenSearchException as exc:
-            if _index_missing(exc):
+            if index_missing(exc):
                 return None
             raise translate_error(exc, action) from exc
         return response
@@ -659,7 +659,7 @@ class OpenSearchIndex:
         try:
             response = self.client.count(index=self.index_name, body={"query": {"term": {"tenant": tenant}}})
         except OpenSearchException as exc:
-            if _index_missing(exc):
+            if index_missing(exc):
                 return 0
             raise translate_error(exc, "counting documents") from exc
         return int(response["count"])
