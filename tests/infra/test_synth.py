@@ -284,7 +284,7 @@ def test_access_logs_bring_the_account_logging_role_with_them(variant: Synth) ->
     ("response_type", "status", "code"),
     [
         ("UNAUTHORIZED", "401", "unauthorized"),
-        ("ACCESS_DENIED", "403", "$context.authorizer.reason"),
+        ("ACCESS_DENIED", "401", "$context.authorizer.reason"),
         ("DEFAULT_4XX", None, "request_rejected"),
         ("DEFAULT_5XX", None, "internal_error"),
     ],

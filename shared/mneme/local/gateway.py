@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from mneme import routes
-from mneme.errors import Forbidden, MnemeError, Unauthorized
+from mneme.errors import MnemeError, Unauthorized
 from mneme.local.events import LocalContext, token_event
 
 
@@ -25,7 +25,8 @@ def error_response(error: MnemeError) -> dict[str, Any]:
 
 
 def authorize(route: routes.Route, method: str, path: str, authorization: str | None) -> dict[str, Any] | None:
-    """The authorizer's context for a protected route (None on an open one); raises 401 / 403."""
+    """The authorizer's context for a protected route (None on an open one); raises 401 on a Deny, as the
+    stack's ACCESS_DENIED gateway response answers (infra/mneme_infra/api.py), with the Deny's reason."""
     if route.role is None:
         return None
     try:
@@ -35,7 +36,7 @@ def authorize(route: routes.Route, method: str, path: str, authorization: str | 
             raise Unauthorized("missing or unknown API key: send 'Authorization: Bearer <key>'") from None
         raise
     if result["policyDocument"]["Statement"][0]["Effect"] != "Allow":
-        raise Forbidden("this API key is not allowed", code=result["context"].get("reason", "forbidden"))
+        raise Unauthorized("unknown or revoked API key", code=result["context"].get("reason", "unauthorized"))
     return {**result["context"], "principalId": result["principalId"]}
 
 
