@@ -204,3 +204,15 @@ def test_schedules_follow_the_configured_rates_and_switches(variant: Synth) -> N
     found = schedules(variant)
     assert found[SCHEDULE]["ScheduleExpression"] == "rate(1 hour)" and found[SCHEDULE]["State"] == "DISABLED"
     assert found[REPAIR]["ScheduleExpression"] == "rate(2 hours)" and found[REPAIR]["State"] == "DISABLED"
+
+
+def test_the_state_machine_logs_to_a_vendedlogs_group_named_per_stack(default: Synth) -> None:
+    """Step Functions adds each log group it writes to the account's CloudWatch Logs resource policy (5,120
+    characters) unless its name starts with /aws/vendedlogs/; the stack id's UUID in the name lets a
+    stack deleted with its logs retained be deployed again."""
+    (machine,) = default.of_type("AWS::StepFunctions::StateMachine").values()
+    (destination,) = machine["Properties"]["LoggingConfiguration"]["Destinations"]
+    group_id = destination["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
+    name = default.resources[group_id]["Properties"]["LogGroupName"]["Fn::Join"]
+    assert name[1][0] == "/aws/vendedlogs/states/mneme-dev-consolidation-"
+    assert "AWS::StackId" in json.dumps(name[1][1:])
