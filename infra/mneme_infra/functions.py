@@ -32,6 +32,7 @@ from infra.mneme_infra.access import (
     indexed_marks_statement,
     invoke_models_statement,
     model_acknowledgments,
+    no_api_key_writes_statement,
 )
 from infra.mneme_infra.config import InfraConfig
 from infra.mneme_infra.search import Search
@@ -212,8 +213,10 @@ class Functions(Construct):
             role.add_to_principal_policy(api_key_reads_statement(self._table))
             if self._table.encryption_key is not None:
                 self._table.encryption_key.grant_decrypt(role)
-        elif spec.table_access == "read_write":
+        elif spec.table_access in ("read_write", "read_write_keys"):
             self._table.grant(role, *TABLE_READ_ACTIONS, *TABLE_WRITE_ACTIONS)
+            if spec.table_access == "read_write":
+                role.add_to_principal_policy(no_api_key_writes_statement(self._table))
             if self._table.encryption_key is not None:
                 self._table.encryption_key.grant_encrypt_decrypt(role)
                 Validations.of(role).acknowledge(*_KEY_ACKNOWLEDGMENTS)

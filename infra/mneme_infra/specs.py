@@ -21,7 +21,9 @@ Use = Literal["embedder", "reasoner", "index_read", "index_write", "start_runs",
 # read_delivered: read everything, write only recall's delivered-session markers (access.py)
 # read_mark_indexed: read everything, update only episodes (their `indexed` mark, access.py)
 # read_keys: GetItem on API-key items only (the authorizer, access.py)
-TableAccess = Literal["read", "read_keys", "read_write", "read_delivered", "read_mark_indexed"]
+# read_write: read and write everything but API-key items (an explicit Deny, access.py)
+# read_write_keys: read and write everything, API keys included (curate, which serves /v1/keys)
+TableAccess = Literal["read", "read_keys", "read_write", "read_write_keys", "read_delivered", "read_mark_indexed"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ SPECS: dict[str, FunctionSpec] = {
     "consolidate": FunctionSpec(1024, 25, "read_write", frozenset({"start_runs"})),
     # get / list / forget episodes and facts, correct a fact (re-embeds it), signed list cursors
     "records": FunctionSpec(1024, 25, "read_write", frozenset({"embedder", "index_write", "cursor_secret"})),
-    "curate": FunctionSpec(1024, 25, "read_write", frozenset({"embedder", "index_write"})),
+    "curate": FunctionSpec(1024, 25, "read_write_keys", frozenset({"embedder", "index_write"})),
     STAGES: FunctionSpec(
         1024, 600, "read_write", frozenset({"embedder", "reasoner", "index_write"}), "consolidate", "stage_handler"
     ),
