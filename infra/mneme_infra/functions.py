@@ -36,7 +36,7 @@ from infra.mneme_infra.access import (
 )
 from infra.mneme_infra.config import InfraConfig
 from infra.mneme_infra.search import Search
-from infra.mneme_infra.specs import AUTHORIZER, EXTRA_FUNCTIONS, REPO, SPECS, FunctionSpec, Use
+from infra.mneme_infra.specs import AUTHORIZER, EXTRA_FUNCTIONS, REPO, SPECS, FunctionSpec, Use, call_budget
 from mneme.observability import NAMESPACE, SERVICE
 
 RUNTIME = lambda_.Runtime.PYTHON_3_12
@@ -202,6 +202,14 @@ class Functions(Construct):
 
     def _extra_environment(self, spec: FunctionSpec) -> dict[str, str]:
         extra: dict[str, str] = {}
+        if spec.uses & {"embedder", "index_read", "index_write"}:
+            budget = call_budget(spec)  # timeouts and retries that fit the function's own timeout
+            extra |= {
+                "MNEME_EMBEDDER__TIMEOUT_SECONDS": str(budget.bedrock_read_seconds),
+                "MNEME_EMBEDDER__MAX_ATTEMPTS": str(budget.bedrock_attempts),
+                "MNEME_INDEX__TIMEOUT_SECONDS": str(budget.search_timeout_seconds),
+                "MNEME_INDEX__MAX_RETRIES": str(budget.search_retries),
+            }
         if "reasoner" in spec.uses:
             extra |= {"MNEME_REASONER__KIND": "bedrock", "MNEME_REASONER__MODEL_ID": self._config.reasoner_model_id}
         if "cursor_secret" in spec.uses:

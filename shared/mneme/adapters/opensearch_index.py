@@ -455,8 +455,8 @@ class OpenSearchIndex:
             use_ssl=endpoint.startswith("https://"),
             verify_certs=True,
             connection_class=RequestsHttpConnection,
-            timeout=10,
-            max_retries=2,
+            timeout=settings.timeout_seconds,
+            max_retries=settings.max_retries,
             retry_on_timeout=True,
             pool_maxsize=16,
         )
