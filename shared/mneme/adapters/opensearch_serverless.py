@@ -462,7 +462,7 @@ def _index_not_built(exc: MnemeError, items: list[dict[str, Any]]) -> bool:
     """Whether a failed `_bulk` found no index: the request refused, or every item, with index_not_found."""
     if exc.__cause__ is not None and index_missing(exc.__cause__):
         return True
-    results = [next(iter(item.values()), {}) for item in items]
+    results: list[dict[str, Any]] = [next(iter(item.values()), {}) for item in items]
     return bool(results) and all(
         (result.get("error") or {}).get("type") == "index_not_found_exception" for result in results
     )
