@@ -244,8 +244,7 @@ class DynamoEpisodes(DynamoTable):
             "KeyConditionExpression": "#PK = :pk",
             "FilterExpression": missing,
             "ProjectionExpression": wanted,
-            "ConsistentRead": True,
-            "Limit": BACKFILL_PAGE,
+            "Limit": BACKFILL_PAGE,  # eventually consistent: each update's condition checks the item again
             **expression({"pk": tenant_pk(tenant, "EPISODES"), "string": "S"}, "#PK", missing, wanted),
         }
         return self._backfill(query, lambda item: _session_keys_update(tenant, item))
@@ -286,7 +285,9 @@ class DynamoEpisodes(DynamoTable):
         return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
 
     def iter_episodes(self, tenant: str, batch: int = 500) -> Iterator[list[Episode]]:
-        query = {"KeyConditionExpression": "PK = :pk", "ConsistentRead": True, "Limit": batch}
+        # Eventually consistent (half the read units): a rebuild needs no read-your-writes, an episode
+        # written meanwhile is indexed by its own write (or the repair sweep).
+        query = {"KeyConditionExpression": "PK = :pk", "Limit": batch}
         for page in self._pages({**query, **expression({"pk": tenant_pk(tenant, "EPISODES")})}):
             if page:
                 yield [to_model(Episode, item, **EPISODE_CODEC) for item in page]
@@ -464,8 +465,7 @@ class DynamoEpisodes(DynamoTable):
             "KeyConditionExpression": "#PK = :pk AND begins_with(#SK, :prefix)",
             "FilterExpression": missing,
             "ProjectionExpression": wanted,
-            "ConsistentRead": True,
-            "Limit": BACKFILL_PAGE,
+            "Limit": BACKFILL_PAGE,  # eventually consistent: each update's condition checks the item again
             **expression({"pk": tenant_pk(tenant, "RUNS"), "prefix": "RUN#"}, "#PK #SK", missing, wanted),
         }
         return self._backfill(query, lambda item: _run_keys_update(tenant, item))
