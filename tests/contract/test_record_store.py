@@ -1419,7 +1419,7 @@ def test_dynamodb_items_are_tenant_prefixed_and_dates_are_utc_strings(aws: Any) 
         assert record["item_type"]["S"] == entry["kind"]["S"]
     stored_episode = next(item for item in items if item["SK"]["S"] == "EP#e1")
     assert stored_episode["metadata"] == {"S": '{"x": 1.0}'}
-    assert stored_episode["GSI1PK"] == {"S": "UNINDEXED"}
+    assert stored_episode["GSI1PK"]["S"].startswith("UNINDEXED#")  # the tenant's shard (R7)
     memory = next(item for item in items if item["SK"]["S"] == "MEM#m1")
     assert memory["valid_until"] == {"S": "2026-01-01T00:00:00.000000+00:00"}
     assert memory["created_at"] == {"S": "2025-03-01T09:30:15.123456+00:00"}

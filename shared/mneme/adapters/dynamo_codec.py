@@ -22,6 +22,7 @@ x, `:x` the value passed as x) and the Conflict a failed condition means.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import struct
@@ -216,6 +217,21 @@ def tenant_pk(tenant: str, *rest: str) -> str:
     return "#".join(("T", esc(tenant), *rest))
 
 
+MARKER_SHARDS = 16  # GSI1 partitions per cross-tenant mark (unindexed episodes, dirty scopes)
+
+
+def marker_partition(base: str, tenant: str) -> str:
+    """The GSI1 partition of a tenant's marks: `<base>#<00..15>` by a hash of the tenant, so that no one
+    partition takes every tenant's writes. Readers query every shard (and the bare `<base>` of marks
+    written before the sharding): `marker_partitions`."""
+    shard = int.from_bytes(hashlib.sha256(tenant.encode()).digest()[:4], "big") % MARKER_SHARDS
+    return f"{base}#{shard:02d}"
+
+
+def marker_partitions(base: str) -> list[str]:
+    return [base, *(f"{base}#{shard:02d}" for shard in range(MARKER_SHARDS))]
+
+
 def scope_key(tenant: str, scope_id: str) -> Item:
     return key(tenant_pk(tenant, "SCOPE", scope_id), "SCOPE")
 
@@ -294,10 +310,10 @@ def dirty_key(tenant: str, scope_id: str) -> Item:
 
 
 def dirty_mark(tenant: str, scope_id: str, dirtied: datetime) -> Item:
-    """A dirty mark, also in GSI1 (`DIRTY`, `<dirtied_at>#<t>#<scope>`) for the cross-tenant schedule."""
+    """A dirty mark, also in GSI1 (`DIRTY#<shard>`, `<dirtied_at>#<t>#<scope>`) for the cross-tenant schedule."""
     at = iso_utc(dirtied)
     fields = {"item_type": "dirty", "tenant": tenant, "scope_id": scope_id, "dirtied_at": at}
-    gsi = {"GSI1PK": attr(DIRTY), "GSI1SK": attr(f"{at}#{esc(tenant)}#{scope_id}")}
+    gsi = {"GSI1PK": attr(marker_partition(DIRTY, tenant)), "GSI1SK": attr(f"{at}#{esc(tenant)}#{scope_id}")}
     return {**dirty_key(tenant, scope_id), **gsi, **{n: attr(v) for n, v in fields.items()}}
 
 
