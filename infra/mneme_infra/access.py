@@ -107,3 +107,22 @@ def api_key_reads_statement(table: dynamodb.ITable) -> iam.PolicyStatement:
         resources=[table.table_arn],
         conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [API_KEY_PARTITIONS]}},
     )
+
+
+# `mneme.adapters.dynamo_codec.tenant_apikey_key`: T#<tenant>#APIKEYS, each tenant's copy of its keys.
+TENANT_API_KEY_PARTITIONS = "T#*#APIKEYS"
+
+
+def no_api_key_writes_statement(table: dynamodb.ITable) -> iam.PolicyStatement:
+    """Every writer but the one serving /v1/keys: no write that touches an API-key item (any of the
+    written partitions, also inside a batch or a transaction, which IAM judges per item). So a leaked
+    writer role cannot mint a key for any tenant. An explicit Deny wins over the table grant."""
+    return iam.PolicyStatement(
+        sid="NeverWriteApiKeys",
+        effect=iam.Effect.DENY,
+        actions=list(TABLE_WRITE_ACTIONS),
+        resources=[table.table_arn],
+        conditions={
+            "ForAnyValue:StringLike": {"dynamodb:LeadingKeys": [API_KEY_PARTITIONS, TENANT_API_KEY_PARTITIONS]}
+        },
+    )

@@ -64,8 +64,10 @@ GATEWAY_ERRORS = (
         "unauthorized",
         "missing or unknown API key: send 'Authorization: Bearer <key>'",
     ),
-    # A Deny from the authorizer always carries its reason (mneme.auth), e.g. key_revoked.
-    GatewayError(R.ACCESS_DENIED, "403", "$context.authorizer.reason", "this API key is not allowed"),
+    # A Deny from the authorizer always carries its reason (mneme.auth): unauthorized (an unknown key) or
+    # key_revoked. 401, not API Gateway's default 403: the authorizer denies bad keys instead of raising
+    # (a raise is a Lambda error, and the authorizer-errors alarm would page for every bad key).
+    GatewayError(R.ACCESS_DENIED, "401", "$context.authorizer.reason", "unknown or revoked API key"),
     # API Gateway's answer to a path or method it does not know.
     GatewayError(R.MISSING_AUTHENTICATION_TOKEN, "404", "route_not_found", "no such route"),
     GatewayError(R.REQUEST_TOO_LARGE, "413", "payload_too_large"),

@@ -14,7 +14,7 @@ from typing import Annotated, Literal, get_args
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_logs as logs
 from constructs import Node
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from infra.mneme_infra.workflow import max_batches_within_history
 from mneme.consolidation.service import MAX_BATCHES_PER_SCOPE
@@ -26,6 +26,7 @@ MODEL_ID = r"^[a-z0-9-]+(\.[a-z0-9-]+)+(:[a-z0-9-]+)*$"
 # An IAM role or user (or an assumed-role session's role) that may use the search collection's data plane.
 PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
 SCHEDULE = re.compile(r"^(rate\((1 (minute|hour|day)|([2-9]|[1-9][0-9]+) (minutes|hours|days))\)|cron\([^()]+\))$")
+POLICY_NAME_MAX = 32  # an OpenSearch Serverless security or access policy name
 _EMBEDDER = BedrockEmbedderSettings(kind="bedrock")
 _REASONER = BedrockReasonerSettings(kind="bedrock")
 
@@ -64,16 +65,19 @@ class InfraConfig(BaseModel):
     embedding_model_id: Annotated[str, Field(pattern=MODEL_ID)] = _EMBEDDER.model_id
     embedding_dimensions: int = _EMBEDDER.dimensions  # one of BedrockEmbedderSettings' dimensions
     reasoner_model_id: Annotated[str, Field(pattern=MODEL_ID)] = _REASONER.model_id
-    # search: an OpenSearch Serverless collection (name defaults to mneme-<stage>)
-    search_collection_name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{2,26}$")] | None = None
+    # search: an OpenSearch Serverless collection named <base>-<standby s|n><key a|k> (`collection_name`);
+    # the base defaults to mneme-<stage>
+    search_collection_name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{2,23}$")] | None = None
     search_index_name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,79}$")] = "mneme"
     search_encryption: Literal["aws_owned", "customer_managed"] = "aws_owned"
     search_standby_replicas: bool = True  # False halves the idle OCUs: for disposable stages
     # operators: IAM roles/users added to the collection's data access policy with write access to the
     # index, so `mneme reindex` run with their credentials is not refused (docs/deploy.md)
     search_operator_arns: tuple[str, ...] = ()
-    # index repair: sweep unindexed episodes, compact duplicate documents (functions/repair.py)
-    index_repair_schedule: str = "rate(30 minutes)"
+    # index repair: sweep unindexed episodes on every tick (within a minute of a missed first write), and
+    # compact duplicate documents on the ticks every `index_compact_every_minutes` (functions/repair.py)
+    index_repair_schedule: str = "rate(1 minute)"
+    index_compact_every_minutes: Annotated[int, Field(ge=1, le=1440)] = 30
     index_repair_enabled: bool = True
     # consolidation: the schedule and the state machine's fan-out
     consolidation_schedule: str = "rate(15 minutes)"
@@ -118,6 +122,17 @@ class InfraConfig(BaseModel):
                 raise ValueError(f"{arn!r} is not an IAM role or user ARN")
         return arns
 
+    @model_validator(mode="after")
+    def _collection_name_fits_its_policies(self) -> InfraConfig:
+        # Security and access policy names are at most 32 characters (CloudFormation reference,
+        # AWS::OpenSearchServerless::SecurityPolicy / AccessPolicy), and they are named <collection>-data.
+        if len(f"{self.collection_name}-data") > POLICY_NAME_MAX:
+            raise ValueError(
+                f"collection name {self.collection_name!r} is too long for its policy names: set a shorter "
+                f"search_collection_name (at most {POLICY_NAME_MAX - len('-data-sa')} characters)"
+            )
+        return self
+
     @classmethod
     def from_context(cls, node: Node) -> InfraConfig:
         """Every `mneme:<field>` context value (cdk.json or `-c`); an unknown field is an error."""
@@ -132,7 +147,19 @@ class InfraConfig(BaseModel):
 
     @property
     def collection_name(self) -> str:
-        return self.search_collection_name or f"mneme-{self.stage}"
+        """The base name, then a letter for each setting the collection can only be created with.
+
+        Name, Tags, StandbyReplicas and the encryption key are create-only (CloudFormation reference,
+        AWS::OpenSearchServerless::Collection; "you can't change the encryption key for a collection after
+        it's created", OpenSearch Serverless developer guide, serverless-encryption.html), and
+        CloudFormation replaces a custom-named resource only under a new name. Changing
+        `search_standby_replicas` or `search_encryption` therefore names a new, empty collection, which
+        CloudFormation creates before deleting the old one; `mneme reindex` fills it (docs/deploy.md).
+        """
+        base = self.search_collection_name or f"mneme-{self.stage}"
+        standby = "s" if self.search_standby_replicas else "n"
+        key = "k" if self.search_encryption == "customer_managed" else "a"
+        return f"{base}-{standby}{key}"
 
     @property
     def removal(self) -> RemovalPolicy:

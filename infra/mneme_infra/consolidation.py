@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import cast
 
-from aws_cdk import Acknowledgment, CfnElement, Duration, Stack, Validations
+from aws_cdk import Acknowledgment, Aws, CfnElement, Duration, Fn, Stack, Validations
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_lambda as lambda_
@@ -40,7 +40,14 @@ class Consolidation(Construct):
         failures: sqs.IQueue,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.log_group = logs.LogGroup(self, "Logs", retention=config.log_retention, removal_policy=config.removal)
+        # "/aws/vendedlogs/": Step Functions otherwise adds the group to the account's CloudWatch Logs resource
+        # policy, which is limited to 5,120 characters (https://docs.aws.amazon.com/step-functions/latest/dg/bp-cwl.html).
+        # The stack id's UUID: a retained group of a deleted stack does not block deploying the stage again.
+        stack_uuid = Fn.select(2, Fn.split("/", Aws.STACK_ID))
+        self.log_group = logs.LogGroup(
+            self, "Logs", log_group_name=f"/aws/vendedlogs/states/mneme-{config.stage}-consolidation-{stack_uuid}",
+            retention=config.log_retention, removal_policy=config.removal,
+        )  # fmt: skip
         workflow = Workflow(
             self,
             stages=stages,

@@ -32,10 +32,11 @@ from infra.mneme_infra.access import (
     indexed_marks_statement,
     invoke_models_statement,
     model_acknowledgments,
+    no_api_key_writes_statement,
 )
 from infra.mneme_infra.config import InfraConfig
 from infra.mneme_infra.search import Search
-from infra.mneme_infra.specs import AUTHORIZER, EXTRA_FUNCTIONS, REPO, SPECS, FunctionSpec, Use
+from infra.mneme_infra.specs import AUTHORIZER, EXTRA_FUNCTIONS, REPO, SPECS, FunctionSpec, Use, call_budget
 from mneme.observability import NAMESPACE, SERVICE
 
 RUNTIME = lambda_.Runtime.PYTHON_3_12
@@ -201,6 +202,14 @@ class Functions(Construct):
 
     def _extra_environment(self, spec: FunctionSpec) -> dict[str, str]:
         extra: dict[str, str] = {}
+        if spec.uses & {"embedder", "index_read", "index_write"}:
+            budget = call_budget(spec)  # timeouts and retries that fit the function's own timeout
+            extra |= {
+                "MNEME_EMBEDDER__TIMEOUT_SECONDS": str(budget.bedrock_read_seconds),
+                "MNEME_EMBEDDER__MAX_ATTEMPTS": str(budget.bedrock_attempts),
+                "MNEME_INDEX__TIMEOUT_SECONDS": str(budget.search_timeout_seconds),
+                "MNEME_INDEX__MAX_RETRIES": str(budget.search_retries),
+            }
         if "reasoner" in spec.uses:
             extra |= {"MNEME_REASONER__KIND": "bedrock", "MNEME_REASONER__MODEL_ID": self._config.reasoner_model_id}
         if "cursor_secret" in spec.uses:
@@ -212,8 +221,10 @@ class Functions(Construct):
             role.add_to_principal_policy(api_key_reads_statement(self._table))
             if self._table.encryption_key is not None:
                 self._table.encryption_key.grant_decrypt(role)
-        elif spec.table_access == "read_write":
+        elif spec.table_access in ("read_write", "read_write_keys"):
             self._table.grant(role, *TABLE_READ_ACTIONS, *TABLE_WRITE_ACTIONS)
+            if spec.table_access == "read_write":
+                role.add_to_principal_policy(no_api_key_writes_statement(self._table))
             if self._table.encryption_key is not None:
                 self._table.encryption_key.grant_encrypt_decrypt(role)
                 Validations.of(role).acknowledge(*_KEY_ACKNOWLEDGMENTS)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import get_args
 
-from aws_cdk import Duration
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
@@ -137,7 +137,9 @@ class Monitoring(Construct):
                     for name, fn in functions.items()]  # fmt: skip
 
         graph = cw.GraphWidget
-        self.dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=f"mneme-{config.stage}")
+        # "All dashboards in your account are global, not region-specific" (CloudFormation reference,
+        # AWS::CloudWatch::Dashboard): the region in the name lets one stage deploy in two regions.
+        self.dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=f"mneme-{config.stage}-{Aws.REGION}")
         self.dashboard.add_widgets(
             cw.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms.values()), width=24, height=3),
         )

@@ -1,5 +1,9 @@
 """The search index's home: an OpenSearch Serverless VECTORSEARCH collection and its three policies.
 
+The collection's name carries its create-only settings (`InfraConfig.collection_name`) and it has no
+tags, so a change of standby replicas, key or app tags replaces it (new name, policies named after it)
+instead of failing the update. A replacement starts empty: `mneme reindex` rebuilds it from the table.
+
 - encryption: AWS-owned key by default, or a customer-managed KMS key (`search_encryption`).
 - network: the collection's endpoint is public (no VPC to run in yet); every request still needs SigV4
   and a principal named in the data access policy. A VPC endpoint variant can replace this policy later.
@@ -27,6 +31,7 @@ from constructs import Construct
 
 from infra.mneme_infra.config import InfraConfig
 
+COLLECTION_TYPE = aoss.CfnCollection.CFN_RESOURCE_TYPE_NAME
 READ = ("aoss:DescribeIndex", "aoss:ReadDocument")
 WRITE = (*READ, "aoss:CreateIndex", "aoss:WriteDocument")
 

@@ -21,7 +21,9 @@ Use = Literal["embedder", "reasoner", "index_read", "index_write", "start_runs",
 # read_delivered: read everything, write only recall's delivered-session markers (access.py)
 # read_mark_indexed: read everything, update only episodes (their `indexed` mark, access.py)
 # read_keys: GetItem on API-key items only (the authorizer, access.py)
-TableAccess = Literal["read", "read_keys", "read_write", "read_delivered", "read_mark_indexed"]
+# read_write: read and write everything but API-key items (an explicit Deny, access.py)
+# read_write_keys: read and write everything, API keys included (curate, which serves /v1/keys)
+TableAccess = Literal["read", "read_keys", "read_write", "read_write_keys", "read_delivered", "read_mark_indexed"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ SPECS: dict[str, FunctionSpec] = {
     "consolidate": FunctionSpec(1024, 25, "read_write", frozenset({"start_runs"})),
     # get / list / forget episodes and facts, correct a fact (re-embeds it), signed list cursors
     "records": FunctionSpec(1024, 25, "read_write", frozenset({"embedder", "index_write", "cursor_secret"})),
-    "curate": FunctionSpec(1024, 25, "read_write", frozenset({"embedder", "index_write"})),
+    "curate": FunctionSpec(1024, 25, "read_write_keys", frozenset({"embedder", "index_write"})),
     STAGES: FunctionSpec(
         1024, 600, "read_write", frozenset({"embedder", "reasoner", "index_write"}), "consolidate", "stage_handler"
     ),
@@ -64,3 +66,50 @@ SPECS: dict[str, FunctionSpec] = {
     ),
 }
 EXTRA_FUNCTIONS = (AUTHORIZER, STAGES, SCHEDULE, REPAIR)
+
+
+@dataclass(frozen=True)
+class CallBudget:
+    """A function's Bedrock and OpenSearch clients: per-call timeouts and retries (R8, issue 30).
+
+    Worst cases, each client exhausting its retries: an embedding takes attempts x (connect 1 s + read)
+    plus backoff (botocore's, at most 1 s before the second attempt); a search request (retries + 1) x
+    timeout (opensearch-py's timeout covers connect and read). A failure within the budget reaches the
+    service, which degrades (recall: lexical_fallback; remember: the episode waits unindexed for the
+    repair sweep) instead of running into the function's timeout, which API Gateway answers with a 502.
+    """
+
+    bedrock_read_seconds: int
+    bedrock_attempts: int
+    search_timeout_seconds: int
+    search_retries: int
+
+    def worst_case_seconds(self, spec: FunctionSpec) -> float:
+        """The request's critical path: one embedding, then the searches made one after another (readers:
+        the vector search, as the text search runs meanwhile; writers: the lookup of a document's copies
+        and the bulk write, which may first wait `INDEX_WAIT` for a new index)."""
+        from mneme.adapters.opensearch_serverless import INDEX_WAIT
+
+        embedding = self.bedrock_attempts * (BEDROCK_CONNECT_SECONDS + self.bedrock_read_seconds)
+        embedding += BEDROCK_BACKOFF_SECONDS * (self.bedrock_attempts - 1)
+        search = (self.search_retries + 1) * self.search_timeout_seconds
+        path = embedding if "embedder" in spec.uses else 0
+        if "index_write" in spec.uses:
+            path += 2 * search + sum(INDEX_WAIT)
+        elif "index_read" in spec.uses:
+            path += search
+        return path
+
+
+BEDROCK_CONNECT_SECONDS = 1  # mneme.adapters.bedrock_calls.CONNECT_TIMEOUT
+BEDROCK_BACKOFF_SECONDS = 1
+
+
+def call_budget(spec: FunctionSpec) -> CallBudget:
+    """Background functions (consolidation stages, index repair) keep the SDKs' patient defaults; HTTP
+    functions, below API Gateway's 29 s, get one retry and short timeouts: recall (15 s) 7 s to embed +
+    4 s to search = 11 s; remember, records, curate (25 s) 9 s + 2 x 4 s + 7.5 s = 24.5 s."""
+    if spec.timeout_seconds >= 120:
+        return CallBudget(bedrock_read_seconds=30, bedrock_attempts=5, search_timeout_seconds=10, search_retries=2)
+    read = 2 if spec.timeout_seconds < 20 else 3
+    return CallBudget(bedrock_read_seconds=read, bedrock_attempts=2, search_timeout_seconds=2, search_retries=1)

@@ -15,7 +15,7 @@ from infra.mneme_infra.consolidation import Consolidation
 from infra.mneme_infra.functions import Functions
 from infra.mneme_infra.monitoring import Monitoring
 from infra.mneme_infra.schedules import scheduled_invoke
-from infra.mneme_infra.search import Search
+from infra.mneme_infra.search import COLLECTION_TYPE, Search
 from infra.mneme_infra.specs import AUTHORIZER, REPAIR, SCHEDULE, STAGES
 from infra.mneme_infra.storage import TABLE_SCHEMA, Storage
 from mneme.routes import FUNCTIONS
@@ -49,7 +49,13 @@ class MnemeStack(Stack):
             expression=config.index_repair_schedule,
             enabled=config.index_repair_enabled,
             description="Mneme: index unindexed episodes, compact duplicate search documents",
-            payload={"source": "mneme.repair"},
+            payload={
+                "source": "mneme.repair",
+                "compact_every_minutes": config.index_compact_every_minutes,
+                # EventBridge Scheduler substitutes the tick's time for this context attribute
+                # (https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-schedule-context-attributes.html)
+                "scheduled_time": "<aws.scheduler.scheduled-time>",
+            },
             failures=functions.failures,
         )
         functions.allow_start_runs(consolidation.state_machine)
@@ -86,7 +92,9 @@ def build_app(
     app = App(context=dict(context) if context is not None else None, outdir=outdir)
     config = InfraConfig.from_context(app.node)
     stack = MnemeStack(app, f"Mneme-{config.stage}", config=config, table_schema=table_schema)
-    Tags.of(app).add("project", "mneme")
-    Tags.of(app).add("stage", config.stage)
+    for key, value in (("project", "mneme"), ("stage", config.stage)):
+        # Not on the collection: its Tags are create-only (tagUpdatable false in its CloudFormation schema),
+        # so adding or changing an app tag would end a deployed stage's update in UPDATE_ROLLBACK.
+        Tags.of(app).add(key, value, exclude_resource_types=[COLLECTION_TYPE])
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app, stack

@@ -1,7 +1,10 @@
 """Turn an authorizer event into an IAM policy with the caller in its context.
 
-API Gateway answers 401 when the authorizer raises `Exception("Unauthorized")` and 403 on a Deny
-policy; the local server maps the same outcomes to the same statuses.
+A missing, unknown or revoked key is a Deny policy whose context carries the reason (`unauthorized`,
+`key_revoked`); the stack maps API Gateway's ACCESS_DENIED response to 401 with that reason as the error
+code (infra/mneme_infra/api.py), and the local server answers the same. The authorizer never raises for a
+bad key: API Gateway's other way to a 401, `raise Exception("Unauthorized")`, is a Lambda error, which
+the authorizer-errors alarm pages on.
 """
 
 from __future__ import annotations
@@ -44,10 +47,8 @@ def authorize(event: dict[str, Any], keys: Authenticator | KeyService) -> dict[s
     method_arn = event.get("methodArn", "*")
     try:
         caller = keys.authenticate(bearer_token(event))
-    except Unauthorized as e:
-        raise Exception("Unauthorized") from e  # API Gateway's contract for a 401
-    except Forbidden as e:
-        return policy("revoked", "Deny", method_arn, {"reason": e.code})
+    except (Unauthorized, Forbidden) as e:
+        return policy("refused", "Deny", method_arn, {"reason": e.code})
     context = {
         "tenant": caller.tenant,
         "principal": caller.principal,

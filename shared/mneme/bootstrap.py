@@ -87,6 +87,8 @@ def build_embedder(settings: Settings) -> Embedder:
             bedrock_model_id=settings.embedder.model_id,
             dimensions=settings.embedder.dimensions,
             region_name=settings.embedder.region,
+            max_attempts=settings.embedder.max_attempts,
+            read_timeout=settings.embedder.timeout_seconds,
         )
     from mneme.adapters.embedders import local_embedder
 

@@ -62,6 +62,10 @@ class BedrockEmbedderSettings(BaseModel):
     model_id: str = "amazon.titan-embed-text-v2:0"
     dimensions: Annotated[Literal[256, 512, 1024], BeforeValidator(_number_from_text)] = 1024
     region: str | None = None
+    # per call: the read timeout (connect: 1 s) and how many calls the SDK makes; the stack sets both from
+    # each function's timeout (infra/mneme_infra/specs.py `call_budget`)
+    timeout_seconds: Annotated[float, Field(gt=0)] = 30.0
+    max_attempts: Annotated[int, Field(ge=1, le=10)] = 5
 
 
 class SqliteIndex(BaseModel):
@@ -75,6 +79,8 @@ class OpenSearchIndex(BaseModel):
     region: str | None = None
     service: Literal["aoss", "es"] = "aoss"
     fresh_window_seconds: float = 120.0  # Serverless only: the index's `visibility_lag` (its refresh window)
+    timeout_seconds: Annotated[float, Field(gt=0)] = 10.0  # per request; the stack sets it per function
+    max_retries: Annotated[int, Field(ge=0, le=5)] = 2
 
 
 class ExtractiveReasonerSettings(BaseModel):

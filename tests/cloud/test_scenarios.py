@@ -125,8 +125,12 @@ def test_the_gateway_answers_in_mnemes_error_shape(cloud: Cloud, admin: str) -> 
     assert (missing.status, missing.error_code, missing.function) == (401, "unauthorized", None)
     malformed = cloud.api("POST", "/v1/retrieve", {"path": "root"}, headers={"Authorization": "Basic abc"})
     assert (malformed.status, malformed.error_code) == (401, "unauthorized")
+    before = len(cloud.deployment.invocations)
     unknown = cloud.api("POST", "/v1/retrieve", {"path": "root"}, key="mnk_not-a-key")
     assert (unknown.status, unknown.error_code) == (401, "unauthorized")
+    # a Deny, not an exception: no Lambda error for the authorizer-errors alarm to page on
+    (looked_up,) = [i for i in cloud.deployment.invocations[before:] if i.function == "authorizer"]
+    assert looked_up.error is None and looked_up.payload["policyDocument"]["Statement"][0]["Effect"] == "Deny"
     assert cloud.api("GET", "/v1/nowhere", key=admin).error_code == "route_not_found"
     reader = key(cloud, admin, "ro", "reader")
     forbidden = cloud.api("PUT", "/v1/layers", {"layers": {"1": "clients"}}, key=reader)
@@ -142,7 +146,7 @@ def test_a_revoked_key_is_refused_once_the_authorizer_cache_expires(cloud: Cloud
     (authorizer,) = cloud.deployment.template.of_type("AWS::ApiGateway::Authorizer").values()
     cloud.gateway.now += authorizer["Properties"]["AuthorizerResultTtlInSeconds"] + 1
     refused = cloud.api("GET", "/v1/scopes", key=doomed)
-    assert (refused.status, refused.error_code) == (403, "key_revoked"), str(refused)
+    assert (refused.status, refused.error_code) == (401, "key_revoked"), str(refused)
 
 
 def test_recall_records_what_a_session_was_given_within_its_narrow_write_grant(cloud: Cloud, admin: str) -> None:

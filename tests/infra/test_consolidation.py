@@ -161,7 +161,7 @@ def schedules(synth: Synth) -> dict[str, dict[str, Any]]:
             for s in synth.of_type("AWS::Scheduler::Schedule").values()}  # fmt: skip
 
 
-@pytest.mark.parametrize(("function", "rate"), [(SCHEDULE, "rate(15 minutes)"), (REPAIR, "rate(30 minutes)")])
+@pytest.mark.parametrize(("function", "rate"), [(SCHEDULE, "rate(15 minutes)"), (REPAIR, "rate(1 minute)")])
 def test_each_schedule_invokes_its_function_with_retries_and_a_dead_letter_queue(
     default: Synth, function: str, rate: str
 ) -> None:
@@ -181,6 +181,14 @@ def test_each_schedule_invokes_its_function_with_retries_and_a_dead_letter_queue
     assert [s["Resource"] for s in sqs_send] == [{"Fn::GetAtt": [queue_id, "Arn"]}]
 
 
+def test_the_repair_sweeps_every_minute_and_compacts_every_thirty(default: Synth) -> None:
+    """Episodes a first write missed (a new index still being built) are indexed within a minute; the
+    costlier compaction runs on the ticks whose scheduled time falls on its interval."""
+    payload = json.loads(schedules(default)[REPAIR]["Target"]["Input"])
+    assert payload == {"source": "mneme.repair", "compact_every_minutes": 30,
+                       "scheduled_time": "<aws.scheduler.scheduled-time>"}  # fmt: skip
+
+
 def test_scheduled_functions_retry_failed_invocations_then_send_them_to_the_queue(default: Synth) -> None:
     (queue_id,) = default.of_type("AWS::SQS::Queue")
     configs = {c["Properties"]["FunctionName"]["Ref"]: c["Properties"]
@@ -196,3 +204,15 @@ def test_schedules_follow_the_configured_rates_and_switches(variant: Synth) -> N
     found = schedules(variant)
     assert found[SCHEDULE]["ScheduleExpression"] == "rate(1 hour)" and found[SCHEDULE]["State"] == "DISABLED"
     assert found[REPAIR]["ScheduleExpression"] == "rate(2 hours)" and found[REPAIR]["State"] == "DISABLED"
+
+
+def test_the_state_machine_logs_to_a_vendedlogs_group_named_per_stack(default: Synth) -> None:
+    """Step Functions adds each log group it writes to the account's CloudWatch Logs resource policy (5,120
+    characters) unless its name starts with /aws/vendedlogs/; the stack id's UUID in the name lets a
+    stack deleted with its logs retained be deployed again."""
+    (machine,) = default.of_type("AWS::StepFunctions::StateMachine").values()
+    (destination,) = machine["Properties"]["LoggingConfiguration"]["Destinations"]
+    group_id = destination["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
+    name = default.resources[group_id]["Properties"]["LogGroupName"]["Fn::Join"]
+    assert name[1][0] == "/aws/vendedlogs/states/mneme-dev-consolidation-"
+    assert "AWS::StackId" in json.dumps(name[1][1:])

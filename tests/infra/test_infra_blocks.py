@@ -47,8 +47,23 @@ def test_config_defaults_match_the_application_settings() -> None:
         4,
         50,
     )
-    assert config.collection_name == "mneme-dev"
-    assert config_from({"mneme:stage": "alice"}).collection_name == "mneme-alice"
+    assert config.collection_name == "mneme-dev-sa"
+    assert config_from({"mneme:stage": "alice"}).collection_name == "mneme-alice-sa"
+
+
+def test_collection_name_changes_with_every_create_only_setting_and_fits_the_policy_names() -> None:
+    """A new name is what lets CloudFormation replace the collection instead of rolling back."""
+    names = {
+        config_from({**standby, **key}).collection_name
+        for standby in ({}, {"mneme:search_standby_replicas": "false"})
+        for key in ({}, {"mneme:search_encryption": "customer_managed"})
+    }
+    assert names == {"mneme-dev-sa", "mneme-dev-sk", "mneme-dev-na", "mneme-dev-nk"}
+    assert config_from({"mneme:search_collection_name": "memory"}).collection_name == "memory-sa"
+    with pytest.raises(ValidationError, match="search_collection_name"):  # mneme-<20 chars>-sa-data: 35 > 32
+        config_from({"mneme:stage": "a-stage-of-twenty-ch"})
+    stage = config_from({"mneme:stage": "a-stage-of-twenty-ch", "mneme:search_collection_name": "mneme-long"})
+    assert stage.collection_name == "mneme-long-sa"
 
 
 @pytest.mark.parametrize("schedule", ["rate(1 minute)", "rate(15 minutes)", "rate(2 hours)", "cron(0 3 * * ? *)"])

@@ -66,3 +66,9 @@ def test_dashboard_charts_latency_errors_paths_fallback_runs_stage_errors_and_re
                    "ExecutionsSucceeded", "ExecutionsTimedOut", "ExecutionsAborted"):  # fmt: skip
         assert f'\\"{metric}\\"' in body, metric
     assert '\\"stat\\":\\"p95\\"' in body and '\\"stat\\":\\"p50\\"' in body
+
+
+def test_dashboard_name_carries_the_region_since_dashboards_are_global_to_the_account(default: Synth) -> None:
+    """The same stage deployed in a second region must not collide with the first one's dashboard."""
+    (dashboard,) = default.of_type("AWS::CloudWatch::Dashboard").values()
+    assert dashboard["Properties"]["DashboardName"] == {"Fn::Join": ["", ["mneme-dev-", {"Ref": "AWS::Region"}]]}

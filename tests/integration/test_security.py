@@ -169,7 +169,7 @@ def test_every_authenticated_route_refuses_bad_credentials(server: str, revoked_
         ({}, 401, "unauthorized"),  # no key
         ({"Authorization": "Bearer mnk_not-a-real-key"}, 401, "unauthorized"),  # wrong key
         ({"Authorization": "Basic dXNlcjpwYXNz"}, 401, "unauthorized"),  # not a bearer token
-        ({"Authorization": f"Bearer {revoked_key}"}, 403, "key_revoked"),  # revoked key
+        ({"Authorization": f"Bearer {revoked_key}"}, 401, "key_revoked"),  # revoked key (a Deny in AWS: 401)
     ]
     for headers, status, code in cases:
         response = Api(server).call(route.method, path, body, headers=headers)
@@ -193,7 +193,7 @@ def test_a_revoked_key_stops_working_at_once(server: str) -> None:
         "revoked": True,
     }
     # Then the next request with it is refused
-    assert_error(bot.retrieve("root"), 403, "key_revoked")
+    assert_error(bot.retrieve("root"), 401, "key_revoked")
 
 
 # -- roles -----------------------------------------------------------------------------------

@@ -258,22 +258,36 @@ def test_queries_that_cannot_match_send_nothing() -> None:
 
 def test_hits_are_read_from_the_sort_values() -> None:
     client = FakeClient()
-    client.hits = [{"_id": "acme:b", "_score": None, "sort": [0.75, "b"]}, {"_id": "acme:a", "sort": [0.25, "a"]}]
+    client.hits = [{"_id": "acme:b", "_score": None, "sort": [1.5, "b"]}, {"_id": "acme:a", "sort": [0.8, "a"]}]
     index = adapter(client)
     f = SearchFilter(tenant="acme", ancestor_id="r")
     assert [(h.doc_id, h.score) for h in index.search_vector(f, np.ones(4, np.float32), "m", 2)] == [
         ("b", 0.5),
-        ("a", -0.5),
+        ("a", pytest.approx(-0.25)),
     ]
-    assert [(h.doc_id, h.score) for h in index.search_text(f, "x", 2)] == [("b", 0.75), ("a", 0.25)]
+    assert [(h.doc_id, h.score) for h in index.search_text(f, "x", 2)] == [("b", 1.5), ("a", 0.8)]
 
 
 # -- scores, ids, times ------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("score", "cosine"), [(1.0, 1.0), (0.5, 0.0), (0.0, -1.0), (0.75, 0.5), (1.0000001, 1.0), (-0.0000001, -1.0)]
 )
-def test_score_to_cosine(score: float, cosine: float) -> None:
+def test_score_to_cosine_of_an_index_created_with_cosinesimil(score: float, cosine: float) -> None:
+    assert score_to_cosine(score, "cosinesimil") == pytest.approx(cosine)
+
+
+@pytest.mark.parametrize(
+    ("score", "cosine"), [(2.0, 1.0), (1.5, 0.5), (1.0, 0.0), (0.8, -0.25), (0.5, -1.0), (2.0000001, 1.0), (0.4, -1.0)]
+)
+def test_score_to_cosine_of_inner_product_on_normalised_vectors(score: float, cosine: float) -> None:
+    """faiss innerproduct: d = -x.y, score 1 / (1 + d) when d >= 0, else 1 - d (OpenSearch "Spaces")."""
     assert score_to_cosine(score) == pytest.approx(cosine)
+
+
+def test_the_vector_field_is_faiss_hnsw_with_inner_product_which_serverless_supports() -> None:
+    """Vectors are L2-normalised where written and queried, so inner product ranks as cosine does."""
+    method = index_body(1024)["mappings"]["properties"]["vector"]["method"]
+    assert (method["name"], method["engine"], method["space_type"]) == ("hnsw", "faiss", "innerproduct")
 
 
 def test_document_ids_cannot_collide_across_tenants() -> None:
@@ -679,7 +693,8 @@ def test_serverless_search_deduplicates_and_widens() -> None:
     assert sizes == [20, 40]  # 20 copies of a: too few distinct documents, ask for twice as many
     sizes.clear()
     hits = index.search_vector(f, np.ones(4, np.float32), "m", 3)
-    assert [(h.doc_id, h.score) for h in hits] == [("a", 0.5), ("b", 0.0), ("c", -0.5)]
+    # innerproduct scores below 1 are negative cosines: 1 - 1 / score, clamped to -1
+    assert [(h.doc_id, h.score) for h in hits] == [("a", pytest.approx(-1 / 3)), ("b", -1.0), ("c", -1.0)]
     assert sizes == [22, 44]
     sizes.clear()
     assert [h.doc_id for h in index.search_text(f, "x", 50)] == ["a", "b", "c"]
@@ -788,3 +803,45 @@ def test_a_managed_domain_adds_new_fields_to_its_mapping_once_before_its_first_w
         {"index": INDEX, "body": {"properties": {"metadata": {"type": "keyword"}}}}
     ]
     assert client.bulk_lines()[0][1]["metadata"] == ['["user","alice"]']
+
+
+class IndexBeingBuilt(FakeClient):
+    """A collection whose new index answers `_bulk` with 404 index_not_found for its first `missing` calls,
+    as Serverless does while it builds an index asynchronously (per item or for the whole request)."""
+
+    def __init__(self, missing: int, per_item: bool = False) -> None:
+        super().__init__()
+        self.generate_items = True
+        self.missing = missing
+        self.per_item = per_item
+
+    def bulk(self, **kwargs: Any) -> dict[str, Any]:
+        if self.missing > 0:
+            self.missing -= 1
+            self.record("bulk-refused", kwargs)
+            if not self.per_item:
+                raise NotFoundError(404, "index_not_found_exception", {"error": {"type": "index_not_found_exception"}})
+            error = {"type": "index_not_found_exception", "reason": "no such index [mneme]"}
+            return {"errors": True, "items": [{"index": {"status": 404, "error": error}}]}
+        return super().bulk(**kwargs)
+
+
+@pytest.mark.parametrize("per_item", [False, True])
+def test_serverless_first_write_waits_for_a_new_index_instead_of_losing_it(per_item: bool) -> None:
+    """The first remember after a deploy must land in the index, not wait 30 minutes for the repair."""
+    client = IndexBeingBuilt(missing=2, per_item=per_item)
+    slept: list[float] = []
+    index = serverless(client, sleep=slept.append)
+    index.upsert([document("ep-1", vector=[1.0, 0.0, 0.0], model_id="m")])
+    assert len(client.named("bulk-refused")) == 2 and slept == [0.5, 1.0]
+    (written,) = client.bulk_lines()
+    assert written[1]["doc_id"] == "ep-1"
+
+
+def test_serverless_wait_for_a_new_index_is_bounded() -> None:
+    client = IndexBeingBuilt(missing=100)
+    slept: list[float] = []
+    index = serverless(client, sleep=slept.append)
+    with pytest.raises(StoreUnavailable, match="index_not_found"):
+        index.upsert([document("ep-1", vector=[1.0, 0.0, 0.0], model_id="m")])
+    assert sum(slept) <= 8.0 and len(client.named("bulk-refused")) == len(slept) + 1

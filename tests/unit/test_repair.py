@@ -12,7 +12,7 @@ from mneme.bootstrap import Services
 from mneme.errors import StoreUnavailable
 from mneme.models import Role
 from mneme.services.remember import RememberItem
-from mneme.services.repair import repair_index
+from mneme.services.repair import compaction_due, repair_index
 from tests.conftest import principal
 
 WRITER = principal("acme", "wendy", Role.writer)
@@ -55,6 +55,44 @@ def test_repair_indexes_what_is_pending_and_compacts_the_tenants_written_to(serv
     assert services.store.list_unindexed(10) == []
     again = repair_index(services.store, services.indexer, services.index)  # a retried tick: nothing left
     assert again.indexed == 0
+
+
+def test_a_sweep_only_tick_indexes_without_compacting(services: Services) -> None:
+    """The minute sweep picks up what the first writes missed; compaction waits for its own ticks."""
+    index = remember_while_down(services, 2)
+    index.down = False
+    report = repair_index(services.store, services.indexer, services.index, compact=False)
+    assert report.indexed == 2 and report.compacted == {} and index.compacted == []
+
+
+@pytest.mark.parametrize(
+    ("scheduled", "due"),
+    [
+        ("2026-12-03T04:30:00Z", True),
+        ("2026-12-03T05:00:00Z", True),
+        ("2026-12-03T04:31:00Z", False),
+        ("2026-12-03T04:59:00Z", False),
+        ("<aws.scheduler.scheduled-time>", True),  # not substituted (a manual invoke): compact
+        (None, True),
+    ],
+)
+def test_compaction_is_due_on_the_ticks_at_its_interval(scheduled: str | None, due: bool) -> None:
+    assert compaction_due(scheduled, every_minutes=30) is due
+
+
+def test_repair_handler_sweeps_every_tick_and_compacts_on_the_due_ones(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = remember_while_down(services, 1)
+    index.down = False
+    monkeypatch.setattr(bootstrap, "current", lambda: services)
+    from functions.repair import handler
+
+    tick = {"source": "mneme.repair", "compact_every_minutes": 30}
+    assert handler({**tick, "scheduled_time": "2026-12-03T04:31:00Z"}, LambdaContext())["indexed"] == 1
+    assert index.compacted == []
+    handler({**tick, "scheduled_time": "2026-12-03T04:30:00Z"}, LambdaContext())
+    assert index.compacted == ["acme"]
 
 
 def test_repair_handler_emits_the_backlog_metric_the_dashboard_charts(

@@ -23,13 +23,17 @@ T = TypeVar("T")
 RetryMode = Literal["standard", "adaptive"]
 
 
-def bedrock_client(region_name: str | None, *, max_attempts: int, retry_mode: RetryMode, read_timeout: int) -> Any:
-    """A `bedrock-runtime` client making up to `max_attempts` calls per request in `retry_mode`."""
+CONNECT_TIMEOUT = 1.0  # seconds; botocore's default (60 s) alone would outlast every HTTP function
+
+
+def bedrock_client(region_name: str | None, *, max_attempts: int, retry_mode: RetryMode, read_timeout: float) -> Any:
+    """A `bedrock-runtime` client making up to `max_attempts` calls per request in `retry_mode`, each at most
+    `CONNECT_TIMEOUT` + `read_timeout` seconds."""
     import boto3
     from botocore.config import Config
 
     retries: Any = {"mode": retry_mode, "total_max_attempts": max_attempts}
-    config = Config(retries=retries, read_timeout=read_timeout)
+    config = Config(retries=retries, read_timeout=read_timeout, connect_timeout=CONNECT_TIMEOUT)
     return boto3.client("bedrock-runtime", region_name=region_name, config=config)
 
 

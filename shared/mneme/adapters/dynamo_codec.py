@@ -5,8 +5,11 @@ naive datetime is taken as UTC). Floats go through `Decimal(repr(x))`, which rou
 finite float exactly; numbers come back as `int` when integral, else `float`, and the model's field
 types settle the rest (a `float` field given `1` holds `1.0`). `None` is NULL. Free-form fields
 (`json_fields`, e.g. episode metadata) are stored as one JSON string so they come back unchanged
-(`1.0` stays `1.0`, no 38-digit number limit); float vectors (`vector_fields`) as little-endian
-float64 binary, exact and eight bytes a dimension.
+(`1.0` stays `1.0`, no 38-digit number limit); float vectors (`vector_fields`) as binary: the byte
+`FLOAT32` then little-endian float32, four bytes a dimension (every embedder produces float32, so its
+vectors round-trip exactly; another float is rounded to float32). A 1024-dimension episode is ~4.4 KB
+(5 write units), not ~8.5 KB (9) as float64. Vectors written as bare float64 before (a length that is
+a multiple of 8, never 1 + 4n) still read.
 
 Keys: see the table in `mneme.adapters.dynamo_store`. The tenant, layer, principal and author are
 escaped (`%` -> `%25`, `#` -> `%23`) because text follows them, as is a memory id where text follows
@@ -19,6 +22,7 @@ x, `:x` the value passed as x) and the Conflict a failed condition means.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import struct
@@ -104,6 +108,16 @@ def attr(value: Any) -> AttributeValue:
     return _serializer.serialize(_plain(value))
 
 
+FLOAT32 = b"\x04"  # the format byte of a float32 vector
+
+
+def unpack_vector(packed: bytes) -> list[float]:
+    """A stored vector: FLOAT32 + float32s, or (written before) bare float64s."""
+    if len(packed) % 4 == 1 and packed[:1] == FLOAT32:
+        return list(struct.unpack(f"<{len(packed) // 4}f", packed[1:]))
+    return list(struct.unpack(f"<{len(packed) // 8}d", packed))
+
+
 def to_item(
     model: BaseModel,
     key: Item,
@@ -123,7 +137,7 @@ def to_item(
         if value is not None and name in json_fields:
             item[name] = {"S": json.dumps(as_json[name], allow_nan=False)}
         elif value is not None and name in vector_fields:
-            item[name] = {"B": struct.pack(f"<{len(value)}d", *value)}
+            item[name] = {"B": FLOAT32 + struct.pack(f"<{len(value)}f", *value)}
         else:
             item[name] = attr(value)
     item.update({name: attr(value) for name, value in extra.items()})
@@ -149,8 +163,7 @@ def to_model(
         if name in json_fields and "S" in value:
             fields[name] = json.loads(value["S"])
         elif name in vector_fields and "B" in value:
-            packed = bytes(value["B"])
-            fields[name] = list(struct.unpack(f"<{len(packed) // 8}d", packed))
+            fields[name] = unpack_vector(bytes(value["B"]))
         else:
             fields[name] = _python(_deserializer.deserialize(value))
     return model_type.model_validate(fields)
@@ -207,6 +220,21 @@ def key(pk: str, sk: str) -> Item:
 
 def tenant_pk(tenant: str, *rest: str) -> str:
     return "#".join(("T", esc(tenant), *rest))
+
+
+MARKER_SHARDS = 16  # GSI1 partitions per cross-tenant mark (unindexed episodes, dirty scopes)
+
+
+def marker_partition(base: str, tenant: str) -> str:
+    """The GSI1 partition of a tenant's marks: `<base>#<00..15>` by a hash of the tenant, so that no one
+    partition takes every tenant's writes. Readers query every shard (and the bare `<base>` of marks
+    written before the sharding): `marker_partitions`."""
+    shard = int.from_bytes(hashlib.sha256(tenant.encode()).digest()[:4], "big") % MARKER_SHARDS
+    return f"{base}#{shard:02d}"
+
+
+def marker_partitions(base: str) -> list[str]:
+    return [base, *(f"{base}#{shard:02d}" for shard in range(MARKER_SHARDS))]
 
 
 def scope_key(tenant: str, scope_id: str) -> Item:
@@ -294,10 +322,10 @@ def dirty_key(tenant: str, scope_id: str) -> Item:
 
 
 def dirty_mark(tenant: str, scope_id: str, dirtied: datetime) -> Item:
-    """A dirty mark, also in GSI1 (`DIRTY`, `<dirtied_at>#<t>#<scope>`) for the cross-tenant schedule."""
+    """A dirty mark, also in GSI1 (`DIRTY#<shard>`, `<dirtied_at>#<t>#<scope>`) for the cross-tenant schedule."""
     at = iso_utc(dirtied)
     fields = {"item_type": "dirty", "tenant": tenant, "scope_id": scope_id, "dirtied_at": at}
-    gsi = {"GSI1PK": attr(DIRTY), "GSI1SK": attr(f"{at}#{esc(tenant)}#{scope_id}")}
+    gsi = {"GSI1PK": attr(marker_partition(DIRTY, tenant)), "GSI1SK": attr(f"{at}#{esc(tenant)}#{scope_id}")}
     return {**dirty_key(tenant, scope_id), **gsi, **{n: attr(v) for n, v in fields.items()}}
 
 

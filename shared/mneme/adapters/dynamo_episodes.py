@@ -27,6 +27,8 @@ from mneme.adapters.dynamo_codec import (
     iso_utc,
     key,
     lease_key,
+    marker_partition,
+    marker_partitions,
     put,
     run_key,
     scope_fact_key,
@@ -145,7 +147,9 @@ class DynamoEpisodes(DynamoTable):
         if episode.session_id is not None:  # a session's turns in time order (sparse)
             attributes.update(session_keys(tenant, episode.session_id, session_position(episode), episode_id))
         if not episode.indexed:
-            attributes.update(GSI1PK=UNINDEXED, GSI1SK=f"{created}#{esc(tenant)}#{episode_id}")
+            attributes.update(
+                GSI1PK=marker_partition(UNINDEXED, tenant), GSI1SK=f"{created}#{esc(tenant)}#{episode_id}"
+            )
         return to_item(episode, episode_key(tenant, episode_id), **EPISODE_CODEC, item_type="episode", **attributes)
 
     def _episodes(self, keys: Sequence[Item]) -> list[Episode]:
@@ -244,8 +248,7 @@ class DynamoEpisodes(DynamoTable):
             "KeyConditionExpression": "#PK = :pk",
             "FilterExpression": missing,
             "ProjectionExpression": wanted,
-            "ConsistentRead": True,
-            "Limit": BACKFILL_PAGE,
+            "Limit": BACKFILL_PAGE,  # eventually consistent: each update's condition checks the item again
             **expression({"pk": tenant_pk(tenant, "EPISODES"), "string": "S"}, "#PK", missing, wanted),
         }
         return self._backfill(query, lambda item: _session_keys_update(tenant, item))
@@ -281,12 +284,21 @@ class DynamoEpisodes(DynamoTable):
     def list_unindexed(self, limit: int) -> list[Episode]:
         if limit < 1:
             return []
-        query = {"IndexName": GSI1, "KeyConditionExpression": "GSI1PK = :q", **expression({"q": UNINDEXED})}
-        items = self._index_items(query, limit, keep=lambda item: "GSI1PK" in item)  # else marked meanwhile
+        items = self._marked(UNINDEXED, limit, keep=lambda item: "GSI1PK" in item)  # else marked meanwhile
         return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
 
+    def _marked(self, base: str, limit: int, keep: Callable[[Item], bool] = lambda item: True) -> list[Item]:
+        """Up to `limit` items marked `base` in GSI1, oldest first (GSI1SK) across every shard."""
+        found: list[Item] = []
+        for partition in marker_partitions(base):
+            query = {"IndexName": GSI1, "KeyConditionExpression": "GSI1PK = :q", **expression({"q": partition})}
+            found += self._index_items(query, limit, keep)
+        return sorted(found, key=lambda item: str(item.get("GSI1SK", {}).get("S", "")))[:limit]
+
     def iter_episodes(self, tenant: str, batch: int = 500) -> Iterator[list[Episode]]:
-        query = {"KeyConditionExpression": "PK = :pk", "ConsistentRead": True, "Limit": batch}
+        # Eventually consistent (half the read units): a rebuild needs no read-your-writes, an episode
+        # written meanwhile is indexed by its own write (or the repair sweep).
+        query = {"KeyConditionExpression": "PK = :pk", "Limit": batch}
         for page in self._pages({**query, **expression({"pk": tenant_pk(tenant, "EPISODES")})}):
             if page:
                 yield [to_model(Episode, item, **EPISODE_CODEC) for item in page]
@@ -308,11 +320,7 @@ class DynamoEpisodes(DynamoTable):
     def list_dirty(self, tenant: str | None, limit: int) -> list[tuple[str, str]]:
         if limit < 1:
             return []
-        if tenant is None:
-            query = {"IndexName": GSI1, "KeyConditionExpression": "GSI1PK = :q", **expression({"q": DIRTY})}
-            items = self._index_items(query, limit)
-        else:
-            items = self._query(tenant_pk(tenant, "DIRTY"))
+        items = self._marked(DIRTY, limit) if tenant is None else self._query(tenant_pk(tenant, "DIRTY"))
         marks = sorted((from_item(item) for item in items), key=lambda mark: str(mark["dirtied_at"]))
         return [(str(mark["tenant"]), str(mark["scope_id"])) for mark in marks[:limit]]
 
@@ -464,8 +472,7 @@ class DynamoEpisodes(DynamoTable):
             "KeyConditionExpression": "#PK = :pk AND begins_with(#SK, :prefix)",
             "FilterExpression": missing,
             "ProjectionExpression": wanted,
-            "ConsistentRead": True,
-            "Limit": BACKFILL_PAGE,
+            "Limit": BACKFILL_PAGE,  # eventually consistent: each update's condition checks the item again
             **expression({"pk": tenant_pk(tenant, "RUNS"), "prefix": "RUN#"}, "#PK #SK", missing, wanted),
         }
         return self._backfill(query, lambda item: _run_keys_update(tenant, item))

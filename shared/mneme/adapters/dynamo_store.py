@@ -46,8 +46,8 @@ queries, batches, transactions, feed moves): `dynamo_scopes`, `dynamo_memories`,
 
 | index (KEYS_ONLY) | partition key                     | sort key                            | set on             |
 |-------------------|-----------------------------------|-------------------------------------|--------------------|
-| GSI1 (sparse)     | `GSI1PK = UNINDEXED`              | `GSI1SK = <created>#<t>#<id>`       | unindexed episodes |
-|                   | `GSI1PK = DIRTY`                  | `GSI1SK = <dirtied_at>#<t>#<scope>` | dirty scopes       |
+| GSI1 (sparse)     | `GSI1PK = UNINDEXED#<shard>`      | `GSI1SK = <created>#<t>#<id>`       | unindexed episodes |
+|                   | `GSI1PK = DIRTY#<shard>`          | `GSI1SK = <dirtied_at>#<t>#<scope>` | dirty scopes       |
 | GSI2              | `GSI2PK = T#<t>#EPISODES`         | `GSI2SK = <created>#<id>`           | every episode      |
 |                   | `GSI2PK = T#<t>#RUNS`             | `GSI2SK = <started>#<run_id>`       | every run          |
 | GSI3              | `GSI3PK = T#<t>#SCOPEEPS#<scope>` | `GSI3SK = <created>#<id>`           | every episode      |
@@ -56,7 +56,9 @@ queries, batches, transactions, feed moves): `dynamo_scopes`, `dynamo_memories`,
 
 `<created>` is `created_at` as ISO-8601 UTC with microseconds, so it sorts (as does every stored
 datetime). GSI1 serves the two cross-tenant patterns (the index sweep, the consolidation schedule);
-each of its partitions caps near 1,000 writes/s (shard GSI1PK to go beyond). Index hits are re-read
+each of its partitions caps near 1,000 writes/s, so a tenant's marks go to one of 16 shards by a hash
+of the tenant (`marker_partition`) and readers query them all, plus the bare partition of marks
+written before the sharding. Index hits are re-read
 from the table, so a stale entry (an episode marked indexed a moment ago) is dropped and what is
 returned is current. GSI3 lags writes by milliseconds: consolidation reads episodes created before
 `started_at - settle_seconds`, which covers it. GSI4 lags the same way: a turn remembered alone within
@@ -107,11 +109,11 @@ Copies are written in the transaction of their original. Base-table reads are st
 |                        | key sources; per 100: Transact UpdateItem SET GSI4PK, GSI4SK if the episode     |
 |                        | exists, lacks GSI4PK and has the session and occurred_at read (cancelled: each  |
 |                        | UpdateItem alone, skipping the changed)                                         |
-| list_unindexed         | Query GSI1 GSI1PK = `UNINDEXED` (oldest first), BatchGetItem the hits           |
+| list_unindexed         | Query GSI1 per shard `UNINDEXED#00..15` and bare `UNINDEXED`, BatchGetItem hits |
 | iter_episodes          | Query PK = `T#<t>#EPISODES`, one yielded batch per page                         |
 | get/add_delivered      | Query / BatchWriteItem PK = `T#<t>#DELIVERED#<principal>#<session_id>`          |
 | mark_dirty             | BatchWriteItem dirty marks (upsert refreshes `dirtied_at`)                      |
-| list_dirty             | tenant: Query PK = `T#<t>#DIRTY`; None: Query GSI1 `GSI1PK = DIRTY`             |
+| list_dirty             | tenant: Query PK = `T#<t>#DIRTY`; None: Query GSI1 per shard of `DIRTY`          |
 | clear_dirty            | DeleteItem dirty mark if `dirtied_at <= dirtied_before`                         |
 | list_episodes_after    | Query GSI3 `GSI3PK = T#<t>#SCOPEEPS#<scope_id> AND GSI3SK BETWEEN               |
 |                        | <after> AND <before>` (or `< <before>`), BatchGetItem the hits                  |

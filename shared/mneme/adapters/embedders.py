@@ -385,6 +385,7 @@ class BedrockEmbedder:
         max_attempts: int = 5,
         retry_mode: RetryMode = "adaptive",
         max_workers: int = 1,
+        read_timeout: float = 30.0,
     ):
         if dimensions not in _TITAN_DIMENSIONS:
             raise ValueError(f"dimensions must be one of {_TITAN_DIMENSIONS}, not {dimensions}")
@@ -395,6 +396,7 @@ class BedrockEmbedder:
         self.model_id = f"{bedrock_model_id}@{dimensions}"
         self.max_attempts = max_attempts
         self.max_workers = max_workers
+        self.read_timeout = read_timeout
         self.retry_mode: RetryMode = retry_mode
         self._region_name = region_name
         self._client = client
@@ -419,7 +421,10 @@ class BedrockEmbedder:
         with self._client_lock:
             if self._client is None:
                 self._client = bedrock_client(
-                    self._region_name, max_attempts=self.max_attempts, retry_mode=self.retry_mode, read_timeout=30
+                    self._region_name,
+                    max_attempts=self.max_attempts,
+                    retry_mode=self.retry_mode,
+                    read_timeout=self.read_timeout,
                 )
             return self._client
 

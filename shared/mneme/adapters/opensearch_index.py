@@ -8,15 +8,24 @@ with a server-generated id, and the subclass `ServerlessOpenSearchIndex` in
 eventually consistent) replaces the write path, de-duplicates search results by doc_id and adds
 `compact`. The mapping is `index_body(dimension)`: keyword filter fields, `text` with an English
 stemming analyzer, `occurred_at` as a `date` (millisecond precision), `vector` as an HNSW `knn_vector`
-(faiss, cosinesimil), and, written by the Serverless subclass only,
+(faiss, innerproduct), and, written by the Serverless subclass only,
 `written_at` (epoch ms, the order of a document's copies) and `digest` (a content hash, neither indexed
 nor aggregatable).
 
 Vectors are L2-normalised before they are stored. The index has one vector dimension; a shorter vector
 (another model, e.g. during a re-embedding) is zero-padded to it, which leaves every cosine between
 vectors of that model unchanged, and `search_vector` only compares documents of the query's `model_id`
-(a `term` filter). A longer vector is `InvalidInput`. An all-zero vector is stored without a vector
-(cosinesimil rejects zero vectors): the document stays text-searchable.
+(a `term` filter). A longer vector is `InvalidInput`. An all-zero vector is stored without a vector: the document
+stays text-searchable. Query vectors are normalised too, so the inner product of two stored unit
+vectors is their cosine.
+
+Why faiss + innerproduct. It is a mapping OpenSearch Serverless vector search collections support
+("distance metrics such as Euclidean distance, cosine similarity, and dot product similarity",
+https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-vector-search.html;
+the CloudFormation `AWS::OpenSearchServerless::Index` schema lists engine faiss, method hnsw, space
+innerproduct), and, unlike faiss cosinesimil, it needs no OpenSearch 2.19 engine. On unit vectors it ranks
+exactly as cosine does. An index created earlier with cosinesimil keeps working: the space is read from
+its mapping and its scores are converted with that space's formula.
 
 Writes (managed domains) go through `_bulk` (chunked by count and size): `update` with `doc_as_upsert`
 for documents with a vector, so an unchanged re-upsert is a no-op (`write_lines`), `index` for those
@@ -33,9 +42,11 @@ subtree still gets its true top k).
 Results are sorted by `[_score desc, doc_id asc]`, so ties break by doc_id as in the embedded index;
 the kNN clause asks for a few more candidates than `k` so a tie at the cut is broken the same way.
 
-Scores. Text: BM25, positive. Vectors: for the cosinesimil space OpenSearch reports
-score = (2 - d) / 2 with d = 1 - cos, i.e. score = (1 + cos) / 2 in [0, 1] (the same for the faiss and
-lucene engines); `score_to_cosine` maps it back: cos = 2 * score - 1, clamped to [-1, 1].
+Scores (OpenSearch "Spaces", https://docs.opensearch.org/latest/mappings/supported-field-types/knn-spaces/).
+Text: BM25, positive. Vectors, innerproduct on faiss: d = -x.y = -cos, score = 1 / (1 + d) when d >= 0,
+else 1 - d, so score in [0.5, 2]; `score_to_cosine` maps it back (cos = score - 1 when score >= 1, else
+1 - 1 / score). An index created with cosinesimil: score = (2 - d) / 2 with d = 1 - cos, so cos = 2 * score - 1.
+Both clamped to [-1, 1].
 
 Consistency. With `refresh=True` (managed domains; `from_settings` sets it for service `es`) writes pass
 `refresh="wait_for"` (`refresh=true` for delete-by-query), so a document is searchable when `upsert`
@@ -90,6 +101,7 @@ Engine = Literal["faiss", "lucene"]
 MAX_K = 10_000  # index.max_result_window and the kNN plugin's largest k
 TIE_SLACK = 16  # extra kNN candidates, so exact ties at the k-th place break by doc_id
 ANALYZER = "mneme_english"
+SPACE = "innerproduct"  # on L2-normalised vectors: cosine ranking (module docstring, "Why faiss + innerproduct")
 _SORT: list[dict[str, Any]] = [{"_score": {"order": "desc"}}, {"doc_id": {"order": "asc"}}]
 _WORD = re.compile(r"[^\W_]")
 _MAX_QUERY_WORDS = 128
@@ -105,8 +117,8 @@ def index_body(dimension: int, *, engine: Engine = "faiss") -> dict[str, Any]:
     apostrophe and what follows: "Alice's" -> "alice"), lowercase, ASCII folding (as the embedded
     index's unicode61 removes diacritics) and the Porter stemmer (as its `porter` tokenizer). There are
     no stopwords, so "and" or "not" are searchable words, as in the embedded index.
-    `engine` is faiss (cosinesimil needs OpenSearch 2.19+) or lucene; nmslib is not offered because it
-    has no filtered kNN.
+    `engine` is faiss (innerproduct on normalised vectors: a mapping Serverless supports, see the module
+    docstring) or lucene; nmslib is not offered because it has no filtered kNN.
     """
     if dimension < 1:
         raise ValueError(f"dimension must be positive, not {dimension}")
@@ -150,7 +162,7 @@ def index_body(dimension: int, *, engine: Engine = "faiss") -> dict[str, Any]:
                     "method": {
                         "name": "hnsw",
                         "engine": engine,
-                        "space_type": "cosinesimil",
+                        "space_type": SPACE,
                         "parameters": {"m": 16, "ef_construction": 128},
                     },
                 },
@@ -304,9 +316,14 @@ def vector_search_body(
     }
 
 
-def score_to_cosine(score: float) -> float:
-    """OpenSearch's cosinesimil score (1 + cos) / 2 back to the cosine, in [-1, 1]."""
-    return min(1.0, max(-1.0, 2.0 * float(score) - 1.0))
+def score_to_cosine(score: float, space: str = SPACE) -> float:
+    """An OpenSearch kNN score back to the cosine of two unit vectors, in [-1, 1] (module docstring, Scores)."""
+    score = float(score)
+    if space == "cosinesimil":
+        cosine = 2.0 * score - 1.0
+    else:  # innerproduct: score = 1 - d for d = -cos < 0, else 1 / (1 + d)
+        cosine = score - 1.0 if score >= 1.0 else 1.0 - 1.0 / max(score, 1e-9)
+    return min(1.0, max(-1.0, cosine))
 
 
 # -- errors ------------------------------------------------------------------------------------
@@ -345,7 +362,7 @@ def translate_error(exc: Exception, action: str) -> MnemeError:
     return StoreUnavailable(f"search index failed while {action}: {exc}")
 
 
-def _index_missing(exc: Exception) -> bool:
+def index_missing(exc: BaseException) -> bool:
     return isinstance(exc, TransportError) and exc.status_code == 404 and exc.error == "index_not_found_exception"
 
 
@@ -421,6 +438,7 @@ class OpenSearchIndex:
         self.page_size = page_size
         self._create_dimension = dimension
         self._dimension: int | None = None  # the index's, once known
+        self._space = SPACE  # the vector field's space type, as its mapping says once read
         self._exists = False
         self._fields_added = False
         self._lock = threading.Lock()
@@ -437,8 +455,8 @@ class OpenSearchIndex:
             use_ssl=endpoint.startswith("https://"),
             verify_certs=True,
             connection_class=RequestsHttpConnection,
-            timeout=10,
-            max_retries=2,
+            timeout=settings.timeout_seconds,
+            max_retries=settings.max_retries,
             retry_on_timeout=True,
             pool_maxsize=16,
         )
@@ -508,13 +526,14 @@ class OpenSearchIndex:
             try:
                 mapping = self.client.indices.get_mapping(index=self.index_name)
             except OpenSearchException as exc:
-                if _index_missing(exc):
+                if index_missing(exc):
                     return self._create_dimension
                 raise translate_error(exc, "reading the mapping") from exc
             for body in mapping.values():
-                dim = body.get("mappings", {}).get("properties", {}).get("vector", {}).get("dimension")
-                if dim is not None:
-                    self._dimension = int(dim)
+                field = body.get("mappings", {}).get("properties", {}).get("vector", {})
+                if field.get("dimension") is not None:
+                    self._dimension = int(field["dimension"])
+                    self._space = str(field.get("method", {}).get("space_type") or field.get("space_type") or SPACE)
         return self._dimension
 
     def _bulk(
@@ -543,7 +562,7 @@ class OpenSearchIndex:
         try:
             response: dict[str, Any] = self.client.search(index=self.index_name, body=body)
         except OpenSearchException as exc:
-            if _index_missing(exc):
+            if index_missing(exc):
                 return None
             raise translate_error(exc, action) from exc
         return response
@@ -640,7 +659,7 @@ class OpenSearchIndex:
         try:
             response = self.client.count(index=self.index_name, body={"query": {"term": {"tenant": tenant}}})
         except OpenSearchException as exc:
-            if _index_missing(exc):
+            if index_missing(exc):
                 return 0
             raise translate_error(exc, "counting documents") from exc
         return int(response["count"])
@@ -685,7 +704,7 @@ class OpenSearchIndex:
             k,
             lambda size: vector_search_body(flt, padded_query, model_id, k, size=size),
             "searching vectors",
-            score_to_cosine,
+            lambda score: score_to_cosine(score, self._space),
         )
 
 

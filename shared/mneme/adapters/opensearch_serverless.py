@@ -60,8 +60,8 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from mneme.adapters.opensearch_index import MAX_K, TIE_SLACK, OpenSearchIndex, document_source
-from mneme.errors import StoreUnavailable
+from mneme.adapters.opensearch_index import MAX_K, TIE_SLACK, OpenSearchIndex, document_source, index_missing
+from mneme.errors import MnemeError, StoreUnavailable
 from mneme.search_models import Hit, IndexDocument
 
 if TYPE_CHECKING:
@@ -78,6 +78,10 @@ RECENT_MAX = 50_000
 SOURCE_PAGE = 200  # copies per page when reading `_source` (vectors included)
 TERMS_CHUNK = 1000  # doc_ids per lookup query
 _NOT_FOUND = frozenset({404})
+# Pauses between `_bulk` attempts while a new index is still being built: Serverless creates an index
+# asynchronously, and until it is ready a write is refused with 404 index_not_found. 7.5 s at most, well
+# inside remember's 25 s function timeout; what still fails stays unindexed for the repair sweep.
+INDEX_WAIT = (0.5, 1.0, 2.0, 4.0)
 
 
 class Copy(NamedTuple):
@@ -190,9 +194,13 @@ class ServerlessOpenSearchIndex(OpenSearchIndex):
         page_size: int = 1000,
         visibility_lag: float = 120.0,
         clock: WriteClock | None = None,
+        index_wait: Sequence[float] = INDEX_WAIT,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         super().__init__(client, index_name, dimension=dimension, page_size=page_size)
         self.visibility_lag = visibility_lag
+        self.index_wait = tuple(index_wait)
+        self.sleep = sleep
         self.clock = clock if clock is not None else WriteClock()
         self.recent = RecentWrites()
 
@@ -274,6 +282,31 @@ class ServerlessOpenSearchIndex(OpenSearchIndex):
             after = agg["after_key"]
 
     # -- bulk -------------------------------------------------------------------------------------
+    def _bulk(
+        self,
+        lines: list[dict[str, Any]],
+        action: str,
+        ignore: frozenset[int] = frozenset(),
+        *,
+        items: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """`OpenSearchIndex._bulk`, tried again after `index_wait` pauses while the index is still being
+        built (every item, or the request, refused with index_not_found: nothing was written)."""
+        for pause in (*self.index_wait, None):
+            attempt: list[dict[str, Any]] = []
+            try:
+                super()._bulk(lines, action, ignore, items=attempt)
+            except MnemeError as exc:
+                if pause is None or not _index_not_built(exc, attempt):
+                    if items is not None:
+                        items.extend(attempt)
+                    raise
+                self.sleep(pause)
+                continue
+            if items is not None:
+                items.extend(attempt)
+            return
+
     def _index(self, keys: Sequence[Key], sources: Sequence[dict[str, Any]], action: str) -> None:
         """Index one new copy per source (no `_id`); remember the server ids of those that landed."""
         lines: list[dict[str, Any]] = []
@@ -423,3 +456,13 @@ class ServerlessOpenSearchIndex(OpenSearchIndex):
             if len(best) >= k or len(hits) < size or size >= MAX_K:
                 return list(best.values())[:k]
             size = min(2 * size, MAX_K)
+
+
+def _index_not_built(exc: MnemeError, items: list[dict[str, Any]]) -> bool:
+    """Whether a failed `_bulk` found no index: the request refused, or every item, with index_not_found."""
+    if exc.__cause__ is not None and index_missing(exc.__cause__):
+        return True
+    results: list[dict[str, Any]] = [next(iter(item.values()), {}) for item in items]
+    return bool(results) and all(
+        (result.get("error") or {}).get("type") == "index_not_found_exception" for result in results
+    )

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from mneme import routes
-from mneme.errors import Forbidden, MnemeError, Unauthorized
+from mneme.errors import MnemeError, Unauthorized
 from mneme.local.events import LocalContext, token_event
 
 
@@ -24,8 +24,15 @@ def error_response(error: MnemeError) -> dict[str, Any]:
     }
 
 
+_REFUSALS = {
+    "unauthorized": "missing or unknown API key: send 'Authorization: Bearer <key>'",
+    "key_revoked": "this API key was revoked",
+}
+
+
 def authorize(route: routes.Route, method: str, path: str, authorization: str | None) -> dict[str, Any] | None:
-    """The authorizer's context for a protected route (None on an open one); raises 401 / 403."""
+    """The authorizer's context for a protected route (None on an open one); raises 401 on a Deny, as the
+    stack's ACCESS_DENIED gateway response answers (infra/mneme_infra/api.py), with the Deny's reason."""
     if route.role is None:
         return None
     try:
@@ -35,7 +42,8 @@ def authorize(route: routes.Route, method: str, path: str, authorization: str | 
             raise Unauthorized("missing or unknown API key: send 'Authorization: Bearer <key>'") from None
         raise
     if result["policyDocument"]["Statement"][0]["Effect"] != "Allow":
-        raise Forbidden("this API key is not allowed", code=result["context"].get("reason", "forbidden"))
+        reason = result["context"].get("reason", "unauthorized")
+        raise Unauthorized(_REFUSALS.get(reason, "unknown or revoked API key"), code=reason)
     return {**result["context"], "principalId": result["principalId"]}
 
 

@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from mneme.errors import Forbidden, InvalidInput, NotFound, Unauthorized
+from mneme.errors import InvalidInput, NotFound, Unauthorized
 from mneme.models import ApiKey, Principal, Role
 
 if TYPE_CHECKING:  # the authorizer imports this module: keep the ports (and numpy) out of its cold start
@@ -41,14 +41,14 @@ class Authenticator:
     keys: ApiKeyReader
 
     def authenticate(self, secret: str | None) -> Principal:
-        """Unauthorized for a missing or unknown key, Forbidden for a revoked one."""
+        """Unauthorized for a missing, unknown or revoked key (code `key_revoked`)."""
         if not secret:
             raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'")
         record = self.keys.get_api_key(hash_key(secret))
         if record is None:
             raise Unauthorized("unknown API key")
         if record.revoked_at is not None:
-            raise Forbidden("this API key was revoked", code="key_revoked")
+            raise Unauthorized("this API key was revoked", code="key_revoked")
         return Principal(tenant=record.tenant, principal=record.principal, roles=frozenset(record.roles))
 
 

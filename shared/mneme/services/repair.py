@@ -6,6 +6,10 @@
    ids); `compact(tenant)` keeps the newest. It runs for the tenants written to lately: those with
    episodes the sweep found and those with scopes marked dirty (new episodes since consolidation).
 
+The scheduled function sweeps on every tick (every minute: episodes a first write missed, e.g. while a
+new Serverless index was still being built, are searchable a minute later) and compacts only on the
+ticks `compaction_due` picks (every 30 minutes by default): compaction aggregates each tenant's documents.
+
 Memories and facts carry no "unindexed" mark in the record store: a failed index write of either is
 logged and restored by `mneme reindex` (a rebuild from records), not by this sweep.
 """
@@ -13,6 +17,7 @@ logged and restored by `mneme reindex` (a rebuild from records), not by this swe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -35,7 +40,22 @@ class RepairReport:
     compacted: dict[str, int] = field(default_factory=dict)  # tenant -> copies removed
 
 
-def repair_index(store: RecordStore, indexer: Indexer, index: SearchIndex, limit: int = 500) -> RepairReport:
+def compaction_due(scheduled_time: str | None, every_minutes: int) -> bool:
+    """Whether a tick scheduled at `scheduled_time` (ISO 8601, EventBridge Scheduler's
+    `<aws.scheduler.scheduled-time>`) falls on the compaction interval; a tick without a readable
+    time (a manual invoke) compacts."""
+    try:
+        when = datetime.fromisoformat(str(scheduled_time).replace("Z", "+00:00"))
+    except ValueError:
+        return True
+    return (when.hour * 60 + when.minute) % max(every_minutes, 1) == 0
+
+
+def repair_index(
+    store: RecordStore, indexer: Indexer, index: SearchIndex, limit: int = 500, *, compact: bool = True
+) -> RepairReport:
+    if not compact:
+        return RepairReport(indexer.sweep(limit))
     tenants = {episode.tenant for episode in store.list_unindexed(limit)}
     tenants |= {tenant for tenant, _ in store.list_dirty(None, RECENT_TENANTS)}
     indexed = indexer.sweep(limit)
