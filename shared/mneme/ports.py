@@ -13,8 +13,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
 from mneme.models import ApiKey, Episode, Forgotten, HistoryEntry, Memory, Revision, Scope, SessionPosition
+from mneme.records import Checkpoint, Contradiction, Fact, Run
 from mneme.search_models import Hit, IndexDocument, SearchFilter
 from mneme.structure_models import Draft, Plan
 

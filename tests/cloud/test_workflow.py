@@ -14,9 +14,9 @@ from typing import Any
 import boto3
 import pytest
 
-from mneme.consolidation.models import Run
 from mneme.consolidation.service import MAX_BATCHES_PER_SCOPE, step
 from mneme.consolidation.stages import STAGE_NAMES, Batch
+from mneme.records import Run
 from tests.cloud.conftest import Cloud
 from tests.cloud.deployment import TaskFailure
 from tests.cloud.template import REGION

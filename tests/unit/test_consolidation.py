@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 
 from mneme.bootstrap import Services
-from mneme.consolidation.models import Proposal
-from mneme.consolidation.reasoning import ExtractiveReasoner, grounding_error
+from mneme.consolidation.reasoning import ExtractiveReasoner
 from mneme.consolidation.service import run_batch, step
-from mneme.consolidation.stages import STAGE_NAMES, Batch, cluster, collect, confidence
+from mneme.consolidation.stages import STAGE_NAMES, Batch, cluster, collect
+from mneme.grounding import confidence, grounding_error
 from mneme.models import Role
+from mneme.records import Proposal
 from mneme.services.recall import RecallRequest
 from mneme.services.remember import RememberItem
 from tests.conftest import principal

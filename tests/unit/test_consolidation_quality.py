@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from mneme.bootstrap import Services
-from mneme.consolidation.models import MAX_LISTED_IDS, Proposal
 from mneme.consolidation.stages import MAX_HOLDS, OUTAGE, digest
 from mneme.errors import ReasonerOutputInvalid, StoreUnavailable
+from mneme.records import MAX_LISTED_IDS, Proposal
 from mneme.services.recall import RecallRequest
 from tests.unit.test_consolidation import WRITER, _scope, remember, settle
 
@@ -46,7 +46,7 @@ def test_a_word_and_colon_opening_a_message_is_not_taken_for_its_speaker(service
 
 
 def test_a_fact_never_folds_a_source_that_does_not_state_it(services: Services, clock: Any) -> None:
-    from mneme.consolidation.models import Fact
+    from mneme.records import Fact
 
     [other] = remember(services, "Acme moved offices to Leeds in spring.")
     scope_id = _scope_of(services, "root.acme")

@@ -8,10 +8,10 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mneme.consolidation.models import Run
 from mneme.consolidation.service import ConsolidationService
 from mneme.errors import StoreUnavailable, Throttled
 from mneme.observability import logger
+from mneme.records import Run
 
 
 class ThreadOrchestrator:

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
 
-from mneme.consolidation.models import MAX_FACTS_LISTED, Run, StageReport
 from mneme.consolidation.stages import DEADLINE, STAGES, Batch, Deps, maintain_facts
 from mneme.errors import InvalidInput, MnemeError, NotFound
 from mneme.models import Principal
 from mneme.observability import logger
+from mneme.records import MAX_FACTS_LISTED, Run, StageReport
 from mneme.services.scopes import ScopeService
 
 MAX_BATCHES_PER_SCOPE = 50

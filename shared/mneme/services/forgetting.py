@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from mneme.consolidation.models import Fact, Proposal
-from mneme.consolidation.reasoning import central, grounding_error
-from mneme.consolidation.stages import confidence, utterance
 from mneme.errors import Forbidden
+from mneme.grounding import central, confidence, grounding_error, utterance
 from mneme.models import Episode, Forgotten, HistoryEntry, Principal, Role, SessionPosition, session_position
 from mneme.ports import Clock, Embedder, RecordStore
+from mneme.records import Fact, Proposal
 from mneme.services.indexing import CONTEXT_WINDOW, Indexer
 from mneme.services.records import RecordsService, not_found
 from mneme.text import terms

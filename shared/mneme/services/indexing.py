@@ -14,11 +14,11 @@ from datetime import timedelta
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from mneme.consolidation.models import Fact
 from mneme.errors import MnemeError
 from mneme.models import Episode, Memory, session_position
 from mneme.observability import logger, metrics
 from mneme.ports import Embedder, RecordStore, SearchIndex
+from mneme.records import Fact
 from mneme.search_models import IndexDocument, merged_terms, metadata_terms
 from mneme.services.scopes import ScopeService
 from mneme.text import date_words

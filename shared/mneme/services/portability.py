@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from mneme import paths, sttp
-from mneme.consolidation.models import Fact
 from mneme.errors import InvalidInput, ScopeNotFound
 from mneme.models import Episode, HistoryEntry, Memory, Revision
 from mneme.ports import Clock, RecordStore
+from mneme.records import Fact
 from mneme.services.indexing import Indexer
 from mneme.services.scopes import ScopeService
 

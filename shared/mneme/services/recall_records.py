@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mneme.consolidation.models import Fact
 from mneme.models import Episode, Memory, Principal
 from mneme.ports import RecordStore
+from mneme.records import Fact
 from mneme.search_models import DocKind
 from mneme.services.indexing import episode_text, fact_text, memory_text
 

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from mneme.consolidation.models import Fact, is_claim
-from mneme.consolidation.reasoning import grounds
 from mneme.errors import MnemeError
+from mneme.grounding import grounds
 from mneme.models import Episode, Memory, Principal
 from mneme.observability import logger
 from mneme.ports import Clock, Embedder, RecordStore, SearchIndex, embed_query
+from mneme.records import Fact, is_claim
 from mneme.search_models import Hit, SearchFilter, has_metadata
 from mneme.services import anchors as anchor_rule
 from mneme.services import recall_context, recall_hop, recall_scope

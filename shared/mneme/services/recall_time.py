@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mneme.consolidation.models import Fact
 from mneme.models import Episode
+from mneme.records import Fact
 from mneme.services.indexing import speaker
 
 if TYPE_CHECKING:

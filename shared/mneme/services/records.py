@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from mneme.consolidation.models import Fact
 from mneme.errors import InvalidInput, NotFound
 from mneme.models import Episode, Principal
 from mneme.ports import RecordStore
+from mneme.records import Fact
 from mneme.search_models import SearchFilter, holds, merged_terms, metadata_terms
 from mneme.services.cursors import Cursors
 from mneme.services.scopes import ScopeService, per_request
