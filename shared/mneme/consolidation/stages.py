@@ -16,7 +16,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from aws_lambda_powertools.metrics import MetricUnit
@@ -27,7 +27,7 @@ from mneme.errors import Conflict, MnemeError, ReasonerOutputInvalid, StoreUnava
 from mneme.grounding import confidence, grounding_error, split_speaker, utterance
 from mneme.models import Episode
 from mneme.observability import metrics
-from mneme.ports import Clock, Embedder, RecordStore
+from mneme.ports import Clock, ConsolidationStore, Embedder, EpisodeStore, FactStore
 from mneme.records import MAX_KEPT, Contradiction, Fact, Proposal, derived_id, is_claim, listed, norm
 from mneme.services.indexing import Indexer
 from mneme.settings import ConsolidationSettings
@@ -41,9 +41,13 @@ ATTEMPTS = 2  # reasoner calls per cluster and run
 DEADLINE: ContextVar[float | None] = ContextVar("consolidation_deadline", default=None)
 
 
+class ConsolidatingStore(ConsolidationStore, EpisodeStore, FactStore, Protocol):
+    """The record store's roles consolidation uses."""
+
+
 @dataclass
 class Deps:
-    store: RecordStore
+    store: ConsolidatingStore
     clock: Clock
     embedder: Embedder
     reasoner: Reasoner

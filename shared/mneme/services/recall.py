@@ -20,12 +20,12 @@ from pydantic_core import PydanticCustomError
 
 from mneme.models import TIERS, Principal, Timestamp
 from mneme.observability import logger, metrics
-from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
+from mneme.ports import Clock, Embedder, SearchIndex
 from mneme.search_models import DocKind, MetadataFilter, SearchFilter, as_filter
 from mneme.services import anchors as anchor_rule
 from mneme.services import recall_stages as stages
 from mneme.services.context_pack import build_pack
-from mneme.services.recall_records import Result, load, to_result
+from mneme.services.recall_records import RecallStore, Result, load, to_result
 from mneme.services.recall_stages import MIN_VECTOR
 from mneme.services.recall_time import query_time
 from mneme.services.scopes import ScopeService, per_request
@@ -148,7 +148,7 @@ class RecallResponse(BaseModel):
 
 @dataclass
 class RecallService:
-    store: RecordStore
+    store: RecallStore
     clock: Clock
     scopes: ScopeService
     embedder: Embedder

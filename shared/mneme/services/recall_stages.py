@@ -25,14 +25,23 @@ from mneme.errors import MnemeError
 from mneme.grounding import grounds
 from mneme.models import Episode, Memory, Principal
 from mneme.observability import logger
-from mneme.ports import Clock, Embedder, RecordStore, SearchIndex, embed_query
+from mneme.ports import Clock, Embedder, EpisodeStore, SearchIndex, embed_query
 from mneme.records import Fact, is_claim
 from mneme.search_models import Hit, SearchFilter, has_metadata
 from mneme.services import anchors as anchor_rule
 from mneme.services import recall_context, recall_hop, recall_scope
 from mneme.services.context_pack import Pack, PackItem, build_pack
 from mneme.services.indexing import episode_text, memory_text, speaker
-from mneme.services.recall_records import Record, Result, lifecycle, load, record_text, strong_text, to_result
+from mneme.services.recall_records import (
+    RecallStore,
+    Record,
+    Result,
+    lifecycle,
+    load,
+    record_text,
+    strong_text,
+    to_result,
+)
 from mneme.services.recall_time import QueryTime, time_stage
 from mneme.services.scopes import ScopeService
 from mneme.text import meaningful_words, stem, terms
@@ -56,7 +65,7 @@ GROUNDING_LINES = 3  # source turns a claim fact shows beside it, at most
 
 @dataclass
 class Deps:
-    store: RecordStore
+    store: RecallStore
     clock: Clock
     scopes: ScopeService
     embedder: Embedder
@@ -815,7 +824,7 @@ def explain(run: Run) -> dict[str, Any]:
     }
 
 
-def record_fetched(store: RecordStore, tenant: str, ids: list[str]) -> None:
+def record_fetched(store: EpisodeStore, tenant: str, ids: list[str]) -> None:
     """Remember which memories were fetched in full, per tenant (one row per memory id: bounded by
     the tenant's curated memories; the boost is a fixed factor, not a count)."""
     if ids:

@@ -16,8 +16,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from mneme.ports import RecordStore, SearchIndex
+    from mneme.ports import ConsolidationStore, EpisodeStore, SearchIndex
     from mneme.services.indexing import Indexer
+
+    class RepairStore(EpisodeStore, ConsolidationStore, Protocol):
+        """The record store's roles the repair reads: the index's backlog and the dirty marks."""
+
 
 RECENT_TENANTS = 1000  # dirty marks read to find the tenants written to lately
 
@@ -35,7 +39,7 @@ class RepairReport:
     compacted: dict[str, int] = field(default_factory=dict)  # tenant -> copies removed
 
 
-def repair_index(store: RecordStore, indexer: Indexer, index: SearchIndex, limit: int = 500) -> RepairReport:
+def repair_index(store: RepairStore, indexer: Indexer, index: SearchIndex, limit: int = 500) -> RepairReport:
     tenants = {episode.tenant for episode in store.list_unindexed(limit)}
     tenants |= {tenant for tenant, _ in store.list_dirty(None, RECENT_TENANTS)}
     indexed = indexer.sweep(limit)
