@@ -123,12 +123,12 @@ def test_a_replay_writes_nothing_and_reinforces_nothing(services: Services, cloc
     remember(services, "Acme's VAT scheme is flat rate.", "Acme's VAT scheme is flat rate, Sam confirmed.")
     settle(services, clock)
     deps = services.consolidation.deps
-    from mneme.consolidation.service import step
+    from mneme.consolidation.service import run_stage
     from mneme.consolidation.stages import STAGE_NAMES, Batch
 
     batch = Batch(tenant="acme", scope_id=_scope(services), run_id="r1", started_at=clock.now())
     for name in STAGE_NAMES[:-1]:  # a crash before the checkpoint
-        batch = Batch.model_validate(step(deps, {"stage": name, "batch": batch.model_dump(mode="json")}))
+        batch = Batch.model_validate(run_stage(deps, {"stage": name, "batch": batch.model_dump(mode="json")}))
     before = {f.fact_id: f.model_dump() for f in services.store.list_facts("acme")}
     clock.advance(minutes=5)
     run = services.consolidation.start(WRITER, None)  # the replay
