@@ -133,7 +133,7 @@ def grow(eng: c.Engine, base: int, size: int) -> None:
     import numpy as np
 
     from mneme.adapters.sqlite_base import utc_text
-    from mneme.adapters.sqlite_index import iso_utc
+    from mneme.adapters.sqlite_text import iso_utc
     from mneme.errors import MnemeError
     from mneme.text import date_words
 
