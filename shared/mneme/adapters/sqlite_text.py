@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from mneme.adapters.vector_cache import as_utc
-from mneme.search_models import SearchFilter
+from mneme.search_models import Hit, SearchFilter
 from mneme.text import meaningful_words, words
 
 # Text search. A cut: FTS5 ranks the matches (from rowid :start on) and keeps the best :n; the filters
@@ -38,6 +38,13 @@ SELECT d.doc_id, -bm25(docs_fts) AS score FROM doc_ancestors a CROSS JOIN docs d
 WHERE a.tenant = :tenant AND a.ancestor_id = :anc AND d.id = a.doc AND docs_fts.rowid = a.doc
     AND docs_fts MATCH :q AND d.tenant = :tenant
 """
+
+BIG_TEXT = 50_000  # documents (the highest id) from which a query of several words ANDs them first
+WINDOW = 30_000  # a pass of `TextPlan._and_first` ranks the newest this many matches of its query (bm25 for each)
+_DF_CACHE = 4096  # words whose document frequency a process remembers (for dropping the commonest first)
+_DF_SAMPLE = 512  # a word's documents are counted up to this, and estimated past it
+_RANKED_FIRST_FACTOR = 4  # the first cut: k x this
+_RANKED_FIRST_MAX = 20_000  # past this cut, the full join
 
 MAX_TERMS = 32
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
@@ -143,3 +150,188 @@ def filter_sql(flt: SearchFilter, params: dict[str, object]) -> str:
     params["principal"] = flt.principal
     clauses.append("(d.visible_to IS NULL OR d.visible_to = :principal)")
     return "".join(f" AND {c}" for c in clauses)
+
+
+class TextPlan:
+    """How a text query runs against the file: a small subtree walks its own documents
+    (`subtree_first_max`: subtree size x query words); a big corpus (`approximate_text_from` documents,
+    the highest id) ANDs the words first (`_and_first`); otherwise FTS5 ranks and cuts first and the
+    filters apply to the cut, widened until the top k is the true filtered top k."""
+
+    def __init__(self, subtree_first_max: int, approximate_text_from: int) -> None:
+        self.subtree_first_max = subtree_first_max
+        self.approximate_text_from = approximate_text_from
+        self._df: dict[str, int] = {}  # word -> documents holding it (`_frequency`)
+
+    def search(self, conn: sqlite3.Connection, flt: SearchFilter, query: str, k: int) -> list[Hit]:
+        match = fts_query(query)
+        if k <= 0 or match is None:
+            return []
+        params: dict[str, object] = {"q": match, "tenant": flt.tenant, "anc": flt.ancestor_id, "k": k}
+        where = filter_sql(flt, params)
+        order = "ORDER BY score DESC, d.doc_id"
+        limit = self.subtree_first_max // (match.count(" OR ") + 1)
+        small = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM doc_ancestors WHERE tenant = ? AND ancestor_id = ? LIMIT ?)",
+            (flt.tenant, flt.ancestor_id, limit + 1),
+        ).fetchone()[0]
+        if small <= limit:
+            rows = conn.execute(f"{SUBTREE_FIRST} {where} {order} LIMIT :k", params).fetchall()
+            return [Hit(doc_id=doc_id, score=score) for doc_id, score in rows]
+        terms = query_terms(query)
+        top = conn.execute("SELECT max(id) FROM docs").fetchone()[0] or 0
+        if terms and top >= self.approximate_text_from:
+            found = self._and_first(conn, query, terms, k, where, params, top)
+            if found is not None:
+                return found
+        n = k * _RANKED_FIRST_FACTOR
+        while n <= _RANKED_FIRST_MAX:
+            kept, size, last = self._cut(conn, match, 0, n, where, params)
+            if not size:
+                return []
+            hits = sorted(kept, key=lambda hit: (-hit[1], hit[0]))[:k]
+            # exact when the cut kept every match, or k survived scoring above the cut's last
+            # score (a tie at the cut could hide a lower doc_id beyond it)
+            if size < n or (len(hits) == k and hits[-1][1] > last):
+                return [Hit(doc_id=doc_id, score=score) for doc_id, score in hits]
+            n *= 8
+        rows = conn.execute(f"{FTS_FIRST} {where} {order} LIMIT :k", params).fetchall()
+        return [Hit(doc_id=doc_id, score=score) for doc_id, score in rows]
+
+    def _and_first(
+        self,
+        conn: sqlite3.Connection,
+        query: str,
+        terms: list[str],
+        k: int,
+        where: str,
+        params: dict[str, object],
+        top: int,
+    ) -> list[Hit] | None:
+        """A big corpus: documents holding every word first, then (while fewer than k pass the
+        filters) every word but the commonest, and so on down to the rarest word alone; then any
+        of the rarest words, one more at a time; None when that still leaves fewer than k (the caller
+        then scores every match of any word). Each pass ranks the newest `WINDOW` matches of its
+        query (`_ranked`).
+
+        Why: FTS5 computes bm25 for every row a query matches before its ORDER BY rank LIMIT (~1 us a
+        row: ~0.3 s for a common word of a 1M corpus); an AND query matches only the rows holding all
+        its words. The phrases are the same, so a document holding every word gets its exact OR score;
+        a document found by a relaxed query gets the part of its score from the words it was found
+        by, a lower bound. Approximate: a document missing a word could outscore one holding them
+        all and be missed when k are found before it, and a query matching more than `WINDOW`
+        documents ranks only the newest of them (`bench/recall.py` measures the overlap with exact)."""
+        best: dict[str, float] = {}
+
+        def found(words: list[str], joiner: str = " AND ", count: int | None = None) -> list[Hit] | None:
+            match = fts_query(query, words, joiner) or ""
+            for doc_id, score in self._ranked(conn, match, k, where, params, count):
+                best[doc_id] = max(score, best.get(doc_id, score))
+            if len(best) < k:
+                return None
+            ranked = sorted(best.items(), key=lambda hit: (-hit[1], hit[0]))[:k]
+            return [Hit(doc_id=doc_id, score=score) for doc_id, score in ranked]
+
+        # counted first: a pass matching at most WINDOW documents needs no window (`_ranked`)
+        matched = self._count(conn, fts_query(query, terms, " AND ") or "")
+        hits = found(terms, count=matched)
+        if hits is not None:
+            return hits
+        # relaxing: words no document holds go at once, then the commonest first
+        df = {w: self._frequency(conn, w, top) for w in terms}
+        present = sorted((w for w in terms if df[w]), key=lambda w: df[w])
+        # a level matching as many documents as the one before matches the same ones (it holds them all),
+        # which scored there at least as high: it is not ranked (FTS5's bm25 reads every document of each
+        # word to weigh it, ~0.3 us a document per pass); counting is ~10 times cheaper
+        for m in range(len(present), 0, -1):
+            if hits is not None:
+                return hits
+            if m < len(terms):
+                count = self._count(conn, fts_query(query, present[:m], " AND ") or "")
+                if count != matched:
+                    hits = found(present[:m], count=count)
+                matched = count
+        for m in range(2, len(present) + 1):  # any of the m rarest words (each pass ranks at most WINDOW)
+            if hits is not None:
+                break
+            hits = found(present[:m], " OR ")
+        return hits
+
+    def _ranked(
+        self,
+        conn: sqlite3.Connection,
+        match: str,
+        k: int,
+        where: str,
+        params: dict[str, object],
+        count: int | None = None,
+    ) -> list[tuple[str, float]]:
+        """The best-ranked matches of `match` that pass the filters, at least k of them when there are:
+        of its newest `WINDOW` matches (all of them when there are fewer: `count`, the matches, when
+        known, spares looking for the window's start); when the filters leave fewer than k of a full
+        window, of every match (up to cuts of `_RANKED_FIRST_MAX`). FTS5 ranks the window (a rowid
+        range) and cuts it to the best n (of documents tied at the cut, the older: the lower rowid)."""
+        start = 0
+        if count is None or count > WINDOW:
+            row = conn.execute(WINDOW_START, (match, WINDOW - 1)).fetchone()
+            start = row[0] if row else 0
+        found = self._best(conn, match, start, k, where, params)
+        if len(found) < k and start:  # the filters are narrow: every match, ranked
+            found = self._best(conn, match, 0, k, where, params, _RANKED_FIRST_MAX)
+        return found
+
+    def _best(
+        self,
+        conn: sqlite3.Connection,
+        match: str,
+        start: int,
+        k: int,
+        where: str,
+        params: dict[str, object],
+        most: int | None = None,
+    ) -> list[tuple[str, float]]:
+        """(doc_id, score) of the best-ranked matches from rowid `start` on that pass the filters: cuts
+        of k x `_RANKED_FIRST_FACTOR`, x 8 while fewer than k pass and more match (and the next cut is
+        at most `most`)."""
+        n = k * _RANKED_FIRST_FACTOR
+        while True:
+            found, size, _ = self._cut(conn, match, start, n, where, params)
+            if len(found) >= k or size < n or (most is not None and n * 8 > most):
+                return found
+            n *= 8
+
+    @staticmethod
+    def _cut(
+        conn: sqlite3.Connection, match: str, start: int, n: int, where: str, params: dict[str, object]
+    ) -> tuple[list[tuple[str, float]], int, float]:
+        """One cut (`CUT`): the (doc_id, score) of its n best matches from rowid `start` on that pass
+        the filters, how many it ranked (n, or fewer when fewer match) and its lowest score (-inf: none)."""
+        rows = conn.execute(CUT.format(where=where), {**params, "q": match, "start": start, "n": n}).fetchall()
+        size, last = 0, float("-inf")
+        kept = []
+        for doc_id, score, lowest in rows:
+            if doc_id is None:
+                size, last = int(score), float("-inf") if lowest is None else lowest
+            else:
+                kept.append((doc_id, score))
+        return kept, size, last
+
+    @staticmethod
+    def _count(conn: sqlite3.Connection, match: str) -> int:
+        return int(conn.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?", (match,)).fetchone()[0])
+
+    def _frequency(self, conn: sqlite3.Connection, word: str, top: int) -> int:
+        """Documents whose text holds `word`, estimated (remembered: it only orders the words to drop):
+        counted up to _DF_SAMPLE; past that, the density of its newest _DF_SAMPLE matches over the
+        rowids up to `top` (the highest)."""
+        found = self._df.get(word)
+        if found is None:
+            if len(self._df) >= _DF_CACHE:
+                self._df.clear()
+            match = '{text}: "' + word + '"'
+            rows = conn.execute(NEWEST, (match, _DF_SAMPLE)).fetchall()
+            found = len(rows)
+            if found == _DF_SAMPLE:
+                found = max(found, round(_DF_SAMPLE * top / max(top - rows[-1][0] + 1, 1)))
+            self._df[word] = found
+        return found
