@@ -24,7 +24,7 @@ reads every row and saves the snapshot when there is none yet).
 Exact vs approximate: at sizes where the vector cache builds its approximate index
 (`vector_cache.ANN_MIN_ROWS`), the bench also prints the approximate channel's recall@10
 against exact search over the same queries (unfiltered and under one customer's subtree); where the
-text channel runs its approximate plan (`sqlite_index._BIG_TEXT`), the overlap of its top 10 (of the
+text channel runs its approximate plan (`sqlite_text.BIG_TEXT`), the overlap of its top 10 (of the
 k=50 a recall asks for) with the exact BM25 top 10, and the CPU of both plans.
 
     .venv/bin/python bench/recall.py [--sizes 10000,100000,1000000] [--embed-max 100000] [--fast]
@@ -43,7 +43,7 @@ from pathlib import Path
 
 import _common as c
 
-from mneme.adapters import sqlite_episodes, sqlite_index, sqlite_store
+from mneme.adapters import sqlite_episodes, sqlite_index, sqlite_store, sqlite_text
 from mneme.observability import metrics
 from mneme.services.recall import RecallRequest, Scoring
 
@@ -133,7 +133,7 @@ def grow(eng: c.Engine, base: int, size: int) -> None:
     import numpy as np
 
     from mneme.adapters.sqlite_base import utc_text
-    from mneme.adapters.sqlite_index import iso_utc
+    from mneme.adapters.sqlite_text import iso_utc
     from mneme.errors import MnemeError
     from mneme.text import date_words
 
@@ -377,7 +377,7 @@ def main() -> None:
         texts = queries(args.queries, size)
         measure(directory, size, texts)
         ann_recall(directory, texts[:100])
-        if size >= sqlite_index._BIG_TEXT:
+        if size >= sqlite_text.BIG_TEXT:
             text_overlap(directory, texts[:100])
 
 

@@ -120,7 +120,8 @@ def build_reasoner(settings: Settings) -> Reasoner:
 
 
 def build_orchestrator(settings: Settings, service: ConsolidationService) -> Orchestrator:
-    from mneme.adapters.orchestrators import StepFunctionsOrchestrator, ThreadOrchestrator
+    from mneme.adapters.orchestrators import StepFunctionsOrchestrator
+    from mneme.consolidation.threads import ThreadOrchestrator
 
     if settings.state_machine_arn:
         return StepFunctionsOrchestrator(settings.state_machine_arn)

@@ -13,8 +13,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
 from mneme.models import ApiKey, Episode, Forgotten, HistoryEntry, Memory, Revision, Scope, SessionPosition
+from mneme.records import Checkpoint, Contradiction, Fact, Run
 from mneme.search_models import Hit, IndexDocument, SearchFilter
 from mneme.structure_models import Draft, Plan
 
@@ -25,14 +25,9 @@ class Clock(Protocol):
         ...
 
 
-class RecordStore(Protocol):
-    """Source of truth for scopes, aliases, layers, memories and API keys.
+class ScopeStore(Protocol):
+    """The scope tree: scopes, the aliases a rename or an import leaves, and the tenant's layers."""
 
-    Errors: uniqueness or optimistic-concurrency violations raise `mneme.errors.Conflict`;
-    vendor failures are translated to `StoreUnavailable`. Reads of absent records return None.
-    """
-
-    # -- scopes ---------------------------------------------------------------------------
     def get_scope(self, tenant: str, scope_id: str) -> Scope | None: ...
 
     def get_scopes(self, tenant: str, scope_ids: Sequence[str]) -> dict[str, Scope]:
@@ -67,7 +62,18 @@ class RecordStore(Protocol):
 
     def put_layers(self, tenant: str, layers: dict[int, str]) -> None: ...
 
-    # -- memories -------------------------------------------------------------------------
+    def list_aliases(self, tenant: str, parent_id: str) -> list[tuple[str, str]]:
+        """(old segment, scope_id) of the aliases left under a parent, by segment."""
+        ...
+
+    def put_alias(self, tenant: str, parent_id: str, segment: str, scope_id: str) -> bool:
+        """Add an alias unless the slot is taken (by a scope or an alias); True when written."""
+        ...
+
+
+class MemoryStore(Protocol):
+    """Curated memories, their authors' revisions under review, and their history."""
+
     def create_memory(self, memory: Memory) -> None:
         """Conflict if a non-archived memory with the same uniqueness key exists."""
         ...
@@ -92,7 +98,34 @@ class RecordStore(Protocol):
         """
         ...
 
-    # -- episodes -------------------------------------------------------------------------
+    def list_memories(self, tenant: str, *, archived: bool = False) -> list[Memory]:
+        """Every non-archived memory of a tenant (for rebuilding the index), ordered by memory_id;
+        `archived=True` includes the archived ones (an author's rejected proposals)."""
+        ...
+
+    def put_revision(self, revision: Revision) -> None:
+        """Upsert by (tenant, memory_id, author): one revision per author per memory."""
+        ...
+
+    def get_revision(self, tenant: str, memory_id: str, author: str) -> Revision | None: ...
+
+    def list_revisions(
+        self, tenant: str, *, memory_id: str | None = None, author: str | None = None, status: str | None = "open"
+    ) -> list[Revision]: ...
+
+    def add_history(self, entry: HistoryEntry) -> None:
+        """Append; history is never rewritten."""
+        ...
+
+    def list_history(self, tenant: str, memory_id: str) -> list[HistoryEntry]:
+        """Oldest first."""
+        ...
+
+
+class EpisodeStore(Protocol):
+    """Episodes an agent remembered: writes, reads, sessions, the index's backlog, and what a session was
+    already delivered."""
+
     def put_episodes(self, episodes: Sequence[Episode]) -> tuple[list[Episode], set[str]]:
         """Write, atomically, every episode whose id is new; return the stored record for each and the
         ids this call wrote.
@@ -136,9 +169,11 @@ class RecordStore(Protocol):
         """Every episode of a tenant, in pages (for rebuilding the index)."""
         ...
 
-    def list_memories(self, tenant: str, *, archived: bool = False) -> list[Memory]:
-        """Every non-archived memory of a tenant (for rebuilding the index), ordered by memory_id;
-        `archived=True` includes the archived ones (an author's rejected proposals)."""
+    def list_episodes(
+        self, tenant: str, scope_ids: Sequence[str], before: tuple[datetime, str] | None, limit: int
+    ) -> list[Episode]:
+        """Up to `limit` episodes of these scopes, newest remembered first: (created_at, episode_id) descending,
+        strictly below `before`. Vectors may be left out (None)."""
         ...
 
     def get_delivered(self, tenant: str, principal: str, session_id: str) -> set[str]:
@@ -147,7 +182,10 @@ class RecordStore(Protocol):
 
     def add_delivered(self, tenant: str, principal: str, session_id: str, ids: Sequence[str]) -> None: ...
 
-    # -- consolidation --------------------------------------------------------------------
+
+class ConsolidationStore(Protocol):
+    """What consolidation keeps between runs: dirty scopes, per-scope checkpoints and leases, run records."""
+
     def mark_dirty(self, tenant: str, scope_ids: Sequence[str], now: datetime) -> None:
         """Note that scopes have episodes to consolidate (idempotent; `now` refreshes the mark)."""
         ...
@@ -179,18 +217,6 @@ class RecordStore(Protocol):
 
     def release_lease(self, tenant: str, scope_id: str, owner: str) -> None: ...
 
-    def put_facts(self, facts: Sequence[Fact], contradictions: Sequence[Contradiction] = ()) -> None:
-        """Upsert facts by their derived ids and add contradictions, atomically."""
-        ...
-
-    def get_facts(self, tenant: str, fact_ids: Sequence[str]) -> dict[str, Fact]: ...
-
-    def list_facts(self, tenant: str, scope_id: str | None = None) -> list[Fact]:
-        """Every fact of a scope (or tenant), any status, ordered by fact_id."""
-        ...
-
-    def list_contradictions(self, tenant: str, scope_id: str) -> list[Contradiction]: ...
-
     def put_run(self, run: Run) -> None: ...
 
     def get_run(self, tenant: str, run_id: str) -> Run | None: ...
@@ -204,32 +230,30 @@ class RecordStore(Protocol):
         them meanwhile, at more cost); returns how many. Idempotent, never overwrites a concurrent write."""
         ...
 
-    # -- review ---------------------------------------------------------------------------
-    def put_revision(self, revision: Revision) -> None:
-        """Upsert by (tenant, memory_id, author): one revision per author per memory."""
+
+class FactStore(Protocol):
+    """Facts consolidation wrote (and corrections to them), with the contradictions it found."""
+
+    def put_facts(self, facts: Sequence[Fact], contradictions: Sequence[Contradiction] = ()) -> None:
+        """Upsert facts by their derived ids and add contradictions, atomically."""
         ...
 
-    def get_revision(self, tenant: str, memory_id: str, author: str) -> Revision | None: ...
+    def get_facts(self, tenant: str, fact_ids: Sequence[str]) -> dict[str, Fact]: ...
 
-    def list_revisions(
-        self, tenant: str, *, memory_id: str | None = None, author: str | None = None, status: str | None = "open"
-    ) -> list[Revision]: ...
-
-    def add_history(self, entry: HistoryEntry) -> None:
-        """Append; history is never rewritten."""
+    def list_facts(self, tenant: str, scope_id: str | None = None) -> list[Fact]:
+        """Every fact of a scope (or tenant), any status, ordered by fact_id."""
         ...
 
-    def list_history(self, tenant: str, memory_id: str) -> list[HistoryEntry]:
-        """Oldest first."""
+    def list_contradictions(self, tenant: str, scope_id: str) -> list[Contradiction]: ...
+
+    def update_fact(self, fact: Fact, expected_version: int) -> None:
+        """Replace a stored fact (moved to the feed's head) if its stored version equals `expected_version`;
+        Conflict `stale_version` otherwise, `fact_not_found` when it is gone."""
         ...
 
-    # -- agent-written records: listing, forgetting, correcting -------------------------------
-    def list_episodes(
-        self, tenant: str, scope_ids: Sequence[str], before: tuple[datetime, str] | None, limit: int
-    ) -> list[Episode]:
-        """Up to `limit` episodes of these scopes, newest remembered first: (created_at, episode_id) descending,
-        strictly below `before`. Vectors may be left out (None)."""
-        ...
+
+class ErasureStore(Protocol):
+    """Forgetting one episode or fact, the record of who forgot it, and erasing whole scopes."""
 
     def forget_episode(self, tenant: str, episode_id: str, record: Forgotten) -> Episode | None:
         """Delete one episode for good (and its session entry), move its feed entry to the head as a tombstone
@@ -245,20 +269,6 @@ class RecordStore(Protocol):
         """Who forgot this record, when and why; None when it was never forgotten (or its scope was erased)."""
         ...
 
-    def update_fact(self, fact: Fact, expected_version: int) -> None:
-        """Replace a stored fact (moved to the feed's head) if its stored version equals `expected_version`;
-        Conflict `stale_version` otherwise, `fact_not_found` when it is gone."""
-        ...
-
-    # -- portability and erasure ------------------------------------------------------------
-    def list_aliases(self, tenant: str, parent_id: str) -> list[tuple[str, str]]:
-        """(old segment, scope_id) of the aliases left under a parent, by segment."""
-        ...
-
-    def put_alias(self, tenant: str, parent_id: str, segment: str, scope_id: str) -> bool:
-        """Add an alias unless the slot is taken (by a scope or an alias); True when written."""
-        ...
-
     def erase_scopes(self, tenant: str, scope_ids: Sequence[str], *, dry_run: bool) -> tuple[dict[str, int], list[str]]:
         """Delete for good the scopes and every memory (with revisions and history), episode, fact (with its
         corrections), record of a forgotten episode or fact, checkpoint and alias attached to them; a dry
@@ -267,7 +277,10 @@ class RecordStore(Protocol):
         counts and the erased record ids."""
         ...
 
-    # -- structure drafts -------------------------------------------------------------------
+
+class StructureStore(Protocol):
+    """Structure drafts and publishing them."""
+
     def put_draft(self, draft: Draft) -> None: ...
 
     def get_draft(self, tenant: str, draft_id: str) -> Draft | None: ...
@@ -283,17 +296,10 @@ class RecordStore(Protocol):
         that the next call resumes to completion."""
         ...
 
-    # -- change feed ----------------------------------------------------------------------
-    def list_changes(self, tenant: str, after: tuple[str, str] | None, limit: int) -> list[tuple[str, str, str]]:
-        """(position, kind, id) of changed records strictly after `after` = (position, id), in (position, id)
-        order. Each record sits once, at its latest change (kind: scope | memory | episode | fact, or
-        `deleted:<kind>` for an erased record's tombstone).
-        Positions are UTC timestamp text that never go backwards in commit order as seen by a reader: a
-        reader paging from any cursor sees every change exactly once. Adapters without serialised
-        writes hide changes younger than a settle horizon to keep that promise."""
-        ...
 
-    # -- API keys (looked up before the tenant is known, so keyed by hash) ------------------
+class ApiKeyStore(Protocol):
+    """API keys (looked up before the tenant is known, so keyed by hash)."""
+
     def put_api_key(self, key: ApiKey) -> None: ...
 
     def get_api_key(self, key_hash: str) -> ApiKey | None: ...
@@ -303,6 +309,39 @@ class RecordStore(Protocol):
     def revoke_api_key(self, tenant: str, key_id: str, now: datetime) -> bool:
         """Mark revoked; False if no such key in this tenant."""
         ...
+
+
+class ChangeFeed(Protocol):
+    """The change feed connectors page through."""
+
+    def list_changes(self, tenant: str, after: tuple[str, str] | None, limit: int) -> list[tuple[str, str, str]]:
+        """(position, kind, id) of changed records strictly after `after` = (position, id), in (position, id)
+        order. Each record sits once, at its latest change (kind: scope | memory | episode | fact, or
+        `deleted:<kind>` for an erased record's tombstone).
+        Positions are UTC timestamp text that never go backwards in commit order as seen by a reader: a
+        reader paging from any cursor sees every change exactly once. Adapters without serialised
+        writes hide changes younger than a settle horizon to keep that promise."""
+        ...
+
+
+class RecordStore(
+    ScopeStore,
+    MemoryStore,
+    EpisodeStore,
+    ConsolidationStore,
+    FactStore,
+    ErasureStore,
+    StructureStore,
+    ApiKeyStore,
+    ChangeFeed,
+    Protocol,
+):
+    """Source of truth for every record: the union of the role ports above, which each adapter implements
+    in full (`mneme.bootstrap` builds one and hands each service the roles it asks for).
+
+    Errors: uniqueness or optimistic-concurrency violations raise `mneme.errors.Conflict`;
+    vendor failures are translated to `StoreUnavailable`. Reads of absent records return None.
+    """
 
 
 class Embedder(Protocol):

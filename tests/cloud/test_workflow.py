@@ -14,9 +14,10 @@ from typing import Any
 import boto3
 import pytest
 
-from mneme.consolidation.models import Run
-from mneme.consolidation.service import MAX_BATCHES_PER_SCOPE, step
+from mneme.consolidation.service import MAX_BATCHES_PER_SCOPE, finish
 from mneme.consolidation.stages import STAGE_NAMES, Batch
+from mneme.records import Run
+from mneme.settings import ConsolidationSettings
 from tests.cloud.conftest import Cloud
 from tests.cloud.deployment import TaskFailure
 from tests.cloud.template import REGION
@@ -28,7 +29,7 @@ class Stages:
     def __init__(self, full_batches: int = 0, fail: dict[str, TaskFailure] | None = None, flaky: int = 0) -> None:
         self.full_batches, self.fail, self.flaky = full_batches, fail or {}, flaky
         self.calls: list[str] = []
-        self.store = SimpleNamespace(get_run=lambda t, r: self.run, put_run=self._put)
+        self.store = SimpleNamespace(get_run=lambda t, r: self.run, put_run=self._put, list_facts=lambda t: [])
         self.run = Run(tenant="acme", run_id="run_1", started_at=datetime(2026, 11, 1, tzinfo=UTC),
                        requested_by="scheduler", scopes=["/a", "/b"])  # fmt: skip
 
@@ -39,8 +40,9 @@ class Stages:
         stage = event["stage"]
         self.calls.append(stage)
         if stage == "finish":
-            deps = SimpleNamespace(store=self.store, clock=SimpleNamespace(now=lambda: datetime.now(UTC)))
-            return step(deps, event)  # type: ignore[arg-type]
+            now = SimpleNamespace(now=lambda: datetime.now(UTC))
+            deps = SimpleNamespace(store=self.store, clock=now, settings=ConsolidationSettings())
+            return finish(deps, event)  # type: ignore[arg-type]
         if self.flaky and stage == "cluster":
             self.flaky -= 1
             raise TaskFailure("Throttled", "slow down")

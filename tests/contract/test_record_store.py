@@ -22,10 +22,10 @@ from moto.dynamodb.models.table import Table as MotoTable
 
 from mneme.adapters.dynamo_store import TABLE_SCHEMA, DynamoRecordStore, create_table
 from mneme.adapters.sqlite_store import SqliteRecordStore
-from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run, StageReport
 from mneme.errors import Conflict, StoreUnavailable
 from mneme.models import ApiKey, Episode, HistoryEntry, Memory, Revision, Role, Scope, session_position
 from mneme.ports import RecordStore
+from mneme.records import Checkpoint, Contradiction, Fact, Run, StageReport
 from tests.support.legacy import forget_sessions
 from tests.support.moto import one_call_at_a_time
 from tests.support.sessions import said_before

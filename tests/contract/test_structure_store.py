@@ -22,9 +22,9 @@ from mneme.adapters import dynamo_structure
 from mneme.adapters.dynamo_store import DynamoRecordStore, create_table
 from mneme.adapters.dynamo_structure import journal_steps
 from mneme.adapters.sqlite_store import SqliteRecordStore
-from mneme.consolidation.models import Checkpoint
 from mneme.errors import Conflict, ScopeNotFound
 from mneme.ports import RecordStore
+from mneme.records import Checkpoint
 from mneme.services.scopes import ScopeService
 from mneme.services.structure import StructureService
 from mneme.structure_models import Draft, Operation, Plan

@@ -1,6 +1,6 @@
-"""The SQLite index's text plan for big corpora (`SqliteSearchIndex._and_first`), scaled down.
+"""The SQLite index's text plan for big corpora (`sqlite_text.TextPlan._and_first`), scaled down.
 
-From `_BIG_TEXT` documents on, a query of several words asks FTS5 for the documents holding all of
+From `BIG_TEXT` documents on, a query of several words asks FTS5 for the documents holding all of
 them first (FTS5 scores every row an OR query matches; an AND query only the rows holding every
 word), then relaxes word by word, commonest first, and scores every match of any word only when
 even that leaves fewer than k. Here it applies from the first document on (`approximate_text_from=0`);
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mneme.adapters import sqlite_index as sqlite_index_module
+from mneme.adapters import sqlite_text
 from mneme.adapters.sqlite_index import SqliteSearchIndex
 from tests.contract.test_search_index import doc, flt, ids
 
@@ -94,7 +94,7 @@ def test_a_query_matching_more_than_the_window_ranks_its_newest_matches(
 ) -> None:
     """The window (here 10 documents) bounds a pass's bm25 work: only the newest 10 of the 25 documents
     holding "red" are ranked (exact scores); filters that leave fewer than k of them rank every match."""
-    monkeypatch.setattr(sqlite_index_module, "_WINDOW", 10)
+    monkeypatch.setattr(sqlite_text, "WINDOW", 10)
     exact = {h.doc_id: h.score for h in search(index, "red", 40, big=False)}
     got = search(index, "red", 5, big=True)
     newest = [f"red{i:02d}" for i in range(10, 20)]  # upserted last of the documents holding red

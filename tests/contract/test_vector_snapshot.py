@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from mneme.adapters import sqlite_index as sqlite_index_module
-from mneme.adapters import vector_cache, vector_snapshot
+from mneme.adapters import sqlite_vectors, vector_cache, vector_snapshot
 from mneme.adapters.sqlite_index import SqliteSearchIndex
 from tests.contract.test_search_index import DIM, MODEL, doc, flt
 
@@ -38,14 +38,14 @@ def small_snapshots(monkeypatch: pytest.MonkeyPatch) -> None:
 def loads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Counts full loads from SQLite (the path a usable snapshot avoids)."""
     calls: list[str] = []
-    original = sqlite_index_module._load
+    original = sqlite_vectors.load
 
     def counted(conn: object, tenant: str, model_id: str, gen: int) -> vector_cache.VectorCache:
         if not _QUIET:
             calls.append(tenant)
         return original(conn, tenant, model_id, gen)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(sqlite_index_module, "_load", counted)
+    monkeypatch.setattr(sqlite_vectors, "load", counted)
     yield calls
 
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from mneme.adapters.reasoners import OpenAIReasoner, ReasonerOutputInvalid
-from mneme.consolidation.models import Proposal
 from mneme.consolidation.reasoning import Reasoner
 from mneme.errors import MnemeError, StoreUnavailable, Throttled
+from mneme.records import Proposal
 
 TEXTS = ["Pennine Joinery's VAT scheme is flat rate.", "Sam confirmed Pennine Joinery uses the flat rate scheme."]
 GOOD = {

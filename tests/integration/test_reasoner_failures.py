@@ -20,9 +20,9 @@ from mneme import bootstrap
 from mneme.adapters.reasoners import BedrockReasoner, ReasonerOutputInvalid
 from mneme.adapters.sqlite_index import SqliteSearchIndex
 from mneme.adapters.sqlite_store import SqliteRecordStore
-from mneme.consolidation.models import Proposal
 from mneme.errors import MnemeError, StoreUnavailable, Throttled
 from mneme.models import Role
+from mneme.records import Proposal
 from mneme.services.recall import RecallRequest
 from mneme.services.remember import RememberItem
 from tests.conftest import FixedClock, principal

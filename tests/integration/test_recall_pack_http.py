@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mneme import bootstrap, cli
-from mneme.consolidation.models import Fact
+from mneme.records import Fact
 from mneme.services.recall_hop import LINK_PER_SOURCE
 from tests.integration.helpers import Api
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mneme.consolidation.models import Run
+from mneme.records import Run
 from tests.integration.stacks import STORES, Served, served
 from tests.support.legacy import forget_run_listing
 

@@ -139,7 +139,7 @@ def test_sttp_psi_is_checked_against_the_compression_avec(admin: Api) -> None:
 
 def test_facts_imported_without_vectors_are_embedded(admin: Api) -> None:
     from mneme import bootstrap
-    from mneme.consolidation.models import Fact
+    from mneme.records import Fact
 
     services = bootstrap.current()
     now = datetime(2026, 3, 1, tzinfo=UTC)

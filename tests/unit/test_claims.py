@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mneme.consolidation.claims import Claim, claims, split_speaker
+from mneme.consolidation.claims import Claim, claims
 from mneme.consolidation.reasoning import ExtractiveReasoner
+from mneme.grounding import split_speaker
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 

@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 
 from mneme.bootstrap import Services
-from mneme.consolidation.models import Proposal
-from mneme.consolidation.reasoning import ExtractiveReasoner, grounding_error
-from mneme.consolidation.service import run_batch, step
-from mneme.consolidation.stages import STAGE_NAMES, Batch, cluster, collect, confidence
+from mneme.consolidation.reasoning import ExtractiveReasoner
+from mneme.consolidation.service import run_batch, run_stage
+from mneme.consolidation.stages import STAGE_NAMES, Batch, cluster, collect
+from mneme.grounding import confidence, grounding_error
 from mneme.models import Role
+from mneme.records import Proposal
 from mneme.services.recall import RecallRequest
 from mneme.services.remember import RememberItem
 from tests.conftest import principal
@@ -106,7 +107,7 @@ def test_a_replayed_batch_writes_nothing_twice(services: Services, clock: Any) -
     deps = services.consolidation.deps
     batch = Batch(tenant="acme", scope_id=_scope(services), run_id="r1", started_at=clock.now())
     for name in STAGE_NAMES[:-1]:  # a crash before the checkpoint
-        batch = Batch.model_validate(step(deps, {"stage": name, "batch": batch.model_dump(mode="json")}))
+        batch = Batch.model_validate(run_stage(deps, {"stage": name, "batch": batch.model_dump(mode="json")}))
     facts_before = {f.fact_id: f.source_episode_ids for f in services.store.list_facts("acme")}
     run = services.consolidation.start(WRITER, None)  # the replay
     assert run.status == "succeeded"

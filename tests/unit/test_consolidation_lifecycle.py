@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from mneme.bootstrap import Services
-from mneme.consolidation.models import Run, StageReport
 from mneme.consolidation.stages import STAGE_NAMES, Batch
 from mneme.errors import ReasonerRefused, StoreUnavailable
 from mneme.models import Role
+from mneme.records import Run, StageReport
 from mneme.services.remember import RememberItem
 from tests.conftest import principal
 
@@ -175,7 +175,7 @@ def test_llm_reasoners_read_each_episode_with_its_speaker_and_date(services: Ser
         name, generative = "recording", True
 
         def propose(self, texts: Any, feedback: Any = None) -> Any:
-            from mneme.consolidation.models import Proposal
+            from mneme.records import Proposal
 
             seen.append(list(texts))
             return Proposal(entity="Maya", property="lives in", value="Berlin", summary="Maya lives in Berlin now.")
@@ -192,7 +192,7 @@ def test_llm_reasoners_read_each_episode_with_its_speaker_and_date(services: Ser
 
 def test_the_llm_schema_is_generated_from_the_proposal_model() -> None:
     from mneme.adapters.reasoners import PROPOSAL_SCHEMA
-    from mneme.consolidation.models import Proposal
+    from mneme.records import Proposal
 
     assert list(PROPOSAL_SCHEMA["properties"]) == list(Proposal.model_fields)
     assert PROPOSAL_SCHEMA["required"] == list(Proposal.model_fields)

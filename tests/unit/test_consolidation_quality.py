@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from mneme.bootstrap import Services
-from mneme.consolidation.models import MAX_LISTED_IDS, Proposal
 from mneme.consolidation.stages import MAX_HOLDS, OUTAGE, digest
 from mneme.errors import ReasonerOutputInvalid, StoreUnavailable
+from mneme.records import MAX_LISTED_IDS, Proposal
 from mneme.services.recall import RecallRequest
 from tests.unit.test_consolidation import WRITER, _scope, remember, settle
 
@@ -46,7 +46,7 @@ def test_a_word_and_colon_opening_a_message_is_not_taken_for_its_speaker(service
 
 
 def test_a_fact_never_folds_a_source_that_does_not_state_it(services: Services, clock: Any) -> None:
-    from mneme.consolidation.models import Fact
+    from mneme.records import Fact
 
     [other] = remember(services, "Acme moved offices to Leeds in spring.")
     scope_id = _scope_of(services, "root.acme")
@@ -123,12 +123,12 @@ def test_a_replay_writes_nothing_and_reinforces_nothing(services: Services, cloc
     remember(services, "Acme's VAT scheme is flat rate.", "Acme's VAT scheme is flat rate, Sam confirmed.")
     settle(services, clock)
     deps = services.consolidation.deps
-    from mneme.consolidation.service import step
+    from mneme.consolidation.service import run_stage
     from mneme.consolidation.stages import STAGE_NAMES, Batch
 
     batch = Batch(tenant="acme", scope_id=_scope(services), run_id="r1", started_at=clock.now())
     for name in STAGE_NAMES[:-1]:  # a crash before the checkpoint
-        batch = Batch.model_validate(step(deps, {"stage": name, "batch": batch.model_dump(mode="json")}))
+        batch = Batch.model_validate(run_stage(deps, {"stage": name, "batch": batch.model_dump(mode="json")}))
     before = {f.fact_id: f.model_dump() for f in services.store.list_facts("acme")}
     clock.advance(minutes=5)
     run = services.consolidation.start(WRITER, None)  # the replay

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mneme.consolidation.models import Fact
 from mneme.models import Episode
+from mneme.records import Fact
 from mneme.services.forgetting import _settlement
 
 T = datetime(2026, 3, 2, 9, tzinfo=UTC)

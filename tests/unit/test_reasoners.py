@@ -13,9 +13,9 @@ from botocore.exceptions import ReadTimeoutError
 from botocore.stub import ANY, Stubber
 
 from mneme.adapters.reasoners import BedrockReasoner, ReasonerOutputInvalid
-from mneme.consolidation.models import Proposal
 from mneme.consolidation.reasoning import Reasoner
 from mneme.errors import MnemeError, ReasonerRefused, StoreUnavailable, Throttled
+from mneme.records import Proposal
 from tests.support.bedrock import ScriptedBedrock
 
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"

@@ -97,3 +97,19 @@ def test_the_local_runner_renews_per_batch_and_concludes(stack: Any) -> None:
     assert finished.status in ("succeeded", "partial") and finished.lease_until is not None
     clock.advance(seconds=10 * consolidation.deps.settings.lease_seconds)
     assert consolidation.get(WRITER, run.run_id).status == finished.status
+
+
+def test_finish_reads_and_writes_the_run_once(stack: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    services, _, run, targets, _ = opened(stack)
+    consolidation = services.consolidation
+    batch = consolidation.step({"stage": "begin", "tenant": "acme", "run_id": run.run_id, "scope_id": targets[0]})
+    calls: list[str] = []
+    for name in ("get_run", "put_run"):
+        real = getattr(services.store, name)
+        monkeypatch.setattr(services.store, name, lambda *a, _n=name, _r=real: (calls.append(_n), _r(*a))[1])
+    # When the workflow's `finish` task concludes the run (maintenance sweep included)
+    done = consolidation.step({"stage": "finish", "tenant": "acme", "run_id": run.run_id, "batches": [batch]})
+    # Then the run record was read once and written once, with the sweep's counters and the status
+    assert calls == ["get_run", "put_run"]
+    assert done["status"] == services.store.get_run("acme", run.run_id).status
+    assert "maintain" in services.store.get_run("acme", run.run_id).stages

@@ -9,8 +9,8 @@ from typing import Any
 
 from mneme.adapters.orchestrators import StepFunctionsOrchestrator
 from mneme.bootstrap import Services
-from mneme.consolidation.models import Run
 from mneme.consolidation.service import MAX_TARGETS_PER_RUN
+from mneme.records import Run
 
 STEP_FUNCTIONS_INPUT_LIMIT = 256 * 1024
 

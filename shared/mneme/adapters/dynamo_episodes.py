@@ -47,9 +47,9 @@ from mneme.adapters.dynamo_table import (
     text_of,
     unmoved,
 )
-from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
 from mneme.errors import Conflict, StoreUnavailable
 from mneme.models import Episode, SessionPosition, session_position
+from mneme.records import Checkpoint, Contradiction, Fact, Run
 
 UNINDEXED = "UNINDEXED"
 EPISODE_CODEC: dict[str, Any] = {"json_fields": ("metadata",), "vector_fields": ("vector",)}

@@ -25,9 +25,9 @@ from mneme.adapters.dynamo_codec import (
 )
 from mneme.adapters.dynamo_episodes import EPISODE_CODEC, FACT_CODEC
 from mneme.adapters.dynamo_table import GSI3, DynamoTable, key_of, position_of, unmoved
-from mneme.consolidation.models import Fact
 from mneme.errors import Conflict, NotFound
 from mneme.models import Episode, Forgotten
+from mneme.records import Fact
 
 ATTEMPTS = 3  # a record changed between its read and its conditional write: read again
 

@@ -1,35 +1,14 @@
-"""Where consolidation runs: a background thread locally, a Step Functions execution in AWS."""
+"""Where consolidation runs in AWS: a Step Functions execution (locally: `mneme.consolidation.threads`)."""
 
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mneme.consolidation.models import Run
-from mneme.consolidation.service import ConsolidationService
 from mneme.errors import StoreUnavailable, Throttled
-from mneme.observability import logger
-
-
-class ThreadOrchestrator:
-    """Runs each consolidation in a daemon thread of this process (the local server)."""
-
-    def __init__(self, service: ConsolidationService) -> None:
-        self.service = service
-
-    def start(self, run: Run, targets: list[str]) -> None:
-        def work() -> None:
-            try:
-                self.service.execute(run, targets, settle=True)
-            except Exception:  # the run record must not stay "running" forever
-                logger.exception("consolidation crashed", extra={"run_id": run.run_id})
-                run.status = "failed"
-                self.service.deps.store.put_run(run)
-
-        threading.Thread(target=work, name=f"consolidate-{run.run_id}", daemon=True).start()
+from mneme.records import Run
 
 
 class StepFunctionsOrchestrator:

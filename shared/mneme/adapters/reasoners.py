@@ -27,8 +27,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from mneme.adapters.bedrock_calls import RetryMode, bedrock_client, call_bedrock
-from mneme.consolidation.models import Proposal
 from mneme.errors import MnemeError, ReasonerOutputInvalid, ReasonerRefused, StoreUnavailable, Throttled
+from mneme.records import Proposal
 
 __all__ = ["BedrockReasoner", "OpenAIReasoner", "ReasonerOutputInvalid"]
 

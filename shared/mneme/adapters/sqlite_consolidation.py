@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 
 from mneme.adapters import sqlite_episodes as rows_of
 from mneme.adapters.sqlite_base import SqliteBase, utc_text
-from mneme.consolidation.models import Checkpoint, Contradiction, Fact, Run
 from mneme.errors import Conflict
 from mneme.models import Episode
+from mneme.records import Checkpoint, Contradiction, Fact, Run
 
 CONSOLIDATION_SCHEMA = """
 CREATE TABLE IF NOT EXISTS dirty (

@@ -16,11 +16,11 @@ Schema:
   still reflects the file (another process may write too).
 
 Text search lets FTS5 rank and cut first (`ORDER BY rank LIMIT n`) and applies the filters to
-those n, in one statement (`_CUT`); when fewer than k survive and more matches exist, it fetches
+those n, in one statement (`CUT`); when fewer than k survive and more matches exist, it fetches
 more (n x 8), and past a bound runs the full filtered join, so the top k is always the true
-filtered top k. A small subtree walks its own documents instead. From `_BIG_TEXT` documents on
+filtered top k. A small subtree walks its own documents instead. From `BIG_TEXT` documents on
 (`approximate_text_from`), the plan is approximate (`_and_first`: every word first, then fewer;
-each pass ranks only its newest `_WINDOW` matches).
+each pass ranks only its newest `WINDOW` matches). The plan is `sqlite_text.TextPlan`.
 Vectors: see `vector_cache` (the boolean mask precedes the top k). Time windows are half-open:
 since <= occurred_at < until; naive datetimes are UTC.
 
@@ -38,172 +38,40 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mneme.adapters import vector_snapshot
+from mneme.adapters import sqlite_vectors, vector_snapshot
 from mneme.adapters.sqlite_base import ConnectionPool, WriterLock
+from mneme.adapters.sqlite_index_schema import META_SCHEMA, PUT, SCHEMA, migrate, split_dates
+from mneme.adapters.sqlite_text import (
+    BIG_TEXT,
+    TextPlan,
+    iso_utc,
+    metadata_docs,
+)
 from mneme.adapters.vector_cache import (
     CacheSet,
-    Rows,
     VectorCache,
     ann_available,
-    as_utc,
     blas_on_calling_thread,
     normalised_vector,
 )
 from mneme.errors import InvalidInput, StoreUnavailable
 from mneme.search_models import Hit, IndexDocument, SearchFilter
-from mneme.text import meaningful_words, words
 
 REBUILDING_LAG = 100 * 365 * 86400.0  # seconds: `visibility_lag` while the index is rebuilt
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS docs (
-    id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, doc_id TEXT NOT NULL, kind TEXT NOT NULL,
-    scope_id TEXT NOT NULL, ancestor_ids TEXT NOT NULL, occurred_at TEXT NOT NULL, tier TEXT NOT NULL,
-    session_id TEXT, visible_to TEXT, model_id TEXT, vector BLOB, UNIQUE (tenant, doc_id));
-CREATE INDEX IF NOT EXISTS docs_scope ON docs (tenant, scope_id);
-CREATE INDEX IF NOT EXISTS docs_model ON docs (tenant, model_id);
-CREATE TABLE IF NOT EXISTS doc_ancestors (
-    tenant TEXT NOT NULL, ancestor_id TEXT NOT NULL, doc INTEGER NOT NULL,
-    PRIMARY KEY (tenant, ancestor_id, doc)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS doc_ancestors_doc ON doc_ancestors (doc);
-CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(text, dates, tokenize='porter unicode61');
-CREATE TABLE IF NOT EXISTS generations (tenant TEXT PRIMARY KEY, gen INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS doc_meta (
-    tenant TEXT NOT NULL, term TEXT NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY (tenant, term, doc)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS doc_meta_doc ON doc_meta (doc);
-"""
-
-# Created on open next to SCHEMA (a file from before gets them then): the file's epoch (a random id,
-# so a vector snapshot of another file is never taken for this one's) and the change log: one row
-# per document a write touched, under the tenant generation it produced ('' marks the generation,
-# '*' means every document), kept for the last _LOG_KEEP generations. A vector cache (another
-# process's, or a snapshot) that is a few generations behind catches up by re-reading those rows.
-META_SCHEMA = """
-CREATE TABLE IF NOT EXISTS index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS doc_changes (
-    tenant TEXT NOT NULL, gen INTEGER NOT NULL, doc_id TEXT NOT NULL, PRIMARY KEY (tenant, gen, doc_id)) WITHOUT ROWID;
-"""
 _LOG_KEEP = 2000  # generations of the change log kept per tenant
 SNAPSHOT_MIN_ROWS = 5000  # caches smaller than this load from SQLite quickly enough; not saved
-
-# A document written again keeps its row id (the text plan reads ids as the order of first writes).
-_PUT = """
-INSERT OR REPLACE INTO docs (id, tenant, doc_id, kind, scope_id, ancestor_ids, occurred_at, tier, session_id,
-                             visible_to, model_id, vector)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
-"""
-
-# Text search. A cut: FTS5 ranks the matches (from rowid :start on) and keeps the best :n; the filters
-# run on those n in the same statement, whose last row (doc_id NULL) carries the cut's size and lowest score.
-# FTS-first (the fallback when the cut leaves too few): every match, joined and filtered.
-# Subtree-first walks a small subtree and probes FTS per doc (~25 us per doc and query word, so
-# only for small subtrees). CROSS JOIN fixes the loop order.
-_CUT = """
-WITH cut AS MATERIALIZED (
-    SELECT rowid AS id, -rank AS score FROM docs_fts WHERE docs_fts MATCH :q AND rowid >= :start
-    ORDER BY rank, rowid LIMIT :n)
-SELECT d.doc_id, cut.score, NULL FROM cut CROSS JOIN docs d ON d.id = cut.id
-WHERE d.tenant = :tenant AND EXISTS (
-    SELECT 1 FROM doc_ancestors a WHERE a.tenant = :tenant AND a.ancestor_id = :anc AND a.doc = d.id) {where}
-UNION ALL SELECT NULL, count(*), min(score) FROM cut
-"""
-_WINDOW_START = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
-_NEWEST = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
-_FTS_FIRST = """
-SELECT d.doc_id, -bm25(docs_fts) AS score FROM docs_fts CROSS JOIN docs d ON d.id = docs_fts.rowid
-WHERE docs_fts MATCH :q AND d.tenant = :tenant AND EXISTS (
-    SELECT 1 FROM doc_ancestors a WHERE a.tenant = :tenant AND a.ancestor_id = :anc AND a.doc = d.id)
-"""
-_SUBTREE_FIRST = """
-SELECT d.doc_id, -bm25(docs_fts) AS score FROM doc_ancestors a CROSS JOIN docs d CROSS JOIN docs_fts
-WHERE a.tenant = :tenant AND a.ancestor_id = :anc AND d.id = a.doc AND docs_fts.rowid = a.doc
-    AND docs_fts MATCH :q AND d.tenant = :tenant
-"""
-_BIG_TEXT = 50_000  # documents (the highest id) from which a query of several words ANDs them first
-_WINDOW = 30_000  # a pass of `_and_first` ranks the newest this many matches of its query (bm25 for each)
-_DF_CACHE = 4096  # words whose document frequency a process remembers (for dropping the commonest first)
-_DF_SAMPLE = 512  # a word's documents are counted up to this, and estimated past it
-_RANKED_FIRST_FACTOR = 4  # the first cut: k x this
-_RANKED_FIRST_MAX = 20_000  # past this cut, the full join
-
-_MAX_TERMS = 32
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-           "october", "november", "december")  # fmt: skip
-_MONTH = "|".join(_MONTHS)
-_DAY = r"(?P<d>[0-3]?\d)(?:st|nd|rd|th)?"
-_DATE_PATTERNS = [
-    re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})(?:-(?P<d>\d{1,2}))?\b"),  # 2026-03-04, 2026-03
-    re.compile(rf"\b{_DAY}\s+(?:of\s+)?(?P<mon>{_MONTH})\b(?:,?\s+(?P<y>\d{{4}})\b)?"),  # 4 March 2026
-    re.compile(rf"\b(?P<mon>{_MONTH})\s+{_DAY}\b(?:,?\s+(?P<y>\d{{4}})\b)?"),  # March 4, 2026
-    re.compile(rf"\b(?P<mon>{_MONTH})\s+(?P<y>\d{{4}})\b"),  # March 2026
-    re.compile(rf"\b(?P<mon>{'|'.join(m for m in _MONTHS if m != 'may')})\b"),  # March ("may" is a verb)
-]
-_DATE_LINE = re.compile(r"\n\n(\d{4}-\d{2}-\d{2} \w+ \d{1,2} \w+ \d{4})\s*$")
-
-
-def date_phrases(text: str) -> list[str]:
-    """The date-like phrases of a query as FTS5 phrases over `IndexDocument.dates` words."""
-    lowered = text.lower()
-    taken = [False] * len(lowered)
-    phrases: list[str] = []
-    for pattern in _DATE_PATTERNS:
-        for m in pattern.finditer(lowered):
-            if any(taken[m.start() : m.end()]):
-                continue
-            groups = m.groupdict()
-            month = int(groups["m"]) if groups.get("m") else _MONTHS.index(groups["mon"]) + 1
-            day = int(groups["d"]) if groups.get("d") else None
-            year = groups.get("y")
-            if not 1 <= month <= 12 or (day is not None and not 1 <= day <= 31):
-                continue
-            taken[m.start() : m.end()] = [True] * (m.end() - m.start())
-            name = _MONTHS[month - 1]
-            # Each date once in each form the dates field spells it, so the day (or the month)
-            # outscores a stray number or month name in the text by a clear margin.
-            if year and day:
-                phrases += [f"{year} {month:02d} {day:02d}", f"{day} {name} {year}", f"{name} {year}"]
-            elif year:
-                phrases += [f"{name} {year}", f"{year} {month:02d}"]
-            elif day:
-                phrases.append(f"{day} {name}")
-            else:
-                phrases.append(name)
-    return list(dict.fromkeys(phrases))
-
-
-def query_terms(text: str) -> list[str]:
-    """The query's meaningful words (`mneme.text`: no stopwords; all words if nothing else is left), once each."""
-    return list(dict.fromkeys(meaningful_words(text) or words(text)))[:_MAX_TERMS]
-
-
-def fts_query(text: str, terms: Sequence[str] | None = None, joiner: str = " OR ") -> str | None:
-    """The query's terms (`query_terms`), each quoted and ORed (or joined by `joiner`) over `text`; its
-    date-like phrases ORed over `dates`. User syntax never reaches FTS5."""
-    terms = query_terms(text) if terms is None else terms
-    if not terms:
-        return None
-    match = "{text}: (" + joiner.join(f'"{w}"' for w in terms) + ")"
-    dates = date_phrases(text)
-    if dates:
-        match += " OR {dates}: (" + " OR ".join(f'"{p}"' for p in dates) + ")"
-    return match
-
-
-def iso_utc(value: datetime) -> str:
-    return as_utc(value).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def _default_connect(path: str) -> sqlite3.Connection:
@@ -265,7 +133,7 @@ class SqliteSearchIndex:
         *,
         connect: Callable[[str], sqlite3.Connection] | None = None,
         subtree_first_max: int = 256,
-        approximate_text_from: int = _BIG_TEXT,
+        approximate_text_from: int = BIG_TEXT,
         ann: bool | None = None,
         snapshots: bool = True,
     ) -> None:
@@ -279,10 +147,7 @@ class SqliteSearchIndex:
             import faiss  # noqa: F401  (imported now, ~0.1 s, rather than by the first search)
         blas_on_calling_thread()  # the exact vector scans (and rescoring) in this process
         self._connect = connect or _default_connect
-        # Text plan choice: subtree-first when subtree size x query words is at most this.
-        self._subtree_first_max = subtree_first_max
-        # ... and the approximate plan (`_and_first`) from this many documents (the highest id) on
-        self._approximate_text_from = approximate_text_from
+        self._text = TextPlan(subtree_first_max, approximate_text_from)
         self._lock = threading.RLock()  # writers; also every call on ":memory:" (one connection)
         self._writer = None if str(path) == ":memory:" else WriterLock(path)  # writers of every process
         self._pool = ConnectionPool(self._open)
@@ -291,7 +156,6 @@ class SqliteSearchIndex:
         self._caches = CacheSet()
         self._cache_lock = _SharedLock()
         self._load_lock = threading.Lock()
-        self._df: dict[str, int] = {}  # word -> documents holding it (`_frequency`)
 
     # -- plumbing ---------------------------------------------------------------------------
     @contextmanager
@@ -321,7 +185,7 @@ class SqliteSearchIndex:
                     if not self._ready:
                         conn.execute("PRAGMA journal_mode=WAL")
                         conn.executescript(SCHEMA + META_SCHEMA)
-                        _migrate(conn)
+                        migrate(conn)
                         conn.execute("INSERT OR IGNORE INTO index_meta VALUES ('epoch', ?)", (secrets.token_hex(16),))
                         self._epoch = conn.execute("SELECT value FROM index_meta WHERE key = 'epoch'").fetchone()[0]
                         self._ready = True
@@ -400,7 +264,7 @@ class SqliteSearchIndex:
                 d.session_id, d.visible_to, d.model_id if vec is not None else None,
                 vec.tobytes() if vec is not None else None,
             ))  # fmt: skip
-        texts = [_split_dates(d) for d in latest.values()]
+        texts = [split_dates(d) for d in latest.values()]
         with self._tx({tenant for tenant, _ in latest}) as write:
             conn = write.conn
             self._check_dimensions(conn, latest, vectors)
@@ -418,7 +282,7 @@ class SqliteSearchIndex:
                 "INSERT OR IGNORE INTO doc_meta VALUES (?, ?, ?)",
                 [(d.tenant, term, ids[key]) for key, d in latest.items() for term in d.metadata_terms],
             )
-            conn.executemany(_PUT, [(ids[key], *row) for key, row in zip(latest, rows, strict=True)])
+            conn.executemany(PUT, [(ids[key], *row) for key, row in zip(latest, rows, strict=True)])
             conn.executemany(
                 "INSERT INTO docs_fts (rowid, text, dates) VALUES (?, ?, ?)",
                 [(ids[key], text, dates) for key, (text, dates) in zip(latest, texts, strict=True)],
@@ -529,178 +393,8 @@ class SqliteSearchIndex:
             return {row[0] for row in conn.execute("SELECT doc_id FROM docs WHERE tenant = ?", (tenant,))}
 
     def search_text(self, flt: SearchFilter, query: str, k: int) -> list[Hit]:
-        match = fts_query(query)
-        if k <= 0 or match is None:
-            return []
-        params: dict[str, object] = {"q": match, "tenant": flt.tenant, "anc": flt.ancestor_id, "k": k}
-        where = _filter_sql(flt, params)
-        order = "ORDER BY score DESC, d.doc_id"
         with self._db() as conn:
-            limit = self._subtree_first_max // (match.count(" OR ") + 1)
-            small = conn.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM doc_ancestors WHERE tenant = ? AND ancestor_id = ? LIMIT ?)",
-                (flt.tenant, flt.ancestor_id, limit + 1),
-            ).fetchone()[0]
-            if small <= limit:
-                rows = conn.execute(f"{_SUBTREE_FIRST} {where} {order} LIMIT :k", params).fetchall()
-                return [Hit(doc_id=doc_id, score=score) for doc_id, score in rows]
-            terms = query_terms(query)
-            top = conn.execute("SELECT max(id) FROM docs").fetchone()[0] or 0
-            if terms and top >= self._approximate_text_from:
-                found = self._and_first(conn, query, terms, k, where, params, top)
-                if found is not None:
-                    return found
-            n = k * _RANKED_FIRST_FACTOR
-            while n <= _RANKED_FIRST_MAX:
-                kept, size, last = self._cut(conn, match, 0, n, where, params)
-                if not size:
-                    return []
-                hits = sorted(kept, key=lambda hit: (-hit[1], hit[0]))[:k]
-                # exact when the cut kept every match, or k survived scoring above the cut's last
-                # score (a tie at the cut could hide a lower doc_id beyond it)
-                if size < n or (len(hits) == k and hits[-1][1] > last):
-                    return [Hit(doc_id=doc_id, score=score) for doc_id, score in hits]
-                n *= 8
-            rows = conn.execute(f"{_FTS_FIRST} {where} {order} LIMIT :k", params).fetchall()
-        return [Hit(doc_id=doc_id, score=score) for doc_id, score in rows]
-
-    def _and_first(
-        self,
-        conn: sqlite3.Connection,
-        query: str,
-        terms: list[str],
-        k: int,
-        where: str,
-        params: dict[str, object],
-        top: int,
-    ) -> list[Hit] | None:
-        """A big corpus: documents holding every word first, then (while fewer than k pass the
-        filters) every word but the commonest, and so on down to the rarest word alone; then any
-        of the rarest words, one more at a time; None when that still leaves fewer than k (the caller
-        then scores every match of any word). Each pass ranks the newest `_WINDOW` matches of its
-        query (`_ranked`).
-
-        Why: FTS5 computes bm25 for every row a query matches before its ORDER BY rank LIMIT (~1 us a
-        row: ~0.3 s for a common word of a 1M corpus); an AND query matches only the rows holding all
-        its words. The phrases are the same, so a document holding every word gets its exact OR score;
-        a document found by a relaxed query gets the part of its score from the words it was found
-        by, a lower bound. Approximate: a document missing a word could outscore one holding them
-        all and be missed when k are found before it, and a query matching more than `_WINDOW`
-        documents ranks only the newest of them (`bench/recall.py` measures the overlap with exact)."""
-        best: dict[str, float] = {}
-
-        def found(words: list[str], joiner: str = " AND ", count: int | None = None) -> list[Hit] | None:
-            match = fts_query(query, words, joiner) or ""
-            for doc_id, score in self._ranked(conn, match, k, where, params, count):
-                best[doc_id] = max(score, best.get(doc_id, score))
-            if len(best) < k:
-                return None
-            ranked = sorted(best.items(), key=lambda hit: (-hit[1], hit[0]))[:k]
-            return [Hit(doc_id=doc_id, score=score) for doc_id, score in ranked]
-
-        # counted first: a pass matching at most _WINDOW documents needs no window (`_ranked`)
-        matched = self._count(conn, fts_query(query, terms, " AND ") or "")
-        hits = found(terms, count=matched)
-        if hits is not None:
-            return hits
-        # relaxing: words no document holds go at once, then the commonest first
-        df = {w: self._frequency(conn, w, top) for w in terms}
-        present = sorted((w for w in terms if df[w]), key=lambda w: df[w])
-        # a level matching as many documents as the one before matches the same ones (it holds them all),
-        # which scored there at least as high: it is not ranked (FTS5's bm25 reads every document of each
-        # word to weigh it, ~0.3 us a document per pass); counting is ~10 times cheaper
-        for m in range(len(present), 0, -1):
-            if hits is not None:
-                return hits
-            if m < len(terms):
-                count = self._count(conn, fts_query(query, present[:m], " AND ") or "")
-                if count != matched:
-                    hits = found(present[:m], count=count)
-                matched = count
-        for m in range(2, len(present) + 1):  # any of the m rarest words (each pass ranks at most _WINDOW)
-            if hits is not None:
-                break
-            hits = found(present[:m], " OR ")
-        return hits
-
-    def _ranked(
-        self,
-        conn: sqlite3.Connection,
-        match: str,
-        k: int,
-        where: str,
-        params: dict[str, object],
-        count: int | None = None,
-    ) -> list[tuple[str, float]]:
-        """The best-ranked matches of `match` that pass the filters, at least k of them when there are:
-        of its newest `_WINDOW` matches (all of them when there are fewer: `count`, the matches, when
-        known, spares looking for the window's start); when the filters leave fewer than k of a full
-        window, of every match (up to cuts of `_RANKED_FIRST_MAX`). FTS5 ranks the window (a rowid
-        range) and cuts it to the best n (of documents tied at the cut, the older: the lower rowid)."""
-        start = 0
-        if count is None or count > _WINDOW:
-            row = conn.execute(_WINDOW_START, (match, _WINDOW - 1)).fetchone()
-            start = row[0] if row else 0
-        found = self._best(conn, match, start, k, where, params)
-        if len(found) < k and start:  # the filters are narrow: every match, ranked
-            found = self._best(conn, match, 0, k, where, params, _RANKED_FIRST_MAX)
-        return found
-
-    def _best(
-        self,
-        conn: sqlite3.Connection,
-        match: str,
-        start: int,
-        k: int,
-        where: str,
-        params: dict[str, object],
-        most: int | None = None,
-    ) -> list[tuple[str, float]]:
-        """(doc_id, score) of the best-ranked matches from rowid `start` on that pass the filters: cuts
-        of k x `_RANKED_FIRST_FACTOR`, x 8 while fewer than k pass and more match (and the next cut is
-        at most `most`)."""
-        n = k * _RANKED_FIRST_FACTOR
-        while True:
-            found, size, _ = self._cut(conn, match, start, n, where, params)
-            if len(found) >= k or size < n or (most is not None and n * 8 > most):
-                return found
-            n *= 8
-
-    @staticmethod
-    def _cut(
-        conn: sqlite3.Connection, match: str, start: int, n: int, where: str, params: dict[str, object]
-    ) -> tuple[list[tuple[str, float]], int, float]:
-        """One cut (`_CUT`): the (doc_id, score) of its n best matches from rowid `start` on that pass
-        the filters, how many it ranked (n, or fewer when fewer match) and its lowest score (-inf: none)."""
-        rows = conn.execute(_CUT.format(where=where), {**params, "q": match, "start": start, "n": n}).fetchall()
-        size, last = 0, float("-inf")
-        kept = []
-        for doc_id, score, lowest in rows:
-            if doc_id is None:
-                size, last = int(score), float("-inf") if lowest is None else lowest
-            else:
-                kept.append((doc_id, score))
-        return kept, size, last
-
-    @staticmethod
-    def _count(conn: sqlite3.Connection, match: str) -> int:
-        return int(conn.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?", (match,)).fetchone()[0])
-
-    def _frequency(self, conn: sqlite3.Connection, word: str, top: int) -> int:
-        """Documents whose text holds `word`, estimated (remembered: it only orders the words to drop):
-        counted up to _DF_SAMPLE; past that, the density of its newest _DF_SAMPLE matches over the
-        rowids up to `top` (the highest)."""
-        found = self._df.get(word)
-        if found is None:
-            if len(self._df) >= _DF_CACHE:
-                self._df.clear()
-            match = '{text}: "' + word + '"'
-            rows = conn.execute(_NEWEST, (match, _DF_SAMPLE)).fetchall()
-            found = len(rows)
-            if found == _DF_SAMPLE:
-                found = max(found, round(_DF_SAMPLE * top / max(top - rows[-1][0] + 1, 1)))
-            self._df[word] = found
-        return found
+            return self._text.search(conn, flt, query, k)
 
     def get_vectors(self, tenant: str, model_id: str, doc_ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
         ids = list(dict.fromkeys(doc_ids))
@@ -729,7 +423,7 @@ class SqliteSearchIndex:
             while True:
                 with self._cache_lock.shared():
                     cache = self._caches.get(flt.tenant, model_id)
-                    fresh = cache is not None and cache.generation == _generation(conn, flt.tenant)
+                    fresh = cache is not None and cache.generation == sqlite_vectors.generation(conn, flt.tenant)
                     if cache is not None and fresh and not (self._ann and cache.wants_ann()):
                         if cache.dim is None:
                             return []
@@ -737,7 +431,7 @@ class SqliteSearchIndex:
                             raise InvalidInput(
                                 f"{model_id} vectors have {cache.dim} dimensions, the query {query.size}"
                             )
-                        allowed = _metadata_docs(conn, flt)
+                        allowed = metadata_docs(conn, flt)
                         return cache.search(flt, query / norm, k, exact=not self._ann, allowed=allowed)
                 self._reload(conn, flt.tenant, model_id)
 
@@ -748,7 +442,7 @@ class SqliteSearchIndex:
             conn.execute("BEGIN")  # one snapshot for the generation, the log and the rows
             rebuilt = False
             try:
-                gen = _generation(conn, tenant)
+                gen = sqlite_vectors.generation(conn, tenant)
                 cache = self._caches.get(tenant, model_id)
                 restored = None
                 if cache is None and self._snapshots:
@@ -758,11 +452,15 @@ class SqliteSearchIndex:
                     )  # fmt: skip
                 caught_up = cache is not None and cache.generation != gen
                 if cache is not None and caught_up:
-                    cache = _catch_up(conn, tenant, model_id, cache, gen)
-                if cache is not None and cache is restored and not _agrees(conn, tenant, model_id, cache, caught_up):
+                    cache = sqlite_vectors.catch_up(conn, tenant, model_id, cache, gen)
+                if (
+                    cache is not None
+                    and cache is restored
+                    and not sqlite_vectors.agrees(conn, tenant, model_id, cache, caught_up)
+                ):
                     cache = None
                 if cache is None:
-                    cache, rebuilt = _load(conn, tenant, model_id, gen), True
+                    cache, rebuilt = sqlite_vectors.load(conn, tenant, model_id, gen), True
                 self._caches.put(tenant, model_id, cache)
             finally:
                 conn.execute("COMMIT")
@@ -798,158 +496,3 @@ class _Write:
     conn: sqlite3.Connection
     after: Callable[[], None] | None = None  # applies the write to the caches, after COMMIT
     changed: dict[str, set[str]] = field(default_factory=dict)  # tenant -> doc ids written (the change log)
-
-
-def _generation(conn: sqlite3.Connection, tenant: str) -> int:
-    row = conn.execute("SELECT gen FROM generations WHERE tenant = ?", (tenant,)).fetchone()
-    return int(row[0]) if row else 0
-
-
-def _split_dates(doc: IndexDocument) -> tuple[str, str]:
-    """(text, dates): the document's date words moved out of its text into their own field."""
-    if doc.dates and doc.text.endswith(doc.dates):
-        return doc.text[: -len(doc.dates)].rstrip(), doc.dates
-    return doc.text, doc.dates or ""
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    """A file from before the `dates` column: rebuild docs_fts from its own text, moving each
-    episode's trailing date line into `dates`."""
-    columns = [c[0] for c in conn.execute("SELECT * FROM docs_fts LIMIT 0").description]
-    if "dates" in columns:
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute("CREATE VIRTUAL TABLE docs_fts_new USING fts5(text, dates, tokenize='porter unicode61')")
-        rows = conn.execute("SELECT rowid, text FROM docs_fts").fetchall()
-        split = []
-        for rowid, text in rows:
-            m = _DATE_LINE.search(text)
-            split.append((rowid, text[: m.start()], m.group(1)) if m else (rowid, text, ""))
-        conn.executemany("INSERT INTO docs_fts_new (rowid, text, dates) VALUES (?, ?, ?)", split)
-        conn.execute("DROP TABLE docs_fts")
-        conn.execute("ALTER TABLE docs_fts_new RENAME TO docs_fts")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-
-
-_ROW_COLUMNS = "doc_id, kind, ancestor_ids, occurred_at, tier, session_id, visible_to, vector"
-
-
-def _load(conn: sqlite3.Connection, tenant: str, model_id: str, gen: int) -> VectorCache:
-    rows = conn.execute(
-        f"SELECT {_ROW_COLUMNS} FROM docs WHERE tenant = ? AND model_id = ? ORDER BY id", (tenant, model_id)
-    ).fetchall()
-    cache = VectorCache(gen)
-    if rows:
-        cache.add(_rows(rows, len(rows[0][7]) // 4))
-    return cache
-
-
-def _rows(rows: list[tuple], dim: int) -> Rows:
-    doc_ids, kinds, paths, occurred, tiers, sessions, visible, blobs = map(
-        list, zip(*(r for r in rows if len(r[7]) == dim * 4), strict=True)
-    )
-    matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim)
-    # fixed-width ISO UTC without the "Z" parses straight into numpy microseconds
-    micros = np.array([t[:-1] for t in occurred], dtype="datetime64[us]").astype(np.int64).tolist()
-    paths = json.loads(f"[{','.join(paths)}]")  # one parse, not one per row
-    return Rows(doc_ids, kinds, paths, micros, tiers, sessions, visible, matrix)
-
-
-def _catch_up(conn: sqlite3.Connection, tenant: str, model_id: str, cache: VectorCache, gen: int) -> VectorCache | None:
-    """`cache` (at an older generation) brought to `gen` by re-reading the documents the change log
-    lists since; None when the log does not hold every generation in between (or says "all")."""
-    if cache.generation > gen:
-        return None
-    logged = conn.execute(
-        "SELECT gen, doc_id FROM doc_changes WHERE tenant = ? AND gen > ? AND gen <= ?", (tenant, cache.generation, gen)
-    ).fetchall()
-    if len({g for g, _ in logged}) != gen - cache.generation or any(d == "*" for _, d in logged):
-        return None
-    changed = sorted({d for _, d in logged if d})
-    found: list[tuple] = []
-    for start in range(0, len(changed), 500):
-        chunk = changed[start : start + 500]
-        found += conn.execute(  # by (tenant, doc_id); the model is checked on the rows
-            f"SELECT {_ROW_COLUMNS} FROM docs WHERE tenant = ? AND doc_id IN ({','.join('?' * len(chunk))})"
-            " AND +model_id = ? AND vector IS NOT NULL ORDER BY id",
-            (tenant, *chunk, model_id),
-        ).fetchall()
-    cache.remove(changed)
-    if found:
-        dim = cache.dim or len(found[0][7]) // 4
-        cache.add(_rows(found, dim))
-    cache.generation = gen
-    return cache
-
-
-def _agrees(conn: sqlite3.Connection, tenant: str, model_id: str, cache: VectorCache, count: bool) -> bool:
-    """A restored cache holds a sample of the file's rows byte for byte, and (`count`: after a catch-up
-    from the log) as many rows as the file. A snapshot at the file's own generation skips the count:
-    at 1M rows it is a 0.1-0.3 s index scan, and the generation already says no write came since."""
-    found = cache.rows
-    if count:
-        found = conn.execute(
-            "SELECT count(*) FROM docs WHERE tenant = ? AND model_id = ?", (tenant, model_id)
-        ).fetchone()[0]
-    if int(found) != cache.rows:
-        vector_snapshot.log.warning("vector snapshot of %s/%s: %d rows, the file %d", tenant, model_id, cache.rows,
-                                    found)  # fmt: skip
-        return False
-    sample = dict(cache.sample(16))
-    stored = dict(
-        conn.execute(
-            f"SELECT doc_id, vector FROM docs WHERE tenant = ? AND doc_id IN ({','.join('?' * len(sample))})",
-            (tenant, *sample),
-        ).fetchall()
-    ) if sample else {}  # fmt: skip
-    for doc_id, vector in sample.items():
-        if stored.get(doc_id) != vector.tobytes():
-            vector_snapshot.log.warning("vector snapshot of %s/%s disagrees with the file at %s", tenant, model_id,
-                                        doc_id)  # fmt: skip
-            return False
-    return True
-
-
-def _metadata_docs(conn: sqlite3.Connection, flt: SearchFilter) -> set[str] | None:
-    """The doc ids a metadata filter lets through (None: no metadata filter); the vector cache masks the rest."""
-    allowed: set[str] | None = None
-    for terms in flt.metadata_clauses():  # read from doc_meta's (tenant, term) key: only the matching documents
-        sql = ("SELECT d.doc_id FROM doc_meta m CROSS JOIN docs d ON d.id = m.doc "
-               f"WHERE m.tenant = ? AND m.term IN ({','.join('?' * len(terms))})")  # fmt: skip
-        found = {row[0] for row in conn.execute(sql, (flt.tenant, *terms))}
-        allowed = found if allowed is None else allowed & found
-    return allowed
-
-
-def _filter_sql(flt: SearchFilter, params: dict[str, object]) -> str:
-    """The non-subtree filters as AND clauses over `d` (docs), binding into `params`."""
-    clauses: list[str] = []
-    for column, values in (("kind", flt.kinds), ("tier", flt.tiers)):
-        if values is not None:
-            names = [f"{column}{i}" for i in range(len(values))]
-            params.update(zip(names, sorted(values), strict=True))
-            clauses.append(f"d.{column} IN ({', '.join(':' + n for n in names)})" if names else "0")
-    if flt.since is not None:
-        params["since"] = iso_utc(flt.since)
-        clauses.append("d.occurred_at >= :since")
-    if flt.until is not None:
-        params["until"] = iso_utc(flt.until)
-        clauses.append("d.occurred_at < :until")
-    if flt.session_id is not None:
-        params["session"] = flt.session_id
-        clauses.append("d.session_id = :session")
-    for i, terms in enumerate(flt.metadata_clauses()):
-        names = [f"meta{i}_{j}" for j in range(len(terms))]
-        params.update(zip(names, terms, strict=True))
-        marks = ", ".join(":" + n for n in names)
-        clauses.append(f"d.id IN (SELECT doc FROM doc_meta WHERE tenant = :tenant AND term IN ({marks}))")
-    if not flt.rollups:
-        clauses.append("NOT (d.kind = 'fact' AND d.tier <> 'raw')")
-    params["principal"] = flt.principal
-    clauses.append("(d.visible_to IS NULL OR d.visible_to = :principal)")
-    return "".join(f" AND {c}" for c in clauses)

@@ -9,9 +9,9 @@ from datetime import datetime
 
 from mneme.adapters import sqlite_episodes as rows_of
 from mneme.adapters.sqlite_base import SqliteBase, utc_text
-from mneme.consolidation.models import Fact
 from mneme.errors import Conflict, NotFound
 from mneme.models import Episode, Forgotten
+from mneme.records import Fact
 
 # Who forgot a record, when and why; erased with its scope (`SqlitePortabilityStore.erase_scopes`).
 RECORDS_SCHEMA = """

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from mneme.grounding import split_speaker
+
 
 class Claim(NamedTuple):
     entity: str
@@ -20,7 +22,6 @@ class Claim(NamedTuple):
     value: str
 
 
-SPEAKER = re.compile(r"^\s*(?P<name>[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+(?P<text>\S.*)$", re.S)
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 CLAUSE = re.compile(r"\s*(?:[,;]|\s-\s|\bbut\b)\s*")
 NEGATED = re.compile(
@@ -61,12 +62,6 @@ NOT_A_VALUE = re.compile(
 
 
 PREPOSITION = re.compile(r"^(?:in|on|at|from|with|for|to|by|near)\b", re.I)
-
-
-def split_speaker(text: str) -> tuple[str | None, str]:
-    """('Maya', 'I moved to Berlin.') from 'Maya: I moved to Berlin.'; (None, text) without a prefix."""
-    found = SPEAKER.match(text)
-    return (found["name"], found["text"]) if found else (None, text.strip())
 
 
 def clean(value: str) -> str:

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
 
-from mneme.consolidation.models import MAX_FACTS_LISTED, Run, StageReport
 from mneme.consolidation.stages import DEADLINE, STAGES, Batch, Deps, maintain_facts
 from mneme.errors import InvalidInput, MnemeError, NotFound
 from mneme.models import Principal
 from mneme.observability import logger
+from mneme.records import MAX_FACTS_LISTED, Run, StageReport
 from mneme.services.scopes import ScopeService
 
 MAX_BATCHES_PER_SCOPE = 50
@@ -135,27 +135,16 @@ class ConsolidationService:
             finally:
                 self.deps.store.release_lease(run.tenant, scope_id, self.owner)
             self.deps.store.put_run(run)
-        self.maintain(run)
+        maintain(self.deps, run)
         list_written(self.deps, run, targets)
         run.conclude(self.deps.clock.now())
         self.deps.store.put_run(run)
         logger.info("consolidation finished", extra={"run_id": run.run_id, "status": run.status})
         return run
 
-    def maintain(self, run: Run) -> None:
-        """Decay, expiry and stale flags over every fact of the tenant, not only the scopes with new
-        episodes (a fact nobody touches must still fade on schedule)."""
-        try:
-            changed = maintain_facts(self.deps, run.tenant, self.deps.store.list_facts(run.tenant))
-        except MnemeError as e:
-            _merge(run, "maintain", {"errors": 1}, [{"stage": "maintain", "message": f"{e.code}: {e.message}"}])
-            return
-        expired = sum(1 for f in changed if f.status == "expired")
-        _merge(run, "maintain", {"facts_updated": len(changed), "expired": expired}, [])
-
     def step(self, event: dict[str, Any], remaining_ms: Callable[[], int] | None = None) -> dict[str, Any]:
-        """One Step Functions task (see `step`), with the run-level parts of the local runner: `begin`
-        takes (or renews) the scope's lease for the run, `finish` sweeps maintenance and releases them.
+        """One Step Functions task (`_step` dispatches it), with the run-level parts of the local runner:
+        `begin` takes (or renews) the scope's lease for the run, `finish` sweeps maintenance and releases them.
         `remaining_ms`: the Lambda's remaining time; extract stops calling the reasoner TASK_MARGIN_SECONDS
         before it ends."""
         if remaining_ms is None:
@@ -192,9 +181,11 @@ class ConsolidationService:
         return {"concluded": True, "run_id": run.run_id, "status": run.status}
 
     def _step(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The one dispatcher of the Step Functions tasks: `begin` opens a batch under the scope's lease
+        (renewing the run's), the stages run on it, `finish` concludes the run and releases the leases."""
         stage = event["stage"]
         if stage == "begin":
-            batch = Batch.model_validate(step(self.deps, event))
+            batch = begin(self.deps, event)
             if not self._lease(batch.tenant, batch.scope_id, batch.run_id):
                 batch.leased_elsewhere = True
                 batch.count("collect", "skipped_leased")
@@ -203,17 +194,13 @@ class ConsolidationService:
                 self._renew(run)  # `finish` writes its counters, after every batch: no write is lost here)
             return batch.model_dump(mode="json")
         if stage == "finish":
-            run = self.deps.store.get_run(event["tenant"], event["run_id"])
-            if run is not None:
-                self.maintain(run)
-                self.deps.store.put_run(run)
-            result = step(self.deps, event)
+            result = finish(self.deps, event)
             for scope_id in {b.get("scope_id") for b in event.get("batches", [])} - {None, "*"}:
                 self.deps.store.release_lease(event["tenant"], str(scope_id), event["run_id"])
             return result
         if event.get("batch", {}).get("leased_elsewhere"):
             return dict(event["batch"])
-        return step(self.deps, event)
+        return run_stage(self.deps, event)
 
     def _ttl(self) -> timedelta:
         return timedelta(seconds=self.deps.settings.lease_seconds)
@@ -285,37 +272,51 @@ def _merge(run: Run, stage: str, counters: dict[str, int], errors: list[dict[str
     report.errors.extend(errors)
 
 
-def step(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
-    """One Step Functions task: `{"stage": name, "batch": {...}}` → the batch after that stage.
+def maintain(deps: Deps, run: Run) -> None:
+    """Decay, expiry and stale flags over every fact of the tenant, not only the scopes with new
+    episodes (a fact nobody touches must still fade on schedule)."""
+    try:
+        changed = maintain_facts(deps, run.tenant, deps.store.list_facts(run.tenant))
+    except MnemeError as e:
+        _merge(run, "maintain", {"errors": 1}, [{"stage": "maintain", "message": f"{e.code}: {e.message}"}])
+        return
+    expired = sum(1 for f in changed if f.status == "expired")
+    _merge(run, "maintain", {"facts_updated": len(changed), "expired": expired}, [])
 
-    `{"stage": "begin", "tenant", "run_id", "scope_id"}` opens a batch; `{"stage": "finish", "tenant",
-    "run_id", "batches": [...]}` folds every batch's counters and errors into the run record.
-    """
-    stage = event["stage"]
-    if stage == "begin":
-        batch = Batch(
-            tenant=event["tenant"], scope_id=event["scope_id"], run_id=event["run_id"], started_at=deps.clock.now()
-        )
-        return batch.model_dump(mode="json")
-    if stage == "finish":
-        run = deps.store.get_run(event["tenant"], event["run_id"])
-        if run is None:
-            raise NotFound(f"run {event['run_id']} does not exist", code="run_not_found")
-        batches = [Batch.model_validate(b) for b in event.get("batches", [])]
-        for batch in batches:
-            for name, counters in batch.counters.items():
-                _merge(run, name, counters, [e for e in batch.errors if e["stage"] == name])
-        scope_ids = sorted({b.scope_id for b in batches} - {"*"})
-        if run.counter("extract", "set_aside"):  # listed by each scope's checkpoint, not carried by the Map
-            for scope_id in scope_ids:
-                kept = deps.store.get_checkpoint(run.tenant, scope_id).set_aside
-                run.record_set_aside([e for e in kept if e.get("run_id") == run.run_id])
-        list_written(deps, run, scope_ids)
-        run.conclude(deps.clock.now())
-        deps.store.put_run(run)
-        return {"run_id": run.run_id, "status": run.status}
+
+def begin(deps: Deps, event: dict[str, Any]) -> Batch:
+    """`{"stage": "begin", "tenant", "run_id", "scope_id"}`: a new batch of the scope."""
+    return Batch(
+        tenant=event["tenant"], scope_id=event["scope_id"], run_id=event["run_id"], started_at=deps.clock.now()
+    )
+
+
+def finish(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
+    """`{"stage": "finish", "tenant", "run_id", "batches": [...]}`: the run read once, the tenant-wide
+    maintenance sweep and every batch's counters and errors folded into it, its status decided
+    (`Run.conclude`), and written once."""
+    run = deps.store.get_run(event["tenant"], event["run_id"])
+    if run is None:
+        raise NotFound(f"run {event['run_id']} does not exist", code="run_not_found")
+    maintain(deps, run)
+    batches = [Batch.model_validate(b) for b in event.get("batches", [])]
+    for batch in batches:
+        for name, counters in batch.counters.items():
+            _merge(run, name, counters, [e for e in batch.errors if e["stage"] == name])
+    scope_ids = sorted({b.scope_id for b in batches} - {"*"})
+    if run.counter("extract", "set_aside"):  # listed by each scope's checkpoint, not carried by the Map
+        for scope_id in scope_ids:
+            kept = deps.store.get_checkpoint(run.tenant, scope_id).set_aside
+            run.record_set_aside([e for e in kept if e.get("run_id") == run.run_id])
+    list_written(deps, run, scope_ids)
+    run.conclude(deps.clock.now())
+    deps.store.put_run(run)
+    return {"run_id": run.run_id, "status": run.status}
+
+
+def run_stage(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
+    """`{"stage": name, "batch": {...}}` → the batch after that stage (one of `STAGES`)."""
     stages = dict(STAGES)
-    if stage not in stages:
-        raise InvalidInput(f"unknown stage {stage!r}", code="unknown_stage")
-    batch = Batch.model_validate(event["batch"])
-    return stages[stage](deps, batch).model_dump(mode="json")
+    if event["stage"] not in stages:
+        raise InvalidInput(f"unknown stage {event['stage']!r}", code="unknown_stage")
+    return stages[event["stage"]](deps, Batch.model_validate(event["batch"])).model_dump(mode="json")

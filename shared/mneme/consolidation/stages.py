@@ -16,19 +16,19 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel
 
-from mneme.consolidation.claims import split_speaker
-from mneme.consolidation.models import MAX_KEPT, Contradiction, Fact, Proposal, derived_id, is_claim, listed, norm
-from mneme.consolidation.reasoning import Reasoner, grounding_error, statement
+from mneme.consolidation.reasoning import Reasoner, statement
 from mneme.errors import Conflict, MnemeError, ReasonerOutputInvalid, StoreUnavailable, Throttled
+from mneme.grounding import confidence, grounding_error, split_speaker, utterance
 from mneme.models import Episode
 from mneme.observability import metrics
-from mneme.ports import Clock, Embedder, RecordStore
+from mneme.ports import Clock, ConsolidationStore, Embedder, EpisodeStore, FactStore
+from mneme.records import MAX_KEPT, Contradiction, Fact, Proposal, derived_id, is_claim, listed, norm
 from mneme.services.indexing import Indexer
 from mneme.settings import ConsolidationSettings
 from mneme.text import GENERIC, STOPWORDS, words
@@ -41,9 +41,13 @@ ATTEMPTS = 2  # reasoner calls per cluster and run
 DEADLINE: ContextVar[float | None] = ContextVar("consolidation_deadline", default=None)
 
 
+class ConsolidatingStore(ConsolidationStore, EpisodeStore, FactStore, Protocol):
+    """The record store's roles consolidation uses."""
+
+
 @dataclass
 class Deps:
-    store: RecordStore
+    store: ConsolidatingStore
     clock: Clock
     embedder: Embedder
     reasoner: Reasoner
@@ -143,19 +147,6 @@ def cluster(deps: Deps, batch: Batch) -> Batch:
     batch.clusters = clusters
     batch.count("cluster", "clusters", len(clusters))
     return batch
-
-
-def utterance(episode: Episode, *, dated: bool = False) -> str:
-    """What the reasoner reads of an episode: its text (an STTP node's content, not its raw form),
-    prefixed `Name: ` from the `speaker` metadata unless the text already starts with that name, so
-    first-person statements have an owner ("I moved to Berlin" said by Maya → Maya / lives in / Berlin)
-    and a message's own "Reminder: …" is never taken for its speaker; `dated` prefixes the day it
-    occurred: "[2026-03-01] Maya: I moved to Berlin"."""
-    text = (episode.search_text or episode.content).strip()
-    speaker = episode.metadata.get("speaker") if isinstance(episode.metadata, dict) else None
-    if isinstance(speaker, str) and speaker.strip() and split_speaker(text)[0] != speaker.strip():
-        text = f"{speaker.strip()}: {text}"
-    return f"[{episode.occurred_at:%Y-%m-%d}] {text}" if dated else text
 
 
 def _claim(text: str) -> tuple[str, ...] | None:
@@ -315,12 +306,6 @@ def _near_duplicate(deps: Deps, summary: str, candidates: list[Fact]) -> str | N
     scores = np.asarray([f.vector for f in usable], dtype=np.float32) @ query
     best = int(np.argmax(scores))
     return usable[best].fact_id if scores[best] >= deps.settings.dedupe_threshold else None
-
-
-def confidence(support: int, structured: bool) -> float:
-    """Stash's n/(n+2), raised by (1 - base) * 0.3 when entity and property are known."""
-    base = support / (support + 2)
-    return round(base + (1 - base) * 0.3 if structured else base, 4)
 
 
 def commit(deps: Deps, batch: Batch) -> Batch:

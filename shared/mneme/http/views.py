@@ -8,9 +8,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mneme.consolidation.models import RunStatus, StageReport
 from mneme.http.schemas import MemoryView
 from mneme.models import Role
+from mneme.records import RunStatus, StageReport
 from mneme.services.remember import Remembered
 from mneme.structure_models import Operation, Preview
 

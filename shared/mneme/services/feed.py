@@ -4,20 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from mneme.errors import InvalidInput
 from mneme.models import Memory, Principal
-from mneme.ports import RecordStore
+from mneme.ports import ChangeFeed, EpisodeStore, FactStore, MemoryStore, ScopeStore
 from mneme.services.cursors import Cursors
 
 MAX_LIMIT = 1000
 TOMBSTONE = "deleted:"  # a feed kind `deleted:<kind>`: the record was erased; only its id remains
 
 
+class FeedStore(ChangeFeed, ScopeStore, MemoryStore, EpisodeStore, FactStore, Protocol):
+    """The record store's roles the feed reads: the change feed, and the records it names."""
+
+
 @dataclass
 class FeedService:
-    store: RecordStore
+    store: FeedStore
     secret_source: Callable[[], bytes]  # read on first use: functions that never page the feed never fetch it
 
     @property

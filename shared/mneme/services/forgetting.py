@@ -19,14 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
-from mneme.consolidation.models import Fact, Proposal
-from mneme.consolidation.reasoning import central, grounding_error
-from mneme.consolidation.stages import confidence, utterance
 from mneme.errors import Forbidden
+from mneme.grounding import central, confidence, grounding_error, utterance
 from mneme.models import Episode, Forgotten, HistoryEntry, Principal, Role, SessionPosition, session_position
-from mneme.ports import Clock, Embedder, RecordStore
+from mneme.ports import Clock, Embedder, EpisodeStore, ErasureStore, FactStore, MemoryStore
+from mneme.records import Fact, Proposal
 from mneme.services.indexing import CONTEXT_WINDOW, Indexer
 from mneme.services.records import RecordsService, not_found
 from mneme.text import terms
@@ -35,9 +34,13 @@ FOLLOWING_TURNS = 200  # turns after a forgotten one (within CONTEXT_WINDOW) ind
 CORRECTABLE = ("summary", "entity", "property", "value", "confidence", "valid_until")
 
 
+class ForgettingStore(EpisodeStore, FactStore, ErasureStore, MemoryStore, Protocol):
+    """The record store's roles forgetting and correcting use."""
+
+
 @dataclass
 class ForgetService:
-    store: RecordStore
+    store: ForgettingStore
     clock: Clock
     embedder: Embedder
     indexer: Indexer

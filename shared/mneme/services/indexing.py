@@ -11,17 +11,22 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from mneme.consolidation.models import Fact
 from mneme.errors import MnemeError
 from mneme.models import Episode, Memory, session_position
 from mneme.observability import logger, metrics
-from mneme.ports import Embedder, RecordStore, SearchIndex
+from mneme.ports import ConsolidationStore, Embedder, EpisodeStore, FactStore, MemoryStore, SearchIndex
+from mneme.records import Fact
 from mneme.search_models import IndexDocument, merged_terms, metadata_terms
 from mneme.services.scopes import ScopeService
 from mneme.text import date_words
+
+
+class IndexingStore(EpisodeStore, MemoryStore, FactStore, ConsolidationStore, Protocol):
+    """The record store's roles indexing reads (and the backfills it runs)."""
 
 
 def speaker(episode: Episode) -> str | None:
@@ -79,7 +84,7 @@ class Rebuilt:
 
 @dataclass
 class Indexer:
-    store: RecordStore
+    store: IndexingStore
     scopes: ScopeService
     embedder: Embedder
     index: SearchIndex

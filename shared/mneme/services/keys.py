@@ -12,7 +12,11 @@ from mneme.errors import InvalidInput, NotFound, Unauthorized
 from mneme.models import ApiKey, Principal, Role
 
 if TYPE_CHECKING:  # the authorizer imports this module: keep the ports (and numpy) out of its cold start
-    from mneme.ports import Clock, RecordStore
+    from mneme.ports import ApiKeyStore, Clock, ScopeStore
+
+    class KeyStore(ApiKeyStore, ScopeStore, Protocol):
+        """The record store's roles keys use: keys, and the tenant's root scope a first key creates."""
+
 
 KEY_PREFIX = "mnk_"
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}")
@@ -29,7 +33,7 @@ def _name(value: str, field: str) -> str:
 
 
 class ApiKeyReader(Protocol):
-    """The one read authentication needs (every RecordStore has it)."""
+    """The one read authentication needs (every ApiKeyStore has it)."""
 
     def get_api_key(self, key_hash: str) -> ApiKey | None: ...
 
@@ -54,7 +58,7 @@ class Authenticator:
 
 @dataclass
 class KeyService:
-    store: RecordStore
+    store: KeyStore
     clock: Clock
 
     def create(self, tenant: str, principal: str, roles: list[Role] | list[str]) -> tuple[str, ApiKey]:

@@ -7,12 +7,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from mneme import paths
 from mneme.errors import Conflict, Forbidden, InvalidInput, MemoryNotFound, PayloadTooLarge
 from mneme.models import HistoryEntry, Memory, Principal, Role
-from mneme.ports import Clock, RecordStore
+from mneme.ports import Clock, MemoryStore, ScopeStore
 from mneme.services.context_pack import agent_view
 from mneme.services.scopes import ScopeService
 
@@ -20,6 +20,10 @@ KEY_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
 MAX_BODY_BYTES = 16 * 1024
 EDITABLE = ("body", "summary", "tags", "triggers", "confidence", "valid_until", "review_due", "depends_on")
 NOT_NULL = ("body", "tags", "triggers", "depends_on")
+
+
+class MemoriesStore(MemoryStore, ScopeStore, Protocol):
+    """The record store's roles memories use: memories and the tenant's layers."""
 
 
 def validate_key(key: str, *, field: str = "key") -> str:
@@ -89,7 +93,7 @@ def _check_fields(fields: dict[str, Any]) -> None:
 
 @dataclass
 class MemoryService:
-    store: RecordStore
+    store: MemoriesStore
     clock: Clock
     scopes: ScopeService
     on_change: Callable[[Memory], None] | None = None

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from mneme import paths, sttp
-from mneme.consolidation.models import Fact
 from mneme.errors import InvalidInput, ScopeNotFound
 from mneme.models import Episode, HistoryEntry, Memory, Revision
-from mneme.ports import Clock, RecordStore
+from mneme.ports import Clock, EpisodeStore, ErasureStore, FactStore, MemoryStore, ScopeStore
+from mneme.records import Fact
 from mneme.services.indexing import Indexer
 from mneme.services.scopes import ScopeService
 
@@ -29,9 +29,13 @@ LEAVES_OUT = [
 ]
 
 
+class PortableStore(ScopeStore, MemoryStore, EpisodeStore, FactStore, ErasureStore, Protocol):
+    """The record store's roles export, import and erasure use."""
+
+
 @dataclass
 class PortabilityService:
-    store: RecordStore
+    store: PortableStore
     clock: Clock
     scopes: ScopeService
     indexer: Indexer

@@ -20,12 +20,13 @@ from pydantic_core import PydanticCustomError
 
 from mneme.models import TIERS, Principal, Timestamp
 from mneme.observability import logger, metrics
-from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
+from mneme.ports import Clock, Embedder, SearchIndex
 from mneme.search_models import DocKind, MetadataFilter, SearchFilter, as_filter
 from mneme.services import anchors as anchor_rule
 from mneme.services import recall_stages as stages
 from mneme.services.context_pack import build_pack
-from mneme.services.recall_records import Result, load, to_result
+from mneme.services.recall_records import RecallStore, Result, load, to_result
+from mneme.services.recall_run import Deps, Run
 from mneme.services.recall_stages import MIN_VECTOR
 from mneme.services.recall_time import query_time
 from mneme.services.scopes import ScopeService, per_request
@@ -148,14 +149,14 @@ class RecallResponse(BaseModel):
 
 @dataclass
 class RecallService:
-    store: RecordStore
+    store: RecallStore
     clock: Clock
     scopes: ScopeService
     embedder: Embedder
     index: SearchIndex
 
-    def deps(self) -> stages.Deps:
-        return stages.Deps(self.store, self.clock, self.scopes, self.embedder, self.index)
+    def deps(self) -> Deps:
+        return Deps(self.store, self.clock, self.scopes, self.embedder, self.index)
 
     @per_request  # scopes read once per request; result paths built a tree level at a time
     def recall(self, caller: Principal, request: RecallRequest) -> RecallResponse:
@@ -177,7 +178,7 @@ class RecallService:
         when = query_time(request.query, request.as_of or self.clock.now())
         # roll-ups are for time: searched only when the query names a period or `tiers` names theirs
         flt = flt.model_copy(update={"rollups": stages.rollups_asked(request, when)})
-        run = stages.Run(
+        run = Run(
             deps=self.deps(),
             caller=caller,
             request=request,

@@ -19,7 +19,7 @@ from mneme.services.indexing import episode_text
 from mneme.services.recall_hop import LINK_FLOOR
 
 if TYPE_CHECKING:
-    from mneme.services.recall_stages import Candidate, Run
+    from mneme.services.recall_run import Candidate, Run
 
 CONTEXT_ONLY_BELOW = 0.99  # a context-only turn's score, under the weakest turn of its session with its own
 

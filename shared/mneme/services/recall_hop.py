@@ -42,7 +42,7 @@ from mneme.services.recall_records import record_text
 from mneme.text import STOPWORDS, stem, terms
 
 if TYPE_CHECKING:
-    from mneme.services.recall_stages import Candidate, Run
+    from mneme.services.recall_run import Candidate, Run
 
 LINK_SOURCES = 5  # the best admitted hits a candidate may link to
 LINK_COSINE = 0.6  # stored-vector cosine between a candidate and a source

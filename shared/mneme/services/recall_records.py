@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from mneme.consolidation.models import Fact
 from mneme.models import Episode, Memory, Principal
-from mneme.ports import RecordStore
+from mneme.ports import EpisodeStore, FactStore, MemoryStore, ScopeStore
+from mneme.records import Fact
 from mneme.search_models import DocKind
 from mneme.services.indexing import episode_text, fact_text, memory_text
 
@@ -19,6 +19,10 @@ REVIEW_DUE = 0.7  # Engram's lifecycle factors
 STALE = 0.6
 LOW_CONFIDENCE = 0.9
 FACT_PREFIXES = ("fa_", "ro_")
+
+
+class RecallStore(EpisodeStore, FactStore, MemoryStore, ScopeStore, Protocol):
+    """The record store's roles recall reads."""
 
 
 class Result(BaseModel):
@@ -81,9 +85,9 @@ def lifecycle(record: Record, now: datetime, as_of: datetime | None = None) -> t
     return factor, None
 
 
-def load(store: RecordStore, caller: Principal, ids: list[str], *, vectors: bool = True) -> dict[str, Record]:
+def load(store: RecallStore, caller: Principal, ids: list[str], *, vectors: bool = True) -> dict[str, Record]:
     """Records for ids, tenant-scoped; memories only when the caller may see them. `vectors=False`:
-    episodes may come without their vector (`RecordStore.get_episodes`)."""
+    episodes may come without their vector (`EpisodeStore.get_episodes`)."""
     episodes = [i for i in ids if i.startswith("ep_")]
     found: dict[str, Record] = dict(store.get_episodes(caller.tenant, episodes, vectors=vectors))
     found.update(store.get_facts(caller.tenant, [i for i in ids if i.startswith(FACT_PREFIXES)]))
@@ -117,7 +121,7 @@ def sources_metadata(metadata: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def to_result(
-    store: RecordStore,
+    store: RecallStore,
     record: Record,
     score: float,
     scores: dict[str, float],

@@ -14,27 +14,34 @@ import functools
 import re
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mneme.consolidation.models import Fact, is_claim
-from mneme.consolidation.reasoning import grounds
 from mneme.errors import MnemeError
-from mneme.models import Episode, Memory, Principal
+from mneme.grounding import grounds
+from mneme.models import Episode, Memory
 from mneme.observability import logger
-from mneme.ports import Clock, Embedder, RecordStore, SearchIndex, embed_query
-from mneme.search_models import Hit, SearchFilter, has_metadata
+from mneme.ports import EpisodeStore, embed_query
+from mneme.records import Fact, is_claim
+from mneme.search_models import Hit, has_metadata
 from mneme.services import anchors as anchor_rule
 from mneme.services import recall_context, recall_hop, recall_scope
-from mneme.services.context_pack import Pack, PackItem, build_pack
+from mneme.services.context_pack import PackItem, build_pack
 from mneme.services.indexing import episode_text, memory_text, speaker
-from mneme.services.recall_records import Record, Result, lifecycle, load, record_text, strong_text, to_result
-from mneme.services.recall_time import QueryTime, time_stage
-from mneme.services.scopes import ScopeService
+from mneme.services.recall_records import (
+    Record,
+    Result,
+    lifecycle,
+    load,
+    record_text,
+    strong_text,
+    to_result,
+)
+from mneme.services.recall_run import Candidate, QueryTime, Run, stored_vectors, with_vectors
+from mneme.services.recall_time import time_stage
 from mneme.text import meaningful_words, stem, terms
 
 if TYPE_CHECKING:
@@ -52,86 +59,6 @@ SPEAKER_BOOST = 1.5  # a turn spoken by a person the query names
 NAME_WORD = re.compile(r"[^\W_]+(?:['’]s)?")  # a query word, with its possessive
 FALLBACK_WIDTH = 4  # the lexical fallback asks for this many times the channels' k
 GROUNDING_LINES = 3  # source turns a claim fact shows beside it, at most
-
-
-@dataclass
-class Deps:
-    store: RecordStore
-    clock: Clock
-    scopes: ScopeService
-    embedder: Embedder
-    index: SearchIndex
-
-
-@dataclass
-class Candidate:
-    id: str
-    vector: float = 0.0
-    lexical: float = 0.0
-    raw_bm25: float = 0.0
-    channels: set[str] = field(default_factory=set)
-    record: Record | None = None
-    score: float = 0.0
-    scores: dict[str, float] = field(default_factory=dict)
-    origin: str = "search"  # search | fallback | prerequisite
-    grounding: list[str] | None = None  # a claim fact's source turns shown beside it (select)
-
-
-@dataclass
-class Run:
-    deps: Deps
-    caller: Principal
-    request: RecallRequest
-    flt: SearchFilter
-    scope_path: str
-    anchors: set[str]
-    k: int
-    when: QueryTime = field(default_factory=QueryTime)
-    candidates: dict[str, Candidate] = field(default_factory=dict)  # live, in no particular order
-    ranked: list[Candidate] = field(default_factory=list)  # after select: the results, in order
-    related: list[Candidate] = field(default_factory=list)  # admitted but cut by the limit
-    results: list[Result] = field(default_factory=list)
-    omitted: dict[str, str] = field(default_factory=dict)  # id -> reason, in the order dropped
-    stages: list[dict[str, Any]] = field(default_factory=list)
-    vector_error: str | None = None
-    query_vector: NDArray[np.float32] | None = None
-    fallback: dict[str, Any] = field(default_factory=dict)
-    pack: Pack | None = None
-    already: list[str] = field(default_factory=list)
-
-    @property
-    def scoring(self) -> Any:
-        return self.request.scoring
-
-    def with_vectors(self, candidates: list[Candidate]) -> None:
-        """For rules that read a record's vector (`recall_hop`, `recall_time`): see `_with_vectors`."""
-        _with_vectors(self, candidates)
-
-    def note(self, stage: str, took: int, dropped: list[tuple[str, str]], **extra: Any) -> None:
-        """Record one stage: how many candidates it took in, passed on and which it dropped, why."""
-        for doc_id, reason in dropped:
-            self.candidates.pop(doc_id, None)
-            self.omitted.setdefault(doc_id, reason)
-        passed = len(self.candidates) if stage not in ("select", "prerequisites", "pack") else len(self.ranked)
-        self.stages.append(
-            {
-                "stage": stage,
-                "in": took,
-                "out": passed,
-                "candidates": passed,
-                "dropped": [{"id": doc_id, "reason": reason} for doc_id, reason in dropped],
-                **extra,
-            }
-        )
-
-    def path(self) -> str:
-        """The channel that served the results: lexical_fallback when the vector channel failed or a
-        result was found only by the fallback."""
-        if self.vector_error or any(c.origin == "fallback" for c in self.ranked):
-            return "lexical_fallback"
-        if self.scoring.alpha > 0 and self.scoring.beta > 0:
-            return "hybrid"
-        return "vector" if self.scoring.alpha > 0 else "lexical"
 
 
 Stage = Callable[[Run], None]
@@ -328,7 +255,7 @@ def _without_names(run: Run, candidates: list[Candidate], names: set[str]) -> No
     if run.query_vector is None:
         return
     run.query_vector = embed_query(run.deps.embedder, rest)
-    stored = _stored_vectors(run, candidates)
+    stored = stored_vectors(run, candidates)
     for candidate in candidates:
         cosine = _cosine(run, stored.get(candidate.id))
         if cosine is not None:
@@ -346,7 +273,7 @@ def _speaker(run: Run, candidate: Candidate) -> None:
 
 
 def _load(run: Run, candidates: list[Candidate]) -> list[tuple[str, str]]:
-    """The candidates' records, episodes without their vectors (`_stored_vectors` reads those it needs)."""
+    """The candidates' records, episodes without their vectors (`stored_vectors` reads those it needs)."""
     records = load(run.deps.store, run.caller, [c.id for c in candidates], vectors=False)
     dropped = []
     for candidate in candidates:
@@ -360,45 +287,11 @@ def _fill_vector_scores(run: Run, candidates: list[Candidate]) -> None:
     """A hit found only by BM25 gets its real cosine from the stored vector, not 0 (exact matches
     that the vector top-k missed must not be ranked below weaker hits both channels found)."""
     wanted = [c for c in candidates if "vector" not in c.channels]
-    stored = _stored_vectors(run, wanted)
+    stored = stored_vectors(run, wanted)
     for candidate in wanted:
         cosine = _cosine(run, stored.get(candidate.id))
         if cosine is not None:
             candidate.vector = cosine
-
-
-def _stored_vectors(run: Run, candidates: list[Candidate]) -> dict[str, NDArray[np.float32]]:
-    """The candidates' stored vectors of the embedder's model: the record's own; for an episode loaded
-    without it (`_load`), the index's (`SearchIndex.get_vectors`), else the record read again."""
-    model = run.deps.embedder.model_id
-    found: dict[str, NDArray[np.float32]] = {}
-    bare: list[str] = []
-    for candidate in candidates:
-        record = candidate.record
-        if getattr(record, "model_id", None) != model:
-            continue
-        vector = getattr(record, "vector", None)
-        if vector is not None:
-            found[candidate.id] = np.asarray(vector, dtype=np.float32)
-        elif isinstance(record, Episode):
-            bare.append(candidate.id)
-    if bare:
-        found.update(run.deps.index.get_vectors(run.flt.tenant, model, bare))
-        rest = [i for i in bare if i not in found]
-        reread = run.deps.store.get_episodes(run.flt.tenant, rest) if rest else {}
-        found.update((i, np.asarray(e.vector, dtype=np.float32)) for i, e in reread.items() if e.vector is not None)
-    return found
-
-
-def _with_vectors(run: Run, candidates: list[Candidate]) -> None:
-    """Episodes loaded without their vector (`_load`) get it back (`_stored_vectors`), for rules that
-    read a record's vector (`recall_hop`, `recall_time`)."""
-    bare = [c for c in candidates if isinstance(c.record, Episode) and c.record.vector is None]
-    stored = _stored_vectors(run, bare) if bare else {}
-    for candidate in bare:
-        if candidate.id in stored:
-            assert candidate.record is not None
-            candidate.record = candidate.record.model_copy(update={"vector": stored[candidate.id].tolist()})
 
 
 def _cosine(run: Run, stored: NDArray[np.float32] | None) -> float | None:
@@ -432,7 +325,7 @@ def admit(run: Run) -> None:
     rejected = [c for c in run.candidates.values() if not verdict[c.id]]
     passed = [c for c in run.candidates.values() if verdict[c.id]]
     sources, near = recall_hop.reach(run, passed, rejected, MIN_VECTOR)
-    _with_vectors(run, sources + near)
+    with_vectors(run, sources + near)
     links = recall_hop.link(run, sources, near)
     named: dict[str, str] = {}
     names: list[str] = []
@@ -818,7 +711,7 @@ def explain(run: Run) -> dict[str, Any]:
     }
 
 
-def record_fetched(store: RecordStore, tenant: str, ids: list[str]) -> None:
+def record_fetched(store: EpisodeStore, tenant: str, ids: list[str]) -> None:
     """Remember which memories were fetched in full, per tenant (one row per memory id: bounded by
     the tenant's curated memories; the boost is a fixed factor, not a count)."""
     if ids:

@@ -16,18 +16,18 @@ value never hides the new one, and nothing is filtered out.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mneme.consolidation.models import Fact
 from mneme.models import Episode
+from mneme.records import Fact
 from mneme.services.indexing import speaker
+from mneme.services.recall_run import QueryTime
 
 if TYPE_CHECKING:
-    from mneme.services.recall_stages import Candidate, Run
+    from mneme.services.recall_run import Candidate, Run
 
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
           "october", "november", "december")  # fmt: skip
@@ -62,18 +62,6 @@ SAYS_WHEN = re.compile(  # a text that says when something happened or will (the
     r"(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th)|(?:first|second|third|fourth|fifth|tenth|twentieth) of|"
     r"christmas|easter|new year)\b"
 )
-
-
-@dataclass(frozen=True)
-class QueryTime:
-    since: datetime | None = None  # the window, half-open: since <= occurred_at < until
-    until: datetime | None = None
-    prefer: str | None = None  # latest | earliest
-    said: str | None = None  # the words the window was read from
-    asks_when: bool = False  # 'when did…', 'on what date…': a turn that says when answers it
-
-    def __bool__(self) -> bool:
-        return self.since is not None or self.prefer is not None
 
 
 def _month(year: int, month: int) -> datetime:

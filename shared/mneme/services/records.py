@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from mneme.consolidation.models import Fact
 from mneme.errors import InvalidInput, NotFound
 from mneme.models import Episode, Principal
-from mneme.ports import RecordStore
+from mneme.ports import EpisodeStore, ErasureStore, FactStore, MemoryStore
+from mneme.records import Fact
 from mneme.search_models import SearchFilter, holds, merged_terms, metadata_terms
 from mneme.services.cursors import Cursors
 from mneme.services.scopes import ScopeService, per_request
@@ -19,6 +19,10 @@ from mneme.services.scopes import ScopeService, per_request
 MAX_LIMIT = 200
 SCAN_PAGE = 200  # records read per store call while filling a page
 MAX_SCAN = 2000  # records read per request at most: a sparse filter answers a short page and a cursor to go on
+
+
+class ListingStore(EpisodeStore, FactStore, ErasureStore, MemoryStore, Protocol):
+    """The record store's roles listing agent-written records uses."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ def not_found(kind: Literal["episode", "fact"], record_id: str, forgotten: Any) 
 
 @dataclass
 class RecordsService:
-    store: RecordStore
+    store: ListingStore
     scopes: ScopeService
     cursors: Cursors
 

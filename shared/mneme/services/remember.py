@@ -9,14 +9,14 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from mneme import sttp
 from mneme.errors import Conflict, InvalidInput, MnemeError, PayloadTooLarge, ScopeNotFound
 from mneme.models import Episode, Principal, Tier, Timestamp
-from mneme.ports import Clock, Embedder, RecordStore
+from mneme.ports import Clock, ConsolidationStore, Embedder, EpisodeStore
 from mneme.search_models import IndexDocument
 from mneme.services.indexing import Indexer
 from mneme.services.scopes import ScopeService, per_request
@@ -27,6 +27,10 @@ MAX_BATCH = 100
 T = TypeVar("T")
 R = TypeVar("R")
 SESSION_ID_PATTERN = r"^[A-Za-z0-9._:@-]+$"
+
+
+class RememberStore(EpisodeStore, ConsolidationStore, Protocol):
+    """The record store's roles remembering uses: episodes, and marking their scopes dirty."""
 
 
 class RememberItem(BaseModel):
@@ -204,7 +208,7 @@ def in_background(work: Callable[[T], R], arg: T) -> Future[R]:
 
 @dataclass
 class RememberService:
-    store: RecordStore
+    store: RememberStore
     clock: Clock
     scopes: ScopeService
     embedder: Embedder

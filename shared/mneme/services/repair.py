@@ -21,8 +21,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from mneme.ports import RecordStore, SearchIndex
+    from mneme.ports import ConsolidationStore, EpisodeStore, SearchIndex
     from mneme.services.indexing import Indexer
+
+    class RepairStore(EpisodeStore, ConsolidationStore, Protocol):
+        """The record store's roles the repair reads: the index's backlog and the dirty marks."""
+
 
 RECENT_TENANTS = 1000  # dirty marks read to find the tenants written to lately
 
@@ -52,7 +56,7 @@ def compaction_due(scheduled_time: str | None, every_minutes: int) -> bool:
 
 
 def repair_index(
-    store: RecordStore, indexer: Indexer, index: SearchIndex, limit: int = 500, *, compact: bool = True
+    store: RepairStore, indexer: Indexer, index: SearchIndex, limit: int = 500, *, compact: bool = True
 ) -> RepairReport:
     if not compact:
         return RepairReport(indexer.sweep(limit))

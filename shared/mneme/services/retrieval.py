@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel
 
 from mneme.models import Memory, Principal
-from mneme.ports import Clock, RecordStore
+from mneme.ports import Clock, MemoryStore, ScopeStore
 from mneme.services.context_pack import fenced
 from mneme.services.memories import MemoryService, tag_label
 from mneme.services.scopes import ScopeService
@@ -25,6 +25,10 @@ CONTRACT = (
     "Equal priorities that contradict are a conflict: surface it, do not pick a side. Blocks whose "
     "header ends in '| pending' are unapproved work visible only to their author. -->\n"
 )
+
+
+class RetrievalStore(MemoryStore, ScopeStore, Protocol):
+    """The record store's roles bundle retrieval uses: memories and the tenant's layers."""
 
 
 class Block(BaseModel):
@@ -76,7 +80,7 @@ def render(canonical_path: str, walk: list[str], blocks: list[Block]) -> str:
 
 @dataclass
 class RetrievalService:
-    store: RecordStore
+    store: RetrievalStore
     clock: Clock
     scopes: ScopeService
     memories: MemoryService

@@ -21,7 +21,7 @@ from typing import ParamSpec, TypeVar
 from mneme import paths
 from mneme.errors import Conflict, InvalidInput, ScopeNotFound
 from mneme.models import ResolvedScope, Scope
-from mneme.ports import Clock, RecordStore
+from mneme.ports import Clock, ScopeStore
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -50,7 +50,7 @@ def per_request(method: Callable[P, R]) -> Callable[P, R]:
 
 @dataclass
 class ScopeService:
-    store: RecordStore
+    store: ScopeStore
     clock: Clock
 
     def _child(self, tenant: str, parent_id: str | None, segment: str) -> Scope | None:

@@ -12,12 +12,12 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from mneme import paths
 from mneme.errors import Conflict, Forbidden, InvalidInput, NotFound
 from mneme.models import Episode, Memory, Principal, ResolvedScope, Role
-from mneme.ports import Clock, RecordStore
+from mneme.ports import Clock, ConsolidationStore, FactStore, MemoryStore, ScopeStore, StructureStore
 from mneme.services.indexing import Indexer
 from mneme.services.scopes import ScopeService, renamed_segment, validate_layers
 from mneme.structure_models import (
@@ -32,6 +32,10 @@ from mneme.structure_models import (
     Rename,
     ScopeChange,
 )
+
+
+class StructuringStore(StructureStore, ScopeStore, MemoryStore, FactStore, ConsolidationStore, Protocol):
+    """The record store's roles structure drafts use."""
 
 
 @dataclass
@@ -76,7 +80,7 @@ class _Tree:
 
 @dataclass
 class StructureService:
-    store: RecordStore
+    store: StructuringStore
     clock: Clock
     scopes: ScopeService
     indexer: Indexer

@@ -1,4 +1,6 @@
-"""Records of consolidation: facts, contradictions, per-scope checkpoints and runs."""
+"""Records consolidation writes and the store keeps: facts, contradictions, per-scope checkpoints, runs,
+and the proposal a reasoner makes for a cluster. Core models, beside `mneme.models`: ports, services and
+adapters read them without importing the consolidation package."""
 
 from __future__ import annotations
 
