@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import sys
 import time
 from collections.abc import Callable
@@ -57,25 +56,6 @@ def cmd_reindex(ctx: Context) -> int:
     return 0
 
 
-def _table_counts(db: Path) -> dict[str, dict[str, int]]:
-    """Rows per tenant of every table with a tenant column, read-only (no lock taken)."""
-    counts: dict[str, dict[str, int]] = {}
-    if not db.exists():
-        return counts
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        for table in tables:
-            columns = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
-            if "tenant" not in columns:
-                continue
-            for tenant, n in conn.execute(f'SELECT tenant, count(*) FROM "{table}" GROUP BY tenant'):
-                counts.setdefault(tenant, {})[table] = n
-    finally:
-        conn.close()
-    return counts
-
-
 def _size(path: Path) -> str:
     if not path.exists():
         return "absent"
@@ -92,6 +72,7 @@ def status_report(ctx: Context) -> dict[str, Any]:
     from mneme import bootstrap
     from mneme.cli.server import check_home
     from mneme.local.checks import rebuilding
+    from mneme.ports import RowCounts
     from mneme.settings import SqliteIndex, SqliteStore
 
     quiet_runtime()
@@ -117,7 +98,7 @@ def status_report(ctx: Context) -> dict[str, Any]:
         report["index_state"] = f"rebuilding: {problem} (recall reads records meanwhile)"
     else:
         report["index_state"] = f"needs a rebuild: {problem} (`mneme serve` rebuilds it, or `mneme reindex`)"
-    tables = _table_counts(settings.sqlite_path) if isinstance(settings.store, SqliteStore) else {}
+    tables = store.row_counts() if isinstance(store, RowCounts) else {}
     limit = 10_000
     backlog = store.list_unindexed(limit + 1)
     dirty = store.list_dirty(None, limit + 1)
