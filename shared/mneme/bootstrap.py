@@ -24,6 +24,7 @@ from mneme.settings import (
 # The services (and numpy, consolidation, the adapters) are imported where they are built, so a function
 # that needs only part of the graph (the authorizer: `current_authenticator`) does not load the rest.
 if TYPE_CHECKING:
+    from mneme.adapters.opensearch_index import OpenSearchIndex as OpenSearchAdapter
     from mneme.consolidation.reasoning import Reasoner
     from mneme.consolidation.service import ConsolidationService, Orchestrator
     from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
@@ -97,12 +98,27 @@ def build_embedder(settings: Settings) -> Embedder:
 
 def build_index(settings: Settings, dimension: int) -> SearchIndex:
     if isinstance(settings.index, OpenSearchIndex):
-        from mneme.adapters.opensearch_index import OpenSearchIndex as OpenSearchAdapter
-
-        return OpenSearchAdapter.from_settings(settings.index, dimension=dimension)
+        return build_opensearch_index(settings.index, dimension=dimension)
     from mneme.adapters.sqlite_index import SqliteSearchIndex
 
     return SqliteSearchIndex(settings.index_path)
+
+
+def build_opensearch_index(settings: OpenSearchIndex, *, dimension: int | None = None) -> OpenSearchAdapter:
+    """A SigV4-signed client for `settings.endpoint`: service `es` is a managed domain whose writes wait for
+    the refresh (`visibility_lag` 0), `aoss` a Serverless collection whose `visibility_lag` is
+    `settings.fresh_window_seconds`. `dimension` creates the index when it is missing (managed domains)."""
+    from mneme.adapters.opensearch_auth import signed_client
+
+    client = signed_client(settings)
+    if settings.service == "aoss":
+        from mneme.adapters.opensearch_serverless import ServerlessOpenSearchIndex
+
+        lag = settings.fresh_window_seconds
+        return ServerlessOpenSearchIndex(client, settings.index_name, dimension=dimension, visibility_lag=lag)
+    from mneme.adapters.opensearch_index import OpenSearchIndex as OpenSearchAdapter
+
+    return OpenSearchAdapter(client, settings.index_name, dimension=dimension, refresh=True)
 
 
 def build_reasoner(settings: Settings) -> Reasoner:

@@ -324,6 +324,16 @@ class ChangeFeed(Protocol):
         ...
 
 
+@runtime_checkable
+class RowCounts(Protocol):
+    """What a store holds, for an operator (`mneme status`). Optional, and no part of `RecordStore`: only a
+    store that counts without a scan has it (the embedded one); without it `status` shows "?"."""
+
+    def row_counts(self) -> dict[str, dict[str, int]]:
+        """{tenant: {table: rows}} over every table with a tenant column."""
+        ...
+
+
 class RecordStore(
     ScopeStore,
     MemoryStore,

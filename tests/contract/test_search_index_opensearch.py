@@ -32,8 +32,11 @@ import numpy as np
 import pytest
 from opensearchpy import NotFoundError, OpenSearch, RequestError
 
-from mneme.adapters.opensearch_index import OpenSearchIndex, document_id, document_source, index_body
-from mneme.adapters.opensearch_serverless import ServerlessOpenSearchIndex, content_digest
+from mneme.adapters.opensearch_copies import content_digest
+from mneme.adapters.opensearch_index import OpenSearchIndex
+from mneme.adapters.opensearch_lifecycle import index_body
+from mneme.adapters.opensearch_queries import document_id, document_source
+from mneme.adapters.opensearch_serverless import ServerlessOpenSearchIndex
 from mneme.errors import InvalidInput, StoreUnavailable
 from mneme.search_models import IndexDocument
 from tests.contract import test_search_index as suite
@@ -269,9 +272,9 @@ def test_serverless_mode_clears_without_delete_by_query(backend: tuple[str, Open
 def test_bulk_requests_are_chunked(
     backend: tuple[str, OpenSearch, str], mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mneme.adapters import opensearch_index
+    from mneme.adapters import opensearch_queries
 
-    monkeypatch.setattr(opensearch_index, "_BULK_ACTIONS", 3)
+    monkeypatch.setattr(opensearch_queries, "_BULK_ACTIONS", 3)
     index = make_index(backend, mode)
     index.upsert([doc(f"d{i}") for i in range(10)])
     assert index.count("t1") == 10

@@ -29,17 +29,13 @@ from opensearchpy import (
 )
 
 from mneme.adapters import opensearch_index
-from mneme.adapters.opensearch_index import (
-    OpenSearchIndex,
-    bulk_failure,
-    document_id,
-    document_source,
-    es_time,
-    index_body,
-    score_to_cosine,
-    translate_error,
-)
-from mneme.adapters.opensearch_serverless import ServerlessOpenSearchIndex, WriteClock, content_digest
+from mneme.adapters.opensearch_copies import WriteClock, content_digest
+from mneme.adapters.opensearch_errors import bulk_failure, translate_error
+from mneme.adapters.opensearch_index import OpenSearchIndex
+from mneme.adapters.opensearch_lifecycle import index_body
+from mneme.adapters.opensearch_queries import document_id, document_source, es_time, score_to_cosine
+from mneme.adapters.opensearch_serverless import ServerlessOpenSearchIndex
+from mneme.bootstrap import build_opensearch_index
 from mneme.errors import InvalidInput, StoreUnavailable, Throttled
 from mneme.search_models import IndexDocument, SearchFilter
 from mneme.settings import OpenSearchIndex as OpenSearchSettings
@@ -440,7 +436,7 @@ def test_upsert_raises_on_item_errors() -> None:
         adapter(client).upsert([document("ep-1")])
 
 
-# -- from_settings and SigV4 -------------------------------------------------------------------
+# -- build_opensearch_index and SigV4 -------------------------------------------------------------------
 class Recorder(BaseHTTPRequestHandler):
     requests: list[tuple[str, str, dict[str, str]]] = []
 
@@ -487,7 +483,7 @@ def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("service", ["aoss", "es"])
 @pytest.mark.usefixtures("aws_env")
-def test_from_settings_signs_with_sigv4(
+def test_build_opensearch_index_signs_with_sigv4(
     service: str, recorder: tuple[str, list[tuple[str, str, dict[str, str]]]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, requests = recorder
@@ -502,7 +498,7 @@ def test_from_settings_signs_with_sigv4(
     settings = OpenSearchSettings.model_validate(
         {"kind": "opensearch", "endpoint": url, "index_name": "mem", "region": "eu-west-1", "service": service}
     )
-    index = OpenSearchIndex.from_settings(settings)
+    index = build_opensearch_index(settings)
     assert sessions == [] and requests == []  # credentials are looked up on first use, not before
     assert (index.serverless, index.refresh) == ((True, False) if service == "aoss" else (False, True))
     assert index.visibility_lag == (settings.fresh_window_seconds if service == "aoss" else 0.0)
@@ -519,9 +515,9 @@ def test_from_settings_signs_with_sigv4(
     assert headers["X-Amz-Content-SHA256"] and headers["X-Amz-Date"]
 
 
-def test_from_settings_uses_tls_for_https_endpoints() -> None:
+def test_build_opensearch_index_uses_tls_for_https_endpoints() -> None:
     settings = OpenSearchSettings(kind="opensearch", endpoint="abc123.eu-west-1.aoss.amazonaws.com")
-    index = OpenSearchIndex.from_settings(settings, dimension=1024)
+    index = build_opensearch_index(settings, dimension=1024)
     assert index.client.transport.hosts == [
         {"host": "abc123.eu-west-1.aoss.amazonaws.com", "port": 443, "use_ssl": True}
     ]
@@ -553,7 +549,7 @@ def test_missing_credentials_or_region(
     monkeypatch.setattr(boto3, "Session", session)
     settings = OpenSearchSettings(kind="opensearch", endpoint=recorder[0], service="aoss")
     with pytest.raises(StoreUnavailable, match=text):
-        OpenSearchIndex.from_settings(settings).count("t1")
+        build_opensearch_index(settings).count("t1")
     assert recorder[1] == []
 
 
@@ -641,7 +637,7 @@ def test_serverless_writes_remember_their_copies_until_visible() -> None:
 
 
 def test_recent_writes_expire_and_are_bounded() -> None:
-    from mneme.adapters.opensearch_serverless import RecentWrites
+    from mneme.adapters.opensearch_copies import RecentWrites
 
     now = [0.0]
     recent = RecentWrites(ttl=10.0, limit=3, clock=lambda: now[0])

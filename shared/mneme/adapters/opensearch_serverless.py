@@ -23,7 +23,7 @@ skipped, and a page that is one tie group is widened.
 - `update_ancestors`: no partial update exists, so a scope move re-indexes: it reads the scope's copies
   with `_source`, indexes them with the new path (`written_at` + 1: the order between a document's copies
   is kept, and a later upsert still outranks the moved copy), then deletes the old ones.
-Each writer also remembers the server ids it indexed in the last `RECENT_SECONDS` (`RecentWrites`,
+Each writer also remembers the server ids it indexed in the last `RECENT_SECONDS` (`RecentWrites`, `opensearch_copies`,
 bounded) and deletes those too when it replaces, deletes or clears the same documents.
 
 Reads. `search_text` and `search_vector` de-duplicate by doc_id, keeping the best-scoring copy (the
@@ -52,29 +52,26 @@ What is exact, what is eventual.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import threading
 import time
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from mneme.adapters.opensearch_index import MAX_K, TIE_SLACK, OpenSearchIndex, document_source, index_missing
+from mneme.adapters.opensearch_copies import Copy, Key, RecentWrites, WriteClock, content_digest
+from mneme.adapters.opensearch_errors import index_not_built
+from mneme.adapters.opensearch_index import OpenSearchIndex
+from mneme.adapters.opensearch_queries import MAX_K, TIE_SLACK, document_source
 from mneme.errors import MnemeError, StoreUnavailable
 from mneme.search_models import Hit, IndexDocument
 
 if TYPE_CHECKING:
     from opensearchpy import OpenSearch
 
-Key = tuple[str, str]  # (tenant, doc_id)
 
 COPY_SORT: list[dict[str, Any]] = [
     {"doc_id": {"order": "asc"}},
     {"written_at": {"order": "desc", "missing": "_last"}},
 ]
-RECENT_SECONDS = 120.0  # well past a collection's refresh interval
-RECENT_MAX = 50_000
 SOURCE_PAGE = 200  # copies per page when reading `_source` (vectors included)
 TERMS_CHUNK = 1000  # doc_ids per lookup query
 _NOT_FOUND = frozenset({404})
@@ -84,97 +81,9 @@ _NOT_FOUND = frozenset({404})
 INDEX_WAIT = (0.5, 1.0, 2.0, 4.0)
 
 
-class Copy(NamedTuple):
-    """One stored copy of a document, as a lookup sees it."""
-
-    server_id: str
-    written_at: int
-    digest: str | None
-
-
-def content_digest(source: dict[str, Any]) -> str:
-    """A fingerprint of a copy's content: every field but `written_at` and `digest` (vector included)."""
-    content = {key: value for key, value in source.items() if key not in ("written_at", "digest")}
-    return hashlib.sha256(json.dumps(content, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
-
-
 def candidates(k: int) -> int:
     """How many hits a de-duplicating search asks for first: room for a duplicate of every result."""
     return min(2 * max(k, 0) + TIE_SLACK, MAX_K)
-
-
-class WriteClock:
-    """Epoch milliseconds, strictly increasing across calls and past every value it is shown."""
-
-    def __init__(self, now: Callable[[], float] = time.time) -> None:
-        self.now = now
-        self._last = 0
-        self._lock = threading.Lock()
-
-    def __call__(self) -> int:
-        with self._lock:
-            self._last = max(int(self.now() * 1000), self._last + 1)
-            return self._last
-
-    def observe(self, value: int) -> None:
-        with self._lock:
-            self._last = max(self._last, value)
-
-
-class RecentWrites:
-    """Server ids of the copies this process indexed in the last `ttl` seconds, by (tenant, doc_id)."""
-
-    def __init__(
-        self, ttl: float = RECENT_SECONDS, limit: int = RECENT_MAX, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self.ttl = ttl
-        self.limit = limit
-        self.clock = clock
-        self._order: OrderedDict[str, tuple[Key, float]] = OrderedDict()  # server id -> (key, expiry), oldest first
-        self._by_key: dict[Key, set[str]] = {}
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._order)
-
-    def remember(self, key: Key, server_id: str) -> None:
-        with self._lock:
-            self._drop(server_id)
-            self._order[server_id] = (key, self.clock() + self.ttl)
-            self._by_key.setdefault(key, set()).add(server_id)
-            self._prune()
-
-    def ids(self, keys: Iterable[Key]) -> list[str]:
-        with self._lock:
-            self._prune()
-            return [sid for key in keys for sid in sorted(self._by_key.get(key, ()))]
-
-    def tenant_ids(self, tenant: str) -> list[str]:
-        with self._lock:
-            self._prune()
-            return [sid for key, sids in self._by_key.items() if key[0] == tenant for sid in sorted(sids)]
-
-    def forget(self, server_ids: Iterable[str]) -> None:
-        with self._lock:
-            for sid in server_ids:
-                self._drop(sid)
-
-    def _prune(self) -> None:
-        """Drop expired entries and, past `limit`, the oldest (expiries are in insertion order)."""
-        now = self.clock()
-        while self._order:
-            oldest, (_, expiry) = next(iter(self._order.items()))
-            if expiry > now and len(self._order) <= self.limit:
-                return
-            self._drop(oldest)
-
-    def _drop(self, server_id: str) -> None:
-        entry = self._order.pop(server_id, None)
-        if entry is not None:
-            sids = self._by_key[entry[0]]
-            sids.discard(server_id)
-            if not sids:
-                del self._by_key[entry[0]]
 
 
 class ServerlessOpenSearchIndex(OpenSearchIndex):
@@ -297,7 +206,7 @@ class ServerlessOpenSearchIndex(OpenSearchIndex):
             try:
                 super()._bulk(lines, action, ignore, items=attempt)
             except MnemeError as exc:
-                if pause is None or not _index_not_built(exc, attempt):
+                if pause is None or not index_not_built(exc, attempt):
                     if items is not None:
                         items.extend(attempt)
                     raise
@@ -456,13 +365,3 @@ class ServerlessOpenSearchIndex(OpenSearchIndex):
             if len(best) >= k or len(hits) < size or size >= MAX_K:
                 return list(best.values())[:k]
             size = min(2 * size, MAX_K)
-
-
-def _index_not_built(exc: MnemeError, items: list[dict[str, Any]]) -> bool:
-    """Whether a failed `_bulk` found no index: the request refused, or every item, with index_not_found."""
-    if exc.__cause__ is not None and index_missing(exc.__cause__):
-        return True
-    results: list[dict[str, Any]] = [next(iter(item.values()), {}) for item in items]
-    return bool(results) and all(
-        (result.get("error") or {}).get("type") == "index_not_found_exception" for result in results
-    )

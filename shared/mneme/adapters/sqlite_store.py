@@ -443,3 +443,17 @@ class SqliteRecordStore(
             key = ApiKey.model_validate_json(row[1]).model_copy(update={"revoked_at": now})
             conn.execute("UPDATE api_keys SET doc=? WHERE key_hash=?", (key.model_dump_json(), row[0]))
         return True
+
+    # -- counts ---------------------------------------------------------------------------
+    def row_counts(self) -> dict[str, dict[str, int]]:
+        """`mneme.ports.RowCounts`: rows per tenant of every table with a tenant column."""
+        counts: dict[str, dict[str, int]] = {}
+        with self._connection() as conn:
+            tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            for table in tables:
+                columns = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
+                if "tenant" not in columns:
+                    continue
+                for tenant, n in conn.execute(f'SELECT tenant, count(*) FROM "{table}" GROUP BY tenant'):
+                    counts.setdefault(tenant, {})[table] = n
+        return counts

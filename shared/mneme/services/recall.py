@@ -23,6 +23,7 @@ from mneme.observability import logger, metrics
 from mneme.ports import Clock, Embedder, SearchIndex
 from mneme.search_models import DocKind, MetadataFilter, SearchFilter, as_filter
 from mneme.services import anchors as anchor_rule
+from mneme.services import recall_select
 from mneme.services import recall_stages as stages
 from mneme.services.context_pack import build_pack
 from mneme.services.recall_records import RecallStore, Result, load, to_result
@@ -177,7 +178,7 @@ class RecallService:
         )
         when = query_time(request.query, request.as_of or self.clock.now())
         # roll-ups are for time: searched only when the query names a period or `tiers` names theirs
-        flt = flt.model_copy(update={"rollups": stages.rollups_asked(request, when)})
+        flt = flt.model_copy(update={"rollups": recall_select.rollups_asked(request, when)})
         run = Run(
             deps=self.deps(),
             caller=caller,
@@ -221,7 +222,7 @@ class RecallService:
             if i not in dropped
         ]
         stages.record_fetched(self.store, caller.tenant, [r.id for r in results if r.kind == "memory"])
-        items = [stages.pack_item(r) for r in results]
+        items = [recall_select.pack_item(r) for r in results]
         pack = build_pack(
             lambda shown: f"# fetched {shown} of {len(ids)} (scope {scope_path})",
             items,

@@ -1,6 +1,7 @@
 """Recall's pipeline state: what every stage reads and writes (`Run`, its `Candidate`s, the query's
 time window), and the vectors a rule reads, loaded on demand. The stages (`recall_stages`) and the rules
-they call (`recall_hop`, `recall_time`, `recall_scope`, `recall_context`) import it; it imports none of them."""
+they call (`recall_select`, `recall_hop`, `recall_time`, `recall_scope`, `recall_context`) import it; it imports
+none of them."""
 
 from __future__ import annotations
 
