@@ -35,7 +35,7 @@ SPACE = "innerproduct"  # on L2-normalised vectors: cosine ranking (module docst
 
 
 def index_body(dimension: int, *, engine: Engine = "faiss") -> dict[str, Any]:
-    """Settings and mappings of the index (also the source for the CDK `AWS::OpenSearchServerless::Index`).
+    """Settings and mappings of the index, the one source of its mapping on both engines.
 
     The analyzer only names built-in components: the standard tokenizer, `apostrophe` (drops an
     apostrophe and what follows: "Alice's" -> "alice"), lowercase, ASCII folding (as the embedded

@@ -242,8 +242,9 @@ class ServerlessOpenSearchIndex(OpenSearchIndex):
 
     # -- writes -----------------------------------------------------------------------------------
     def _add_fields(self) -> None:
-        """Nothing: the collection's index and its mapping are a resource of the stack
-        (`AWS::OpenSearchServerless::Index`, built from `index_body`), updated in place by a deploy."""
+        """Nothing: the first write creates the index with its whole mapping (`ensure_index`, from
+        `index_body`; the stack declares no index, infra/mneme_infra/search.py says why), and this adapter
+        adds no field to an existing one."""
 
     def upsert(self, docs: Sequence[IndexDocument]) -> None:
         """Index new copies of `docs` (the last of each (tenant, doc_id)), then delete the copies they replace.
