@@ -18,7 +18,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from mneme.models import TIERS, Principal, Timestamp
+from mneme.models import Principal, Timestamp
+from mneme.models import Tier as StoredTier
 from mneme.observability import logger, metrics
 from mneme.ports import Clock, Embedder, SearchIndex
 from mneme.search_models import DocKind, MetadataFilter, SearchFilter, as_filter
@@ -40,8 +41,7 @@ def _lower(value: Any) -> Any:
     return value.lower() if isinstance(value, str) else value
 
 
-Tier = Annotated[Literal["raw", "daily", "weekly", "monthly", "quarterly", "yearly"], BeforeValidator(_lower)]
-assert set(Tier.__origin__.__args__) == set(TIERS)  # type: ignore[attr-defined]
+Tier = Annotated[StoredTier, BeforeValidator(_lower)]
 
 
 def _within_query_limit(value: str | None) -> str | None:
