@@ -79,7 +79,7 @@ class Avec(BaseModel):
         """1 − mean absolute difference over the four dimensions; None when `other` has no AVEC."""
         if not other or any(not isinstance(other.get(k), int | float) for k in AVEC_DIMENSIONS):
             return None
-        return 1 - sum(abs(getattr(self, k) - float(other[k])) for k in AVEC_DIMENSIONS) / 4
+        return 1 - sum(abs(float(getattr(self, k)) - float(other[k])) for k in AVEC_DIMENSIONS) / 4
 
 
 AVEC_DIMENSIONS = ("stability", "friction", "logic", "autonomy")
@@ -196,7 +196,7 @@ class RecallService:
         logger.info("recall", extra={"retrieval_path": path, "results": len(run.results)})
         return RecallResponse(
             results=run.results,
-            retrieval_path=path,  # type: ignore[arg-type]
+            retrieval_path=path,
             context=run.pack.markdown,
             explain=stages.explain(run) if request.explain else None,
         )
