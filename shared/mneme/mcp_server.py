@@ -203,7 +203,8 @@ def build_server(client: Client, *, scope: str = "root") -> MCPServer:
     )
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
-    _add_memory_tools(server, client, scope, read_only)
+    _add_retrieve_tool(server, client, scope, read_only)
+    _add_memory_tools(server, client, scope)
     _add_recall_tool(server, client, scope, read_only)
     _add_curation_tools(server, client, scope, read_only)
     from mneme.mcp_records import add_record_tools
@@ -212,8 +213,8 @@ def build_server(client: Client, *, scope: str = "root") -> MCPServer:
     return server
 
 
-def _add_memory_tools(server: MCPServer, client: Client, scope: str, read_only: ToolAnnotations) -> None:
-    """retrieve, remember and remember_conversation."""
+def _add_retrieve_tool(server: MCPServer, client: Client, scope: str, read_only: ToolAnnotations) -> None:
+    """retrieve: the guidance of a scope; the working scope reads as empty until it exists."""
     working_scope = scope
 
     @server.tool(
@@ -241,6 +242,11 @@ def _add_memory_tools(server: MCPServer, client: Client, scope: str, read_only: 
             return bundle, bundle.markdown or NOTHING_YET.format(scope=path)
 
         return _call(work, render)
+
+
+def _add_memory_tools(server: MCPServer, client: Client, scope: str) -> None:
+    """remember and remember_conversation."""
+    working_scope = scope
 
     @server.tool(
         name="remember",
