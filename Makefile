@@ -67,7 +67,7 @@ lint: $(STAMP)  ## ruff lint and format check
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: $(STAMP)  ## mypy on the domain package
+typecheck: $(STAMP)  ## mypy --strict on shared/, the SDK, functions/ and infra/
 	$(BIN)/mypy
 
 check: lint typecheck test  ## everything CI runs

@@ -147,16 +147,7 @@ def parse(path: Path, legacy: bool = False, same_time: bool = False) -> list[Con
         if conv is None:
             raise SystemExit(f"{where}: text before '# conversation'")
         if line.startswith("?"):
-            m = QUESTION.match(line)
-            if not m:
-                raise SystemExit(f"{where}: bad question line {line!r}")
-            qid, kind, text = m[1], (m[2] or "single").lower(), m[3]
-            if legacy:
-                kind = "single"
-            if kind not in KINDS:
-                raise SystemExit(f"{where}: unknown kind {kind!r}")
-            q = conv.questions.setdefault(qid, Question(qid, kind, text))
-            q.kind, q.text = kind, text
+            _question(conv, line, where, legacy)
             continue
         if session_at is None:
             raise SystemExit(f"{where}: a turn before the first session")
@@ -172,17 +163,36 @@ def parse(path: Path, legacy: bool = False, same_time: bool = False) -> list[Con
         conv.turns.append(turn)
         turn_no += 1
     for conv in out:
-        for turn in conv.turns:
-            for qid in turn.questions:
-                conv.questions.setdefault(qid, Question(qid, "?", "")).evidence.add(turn.key)
-        for q in conv.questions.values():
-            if not q.text:
-                raise SystemExit(f"{conv.source}: {q.qid} is tagged on a turn but never asked")
-            if not q.evidence:
-                raise SystemExit(f"{conv.source}: {q.qid} has no evidence turn")
-        if not conv.speakers:
-            conv.speakers = list(dict.fromkeys(t.speaker for t in conv.turns))
+        _link_evidence(conv)
     return out
+
+
+def _question(conv: Conversation, line: str, where: str, legacy: bool) -> None:
+    """A '? qN [kind] text' line: the question asked of the conversation."""
+    m = QUESTION.match(line)
+    if not m:
+        raise SystemExit(f"{where}: bad question line {line!r}")
+    qid, kind, text = m[1], (m[2] or "single").lower(), m[3]
+    if legacy:
+        kind = "single"
+    if kind not in KINDS:
+        raise SystemExit(f"{where}: unknown kind {kind!r}")
+    q = conv.questions.setdefault(qid, Question(qid, kind, text))
+    q.kind, q.text = kind, text
+
+
+def _link_evidence(conv: Conversation) -> None:
+    """Each question's evidence turns from the turns' tags; every question asked and evidenced."""
+    for turn in conv.turns:
+        for qid in turn.questions:
+            conv.questions.setdefault(qid, Question(qid, "?", "")).evidence.add(turn.key)
+    for q in conv.questions.values():
+        if not q.text:
+            raise SystemExit(f"{conv.source}: {q.qid} is tagged on a turn but never asked")
+        if not q.evidence:
+            raise SystemExit(f"{conv.source}: {q.qid} has no evidence turn")
+    if not conv.speakers:
+        conv.speakers = list(dict.fromkeys(t.speaker for t in conv.turns))
 
 
 # -- the server ----------------------------------------------------------------------------------

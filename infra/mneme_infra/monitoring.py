@@ -101,9 +101,9 @@ class Monitoring(Construct):
         recall_p95 = functions["recall"].metric_duration(statistic="p95", period=FIVE_MINUTES)
 
         def alarm(name: str, metric: cw.IMetric, threshold: float, periods: int, what: str) -> cw.Alarm:
-            created = metric.create_alarm(
-                self, name, alarm_name=f"mneme-{config.stage}-{name}", alarm_description=what, threshold=threshold,
-                evaluation_periods=periods, datapoints_to_alarm=periods,
+            created = cw.Alarm(
+                self, name, metric=metric, alarm_name=f"mneme-{config.stage}-{name}", alarm_description=what,
+                threshold=threshold, evaluation_periods=periods, datapoints_to_alarm=periods,
                 comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
                 treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
             )  # fmt: skip

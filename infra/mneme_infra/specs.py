@@ -93,7 +93,7 @@ class CallBudget:
         embedding = self.bedrock_attempts * (BEDROCK_CONNECT_SECONDS + self.bedrock_read_seconds)
         embedding += BEDROCK_BACKOFF_SECONDS * (self.bedrock_attempts - 1)
         search = (self.search_retries + 1) * self.search_timeout_seconds
-        path = embedding if "embedder" in spec.uses else 0
+        path: float = embedding if "embedder" in spec.uses else 0
         if "index_write" in spec.uses:
             path += 2 * search + sum(INDEX_WAIT)
         elif "index_read" in spec.uses:

@@ -17,7 +17,8 @@ from infra.mneme_infra.monitoring import Monitoring
 from infra.mneme_infra.schedules import scheduled_invoke
 from infra.mneme_infra.search import COLLECTION_TYPE, Search
 from infra.mneme_infra.specs import AUTHORIZER, REPAIR, SCHEDULE, STAGES
-from infra.mneme_infra.storage import TABLE_SCHEMA, Storage
+from infra.mneme_infra.storage import Storage
+from mneme.adapters.dynamo_store import TABLE_SCHEMA
 from mneme.routes import FUNCTIONS
 
 

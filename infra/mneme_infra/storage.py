@@ -17,29 +17,7 @@ from aws_cdk.aws_dynamodb import Attribute
 from constructs import Construct
 
 from infra.mneme_infra.config import InfraConfig
-
-try:
-    from mneme.adapters.dynamo_store import TABLE_SCHEMA
-except ImportError:  # the adapter is not there yet: the layout it is expected to export
-    TABLE_SCHEMA = {
-        "AttributeDefinitions": [
-            {"AttributeName": name, "AttributeType": "S"} for name in ("PK", "SK", "GSI1PK", "GSI1SK")
-        ],
-        "KeySchema": [
-            {"AttributeName": "PK", "KeyType": "HASH"},
-            {"AttributeName": "SK", "KeyType": "RANGE"},
-        ],
-        "GlobalSecondaryIndexes": [
-            {
-                "IndexName": "GSI1",
-                "KeySchema": [
-                    {"AttributeName": "GSI1PK", "KeyType": "HASH"},
-                    {"AttributeName": "GSI1SK", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            }
-        ],
-    }
+from mneme.adapters.dynamo_store import TABLE_SCHEMA
 
 _TYPES = {
     "S": dynamodb.AttributeType.STRING,

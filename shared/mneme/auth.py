@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from mneme.errors import Forbidden, Unauthorized
+from mneme.models import Principal
 from mneme.services.keys import Authenticator, KeyService
 
 
@@ -49,9 +50,17 @@ def authorize(event: dict[str, Any], keys: Authenticator | KeyService) -> dict[s
         caller = keys.authenticate(bearer_token(event))
     except (Unauthorized, Forbidden) as e:
         return policy("refused", "Deny", method_arn, {"reason": e.code})
-    context = {
+    return policy(principal_id(caller), "Allow", method_arn, context_of(caller))
+
+
+def principal_id(caller: Principal) -> str:
+    return f"{caller.tenant}/{caller.principal}"
+
+
+def context_of(caller: Principal) -> dict[str, str]:
+    """The authorizer context API Gateway hands each function (`http.admission.principal_from_event` reads it)."""
+    return {
         "tenant": caller.tenant,
         "principal": caller.principal,
         "roles": ",".join(sorted(role.value for role in caller.roles)),
     }
-    return policy(f"{caller.tenant}/{caller.principal}", "Allow", method_arn, context)

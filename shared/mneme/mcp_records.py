@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -69,7 +70,7 @@ def _forgot_text(forgot: Forgot) -> str:
     return text
 
 
-def add_record_tools(server: MCPServer, client: Client, *, scope: str, call: Any) -> None:
+def add_record_tools(server: MCPServer, client: Client, *, scope: str, call: Callable[..., CallToolResult]) -> None:
     """`call(work, render)` is the server's way to run a client call and turn errors into tool errors."""
 
     @server.tool(

@@ -193,7 +193,6 @@ def build_server(client: Client, *, scope: str = "root") -> MCPServer:
     """The MCP server over `client` (embedded or remote). `scope` is the agent's working scope."""
     if not re.fullmatch(PATH_PATTERN, scope):
         raise ValueError(f"invalid working scope {scope!r}")
-    working_scope = scope
     server: MCPServer = MnemeMCPServer(
         name="mneme",
         title="Mneme memory",
@@ -203,6 +202,20 @@ def build_server(client: Client, *, scope: str = "root") -> MCPServer:
         log_level="WARNING",
     )
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+
+    _add_retrieve_tool(server, client, scope, read_only)
+    _add_memory_tools(server, client, scope)
+    _add_recall_tool(server, client, scope, read_only)
+    _add_curation_tools(server, client, scope, read_only)
+    from mneme.mcp_records import add_record_tools
+
+    add_record_tools(server, client, scope=scope, call=_call)  # list, forget, correct_fact
+    return server
+
+
+def _add_retrieve_tool(server: MCPServer, client: Client, scope: str, read_only: ToolAnnotations) -> None:
+    """retrieve: the guidance of a scope; the working scope reads as empty until it exists."""
+    working_scope = scope
 
     @server.tool(
         name="retrieve",
@@ -229,6 +242,11 @@ def build_server(client: Client, *, scope: str = "root") -> MCPServer:
             return bundle, bundle.markdown or NOTHING_YET.format(scope=path)
 
         return _call(work, render)
+
+
+def _add_memory_tools(server: MCPServer, client: Client, scope: str) -> None:
+    """remember and remember_conversation."""
+    working_scope = scope
 
     @server.tool(
         name="remember",
@@ -322,6 +340,11 @@ def build_server(client: Client, *, scope: str = "root") -> MCPServer:
 
         return _call(lambda: client.remember_messages(scope, messages, **fields), render)
 
+
+def _add_recall_tool(server: MCPServer, client: Client, scope: str, read_only: ToolAnnotations) -> None:
+    """recall: search what is known, as a context pack."""
+    working_scope = scope
+
     @server.tool(
         name="recall",
         title="Recall what is known",
@@ -412,6 +435,11 @@ def build_server(client: Client, *, scope: str = "root") -> MCPServer:
             return output, text
 
         return _call(work, render)
+
+
+def _add_curation_tools(server: MCPServer, client: Client, scope: str, read_only: ToolAnnotations) -> None:
+    """consolidate, archive_memory, propose_memory and list_scopes."""
+    working_scope = scope
 
     @server.tool(
         name="consolidate",
@@ -512,11 +540,6 @@ def build_server(client: Client, *, scope: str = "root") -> MCPServer:
             return ScopesOutput(scopes=scopes), "\n".join(s.path for s in scopes)
 
         return _call(lambda: client.list_scopes(path), render)
-
-    from mneme.mcp_records import add_record_tools
-
-    add_record_tools(server, client, scope=scope, call=_call)  # list, forget, correct_fact
-    return server
 
 
 def run(client: Client, *, scope: str = "root", mode: str = "") -> int:

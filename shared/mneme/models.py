@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple, get_args
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -132,7 +132,7 @@ class Memory(BaseModel):
 
 
 Tier = Literal["raw", "daily", "weekly", "monthly", "quarterly", "yearly"]
-TIERS: tuple[str, ...] = ("raw", "daily", "weekly", "monthly", "quarterly", "yearly")
+TIERS: tuple[str, ...] = get_args(Tier)
 
 
 class Episode(BaseModel):

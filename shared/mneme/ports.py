@@ -377,9 +377,9 @@ class QueryEmbedder(Embedder, Protocol):
 
 def embed_query(embedder: Embedder, text: str) -> NDArray[np.float32]:
     """The vector of one search query: `embed_queries` where the model has it, else `embed`."""
-    if isinstance(embedder, QueryEmbedder):
-        return embedder.embed_queries([text])[0]
-    return embedder.embed([text])[0]
+    vectors = embedder.embed_queries([text]) if isinstance(embedder, QueryEmbedder) else embedder.embed([text])
+    first: NDArray[np.float32] = vectors[0]
+    return first
 
 
 class SearchIndex(Protocol):

@@ -27,6 +27,9 @@ GENERIC = frozenset(
     """.split()
 )
 SUFFIXES = ("ingly", "edly", "ing", "ed", "es", "ly", "s")
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+          "october", "november", "december")  # fmt: skip
+MONTH = "|".join(MONTHS)  # a month's name, for a regex
 
 
 def words(text: str) -> list[str]:

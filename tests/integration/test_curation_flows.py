@@ -2,18 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from mneme import cli
 from tests.integration.helpers import Api
-
-
-@pytest.fixture
-def admin(server: str, home: Path) -> Api:
-    key_file, _ = cli.ensure_first_run()
-    return Api(server, key_file.read_text().strip())
 
 
 def key(admin: Api, principal: str, role: str) -> Api:

@@ -17,14 +17,6 @@ TARGET = "root.pennine-joinery.vat"
 
 
 @pytest.fixture
-def admin(server: str) -> Api:
-    """The server's first run: `mneme serve` calls ensure_first_run; the `server` fixture does not."""
-    key_file, created = cli.ensure_first_run()
-    assert created
-    return Api(server, key_file.read_text().strip())
-
-
-@pytest.fixture
 def walkthrough(admin: Api) -> dict[str, str]:
     """The README walk-through up to retrieve. Returns memory ids by key."""
     admin.ok("PUT", "/v1/layers", {"layers": {"1": "clients", "2": "services"}})

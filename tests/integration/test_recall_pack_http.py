@@ -4,21 +4,12 @@ line under a budget, a truthful fallback trace, facts with their sources' metada
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from mneme import bootstrap, cli
+from mneme import bootstrap
 from mneme.records import Fact
 from mneme.services.recall_hop import LINK_PER_SOURCE
 from tests.integration.helpers import Api
-
-
-@pytest.fixture
-def admin(server: str, home: Path) -> Api:
-    key_file, _ = cli.ensure_first_run()
-    return Api(server, key_file.read_text().strip())
 
 
 def remember(api: Api, content: str, **fields: Any) -> str:

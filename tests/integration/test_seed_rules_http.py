@@ -8,16 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mneme import cli
 from tests.integration.helpers import Api
 
 FIXTURES = Path(__file__).resolve().parents[1] / "unit" / "sttp" / "fixtures"
-
-
-@pytest.fixture
-def admin(server: str, home: Path) -> Api:
-    key_file, _ = cli.ensure_first_run()
-    return Api(server, key_file.read_text().strip())
 
 
 def billing_rules(admin: Api) -> None:

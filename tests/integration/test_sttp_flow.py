@@ -4,18 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from mneme import bootstrap, cli, sttp
+from mneme import bootstrap, sttp
 from tests.integration.helpers import Api
 
 FIXTURES = Path(__file__).resolve().parents[1] / "unit" / "sttp" / "fixtures"
-
-
-@pytest.fixture
-def admin(server: str, home: Path) -> Api:
-    key_file, _ = cli.ensure_first_run()
-    return Api(server, key_file.read_text().strip())
 
 
 def test_remember_recall_and_export_an_sttp_node(admin: Api) -> None:

@@ -101,18 +101,7 @@ class KnnProxy:
 
     # -- the knn query ------------------------------------------------------------------------------
     def knn_search(self, index: str, body: dict[str, Any]) -> tuple[int, Any]:
-        unknown = set(body) - _BODY_KEYS
-        if unknown:
-            raise Rejected(f"the knn double does not model {sorted(unknown)} in a knn search")
-        fields = body["query"]["knn"]
-        if not isinstance(fields, dict) or len(fields) != 1 or not isinstance(next(iter(fields.values())), dict):
-            raise Rejected("[knn] query takes exactly one field")
-        ((field, clause),) = fields.items()
-        if set(clause) - {"vector", "k", "filter"}:
-            raise Rejected(f"the knn double does not model {sorted(set(clause) - {'vector', 'k', 'filter'})} in [knn]")
-        k = clause.get("k")
-        if not isinstance(k, int) or isinstance(k, bool) or not 0 < k <= MAX_K:
-            raise Rejected(f"[knn] requires k between 1 and {MAX_K}, not {k!r}")
+        field, clause, k = _knn_clause(body)
         status, mapping = self.upstream_json("GET", f"/{index}/_mapping")
         if status != 200:
             return status, mapping  # e.g. index_not_found_exception, as OpenSearch answers
@@ -201,6 +190,23 @@ class KnnProxy:
         if status != 200:
             raise Rejected(f"reading _source failed: {response}")
         return {h["_id"]: h.get("_source", {}) for h in response["hits"]["hits"]}
+
+
+def _knn_clause(body: dict[str, Any]) -> tuple[str, dict[str, Any], int]:
+    """The searched field, its [knn] clause and k, as OpenSearch would accept them (else Rejected)."""
+    unknown = set(body) - _BODY_KEYS
+    if unknown:
+        raise Rejected(f"the knn double does not model {sorted(unknown)} in a knn search")
+    fields = body["query"]["knn"]
+    if not isinstance(fields, dict) or len(fields) != 1 or not isinstance(next(iter(fields.values())), dict):
+        raise Rejected("[knn] query takes exactly one field")
+    ((field, clause),) = fields.items()
+    if set(clause) - {"vector", "k", "filter"}:
+        raise Rejected(f"the knn double does not model {sorted(set(clause) - {'vector', 'k', 'filter'})} in [knn]")
+    k = clause.get("k")
+    if not isinstance(k, int) or isinstance(k, bool) or not 0 < k <= MAX_K:
+        raise Rejected(f"[knn] requires k between 1 and {MAX_K}, not {k!r}")
+    return field, clause, k
 
 
 def _field(hit: dict[str, Any], name: str, descending: bool) -> Any:

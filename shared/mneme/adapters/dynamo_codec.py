@@ -105,7 +105,8 @@ def _python(value: Any) -> Any:
 
 def attr(value: Any) -> AttributeValue:
     """One attribute value, e.g. for ExpressionAttributeValues."""
-    return _serializer.serialize(_plain(value))
+    serialized: AttributeValue = _serializer.serialize(_plain(value))
+    return serialized
 
 
 FLOAT32 = b"\x04"  # the format byte of a float32 vector

@@ -53,14 +53,7 @@ TABLE_SCHEMA: dict[str, Any] = {
     "GlobalSecondaryIndexes": [_keys_only_index(name) for name in (GSI1, GSI2, GSI3, GSI4)],
 }
 
-UNINDEXED = "UNINDEXED"
-EPISODE_CODEC: dict[str, Any] = {"json_fields": ("metadata",), "vector_fields": ("vector",)}
-FACT_CODEC: dict[str, Any] = {"vector_fields": ("vector",)}
-RUN_CODEC: dict[str, Any] = {"json_fields": ("stages",)}
 BATCH_ATTEMPTS = 6
-EPISODES_PER_TRANSACTION = 50  # episode + feed entry
-FACTS_PER_TRANSACTION = 25  # fact + scope copy + feed entry + old feed entry
-FACT_ATTEMPTS = 5
 
 
 def create_table(client: Any, table_name: str) -> None:

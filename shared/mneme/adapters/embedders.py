@@ -41,7 +41,8 @@ def _check_texts(texts: Sequence[str]) -> None:
 
 def _l2_normalise(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+    normalised: NDArray[np.float32] = (vectors / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+    return normalised
 
 
 # -- local: all-MiniLM-L6-v2, ONNX -----------------------------------------------------------

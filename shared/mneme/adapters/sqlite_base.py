@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from mneme.errors import StoreUnavailable
 
@@ -226,6 +227,6 @@ class SqliteBase:
             )
         ]  # fmt: skip
 
-    def _rows(self, sql: str, *args: object) -> list[tuple]:
+    def _rows(self, sql: str, *args: object) -> list[tuple[Any, ...]]:
         with self._connection() as conn:
             return conn.execute(sql, args).fetchall()

@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import suppress
 from datetime import datetime
+from typing import Any
 
 from mneme.adapters import sqlite_episodes as rows_of
 from mneme.adapters.sqlite_base import FEED_SCHEMA, STORE_VERSION, utc_text
@@ -125,11 +126,12 @@ class SqliteRecordStore(
             found.update((scope.scope_id, scope) for scope in (Scope.model_validate_json(row[0]) for row in rows))
         return found
 
-    def _slot(self, conn: sqlite3.Connection, tenant: str, parent: str, segment: str) -> tuple | None:
-        return conn.execute(
+    def _slot(self, conn: sqlite3.Connection, tenant: str, parent: str, segment: str) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = conn.execute(
             "SELECT scope_id, is_alias FROM slots WHERE tenant=? AND parent_id=? AND segment=?",
             (tenant, parent, segment),
         ).fetchone()
+        return row
 
     def find_child(self, tenant: str, parent_id: str | None, segment: str) -> Scope | None:
         with self._connection() as conn:
@@ -199,7 +201,7 @@ class SqliteRecordStore(
 
     # -- memories -------------------------------------------------------------------------
     @staticmethod
-    def _memory_row(memory: Memory) -> tuple:
+    def _memory_row(memory: Memory) -> tuple[Any, ...]:
         uniq = None if memory.status == "archived" else memory.uniqueness_key()
         return (
             memory.scope_id,

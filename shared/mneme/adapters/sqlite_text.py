@@ -10,7 +10,7 @@ from datetime import datetime
 
 from mneme.adapters.vector_cache import as_utc
 from mneme.search_models import Hit, SearchFilter
-from mneme.text import meaningful_words, words
+from mneme.text import MONTH, MONTHS, meaningful_words, words
 
 # Text search. A cut: FTS5 ranks the matches (from rowid :start on) and keeps the best :n; the filters
 # run on those n in the same statement, whose last row (doc_id NULL) carries the cut's size and lowest score.
@@ -47,9 +47,6 @@ _RANKED_FIRST_FACTOR = 4  # the first cut: k x this
 _RANKED_FIRST_MAX = 20_000  # past this cut, the full join
 
 MAX_TERMS = 32
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-           "october", "november", "december")  # fmt: skip
-MONTH = "|".join(MONTHS)
 DAY = r"(?P<d>[0-3]?\d)(?:st|nd|rd|th)?"
 DATE_PATTERNS = [
     re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})(?:-(?P<d>\d{1,2}))?\b"),  # 2026-03-04, 2026-03

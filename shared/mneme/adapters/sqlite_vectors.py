@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ def load(conn: sqlite3.Connection, tenant: str, model_id: str, gen: int) -> Vect
     return cache
 
 
-def as_rows(rows: list[tuple], dim: int) -> Rows:
+def as_rows(rows: list[tuple[Any, ...]], dim: int) -> Rows:
     doc_ids, kinds, paths, occurred, tiers, sessions, visible, blobs = map(
         list, zip(*(r for r in rows if len(r[7]) == dim * 4), strict=True)
     )
@@ -52,7 +53,7 @@ def catch_up(conn: sqlite3.Connection, tenant: str, model_id: str, cache: Vector
     if len({g for g, _ in logged}) != gen - cache.generation or any(d == "*" for _, d in logged):
         return None
     changed = sorted({d for _, d in logged if d})
-    found: list[tuple] = []
+    found: list[tuple[Any, ...]] = []
     for start in range(0, len(changed), 500):
         chunk = changed[start : start + 500]
         found += conn.execute(  # by (tenant, doc_id); the model is checked on the rows

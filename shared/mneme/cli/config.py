@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -142,7 +142,7 @@ def load(flags: Mapping[str, Any], path: str | None = None) -> Config:
     explicit = path is not None
     file = Path(path).expanduser() if path else default_config_path(os.environ)
     from_file = _read(file, required=explicit or bool(os.environ.get("MNEME_CONFIG")))
-    layers = [
+    layers: list[tuple[Mapping[str, Any], Callable[[str], str]]] = [
         ({k: v for k, v in flags.items() if v is not None and k in KEYS}, lambda k: "flag --" + k.replace("_", "-")),
         (EnvSettingsSource(CliSettings)(), lambda k: f"env MNEME_{k.upper()}"),
         (from_file, lambda k: f"file {file}"),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from mneme.cli.app import Context, command
 from mneme.cli.output import Progress, emit_json, err
 from mneme.errors import InvalidInput
+from mneme.models import TIERS
 from mneme_sdk.errors import MnemeError
 
 if TYPE_CHECKING:
@@ -299,7 +300,7 @@ mneme remember --jsonl episodes.jsonl --scope root.acme        # one JSON object
     remember.add_argument("--jsonl", metavar="PATH", help="RememberItem objects, one per line ('-': stdin)")
     remember.add_argument("--create-scope", action="store_true", help="create the scope (and parents) if missing")
     remember.add_argument("--session-id")
-    remember.add_argument("--tier", choices=["raw", "daily", "weekly", "monthly", "quarterly", "yearly"])
+    remember.add_argument("--tier", choices=TIERS)
     remember.add_argument("--occurred-at", metavar="ISO8601", help="when it happened, with a timezone (e.g. …Z)")
     remember.add_argument("--metadata", metavar="JSON", help="a JSON object returned with every recall of it")
     remember.add_argument("--idempotency-key", help="a retry with the same key writes nothing twice")

@@ -14,6 +14,7 @@ import re
 from typing import NamedTuple
 
 from mneme.grounding import split_speaker
+from mneme.text import MONTH
 
 
 class Claim(NamedTuple):
@@ -45,7 +46,7 @@ QUALIFIER = re.compile(
     r"[,;()!?]|\.(?:\s|$)|\s(?:since|from|as of|until|because|according to|now|currently|again|usually|"
     r"for|and (?:he|she|they|it|i|we|you|so|then|that|this)|anyway|by the way|"
     r"these days|hands down|honestly|originally|actually|last|this|next|in (?:the )?(?:spring|summer|autumn|"
-    r"fall|winter|january|february|march|april|may|june|july|august|september|october|november|december|"
+    rf"fall|winter|{MONTH}|"
     r"\d{4})|for (?:work|tickets|years|now)|only|too|as well|instead\b.*|though|fluently|right now|lately)\b",
     re.I,
 )

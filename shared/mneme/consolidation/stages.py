@@ -396,7 +396,7 @@ def _contradiction(batch: Batch, old: Fact, new: Fact, resolution: str, now: dat
         old_value=old.value or "",
         new_value=new.value or "",
         resolution=resolution,
-        created_at=now,  # type: ignore[arg-type]
+        created_at=now,
     )
 
 

@@ -26,7 +26,7 @@ from mneme.observability import logger
 TOO_LARGE = {"body_too_large", "query_too_large"}  # validation errors that are a size limit on content: 413, not 400
 
 
-def error_response(error: MnemeError) -> Response:
+def error_response(error: MnemeError) -> Response[str]:
     return Response(status_code=error.status, content_type="application/json", body=json.dumps(error.to_body()))
 
 
@@ -158,7 +158,7 @@ class MnemeResolver(APIGatewayRestResolver):
             return proxy_error(error)
         self.current_event, self.lambda_context = self._to_proxy_event(dict(admitted)), context
         if found is not None:
-            self.append_context(caller=found)
+            self.context["caller"] = found
             logger.thread_safe_append_keys(tenant=found.tenant, principal=found.principal)
         return super().resolve(admitted, context)
 
@@ -167,7 +167,7 @@ def build_resolver() -> APIGatewayRestResolver:
     app = MnemeResolver()
 
     @app.exception_handler(MnemeError)
-    def on_domain_error(error: MnemeError) -> Response:
+    def on_domain_error(error: MnemeError) -> Response[str]:
         if error.status >= 500:  # a dependency failed: logged like any 5xx, with the request id
             request_id = request_id_of(app)
             logger.error(
@@ -182,13 +182,13 @@ def build_resolver() -> APIGatewayRestResolver:
         return error_response(error)
 
     @app.exception_handler(Exception)
-    def on_unexpected(error: Exception) -> Response:
+    def on_unexpected(error: Exception) -> Response[str]:
         if isinstance(error, ServiceError):  # Powertools' own HTTP errors keep their status
             raise error
         return error_response(unexpected(error, request_id_of(app)))
 
     @app.exception_handler(RequestValidationError)
-    def on_invalid_request(error: RequestValidationError) -> Response:
+    def on_invalid_request(error: RequestValidationError) -> Response[str]:
         details = _validation_details(error)
         if details and all(item["type"] in TOO_LARGE for item in details):
             return error_response(PayloadTooLarge(details[0]["message"], code=details[0]["type"], details=details))
@@ -197,7 +197,7 @@ def build_resolver() -> APIGatewayRestResolver:
         return error_response(InvalidInput(message, details=details))
 
     @app.not_found
-    def on_not_found(_: Exception) -> Response:  # admitted, so only a path Powertools reads differently
+    def on_not_found(_: Exception) -> Response[str]:  # admitted, so only a path Powertools reads differently
         return error_response(NotFound(f"no route {app.current_event.path}", code="route_not_found"))
 
     return app
@@ -216,7 +216,7 @@ def caller(app: APIGatewayRestResolver) -> Principal:
     return principal
 
 
-def json_response(status: int, body: Any) -> Response:
+def json_response(status: int, body: Any) -> Response[str]:
     return Response(status_code=status, content_type="application/json", body=json.dumps(body, default=str))
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from mneme import routes
+from mneme import auth, routes
 from mneme.errors import MnemeError
 from mneme.local import gateway, runtime
 from mneme.local.events import proxy_event
@@ -46,12 +46,7 @@ class EmbeddedTransport(httpx.BaseTransport):
             return httpx.Response(error.status, json=error.to_body())
         authorizer = None
         if route.role is not None:
-            authorizer = {
-                "tenant": self.principal.tenant,
-                "principal": self.principal.principal,
-                "roles": ",".join(sorted(role.value for role in self.principal.roles)),
-                "principalId": f"{self.principal.tenant}/{self.principal.principal}",
-            }
+            authorizer = {**auth.context_of(self.principal), "principalId": auth.principal_id(self.principal)}
         content = request.read()
         body = content.decode() if content else None
         query = request.url.query.decode()

@@ -4,24 +4,15 @@ route (the one 404 / 405, `routes.resolve`), run the authorizer, then invoke the
 from __future__ import annotations
 
 import importlib
-import json
 from typing import Any
 
 from mneme import routes
-from mneme.errors import MnemeError, Unauthorized
+from mneme.errors import Unauthorized
 from mneme.local.events import LocalContext, token_event
 
 
 def function(name: str) -> Any:
     return importlib.import_module(f"functions.{name}").handler
-
-
-def error_response(error: MnemeError) -> dict[str, Any]:
-    return {
-        "statusCode": error.status,
-        "headers": {"Content-Type": "application/json"},
-        "body": json.dumps(error.to_body()),
-    }
 
 
 _REFUSALS = {

@@ -43,7 +43,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from mneme import routes
 from mneme.errors import InvalidInput, MnemeError, PayloadTooLarge
-from mneme.http.api import unexpected
+from mneme.http.api import proxy_error, unexpected
 from mneme.local import gateway, runtime
 from mneme.local.events import proxy_event
 from mneme.observability import logger
@@ -142,7 +142,7 @@ def admit_head(method: str, path: str, headers: dict[str, str]) -> Admitted:
 
 
 def answer(error: MnemeError) -> dict[str, Any]:
-    return gateway.error_response(error)
+    return proxy_error(error)
 
 
 class Mneme:

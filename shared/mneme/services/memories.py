@@ -115,7 +115,7 @@ class MemoryService:
             if before is None or getattr(before, f) != getattr(memory, f)
         }
         entry = HistoryEntry(
-            tenant=memory.tenant, memory_id=memory.memory_id, version=memory.version, action=action,  # type: ignore[arg-type]
+            tenant=memory.tenant, memory_id=memory.memory_id, version=memory.version, action=action,
             actor=actor, approved_by=approved_by, status=memory.status, reason=reason, at=memory.updated_at,
             changes={k: [_plain(v) for v in pair] for k, pair in changes.items() if pair[0] != pair[1]},
         )  # fmt: skip

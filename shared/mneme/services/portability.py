@@ -114,21 +114,15 @@ class PortabilityService:
 
         def scope_id(path: str) -> str:
             if path not in scope_ids:
-                try:
-                    scope_ids[path] = self.scopes.resolve(tenant, path).scope.scope_id
-                except ScopeNotFound:
-                    scope_ids[path] = self.scopes.create(tenant, path, parents=True).scope.scope_id
-                    counts["scopes"] += 1
+                scope_ids[path] = self._scope(tenant, path, counts)
             return scope_ids[path]
 
         for number, line in enumerate(lines, start=1):
             kind = line.get("type")
             if kind == "header":
-                if line.get("format") != FORMAT:
-                    raise InvalidInput(f"line {number}: not a {FORMAT} file", code="invalid_export")
+                _check_header(number, line)
             elif kind == "layers":
-                if not self.store.get_layers(tenant):
-                    self.scopes.set_layers(tenant, {int(k): v for k, v in line["layers"].items()})
+                self._layers(tenant, line)
             elif kind == "scope":
                 scope_id(line["path"])
             elif kind == "alias":
@@ -139,12 +133,7 @@ class PortabilityService:
             elif kind == "memory":
                 self._memory(tenant, line, scope_id, counts)
             elif kind == "revision":
-                revision = Revision.model_validate({**_fields(line), "tenant": tenant})
-                if self.store.get_revision(tenant, revision.memory_id, revision.author) is not None:
-                    counts["skipped"] += 1
-                else:
-                    self.store.put_revision(revision)
-                    counts["revisions"] += 1
+                self._revision(tenant, line, counts)
             elif kind == "episode":
                 pending_episodes.append(
                     Episode.model_validate(
@@ -167,6 +156,27 @@ class PortabilityService:
         self._episodes(tenant, pending_episodes, counts)
         self._facts(tenant, pending_facts, counts)
         return counts
+
+    def _scope(self, tenant: str, path: str, counts: dict[str, int]) -> str:
+        """The id of the scope at `path`, created (with its parents) when missing."""
+        try:
+            return self.scopes.resolve(tenant, path).scope.scope_id
+        except ScopeNotFound:
+            created = self.scopes.create(tenant, path, parents=True).scope.scope_id
+            counts["scopes"] += 1
+            return created
+
+    def _layers(self, tenant: str, line: dict[str, Any]) -> None:
+        if not self.store.get_layers(tenant):
+            self.scopes.set_layers(tenant, {int(k): v for k, v in line["layers"].items()})
+
+    def _revision(self, tenant: str, line: dict[str, Any], counts: dict[str, int]) -> None:
+        revision = Revision.model_validate({**_fields(line), "tenant": tenant})
+        if self.store.get_revision(tenant, revision.memory_id, revision.author) is not None:
+            counts["skipped"] += 1
+            return
+        self.store.put_revision(revision)
+        counts["revisions"] += 1
 
     def _memory(
         self, tenant: str, line: dict[str, Any], scope_id: Callable[[str], str], counts: dict[str, int]
@@ -222,6 +232,11 @@ class PortabilityService:
         if ids:
             self.indexer.index.delete(tenant, ids)
         return {"path": tree[0][0], "dry_run": dry_run, "counts": counts}
+
+
+def _check_header(number: int, line: dict[str, Any]) -> None:
+    if line.get("format") != FORMAT:
+        raise InvalidInput(f"line {number}: not a {FORMAT} file", code="invalid_export")
 
 
 def episode_node(episode: Episode) -> str:

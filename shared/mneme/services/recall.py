@@ -18,7 +18,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from mneme.models import TIERS, Principal, Timestamp
+from mneme.models import Principal, Timestamp
+from mneme.models import Tier as StoredTier
 from mneme.observability import logger, metrics
 from mneme.ports import Clock, Embedder, SearchIndex
 from mneme.search_models import DocKind, MetadataFilter, SearchFilter, as_filter
@@ -41,8 +42,7 @@ def _lower(value: Any) -> Any:
     return value.lower() if isinstance(value, str) else value
 
 
-Tier = Annotated[Literal["raw", "daily", "weekly", "monthly", "quarterly", "yearly"], BeforeValidator(_lower)]
-assert set(Tier.__origin__.__args__) == set(TIERS)  # type: ignore[attr-defined]
+Tier = Annotated[StoredTier, BeforeValidator(_lower)]
 
 
 def _within_query_limit(value: str | None) -> str | None:
@@ -80,7 +80,7 @@ class Avec(BaseModel):
         """1 − mean absolute difference over the four dimensions; None when `other` has no AVEC."""
         if not other or any(not isinstance(other.get(k), int | float) for k in AVEC_DIMENSIONS):
             return None
-        return 1 - sum(abs(getattr(self, k) - float(other[k])) for k in AVEC_DIMENSIONS) / 4
+        return 1 - sum(abs(float(getattr(self, k)) - float(other[k])) for k in AVEC_DIMENSIONS) / 4
 
 
 AVEC_DIMENSIONS = ("stability", "friction", "logic", "autonomy")
@@ -197,7 +197,7 @@ class RecallService:
         logger.info("recall", extra={"retrieval_path": path, "results": len(run.results)})
         return RecallResponse(
             results=run.results,
-            retrieval_path=path,  # type: ignore[arg-type]
+            retrieval_path=path,
             context=run.pack.markdown,
             explain=stages.explain(run) if request.explain else None,
         )

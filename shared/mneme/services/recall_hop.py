@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 
 from mneme.models import Episode, Memory
 from mneme.services.recall_records import record_text
-from mneme.text import STOPWORDS, stem, terms
+from mneme.text import MONTHS, STOPWORDS, stem, terms
 
 if TYPE_CHECKING:
     from mneme.services.recall_run import Candidate, Run
@@ -52,10 +52,7 @@ LINK_BOOST = 2.0  # a linked candidate's score factor (capped at the weakest sou
 NAME_SOURCES = 3  # the best admitted hits whose names are followed
 NAME_BOOST = 1.2  # a candidate naming one of them (capped at the weakest of those hits' score)
 NAME = re.compile(r"[^\W\d_][^\W_]{2,}")  # a word of three or more characters, starting with a letter
-NOT_NAMES = STOPWORDS | frozenset(
-    "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
-    "august september october november december".split()
-)
+NOT_NAMES = STOPWORDS | frozenset("monday tuesday wednesday thursday friday saturday sunday".split()) | set(MONTHS)
 SENTENCE_END = '.!?:"“'  # a capitalised word after these (or first in the text) starts a sentence
 
 

@@ -25,13 +25,11 @@ from mneme.models import Episode
 from mneme.records import Fact
 from mneme.services.indexing import speaker
 from mneme.services.recall_run import QueryTime
+from mneme.text import MONTH, MONTHS
 
 if TYPE_CHECKING:
     from mneme.services.recall_run import Candidate, Run
 
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-          "october", "november", "december")  # fmt: skip
-_MONTH = "|".join(MONTHS)
 _YEAR = r"(?P<y>(?:19|20)\d\d)"
 SEASONS = {"spring": (3, 6), "summer": (6, 9), "autumn": (9, 12), "fall": (9, 12), "winter": (12, 15)}
 LATEST = re.compile(
@@ -40,9 +38,9 @@ LATEST = re.compile(
 )
 EARLIEST = re.compile(r"\b(first|earliest|originally|initially|at first|to begin with|in the beginning)\b")
 _WINDOWS = [  # most specific first; each gives (start month offset, end month offset) within a year
-    re.compile(rf"\b(?P<half>first|second) half of (?P<mon>{_MONTH}),? {_YEAR}\b"),
-    re.compile(rf"\b(?P<part>early|mid|late)[- ](?P<mon>{_MONTH}),? {_YEAR}\b"),
-    re.compile(rf"\b(?P<mon>{_MONTH}),? (?:of )?{_YEAR}\b"),
+    re.compile(rf"\b(?P<half>first|second) half of (?P<mon>{MONTH}),? {_YEAR}\b"),
+    re.compile(rf"\b(?P<part>early|mid|late)[- ](?P<mon>{MONTH}),? {_YEAR}\b"),
+    re.compile(rf"\b(?P<mon>{MONTH}),? (?:of )?{_YEAR}\b"),
     re.compile(r"\b(?P<y2>(?:19|20)\d\d)-(?P<m2>0[1-9]|1[0-2])\b"),
     re.compile(rf"\b(?P<season>{'|'.join(SEASONS)}) (?:of )?{_YEAR}\b"),
     re.compile(rf"\b(?:christmas|xmas|new year'?s? eve) (?:of )?{_YEAR}\b"),
@@ -57,7 +55,7 @@ ASKS_WHEN = re.compile(
     r"which day|what time|how long ago|how many (?:days|weeks|months|years) ago)\b"
 )
 SAYS_WHEN = re.compile(  # a text that says when something happened or will (the answer to a 'when' question)
-    rf"\b(?:{_WEEKDAY}|{_MONTH}|yesterday|today|tonight|tomorrow|this (?:morning|afternoon|evening)|"
+    rf"\b(?:{_WEEKDAY}|{MONTH}|yesterday|today|tonight|tomorrow|this (?:morning|afternoon|evening)|"
     rf"(?:last|next|this) (?:week|weekend|month|year|night|{'|'.join(SEASONS)})|ago|"
     r"(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th)|(?:first|second|third|fourth|fifth|tenth|twentieth) of|"
     r"christmas|easter|new year)\b"
@@ -104,7 +102,7 @@ def _window(m: re.Match[str]) -> tuple[datetime, datetime]:
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
             "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}  # fmt: skip
 _RELATIVE = [  # periods counted back from the reference time (the request's as_of, else now)
-    re.compile(rf"\b(?:last|past) (?P<mon>{_MONTH})\b"),
+    re.compile(rf"\b(?:last|past) (?P<mon>{MONTH})\b"),
     re.compile(rf"\b(?:last|past) (?P<season>{'|'.join(SEASONS)})\b"),
     re.compile(r"\b(?:last|past|previous) (?P<unit>year|month|week)\b"),
     re.compile(rf"\b(?P<n>\d{{1,2}}|{'|'.join(_NUMBERS)}) (?P<unit>year|month|week|day)s? ago\b"),

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from mneme.models import TIERS as TIERS  # STTP's temporal tiers are the stored ones
+
 LayerName = Literal["provenance", "envelope", "content", "metrics"]
 LAYER_ORDER: tuple[LayerName, ...] = ("provenance", "envelope", "content", "metrics")
 LAYER_MARKERS: dict[LayerName, str] = {
@@ -27,7 +29,6 @@ NODE_MARKER = "⏣"
 
 TRIGGERS = ("scheduled", "threshold", "resonance", "seed", "manual")
 RESPONSE_FORMATS = ("temporal_node", "natural_language", "hybrid")
-TIERS = ("raw", "daily", "weekly", "monthly", "quarterly", "yearly")
 AVEC_KEYS = ("stability", "friction", "logic", "autonomy", "psi")
 ATTRACTOR_KEYS = ("stability", "friction", "logic", "autonomy")
 

@@ -86,7 +86,7 @@ class RetryPolicy:
             raise ValueError("max_retries must be >= 0")
 
     def delay(self, attempt: int) -> float:
-        ceiling = min(self.max_backoff, self.backoff * 2**attempt)
+        ceiling: float = min(self.max_backoff, self.backoff * 2**attempt)
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 

@@ -165,7 +165,8 @@ class MnemeStore(BaseStore):
         if block is None:
             return None
         (item,) = yield from self._items([block.memory_id])
-        return item
+        found: Item = item
+        return found
 
     def _items(self, memory_ids: list[str], scores: dict[str, float] | None = None) -> Flow[list[Any]]:
         """Items for memories, with their times (read back through recall by id, 200 at a time)."""
