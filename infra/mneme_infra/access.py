@@ -56,11 +56,18 @@ def invoke_models_statement(scope: Construct, model_ids: list[str]) -> iam.Polic
 
 
 # The table actions the adapter calls (measured by tests/cloud: every DynamoDB call each function makes).
-# Narrower than CDK's grant_read_data/grant_read_write_data, which add Scan, ConditionCheckItem,
-# DescribeTable and the stream actions (GetRecords, GetShardIterator): the adapter never scans, writes no
-# ConditionCheck transaction item, reads no stream (the table has none) and never describes the table.
+# Narrower than CDK's grant_read_data/grant_read_write_data, which add Scan, DescribeTable and the stream
+# actions (GetRecords, GetShardIterator): the adapter never scans, reads no stream (the table has none) and
+# never describes the table. Writers need ConditionCheckItem: a draft memory's transaction checks that its
+# key's published slot does not exist (`dynamo_codec.check`).
 TABLE_READ_ACTIONS = ("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query")
-TABLE_WRITE_ACTIONS = ("dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+TABLE_WRITE_ACTIONS = (
+    "dynamodb:BatchWriteItem",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+)
 
 
 # `mneme.adapters.dynamo_codec.delivered_pk`: T#<tenant>#DELIVERED#<principal>#<session>. No other key
