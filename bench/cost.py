@@ -190,6 +190,8 @@ def metered(tier_call: Any) -> Any:
         answer = tier_call(self, operation, params)
         METER.dynamodb_calls[operation] += 1
         reads, writes = _reads(self, operation, params, answer), _writes(self, operation, before)
+        if TRACE and reads:
+            print(f"  {operation} {_read_target(params)}: {reads:g} read units", file=sys.stderr)
         METER.read_units += reads
         METER.write_units += writes
         METER.units_by_call[operation] += reads + writes
@@ -215,6 +217,17 @@ def _before(client: Any, operation: str, params: dict[str, Any]) -> list[tuple[s
             ((kind, body),) = t.items()
             touched.append((body["TableName"], _key(body["Item"]) if "Item" in body else body["Key"], kind))
     return [(table, key, kind, _get(client, table, key)) for table, key, kind in touched]
+
+
+def _read_target(params: dict[str, Any]) -> str:
+    """What a read asked for, for --trace: a query's index and key condition values, a batch's key count."""
+    if "RequestItems" in params:
+        keys = [k for request in params["RequestItems"].values() for k in request["Keys"]]
+        prefixes = Counter(str(k["PK"].get("S", ""))[:40] for k in keys)
+        return f"{len(keys)} keys " + ", ".join(f"{p} x{n}" for p, n in prefixes.items())
+    values = [str(v.get("S", "")) for v in params.get("ExpressionAttributeValues", {}).values()]
+    where = params.get("IndexName", "table") + (" consistent" if params.get("ConsistentRead") else "")
+    return f"{where} {' '.join(values)[:80]}" if values else str(params.get("Key", {}).get("PK", {}).get("S", ""))
 
 
 def _reads(client: Any, operation: str, params: dict[str, Any], answer: dict[str, Any]) -> float:
