@@ -58,8 +58,8 @@ def invoke_models_statement(scope: Construct, model_ids: list[str]) -> iam.Polic
 # The table actions the adapter calls (measured by tests/cloud: every DynamoDB call each function makes).
 # Narrower than CDK's grant_read_data/grant_read_write_data, which add Scan, DescribeTable and the stream
 # actions (GetRecords, GetShardIterator): the adapter never scans, reads no stream (the table has none) and
-# never describes the table. Writers do need ConditionCheckItem: a pending draft's create checks in its
-# transaction that the key has no published memory (`dynamo_memories.create_memory`).
+# never describes the table. Writers need ConditionCheckItem: a draft memory's transaction checks that its
+# key's published slot does not exist (`dynamo_codec.check`).
 TABLE_READ_ACTIONS = ("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query")
 TABLE_WRITE_ACTIONS = (
     "dynamodb:BatchWriteItem",

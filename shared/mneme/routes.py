@@ -14,6 +14,12 @@ from mneme.models import Role
 
 KIB = 1024
 DEFAULT_MAX_BODY = 64 * KIB
+LAMBDA_EVENT = 6 * KIB * KIB  # Lambda's synchronous invoke payload: the proxy event, with the body inside it
+# The largest body whose event Lambda still takes however the JSON is written: the event carries the body as a
+# JSON string, which escapes each of its quotes and backslashes once more (at most twice its size), beside
+# the headers and request context (a 64 KiB allowance). A body past it gets the handler's 413, never the
+# gateway's 5xx for an event Lambda refuses (docs/deploy.md 'Request sizes').
+MAX_EVENT_BODY = (LAMBDA_EVENT - 64 * KIB) // 2  # 3,112,960 bytes
 PARAMETER = r"[A-Za-z0-9._~:@%+=-]+"  # ASCII only: a segment with any other character matches no route
 
 
@@ -37,7 +43,7 @@ LISTING = ("scope", "since", "until", "cursor", "limit", "metadata.")  # GET /v1
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/health", "retrieve", None),
     Route("POST", "/v1/retrieve", "retrieve", R),
-    Route("POST", "/v1/remember", "remember", W, 4 * KIB * KIB),
+    Route("POST", "/v1/remember", "remember", W, MAX_EVENT_BODY),
     Route("POST", "/v1/sttp/validate", "remember", R),
     Route("POST", "/v1/recall", "recall", R),
     Route("GET", "/v1/changes", "recall", R, query=("cursor", "limit")),

@@ -3,7 +3,10 @@
 `install()` wraps `botocore.client.BaseClient._make_api_call` (every client, whenever and however it was
 created) and opensearch-py's `RequestsHttpConnection.perform_request` once per session. While a function
 runs (`Watch.running`), each call is turned into IAM requests (`tests.cloud.iam`) and judged against the
-function's role: a denied call is answered as AWS answers it (AccessDenied / 403) and recorded, and the
+function's role, on whichever thread the function makes it: a thread it starts and the work it submits to
+a thread pool carry its principal (`install` wraps `threading.Thread.start` and `ThreadPoolExecutor.submit`;
+threads the simulated services start inside a call, such as moto's state machine executions, do not). A
+denied call is answered as AWS answers it (AccessDenied / 403) and recorded, and the
 tier fails the test naming it. Bedrock runtime calls are answered by the `BedrockDouble`, after botocore
 validated their parameters against the service model.
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +74,30 @@ class Watch:
             yield mine
         finally:
             self._local.principal, self._local.mine = previous, None
+
+    def carry(self, work: Callable[..., Any]) -> Callable[..., Any]:
+        """`work`, to run on another thread as this thread's function (or as no function, if none runs)."""
+        principal, mine = self.principal, getattr(self._local, "mine", None)
+
+        def attributed(*args: Any, **kwargs: Any) -> Any:
+            previous = self.principal, getattr(self._local, "mine", None)
+            self._local.principal, self._local.mine = principal, mine
+            try:
+                return work(*args, **kwargs)
+            finally:
+                self._local.principal, self._local.mine = previous
+
+        return attributed
+
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        """A simulated service answering a call: threads it starts are not the calling function's."""
+        previous = getattr(self._local, "serving", False)
+        self._local.serving = True
+        try:
+            yield
+        finally:
+            self._local.serving = previous
 
     def judge(self, service: str, operation: str, requests: list[Request], deny: Callable[[Seen], Exception]) -> None:
         principal = self.principal
@@ -155,7 +183,8 @@ def install() -> None:
         if service == "bedrock-runtime" and WATCH.bedrock is not None:
             validate_parameters(api_params, self.meta.service_model.operation_model(operation_name).input_shape)
             return WATCH.bedrock(operation_name, api_params)
-        return original_call(self, operation_name, api_params)
+        with WATCH.serving():
+            return original_call(self, operation_name, api_params)
 
     botocore.client.BaseClient._make_api_call = make_api_call  # type: ignore[method-assign]
 
@@ -168,3 +197,18 @@ def install() -> None:
         return original_request(self, method, url, *args, **kwargs)
 
     RequestsHttpConnection.perform_request = perform_request  # type: ignore[method-assign]
+
+    original_start = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        if WATCH.principal is not None and not getattr(WATCH._local, "serving", False):
+            self.run = WATCH.carry(self.run)  # type: ignore[method-assign]
+        original_start(self)
+
+    threading.Thread.start = start  # type: ignore[method-assign]
+    original_submit = ThreadPoolExecutor.submit
+
+    def submit(self: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        return original_submit(self, WATCH.carry(fn), *args, **kwargs)
+
+    ThreadPoolExecutor.submit = submit  # type: ignore[method-assign]

@@ -11,6 +11,7 @@ and written to `cloud-iam-report.md` in pytest's base temporary directory (path 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -89,45 +90,55 @@ class Cloud:
 
 
 @pytest.fixture
-def cloud(template: Template, osmem: Any, local_model: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cloud]:
+def cloud(template: Template, osmem: Any, local_model: Any) -> Iterator[Cloud]:
+    with deployed(template, osmem, local_model) as cloud:
+        yield cloud
+
+
+@contextmanager
+def deployed(template: Template, osmem: Any, local_model: Any) -> Iterator[Cloud]:
+    """The stack deployed on fresh doubles for one test (or one bench run: bench/cost.py)."""
     from moto import mock_aws
     from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
     from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
     from moto.stepfunctions.parser.asl.jsonata import jsonata as moto_jsonata
 
     calls.install()
-    # Step Functions' retry intervals (seconds to minutes) are not slept: the retries themselves still run
-    monkeypatch.setattr(retrier_decl, "time", SimpleNamespace(sleep=lambda seconds: None))
-    bedrock = BedrockDouble(local_model)
-    monkeypatch.setattr(calls.WATCH, "bedrock", bedrock)
-    monkeypatch.setattr(moto_jsonata, "_eval_jsonata", lambda expression: jsonata.Jsonata(expression).evaluate(None))
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    clone = osmem.clone()
-    config = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
-    with mock_aws(config=config):  # type: ignore[arg-type]
-        deployment = Deployment.create(template, clone.url)
-
-        def invoke(parameters: dict[str, Any], region: str, state_credentials: Any) -> dict[str, Any]:
-            return deployment.invoke_from_state_machine(parameters)
-
-        monkeypatch.setattr(lambda_eval_utils, "_invoke_lambda_function", invoke)
-        cloud = Cloud(deployment, Gateway(deployment), bedrock)
-        monkeypatch.setattr(SystemClock, "now", lambda self: datetime.now(UTC) + cloud.clock_offset)
-        # the table adapter's own clock (change-feed positions and settle horizon) moves with it
-        from mneme.adapters.dynamo_table import DynamoTable
-
-        table_defaults = dict(DynamoTable.__init__.__kwdefaults__ or {})
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        # Step Functions' retry intervals (seconds to minutes) are not slept: the retries themselves still run
+        monkeypatch.setattr(retrier_decl, "time", SimpleNamespace(sleep=lambda seconds: None))
+        bedrock = BedrockDouble(local_model)
+        monkeypatch.setattr(calls.WATCH, "bedrock", bedrock)
         monkeypatch.setattr(
-            DynamoTable.__init__,
-            "__kwdefaults__",
-            {**table_defaults, "now": lambda: datetime.now(UTC) + cloud.clock_offset},
+            moto_jsonata, "_eval_jsonata", lambda expression: jsonata.Jsonata(expression).evaluate(None)
         )
-        yield cloud
-        for execution in deployment.executions():  # let runs a test started finish inside the mock
-            if execution["status"] == "RUNNING":
-                deployment.wait_for_execution(execution["executionArn"])
-    clone.close()
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+            monkeypatch.delenv(name, raising=False)
+        clone = osmem.clone()
+        config = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
+        with mock_aws(config=config):  # type: ignore[arg-type]
+            deployment = Deployment.create(template, clone.url)
+
+            def invoke(parameters: dict[str, Any], region: str, state_credentials: Any) -> dict[str, Any]:
+                return deployment.invoke_from_state_machine(parameters)
+
+            monkeypatch.setattr(lambda_eval_utils, "_invoke_lambda_function", invoke)
+            cloud = Cloud(deployment, Gateway(deployment), bedrock)
+            monkeypatch.setattr(SystemClock, "now", lambda self: datetime.now(UTC) + cloud.clock_offset)
+            # the table adapter's own clock (change-feed positions and settle horizon) moves with it
+            from mneme.adapters.dynamo_table import DynamoTable
+
+            table_defaults = dict(DynamoTable.__init__.__kwdefaults__ or {})
+            monkeypatch.setattr(
+                DynamoTable.__init__,
+                "__kwdefaults__",
+                {**table_defaults, "now": lambda: datetime.now(UTC) + cloud.clock_offset},
+            )
+            yield cloud
+            for execution in deployment.executions():  # let runs a test started finish inside the mock
+                if execution["status"] == "RUNNING":
+                    deployment.wait_for_execution(execution["executionArn"])
+        clone.close()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -36,8 +36,13 @@ DEFAULTS = {
     "REQUEST_TOO_LARGE": (413, "Request Too Long"),
     "AUTHORIZER_FAILURE": (500, "Internal server error"),
     "BAD_GATEWAY": (502, "Internal server error"),
+    "INTEGRATION_FAILURE": (500, "Internal server error"),
 }
-MAX_PAYLOAD = 10 * 1024 * 1024
+MAX_PAYLOAD = 10 * 1024 * 1024  # API Gateway's request payload (apigateway/latest/developerguide/limits.html)
+# Lambda's synchronous invoke payload (lambda/latest/dg/API_Invoke.html: 6 MB): the proxy event, the body
+# escaped once more inside it. A larger event is refused before the function runs, and API Gateway answers
+# the caller with an error of its own, not the function's (docs/deploy.md 'Request sizes').
+MAX_EVENT = 6 * 1024 * 1024
 
 
 @dataclass
@@ -118,6 +123,8 @@ class Gateway:
             route, method, path, path_params, headers, query, body, request_id, authorizer_context
         )
         assert route.function is not None, f"{method} {route.path} has no Lambda integration"
+        if len(json.dumps(event).encode()) > MAX_EVENT:
+            return self._gateway("INTEGRATION_FAILURE", request_id, failure={"lambda": "RequestEntityTooLarge"})
         invocation = self.deployment.invoke(route.function, event)
         answer = invocation.payload
         if invocation.error is not None or not isinstance(answer, dict) or "statusCode" not in answer:

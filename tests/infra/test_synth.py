@@ -17,8 +17,13 @@ from mneme.models import Role
 from mneme.routes import FUNCTIONS, PAGES, ROUTES
 from tests.infra.synth import GSI_SCHEMA, VARIANT, Synth, as_list, synthesize
 
-WRITE_ACTIONS = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
-WRITE_ACTIONS |= {"dynamodb:ConditionCheckItem"}  # a pending draft's create checks the published slot
+WRITE_ACTIONS = {
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:ConditionCheckItem",
+}
 ALL_FUNCTIONS = sorted([*FUNCTIONS, *EXTRA_FUNCTIONS])
 REASONER = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
 

@@ -278,6 +278,38 @@ def test_fresh_episodes_are_recalled_before_an_eventually_consistent_index_catch
     assert recall(services, "boiler pressure", scope="root.acme.north", scoring={"fallback": "never"}).results == []
 
 
+class CountingStore:
+    """The store, counting the episodes recall reads by id after the fresh tail listed them."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.listed, self.reread = inner, set[str](), list[str]()
+
+    def list_recent_episodes(self, *args: Any) -> list[Any]:
+        episodes = self.inner.list_recent_episodes(*args)
+        self.listed.update(e.episode_id for e in episodes)
+        return list(episodes)
+
+    def get_episodes(self, tenant: str, ids: Any, **kwargs: Any) -> Any:
+        self.reread += [i for i in ids if i in self.listed]
+        return self.inner.get_episodes(tenant, ids, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_the_fresh_tail_reads_each_recent_episode_once(services: Services) -> None:
+    """On DynamoDB every episode read is ~2 read units (4.4 KB, strongly consistent): the fresh tail's
+    episodes were read again to load the candidates, doubling a busy tenant's recall (bench/cost.py)."""
+    services.recall.index = LaggingIndex(services.index)  # type: ignore[assignment]
+    counting = CountingStore(services.recall.store)
+    services.recall.store = counting  # type: ignore[assignment]
+    written = [remember(services, f"Boiler pressure reading {n} in the north plant.") for n in range(5)]
+    response = recall(services, "boiler pressure north plant", explain=True)
+    assert sorted(ids(response)) == sorted(written)
+    assert counting.listed >= set(written)
+    assert counting.reread == []
+
+
 def test_a_fact_folds_its_sources_and_a_stale_fact_is_marked_on_its_card(services: Services, clock: Any) -> None:
     episode = remember(services, "The invoice contact for Pennine Joinery is Sam Patel.")
     clock.advance(seconds=services.consolidation.deps.settings.settle_seconds + 1)

@@ -125,6 +125,7 @@ def _fresh_tail(run: Run) -> int:
         if cosine <= 0 and overlap <= 0:
             continue
         candidate = run.candidates[episode.episode_id] = Candidate(episode.episode_id, cosine, overlap)
+        candidate.record = episode  # read just now, strongly consistent: `_load` does not read it again
         candidate.channels.update({"fresh", *(["vector"] if cosine else []), *(["lexical"] if overlap else [])})
         added += 1
     return added
@@ -258,11 +259,13 @@ def _speaker(run: Run, candidate: Candidate) -> None:
 
 
 def _load(run: Run, candidates: list[Candidate]) -> list[tuple[str, str]]:
-    """The candidates' records, episodes without their vectors (`stored_vectors` reads those it needs)."""
-    records = load(run.deps.store, run.caller, [c.id for c in candidates], vectors=False)
+    """The candidates' records, episodes without their vectors (`stored_vectors` reads those it needs);
+    the fresh tail's episodes come with theirs."""
+    wanted = [c.id for c in candidates if c.record is None]
+    records = load(run.deps.store, run.caller, wanted, vectors=False) if wanted else {}
     dropped = []
     for candidate in candidates:
-        candidate.record = records.get(candidate.id)
+        candidate.record = candidate.record or records.get(candidate.id)
         if candidate.record is None:
             dropped.append((candidate.id, "not_found"))
     return dropped

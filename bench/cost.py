@@ -1,0 +1,496 @@
+"""What one request costs on AWS, from the AWS calls the cloud tier counts.
+
+Deploys the synthesized stack on the cloud tier's doubles (`tests/cloud`: moto, an osmem-server clone, the
+Bedrock double; every function run as Lambda runs it, its calls on every thread seen), makes each operation
+through API Gateway's shape, and prices what the functions asked of AWS:
+
+- DynamoDB read and write request units, from the items each call read or wrote (sizes by DynamoDB's
+  rules: attribute names plus values; reads per 4 KB, halved when eventually consistent, doubled in a
+  transaction; writes per 1 KB of the larger of the old and new item, again for the index (projection
+  ALL) when the item has or had its keys, doubled in a transaction). A query is charged for the whole
+  items it reads even when it projects a few attributes, and for the items its filter drops.
+- Lambda requests and GB-seconds (each function's memory; its duration here, minus the Bedrock double's
+  local model, plus BEDROCK_LATENCY a call), API Gateway requests, Bedrock embedding tokens (the double
+  counts words; Titan counts tokens, about 1.3 a word), OpenSearch Serverless requests (billed by OCU-hour,
+  not per request), CloudWatch Logs bytes (LOG_BYTES a request, an assumption).
+
+Operations: a single remember; a retrieve; a quiet recall (a tenant of QUIET episodes, all indexed) and a
+busy recall (a tenant that wrote BUSY episodes in the last minutes). Then the idle cost a month.
+
+    PYTHONPATH=shared:. python bench/cost.py [--busy 300]
+
+Prices: us-east-1, on-demand, read from the pages cited beside each constant (check them again before you
+quote a figure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
+
+import botocore.client  # noqa: E402
+
+RAW_CALL = botocore.client.BaseClient._make_api_call  # before the tier wraps it: lookups nobody is billed for
+
+# -- prices (us-east-1) -------------------------------------------------------------------------------
+# https://aws.amazon.com/lambda/pricing/ : Arm (the stack's functions are arm64) $0.0000133334 per GB-second,
+# requests $0.20 per million
+LAMBDA_GB_SECOND = 0.0000133334
+LAMBDA_REQUEST = 0.20 / 1e6
+# https://aws.amazon.com/api-gateway/pricing/ : REST APIs, first 333 million requests a month, $3.50 per million
+API_REQUEST = 3.50 / 1e6
+# https://aws.amazon.com/dynamodb/pricing/on-demand/ : $0.125 per million read request units, $0.625 per
+# million write request units (standard table class)
+READ_UNIT = 0.125 / 1e6
+WRITE_UNIT = 0.625 / 1e6
+# https://aws.amazon.com/bedrock/pricing/ : Amazon Titan Text Embeddings V2 (the stack's default embedder,
+# mneme.settings.BedrockEmbedderSettings) $0.00002 per 1,000 input tokens; Cohere Embed 3 $0.0001
+TITAN_EMBED_1K_TOKENS = 0.00002
+COHERE_EMBED_1K_TOKENS = 0.0001
+TOKENS_PER_WORD = 1.3
+# https://aws.amazon.com/opensearch-service/pricing/ : OpenSearch Serverless $0.24 per OCU-hour; the minimum
+# is 2 OCUs with standby replicas (indexing + search, each 0.5 x 2), 1 without (docs/deploy.md)
+OCU_HOUR = 0.24
+# https://aws.amazon.com/cloudwatch/pricing/ : Logs ingestion $0.50 per GB (standard class)
+LOG_GB = 0.50
+HOURS_A_MONTH = 730
+# Assumptions, not prices
+BEDROCK_LATENCY = 0.08  # seconds a Bedrock embedding call keeps the function waiting (billed duration)
+LOG_BYTES = 2_000  # CloudWatch Logs bytes a request writes (the structured request log and the platform lines)
+QUIET = 10
+TRACE = False  # --trace: every item write and its units, on stderr
+BUSY = 300
+
+
+# -- DynamoDB request units from item sizes --------------------------------------------------------------
+def value_size(value: Mapping[str, Any]) -> int:
+    (kind, v), *_ = value.items()
+    if kind == "S":
+        return len(v.encode())
+    if kind == "B":
+        return len(v)
+    if kind == "N":
+        return math.ceil(len(str(v).lstrip("-").replace(".", "")) / 2) + 1
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "SS":
+        return sum(len(s.encode()) for s in v)
+    if kind == "NS":
+        return sum(math.ceil(len(n) / 2) + 1 for n in v)
+    if kind == "BS":
+        return sum(len(b) for b in v)
+    if kind == "L":
+        return 3 + sum(1 + value_size(e) for e in v)
+    return 3 + sum(1 + len(k.encode()) + value_size(e) for k, e in v.items())  # M
+
+
+def item_size(item: Mapping[str, Any] | None) -> int:
+    return sum(len(name.encode()) + value_size(value) for name, value in (item or {}).items())
+
+
+def read_units(size: int, consistent: bool, transactional: bool = False) -> float:
+    units = max(1, math.ceil(size / 4096))
+    return units * 2 if transactional else units if consistent else units / 2
+
+
+def write_units(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> float:
+    """The table's units for one item write, plus the index's (GSI1, projection ALL)."""
+    units = max(1, math.ceil(max(item_size(before), item_size(after)) / 1024))
+    old = (before or {}).get("GSI1PK"), (before or {}).get("GSI1SK")
+    new = (after or {}).get("GSI1PK"), (after or {}).get("GSI1SK")
+    if old[0] and new[0] and old != new:
+        units += math.ceil(item_size(before) / 1024) + math.ceil(item_size(after) / 1024)  # delete + put
+    elif new[0]:
+        units += max(1, math.ceil(item_size(after) / 1024))
+    elif old[0]:
+        units += max(1, math.ceil(item_size(before) / 1024))
+    return units
+
+
+@dataclass
+class Meter:
+    """Every AWS call of the current operation, priced."""
+
+    read_units: float = 0.0
+    write_units: float = 0.0
+    dynamodb_calls: Counter[str] = field(default_factory=Counter)
+    units_by_call: Counter[str] = field(default_factory=Counter)  # "Query": its read units; "PutItem": write
+    items_read: int = 0
+    bytes_read: int = 0
+    embed_calls: int = 0
+    embed_words: int = 0
+    bedrock_seconds: float = 0.0
+
+    def reset(self) -> None:
+        self.__init__()  # type: ignore[misc]
+
+
+METER = Meter()
+
+
+def _get(client: Any, table: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
+    found = RAW_CALL(client, "GetItem", {"TableName": table, "Key": dict(key), "ConsistentRead": True})
+    return found.get("Item")
+
+
+def _key(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: item[k] for k in ("PK", "SK")}
+
+
+def _query_read(client: Any, params: dict[str, Any], answer: dict[str, Any]) -> float:
+    """A query's units: the whole items it read (a projection or a filter does not lower them)."""
+    full = dict(params)
+    for name in ("ProjectionExpression", "Select", "ReturnConsumedCapacity"):
+        full.pop(name, None)
+    used = " ".join(str(full.get(e, "")) for e in ("KeyConditionExpression", "FilterExpression"))
+    if "ExpressionAttributeNames" in full:
+        full["ExpressionAttributeNames"] = {k: v for k, v in full["ExpressionAttributeNames"].items() if k in used}
+        if not full["ExpressionAttributeNames"]:
+            del full["ExpressionAttributeNames"]
+    items = RAW_CALL(client, "Query", full).get("Items", [])
+    size = sum(item_size(i) for i in items)
+    scanned, count = answer.get("ScannedCount", len(items)), max(1, answer.get("Count", len(items)))
+    size = size * scanned // count if items else 0  # the items the filter dropped, at the same average size
+    METER.items_read += scanned
+    METER.bytes_read += size
+    consistent = bool(params.get("ConsistentRead")) and "IndexName" not in params
+    return read_units(size, consistent)
+
+
+def metered(tier_call: Any) -> Any:
+    def call(self: Any, operation: str, params: dict[str, Any]) -> Any:
+        service = self.meta.service_model.service_name
+        if service == "bedrock-runtime":
+            started = time.perf_counter()
+            answer = tier_call(self, operation, params)
+            METER.bedrock_seconds += time.perf_counter() - started
+            METER.embed_calls += 1
+            METER.embed_words += len(json.loads(params["body"]).get("inputText", "").split())
+            return answer
+        if service != "dynamodb":
+            return tier_call(self, operation, params)
+        before = _before(self, operation, params)
+        answer = tier_call(self, operation, params)
+        METER.dynamodb_calls[operation] += 1
+        reads, writes = _reads(self, operation, params, answer), _writes(self, operation, before)
+        if TRACE and reads:
+            print(f"  {operation} {_read_target(params)}: {reads:g} read units", file=sys.stderr)
+        METER.read_units += reads
+        METER.write_units += writes
+        METER.units_by_call[operation] += reads + writes
+        return answer
+
+    return call
+
+
+def _before(client: Any, operation: str, params: dict[str, Any]) -> list[tuple[str, dict[str, Any], str, Any]]:
+    """The items a write will touch: (table, key, kind of write, the item as it is now)."""
+    touched: list[tuple[str, dict[str, Any], str]] = []
+    if operation == "PutItem":
+        touched.append((params["TableName"], _key(params["Item"]), "Put"))
+    elif operation in ("UpdateItem", "DeleteItem"):
+        touched.append((params["TableName"], params["Key"], operation))
+    elif operation == "BatchWriteItem":
+        for table, requests in params["RequestItems"].items():
+            for r in requests:
+                put = "PutRequest" in r
+                touched.append((table, _key(r["PutRequest"]["Item"]) if put else r["DeleteRequest"]["Key"], "Put"))
+    elif operation == "TransactWriteItems":
+        for t in params["TransactItems"]:
+            ((kind, body),) = t.items()
+            touched.append((body["TableName"], _key(body["Item"]) if "Item" in body else body["Key"], kind))
+    return [(table, key, kind, _get(client, table, key)) for table, key, kind in touched]
+
+
+def _read_target(params: dict[str, Any]) -> str:
+    """What a read asked for, for --trace: a query's index and key condition values, a batch's key count."""
+    if "RequestItems" in params:
+        keys = [k for request in params["RequestItems"].values() for k in request["Keys"]]
+        prefixes = Counter(str(k["PK"].get("S", ""))[:40] for k in keys)
+        return f"{len(keys)} keys " + ", ".join(f"{p} x{n}" for p, n in prefixes.items())
+    values = [str(v.get("S", "")) for v in params.get("ExpressionAttributeValues", {}).values()]
+    where = params.get("IndexName", "table") + (" consistent" if params.get("ConsistentRead") else "")
+    return f"{where} {' '.join(values)[:80]}" if values else str(params.get("Key", {}).get("PK", {}).get("S", ""))
+
+
+def _reads(client: Any, operation: str, params: dict[str, Any], answer: dict[str, Any]) -> float:
+    if operation == "GetItem":
+        item = answer.get("Item")
+        full = _get(client, params["TableName"], params["Key"]) if item else None
+        METER.items_read += 1 if item else 0
+        METER.bytes_read += item_size(full)
+        return read_units(item_size(full), bool(params.get("ConsistentRead")))
+    if operation == "BatchGetItem":
+        units = 0.0
+        for table, request in params["RequestItems"].items():
+            for key in request["Keys"]:
+                full = _get(client, table, key)
+                METER.items_read += 1 if full else 0
+                METER.bytes_read += item_size(full)
+                units += read_units(item_size(full), bool(request.get("ConsistentRead")))
+        return units
+    if operation == "TransactGetItems":
+        return sum(
+            read_units(item_size(_get(client, t["Get"]["TableName"], t["Get"]["Key"])), True, transactional=True)
+            for t in params["TransactItems"]
+        )
+    if operation == "Query":
+        return _query_read(client, params, answer)
+    return 0.0
+
+
+def _writes(client: Any, operation: str, before: list[tuple[str, dict[str, Any], str, Any]]) -> float:
+    factor = 2 if operation == "TransactWriteItems" else 1
+    units = 0.0
+    for table, key, kind, old in before:
+        new = _get(client, table, key)
+        if kind == "ConditionCheck":  # billed as a write of the checked item, the index untouched
+            item_units = factor * max(1, math.ceil(item_size(old) / 1024))
+        else:
+            item_units = factor * write_units(old, new)
+        units += item_units
+        if TRACE:
+            where = "/".join(str(v.get("S", ""))[:40] for v in key.values())
+            sizes = f"{item_size(old)} -> {item_size(new)} bytes"
+            print(f"  {operation} {kind} {where}: {sizes}, {item_units:g} write units", file=sys.stderr)
+    return units
+
+
+# -- the operations ------------------------------------------------------------------------------------
+WORDS = (
+    "invoice supplier Pennine Joinery VAT flat rate scheme quarter return deadline payroll pension auto "
+    "enrolment director loan account dividend corporation tax year end accruals bank feed reconciliation "
+    "Harrow office lease deposit insurance renewal fleet mileage claim receipts Xero Sage migration"
+).split()
+
+
+def sentence(n: int) -> str:
+    picked = [WORDS[(n * 7 + i * 13) % len(WORDS)] for i in range(18)]
+    return f"Note {n}: " + " ".join(picked) + "."
+
+
+@dataclass
+class Operation:
+    name: str
+    meter: Meter
+    invocations: list[tuple[str, int, float]]  # function, memory MB, billed seconds
+    search_requests: int
+    status: int
+
+    def lambda_gb_seconds(self) -> float:
+        return sum(mb / 1024 * seconds for _, mb, seconds in self.invocations)
+
+    def embed_tokens(self) -> float:
+        return self.meter.embed_words * TOKENS_PER_WORD
+
+    def costs(self) -> dict[str, float]:
+        return {
+            "api": API_REQUEST,
+            "lambda": len(self.invocations) * LAMBDA_REQUEST + self.lambda_gb_seconds() * LAMBDA_GB_SECOND,
+            "dynamodb": self.meter.read_units * READ_UNIT + self.meter.write_units * WRITE_UNIT,
+            "bedrock": self.embed_tokens() / 1000 * TITAN_EMBED_1K_TOKENS,
+            "logs": LOG_BYTES * len(self.invocations) / 1e9 * LOG_GB,
+        }
+
+
+@contextmanager
+def stack() -> Iterator[Any]:
+    """The stack on the cloud tier's doubles, its AWS calls metered."""
+    from mneme.adapters.embedders import LocalEmbedder
+    from tests.cloud.conftest import deployed
+    from tests.cloud.template import Template
+    from tests.infra.synth import synthesize
+    from tests.support.osmem import started_osmem
+
+    with tempfile.TemporaryDirectory() as out:
+        template = Template(synthesize(Path(out)).raw)
+    servers = started_osmem()
+    osmem = next(servers)
+    try:
+        with deployed(template, osmem, LocalEmbedder()) as cloud:
+            tier_call = botocore.client.BaseClient._make_api_call
+            botocore.client.BaseClient._make_api_call = metered(tier_call)  # type: ignore[method-assign]
+            try:
+                yield cloud
+            finally:
+                botocore.client.BaseClient._make_api_call = tier_call  # type: ignore[method-assign]
+    finally:
+        next(servers, None)
+
+
+def measure(cloud: Any, name: str, act: Any) -> Operation:
+    if TRACE:
+        print(f"{name}:", file=sys.stderr)
+    """Run `act()` (one API request, or a schedule tick) and price what it asked of AWS."""
+    from tests.cloud.calls import WATCH
+
+    deployment = cloud.deployment
+    invoked: list[tuple[str, int, float]] = []
+    real_invoke = deployment.invoke
+
+    def timed(function: str, event: Any) -> Any:
+        started, bedrock_before, calls_before = time.perf_counter(), METER.bedrock_seconds, METER.embed_calls
+        try:
+            return real_invoke(function, event)
+        finally:
+            wall = time.perf_counter() - started
+            bedrock = METER.bedrock_seconds - bedrock_before
+            calls = METER.embed_calls - calls_before
+            billed = max(0.001, wall - bedrock) + BEDROCK_LATENCY * calls
+            invoked.append((function, deployment.functions[function].memory_mb, billed))
+
+    METER.reset()
+    seen = len(WATCH.seen)
+    deployment.invoke = timed
+    try:
+        status = act()
+    finally:
+        del deployment.invoke
+    searches = sum(1 for s in WATCH.seen[seen:] if s.request.action == "aoss:APIAccessAll")
+    meter = copy.deepcopy(METER)
+    return Operation(name, meter, invoked, searches, status)
+
+
+def remember_many(cloud: Any, key: str, count: int) -> None:
+    for start in range(0, count, 100):
+        items = [{"scope": "root", "content": sentence(n)} for n in range(start, min(count, start + 100))]
+        response = cloud.api("POST", "/v1/remember", {"items": items}, key=key)
+        assert response.status == 201, str(response)
+
+
+def run(busy: int) -> tuple[list[Operation], list[Operation], Any]:
+    with stack() as cloud:
+        cloud.operator_key("idle", "agent", "admin")  # a tenant that has written nothing
+        ticks = [
+            measure(
+                cloud, "index-repair tick (every minute)", lambda: cloud.fire_schedule("index-repair").error or 200
+            ),
+            measure(
+                cloud,
+                "consolidate-schedule tick (every 15 min)",
+                lambda: cloud.fire_schedule("consolidate-schedule").error or 200,
+            ),
+        ]
+        quiet_key = cloud.operator_key("quiet", "agent", "admin")
+        busy_key = cloud.operator_key("busy", "agent", "admin")
+        remember_many(cloud, quiet_key, QUIET)
+        cloud.later(minutes=30)  # the quiet tenant's episodes are past the index's visibility lag
+        remember_many(cloud, busy_key, busy)
+        for key in (quiet_key, busy_key):  # the authorizer's answer is cached (300 s): measured apart below
+            cloud.api("GET", "/v1/me", key=key)
+        query = {"query": "Pennine Joinery VAT flat rate scheme deadline"}
+
+        def api(key: str, method: str, path: str, body: Any) -> Any:
+            return lambda: cloud.api(method, path, body, key=key).status
+
+        operations = [
+            measure(cloud, "quiet recall", api(quiet_key, "POST", "/v1/recall", query)),
+            measure(cloud, "busy recall", api(busy_key, "POST", "/v1/recall", query)),
+            measure(cloud, "retrieve", api(quiet_key, "POST", "/v1/retrieve", {"path": "root"})),
+            measure(
+                cloud,
+                "single remember",
+                api(quiet_key, "POST", "/v1/remember", {"scope": "root", "content": sentence(10_001)}),
+            ),
+        ]
+        cloud.gateway.flush_authorizer_cache()
+        operations.append(
+            measure(cloud, "GET /v1/me, the authorizer not cached", api(quiet_key, "GET", "/v1/me", None))
+        )
+        return operations, ticks, cloud.deployment.template
+
+
+def fixed_monthly(template: Any) -> dict[str, float]:
+    alarms = len(template.of_type("AWS::CloudWatch::Alarm"))
+    return {
+        # https://aws.amazon.com/cloudwatch/pricing/ : $0.10 per standard-resolution alarm metric a month;
+        # $3.00 per dashboard a month (past the free 3)
+        f"CloudWatch: {alarms} alarms, 1 dashboard": alarms * 0.10 + 3.00,
+        # https://aws.amazon.com/kms/pricing/ : $1 per customer managed key a month (the alarm topic's)
+        "KMS: 1 key": 1.00,
+        # https://aws.amazon.com/secrets-manager/pricing/ : $0.40 per secret a month (the cursor secret)
+        "Secrets Manager: 1 secret": 0.40,
+    }
+
+
+def report(operations: list[Operation], ticks: list[Operation], template: Any) -> str:
+    head = (
+        "| operation | status | Lambda invocations (GB-s) | read units | write units | DynamoDB calls (units) "
+        "| items read (KB) | Bedrock calls (tokens) | search requests | $ per million |"
+    )
+    lines = [head, "|" + "---|" * 10]
+    for op in operations:
+        m = op.meter
+        calls = ", ".join(f"{k} {v} ({m.units_by_call[k]:g} u)" for k, v in sorted(m.dynamodb_calls.items()))
+        lines.append(
+            f"| {op.name} | {op.status} | {len(op.invocations)} ({op.lambda_gb_seconds():.3f}) | {m.read_units:g} "
+            f"| {m.write_units:g} | {calls} | {m.items_read} ({m.bytes_read / 1024:.0f}) "
+            f"| {m.embed_calls} ({op.embed_tokens():.0f}) | {op.search_requests} "
+            f"| {sum(op.costs().values()) * 1e6:,.2f} |"
+        )
+    lines += ["", "Per million, by service (USD):", "", "| operation | " + " | ".join(operations[0].costs()) + " |"]
+    lines.append("|" + "---|" * (1 + len(operations[0].costs())))
+    for op in operations:
+        lines.append(f"| {op.name} | " + " | ".join(f"{v * 1e6:,.2f}" for v in op.costs().values()) + " |")
+    monthly = {
+        "index-repair tick (every minute)": 60 * HOURS_A_MONTH,
+        "consolidate-schedule tick (every 15 min)": 4 * HOURS_A_MONTH,
+    }
+    lines += ["", "Idle, a month (USD):", "", "| item | $ a month |", "|---|---|"]
+    idle = 0.0
+    for tick in ticks:
+        cost = sum(v for k, v in tick.costs().items() if k != "api") * monthly[tick.name]
+        idle += cost
+        queries = ", ".join(f"{k} {v}" for k, v in sorted(tick.meter.dynamodb_calls.items()))
+        lines.append(
+            f"| {tick.name}: DynamoDB {queries}: {tick.meter.read_units:g} read units, "
+            f"{len(tick.invocations)} invocation(s), x {monthly[tick.name]:,} | {cost:.2f} |"
+        )
+    for item, cost in fixed_monthly(template).items():
+        idle += cost
+        lines.append(f"| {item} | {cost:.2f} |")
+    for ocus, label in ((2, "with standby replicas (default)"), (1, "without standby replicas")):
+        search = ocus * OCU_HOUR * HOURS_A_MONTH
+        lines.append(f"| **total, OpenSearch Serverless {ocus} OCU {label}** | **{idle + search:,.2f}** |")
+    lines.append("")
+    lines.append(
+        f"Prices (us-east-1): Lambda Arm ${LAMBDA_GB_SECOND}/GB-s + ${LAMBDA_REQUEST * 1e6:.2f}/M requests; "
+        f"API Gateway REST ${API_REQUEST * 1e6:.2f}/M; DynamoDB on-demand ${READ_UNIT * 1e6}/M read units, "
+        f"${WRITE_UNIT * 1e6}/M write units; Titan Text Embeddings V2 ${TITAN_EMBED_1K_TOKENS}/1k tokens "
+        f"(Cohere Embed 3 ${COHERE_EMBED_1K_TOKENS}: x5 the Bedrock column); OpenSearch Serverless "
+        f"${OCU_HOUR}/OCU-hour; CloudWatch Logs ${LOG_GB}/GB ({LOG_BYTES} bytes a request assumed). "
+        "Storage (DynamoDB, OpenSearch, logs) is left out."
+    )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--busy", type=int, default=BUSY, help="episodes the busy tenant wrote just before")
+    parser.add_argument("--trace", action="store_true", help="print every item write and its units (stderr)")
+    args = parser.parse_args()
+    global TRACE
+    TRACE = args.trace
+    operations, ticks, template = run(args.busy)
+    print(report(operations, ticks, template))
+
+
+if __name__ == "__main__":
+    main()

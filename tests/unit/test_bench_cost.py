@@ -1,0 +1,55 @@
+"""bench/cost.py prices DynamoDB calls by the documented unit rules (aws.amazon.com/dynamodb/pricing/on-demand/):
+reads per 4 KB (an 8 KB item: 2 strongly consistent, 1 eventually, 4 in a transaction), writes per 1 KB of
+the larger of the old and new item, and a global secondary index's write for an item it projects."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture(scope="module")
+def cost() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_cost", BENCH / "cost.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def item(size: int, **extra: str) -> dict[str, dict[str, str]]:
+    """An item of `size` bytes by DynamoDB's rules (names plus values)."""
+    base = {"PK": {"S": "T#acme#EPISODES"}, "SK": {"S": "EP#1"}, **{k: {"S": v} for k, v in extra.items()}}
+    used = sum(len(k) + len(v["S"]) for k, v in base.items())
+    return {**base, "pad": {"S": "x" * (size - used - len("pad"))}}
+
+
+def test_item_sizes_count_names_and_values(cost: ModuleType) -> None:
+    assert cost.item_size(item(5093)) == 5093
+    mixed = {"n": {"N": "12345"}, "b": {"B": b"\x00" * 10}, "ok": {"BOOL": True}}
+    assert cost.item_size(mixed) == (1 + 4) + (1 + 10) + (2 + 1)
+    assert cost.item_size({"l": {"L": [{"S": "ab"}, {"N": "1"}]}}) == 1 + 3 + (1 + 2) + (1 + 2)
+
+
+def test_read_units_follow_the_pricing_page(cost: ModuleType) -> None:
+    assert cost.read_units(8 * 1024, consistent=True) == 2
+    assert cost.read_units(8 * 1024, consistent=False) == 1
+    assert cost.read_units(8 * 1024, consistent=True, transactional=True) == 4
+    assert cost.read_units(0, consistent=False) == 0.5  # a miss still costs the minimum
+
+
+def test_write_units_count_the_index_for_an_item_it_projects(cost: ModuleType) -> None:
+    episode = item(5093)
+    marked = item(5093, GSI1PK="UNINDEXED#03", GSI1SK="2026-12-03")
+    assert cost.write_units(None, episode) == 5  # the table only
+    assert cost.write_units(None, marked) == 5 + 5  # and the index (projection ALL)
+    assert cost.write_units(marked, item(4995)) == 5 + 5  # unmarking deletes it from the index
+    moved = item(5093, GSI1PK="UNINDEXED#03", GSI1SK="2026-12-04")
+    assert cost.write_units(marked, moved) == 5 + 5 + 5  # a new index key: a delete and a put
