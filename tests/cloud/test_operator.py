@@ -16,6 +16,7 @@ from tests.cloud import calls
 from tests.cloud.conftest import Cloud
 from tests.cloud.iam import bedrock_model_arns
 from tests.cloud.template import ACCOUNT, REGION
+from tests.cloud.test_consolidation import execution_arn
 from tests.support.legacy import forget_sessions
 
 OPERATOR = f"arn:aws:iam::{ACCOUNT}:role/mneme-operator"
@@ -56,6 +57,8 @@ def test_the_operators_reindex_gives_older_turns_and_runs_their_keys_within_the_
     forget_sessions(table, "acme", [said])  # both as stored before GSI4 and GSI2 listed them
     assert cloud.api("POST", "/v1/remember", reply, key=admin).status == 201
     run_id = cloud.api("POST", "/v1/consolidate", {}, key=admin).json()["run_id"]
+    # the run's last write (finish) lists it again: unlist it only once its execution has ended
+    cloud.deployment.wait_for_execution(execution_arn(cloud, run_id))
     table.client.update_item(
         TableName=table.table_name, Key=run_key("acme", run_id), UpdateExpression="REMOVE GSI2PK, GSI2SK"
     )
