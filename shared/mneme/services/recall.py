@@ -31,7 +31,8 @@ from mneme.services.recall_records import RecallStore, Result, fact_sources, loa
 from mneme.services.recall_run import Deps, Run
 from mneme.services.recall_stages import MIN_VECTOR
 from mneme.services.recall_time import query_time
-from mneme.services.scopes import ScopeService, per_request
+from mneme.services.request_cache import per_request
+from mneme.services.scopes import ScopeService
 
 MAX_QUERY_BYTES = 2 * 1024
 __all__ = ["MIN_VECTOR", "RecallRequest", "RecallResponse", "RecallService", "Scoring"]
