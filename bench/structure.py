@@ -9,7 +9,9 @@ first, unprofiled, so imports and model loading are not counted. For each it pri
 - modules entered: product modules (`mneme.*`, `functions.*`) with a function called;
 - hops: calls whose nearest product caller is in another module;
 - calls back: hops into a module already active further up the same thread's stack (A -> B -> A), with
-  the most frequent (caller -> module) pairs.
+  the most frequent (caller -> module) pairs;
+- calls into adapters: calls from outside `mneme.adapters` into it (the store, the index, the embedder),
+  by adapter method.
 
 Then, from the source: each port's methods (`shared/mneme/ports.py`: its own and with the ports it extends),
 product modules (`shared/mneme`, `functions`) over 400 and 600 lines, and functions over 60 lines.
@@ -46,6 +48,9 @@ EPISODES = [
 ]
 
 
+ADAPTERS = "mneme.adapters."
+
+
 def product(module: str) -> bool:
     return module == "mneme" or module.startswith(("mneme.", "functions."))
 
@@ -57,6 +62,7 @@ class Walk:
     modules: set[str] = field(default_factory=set)
     hops: int = 0
     back: Counter[tuple[str, str]] = field(default_factory=Counter)
+    adapters: Counter[str] = field(default_factory=Counter)  # calls from outside `adapters` into it, by method
 
 
 class Profiler:
@@ -85,6 +91,8 @@ class Profiler:
             caller = stack[-1] if stack else None
             if caller is not None and caller != module:
                 walk.hops += 1
+                if module.startswith(ADAPTERS) and not caller.startswith(ADAPTERS):
+                    walk.adapters[f"{module.removeprefix(ADAPTERS)}.{frame.f_code.co_name}"] += 1
                 if module in stack:
                     walk.back[(caller, module)] += 1
         stack.append(module)
@@ -107,6 +115,8 @@ def report(name: str, walk: Walk, top: int) -> None:
     print(f"{name}: {len(walk.modules)} modules entered, {walk.hops} hops between modules, {back} calls back")
     for (caller, module), count in walk.back.most_common(top):
         print(f"    {count:4d}  {short(caller)} -> {short(module)}")
+    calls = ", ".join(f"{name} {count}" for name, count in sorted(walk.adapters.items()))
+    print(f"  calls into adapters: {sum(walk.adapters.values())} ({calls})")
 
 
 def profile(top: int) -> None:
