@@ -141,7 +141,8 @@ def profile(top: int) -> None:
         for text in EPISODES:  # the warm-up: imports, the model, the first index writes
             remember = {"scope": SCOPE, "content": text, "create_scope": True}
             api.post("/v1/remember", json=remember, timeout=120).raise_for_status()
-        api.post("/v1/recall", json={"query": "boiler pressure", "scope": "root"}, timeout=60).raise_for_status()
+        for query in ("boiler pressure", "VAT scheme", "forklift inspection"):  # the pools' connections opened
+            api.post("/v1/recall", json={"query": query, "scope": "root"}, timeout=60).raise_for_status()
         with profiler.phase() as recall:
             api.post("/v1/recall", json={"query": "who is the invoice contact", "scope": "root"}).raise_for_status()
         with profiler.phase() as remember_walk:
