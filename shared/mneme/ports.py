@@ -87,6 +87,10 @@ class MemoryStore(Protocol):
 
     def get_memory(self, tenant: str, memory_id: str) -> Memory | None: ...
 
+    def get_memories(self, tenant: str, memory_ids: Sequence[str]) -> dict[str, Memory]:
+        """The memories found, by id, as `get_memory` reads each (archived ones included), in batched reads."""
+        ...
+
     def list_scoped_memories(self, tenant: str, scope_id: str) -> list[Memory]:
         """Non-archived scoped memories of one scope, ordered by key then memory_id."""
         ...

@@ -352,6 +352,23 @@ def test_memory_optional_fields_and_whole_floats_round_trip(store: RecordStore) 
     assert store.get_memory(A, "nope") is None
 
 
+def test_memories_read_in_one_call_as_each_alone(store: RecordStore) -> None:
+    # Given a scoped, a tagged and an archived memory, and another tenant's
+    store.create_memory(scoped("m1", "acme", "a"))
+    store.create_memory(tagged("m2", "services", None, "b"))
+    store.create_memory(scoped("m3", "acme", "c"))
+    archived = store.get_memory(A, "m3")
+    assert archived is not None
+    store.update_memory(archived.model_copy(update={"status": "archived", "version": 2}), 1)
+    store.create_memory(scoped("m4", "acme", "d", tenant="other"))
+    # When they are read together (with an id twice and one that does not exist)
+    found = store.get_memories(A, ["m1", "m2", "m3", "m1", "m4", "nope"])
+    # Then each is what get_memory returns, and only this tenant's
+    assert found == {i: store.get_memory(A, i) for i in ("m1", "m2", "m3")}
+    assert found["m3"].status == "archived"
+    assert store.get_memories(A, []) == {}
+
+
 def test_scoped_key_is_unique_per_scope(store: RecordStore) -> None:
     store.create_memory(scoped("m1", "acme", "vat-policy"))
 

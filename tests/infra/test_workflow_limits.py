@@ -61,7 +61,7 @@ def test_a_run_of_the_most_scopes_returns_less_than_the_state_limit() -> None:
              "extract": ["reasoner_calls", "proposals", "rejected", "errors"],
              "reconcile": ["create", "reinforce", "supersede", "unresolved", "kept_as_episode"],
              "commit": ["facts_written", "contradictions"], "rollup": ["rollups"],
-             "maintain": ["facts_updated", "expired"], "checkpoint": ["advanced"]}  # fmt: skip
+             "checkpoint": ["advanced"]}  # fmt: skip
     assert set(names) == set(STAGE_NAMES)
     counters = {stage: dict.fromkeys(found, 999_999_999) for stage, found in names.items()}
     error = {"stage": "extract", "message": "y" * 2000, "source": "step_functions"}

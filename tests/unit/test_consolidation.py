@@ -31,7 +31,8 @@ def settle(services: Services, clock: Any) -> None:
 
 
 def test_the_stage_list_is_the_designs() -> None:
-    assert STAGE_NAMES == ("collect", "cluster", "extract", "reconcile", "commit", "rollup", "maintain", "checkpoint")
+    # maintain (decay, expiry, stale flags) is the run's sweep at its end, over every fact: not a batch stage
+    assert STAGE_NAMES == ("collect", "cluster", "extract", "reconcile", "commit", "rollup", "checkpoint")
 
 
 def test_grounding_rejects_unsupported_entities_values_and_verbatim_copies() -> None:

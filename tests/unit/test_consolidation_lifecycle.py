@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from mneme.bootstrap import Services
+from mneme.consolidation.service import maintain
 from mneme.consolidation.stages import STAGE_NAMES, Batch
 from mneme.errors import ReasonerRefused, StoreUnavailable
-from mneme.models import Role
+from mneme.models import Forgotten, Role
 from mneme.records import Run, StageReport
 from mneme.services.remember import RememberItem
 from tests.conftest import principal
@@ -100,6 +101,40 @@ def test_maintenance_covers_scopes_without_new_episodes(services: Services, cloc
     assert run.scopes == ["root.globex"]
     assert services.store.get_facts("acme", [fact.fact_id])[fact.fact_id].status == "expired"
     assert run.stages["maintain"].counters["expired"] >= 1
+
+
+def test_maintenance_reads_the_sources_of_many_facts_in_one_call(
+    services: Services, clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given facts in six scopes, one of whose source episodes is then forgotten
+    claims = ["VAT scheme is flat rate", "invoice contact is Sam Patel", "year end is March",
+              "bank is Monzo", "payroll runs monthly", "auditor is Grant Lee"]  # fmt: skip
+    for i, claim in enumerate(claims):
+        remember(services, f"Acme's {claim}.", scope=f"root.s{i}")
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    facts = [f for f in services.store.list_facts("acme") if f.tier == "raw"]
+    assert len(facts) >= 5
+    gone = facts[0].source_episode_ids[0]
+    record = Forgotten(tenant="acme", record_id=gone, kind="episode", scope_id=facts[0].scope_id,
+                       forgotten_by="wendy", forgotten_at=clock.now())  # fmt: skip
+    services.store.forget_episode("acme", gone, record)
+    reads: list[int] = []
+    real = services.store.get_episodes
+    counted = lambda t, ids, **k: (reads.append(len(ids)), real(t, ids, **k))[1]  # noqa: E731
+    monkeypatch.setattr(services.store, "get_episodes", counted)
+    # When, 40 weeks later, a run's maintenance sweep goes over them (and the day's and week's roll-ups)
+    clock.advance(weeks=40)
+    run, _ = services.consolidation.open(WRITER)
+    maintain(services.consolidation.deps, run)
+    # Then their source episodes were read in one call (and once more by the index write of the changed
+    # facts, for their metadata), not once per fact; every fact decayed; the forgotten source is flagged
+    assert len(reads) == 2
+    after = services.store.get_facts("acme", [f.fact_id for f in facts])
+    assert all(f.status == "expired" for f in after.values())
+    assert after[facts[0].fact_id].stale and not after[facts[1].fact_id].stale
+    swept = len(services.store.list_facts("acme"))  # the raw facts and each scope's roll-ups
+    assert run.stages["maintain"].counters == {"facts_updated": swept, "expired": swept}
 
 
 def test_the_stage_path_takes_the_scope_lease(services: Services, clock: Any) -> None:

@@ -9,7 +9,8 @@ import pytest
 
 from mneme.bootstrap import Services
 from mneme.errors import ScopeNotFound
-from mneme.services.scopes import ScopeService, per_request
+from mneme.services.request_cache import per_request
+from mneme.services.scopes import ScopeService
 
 T = "acme"
 

@@ -3,6 +3,8 @@ docstring of `mneme.adapters.dynamo_store`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from mneme.adapters.dynamo_codec import (
     Item,
     check,
@@ -84,6 +86,10 @@ class DynamoMemories(DynamoTable):
     def get_memory(self, tenant: str, memory_id: str) -> Memory | None:
         item = self._get(memory_key(tenant, memory_id))
         return to_model(Memory, item) if item else None
+
+    def get_memories(self, tenant: str, memory_ids: Sequence[str]) -> dict[str, Memory]:
+        items = self._items([memory_key(tenant, i) for i in memory_ids]).values()
+        return {memory.memory_id: memory for memory in (to_model(Memory, item) for item in items)}
 
     def _memories(self, pk: str) -> list[Memory]:
         memories = [to_model(Memory, item) for item in self._query(pk)]

@@ -273,8 +273,9 @@ def _merge(run: Run, stage: str, counters: dict[str, int], errors: list[dict[str
 
 
 def maintain(deps: Deps, run: Run) -> None:
-    """Decay, expiry and stale flags over every fact of the tenant, not only the scopes with new
-    episodes (a fact nobody touches must still fade on schedule)."""
+    """Decay, expiry and stale flags, in one place: once per run, at its end, over every fact of the
+    tenant, not only the scopes with new episodes (a fact nobody touches must still fade on schedule).
+    The batches' stages never decay; the run's `maintain` counters are this sweep's."""
     try:
         changed = maintain_facts(deps, run.tenant, deps.store.list_facts(run.tenant))
     except MnemeError as e:

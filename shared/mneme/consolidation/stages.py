@@ -36,6 +36,7 @@ from mneme.text import GENERIC, STOPWORDS, words
 MAX_HOLDS = 3  # runs in a row a scope's checkpoint may be held by an unavailable reasoner
 OUTAGE = 3  # clusters in a row the reasoner was unavailable for: the stage stops calling it
 ATTEMPTS = 2  # reasoner calls per cluster and run
+SOURCE_READ = 500  # source episode ids per read in the maintenance sweep (`maintain_facts`)
 # When extract must stop calling the reasoner (time.monotonic()): set per task in AWS from the Lambda's
 # remaining time (`ConsolidationService.step`), so every call ends within the task's time; None locally.
 DEADLINE: ContextVar[float | None] = ContextVar("consolidation_deadline", default=None)
@@ -494,28 +495,20 @@ def rollup(deps: Deps, batch: Batch) -> Batch:
     return batch
 
 
-def maintain(deps: Deps, batch: Batch) -> Batch:
-    """Decay untouched facts, expire the faint ones, flag facts whose sources are gone (this scope;
-    the run sweeps every other scope of the tenant too: `ConsolidationService.maintain`)."""
-    changed = maintain_facts(deps, batch.tenant, deps.store.list_facts(batch.tenant, batch.scope_id))
-    batch.count("maintain", "facts_updated", len(changed))
-    batch.count("maintain", "expired", sum(1 for f in changed if f.status == "expired"))
-    return batch
-
-
 def maintain_facts(deps: Deps, tenant: str, facts: list[Fact]) -> list[Fact]:
-    """Maintenance of `facts` (idempotent: decay is computed from `reinforced_at`); the changed ones."""
+    """Decay untouched facts, expire the faint ones, flag facts whose sources are gone; the changed ones.
+    Idempotent (decay is computed from `reinforced_at`). The run's sweep calls it once over every fact of
+    the tenant (`service.maintain`); the source episodes are read SOURCE_READ ids at a time, not per fact."""
     now = deps.clock.now()
     settings = deps.settings
+    active = [fact for fact in facts if fact.status == "active"]
+    present = _present(deps, tenant, [i for fact in active for i in fact.source_episode_ids])
     changed = []
-    for fact in facts:
-        if fact.status != "active":
-            continue
+    for fact in active:
         periods = math.floor((now - fact.reinforced_at).total_seconds() / 3600 / settings.decay_hours)
         structured = fact.entity is not None and fact.property is not None
         effective = round(confidence(len(fact.source_episode_ids), structured) * settings.decay**periods, 4)
-        present = deps.store.get_episodes(tenant, fact.source_episode_ids)
-        stale = len(present) < len(fact.source_episode_ids)
+        stale = not present.issuperset(fact.source_episode_ids)
         update: dict[str, Any] = {}
         if effective != fact.confidence:
             update["confidence"] = effective
@@ -529,6 +522,15 @@ def maintain_facts(deps: Deps, tenant: str, facts: list[Fact]) -> list[Fact]:
         deps.store.put_facts(changed)
         deps.indexer.index_facts(changed)
     return changed
+
+
+def _present(deps: Deps, tenant: str, episode_ids: list[str]) -> set[str]:
+    """Which of `episode_ids` still exist, read in chunks of SOURCE_READ ids without their vectors."""
+    unique = list(dict.fromkeys(episode_ids))
+    present: set[str] = set()
+    for start in range(0, len(unique), SOURCE_READ):
+        present.update(deps.store.get_episodes(tenant, unique[start : start + SOURCE_READ], vectors=False))
+    return present
 
 
 def checkpoint(deps: Deps, batch: Batch) -> Batch:
@@ -587,7 +589,6 @@ STAGES: tuple[tuple[str, Stage], ...] = (
     ("reconcile", reconcile),
     ("commit", commit),
     ("rollup", rollup),
-    ("maintain", maintain),
     ("checkpoint", checkpoint),
 )
 STAGE_NAMES = tuple(name for name, _ in STAGES)

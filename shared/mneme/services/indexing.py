@@ -220,7 +220,7 @@ class Indexer:
                     tenant=fact.tenant, doc_id=fact.fact_id, kind="fact", scope_id=fact.scope_id,
                     ancestor_ids=ancestors[(fact.tenant, fact.scope_id)], text=fact_text(fact), vector=fact.vector,
                     model_id=fact.model_id, occurred_at=fact.valid_from, tier=fact.tier,
-                    metadata_terms=merged_terms(sources[i].metadata for i in fact.source_episode_ids if i in sources),
+                    metadata_terms=merged_terms([sources[i].metadata for i in fact.source_episode_ids if i in sources]),
                 )
                 for fact in facts
             ]  # fmt: skip

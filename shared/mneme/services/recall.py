@@ -27,11 +27,12 @@ from mneme.services import anchors as anchor_rule
 from mneme.services import recall_select
 from mneme.services import recall_stages as stages
 from mneme.services.context_pack import build_pack
-from mneme.services.recall_records import RecallStore, Result, load, to_result
+from mneme.services.recall_records import RecallStore, Result, fact_sources, load, to_result
 from mneme.services.recall_run import Deps, Run
 from mneme.services.recall_stages import MIN_VECTOR
 from mneme.services.recall_time import query_time
-from mneme.services.scopes import ScopeService, per_request
+from mneme.services.request_cache import per_request
+from mneme.services.scopes import ScopeService
 
 MAX_QUERY_BYTES = 2 * 1024
 __all__ = ["MIN_VECTOR", "RecallRequest", "RecallResponse", "RecallService", "Scoring"]
@@ -216,8 +217,9 @@ class RecallService:
                 dropped[doc_id] = "not_found"
             elif scope_id not in self._ancestors(caller.tenant, getattr(record, "scope_id", None) or root):
                 dropped[doc_id] = "out_of_scope"
+        sources = fact_sources(self.store, caller.tenant, [records[i] for i in ids if i not in dropped])
         results = [
-            to_result(self.store, records[i], 1.0, {}, lambda s: self._path(caller.tenant, s))
+            to_result(records[i], 1.0, {}, lambda s: self._path(caller.tenant, s), sources)
             for i in ids
             if i not in dropped
         ]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from mneme.models import Episode, Memory, Principal
+from mneme.models import Episode, Memory, Principal, Revision
 from mneme.ports import EpisodeStore, FactStore, MemoryStore, ScopeStore
 from mneme.records import Fact
 from mneme.search_models import DocKind
@@ -85,27 +85,44 @@ def lifecycle(record: Record, now: datetime, as_of: datetime | None = None) -> t
     return factor, None
 
 
-def load(store: RecallStore, caller: Principal, ids: list[str], *, vectors: bool = True) -> dict[str, Record]:
-    """Records for ids, tenant-scoped; memories only when the caller may see them. `vectors=False`:
-    episodes may come without their vector (`EpisodeStore.get_episodes`)."""
+def load(
+    store: RecallStore,
+    caller: Principal,
+    ids: list[str],
+    *,
+    vectors: bool = True,
+    revisions: list[Revision] | None = None,
+) -> dict[str, Record]:
+    """Records for ids, tenant-scoped, one read per kind; memories only when the caller may see them.
+    `vectors=False`: episodes may come without their vector (`EpisodeStore.get_episodes`). `revisions`:
+    the caller's open revisions when already read (else read here, if a memory is asked for)."""
     episodes = [i for i in ids if i.startswith("ep_")]
     found: dict[str, Record] = dict(store.get_episodes(caller.tenant, episodes, vectors=vectors))
     found.update(store.get_facts(caller.tenant, [i for i in ids if i.startswith(FACT_PREFIXES)]))
     memory_ids = [i for i in ids if not i.startswith(("ep_", *FACT_PREFIXES))]
-    revisions = (
-        {r.memory_id: r for r in store.list_revisions(caller.tenant, author=caller.principal)} if memory_ids else {}
-    )
+    if not memory_ids:
+        return found
+    if revisions is None:
+        revisions = store.list_revisions(caller.tenant, author=caller.principal)
+    edits = {r.memory_id: r for r in revisions}
+    memories = store.get_memories(caller.tenant, memory_ids)
     for memory_id in memory_ids:
-        memory = store.get_memory(caller.tenant, memory_id)
+        memory = memories.get(memory_id)
         if memory is None or not (
             memory.status == "published" or (memory.status == "pending" and memory.author == caller.principal)
         ):
             continue
-        revision = revisions.get(memory_id) if memory.status == "published" else None
+        revision = edits.get(memory_id) if memory.status == "published" else None
         if revision is not None:  # the caller's own pending edit replaces the published body, for them only
             memory = memory.model_copy(update={"body": revision.changes.get("body", memory.body), "status": "pending"})
         found[memory_id] = memory
     return found
+
+
+def fact_sources(store: RecallStore, tenant: str, records: Iterable[Record | None]) -> dict[str, Episode]:
+    """The source episodes of every fact among `records`, in one read (`to_result` lists them)."""
+    wanted = [i for r in records if isinstance(r, Fact) for i in r.source_episode_ids]
+    return store.get_episodes(tenant, wanted, vectors=False) if wanted else {}
 
 
 def sources_metadata(metadata: list[dict[str, Any]]) -> dict[str, Any]:
@@ -121,15 +138,15 @@ def sources_metadata(metadata: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def to_result(
-    store: RecallStore,
     record: Record,
     score: float,
     scores: dict[str, float],
     path_of: Callable[[str], str],
+    episodes: Mapping[str, Episode],
     grounding: list[str] | None = None,
 ) -> Result:
-    """The result of a record. A fact's `sources` list its episodes; those in `grounding` (the turns
-    that state it, shown beside it) carry their `text`."""
+    """The result of a record. A fact's `sources` list its episodes found in `episodes` (`fact_sources`);
+    those in `grounding` (the turns that state it, shown beside it) carry their `text`."""
     common = {"score": round(score, 6), "scores": scores}
     if isinstance(record, Episode):
         return Result(
@@ -146,7 +163,8 @@ def to_result(
             **common,
         )
     if isinstance(record, Fact):
-        sources = store.get_episodes(record.tenant, record.source_episode_ids, vectors=False)
+        own = set(record.source_episode_ids)
+        sources = {i: e for i, e in episodes.items() if i in own}  # in the store's order, as read alone
         fact = record.model_dump(
             mode="json",
             include={

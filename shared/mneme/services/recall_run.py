@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from mneme.models import Episode, Principal
+from mneme.models import Episode, Principal, ResolvedScope, Revision
 from mneme.ports import Clock, Embedder, SearchIndex
 from mneme.search_models import SearchFilter
 from mneme.services.context_pack import Pack
@@ -79,6 +79,14 @@ class Run:
     fallback: dict[str, Any] = field(default_factory=dict)
     pack: Pack | None = None
     already: list[str] = field(default_factory=list)
+    revisions: list[Revision] | None = None  # the caller's open revisions, read once (search) for `load`
+    chains: dict[str, ResolvedScope] = field(default_factory=dict)  # the candidates' scopes, read once (lifecycle)
+    sources: dict[str, Episode] = field(default_factory=dict)  # facts' source episodes read so far (select)
+
+    def path_of(self, scope_id: str) -> str:
+        """A scope's path: from the chains lifecycle read, else read (through the request's cache)."""
+        found = self.chains.get(scope_id)
+        return found.path if found is not None else self.deps.scopes.chain_of(self.flt.tenant, scope_id).path
 
     @property
     def scoring(self) -> Any:

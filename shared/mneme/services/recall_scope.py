@@ -53,8 +53,9 @@ def local_over_global(run: Run, candidates: list[Candidate]) -> list[tuple[str, 
     tagged = any(isinstance(c.record, Memory) and c.record.kind == "tagged" for c in memories)
     layers = run.deps.store.get_layers(tenant) if tagged else {}
 
-    def depth(scope_id: str) -> int:
-        return run.deps.scopes.chain_of(tenant, scope_id).scope.depth
+    def depth(scope_id: str) -> int:  # the chains lifecycle read for every candidate at once
+        found = run.chains.get(scope_id) or run.deps.scopes.chain_of(tenant, scope_id)
+        return found.scope.depth
 
     where: dict[str, int] = {}
     bodies: dict[str, str] = {}

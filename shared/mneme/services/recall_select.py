@@ -12,7 +12,7 @@ from mneme.models import Episode, Memory
 from mneme.records import Fact, is_claim
 from mneme.services.context_pack import PackItem, build_pack
 from mneme.services.indexing import speaker
-from mneme.services.recall_records import Record, Result, lifecycle, to_result
+from mneme.services.recall_records import Record, Result, fact_sources, lifecycle, to_result
 from mneme.services.recall_run import Candidate, QueryTime, Run
 
 if TYPE_CHECKING:
@@ -103,6 +103,7 @@ def one_place(
     facts = {c.id: c for c in ordered[: run.request.limit + RELATED_CARDS] if _claim(c)}
     wanted = sorted({i for c in facts.values() if isinstance(c.record, Fact) for i in c.record.source_episode_ids})
     sources = run.deps.store.get_episodes(run.flt.tenant, wanted, vectors=False) if wanted else {}
+    run.sources.update(sources)
     shown: set[str] = set()
     rolled: dict[str, str] = {}  # episode id -> the roll-up that covers it
     kept: list[Candidate] = []
@@ -171,19 +172,17 @@ def prerequisites(run: Run) -> None:
         out.append(candidate)
     run.ranked = out
     shown = [c.record for c in [*out, *relevant_related(run)] if c.record is not None]
-    deps.scopes.prefetch(tenant, [r.scope_id for r in shown if r.scope_id])  # their paths, a tree level at a time
+    deps.scopes.prefetch(tenant, [r.scope_id for r in shown if r.scope_id and r.scope_id not in run.chains])
+    unread = [r for r in shown if isinstance(r, Fact) and not run.sources.keys() >= set(r.source_episode_ids)]
+    run.sources.update(fact_sources(deps.store, tenant, unread))  # every shown fact's sources, one read
     run.results = [
-        to_result(deps.store, c.record, c.score, c.scores, lambda s: _path(run, s), c.grounding).model_copy(
+        to_result(c.record, c.score, c.scores, run.path_of, run.sources, c.grounding).model_copy(
             update={"requires": requires.get(c.id, [])}
         )
         for c in out
         if c.record is not None
     ]
     run.note("prerequisites", took, [], added=added, revived=revived)
-
-
-def _path(run: Run, scope_id: str) -> str:
-    return run.deps.scopes.chain_of(run.flt.tenant, scope_id).path
 
 
 # -- pack ----------------------------------------------------------------------------------------
@@ -196,7 +195,7 @@ def pack(run: Run) -> None:
         run.already = [r.id for r in run.results if r.id in delivered]
     items = [pack_item(r) for r in run.results if r.id not in run.already]
     related = [
-        pack_item(to_result(deps.store, c.record, c.score, c.scores, lambda s: _path(run, s), c.grounding))
+        pack_item(to_result(c.record, c.score, c.scores, run.path_of, run.sources, c.grounding))
         for c in relevant_related(run)
         if c.record is not None
     ]

@@ -158,10 +158,11 @@ def _own_revisions(run: Run) -> int:
     published text is already a candidate, the revision's words still count for it."""
     deps, flt = run.deps, run.flt
     added = 0
-    for revision in deps.store.list_revisions(flt.tenant, author=run.caller.principal):
-        if "body" not in revision.changes:
-            continue
-        memory = deps.store.get_memory(flt.tenant, revision.memory_id)
+    run.revisions = deps.store.list_revisions(flt.tenant, author=run.caller.principal)
+    edits = [revision for revision in run.revisions if "body" in revision.changes]
+    memories = deps.store.get_memories(flt.tenant, [revision.memory_id for revision in edits]) if edits else {}
+    for revision in edits:
+        memory = memories.get(revision.memory_id)
         if memory is None or memory.status != "published" or not _under(run, memory.scope_id):
             continue
         text = memory_text(memory.model_copy(update={"body": revision.changes["body"]}))
@@ -262,7 +263,7 @@ def _load(run: Run, candidates: list[Candidate]) -> list[tuple[str, str]]:
     """The candidates' records, episodes without their vectors (`stored_vectors` reads those it needs);
     the fresh tail's episodes come with theirs."""
     wanted = [c.id for c in candidates if c.record is None]
-    records = load(run.deps.store, run.caller, wanted, vectors=False) if wanted else {}
+    records = load(run.deps.store, run.caller, wanted, vectors=False, revisions=run.revisions) if wanted else {}
     dropped = []
     for candidate in candidates:
         candidate.record = candidate.record or records.get(candidate.id)
@@ -344,6 +345,8 @@ def lifecycle_stage(run: Run) -> None:
     took = len(run.candidates)
     dropped = _age(run, list(run.candidates.values()))
     gone = dict(dropped)
+    scope_ids = {c.record.scope_id for c in run.candidates.values() if c.record is not None and c.record.scope_id}
+    run.chains = run.deps.scopes.chains_of(run.flt.tenant, sorted(scope_ids))  # a tree level a read, for all
     dropped += recall_scope.local_over_global(run, [c for c in run.candidates.values() if c.id not in gone])
     run.note("lifecycle", took, dropped)
 

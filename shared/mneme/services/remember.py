@@ -19,7 +19,8 @@ from mneme.models import Episode, Principal, Tier, Timestamp
 from mneme.ports import Clock, ConsolidationStore, Embedder, EpisodeStore
 from mneme.search_models import IndexDocument
 from mneme.services.indexing import Indexer
-from mneme.services.scopes import ScopeService, per_request
+from mneme.services.request_cache import per_request
+from mneme.services.scopes import ScopeService
 
 MAX_CONTENT_BYTES = 32 * 1024
 MAX_METADATA_BYTES = 4 * 1024

@@ -2,7 +2,7 @@
 
 Canonical paths of many scopes (a recall's results) are built by `paths_of` / `chains_of` with one
 batch read per depth level. Inside `ScopeService.request_cache()` (entered by a request that resolves
-many paths or scopes, e.g. `RecallService.recall` and `RememberService.remember` through `per_request`)
+many paths or scopes, e.g. `RecallService.recall` and `RememberService.remember` through `request_cache.per_request`)
 every scope read is kept for the rest of the request, and so is every step a path resolution found
 (never a missing one: a request may create it), so ancestors shared by many results, and the prefixes
 shared by a batch's paths, are read once; outside it nothing is cached.
@@ -10,21 +10,17 @@ shared by a batch's paths, are read once; outside it nothing is cached.
 
 from __future__ import annotations
 
-import functools
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import ParamSpec, TypeVar
 
 from mneme import paths
 from mneme.errors import Conflict, InvalidInput, ScopeNotFound
 from mneme.models import ResolvedScope, Scope
 from mneme.ports import Clock, ScopeStore
 
-P = ParamSpec("P")
-R = TypeVar("R")
 _Known = dict[tuple[str, str], Scope | None]  # (tenant, scope_id) -> the scope, None when it does not exist
 
 
@@ -35,17 +31,6 @@ class _Request:
 
 
 _REQUEST: ContextVar[_Request | None] = ContextVar("mneme_scope_cache", default=None)
-
-
-def per_request(method: Callable[P, R]) -> Callable[P, R]:
-    """Run `method` inside `ScopeService.request_cache()` (a no-op when one is already open)."""
-
-    @functools.wraps(method)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with ScopeService.request_cache():
-            return method(*args, **kwargs)
-
-    return wrapper
 
 
 @dataclass
