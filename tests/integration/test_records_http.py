@@ -142,6 +142,28 @@ def test_forget_an_episode_removes_it_everywhere_and_settles_its_facts(stack: Se
     assert again.status_code == 404 and again.json()["error"]["code"] == "episode_forgotten"
 
 
+def test_a_forgotten_turn_leaves_no_word_in_the_roll_ups_rebuilt_without_it(stack: Served) -> None:
+    """'Forget that I am vegetarian': the day's and the week's digests are rebuilt from the turns left, so no
+    word only the forgotten turn said stays in a summary, a search or the roll-up's own text."""
+    writer = stack.key("agent", Role.writer)
+    chat = {"session_id": "dinner", "metadata": {"speaker": "Ines"}}
+    said = remember(writer, "I am vegetarian and I cook lentils every Sunday.", 0, **chat)
+    for n, text in enumerate(["The dinner party is on Saturday at the harbour.", "Bring the harbour map."], 1):
+        remember(writer, text, n, **chat)
+    consolidate(stack)
+    rollups = [f for f in writer.ok("GET", "/v1/facts?scope=root.chat")["facts"] if f["tier"] != "raw"]
+    assert rollups and all("lentils" in r["summary"] for r in rollups)  # a topic of the day and the week
+
+    forgot = writer.ok("DELETE", f"/v1/episodes/{said}")
+
+    assert {s["id"]: s["action"] for s in forgot["settled"]} == {r["id"]: "rebuilt" for r in rollups}
+    for rollup in writer.ok("GET", "/v1/facts?scope=root.chat")["facts"]:
+        assert not {"vegetarian", "cook", "lentils", "sunday"} & set(rollup["summary"].replace(",", " ").split())
+        assert said not in rollup["source_episode_ids"]
+    assert "harbour" in writer.ok("GET", f"/v1/facts/{rollups[0]['id']}")["summary"]
+    assert not set(recall(writer, "vegetarian lentils", tiers=["daily", "weekly"])) & {r["id"] for r in rollups}
+
+
 def test_forget_and_correct_a_fact_need_an_approver_and_keep_history(stack: Served) -> None:
     writer = stack.key("agent", Role.writer)
     for n in range(3):

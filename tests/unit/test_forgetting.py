@@ -41,13 +41,14 @@ def test_a_claim_its_other_sources_do_not_state_is_marked_stale_and_keeps_its_so
     assert (action, update) == ("stale", {"stale": True})  # the forgotten id stays listed: maintenance keeps it stale
 
 
-def test_a_rollup_is_rebuilt_from_the_episodes_left_in_its_period() -> None:
-    rollup = fact(fact_id="ro_1", tier="daily", summary="daily summary 2026-03-02 (3 observations): secret stuff")
+def test_a_rollup_is_digested_again_from_the_claims_standing_and_the_turns_left() -> None:
+    rollup = fact(fact_id="ro_1", tier="daily", summary="Maya's favourite colour is teal. secret, fence, gate")
     left = [episode("ep_2", "Maya painted the fence.", 5), episode("ep_3", "Maya painted the gate.", 9)]
-    action, update = _settlement(rollup, left)
+    action, update = _settlement(rollup, left, ("Maya's favourite colour is teal.",))
     assert action == "rebuilt" and update["source_episode_ids"] == ["ep_2", "ep_3"]
-    assert update["summary"].startswith("daily summary 2026-03-02 (2 observations): Maya painted the")
+    assert update["summary"] == "Maya's favourite colour is teal. maya, painted, fence, gate"
     assert "secret" not in update["summary"] and update["valid_from"] == T + timedelta(minutes=5)
+    assert _settlement(rollup, [episode("ep_2", "Lol, thanks!")]) == ("retracted", {})  # small talk: no digest
 
 
 def test_a_summary_is_regrounded_rebuilt_or_retracted_by_what_is_left() -> None:

@@ -24,14 +24,13 @@ from pydantic import BaseModel
 
 from mneme.consolidation.reasoning import Reasoner, statement
 from mneme.errors import Conflict, MnemeError, ReasonerOutputInvalid, StoreUnavailable, Throttled
-from mneme.grounding import confidence, grounding_error, split_speaker, utterance
+from mneme.grounding import confidence, digest, grounding_error, utterance
 from mneme.models import Episode
 from mneme.observability import metrics
 from mneme.ports import Clock, ConsolidationStore, Embedder, EpisodeStore, FactStore
 from mneme.records import MAX_KEPT, Contradiction, Fact, Proposal, derived_id, is_claim, listed, norm
 from mneme.services.indexing import Indexer
 from mneme.settings import ConsolidationSettings
-from mneme.text import GENERIC, STOPWORDS, words
 
 MAX_HOLDS = 3  # runs in a row a scope's checkpoint may be held by an unavailable reasoner
 OUTAGE = 3  # clusters in a row the reasoner was unavailable for: the stage stops calling it
@@ -404,30 +403,6 @@ def _contradiction(batch: Batch, old: Fact, new: Fact, resolution: str, now: dat
 def _periods(episode: Episode) -> list[tuple[str, str]]:
     year, week, _ = episode.occurred_at.isocalendar()
     return [("daily", f"{episode.occurred_at:%Y-%m-%d}"), ("weekly", f"{year}-W{week:02d}")]
-
-
-TOPICS = 8  # words a roll-up's digest names as its period's topics
-# Words of greeting, assent and laughter: never a topic.
-CHATTER = frozenset(
-    "haha hahaha lol lmao yeah yep yes nope okay thanks thank night morning evening hello cool nice great "
-    "sure right really sorry good well just awesome wow".split()
-)
-
-
-def digest(claims: list[str], turns: list[str]) -> str:
-    """A period's roll-up text without an LLM: the claims stated in it, then its topics (the words most
-    turns of the period use, names of speakers aside). No label or count: nothing searchable but what
-    the period's turns said."""
-    spoken: dict[str, int] = {}
-    for turn in turns:
-        who, text = split_speaker(turn)
-        names = {w.lower() for w in (who or "").split()}
-        seen = {w.lower() for w in words(text)}
-        for word in seen - names - STOPWORDS - GENERIC - CHATTER:
-            if len(word) > 3 and not word.isdigit():
-                spoken[word] = spoken.get(word, 0) + 1
-    topics = sorted(spoken, key=lambda w: (-spoken[w], w))[:TOPICS]
-    return " ".join([*claims, *([", ".join(topics)] if topics else [])]).strip()
 
 
 def rollup(deps: Deps, batch: Batch) -> Batch:

@@ -10,7 +10,8 @@ feed and a record of who forgot it, when and why, and settles what was derived f
 - a summary is re-grounded when the remaining sources hold all its words, else rebuilt from them (the most
   central text, as the extractive reasoner would), or retracted when one source is left (a lone episode with no
   claim stays an episode);
-- a roll-up is rebuilt from the episodes left in its period, or retracted when none is left.
+- a roll-up is digested again from the claims still standing and the turns left in its period (no word of the
+  forgotten turn stays in it), or retracted when none is left or only small talk.
 
 The turns that followed a forgotten turn in its session are indexed again: their search text held it as context.
 """
@@ -22,10 +23,10 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from mneme.errors import Forbidden
-from mneme.grounding import central, confidence, grounding_error, utterance
+from mneme.grounding import central, confidence, digest, grounding_error, utterance
 from mneme.models import Episode, Forgotten, HistoryEntry, Principal, Role, SessionPosition, session_position
 from mneme.ports import Clock, Embedder, EpisodeStore, ErasureStore, FactStore, MemoryStore
-from mneme.records import Fact, Proposal
+from mneme.records import Fact, Proposal, is_claim
 from mneme.services.indexing import CONTEXT_WINDOW, Indexer
 from mneme.services.records import RecordsService, not_found
 from mneme.text import terms
@@ -97,20 +98,25 @@ class ForgetService:
     # -- settling what derives from a forgotten episode -------------------------------------
     def _settle(self, caller: Principal, episode: Episode) -> list[dict[str, str]]:
         tenant, gone = caller.tenant, episode.episode_id
+        facts = self.store.list_facts(tenant, episode.scope_id)
+        touched = [f for f in facts if gone in f.source_episode_ids and f.status != "archived"]
+        touched.sort(key=lambda f: f.tier != "raw")  # claims first: a roll-up restates those still standing
+        standing: dict[str, Fact | None] = {}  # the settled state of each touched fact (None: retracted)
         settled: list[dict[str, str]] = []
         changed: list[Fact] = []
-        for fact in self.store.list_facts(tenant, episode.scope_id):
-            if gone not in fact.source_episode_ids or fact.status == "archived":
-                continue
+        for fact in touched:
             present = self.store.get_episodes(tenant, [i for i in fact.source_episode_ids if i != gone], vectors=False)
             left = [present[i] for i in fact.source_episode_ids if i in present]
-            action, update = _settlement(fact, left)
+            claims = () if fact.tier == "raw" else _claims_standing(facts, standing, left)
+            action, update = _settlement(fact, left, claims)
             if action == "retracted":
+                standing[fact.fact_id] = None
                 why = f"every episode it was drawn from was forgotten ({gone})"
                 settled += self._retract(caller, fact.fact_id, why)
                 continue
             settled.append({"id": fact.fact_id, "action": action})
             after = fact.model_copy(update={**update, "version": fact.version + 1, "updated_at": self.clock.now()})
+            standing[fact.fact_id] = after
             changed.append(self._embedded(after) if "summary" in update else after)
             self.store.add_history(
                 HistoryEntry(tenant=tenant, memory_id=fact.fact_id, version=fact.version + 1, action="corrected",
@@ -162,15 +168,27 @@ class ForgetService:
         return fact.model_copy(update={"vector": vector, "model_id": self.embedder.model_id})
 
 
-def _settlement(fact: Fact, left: list[Episode]) -> tuple[str, dict[str, Any]]:
-    """What becomes of a fact one of whose sources was forgotten: (action, the fields to change)."""
+def _claims_standing(facts: list[Fact], standing: dict[str, Fact | None], left: list[Episode]) -> tuple[str, ...]:
+    """The claims a roll-up rebuilt on `left` states: active, not stale, drawn from one of those episodes, as
+    settled by this forgetting (a retracted or stale claim is not restated), oldest first."""
+    ids = {e.episode_id for e in left}
+    now = [standing.get(f.fact_id, f) for f in facts]
+    stated = [f for f in now if f is not None and f.tier == "raw" and f.status == "active" and not f.stale]
+    stated = [f for f in stated if is_claim(f) and ids & set(f.source_episode_ids)]
+    return tuple(f.summary for f in sorted(stated, key=lambda f: (f.valid_from, f.fact_id)))
+
+
+def _settlement(fact: Fact, left: list[Episode], claims: tuple[str, ...] = ()) -> tuple[str, dict[str, Any]]:
+    """What becomes of a fact one of whose sources was forgotten: (action, the fields to change). A roll-up
+    is digested again from `claims` and the turns left, so no word of the forgotten turn stays in it."""
     if not left:
         return "retracted", {}
     kept = [e.episode_id for e in left]
     texts = [utterance(e) for e in left]
-    if fact.tier != "raw":  # a roll-up: "<tier> summary <period> (<n> observations): <gist>"
-        prefix = fact.summary.split(" (", 1)[0]
-        summary = f"{prefix} ({len(left)} observations): {central(texts)}"
+    if fact.tier != "raw":
+        summary = digest(list(claims), texts)
+        if not summary:  # nothing but small talk is left: no digest to keep
+            return "retracted", {}
         valid_from = min(e.occurred_at for e in left)
         return "rebuilt", {"summary": summary, "source_episode_ids": kept, "valid_from": valid_from,
                            "confidence": confidence(len(left), False)}  # fmt: skip
