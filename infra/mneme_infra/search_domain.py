@@ -114,11 +114,12 @@ class SearchDomain(Construct):
         read_paths = [self._arn(index + path) for path in READ_PATHS]
         write_paths = [self._arn(index + path) for path in WRITE_PATHS]
         operators = list(self.config.search_operator_arns)
-        grants = (
-            ("SearchDomainRead", readers, [], READ, read_paths),
+        no_one: list[str] = []
+        grants: tuple[tuple[str, Sequence[iam.IRole], list[str], tuple[str, ...], list[str]], ...] = (
+            ("SearchDomainRead", readers, no_one, READ, read_paths),
             ("SearchDomainWrite", writers, operators, WRITE, write_paths),
         )
-        statements = []
+        statements: list[dict[str, object]] = []
         for sid, roles, others, actions, resources in grants:
             for role in roles:
                 role.add_to_principal_policy(iam.PolicyStatement(sid=sid, actions=list(actions), resources=resources))
