@@ -13,18 +13,11 @@ import pytest
 
 from infra.mneme_infra.search_domain import READ_PATHS, WRITE_PATHS
 from infra.mneme_infra.specs import SPECS
-from tests.infra.synth import Synth, as_list, synthesize
+from tests.infra.synth import DOMAIN, OPERATOR, Synth, as_list, synthesize
 from tests.infra.test_search import INDEX_USERS, role_id
 
-OPERATOR = "arn:aws:iam::123456789012:role/mneme-operator"
-DOMAIN = {"mneme:search": "domain", "mneme:stage": "small", "mneme:search_operator_arns": OPERATOR}
 READ = {"es:ESHttpGet", "es:ESHttpHead", "es:ESHttpPost"}
 WRITE = READ | {"es:ESHttpPut"}
-
-
-@pytest.fixture(scope="module")
-def domain(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return synthesize(tmp_path_factory.mktemp("domain"), DOMAIN)
 
 
 def arn_path(value: Any) -> str:
