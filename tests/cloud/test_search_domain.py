@@ -67,3 +67,13 @@ def test_a_role_the_domain_policy_does_not_name_is_refused(on_domain: Cloud, mon
     assert on_domain.api("POST", "/v1/remember", item, key=key).status == 201  # remember is still named
     with pytest.raises(AccessDenied, match="domain no statement allows it"):
         on_domain.api("POST", "/v1/recall", {"query": "Pennine Joinery VAT scheme"}, key=key)
+
+
+def test_the_index_repair_schedule_runs_within_its_role_on_the_domain(on_domain: Cloud) -> None:
+    key = on_domain.operator_key("acme", "alice", "admin")
+    items = [{"scope": "root", "content": "Narwhal shipments need a signature."}]
+    assert on_domain.api("POST", "/v1/remember", {"items": items}, key=key).status == 201
+    tick = on_domain.fire_schedule("index-repair")
+    assert tick.error is None, tick.error
+    assert tick.calls and all(c.decision.allowed for c in tick.calls)
+    assert not any(c.request.action.startswith("aoss:") for c in tick.calls)
