@@ -68,6 +68,11 @@ TOKENS_PER_WORD = 1.3
 # https://aws.amazon.com/opensearch-service/pricing/ : OpenSearch Serverless $0.24 per OCU-hour; the minimum
 # is 2 OCUs with standby replicas (indexing + search, each 0.5 x 2), 1 without (docs/deploy.md)
 OCU_HOUR = 0.24
+# `-c mneme:search=domain` (infra/mneme_infra/search_domain.py): one t3.small.search data node, on demand,
+# $0.036 an hour, and its gp3 EBS volume, $0.122 per GB-month (us-east-1, same pricing page; gp3 is 9.6%
+# under gp2's $0.135: https://aws.amazon.com/blogs/big-data/lower-your-amazon-opensearch-service-storage-cost-with-gp3-amazon-ebs-volumes/)
+DOMAIN_INSTANCE_HOUR = 0.036
+DOMAIN_GP3_GB_MONTH = 0.122
 # https://aws.amazon.com/cloudwatch/pricing/ : Logs ingestion $0.50 per GB (standard class)
 LOG_GB = 0.50
 HOURS_A_MONTH = 730
@@ -430,6 +435,13 @@ def fixed_monthly(template: Any) -> dict[str, float]:
     }
 
 
+def domain_monthly() -> float:
+    """The managed domain's idle month: its one node's instance-hours and its EBS volume."""
+    from infra.mneme_infra.search_domain import VOLUME_GIB
+
+    return DOMAIN_INSTANCE_HOUR * HOURS_A_MONTH + DOMAIN_GP3_GB_MONTH * VOLUME_GIB
+
+
 def report(operations: list[Operation], ticks: list[Operation], template: Any) -> str:
     head = (
         "| operation | status | Lambda invocations (GB-s) | read units | write units | DynamoDB calls (units) "
@@ -469,13 +481,16 @@ def report(operations: list[Operation], ticks: list[Operation], template: Any) -
     for ocus, label in ((2, "with standby replicas (default)"), (1, "without standby replicas")):
         search = ocus * OCU_HOUR * HOURS_A_MONTH
         lines.append(f"| **total, OpenSearch Serverless {ocus} OCU {label}** | **{idle + search:,.2f}** |")
+    lines.append(f"| **total, OpenSearch Service domain, 1 x t3.small.search + 10 GiB gp3 (`mneme:search=domain`)** "
+                 f"| **{idle + domain_monthly():,.2f}** |")  # fmt: skip
     lines.append("")
     lines.append(
         f"Prices (us-east-1): Lambda Arm ${LAMBDA_GB_SECOND}/GB-s + ${LAMBDA_REQUEST * 1e6:.2f}/M requests; "
         f"API Gateway REST ${API_REQUEST * 1e6:.2f}/M; DynamoDB on-demand ${READ_UNIT * 1e6}/M read units, "
         f"${WRITE_UNIT * 1e6}/M write units; Titan Text Embeddings V2 ${TITAN_EMBED_1K_TOKENS}/1k tokens "
         f"(Cohere Embed 3 ${COHERE_EMBED_1K_TOKENS}: x5 the Bedrock column); OpenSearch Serverless "
-        f"${OCU_HOUR}/OCU-hour; CloudWatch Logs ${LOG_GB}/GB ({LOG_BYTES} bytes a request assumed). "
+        f"${OCU_HOUR}/OCU-hour; OpenSearch Service t3.small.search ${DOMAIN_INSTANCE_HOUR}/hour, gp3 "
+        f"${DOMAIN_GP3_GB_MONTH}/GB-month; CloudWatch Logs ${LOG_GB}/GB ({LOG_BYTES} bytes a request assumed). "
         "Storage (DynamoDB, OpenSearch, logs) is left out."
     )
     return "\n".join(lines)

@@ -65,7 +65,12 @@ class InfraConfig(BaseModel):
     embedding_model_id: Annotated[str, Field(pattern=MODEL_ID)] = _EMBEDDER.model_id
     embedding_dimensions: int = _EMBEDDER.dimensions  # one of BedrockEmbedderSettings' dimensions
     reasoner_model_id: Annotated[str, Field(pattern=MODEL_ID)] = _REASONER.model_id
-    # search: an OpenSearch Serverless collection named <base>-<standby s|n><key a|k> (`collection_name`);
+    # search: `serverless` (default) an OpenSearch Serverless collection; `domain` a managed OpenSearch
+    # Service domain of one `search_domain_instance_type` node for a small tenant (search_domain.py,
+    # docs/deploy.md compares them)
+    search: Literal["serverless", "domain"] = "serverless"
+    search_domain_instance_type: Annotated[str, Field(pattern=r"^[a-z0-9]+\.[a-z0-9]+\.search$")] = "t3.small.search"
+    # Serverless: an OpenSearch Serverless collection named <base>-<standby s|n><key a|k> (`collection_name`);
     # the base defaults to mneme-<stage>
     search_collection_name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{2,23}$")] | None = None
     search_index_name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,79}$")] = "mneme"

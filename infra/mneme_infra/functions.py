@@ -36,6 +36,7 @@ from infra.mneme_infra.access import (
 )
 from infra.mneme_infra.config import InfraConfig
 from infra.mneme_infra.search import Search
+from infra.mneme_infra.search_domain import SearchDomain
 from infra.mneme_infra.specs import AUTHORIZER, EXTRA_FUNCTIONS, REPO, SPECS, FunctionSpec, Use, call_budget
 from mneme.observability import NAMESPACE, SERVICE
 
@@ -64,7 +65,7 @@ class Functions(Construct):
         *,
         config: InfraConfig,
         table: dynamodb.ITable,
-        search: Search,
+        search: Search | SearchDomain,
         names: Sequence[str],
         specs: Mapping[str, FunctionSpec] = SPECS,
     ) -> None:
@@ -133,7 +134,7 @@ class Functions(Construct):
             "MNEME_INDEX__KIND": "opensearch",
             "MNEME_INDEX__ENDPOINT": search.endpoint,
             "MNEME_INDEX__INDEX_NAME": search.index_name,
-            "MNEME_INDEX__SERVICE": "aoss",
+            "MNEME_INDEX__SERVICE": search.service,
         }
         self.by_name = {name: self._function(name) for name in dict.fromkeys([*names, *EXTRA_FUNCTIONS])}
         search.allow(readers=self.roles_using("index_read"), writers=self.roles_using("index_write"))

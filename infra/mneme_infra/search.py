@@ -37,6 +37,8 @@ WRITE = (*READ, "aoss:CreateIndex", "aoss:WriteDocument")
 
 
 class Search(Construct):
+    service = "aoss"
+
     def __init__(self, scope: Construct, construct_id: str, *, config: InfraConfig) -> None:
         super().__init__(scope, construct_id)
         self.config = config

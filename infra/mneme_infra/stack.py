@@ -16,6 +16,7 @@ from infra.mneme_infra.functions import Functions
 from infra.mneme_infra.monitoring import Monitoring
 from infra.mneme_infra.schedules import scheduled_invoke
 from infra.mneme_infra.search import COLLECTION_TYPE, Search
+from infra.mneme_infra.search_domain import SearchDomain
 from infra.mneme_infra.specs import AUTHORIZER, REPAIR, SCHEDULE, STAGES
 from infra.mneme_infra.storage import Storage
 from mneme.adapters.dynamo_store import TABLE_SCHEMA
@@ -33,7 +34,11 @@ class MnemeStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, description=f"Mneme long-term memory for AI agents ({config.stage})")
         storage = Storage(self, "Storage", config=config, schema=table_schema)
-        search = Search(self, "Search", config=config)
+        search = (
+            SearchDomain(self, "Search", config=config)
+            if config.search == "domain"
+            else Search(self, "Search", config=config)
+        )
         functions = Functions(self, "Functions", config=config, table=storage.table, search=search, names=FUNCTIONS)
         consolidation = Consolidation(
             self,
@@ -74,7 +79,8 @@ class MnemeStack(Stack):
         )
         CfnOutput(self, "ApiUrl", value=api.rest_api.url, description="MNEME_URL for the CLI and the MCP server")
         CfnOutput(self, "TableName", value=storage.table.table_name, description="MNEME_STORE__TABLE_NAME")
-        CfnOutput(self, "CollectionEndpoint", value=search.endpoint, description="MNEME_INDEX__ENDPOINT")
+        endpoint_output = "DomainEndpoint" if config.search == "domain" else "CollectionEndpoint"
+        CfnOutput(self, endpoint_output, value=search.endpoint, description="MNEME_INDEX__ENDPOINT")
         CfnOutput(self, "StateMachineArn", value=consolidation.state_machine.state_machine_arn)
         CfnOutput(
             self,

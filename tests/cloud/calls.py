@@ -25,7 +25,15 @@ import botocore.client
 from botocore.exceptions import ClientError
 from botocore.validate import validate_parameters
 
-from tests.cloud.iam import Decision, Request, aoss_permission, data_access_allows, evaluate, requests_for
+from tests.cloud.iam import (
+    Decision,
+    Request,
+    aoss_permission,
+    as_list,
+    data_access_allows,
+    evaluate,
+    requests_for,
+)
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,8 @@ class Principal:
     collection_arn: str | None = None
     collection_name: str | None = None
     data_rules: Sequence[Mapping[str, Any]] = ()
+    domain_arn: str | None = None  # a managed domain (mneme:search=domain) instead of the collection
+    domain_policy: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass
@@ -113,6 +123,9 @@ class Watch:
         principal = self.principal
         if principal is None:
             return
+        if principal.domain_arn is not None:
+            self._judge_domain(principal, method, path)
+            return
         index = [p for p in path.split("/") if p][:1]
         permission = aoss_permission(method, path)
         api = Request("aoss:APIAccessAll", principal.collection_arn or "<no collection>")
@@ -136,6 +149,22 @@ class Watch:
         self._record(data)
         if not allowed:
             raise _search_denied(data)
+
+    def _judge_domain(self, principal: Principal, method: str, path: str) -> None:
+        """A managed domain: `es:ESHttp<Method>` on `<domain ARN>/<path>`, allowed by the role's policy and
+        by a domain access policy statement naming the role."""
+        request = Request(f"es:ESHttp{method.capitalize()}", f"{principal.domain_arn}{path.split('?')[0]}")
+        named = [
+            {key: value for key, value in statement.items() if key != "Principal"}
+            for statement in principal.domain_policy
+            if principal.role_arn in as_list(statement["Principal"]["AWS"])
+        ]
+        for decision, origin in ((evaluate(principal.statements, request), ""), (evaluate(named, request), "domain ")):
+            seen = Seen(principal.function, "es", f"{method} {path.split('?')[0]}", request,
+                        Decision(decision.allowed, decision.statement, origin + decision.reason))  # fmt: skip
+            self._record(seen)
+            if not seen.decision.allowed:
+                raise _search_denied(seen)
 
     def _record(self, seen: Seen) -> None:
         with self._lock:

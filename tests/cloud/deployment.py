@@ -120,8 +120,8 @@ class Deployment:
             value = "".join(secrets.choice(alphabet) for _ in range(generate.get("PasswordLength", 32)))
             created = secrets_client.create_secret(Name=base.physical_name(lid), SecretString=value)
             overrides[lid] = created["ARN"]
-        (collection_id, _), *_ = base.of_type("AWS::OpenSearchServerless::Collection").items()
-        overrides[(collection_id, "CollectionEndpoint")] = osmem_url
+        for collection_id in base.of_type("AWS::OpenSearchServerless::Collection"):
+            overrides[(collection_id, "CollectionEndpoint")] = osmem_url
         template = base.with_overrides(overrides)
         deployment = cls(template, template.functions(), osmem_url)
         for _lid, sqs in template.of_type("AWS::SQS::Queue").items():
@@ -138,19 +138,36 @@ class Deployment:
 
     # -- invoking functions ---------------------------------------------------------------------
     def principal(self, function: Function) -> Principal:
+        role_arn = self.template.get_att(function.role_id, "Arn")
+        statements = self.template.role_statements(function.role_id)
+        for domain_id in self.template.of_type("AWS::OpenSearchService::Domain"):  # mneme:search=domain
+            return Principal(
+                function=function.name,
+                role_arn=role_arn,
+                statements=statements,
+                domain_arn=self.template.get_att(domain_id, "Arn"),
+                domain_policy=self.template.domain_access_policy(),
+            )
         (collection_id, collection), *_ = self.template.of_type("AWS::OpenSearchServerless::Collection").items()
         return Principal(
             function=function.name,
-            role_arn=self.template.get_att(function.role_id, "Arn"),
-            statements=self.template.role_statements(function.role_id),
+            role_arn=role_arn,
+            statements=statements,
             collection_arn=self.template.get_att(collection_id, "Arn"),
             collection_name=collection["Properties"]["Name"],
             data_rules=self.template.data_access_rules(),
         )
 
     def environment(self, function: Function) -> dict[str, str]:
+        # A domain's endpoint is https://<DomainEndpoint>; the tier's OpenSearch double serves plain HTTP.
+        domain = (
+            {"MNEME_INDEX__ENDPOINT": self.osmem_url}
+            if function.environment.get("MNEME_INDEX__SERVICE") == "es"
+            else {}
+        )
         return {
             **function.environment,
+            **domain,
             "AWS_REGION": REGION,
             "AWS_DEFAULT_REGION": REGION,
             **FAKE_CREDENTIALS,

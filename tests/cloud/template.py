@@ -114,6 +114,12 @@ class Template:
             return name
         if kind == "AWS::SQS::Queue" and attribute == "QueueUrl":
             return self.ref(logical_id)
+        if kind == "AWS::OpenSearchService::Domain":
+            domain = self.resources[logical_id]["Properties"]["DomainName"]
+            if attribute == "Arn":
+                return f"arn:aws:es:{REGION}:{ACCOUNT}:domain/{domain}"
+            if attribute == "DomainEndpoint":
+                return f"search-{domain}-abc123.{REGION}.es.amazonaws.com"
         if kind == "AWS::OpenSearchServerless::Collection" and attribute == "CollectionEndpoint":
             return f"https://{name.lower()}.{REGION}.aoss.amazonaws.com"
         if kind == "AWS::ApiGateway::RestApi" and attribute == "RootResourceId":
@@ -199,6 +205,14 @@ class Template:
         for policy in self.of_type("AWS::OpenSearchServerless::AccessPolicy").values():
             rules.extend(json.loads(self.resolve(policy["Properties"]["Policy"])))
         return rules
+
+    def domain_access_policy(self) -> list[dict[str, Any]]:
+        """The managed OpenSearch domain's resource policy statements (none without a domain), resolved."""
+        return [
+            statement
+            for domain in self.of_type("AWS::OpenSearchService::Domain").values()
+            for statement in self.resolve(domain["Properties"].get("AccessPolicies", {})).get("Statement", [])
+        ]
 
     # -- API -------------------------------------------------------------------------------------
     def resource_paths(self) -> dict[str, str]:

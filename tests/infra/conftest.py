@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.infra.synth import GSI_SCHEMA, VARIANT, Synth, synthesize
+from tests.infra.synth import DOMAIN, GSI_SCHEMA, VARIANT, Synth, synthesize
 
 
 @pytest.fixture(scope="session")
@@ -16,3 +16,9 @@ def default(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 def variant(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """A disposable stage with customer-managed keys, an inference-profile reasoner and a GSI."""
     return synthesize(tmp_path_factory.mktemp("variant"), VARIANT, GSI_SCHEMA)
+
+
+@pytest.fixture(scope="session")
+def domain(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """`mneme:search=domain`: a managed OpenSearch domain instead of the Serverless collection."""
+    return synthesize(tmp_path_factory.mktemp("domain"), DOMAIN)

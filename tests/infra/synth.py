@@ -49,6 +49,10 @@ VARIANT = {
     "mneme:api_access_logs": "true",
 }
 
+OPERATOR = "arn:aws:iam::123456789012:role/mneme-operator"
+# The managed-domain search option (infra/mneme_infra/search_domain.py), with an operator to name.
+DOMAIN = {"mneme:search": "domain", "mneme:stage": "small", "mneme:search_operator_arns": OPERATOR}
+
 
 @dataclass(frozen=True)
 class Synth:

@@ -14,7 +14,7 @@ from tests.infra.synth import Synth
 IGNORED = {"W3005"}
 
 
-@pytest.mark.parametrize("config", ["default", "variant"])
+@pytest.mark.parametrize("config", ["default", "variant", "domain"])
 def test_cfn_lint_finds_nothing_but_w3005(config: str, request: pytest.FixtureRequest) -> None:
     synth: Synth = request.getfixturevalue(config)
     findings = [f"{m.rule.id} {m.message} ({'/'.join(map(str, m.path))})" for m in lint(json.dumps(synth.raw))]

@@ -53,3 +53,11 @@ def test_write_units_count_the_index_for_an_item_it_projects(cost: ModuleType) -
     assert cost.write_units(marked, item(4995)) == 5 + 5  # unmarking deletes it from the index
     moved = item(5093, GSI1PK="UNINDEXED#03", GSI1SK="2026-12-04")
     assert cost.write_units(marked, moved) == 5 + 5 + 5  # a new index key: a delete and a put
+
+
+def test_the_domain_option_idles_at_its_node_hours_and_volume(cost: ModuleType) -> None:
+    """One t3.small.search at $0.036 an hour for 730 hours plus 10 GiB of gp3 at $0.122: $27.50 a month,
+    against 2 OCUs (or 1) at $0.24 an hour for the Serverless collection."""
+    assert cost.domain_monthly() == pytest.approx(0.036 * 730 + 0.122 * 10)
+    assert cost.domain_monthly() == pytest.approx(27.50, abs=0.01)
+    assert cost.domain_monthly() < 1 * cost.OCU_HOUR * cost.HOURS_A_MONTH / 6
