@@ -23,14 +23,17 @@ def split_speaker(text: str) -> tuple[str | None, str]:
 
 def utterance(episode: Episode, *, dated: bool = False) -> str:
     """What the reasoner reads of an episode: its text (an STTP node's content, not its raw form),
-    prefixed `Name: ` from the `speaker` metadata unless the text already starts with that name, so
+    prefixed `Name: ` from the `speaker` metadata (capitalised: a chat's `ines` or `user`) unless the text
+    already starts with that name, so
     first-person statements have an owner ("I moved to Berlin" said by Maya → Maya / lives in / Berlin)
     and a message's own "Reminder: …" is never taken for its speaker; `dated` prefixes the day it
     occurred: "[2026-03-01] Maya: I moved to Berlin"."""
     text = (episode.search_text or episode.content).strip()
     speaker = episode.metadata.get("speaker") if isinstance(episode.metadata, dict) else None
-    if isinstance(speaker, str) and speaker.strip() and split_speaker(text)[0] != speaker.strip():
-        text = f"{speaker.strip()}: {text}"
+    if isinstance(speaker, str) and speaker.strip():
+        name = " ".join(w[:1].upper() + w[1:] for w in speaker.split())  # 'ines', 'user' (a role) own words too
+        if split_speaker(text)[0] != name:
+            text = f"{name}: {text}"
     return f"[{episode.occurred_at:%Y-%m-%d}] {text}" if dated else text
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from mneme.bootstrap import Services
-from mneme.consolidation.stages import MAX_HOLDS, OUTAGE, digest
+from mneme.consolidation.stages import MAX_HOLDS, OUTAGE
 from mneme.errors import ReasonerOutputInvalid, StoreUnavailable
+from mneme.grounding import digest
 from mneme.records import MAX_LISTED_IDS, Proposal
 from mneme.services.recall import RecallRequest
 from tests.unit.test_consolidation import WRITER, _scope, remember, settle
@@ -43,6 +44,18 @@ def test_a_word_and_colon_opening_a_message_is_not_taken_for_its_speaker(service
     consolidate(services, clock)
     entities = {f.entity for f in services.store.list_facts("acme") if f.tier == "raw"}
     assert not entities & {"Reminder", "Note"}
+
+
+def test_a_lower_case_speaker_owns_its_words(services: Services, clock: Any) -> None:
+    """Messages sent as {"role": "user"} or {"name": "ines"}: the speaker is lower case, and its first-person
+    words were owned by nobody (no fact), while the name became a roll-up topic."""
+    remember(services, "My billing plan is Basic.", metadata={"speaker": "ines"})
+    remember(services, "I live in Leeds.", metadata={"speaker": "user"})
+    consolidate(services, clock)
+    facts = services.store.list_facts("acme")
+    claims = {(f.entity, f.property, f.value) for f in facts if f.tier == "raw"}
+    assert {("Ines", "billing plan", "Basic"), ("User", "lives in", "Leeds")} <= claims
+    assert not any({"ines", "user"} & set(f.summary.replace(",", " ").split()) for f in facts if f.tier != "raw")
 
 
 def test_a_fact_never_folds_a_source_that_does_not_state_it(services: Services, clock: Any) -> None:
