@@ -6,8 +6,9 @@ through API Gateway's shape, and prices what the functions asked of AWS:
 
 - DynamoDB read and write request units, from the items each call read or wrote (sizes by DynamoDB's
   rules: attribute names plus values; reads per 4 KB, halved when eventually consistent, doubled in a
-  transaction; writes per 1 KB of the larger of the old and new item, again for the index (projection
-  ALL) when the item has or had its keys, doubled in a transaction). A query is charged for the whole
+  transaction; writes per 1 KB of the larger of the old and new item, plus one unit per entry each
+  KEYS_ONLY index gains or loses (a key change is both), all doubled in a transaction: whether index
+  writes are doubled there is not documented, so the bench assumes the higher figure). A query is charged for the whole
   items it reads even when it projects a few attributes, and for the items its filter drops.
 - Lambda requests and GB-seconds (each function's memory; its duration here, minus the Bedrock double's
   local model, plus BEDROCK_LATENCY a call), API Gateway requests, Bedrock embedding tokens (the double
@@ -115,17 +116,27 @@ def read_units(size: int, consistent: bool, transactional: bool = False) -> floa
     return units * 2 if transactional else units if consistent else units / 2
 
 
+INDEXES = ("GSI1", "GSI2", "GSI3", "GSI4")  # every one KEYS_ONLY (mneme.adapters.dynamo_table.TABLE_SCHEMA)
+INDEX_ENTRY_OVERHEAD = 100  # bytes DynamoDB adds to an index entry's key attributes
+
+
+def index_entry_units(item: Mapping[str, Any], name: str) -> int:
+    """One index entry's write units: the table's keys, the index's keys and the overhead (KEYS_ONLY)."""
+    keys = {k: item[k] for k in ("PK", "SK", f"{name}PK", f"{name}SK") if k in item}
+    return max(1, math.ceil((item_size(keys) + INDEX_ENTRY_OVERHEAD) / 1024))
+
+
 def write_units(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> float:
-    """The table's units for one item write, plus the index's (GSI1, projection ALL)."""
+    """The table's units for one item write (per 1 KB of the larger of the old and new item), plus each
+    index's: a KEYS_ONLY index is written when an entry appears (put), goes (delete) or its keys change
+    (delete + put); an update that leaves an index's keys alone does not touch it."""
+    old, new = before or {}, after or {}
     units = max(1, math.ceil(max(item_size(before), item_size(after)) / 1024))
-    old = (before or {}).get("GSI1PK"), (before or {}).get("GSI1SK")
-    new = (after or {}).get("GSI1PK"), (after or {}).get("GSI1SK")
-    if old[0] and new[0] and old != new:
-        units += math.ceil(item_size(before) / 1024) + math.ceil(item_size(after) / 1024)  # delete + put
-    elif new[0]:
-        units += max(1, math.ceil(item_size(after) / 1024))
-    elif old[0]:
-        units += max(1, math.ceil(item_size(before) / 1024))
+    for name in INDEXES:
+        had = (old.get(f"{name}PK"), old.get(f"{name}SK")) if f"{name}PK" in old else None
+        has = (new.get(f"{name}PK"), new.get(f"{name}SK")) if f"{name}PK" in new else None
+        if had != has:
+            units += (index_entry_units(old, name) if had else 0) + (index_entry_units(new, name) if has else 0)
     return units
 
 

@@ -147,8 +147,11 @@ class EpisodeStore(Protocol):
 
     def mark_indexed(self, tenant: str, episode_ids: Sequence[str]) -> None: ...
 
-    def list_recent_episodes(self, tenant: str, since: datetime, limit: int) -> list[Episode]:
-        """Episodes written (created_at) at or after `since`, newest first, at most `limit`."""
+    def list_recent_episodes(
+        self, tenant: str, since: datetime, limit: int, scope_ids: Sequence[str] | None = None
+    ) -> list[Episode]:
+        """Episodes written (created_at) at or after `since`, newest first, at most `limit`; with
+        `scope_ids`, only theirs and at most `limit` of each scope (a busy scope hides none of a quiet one's)."""
         ...
 
     def session_episodes(

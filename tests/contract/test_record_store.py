@@ -724,6 +724,21 @@ def test_recent_episodes_are_newest_first_from_since_on(store: RecordStore) -> N
     assert store.list_recent_episodes(A, T0 + timedelta(minutes=6), 10) == []
 
 
+def test_recent_episodes_of_given_scopes_are_read_scope_by_scope(store: RecordStore) -> None:
+    """A busy scope cannot crowd a quiet one out of a scoped read: each scope gives its own newest
+    `limit`, merged newest first."""
+    store.put_episodes([episode(f"busy{n}", minute=10 + n, scope_id="busy") for n in range(5)])
+    store.put_episodes([episode("quiet", minute=1, scope_id="quiet"), episode("other", minute=2, scope_id="x")])
+    store.put_episodes([episode("b-quiet", minute=3, scope_id="quiet", tenant=B)])
+
+    assert ids_of(store.list_recent_episodes(A, T0, 3)) == ["busy4", "busy3", "busy2"]
+    assert ids_of(store.list_recent_episodes(A, T0, 3, ["quiet"])) == ["quiet"]
+    assert ids_of(store.list_recent_episodes(A, T0, 3, ["quiet", "busy"])) == ["busy4", "busy3", "busy2", "quiet"]
+    assert ids_of(store.list_recent_episodes(A, T0, 10, ["quiet", "x"])) == ["other", "quiet"]
+    assert store.list_recent_episodes(A, T0, 10, []) == []
+    assert store.list_recent_episodes(A, T0 + timedelta(minutes=2), 10, ["quiet"]) == []
+
+
 def turn(episode_id: str, minute: int, session: str | None = "chat-1", **fields: Any) -> Episode:
     """A conversation's turn: occurred `minute` minutes after T0 (written in any order)."""
     return episode(episode_id, occurred_at=T0 + timedelta(minutes=minute), session_id=session, **fields)

@@ -278,6 +278,18 @@ def test_fresh_episodes_are_recalled_before_an_eventually_consistent_index_catch
     assert recall(services, "boiler pressure", scope="root.acme.north", scoring={"fallback": "never"}).results == []
 
 
+def test_a_busy_scope_does_not_crowd_another_scopes_fresh_episode_out_of_the_tail(services: Services) -> None:
+    """The fresh tail is bounded (FRESH_LIMIT newest): read tenant-wide, sixty newer turns in a sibling
+    scope pushed the searched scope's own fresh turn out of it; read scope by scope, it is found."""
+    services.recall.index = LaggingIndex(services.index)  # type: ignore[assignment]
+    north = remember(services, "Boiler pressure dropped in the north plant.", scope="root.acme.north")
+    for n in range(60):
+        remember(services, f"Chiller reading {n} logged in the south plant.", scope="root.acme.south")
+    assert ids(recall(services, "boiler pressure", scope="root.acme.north")) == [north]
+    assert north in ids(recall(services, "boiler pressure", scope="root.acme"))
+    assert ids(recall(services, "boiler pressure")) == []  # the root's tail: the tenant's 50 newest
+
+
 class CountingStore:
     """The store, counting the episodes recall reads by id after the fresh tail listed them."""
 

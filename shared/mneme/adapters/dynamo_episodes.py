@@ -214,14 +214,26 @@ class DynamoEpisodes(DynamoTable):
             except Conflict:  # no such episode in this tenant: nothing to mark
                 continue
 
-    def list_recent_episodes(self, tenant: str, since: datetime, limit: int) -> list[Episode]:
+    def list_recent_episodes(
+        self, tenant: str, since: datetime, limit: int, scope_ids: Sequence[str] | None = None
+    ) -> list[Episode]:
+        """Through GSI2 (the tenant's episodes by creation) or, for `scope_ids`, GSI3 (a scope's), each
+        item re-read eventually consistent: half the read units, and the index that named it already lags
+        the table, so a strong read would buy nothing here (the fresh tail of recall reads these)."""
         if limit < 1:
             return []
-        condition = "GSI2PK = :pk AND GSI2SK >= :since"
-        values = {"pk": tenant_pk(tenant, "EPISODES"), "since": iso_utc(since)}
-        query = {"IndexName": GSI2, "KeyConditionExpression": condition, "ScanIndexForward": False}
-        items = self._index_items({**query, **expression(values)}, limit)
-        return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
+        if scope_ids is None:
+            partitions = [(GSI2, tenant_pk(tenant, "EPISODES"))]
+        else:
+            partitions = [(GSI3, tenant_pk(tenant, "SCOPEEPS", scope_id)) for scope_id in dict.fromkeys(scope_ids)]
+        items: list[Item] = []
+        for index, pk in partitions:
+            condition = f"{index}PK = :pk AND {index}SK >= :since"
+            query = {"IndexName": index, "KeyConditionExpression": condition, "ScanIndexForward": False}
+            values = expression({"pk": pk, "since": iso_utc(since)})
+            items += self._index_items({**query, **values}, limit, consistent=False)
+        episodes = [to_model(Episode, item, **EPISODE_CODEC) for item in items]
+        return sorted(episodes, key=lambda e: (e.created_at, e.sequence), reverse=True)
 
     def session_episodes(
         self, tenant: str, scope_id: str, session_id: str, before: SessionPosition, limit: int

@@ -215,9 +215,9 @@ class DynamoTable:
             time.sleep(0.05 * 2**attempt)
         raise StoreUnavailable("DynamoDB kept leaving batch requests unprocessed; retry later")
 
-    def _batch_get(self, keys: Sequence[Item], projection: str | None = None) -> list[Item]:
+    def _batch_get(self, keys: Sequence[Item], projection: str | None = None, *, consistent: bool = True) -> list[Item]:
         chunks = [keys[start : start + 100] for start in range(0, len(keys), 100)]
-        read = {"ConsistentRead": True, **({"ProjectionExpression": projection} if projection else {})}
+        read = {"ConsistentRead": consistent, **({"ProjectionExpression": projection} if projection else {})}
         requests = [{self.table_name: {"Keys": list(chunk), **read}} for chunk in chunks]
         return [item for request in requests for item in self._drain("batch_get_item", request, "UnprocessedKeys")]
 
@@ -234,14 +234,19 @@ class DynamoTable:
         self._batch_write([{"DeleteRequest": {"Key": k}} for k in distinct_keys(keys)])
 
     def _index_items(
-        self, query: dict[str, Any], limit: int, keep: Callable[[Item], bool] = lambda item: True
+        self,
+        query: dict[str, Any],
+        limit: int,
+        keep: Callable[[Item], bool] = lambda item: True,
+        *,
+        consistent: bool = True,
     ) -> list[Item]:
         """Up to `limit` items found through a KEYS_ONLY index, in index order, each re-read from the
-        table (strongly consistent) and kept if `keep` says it still qualifies."""
+        table (strongly consistent unless `consistent` is False) and kept if `keep` says it still qualifies."""
         found: list[Item] = []
         for page in self._pages({**query, "Limit": limit}):
             keys = distinct_keys(page)
-            items = {key_of(i): i for i in self._batch_get(keys)}
+            items = {key_of(i): i for i in self._batch_get(keys, consistent=consistent)}
             for k in keys:
                 item = items.get(key_of(k))
                 if item is not None and keep(item):

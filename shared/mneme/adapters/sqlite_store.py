@@ -361,15 +361,19 @@ class SqliteRecordStore(
                 [(tenant, episode_id) for episode_id in dict.fromkeys(episode_ids)],
             )
 
-    def list_recent_episodes(self, tenant: str, since: datetime, limit: int) -> list[Episode]:
-        rows = self._rows(
-            f"SELECT {rows_of.COLUMNS} FROM episodes WHERE tenant=? AND created_at>=? "
-            "ORDER BY created_at DESC, seq DESC LIMIT ?",
-            tenant,
-            utc_text(since),
-            limit,
-        )
-        return [rows_of.from_row(row) for row in rows]
+    def list_recent_episodes(
+        self, tenant: str, since: datetime, limit: int, scope_ids: Sequence[str] | None = None
+    ) -> list[Episode]:
+        newest = f"SELECT {rows_of.COLUMNS}, created_at, seq FROM episodes WHERE tenant=? AND created_at>=?"
+        order = "ORDER BY created_at DESC, seq DESC LIMIT ?"
+        if scope_ids is None:
+            rows = self._rows(f"{newest} {order}", tenant, utc_text(since), limit)
+        else:
+            rows = []
+            for scope_id in dict.fromkeys(scope_ids):
+                rows += self._rows(f"{newest} AND scope_id=? {order}", tenant, utc_text(since), scope_id, limit)
+            rows.sort(key=lambda row: (row[-2], row[-1]), reverse=True)
+        return [rows_of.from_row(row[:-2]) for row in rows]
 
     def session_episodes(
         self, tenant: str, scope_id: str, session_id: str, before: SessionPosition, limit: int

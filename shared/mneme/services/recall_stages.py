@@ -35,7 +35,9 @@ from mneme.services.recall_select import pack, prerequisites, select
 from mneme.services.recall_time import time_stage
 from mneme.text import meaningful_words, stem, terms
 
-FRESH_LIMIT = 200
+FRESH_LIMIT = 50  # the newest episodes the fresh tail reads from records (Serverless makes older ones visible)
+FRESH_SCOPES = 8  # a subtree of at most this many scopes has its fresh tail read scope by scope
+FRESH_PER_SCOPE = 10  # ... each scope's newest, at least this many (at most 80 episodes in all)
 GAP_LIMIT = 5000  # the newest episodes read from records while the index is rebuilt (its lag is past a DAY)
 DAY = 86400.0
 MIN_VECTOR = 0.25  # balanced strictness admits vector-only episodes and facts at or above this cosine
@@ -115,7 +117,10 @@ def _fresh_tail(run: Run) -> int:
     since = deps.clock.now() - timedelta(seconds=lag)
     vector = run.query_vector
     added = 0
-    for episode in deps.store.list_recent_episodes(flt.tenant, since, FRESH_LIMIT if lag < DAY else GAP_LIMIT):
+    limit, scopes = FRESH_LIMIT if lag < DAY else GAP_LIMIT, _fresh_scopes(run)
+    if scopes is not None:  # each scope its share of the bound, and never fewer than FRESH_PER_SCOPE
+        limit = max(limit // len(scopes), FRESH_PER_SCOPE)
+    for episode in deps.store.list_recent_episodes(flt.tenant, since, limit, scopes):
         if episode.episode_id in run.candidates or episode.archived or not _in_filter(run, episode):
             continue
         cosine = 0.0
@@ -129,6 +134,23 @@ def _fresh_tail(run: Run) -> int:
         candidate.channels.update({"fresh", *(["vector"] if cosine else []), *(["lexical"] if overlap else [])})
         added += 1
     return added
+
+
+def _fresh_scopes(run: Run) -> list[str] | None:
+    """The searched subtree's scopes when it is small (at most FRESH_SCOPES, found by walking it), so
+    that the fresh tail reads only their episodes and a busy scope elsewhere in the tenant neither crowds
+    them out of the tail nor costs this recall reads; None (the whole tenant's newest) otherwise."""
+    deps, flt = run.deps, run.flt
+    if flt.ancestor_id == deps.scopes.root(flt.tenant).scope_id:
+        return None
+    found, stack = [flt.ancestor_id], [flt.ancestor_id]
+    while stack:
+        for child in deps.store.list_children(flt.tenant, stack.pop()):
+            found.append(child.scope_id)
+            stack.append(child.scope_id)
+            if len(found) > FRESH_SCOPES:
+                return None
+    return found
 
 
 def _in_filter(run: Run, episode: Episode) -> bool:
