@@ -1,6 +1,6 @@
 """bench/cost.py prices DynamoDB calls by the documented unit rules (aws.amazon.com/dynamodb/pricing/on-demand/):
 reads per 4 KB (an 8 KB item: 2 strongly consistent, 1 eventually, 4 in a transaction), writes per 1 KB of
-the larger of the old and new item, and a global secondary index's write for an item it projects."""
+the larger of the old and new item, and one unit per KEYS_ONLY index entry written or deleted."""
 
 from __future__ import annotations
 
@@ -45,14 +45,19 @@ def test_read_units_follow_the_pricing_page(cost: ModuleType) -> None:
     assert cost.read_units(0, consistent=False) == 0.5  # a miss still costs the minimum
 
 
-def test_write_units_count_the_index_for_an_item_it_projects(cost: ModuleType) -> None:
+def test_write_units_count_an_entry_in_each_keys_only_index(cost: ModuleType) -> None:
+    """Every index of the table is KEYS_ONLY: an entry is the keys plus 100 bytes, one unit, whatever
+    the item's size; an update that leaves an index's keys alone does not write it."""
     episode = item(5093)
     marked = item(5093, GSI1PK="UNINDEXED#03", GSI1SK="2026-12-03")
     assert cost.write_units(None, episode) == 5  # the table only
-    assert cost.write_units(None, marked) == 5 + 5  # and the index (projection ALL)
-    assert cost.write_units(marked, item(4995)) == 5 + 5  # unmarking deletes it from the index
+    assert cost.write_units(None, marked) == 5 + 1  # and one index entry
+    assert cost.write_units(marked, item(4995)) == 5 + 1  # unmarking deletes the entry
     moved = item(5093, GSI1PK="UNINDEXED#03", GSI1SK="2026-12-04")
-    assert cost.write_units(marked, moved) == 5 + 5 + 5  # a new index key: a delete and a put
+    assert cost.write_units(marked, moved) == 5 + 1 + 1  # a new index key: a delete and a put
+    listed = item(900, GSI2PK="T#a#EPISODES", GSI2SK="x", GSI3PK="T#a#SCOPEEPS#s", GSI3SK="x")
+    assert cost.write_units(None, listed) == 1 + 2
+    assert cost.write_units(listed, {**listed, "indexed": {"BOOL": True}}) == 1  # keys unchanged
 
 
 def test_the_domain_option_idles_at_its_node_hours_and_volume(cost: ModuleType) -> None:

@@ -185,9 +185,20 @@ class Indexer:
         return context
 
     def index_episodes(self, episodes: Sequence[Episode], drafts: Mapping[str, IndexDocument] = {}) -> bool:
-        """Upsert and mark indexed; False (logged, left for the sweep) when the index fails. `drafts`: the
-        documents of some of them built before they were stored (`draft_documents`, from the very episodes
-        given here), which then only take their stored vectors."""
+        """Upsert and mark indexed; False (logged, left for the sweep) when the index fails."""
+        if not self.upsert_episodes(episodes, drafts):
+            return False
+        by_tenant: dict[str, list[str]] = {}
+        for episode in episodes:
+            by_tenant.setdefault(episode.tenant, []).append(episode.episode_id)
+        for tenant, ids in by_tenant.items():
+            self.store.mark_indexed(tenant, ids)
+        return True
+
+    def upsert_episodes(self, episodes: Sequence[Episode], drafts: Mapping[str, IndexDocument] = {}) -> bool:
+        """Their documents into the index, the store untouched; False (logged) when the index fails.
+        `drafts`: the documents of some of them built before they had vectors (`draft_documents`, from the
+        very episodes given here), which then only take their vectors."""
         if not episodes:
             return True
         try:
@@ -199,11 +210,6 @@ class Indexer:
         except MnemeError as e:
             logger.warning("index write failed; left for the sweep", extra={"code": e.code, "count": len(episodes)})
             return False
-        by_tenant: dict[str, list[str]] = {}
-        for episode in episodes:
-            by_tenant.setdefault(episode.tenant, []).append(episode.episode_id)
-        for tenant, ids in by_tenant.items():
-            self.store.mark_indexed(tenant, ids)
         return True
 
     def index_facts(self, facts: Sequence[Fact]) -> None:

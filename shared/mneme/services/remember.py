@@ -17,7 +17,6 @@ from mneme import sttp
 from mneme.errors import Conflict, InvalidInput, MnemeError, PayloadTooLarge, ScopeNotFound
 from mneme.models import Episode, Principal, Tier, Timestamp
 from mneme.ports import Clock, ConsolidationStore, Embedder, EpisodeStore
-from mneme.search_models import IndexDocument
 from mneme.services.indexing import Indexer
 from mneme.services.request_cache import per_request
 from mneme.services.scopes import ScopeService
@@ -240,34 +239,45 @@ class RememberService:
                     details={"item": index, "episode_id": episode.episode_id},
                 )
         new = [e for e in unique.values() if e.episode_id not in existing]
-        drafts: dict[str, IndexDocument] = {}
         if new:
-            embedding = in_background(self.embedder.embed, [e.search_text or e.content for e in new])
-            # While the model runs: the consolidation mark (first: a crash after the write must not leave a
-            # scope without its mark) and the index documents but their vectors. Nothing is written yet.
-            self.store.mark_dirty(caller.tenant, sorted({e.scope_id for e in new}), now)
-            drafts = self.indexer.draft_documents(new)
-            new = [
-                e.model_copy(update={"vector": v.tolist(), "model_id": self.embedder.model_id})
-                for e, v in zip(new, embedding.result(), strict=True)
-            ]
-        written, created = self.store.put_episodes(new) if new else ([], set())
+            new = self._embedded_and_indexed(caller, new, now)
+        try:
+            written, created = self.store.put_episodes(new) if new else ([], set())
+        except Conflict as e:  # another writer stored a different item under one of these keys meanwhile:
+            if e.code == "idempotency_key_reused":  # the index holds this call's text, give it the stored one
+                stored_now = self.store.get_episodes(caller.tenant, [ep.episode_id for ep in new])
+                self.indexer.upsert_episodes(list(stored_now.values()))
+            raise
         stored = {**existing, **{e.episode_id: e for e in written}}
-        indexed = self.indexer.index_episodes(
-            [stored[e.episode_id] for e in new if not stored[e.episode_id].indexed],
-            {episode_id: drafts[episode_id] for episode_id in created if episode_id in drafts},  # stored as drafted
-        )
         answers = []
         for e in episodes:  # the conditional write decided: only the caller that wrote a record created it
             answers.append(
                 Remembered(
                     episode_id=e.episode_id,
                     created=e.episode_id in created,
-                    indexed=stored[e.episode_id].indexed or indexed,
+                    indexed=stored[e.episode_id].indexed,
                 )
             )
             created.discard(e.episode_id)  # the same item twice in a batch is created once
         return answers
+
+    def _embedded_and_indexed(self, caller: Principal, new: list[Episode], now: datetime) -> list[Episode]:
+        """The new episodes with their vectors, already in the index (`indexed` says whether that worked):
+        the index is written before the records, so a stored episode is marked indexed as it is written,
+        never rewritten to say so (on DynamoDB, the write units of a second write of the whole item). A
+        crash between the two leaves documents without records, which recall never shows (it reads the
+        records) and the caller's retry writes again."""
+        embedding = in_background(self.embedder.embed, [e.search_text or e.content for e in new])
+        # While the model runs: the consolidation mark (first: a crash after the write must not leave a
+        # scope without its mark) and the index documents but their vectors. Nothing is written yet.
+        self.store.mark_dirty(caller.tenant, sorted({e.scope_id for e in new}), now)
+        drafts = self.indexer.draft_documents(new)
+        new = [
+            e.model_copy(update={"vector": v.tolist(), "model_id": self.embedder.model_id})
+            for e, v in zip(new, embedding.result(), strict=True)
+        ]
+        indexed = self.indexer.upsert_episodes(new, drafts)
+        return [e.model_copy(update={"indexed": indexed}) for e in new]
 
     def _scope_ids(self, caller: Principal, items: list[RememberItem]) -> dict[str, str]:
         """Resolve every scope first; create the missing ones only when the whole batch is valid."""
