@@ -5,11 +5,11 @@ naive datetime is taken as UTC). Floats go through `Decimal(repr(x))`, which rou
 finite float exactly; numbers come back as `int` when integral, else `float`, and the model's field
 types settle the rest (a `float` field given `1` holds `1.0`). `None` is NULL. Free-form fields
 (`json_fields`, e.g. episode metadata) are stored as one JSON string so they come back unchanged
-(`1.0` stays `1.0`, no 38-digit number limit); float vectors (`vector_fields`) as binary: the byte
-`FLOAT32` then little-endian float32, four bytes a dimension (every embedder produces float32, so its
-vectors round-trip exactly; another float is rounded to float32). A 1024-dimension episode is ~4.4 KB
-(5 write units), not ~8.5 KB (9) as float64. Vectors written as bare float64 before (a length that is
-a multiple of 8, never 1 + 4n) still read.
+(`1.0` stays `1.0`, no 38-digit number limit); float vectors (`vector_fields`) as binary, quantised to
+a byte a dimension (`pack_vector`: a 1024-dimension episode is ~1.4 KB, 2 write units; it was ~4.4 KB as
+float32 and ~8.5 KB as float64, 5 and 9). The index holds the embedder's own vectors; the records'
+serve the fresh tail, consolidation and a rebuild, none of which a 3e-4 change of cosine moves. Vectors
+written before as float32 or bare float64 still read.
 
 Keys: see the table in `mneme.adapters.dynamo_store`. The tenant, layer, principal and author are
 escaped (`%` -> `%25`, `#` -> `%23`) because text follows them, as is a memory id where text follows
@@ -26,7 +26,7 @@ import hashlib
 import json
 import math
 import struct
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -109,11 +109,30 @@ def attr(value: Any) -> AttributeValue:
     return serialized
 
 
-FLOAT32 = b"\x04"  # the format byte of a float32 vector
+FLOAT32 = b"\x04"  # the format byte of a float32 vector (written before INT8)
+INT8 = b"\x08"  # the format byte of a vector quantised to int8: then its float32 scale, then a byte a dimension
+
+
+def pack_vector(vector: Sequence[float]) -> bytes:
+    """INT8 + scale + int8s for every vector whose dimension is a multiple of 8 (every embedder's: 256,
+    384, 512, 1024), else FLOAT32 + float32s. Quantised with one scale a vector (its largest magnitude /
+    127), a unit vector's cosine with any query moves by about 3e-4 at 1024 dimensions (bench
+    tests/unit/test_dynamo_vectors.py): no ranking a user sees changes, and a 1024-dimension episode's item
+    is ~1.4 KB instead of ~4.4 KB, 2 write units instead of 5 and one read unit at 4 KB."""
+    n = len(vector)
+    if n < 8 or n % 8 or not all(map(math.isfinite, vector)):
+        return FLOAT32 + struct.pack(f"<{n}f", *vector)
+    scale = max(map(abs, vector)) / 127 or 1.0
+    quantised = (max(-127, min(127, round(value / scale))) for value in vector)
+    return INT8 + struct.pack(f"<f{n}b", scale, *quantised)
 
 
 def unpack_vector(packed: bytes) -> list[float]:
-    """A stored vector: FLOAT32 + float32s, or (written before) bare float64s."""
+    """A stored vector: INT8 + scale + int8s (a length of 5 + 8n), FLOAT32 + float32s (1 + 4n), or, written
+    before either, bare float64s (8n)."""
+    if len(packed) % 8 == 5 and packed[:1] == INT8:
+        scale, *quantised = struct.unpack(f"<f{len(packed) - 5}b", packed[1:])
+        return [value * scale for value in quantised]
     if len(packed) % 4 == 1 and packed[:1] == FLOAT32:
         return list(struct.unpack(f"<{len(packed) // 4}f", packed[1:]))
     return list(struct.unpack(f"<{len(packed) // 8}d", packed))
@@ -138,7 +157,7 @@ def to_item(
         if value is not None and name in json_fields:
             item[name] = {"S": json.dumps(as_json[name], allow_nan=False)}
         elif value is not None and name in vector_fields:
-            item[name] = {"B": FLOAT32 + struct.pack(f"<{len(value)}f", *value)}
+            item[name] = {"B": pack_vector(value)}
         else:
             item[name] = attr(value)
     item.update({name: attr(value) for name, value in extra.items()})
