@@ -586,7 +586,7 @@ def test_episodes_round_trip_exactly(store: RecordStore) -> None:
         "tiny": 1e-300,
         "nested": {"list": [1, 2.5, None, "ü"]},
     }
-    # vectors are float32, every embedder's precision (DynamoDB stores four bytes a dimension): those round-trip
+    # a dimension that is not a multiple of 8 is stored float32 (DynamoDB quantises the others): these round-trip
     vector = [float(np.float32(x)) for x in (0.1, -0.2, 1 / 3, 0.0, -1e-30)]
     first = episode(
         "e1",

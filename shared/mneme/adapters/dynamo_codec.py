@@ -342,10 +342,13 @@ def dirty_key(tenant: str, scope_id: str) -> Item:
 
 
 def dirty_mark(tenant: str, scope_id: str, dirtied: datetime) -> Item:
-    """A dirty mark, also in GSI1 (`DIRTY#<shard>`, `<dirtied_at>#<t>#<scope>`) for the cross-tenant schedule."""
+    """A dirty mark, also in GSI1 (`DIRTY#<shard>`, `<dirtied hour>#<t>#<scope>`) for the cross-tenant
+    schedule. The index key holds the hour, not the instant: a busy scope's every remember refreshes its
+    mark (`dirtied_at`, which `clear_dirty` compares) with the index entry left as it is, one write unit
+    instead of three (the entry's delete and put); the schedule still takes the oldest hours first."""
     at = iso_utc(dirtied)
     fields = {"item_type": "dirty", "tenant": tenant, "scope_id": scope_id, "dirtied_at": at}
-    gsi = {"GSI1PK": attr(marker_partition(DIRTY, tenant)), "GSI1SK": attr(f"{at}#{esc(tenant)}#{scope_id}")}
+    gsi = {"GSI1PK": attr(marker_partition(DIRTY, tenant)), "GSI1SK": attr(f"{at[:13]}#{esc(tenant)}#{scope_id}")}
     return {**dirty_key(tenant, scope_id), **gsi, **{n: attr(v) for n, v in fields.items()}}
 
 
