@@ -23,6 +23,7 @@ from mneme.adapters.dynamo_codec import (
     esc,
     expression,
     fact_key,
+    feed_key,
     from_item,
     iso_utc,
     key,
@@ -186,8 +187,10 @@ class DynamoEpisodes(DynamoTable):
             if chosen[(episode.tenant, episode.episode_id)].content_hash != episode.content_hash:
                 reused = "this idempotency key was already used for a different item (its content, scope or fields)"
                 raise Conflict(reused, code="idempotency_key_reused", details={"episode_id": episode.episode_id})
-        if new:
-            free, race = "attribute_not_exists(PK)", "an episode was written concurrently"
+        free, race = "attribute_not_exists(PK)", "an episode was written concurrently"
+        if len(new) == 1:
+            self._put_one_episode(new[0], free, race)
+        elif new:
             writes: list[Write] = []
             for e in new:
                 position = self._position()
@@ -195,6 +198,21 @@ class DynamoEpisodes(DynamoTable):
                 writes += self._feed_move(e.tenant, "episode", e.episode_id, None, position)
             self._transact(writes)  # conditional on every new id: all written by this call, or none
         return [chosen[(episode.tenant, episode.episode_id)] for episode in episodes], {e.episode_id for e in new}
+
+    def _put_one_episode(self, episode: Episode, free: str, race: str) -> None:
+        """One new episode without a transaction (which doubles every write unit): its feed entry first,
+        then the episode on condition that its id is free. A crash between the two leaves an entry whose
+        record does not exist, which the feed skips; if the episode is then written by a retry, the feed
+        names it at both positions (at least once, never missed). An entry whose write lost the race is
+        deleted again."""
+        position = self._position()
+        (entry,) = self._feed_move(episode.tenant, "episode", episode.episode_id, None, position)
+        self._write_one(entry)
+        try:
+            self._write_one(put(self._episode_item(episode, position), free, "episode_race", race))
+        except Conflict:
+            self._write_one(delete(feed_key(episode.tenant, position, episode.episode_id), None, "conflict", ""))
+            raise
 
     def get_episodes(self, tenant: str, episode_ids: Sequence[str], *, vectors: bool = True) -> dict[str, Episode]:
         found = self._episodes([episode_key(tenant, i) for i in dict.fromkeys(episode_ids)])

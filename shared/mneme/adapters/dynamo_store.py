@@ -98,11 +98,11 @@ Copies are written in the transaction of their original. Base-table reads are st
 | list_tagged_memories   | Query PK = `T#<t>#MSLOT#TAG#<layer>#ALL` (value None) or `...#VAL#<value>`      |
 | list_memories          | Query PK = `T#<t>#MEMS`, filter status <> archived                              |
 | put_episodes           | BatchGetItem episodes; Transact: Put each new one `attribute_not_exists(PK)`    |
-|                        | and its feed entry (fifty episodes per transaction)                             |
+|                        | and its feed entry (fifty episodes per transaction; one alone: two PutItems)    |
 | get_episodes           | BatchGetItem `T#<t>#EPISODES` / `EP#<id>`                                       |
 | mark_indexed           | UpdateItem each: SET indexed, REMOVE GSI1PK, GSI1SK (not a feed change)         |
-| list_recent_episodes   | Query GSI2 `GSI2PK = T#<t>#EPISODES AND GSI2SK >= <since>`, newest first;       |
-|                        | BatchGetItem the hits                                                           |
+| list_recent_episodes   | Query GSI2 `GSI2PK = T#<t>#EPISODES AND GSI2SK >= <since>` (or, given scopes,   |
+|                        | GSI3 per scope), newest first; BatchGetItem the hits, eventually consistent     |
 | session_episodes       | Query GSI4 `GSI4PK = T#<t>#SESSION#<session> AND GSI4SK < <before>`, latest     |
 |                        | first; BatchGetItem the hits, keep the scope's (page on until `limit` are kept) |
 | backfill_sessions      | Query PK = `T#<t>#EPISODES`, filter a string session_id and no GSI4PK, project the |
@@ -201,6 +201,9 @@ that the stored one is still the one read ("unmoved"; absent for a new record), 
 Delete the old one. Two writers moving one record cannot leave two entries: the second fails its
 condition (put_facts reads again and retries; update_memory and rename_scope raise the Conflict they
 raise for any concurrent change). A retried put_episodes adds no entry; mark_indexed is no change.
+One new episode alone is the exception: its entry is Put, then the episode on its condition, without a
+transaction (half the write units); a crash between them leaves an entry the feed skips while its record
+does not exist, and names the episode twice if a retry then writes it (at least once, never missed).
 
 Ordering. The position is the writer's clock at the write (`now`, injectable), moved 1 µs past the
 record's previous position and past the last position this store object handed out; fixed-width UTC
