@@ -1682,6 +1682,38 @@ def test_dynamodb_an_episode_written_between_read_and_write_is_not_reported_as_o
     assert written == {"e2"}
 
 
+def test_dynamodb_one_episode_is_two_plain_puts_and_a_lost_race_leaves_one_feed_entry(aws: Any) -> None:
+    """One new episode is written without a transaction (half the write units): its feed entry, then the
+    episode on condition. A writer that loses the race deletes its entry again; a crash between the two
+    leaves an entry the feed skips, and the episode is then listed where it was written."""
+    other = DynamoRecordStore(TABLE, client=aws, feed_horizon_seconds=0)
+    interleaved = InterleavedClient(aws, [lambda: other.put_episodes([episode("e1")])], operation="put_item")
+    store = DynamoRecordStore(TABLE, client=interleaved, feed_horizon_seconds=0)
+
+    stored, written = store.put_episodes([episode("e1")])  # its episode Put loses the race
+
+    assert (stored, written) == ([episode("e1")], set())
+    assert [i["id"]["S"] for i in _feed_items(aws)] == ["e1"]
+    assert [(kind, i) for _, kind, i in other.list_changes(A, None, 10)] == [("episode", "e1")]
+
+    class Crash(Exception):
+        pass
+
+    def crash_on_the_episode(**params: Any) -> Any:
+        if params["Item"]["SK"]["S"].startswith("EP#"):
+            raise Crash
+        return aws.put_item(**params)
+
+    crashing = InterleavedClient(aws, [], operation="put_item")
+    crashing.__dict__["put_item"] = crash_on_the_episode
+    with pytest.raises(Crash):
+        DynamoRecordStore(TABLE, client=crashing, feed_horizon_seconds=0).put_episodes([episode("e2", minute=1)])
+    assert [i["id"]["S"] for i in _feed_items(aws)] == ["e1", "e2"]  # the entry, without its episode
+    assert other.get_episodes(A, ["e2"]) == {}
+    other.put_episodes([episode("e2", minute=1)])  # the retry
+    assert [i for _, _, i in other.list_changes(A, None, 10)] == ["e1", "e2", "e2"]  # at least once
+
+
 def test_dynamodb_history_appended_concurrently_keeps_both_entries_in_commit_order(aws: Any) -> None:
     other = DynamoRecordStore(TABLE, client=aws)
     other.add_history(history("m1", 1, "created"))
