@@ -187,7 +187,9 @@ class Indexer:
     def index_episodes(self, episodes: Sequence[Episode], drafts: Mapping[str, IndexDocument] = {}) -> bool:
         """Upsert and mark indexed; False (logged, left for the sweep) when the index fails. `drafts`: the
         documents of some of them built before they were stored (`draft_documents`, from the very episodes
-        given here), which then only take their stored vectors."""
+        given here), which then only take their stored vectors. A drafted episode stored without a vector
+        (remember while the embedder was down) is indexed by its words but not marked: the sweep, which
+        builds its document afresh, embeds it and indexes it again."""
         if not episodes:
             return True
         try:
@@ -201,7 +203,8 @@ class Indexer:
             return False
         by_tenant: dict[str, list[str]] = {}
         for episode in episodes:
-            by_tenant.setdefault(episode.tenant, []).append(episode.episode_id)
+            if episode.episode_id not in drafts or episode.vector is not None:
+                by_tenant.setdefault(episode.tenant, []).append(episode.episode_id)
         for tenant, ids in by_tenant.items():
             self.store.mark_indexed(tenant, ids)
         return True
