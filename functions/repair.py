@@ -1,8 +1,9 @@
 """index-repair: the EventBridge Scheduler target that repairs the search index (mneme.services.repair).
 
-Every tick sweeps; a tick compacts when its `scheduled_time` falls on `compact_every_minutes` (the
-schedule's payload, infra/mneme_infra/stack.py). Idempotent, so the schedule's retries are safe: a
-repeated sweep finds nothing left to index.
+Every tick sweeps; a tick whose `scheduled_time` falls on `compact_every_minutes` (the schedule's
+payload, infra/mneme_infra/stack.py) also compacts the documents written since the previous such tick.
+Idempotent, so the schedule's retries are safe: a repeated sweep finds nothing left to index, a repeated
+compaction nothing left to delete.
 `log_metrics` flushes the `IndexRepairBacklog` metric the sweep adds.
 """
 
@@ -12,7 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from mneme import bootstrap
 from mneme.observability import logger, metrics, tracer
-from mneme.services.repair import compaction_due, repair_index
+from mneme.services.repair import compaction_window, repair_index
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -20,7 +21,8 @@ from mneme.services.repair import compaction_due, repair_index
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     services = bootstrap.current()
-    compact = compaction_due(event.get("scheduled_time"), int(event.get("compact_every_minutes", 1)))
-    report = repair_index(services.store, services.indexer, services.index, compact=compact)
+    every = int(event.get("compact_every_minutes", 1))
+    since = compaction_window(event.get("scheduled_time"), every, services.clock.now())
+    report = repair_index(services.indexer, services.index, compact_since=since)
     logger.info("index repaired", extra={"indexed": report.indexed, "compacted": sum(report.compacted.values())})
     return {"indexed": report.indexed, "compacted": report.compacted}

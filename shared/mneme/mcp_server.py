@@ -294,6 +294,8 @@ def _add_memory_tools(server: MCPServer, client: Client, scope: str) -> None:
 
         def render(r: Remembered) -> tuple[BaseModel, str]:
             state = "stored" if r.created else "already stored (a retry)"
+            if "embedding_deferred" in r.warnings:
+                state += "; found by its words now, by meaning once the embedding service is back"
             return r, f"remembered in {scope}: episode_id {r.episode_id}, {state}"
 
         return _call(lambda: client.remember(scope, content, **fields), render)

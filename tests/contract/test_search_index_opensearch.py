@@ -26,6 +26,7 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -364,6 +365,27 @@ def test_serverless_duplicates_are_hidden_then_compacted(serverless_index: OpenS
     assert len(copies(index, "x", tenant="t2")) == 3  # another tenant is compacted on its own
     assert index.compact("t2") == 2
     assert len(copies(index, "x", tenant="t2")) == 1
+
+
+def test_serverless_windowed_compaction_leaves_older_duplicates_to_the_full_pass(
+    serverless_index: OpenSearchIndex,
+) -> None:
+    index = serverless_index
+    assert isinstance(index, ServerlessOpenSearchIndex)
+    index.upsert([doc("recent", "fresh pears"), doc("x", "pears", tenant="t2")])
+    newest = copies(index, "recent")[0]["_source"]["written_at"]
+    day = 86_400_000
+    put_copies(index, doc("recent", "stale pears"), newest - 3 * day)  # a replaced copy whose delete failed
+    put_copies(index, doc("x", "pears", tenant="t2"), newest - 3 * day, n=2)
+    put_copies(index, doc("old", "old pears"), newest - 2 * day, n=3)  # duplicates no recent write touched
+    window = datetime.fromtimestamp((newest - 60_000) / 1000, UTC)
+    assert index.compact_recent(window) == {"t1": 1, "t2": 2}
+    assert [c["_source"]["text"] for c in copies(index, "recent")] == ["fresh pears"]
+    assert len(copies(index, "x", tenant="t2")) == 1
+    assert len(copies(index, "old")) == 3  # outside the window: left for the full pass
+    assert index.compact_recent(window) == {}
+    assert index.compact("t1") == 2
+    assert len(copies(index, "old")) == 1
 
 
 def test_serverless_search_returns_k_distinct_documents(serverless_index: OpenSearchIndex) -> None:

@@ -118,6 +118,33 @@ def test_remember_text_files_stdin_and_recall(run: Any, tmp_path: Path) -> None:
     assert code == 2 and "scope_not_found" in err and "create_scope" in err
 
 
+def test_remember_while_the_embedder_is_down_says_the_episode_is_found_by_its_words(run: Any, tmp_path: Path) -> None:
+    from mneme import bootstrap
+    from mneme.errors import StoreUnavailable
+
+    ok(run, "scopes", "create", "root.acme")
+    services = bootstrap.current()
+
+    class Down:
+        model_id, dimension = services.embedder.model_id, services.embedder.dimension
+
+        def embed(self, texts: Any) -> Any:
+            raise StoreUnavailable("embedding model unavailable")
+
+    services.remember.embedder = Down()  # type: ignore[assignment]
+    out = ok(run, "remember", "Acme's auditor is Grant.", "--scope", "root.acme")
+    assert out.startswith("ep_") and out.endswith(
+        " (found by its words; by meaning once embedded: `mneme reindex --pending`)\n"
+    )
+    notes = [tmp_path / "a.md", tmp_path / "b.md"]
+    notes[0].write_text("Acme's payroll runs on the 25th.")
+    notes[1].write_text("Acme's VAT quarter ends in March.")
+    out = ok(run, "remember", "--scope", "root.acme", "--file", str(notes[0]), "--file", str(notes[1]))
+    deferred = "2 found by their words until embedded (`mneme reindex --pending`)"
+    assert out == f"remembered 2 items: 2 new, 0 already stored, {deferred}\n"
+    assert "Grant" in ok(run, "recall", "who audits Acme", "--scope", "root.acme")
+
+
 def jsonl(path: Path, n: int, *, start: int = 0) -> Path:
     lines = [
         json.dumps({"content": f"Order {i}: oak doors for a customer in York.", "metadata": {"order": i}})

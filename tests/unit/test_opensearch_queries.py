@@ -733,6 +733,47 @@ def test_serverless_counts_and_compaction() -> None:
     ]
 
 
+def test_serverless_windowed_compaction_reads_only_the_documents_written_in_the_window() -> None:
+    """The scheduled compaction aggregates the copies written since the window (less the visibility lag),
+    of every tenant, and looks up only those documents' copies: not every document of the tenants."""
+    client = FakeClient()
+    client.generate_items = True
+    touched = [
+        {"key": {"tenant": "acme", "doc_id": "b"}, "doc_count": 1},  # its older copies lie before the window
+        {"key": {"tenant": "beta", "doc_id": "x"}, "doc_count": 2},
+    ]
+    stored = {
+        ("acme", "b"): SortedCopies([("b-new", "b", 9), ("b-old", "b", 2), ("b-older", "b", 1)]),
+        ("beta", "x"): SortedCopies([("x-new", "x", 9), ("x-old", "x", 8)]),
+    }
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        if "aggs" in body:
+            return {"hits": {"hits": []}, "aggregations": {"doc_ids": {"buckets": touched, "after_key": None}}}
+        tenant, doc_ids = body["query"]["bool"]["filter"]
+        (wanted,) = doc_ids["terms"]["doc_id"]
+        return stored[(tenant["term"]["tenant"], wanted)](body)
+
+    client.responder = respond
+    index = serverless(client, visibility_lag=120.0)
+    since = datetime(2026, 12, 3, 4, 0, tzinfo=UTC)
+    assert index.compact_recent(since) == {"acme": 2, "beta": 1}
+    aggregations = [call["body"] for call in client.named("search") if "aggs" in call["body"]]
+    (window,) = aggregations  # one page of touched documents; no aggregation over a whole tenant
+    assert window["query"] == {"range": {"written_at": {"gte": int(since.timestamp() * 1000) - 120_000}}}
+    assert window["aggs"]["doc_ids"]["composite"]["sources"] == [
+        {"tenant": {"terms": {"field": "tenant"}}},
+        {"doc_id": {"terms": {"field": "doc_id"}}},
+    ]
+    lookups = [call["body"]["query"] for call in client.named("search") if "aggs" not in call["body"]]
+    assert [q["bool"]["filter"][1]["terms"]["doc_id"] for q in lookups] == [["b"], ["x"]]
+    assert client.bulk_lines() == [
+        [{"delete": {"_id": "b-old"}}, {"delete": {"_id": "b-older"}}],
+        [{"delete": {"_id": "x-old"}}],
+    ]
+    assert adapter(FakeClient()).compact_recent(since) == {}  # a managed domain holds one copy: no request
+
+
 def test_serverless_update_ancestors_reindexes() -> None:
     client = FakeClient()
     client.generate_items = True

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from mneme.bootstrap import Services
-from mneme.errors import Conflict, InvalidInput, MnemeError, PayloadTooLarge, ScopeNotFound, StoreUnavailable
+from mneme.errors import (
+    Conflict,
+    InvalidInput,
+    MnemeError,
+    PayloadTooLarge,
+    ScopeNotFound,
+    StoreUnavailable,
+    Throttled,
+)
 from mneme.models import Role
+from mneme.ports import Embedder
 from mneme.services.recall import RecallRequest
 from mneme.services.remember import RememberItem
 from tests.conftest import principal
@@ -157,21 +169,66 @@ class Failing:
         return getattr(self.inner, name)
 
 
-def test_an_embedding_failure_writes_nothing_and_a_retry_writes_once(acme: Services) -> None:
-    # Given a model that fails while the batch's marks and index documents are prepared beside it
-    batch = [item(f"Crate {i} sealed.", idempotency_key=f"crate-{i}") for i in range(20)]
-    embedder = Failing(acme.embedder, "embed", StoreUnavailable("model down"))
-    acme.remember.embedder = embedder  # type: ignore[assignment]
-    # When the batch is remembered, Then the error reaches the caller and nothing is stored or indexed
-    with pytest.raises(StoreUnavailable, match="model down"):
-        acme.remember.remember(WRITER, batch)
+class DownEmbedder:
+    """Wraps an embedder; `embed` raises `error` while `failing` is set (as Bedrock's client does once its
+    retries are spent)."""
+
+    def __init__(self, inner: Embedder, error: MnemeError) -> None:
+        self.inner, self.error, self.failing = inner, error, True
+        self.model_id, self.dimension = inner.model_id, inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        if self.failing:
+            raise self.error
+        return self.inner.embed(texts)
+
+
+def embedder_down(services: Services, error: MnemeError) -> DownEmbedder:
+    """The embedding model fails with `error` for remember, the sweep and recall alike."""
+    embedder = DownEmbedder(services.embedder, error)
+    services.remember.embedder = services.indexer.embedder = services.recall.embedder = embedder
+    return embedder
+
+
+@pytest.mark.parametrize("outage", [StoreUnavailable("Bedrock down"), Throttled("Bedrock is throttling")])
+def test_an_embedding_outage_stores_the_batch_found_by_its_words_and_the_sweep_embeds_it(
+    acme: Services, outage: MnemeError
+) -> None:
+    # Given a model that is down while a batch is remembered
+    batch = [item(f"Crate {i} sealed at the north gate.", idempotency_key=f"crate-{i}") for i in range(20)]
+    embedder = embedder_down(acme, outage)
+    # When the batch is remembered, Then every episode is stored without a vector and said to wait for it
+    stored = acme.remember.remember(WRITER, batch)
+    assert all(s.created and not s.indexed and s.warnings == ["embedding_deferred"] for s in stored)
+    episode_ids = {s.episode_id for s in stored}
+    assert all(r.vector is None for r in acme.store.get_episodes("acme", list(episode_ids)).values())
+    # And recall, the model still down, finds them by their words at once
+    found = acme.recall.recall(WRITER, RecallRequest(query="crate sealed north gate", limit=50))
+    assert found.retrieval_path == "lexical_fallback" and {r.id for r in found.results} == episode_ids
+    # And a retry writes nothing twice and says the same
+    again = acme.remember.remember(WRITER, batch)
+    assert [a.episode_id for a in again] == [s.episode_id for s in stored]
+    assert all(not a.created and not a.indexed and a.warnings == ["embedding_deferred"] for a in again)
+    # And the sweep waits for the model, then embeds and indexes them: found by meaning alone
+    vector_only = {"alpha": 1.0, "beta": 0.0, "fallback": "never", "strictness": "recall"}
+    assert acme.indexer.sweep() == 0 and len(acme.store.list_unindexed(100)) == 20
+    embedder.failing = False
+    assert recall_ids(acme, "crate sealed north gate", limit=50, scoring=vector_only) == []
+    assert acme.indexer.sweep() == 20 and acme.store.list_unindexed(100) == []
+    assert set(recall_ids(acme, "crate sealed north gate", limit=50, scoring=vector_only)) == episode_ids
+    after = acme.remember.remember(WRITER, batch)
+    assert all(not a.created and a.indexed and a.warnings == [] for a in after)
+
+
+@pytest.mark.parametrize(
+    "fault", [InvalidInput("text rejected"), MnemeError("access denied", code="embedder_access_denied")]
+)
+def test_an_embedder_fault_that_waiting_does_not_cure_writes_nothing(acme: Services, fault: MnemeError) -> None:
+    embedder_down(acme, fault)
+    with pytest.raises(type(fault)):
+        acme.remember.remember(WRITER, [item("Crate 1 sealed.")])
     assert acme.store.list_unindexed(100) == []
     assert recall_ids(acme, "crate sealed", scoring={"strictness": "recall"}) == []
-    # And the retry stores and indexes each episode once
-    embedder.failing = False
-    stored = acme.remember.remember(WRITER, batch)
-    assert all(s.created and s.indexed for s in stored)
-    assert len(set(recall_ids(acme, "crate sealed", limit=50))) == 20
 
 
 def test_a_store_failure_after_embedding_indexes_nothing(acme: Services) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,26 +13,26 @@ from mneme.bootstrap import Services
 from mneme.errors import StoreUnavailable
 from mneme.models import Role
 from mneme.services.remember import RememberItem
-from mneme.services.repair import compaction_due, repair_index
+from mneme.services.repair import compaction_window, repair_index
 from tests.conftest import principal
 
 WRITER = principal("acme", "wendy", Role.writer)
 
 
 class DownIndex:
-    """Wraps an index; every `upsert` fails while `down`; counts `compact` calls per tenant."""
+    """Wraps an index; every `upsert` fails while `down`; records the windows it was asked to compact."""
 
     def __init__(self, inner: object) -> None:
-        self.inner, self.down, self.compacted = inner, True, list[str]()
+        self.inner, self.down, self.compacted = inner, True, list[datetime]()
 
     def upsert(self, docs: object) -> None:
         if self.down:
             raise StoreUnavailable("index down")
         self.inner.upsert(docs)  # type: ignore[attr-defined]
 
-    def compact(self, tenant: str) -> int:
-        self.compacted.append(tenant)
-        return 2
+    def compact_recent(self, since: datetime) -> dict[str, int]:
+        self.compacted.append(since)
+        return {"acme": 2}
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
@@ -47,13 +48,14 @@ def remember_while_down(services: Services, count: int) -> DownIndex:
     return index
 
 
-def test_repair_indexes_what_is_pending_and_compacts_the_tenants_written_to(services: Services) -> None:
+def test_repair_indexes_what_is_pending_and_compacts_the_window(services: Services) -> None:
     index = remember_while_down(services, 5)
     index.down = False
-    report = repair_index(services.store, services.indexer, services.index)
-    assert report.indexed == 5 and report.compacted == {"acme": 2}
+    since = datetime(2026, 12, 3, 4, 0, tzinfo=UTC)
+    report = repair_index(services.indexer, services.index, compact_since=since)
+    assert report.indexed == 5 and report.compacted == {"acme": 2} and index.compacted == [since]
     assert services.store.list_unindexed(10) == []
-    again = repair_index(services.store, services.indexer, services.index)  # a retried tick: nothing left
+    again = repair_index(services.indexer, services.index, compact_since=since)  # a retried tick: nothing left
     assert again.indexed == 0
 
 
@@ -61,23 +63,26 @@ def test_a_sweep_only_tick_indexes_without_compacting(services: Services) -> Non
     """The minute sweep picks up what the first writes missed; compaction waits for its own ticks."""
     index = remember_while_down(services, 2)
     index.down = False
-    report = repair_index(services.store, services.indexer, services.index, compact=False)
+    report = repair_index(services.indexer, services.index, compact_since=None)
     assert report.indexed == 2 and report.compacted == {} and index.compacted == []
 
 
+NOW = datetime(2026, 12, 3, 5, 7, tzinfo=UTC)
+
+
 @pytest.mark.parametrize(
-    ("scheduled", "due"),
+    ("scheduled", "since"),
     [
-        ("2026-12-03T04:30:00Z", True),
-        ("2026-12-03T05:00:00Z", True),
-        ("2026-12-03T04:31:00Z", False),
-        ("2026-12-03T04:59:00Z", False),
-        ("<aws.scheduler.scheduled-time>", True),  # not substituted (a manual invoke): compact
-        (None, True),
+        ("2026-12-03T04:30:00Z", datetime(2026, 12, 3, 4, 0, tzinfo=UTC)),  # since the previous compaction tick
+        ("2026-12-03T05:00:00Z", datetime(2026, 12, 3, 4, 30, tzinfo=UTC)),
+        ("2026-12-03T04:31:00Z", None),
+        ("2026-12-03T04:59:00Z", None),
+        ("<aws.scheduler.scheduled-time>", NOW - timedelta(minutes=30)),  # not substituted (a manual invoke)
+        (None, NOW - timedelta(minutes=30)),
     ],
 )
-def test_compaction_is_due_on_the_ticks_at_its_interval(scheduled: str | None, due: bool) -> None:
-    assert compaction_due(scheduled, every_minutes=30) is due
+def test_compaction_windows_start_at_the_previous_compaction_tick(scheduled: str | None, since: datetime) -> None:
+    assert compaction_window(scheduled, 30, NOW) == since
 
 
 def test_repair_handler_sweeps_every_tick_and_compacts_on_the_due_ones(
@@ -92,7 +97,7 @@ def test_repair_handler_sweeps_every_tick_and_compacts_on_the_due_ones(
     assert handler({**tick, "scheduled_time": "2026-12-03T04:31:00Z"}, LambdaContext())["indexed"] == 1
     assert index.compacted == []
     handler({**tick, "scheduled_time": "2026-12-03T04:30:00Z"}, LambdaContext())
-    assert index.compacted == ["acme"]
+    assert index.compacted == [datetime(2026, 12, 3, 4, 0, tzinfo=UTC)]
 
 
 def test_repair_handler_emits_the_backlog_metric_the_dashboard_charts(

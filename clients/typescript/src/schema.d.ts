@@ -1626,6 +1626,11 @@ export interface components {
             episode_id: string;
             /** Indexed */
             indexed: boolean;
+            /**
+             * Warnings
+             * @description embedding_deferred: the embedding service was unavailable; the episode is stored and found by its words now, and by meaning once the index repair embeds it (within minutes; indexed is false until then)
+             */
+            warnings?: "embedding_deferred"[];
         };
         /** RememberedBatch */
         RememberedBatch: {

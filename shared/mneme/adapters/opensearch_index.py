@@ -34,6 +34,7 @@ The parts: `opensearch_queries` (documents, `_bulk` lines, filters and search bo
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -202,10 +203,14 @@ class OpenSearchIndex(IndexLifecycle):
         """Delete all but the newest copy of each of the tenant's documents; returns how many copies went.
 
         Only a Serverless collection can hold several copies of a document (see `opensearch_serverless`);
-        on a managed domain the `_id` is unique, so this is 0 without any request. The sweep
-        (`Indexer.sweep`) should call it, when the index has it, for the tenants it touched.
+        on a managed domain the `_id` is unique, so this is 0 without any request.
         """
         return 0
+
+    def compact_recent(self, since: datetime) -> dict[str, int]:
+        """`compact` for the documents written since `since` (the scheduled repair's window), per tenant:
+        nothing to do on a managed domain, without any request."""
+        return {}
 
     # -- reads ----------------------------------------------------------------------------------
     def count(self, tenant: str) -> int:

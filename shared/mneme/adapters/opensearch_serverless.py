@@ -31,9 +31,14 @@ first in [_score desc, doc_id asc] order). They ask for 2k + 16 candidates and, 
 fewer than k distinct documents and more candidates exist, ask again for twice as many (up to 10,000).
 `count` and `doc_ids` count distinct doc_ids exactly, with a paged `composite` aggregation on doc_id.
 
-Compaction. `compact(tenant)` finds the doc_ids with more than one copy (the same composite aggregation,
-doc_count > 1) and deletes all but the newest copy of each; it returns how many copies it deleted. The
-sweep (`Indexer.sweep`) should call it for the tenants it touches, when the index has `compact`.
+Compaction keeps the newest copy of a document and deletes the others. Duplicates only arise from writes,
+so the scheduled repair compacts a window (`compact_recent(since)`): a `composite` aggregation on (tenant,
+doc_id) over the copies with `written_at` >= since - `visibility_lag` (a copy written before the previous
+window but not yet visible then is still in it) names the documents touched, and only their copies are
+looked up; its cost follows the writes since the last window, not the size of the index. A full pass,
+`compact(tenant)`, aggregates every doc_id of the tenant (doc_count > 1). What only the full pass finds: a
+duplicate none of whose copies was written in the window, i.e. a scope move whose deletes failed
+(`update_ancestors` keeps `written_at` + 1), or copies left by a compaction tick that never ran.
 
 What is exact, what is eventual.
 - Exact once the writes are visible: one copy per document after an upsert, a delete or a clear; `count`
@@ -55,6 +60,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from mneme.adapters.opensearch_copies import Copy, Key, RecentWrites, WriteClock, content_digest
@@ -167,20 +173,20 @@ class ServerlessOpenSearchIndex(OpenSearchIndex):
 
     def _doc_id_buckets(self, tenant: str, action: str) -> Iterator[list[dict[str, Any]]]:
         """The tenant's doc_ids with their copy counts (`{"key": {"doc_id": ...}, "doc_count": n}`), paged."""
+        return self._buckets({"term": {"tenant": tenant}}, ("doc_id",), action)
+
+    def _buckets(self, query: dict[str, Any], fields: Sequence[str], action: str) -> Iterator[list[dict[str, Any]]]:
+        """The distinct values of `fields` among the copies matching `query`, with their copy counts
+        (`{"key": {field: ...}, "doc_count": n}`), a `composite` aggregation page at a time."""
         after: dict[str, Any] | None = None
         while True:
             composite: dict[str, Any] = {
                 "size": self.page_size,
-                "sources": [{"doc_id": {"terms": {"field": "doc_id"}}}],
+                "sources": [{field: {"terms": {"field": field}}} for field in fields],
             }
             if after is not None:
                 composite["after"] = after
-            body = {
-                "size": 0,
-                "query": {"term": {"tenant": tenant}},
-                "aggs": {"doc_ids": {"composite": composite}},
-                "track_total_hits": False,
-            }
+            body = {"size": 0, "query": query, "aggs": {"doc_ids": {"composite": composite}}, "track_total_hits": False}
             response = self._search_response(body, action)
             agg = (response or {}).get("aggregations", {}).get("doc_ids", {})
             buckets: list[dict[str, Any]] = agg.get("buckets", [])
@@ -319,13 +325,34 @@ class ServerlessOpenSearchIndex(OpenSearchIndex):
             self._delete([hit["_id"] for hit in moving], "moving a scope")
 
     def compact(self, tenant: str) -> int:
-        """Delete all but the newest copy of every doc_id of the tenant; returns how many copies went."""
+        """The full pass: delete all but the newest copy of every doc_id of the tenant; returns how many went.
+        It aggregates every document of the tenant: the scheduled repair runs `compact_recent`."""
         removed = 0
         for buckets in self._doc_id_buckets(tenant, "compacting documents"):
-            several = [bucket["key"]["doc_id"] for bucket in buckets if bucket["doc_count"] > 1]
-            if not several:
-                continue
-            query = {"bool": {"filter": [{"term": {"tenant": tenant}}, {"terms": {"doc_id": several}}]}}
+            removed += self._keep_newest(tenant, [b["key"]["doc_id"] for b in buckets if b["doc_count"] > 1])
+        return removed
+
+    def compact_recent(self, since: datetime) -> dict[str, int]:
+        """The windowed pass: delete all but the newest copy of every document, of any tenant, with a copy
+        written at or after `since` less `visibility_lag`; returns the copies removed per tenant (those
+        that lost any). Copies of those documents older than the window go too; other documents are not read."""
+        start = int(since.timestamp() * 1000) - int(self.visibility_lag * 1000)
+        query = {"range": {"written_at": {"gte": start}}}
+        removed: dict[str, int] = defaultdict(int)
+        for buckets in self._buckets(query, ("tenant", "doc_id"), "compacting documents"):
+            touched: dict[str, list[str]] = defaultdict(list)
+            for bucket in buckets:
+                touched[bucket["key"]["tenant"]].append(bucket["key"]["doc_id"])
+            for tenant, doc_ids in touched.items():
+                removed[tenant] += self._keep_newest(tenant, doc_ids)
+        return {tenant: count for tenant, count in removed.items() if count}
+
+    def _keep_newest(self, tenant: str, doc_ids: Sequence[str]) -> int:
+        """Delete all but the newest visible copy of each of the tenant's `doc_ids`; returns how many went."""
+        removed = 0
+        for start in range(0, len(doc_ids), TERMS_CHUNK):
+            chunk = list(doc_ids[start : start + TERMS_CHUNK])
+            query = {"bool": {"filter": [{"term": {"tenant": tenant}}, {"terms": {"doc_id": chunk}}]}}
             stale: list[str] = []
             kept: str | None = None
             for hits in self.copies(query, "compacting documents"):

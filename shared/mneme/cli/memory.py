@@ -190,13 +190,18 @@ def _print_remembered(ctx: Context, results: list[Remembered], *, single: bool) 
     if single:
         r = results[0]
         note = "" if r.created else " (already stored: this was a retry)"
-        if not r.indexed:
+        if "embedding_deferred" in r.warnings:
+            note += " (found by its words; by meaning once embedded: `mneme reindex --pending`)"
+        elif not r.indexed:
             note += " (not searchable yet: `mneme reindex --pending`)"
         print(f"{r.episode_id}{note}")
         return 0
     new = sum(1 for r in results if r.created)
-    unindexed = sum(1 for r in results if not r.indexed)
+    deferred = sum(1 for r in results if "embedding_deferred" in r.warnings)
+    unindexed = sum(1 for r in results if not r.indexed) - deferred
     line = f"remembered {len(results):,} items: {new:,} new, {len(results) - new:,} already stored"
+    if deferred:
+        line += f", {deferred:,} found by their words until embedded (`mneme reindex --pending`)"
     if unindexed:
         line += f", {unindexed:,} not searchable yet (`mneme reindex --pending`)"
     print(line)

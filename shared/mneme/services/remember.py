@@ -1,4 +1,11 @@
-"""remember: validate, embed, store, index. Batches are all-or-nothing; retries write nothing twice."""
+"""remember: validate, embed, store, index. Batches are all-or-nothing; retries write nothing twice.
+
+When the embedding service is unavailable (`StoreUnavailable`, `Throttled`: a Bedrock brownout), remember
+still answers 201: the episodes are stored without a vector (the record store is the truth, nothing
+acknowledged is lost), indexed by their words at once (BM25 finds them), left unindexed, and answered with
+`indexed: false` and the warning `embedding_deferred`. The repair sweep embeds them and indexes them again,
+vector included (`Indexer.index_episodes`); recall's vector leg skips them until then.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +16,22 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from mneme import sttp
-from mneme.errors import Conflict, InvalidInput, MnemeError, PayloadTooLarge, ScopeNotFound
+from mneme.errors import Conflict, InvalidInput, MnemeError, PayloadTooLarge, ScopeNotFound, StoreUnavailable, Throttled
 from mneme.models import Episode, Principal, Tier, Timestamp
+from mneme.observability import logger
 from mneme.ports import Clock, ConsolidationStore, Embedder, EpisodeStore
 from mneme.services.indexing import Indexer
 from mneme.services.request_cache import per_request
 from mneme.services.scopes import ScopeService
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 MAX_CONTENT_BYTES = 32 * 1024
 MAX_METADATA_BYTES = 4 * 1024
@@ -137,10 +149,21 @@ def first_of_each(episodes: list[Episode]) -> dict[str, Episode]:
     return unique
 
 
+EMBEDDING_DEFERRED = "embedding_deferred"
+
+
 class Remembered(BaseModel):
     episode_id: str
     created: bool  # True for exactly one caller: the one whose conditional write stored the episode
     indexed: bool
+    warnings: list[Literal["embedding_deferred"]] = Field(
+        default_factory=list,
+        description=(
+            "embedding_deferred: the embedding service was unavailable; the episode is stored and found by "
+            "its words now, and by meaning once the index repair embeds it (within minutes; indexed is false "
+            "until then)"
+        ),
+    )
 
 
 def reused_for(earlier: Episode, episode: Episode) -> str:
@@ -251,18 +274,22 @@ class RememberService:
         stored = {**existing, **{e.episode_id: e for e in written}}
         answers = []
         for e in episodes:  # the conditional write decided: only the caller that wrote a record created it
+            record = stored[e.episode_id]
+            deferred = not record.indexed and record.vector is None  # no vector yet: the sweep embeds it
             answers.append(
                 Remembered(
                     episode_id=e.episode_id,
                     created=e.episode_id in created,
-                    indexed=stored[e.episode_id].indexed,
+                    indexed=record.indexed,
+                    warnings=[EMBEDDING_DEFERRED] if deferred else [],
                 )
             )
             created.discard(e.episode_id)  # the same item twice in a batch is created once
         return answers
 
     def _embedded_and_indexed(self, caller: Principal, new: list[Episode], now: datetime) -> list[Episode]:
-        """The new episodes with their vectors, already in the index (`indexed` says whether that worked):
+        """The new episodes with their vectors (none while the embedding service is unavailable), already in
+        the index (`indexed` says whether that worked, and is False without a vector):
         the index is written before the records, so a stored episode is marked indexed as it is written,
         never rewritten to say so (on DynamoDB, the write units of a second write of the whole item). A
         crash between the two leaves documents without records, which recall never shows (it reads the
@@ -272,12 +299,26 @@ class RememberService:
         # scope without its mark) and the index documents but their vectors. Nothing is written yet.
         self.store.mark_dirty(caller.tenant, sorted({e.scope_id for e in new}), now)
         drafts = self.indexer.draft_documents(new)
+        vectors = self._vectors(embedding)
+        if vectors is None:  # indexed by their words now, not marked: the sweep embeds and indexes them again
+            self.indexer.upsert_episodes(new, drafts)
+            return new
         new = [
             e.model_copy(update={"vector": v.tolist(), "model_id": self.embedder.model_id})
-            for e, v in zip(new, embedding.result(), strict=True)
+            for e, v in zip(new, vectors, strict=True)
         ]
         indexed = self.indexer.upsert_episodes(new, drafts)
         return [e.model_copy(update={"indexed": indexed}) for e in new]
+
+    def _vectors(self, embedding: Future[NDArray[np.float32]]) -> NDArray[np.float32] | None:
+        """The batch's vectors; None when the embedding service is unavailable (the episodes are then
+        stored without one, for the sweep to embed). Other failures (a rejected text, a denied model:
+        faults to fix, not to wait out) reach the caller."""
+        try:
+            return embedding.result()
+        except (StoreUnavailable, Throttled) as e:
+            logger.warning("embedding unavailable; storing without vectors", extra={"code": e.code})
+            return None
 
     def _scope_ids(self, caller: Principal, items: list[RememberItem]) -> dict[str, str]:
         """Resolve every scope first; create the missing ones only when the whole batch is valid."""

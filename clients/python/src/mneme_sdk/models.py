@@ -292,6 +292,8 @@ class Remembered(Response):
     episode_id: str
     created: bool
     indexed: bool
+    # "embedding_deferred": stored and found by its words; searchable by meaning once the index repair embeds it
+    warnings: list[str] = Field(default_factory=list)
 
 
 class RememberedBatch(Response):
