@@ -1,8 +1,9 @@
 """The record store: one DynamoDB table whose keys and indexes come from the adapter's TABLE_SCHEMA.
 
-No TTL attribute: no record the adapter writes expires by time yet (leases and delivered-session markers
-are overwritten or kept). No stream: a failed index write is retried by the indexer's sweep, not by a
-stream consumer. Add either here when the adapter starts to rely on it.
+TTL on `expires_at` (the adapter's EXPIRES_AT): only the short-lived marks of a recent forgetting carry it
+(recall reads them while the search index may still show the forgotten record). No stream: a failed
+index write is retried by the indexer's sweep, not by a stream consumer. Add one here when the adapter
+starts to rely on it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from aws_cdk.aws_dynamodb import Attribute
 from constructs import Construct
 
 from infra.mneme_infra.config import InfraConfig
-from mneme.adapters.dynamo_store import TABLE_SCHEMA
+from mneme.adapters.dynamo_store import EXPIRES_AT, TABLE_SCHEMA
 
 _TYPES = {
     "S": dynamodb.AttributeType.STRING,
@@ -62,6 +63,7 @@ class Storage(Construct):
             encryption_key=key,
             deletion_protection=config.protect_data,
             removal_policy=config.removal,
+            time_to_live_attribute=EXPIRES_AT,
         )
         for index in schema.get("GlobalSecondaryIndexes", []):
             index_partition, index_sort = _keys(schema, index["KeySchema"])

@@ -140,9 +140,13 @@ class EpisodeStore(Protocol):
         """
         ...
 
-    def get_episodes(self, tenant: str, episode_ids: Sequence[str], *, vectors: bool = True) -> dict[str, Episode]:
+    def get_episodes(
+        self, tenant: str, episode_ids: Sequence[str], *, vectors: bool = True, consistent: bool = True
+    ) -> dict[str, Episode]:
         """The episodes found, by id. `vectors=False`: the caller does not read `vector`, so a store may
-        leave it out (None); parsing its floats is most of the cost of reading an episode."""
+        leave it out (None); parsing its floats is most of the cost of reading an episode. `consistent=False`:
+        a store may answer from a read that lags writes by about a second (on DynamoDB, half the read units;
+        an episode never changes, so only a forgetting that recent could be missed)."""
         ...
 
     def mark_indexed(self, tenant: str, episode_ids: Sequence[str]) -> None: ...
@@ -274,6 +278,11 @@ class ErasureStore(Protocol):
 
     def get_forgotten(self, tenant: str, record_id: str) -> Forgotten | None:
         """Who forgot this record, when and why; None when it was never forgotten (or its scope was erased)."""
+        ...
+
+    def list_forgotten_since(self, tenant: str, since: datetime) -> set[str]:
+        """Ids of the episodes and facts forgotten (one by one) at or after `since`, at least the last day's:
+        what a search index that lags its writes may still return (read-your-writes for recall)."""
         ...
 
     def erase_scopes(self, tenant: str, scope_ids: Sequence[str], *, dry_run: bool) -> tuple[dict[str, int], list[str]]:

@@ -55,6 +55,22 @@ def test_forget_episode_deletes_it_leaves_a_tombstone_and_who_forgot_it(store: R
     assert store.get_episodes(A, ["e2"]) != {}
 
 
+def test_what_was_forgotten_lately_is_listed_for_a_lagging_index(store: RecordStore) -> None:
+    """Recall drops an episode forgotten within its index's lag even when a lagging read still finds it."""
+    store.put_episodes([episode("e1"), episode("e2", minute=1)])
+    store.put_episodes([episode("e1", tenant=B)])
+    store.forget_episode(A, "e1", forgotten("e1"))
+    store.put_facts([fact("f1", scope_id="acme")])
+    store.forget_fact(
+        A, "f1", forgotten("f1", kind="fact").model_copy(update={"forgotten_at": T0 + timedelta(hours=1)})
+    )
+
+    assert store.list_forgotten_since(A, T0 - timedelta(seconds=1)) == {"e1", "f1"}
+    assert store.list_forgotten_since(A, T0 + timedelta(minutes=1)) == {"f1"}
+    assert store.list_forgotten_since(A, T0 + timedelta(hours=2)) == set()
+    assert store.list_forgotten_since(B, T0 - timedelta(seconds=1)) == set()
+
+
 def test_forget_fact_takes_its_corrections_with_it(store: RecordStore) -> None:
     store.put_facts([fact("f1", scope_id="acme"), fact("f2", scope_id="acme")])
     store.add_history(

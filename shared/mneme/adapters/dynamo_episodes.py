@@ -153,8 +153,8 @@ class DynamoEpisodes(DynamoTable):
             )
         return to_item(episode, episode_key(tenant, episode_id), **EPISODE_CODEC, item_type="episode", **attributes)
 
-    def _episodes(self, keys: Sequence[Item]) -> list[Episode]:
-        items = self._batch_get(keys)
+    def _episodes(self, keys: Sequence[Item], *, consistent: bool = True) -> list[Episode]:
+        items = self._batch_get(keys, consistent=consistent)
         return [to_model(Episode, item, **EPISODE_CODEC) for item in items]
 
     def put_episodes(self, episodes: Sequence[Episode]) -> tuple[list[Episode], set[str]]:
@@ -214,8 +214,10 @@ class DynamoEpisodes(DynamoTable):
             self._write_one(delete(feed_key(episode.tenant, position, episode.episode_id), None, "conflict", ""))
             raise
 
-    def get_episodes(self, tenant: str, episode_ids: Sequence[str], *, vectors: bool = True) -> dict[str, Episode]:
-        found = self._episodes([episode_key(tenant, i) for i in dict.fromkeys(episode_ids)])
+    def get_episodes(
+        self, tenant: str, episode_ids: Sequence[str], *, vectors: bool = True, consistent: bool = True
+    ) -> dict[str, Episode]:
+        found = self._episodes([episode_key(tenant, i) for i in dict.fromkeys(episode_ids)], consistent=consistent)
         return {episode.episode_id: episode for episode in found}
 
     def mark_indexed(self, tenant: str, episode_ids: Sequence[str]) -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from mneme.adapters.dynamo_codec import (
     Item,
     Write,
+    attr,
     delete,
     episode_key,
     expression,
@@ -17,6 +18,7 @@ from mneme.adapters.dynamo_codec import (
     history_pk,
     iso_utc,
     key,
+    position_text,
     put,
     scope_fact_key,
     tenant_pk,
@@ -24,7 +26,7 @@ from mneme.adapters.dynamo_codec import (
     to_model,
 )
 from mneme.adapters.dynamo_episodes import EPISODE_CODEC, FACT_CODEC
-from mneme.adapters.dynamo_table import GSI3, DynamoTable, key_of, position_of, unmoved
+from mneme.adapters.dynamo_table import EXPIRES_AT, GSI3, DynamoTable, key_of, position_of, unmoved
 from mneme.errors import Conflict, NotFound
 from mneme.models import Episode, Forgotten
 from mneme.records import Fact
@@ -34,6 +36,13 @@ ATTEMPTS = 3  # a record changed between its read and its conditional write: rea
 
 def forgotten_key(tenant: str, record_id: str) -> Item:
     return key(tenant_pk(tenant, "FORGOTTEN"), f"ID#{record_id}")
+
+
+def recently_forgotten_key(tenant: str, position: str, record_id: str) -> Item:
+    return key(tenant_pk(tenant, "GONE"), f"{position}#{record_id}")
+
+
+RECENT_FOR = timedelta(days=1)  # how long a forgetting's recent mark is kept (TTL): far past any index lag
 
 
 def scope_forgotten_key(tenant: str, scope_id: str, record_id: str) -> Item:
@@ -98,18 +107,35 @@ class DynamoRecords(DynamoTable):
 
     def _forget_writes(self, record_key: Item, item: Item, record: Forgotten, kind: str) -> list[Write]:
         """Delete the record if its feed entry has not moved since it was read, move that entry to the head as
-        a tombstone, and keep who forgot it (by id, and under its scope for erasure)."""
+        a tombstone, keep who forgot it (by id, and under its scope for erasure) and mark it recently
+        forgotten (`list_forgotten_since`, a day's TTL)."""
         previous = position_of(item)
         same, values = unmoved(previous)
         tenant, record_id = record.tenant, record.record_id
+        position = self._position(previous)
         forgotten = to_item(record, forgotten_key(tenant, record_id), item_type="forgotten")
         copy = to_item(record, scope_forgotten_key(tenant, record.scope_id, record_id), item_type="forgotten_copy")
+        expires = int((self._now() + RECENT_FOR).timestamp())
+        marks = {"item_type": "gone", "id": record_id, EXPIRES_AT: expires}
+        at = position_text(record.forgotten_at)
+        recent = {**recently_forgotten_key(tenant, at, record_id), **{n: attr(v) for n, v in marks.items()}}
         return [
             delete(record_key, same, "record_race", "the record changed meanwhile", **values),
-            *self._feed_move(tenant, f"deleted:{kind}", record_id, previous, self._position(previous)),
+            *self._feed_move(tenant, f"deleted:{kind}", record_id, previous, position),
             put(forgotten, None, "conflict", ""),
             put(copy, None, "conflict", ""),
+            put(recent, None, "conflict", ""),
         ]
+
+    def list_forgotten_since(self, tenant: str, since: datetime) -> set[str]:
+        """One strongly consistent Query of the tenant's recent marks from `since` on (a partition of small
+        items that a day's TTL keeps short)."""
+        query = {
+            "KeyConditionExpression": "PK = :pk AND SK >= :since",
+            "ConsistentRead": True,
+            **expression({"pk": tenant_pk(tenant, "GONE"), "since": position_text(since)}),
+        }
+        return {str(item["id"]["S"]) for page in self._pages(query) for item in page}
 
     def get_forgotten(self, tenant: str, record_id: str) -> Forgotten | None:
         item = self._get(forgotten_key(tenant, record_id))

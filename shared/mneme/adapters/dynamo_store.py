@@ -141,6 +141,7 @@ Copies are written in the transaction of their original. Base-table reads are st
 |                        | `deleted:<kind>` tombstone, Put the forgotten record and its scope copy; then   |
 |                        | (a fact) BatchWriteItem delete its history                                      |
 | get_forgotten          | GetItem `T#<t>#FORGOTTEN` / `ID#<id>`                                           |
+| list_forgotten_since   | Query PK = `T#<t>#GONE` AND SK >= `<since>` (consistent; marks expire in a day) |
 | update_fact            | GetItem fact; Transact: Put it if unmoved and `version = expected` + scope copy |
 |                        | + feed move (stale version: Conflict, read again)                               |
 | put_revision           | Transact: Put revision + author's and queued copy under its status, Delete      |
@@ -231,9 +232,9 @@ from mneme.adapters.dynamo_extras import DynamoExtras
 from mneme.adapters.dynamo_memories import DynamoMemories
 from mneme.adapters.dynamo_records import DynamoRecords
 from mneme.adapters.dynamo_structure import DynamoStructure
-from mneme.adapters.dynamo_table import TABLE_SCHEMA, create_table
+from mneme.adapters.dynamo_table import EXPIRES_AT, TABLE_SCHEMA, create_table
 
-__all__ = ["TABLE_SCHEMA", "DynamoRecordStore", "create_table"]
+__all__ = ["EXPIRES_AT", "TABLE_SCHEMA", "DynamoRecordStore", "create_table"]
 
 
 class DynamoRecordStore(DynamoStructure, DynamoErasure, DynamoRecords, DynamoEpisodes, DynamoMemories, DynamoExtras):

@@ -63,6 +63,7 @@ def create_table(client: Any, table_name: str) -> None:
 
 
 FEED_POSITION = "feed_position"  # on every record in the feed: where its one feed entry is
+EXPIRES_AT = "expires_at"  # the table's TTL attribute (epoch seconds): DynamoDB deletes the item after it
 
 
 def position_of(item: Item | None) -> str | None:

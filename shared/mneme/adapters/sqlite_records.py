@@ -66,6 +66,10 @@ class SqliteRecordsStore(SqliteBase):
         )
         self._feed(conn, record.tenant, f"deleted:{kind}", [record.record_id])  # a tombstone: the id, nothing else
 
+    def list_forgotten_since(self, tenant: str, since: datetime) -> set[str]:
+        rows = self._rows("SELECT id, doc FROM forgotten WHERE tenant=?", tenant)
+        return {str(i) for i, doc in rows if Forgotten.model_validate_json(doc).forgotten_at >= since}
+
     def get_forgotten(self, tenant: str, record_id: str) -> Forgotten | None:
         rows = self._rows("SELECT doc FROM forgotten WHERE tenant=? AND id=?", tenant, record_id)
         return Forgotten.model_validate_json(rows[0][0]) if rows else None

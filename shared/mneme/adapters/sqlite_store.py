@@ -338,7 +338,9 @@ class SqliteRecordStore(
                 found.update(((tenant, e.episode_id), e) for e in map(rows_of.from_row, rows))
         return found
 
-    def get_episodes(self, tenant: str, episode_ids: Sequence[str], *, vectors: bool = True) -> dict[str, Episode]:
+    def get_episodes(
+        self, tenant: str, episode_ids: Sequence[str], *, vectors: bool = True, consistent: bool = True
+    ) -> dict[str, Episode]:
         found: dict[str, Episode] = {}
         ids = list(dict.fromkeys(episode_ids))
         for start in range(0, len(ids), 500):

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from mneme.models import Episode, Memory, Principal, Revision
-from mneme.ports import EpisodeStore, FactStore, MemoryStore, ScopeStore
+from mneme.ports import EpisodeStore, ErasureStore, FactStore, MemoryStore, ScopeStore
 from mneme.records import Fact
 from mneme.search_models import DocKind
 from mneme.services.indexing import episode_text, fact_text, memory_text
@@ -21,7 +21,7 @@ LOW_CONFIDENCE = 0.9
 FACT_PREFIXES = ("fa_", "ro_")
 
 
-class RecallStore(EpisodeStore, FactStore, MemoryStore, ScopeStore, Protocol):
+class RecallStore(EpisodeStore, FactStore, MemoryStore, ScopeStore, ErasureStore, Protocol):
     """The record store's roles recall reads."""
 
 
@@ -92,12 +92,15 @@ def load(
     *,
     vectors: bool = True,
     revisions: list[Revision] | None = None,
+    consistent: bool = True,
 ) -> dict[str, Record]:
     """Records for ids, tenant-scoped, one read per kind; memories only when the caller may see them.
     `vectors=False`: episodes may come without their vector (`EpisodeStore.get_episodes`). `revisions`:
-    the caller's open revisions when already read (else read here, if a memory is asked for)."""
+    the caller's open revisions when already read (else read here, if a memory is asked for).
+    `consistent=False`: episodes (which never change) may come from a lagging read; facts and memories,
+    which are corrected and edited, are always read strongly."""
     episodes = [i for i in ids if i.startswith("ep_")]
-    found: dict[str, Record] = dict(store.get_episodes(caller.tenant, episodes, vectors=vectors))
+    found: dict[str, Record] = dict(store.get_episodes(caller.tenant, episodes, vectors=vectors, consistent=consistent))
     found.update(store.get_facts(caller.tenant, [i for i in ids if i.startswith(FACT_PREFIXES)]))
     memory_ids = [i for i in ids if not i.startswith(("ep_", *FACT_PREFIXES))]
     if not memory_ids:

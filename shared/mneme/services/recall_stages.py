@@ -283,14 +283,22 @@ def _speaker(run: Run, candidate: Candidate) -> None:
 
 def _load(run: Run, candidates: list[Candidate]) -> list[tuple[str, str]]:
     """The candidates' records, episodes without their vectors (`stored_vectors` reads those it needs);
-    the fresh tail's episodes come with theirs."""
-    wanted = [c.id for c in candidates if c.record is None]
-    records = load(run.deps.store, run.caller, wanted, vectors=False, revisions=run.revisions) if wanted else {}
+    the fresh tail's episodes come with theirs. Episodes are read eventually consistent (they never change;
+    on DynamoDB half the read units): an index that lags its writes may still return an episode forgotten
+    within its lag, so those (`list_forgotten_since`) are dropped here, whatever a lagging read says."""
+    deps, wanted = run.deps, [c.id for c in candidates if c.record is None]
+    records = (
+        load(deps.store, run.caller, wanted, vectors=False, revisions=run.revisions, consistent=False) if wanted else {}
+    )
+    gone: set[str] = set()
+    if deps.index.visibility_lag > 0 and any(c.id.startswith("ep_") for c in candidates):
+        since = deps.clock.now() - timedelta(seconds=min(deps.index.visibility_lag, DAY))
+        gone = deps.store.list_forgotten_since(run.flt.tenant, since)
     dropped = []
     for candidate in candidates:
-        candidate.record = candidate.record or records.get(candidate.id)
+        candidate.record = None if candidate.id in gone else candidate.record or records.get(candidate.id)
         if candidate.record is None:
-            dropped.append((candidate.id, "not_found"))
+            dropped.append((candidate.id, "forgotten" if candidate.id in gone else "not_found"))
     return dropped
 
 

@@ -266,8 +266,8 @@ class RememberService:
             new = self._embedded_and_indexed(caller, new, now)
         try:
             written, created = self.store.put_episodes(new) if new else ([], set())
-        except Conflict as e:  # another writer stored a different item under one of these keys meanwhile:
-            if e.code == "idempotency_key_reused":  # the index holds this call's text, give it the stored one
+        except Conflict as race:  # another writer stored a different item under one of these keys meanwhile:
+            if race.code == "idempotency_key_reused":  # the index holds this call's text, give it the stored one
                 stored_now = self.store.get_episodes(caller.tenant, [ep.episode_id for ep in new])
                 self.indexer.upsert_episodes(list(stored_now.values()))
             raise
