@@ -154,7 +154,8 @@ class EpisodeStore(Protocol):
     def list_recent_episodes(
         self, tenant: str, since: datetime, limit: int, scope_ids: Sequence[str] | None = None
     ) -> list[Episode]:
-        """Episodes written (created_at) at or after `since`, newest first, at most `limit`; with
+        """Episodes written (created_at) at or after `since`, newest first, at most `limit` (a store may
+        choose them by when they were stored, which is their creation but for a clock's skew); with
         `scope_ids`, only theirs and at most `limit` of each scope (a busy scope hides none of a quiet one's)."""
         ...
 

@@ -727,8 +727,8 @@ def test_recent_episodes_are_newest_first_from_since_on(store: RecordStore) -> N
 def test_recent_episodes_of_given_scopes_are_read_scope_by_scope(store: RecordStore) -> None:
     """A busy scope cannot crowd a quiet one out of a scoped read: each scope gives its own newest
     `limit`, merged newest first."""
-    store.put_episodes([episode(f"busy{n}", minute=10 + n, scope_id="busy") for n in range(5)])
     store.put_episodes([episode("quiet", minute=1, scope_id="quiet"), episode("other", minute=2, scope_id="x")])
+    store.put_episodes([episode(f"busy{n}", minute=10 + n, scope_id="busy") for n in range(5)])
     store.put_episodes([episode("b-quiet", minute=3, scope_id="quiet", tenant=B)])
 
     assert ids_of(store.list_recent_episodes(A, T0, 3)) == ["busy4", "busy3", "busy2"]
@@ -1677,7 +1677,7 @@ def test_dynamodb_an_episode_written_between_read_and_write_is_not_reported_as_o
 
     stored, written = store.put_episodes([episode("e1"), episode("e2", minute=1)])  # its first try loses the race
 
-    assert interleaved.calls == 2
+    assert interleaved.calls == 1  # the retry writes e2 alone: two PutItems, no transaction
     assert stored == [episode("e1"), episode("e2", minute=1)]
     assert written == {"e2"}
 

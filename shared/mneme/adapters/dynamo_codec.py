@@ -342,14 +342,26 @@ def dirty_key(tenant: str, scope_id: str) -> Item:
 
 
 def dirty_mark(tenant: str, scope_id: str, dirtied: datetime) -> Item:
-    """A dirty mark, also in GSI1 (`DIRTY#<shard>`, `<dirtied hour>#<t>#<scope>`) for the cross-tenant
-    schedule. The index key holds the hour, not the instant: a busy scope's every remember refreshes its
-    mark (`dirtied_at`, which `clear_dirty` compares) with the index entry left as it is, one write unit
-    instead of three (the entry's delete and put); the schedule still takes the oldest hours first."""
+    """A dirty mark, also in GSI1 (`DIRTY#<shard>`, `<dirty since>#<t>#<scope>`) for the cross-tenant schedule."""
     at = iso_utc(dirtied)
     fields = {"item_type": "dirty", "tenant": tenant, "scope_id": scope_id, "dirtied_at": at}
-    gsi = {"GSI1PK": attr(marker_partition(DIRTY, tenant)), "GSI1SK": attr(f"{at[:13]}#{esc(tenant)}#{scope_id}")}
+    gsi = {"GSI1PK": attr(marker_partition(DIRTY, tenant)), "GSI1SK": attr(f"{at}#{esc(tenant)}#{scope_id}")}
     return {**dirty_key(tenant, scope_id), **gsi, **{n: attr(v) for n, v in fields.items()}}
+
+
+def dirty_update(tenant: str, scope_id: str, dirtied: datetime) -> dict[str, Any]:
+    """UpdateItem parameters that make `dirty_mark(tenant, scope_id, dirtied)` or, when the scope is marked
+    already, only move its `dirtied_at` (which `clear_dirty` compares): the GSI1 key keeps the time the
+    scope first became dirty, so the schedule takes the longest dirty first, and a busy scope's every
+    remember is one write unit, not three (a new index key is a delete and a put of the entry)."""
+    mark = dirty_mark(tenant, scope_id, dirtied)
+    kept = ("GSI1PK", "GSI1SK")
+    sets = [f"#{n} = if_not_exists(#{n}, :{n})" if n in kept else f"#{n} = :{n}" for n in mark if n not in ("PK", "SK")]
+    change = "SET " + ", ".join(sets)
+    values = {n: v for n, v in mark.items() if n not in ("PK", "SK")}
+    params = expression({}, change)
+    return {"Key": dirty_key(tenant, scope_id), "UpdateExpression": change, **params,
+            "ExpressionAttributeValues": {f":{n}": v for n, v in values.items()}}  # fmt: skip
 
 
 def checkpoint_key(tenant: str, scope_id: str) -> Item:

@@ -18,12 +18,13 @@ from mneme.adapters.dynamo_codec import (
     delete,
     delivered_pk,
     dirty_key,
-    dirty_mark,
+    dirty_update,
     episode_key,
     esc,
     expression,
     fact_key,
     feed_key,
+    feed_pk,
     from_item,
     iso_utc,
     key,
@@ -37,6 +38,7 @@ from mneme.adapters.dynamo_codec import (
     to_item,
     to_model,
 )
+from mneme.adapters.dynamo_codec import position_text as feed_position_text
 from mneme.adapters.dynamo_table import (
     FEED_POSITION,
     GSI1,
@@ -138,10 +140,8 @@ class DynamoEpisodes(DynamoTable):
     @staticmethod
     def _episode_item(episode: Episode, position: str) -> Item:
         tenant, episode_id, created = episode.tenant, episode.episode_id, iso_utc(episode.created_at)
-        attributes = {
+        attributes = {  # no GSI2 keys (those written before still stand): the feed lists the newest
             "feed_position": position,
-            "GSI2PK": tenant_pk(tenant, "EPISODES"),
-            "GSI2SK": f"{created}#{episode_id}",
             "GSI3PK": tenant_pk(tenant, "SCOPEEPS", episode.scope_id),
             "GSI3SK": f"{created}#{episode_id}",
         }
@@ -237,23 +237,44 @@ class DynamoEpisodes(DynamoTable):
     def list_recent_episodes(
         self, tenant: str, since: datetime, limit: int, scope_ids: Sequence[str] | None = None
     ) -> list[Episode]:
-        """Through GSI2 (the tenant's episodes by creation) or, for `scope_ids`, GSI3 (a scope's), each
-        item re-read eventually consistent: half the read units, and the index that named it already lags
-        the table, so a strong read would buy nothing here (the fresh tail of recall reads these)."""
+        """For `scope_ids`, through GSI3 (each scope's episodes by creation); for the tenant, from its change
+        feed (a strongly consistent Query of small entries: an episode's entry is written with it, at or
+        after its creation). The episodes are read eventually consistent: half the read units, for the
+        fresh tail of recall, which an index that lags its writes needs."""
         if limit < 1:
             return []
         if scope_ids is None:
-            partitions = [(GSI2, tenant_pk(tenant, "EPISODES"))]
+            items = self._recent_in_feed(tenant, since, limit)
         else:
-            partitions = [(GSI3, tenant_pk(tenant, "SCOPEEPS", scope_id)) for scope_id in dict.fromkeys(scope_ids)]
-        items: list[Item] = []
-        for index, pk in partitions:
-            condition = f"{index}PK = :pk AND {index}SK >= :since"
-            query = {"IndexName": index, "KeyConditionExpression": condition, "ScanIndexForward": False}
-            values = expression({"pk": pk, "since": iso_utc(since)})
-            items += self._index_items({**query, **values}, limit, consistent=False)
+            items = []
+            for scope_id in dict.fromkeys(scope_ids):
+                condition = "GSI3PK = :pk AND GSI3SK >= :since"
+                query = {"IndexName": GSI3, "KeyConditionExpression": condition, "ScanIndexForward": False}
+                values = expression({"pk": tenant_pk(tenant, "SCOPEEPS", scope_id), "since": iso_utc(since)})
+                items += self._index_items({**query, **values}, limit, consistent=False)
         episodes = [to_model(Episode, item, **EPISODE_CODEC) for item in items]
-        return sorted(episodes, key=lambda e: (e.created_at, e.sequence), reverse=True)
+        recent = [episode for episode in episodes if episode.created_at >= since]
+        return sorted(recent, key=lambda e: (e.created_at, e.sequence), reverse=True)
+
+    def _recent_in_feed(self, tenant: str, since: datetime, limit: int) -> list[Item]:
+        """The episodes of the tenant's newest feed entries from `since` on, up to `limit` created since."""
+        condition, kind = "PK = :pk AND SK >= :since", "#kind = :episode"
+        query = {
+            "KeyConditionExpression": condition,
+            "FilterExpression": kind,
+            "ScanIndexForward": False,
+            "ConsistentRead": True,
+            "Limit": limit,
+            **expression({"pk": feed_pk(tenant), "since": feed_position_text(since), "episode": "episode"}, kind),
+        }
+        found: list[Item] = []
+        for page in self._pages(query):
+            keys = [episode_key(tenant, str(entry["id"]["S"])) for entry in page]
+            items = self._batch_get(keys, consistent=False)
+            found += [item for item in items if str(item["created_at"]["S"]) >= iso_utc(since)]
+            if len(found) >= limit:
+                break
+        return found
 
     def session_episodes(
         self, tenant: str, scope_id: str, session_id: str, before: SessionPosition, limit: int
@@ -346,8 +367,8 @@ class DynamoEpisodes(DynamoTable):
 
     # -- consolidation --------------------------------------------------------------------
     def mark_dirty(self, tenant: str, scope_ids: Sequence[str], now: datetime) -> None:
-        marks = [dirty_mark(tenant, scope_id, now) for scope_id in dict.fromkeys(scope_ids)]
-        self._batch_write([{"PutRequest": {"Item": mark}} for mark in marks])
+        for scope_id in dict.fromkeys(scope_ids):  # one UpdateItem each (a remember marks one scope, or few)
+            self._call("update_item", TableName=self.table_name, **dirty_update(tenant, scope_id, now))
 
     def list_dirty(self, tenant: str | None, limit: int) -> list[tuple[str, str]]:
         if limit < 1:

@@ -101,8 +101,8 @@ Copies are written in the transaction of their original. Base-table reads are st
 |                        | and its feed entry (fifty episodes per transaction; one alone: two PutItems)    |
 | get_episodes           | BatchGetItem `T#<t>#EPISODES` / `EP#<id>`                                       |
 | mark_indexed           | UpdateItem each: SET indexed, REMOVE GSI1PK, GSI1SK (not a feed change)         |
-| list_recent_episodes   | Query GSI2 `GSI2PK = T#<t>#EPISODES AND GSI2SK >= <since>` (or, given scopes,   |
-|                        | GSI3 per scope), newest first; BatchGetItem the hits, eventually consistent     |
+| list_recent_episodes   | Query PK = `T#<t>#FEED` AND SK >= `<since>`, newest first, filter kind episode  |
+|                        | (or GSI3 per given scope); BatchGetItem the hits, eventually consistent         |
 | session_episodes       | Query GSI4 `GSI4PK = T#<t>#SESSION#<session> AND GSI4SK < <before>`, latest     |
 |                        | first; BatchGetItem the hits, keep the scope's (page on until `limit` are kept) |
 | backfill_sessions      | Query PK = `T#<t>#EPISODES`, filter a string session_id and no GSI4PK, project the |
