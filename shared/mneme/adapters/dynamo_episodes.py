@@ -238,9 +238,10 @@ class DynamoEpisodes(DynamoTable):
         self, tenant: str, since: datetime, limit: int, scope_ids: Sequence[str] | None = None
     ) -> list[Episode]:
         """For `scope_ids`, through GSI3 (each scope's episodes by creation); for the tenant, from its change
-        feed (a strongly consistent Query of small entries: an episode's entry is written with it, at or
-        after its creation). The episodes are read eventually consistent: half the read units, for the
-        fresh tail of recall, which an index that lags its writes needs."""
+        feed (a Query of small entries: an episode's entry is written with it, at or after its creation).
+        Eventually consistent reads, half the read units: an episode stored less than about a second ago
+        (DynamoDB's convergence) may be missing, as it was from GSI2 before; this is the fresh tail of a
+        recall over an index that lags its writes by a minute or more."""
         if limit < 1:
             return []
         if scope_ids is None:
@@ -263,8 +264,7 @@ class DynamoEpisodes(DynamoTable):
             "KeyConditionExpression": condition,
             "FilterExpression": kind,
             "ScanIndexForward": False,
-            "ConsistentRead": True,
-            "Limit": limit,
+            "Limit": limit,  # eventually consistent, as the episodes' read that follows
             **expression({"pk": feed_pk(tenant), "since": feed_position_text(since), "episode": "episode"}, kind),
         }
         found: list[Item] = []
