@@ -140,7 +140,7 @@ class Functions(Construct):
         search.allow(readers=self.roles_using("index_read"), writers=self.roles_using("index_write"))
 
     @property
-    def authorizer(self) -> lambda_.IFunction:
+    def authorizer(self) -> lambda_.Function:
         return self.by_name[AUTHORIZER]
 
     def roles_using(self, use: Use) -> list[iam.IRole]:

@@ -102,6 +102,13 @@ class OpenAIReasonerSettings(BaseModel):
     api_key: str | None = None
 
 
+class ThrottleSettings(BaseModel):
+    """In AWS: the stage's per-tenant throttle buckets (mneme.auth.UsageKeys; the stack sets both)."""
+
+    seed: str
+    buckets: int = Field(ge=1)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MNEME_", env_nested_delimiter="__", extra="ignore")
 
@@ -119,6 +126,7 @@ class Settings(BaseSettings):
     state_machine_arn: str | None = None  # set in AWS: consolidation runs on Step Functions
     cursor_secret: SecretStr | None = None  # signs change-feed cursors; locally kept in <home>/cursor.key
     cursor_secret_arn: str | None = None  # in AWS: a Secrets Manager secret holding it
+    throttle: ThrottleSettings | None = None  # in AWS, the authorizer's: which usage-plan key a tenant uses
 
     @property
     def sqlite_path(self) -> Path:
