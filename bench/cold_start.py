@@ -3,8 +3,8 @@
 For every function of the template, RUNS fresh Python processes each import the function's module with
 exactly its template environment (tokens resolved to the loopback doubles below; nothing else from the
 developer's shell but PATH and the AWS endpoint and credential variables), then answer one typical request.
-AWS is on loopback: moto's server (DynamoDB, Step Functions, Secrets Manager), osmem-server for OpenSearch
-and a stdlib Bedrock runtime double (zero embeddings of the configured dimension). No network.
+AWS is on loopback (tests/support/loopback_aws.py): moto's server (DynamoDB, Step Functions, Secrets
+Manager), osmem-server for OpenSearch and a stdlib Bedrock runtime double. No network.
 
 Prints the median per function (import, first request, total) against the goal (authorizer <= 300 ms,
 the others <= 1 s), then, from a bundled cloud assembly (`bash infra/synth.sh` writes infra/cdk.out), the
@@ -20,15 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import statistics
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-REGION, ACCOUNT = "eu-west-1", "123456789012"
+from tests.support import loopback_aws  # noqa: E402  (after the path above)
+from tests.support.loopback_aws import ACCOUNT, REGION  # noqa: E402
+
 TENANT, PRINCIPAL = "bench", "bench-agent"
 GOAL_MS = {"authorizer": 300.0}
 DEFAULT_GOAL_MS = 1000.0
@@ -82,133 +79,10 @@ def synthesize() -> dict[str, Any]:
     return template
 
 
-def functions_of(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """name -> {handler, environment} for every function with a description `Mneme <name>`."""
-    found = {}
-    for resource in template["Resources"].values():
-        if resource["Type"] == "AWS::Lambda::Function":
-            props = resource["Properties"]
-            name = props.get("Description", "").removeprefix("Mneme ")
-            found[name] = {"handler": props["Handler"], "environment": props["Environment"]["Variables"]}
-    return found
-
-
-def resolve(value: Any, tokens: dict[str, str]) -> str:
-    """A template value with Ref / GetAtt / Join replaced by what the doubles answer to."""
-    if isinstance(value, str):
-        return value
-    if "Ref" in value:
-        return tokens.get(value["Ref"], tokens["*"])
-    if "Fn::GetAtt" in value:
-        logical, attribute = value["Fn::GetAtt"]
-        return tokens.get(f"{logical}.{attribute}", tokens.get(attribute, tokens["*"]))
-    if "Fn::Join" in value:
-        separator, parts = value["Fn::Join"]
-        return str(separator).join(resolve(part, tokens) for part in parts)
-    raise ValueError(f"cannot resolve {value}")
-
-
-# -- the doubles -------------------------------------------------------------------------------------
-class BedrockDouble(BaseHTTPRequestHandler):
-    """InvokeModel for Titan/Cohere-style embedding requests: a unit vector of the asked dimension."""
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        dimensions = int(body.get("dimensions") or 1024)
-        texts = body.get("texts")
-        vector = [1.0] + [0.0] * (dimensions - 1)
-        answer = {"embeddings": {"float": [vector for _ in texts]}} if texts else {"embedding": vector}
-        payload = json.dumps({**answer, "inputTextTokenCount": 1}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@contextmanager
-def doubles(template: dict[str, Any]) -> Iterator[dict[str, str]]:
-    """moto server + osmem + the Bedrock double; yields the token values and the endpoint variables."""
-    import boto3
-    import osmem_server
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    moto.start()
-    moto_url = f"http://127.0.0.1:{moto._server.server_port}"  # type: ignore[union-attr]
-    bedrock = ThreadingHTTPServer(("127.0.0.1", 0), BedrockDouble)
-    threading.Thread(target=bedrock.serve_forever, daemon=True).start()
-    search = osmem_server.OsmemServer.start(japanese=False)
-    os.environ |= {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": REGION}
-    try:
-        (table_id, table), *_ = [
-            (k, r) for k, r in template["Resources"].items() if r["Type"] == "AWS::DynamoDB::Table"
-        ]
-        props = table["Properties"]
-        dynamodb = boto3.client("dynamodb", endpoint_url=moto_url, region_name=REGION)
-        schema = {k: props[k] for k in ("KeySchema", "AttributeDefinitions", "GlobalSecondaryIndexes") if k in props}
-        dynamodb.create_table(TableName="mneme-bench", BillingMode="PAY_PER_REQUEST", **schema)
-        secret = boto3.client("secretsmanager", endpoint_url=moto_url, region_name=REGION).create_secret(
-            Name="mneme-bench-cursor", SecretString="x" * 64
-        )
-        (machine_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::StepFunctions::StateMachine"]
-        machine = boto3.client("stepfunctions", endpoint_url=moto_url, region_name=REGION).create_state_machine(
-            name="mneme-bench",
-            definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
-            roleArn=f"arn:aws:iam::{ACCOUNT}:role/bench",
-        )
-        secret_id = next(k for k, r in template["Resources"].items() if r["Type"] == "AWS::SecretsManager::Secret")
-        tokens = {
-            "*": "unresolved",
-            "AWS::Region": REGION,
-            table_id: "mneme-bench",
-            secret_id: secret["ARN"],
-            machine_id: machine["stateMachineArn"],
-            "CollectionEndpoint": search.url,
-            "AWS_ENDPOINT_URL": moto_url,
-            "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": f"http://127.0.0.1:{bedrock.server_address[1]}",
-        }
-        yield tokens
-    finally:
-        search.close()
-        bedrock.shutdown()
-        moto.stop()
-
-
-def seed(environment: dict[str, str], tokens: dict[str, str]) -> str:
-    """An API key and the tenant's root scope in the table; returns the key's secret."""
-    import boto3
-
-    from mneme import bootstrap
-    from mneme.adapters.dynamo_store import DynamoRecordStore
-    from mneme.services.keys import KeyService
-    from mneme.services.scopes import ScopeService
-
-    client = boto3.client("dynamodb", endpoint_url=tokens["AWS_ENDPOINT_URL"], region_name=REGION)
-    store = DynamoRecordStore(environment["MNEME_STORE__TABLE_NAME"], client=client)
-    clock = bootstrap.SystemClock()
-    ScopeService(store, clock).root(TENANT)
-    secret, _ = KeyService(store, clock).create(TENANT, PRINCIPAL, ["admin"])
-    return secret
-
-
 # -- the requests ------------------------------------------------------------------------------------
 def rest_event(method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
     authorizer = {"tenant": TENANT, "principal": PRINCIPAL, "roles": "admin", "principalId": f"{TENANT}/{PRINCIPAL}"}
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    return {
-        "resource": path, "path": path, "httpMethod": method, "headers": headers,
-        "multiValueHeaders": {k: [v] for k, v in headers.items()}, "queryStringParameters": None,
-        "multiValueQueryStringParameters": None, "pathParameters": None, "stageVariables": None,
-        "requestContext": {"resourcePath": path, "httpMethod": method, "path": f"/prod{path}", "stage": "prod",
-                           "requestId": "bench", "accountId": ACCOUNT, "apiId": "bench",
-                           "identity": {"sourceIp": "127.0.0.1"}, "authorizer": authorizer},
-        "body": json.dumps(body) if body is not None else None, "isBase64Encoded": False,
-    }  # fmt: skip
+    return loopback_aws.rest_event(method, path, body, authorizer)
 
 
 def first_request(name: str, secret: str) -> dict[str, Any]:
@@ -264,20 +138,15 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", help="function names (default: every function)")
     args = parser.parse_args()
     template = synthesize()
-    functions = functions_of(template)
+    functions = loopback_aws.functions_of(template)
     rows = []
-    with doubles(template) as tokens:
-        endpoints = {k: tokens[k] for k in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME")}
-        credentials = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": REGION,
-                       "AWS_DEFAULT_REGION": REGION}  # fmt: skip
-        resolved = {
-            name: {k: resolve(v, tokens) for k, v in spec["environment"].items()} for name, spec in functions.items()
-        }
-        secret = seed(next(iter(resolved.values())), tokens)
+    with loopback_aws.loopback_aws(template) as loopback:
+        resolved = {name: loopback.environment(spec["environment"]) for name, spec in functions.items()}
+        secret = loopback_aws.seed(next(iter(resolved.values())), loopback, TENANT, PRINCIPAL)
         for name, spec in sorted(functions.items()):
             if args.only and name not in args.only:
                 continue
-            environment = resolved[name] | endpoints | credentials
+            environment = resolved[name]
             runs = [measure(spec["handler"], environment, first_request(name, secret)) for _ in range(args.runs)]
             total = statistics.median(r["import_ms"] + r["first_ms"] for r in runs)
             goal = GOAL_MS.get(name, DEFAULT_GOAL_MS)

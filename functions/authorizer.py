@@ -3,7 +3,8 @@
 The policy allows every method of the API (results are cached per key); role checks are made by
 each function against the route table. It builds only the key lookup (`bootstrap.current_authenticator`),
 not the services: no numpy, consolidation or OpenSearch client in its cold start
-(tests/unit/test_authorizer_imports.py).
+(tests/unit/test_authorizer_imports.py). An Allow names the tenant's throttle bucket (`usageIdentifierKey`,
+mneme.auth.UsageKeys) when the stack configured them.
 """
 
 from typing import Any
@@ -17,4 +18,4 @@ from mneme.observability import logger
 
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return authorize(event, bootstrap.current_authenticator())
+    return authorize(event, bootstrap.current_authenticator(), bootstrap.current_usage_keys())

@@ -3,6 +3,16 @@
 A TOKEN authorizer (cached per key; its policy covers the whole API) guards every route with a role;
 each function then checks the role against the same route table. Errors API Gateway answers itself
 carry Mneme's error shape.
+
+Throttling: the stage's limits bound the whole API; a usage plan bounds each tenant. API Gateway throttles
+per API key of a usage plan, and with the API's key source set to AUTHORIZER it takes that key from the
+authorizer's `usageIdentifierKey` (API Gateway developer guide: api-gateway-api-key-source.html,
+api-gateway-lambda-authorizer-output.html), so clients send only their Mneme key. Tenants are created at
+run time, so the stack makes a fixed set of API keys, throttle buckets, and the authorizer names a tenant's
+bucket by a hash of its name (mneme.auth.UsageKeys). Rather than one API key per tenant: no API Gateway
+call when a tenant is created (CreateApiKey is limited to 5 a second per account, API keys to 10,000 per
+account and region), no key left behind when a tenant goes, no control-plane permission on a data-plane
+role. The price: tenants sharing a bucket share its limit (docs/deploy.md 'Throttling').
 """
 
 from __future__ import annotations
@@ -12,13 +22,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Validations
+from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.mneme_infra.config import InfraConfig
+from mneme.auth import UsageKeys
 from mneme.routes import PAGES, ROUTES, Route
 
 F = apigw.AccessLogField
@@ -94,8 +105,8 @@ API_ACKNOWLEDGMENTS = (
     ),
     Acknowledgment(
         id="AwsSolutions-APIG3",
-        reason="No WAFv2 web ACL in the seed stack; stage throttling and the authorizer's token pattern "
-        "bound abuse until the production stack adds one.",
+        reason="No WAFv2 web ACL in the seed stack; stage and per-tenant throttling and the authorizer's token "
+        "pattern bound abuse until the production stack adds one.",
     ),
 )
 
@@ -108,7 +119,7 @@ class Api(Construct):
         *,
         config: InfraConfig,
         handlers: Mapping[str, lambda_.IFunction],
-        authorizer: lambda_.IFunction,
+        authorizer: lambda_.Function,
         routes: Sequence[Route] = ROUTES + PAGES,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -127,6 +138,7 @@ class Api(Construct):
             rest_api_name=f"mneme-{config.stage}",
             description="Mneme: long-term memory for AI agents",
             endpoint_types=[apigw.EndpointType.REGIONAL],
+            api_key_source_type=apigw.ApiKeySourceType.AUTHORIZER,  # the tenant's bucket, never a client header
             # Access logging needs the account's API Gateway CloudWatch role: created only with access logs,
             # and retained on teardown because the account setting outlives this stack (docs/deploy.md).
             cloud_watch_role=config.api_access_logs,
@@ -165,7 +177,10 @@ class Api(Construct):
                     )
                 )
             else:
-                resource.add_method(route.method, integrations[route.function], authorizer=token_authorizer)
+                resource.add_method(
+                    route.method, integrations[route.function], authorizer=token_authorizer, api_key_required=True
+                )
+        self._throttle_tenants(config, authorizer)
         for error in GATEWAY_ERRORS:
             self.rest_api.add_gateway_response(
                 f"Gateway{error.type.response_type}",
@@ -190,3 +205,21 @@ class Api(Construct):
                     reason="The API Gateway account role is exactly the AWS-managed push-to-CloudWatch-Logs role.",
                 )
             )
+
+    def _throttle_tenants(self, config: InfraConfig, authorizer: lambda_.Function) -> None:
+        """The usage plan and its `tenant_throttle_buckets` API keys; the authorizer derives the same key
+        values (mneme.auth.UsageKeys) from the seed and bucket count in its environment."""
+        usage = UsageKeys(seed=Stack.of(self).stack_name, buckets=config.tenant_throttle_buckets)
+        plan = self.rest_api.add_usage_plan(
+            "TenantThrottle",
+            description="Per-tenant throttle: each API key is a bucket of tenants (mneme.auth.UsageKeys)",
+            throttle=apigw.ThrottleSettings(rate_limit=config.tenant_rate_limit, burst_limit=config.tenant_burst_limit),
+            api_stages=[apigw.UsagePlanPerApiStage(api=self.rest_api, stage=self.rest_api.deployment_stage)],
+        )
+        for bucket in range(usage.buckets):
+            key = apigw.ApiKey(
+                self, f"ThrottleBucket{bucket}", value=usage.value(bucket), description="Mneme tenant throttle bucket"
+            )
+            plan.add_api_key(key, override_logical_id=f"ThrottleBucket{bucket}UsagePlanKey")
+        authorizer.add_environment("MNEME_THROTTLE__SEED", usage.seed)
+        authorizer.add_environment("MNEME_THROTTLE__BUCKETS", str(usage.buckets))

@@ -26,6 +26,9 @@ MODEL_ID = r"^[a-z0-9-]+(\.[a-z0-9-]+)+(:[a-z0-9-]+)*$"
 # An IAM role or user (or an assumed-role session's role) that may use the search collection's data plane.
 PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
 SCHEDULE = re.compile(r"^(rate\((1 (minute|hour|day)|([2-9]|[1-9][0-9]+) (minutes|hours|days))\)|cron\([^()]+\))$")
+# Each bucket is two resources (an API key and its usage-plan key) of CloudFormation's 500 per stack, and
+# one of the account's 10,000 API keys per region (API Gateway quotas, not adjustable).
+MAX_THROTTLE_BUCKETS = 64
 POLICY_NAME_MAX = 32  # an OpenSearch Serverless security or access policy name
 _EMBEDDER = BedrockEmbedderSettings(kind="bedrock")
 _REASONER = BedrockReasonerSettings(kind="bedrock")
@@ -56,6 +59,11 @@ class InfraConfig(BaseModel):
     table_encryption: Literal["aws_managed", "customer_managed"] = "aws_managed"
     throttle_rate_limit: Annotated[float, Field(gt=0)] = 50.0
     throttle_burst_limit: Annotated[int, Field(gt=0)] = 100
+    # per tenant (api.py, docs/deploy.md 'Throttling'): a usage plan throttles each of `tenant_throttle_buckets`
+    # API keys; the authorizer puts every tenant in one of them by a hash of its name
+    tenant_rate_limit: Annotated[float, Field(gt=0)] = 20.0
+    tenant_burst_limit: Annotated[int, Field(gt=0)] = 40
+    tenant_throttle_buckets: Annotated[int, Field(ge=1, le=MAX_THROTTLE_BUCKETS)] = 16
     authorizer_cache_seconds: Annotated[int, Field(ge=0, le=3600)] = 300
     # REST API access logs need the account's API Gateway CloudWatch role (one per account and region). On:
     # the stack creates that role and sets it on the account (retained on teardown, since the setting is
@@ -126,6 +134,12 @@ class InfraConfig(BaseModel):
             if not PRINCIPAL_ARN.match(str(arn)):
                 raise ValueError(f"{arn!r} is not an IAM role or user ARN")
         return arns
+
+    @model_validator(mode="after")
+    def _tenant_within_stage(self) -> InfraConfig:
+        if self.tenant_rate_limit > self.throttle_rate_limit or self.tenant_burst_limit > self.throttle_burst_limit:
+            raise ValueError("a tenant's throttle (tenant_rate_limit, tenant_burst_limit) must be within the stage's")
+        return self
 
     @model_validator(mode="after")
     def _collection_name_fits_its_policies(self) -> InfraConfig:

@@ -42,6 +42,8 @@ from mneme.observability import NAMESPACE, SERVICE
 
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 ARCHITECTURE = lambda_.Architecture.ARM_64
+# The functions' code asset: these directories side by side (the layer holds the dependencies).
+CODE_SOURCES = {"functions": REPO / "functions", "mneme": REPO / "shared" / "mneme"}
 
 # grant_read_write_data on a table with a customer key adds these action families, on that key only.
 _KEY_ACKNOWLEDGMENTS = tuple(
@@ -74,7 +76,7 @@ class Functions(Construct):
         self.code = lambda_.Code.from_asset(
             str(REPO / "functions"),
             asset_hash_type=AssetHashType.OUTPUT,
-            bundling=bundling(CopySources({"functions": REPO / "functions", "mneme": REPO / "shared" / "mneme"})),
+            bundling=bundling(CopySources(CODE_SOURCES)),
         )
         self.layer = lambda_.LayerVersion(
             self,
@@ -140,7 +142,7 @@ class Functions(Construct):
         search.allow(readers=self.roles_using("index_read"), writers=self.roles_using("index_write"))
 
     @property
-    def authorizer(self) -> lambda_.IFunction:
+    def authorizer(self) -> lambda_.Function:
         return self.by_name[AUTHORIZER]
 
     def roles_using(self, use: Use) -> list[iam.IRole]:

@@ -5,10 +5,15 @@ A missing, unknown or revoked key is a Deny policy whose context carries the rea
 code (infra/mneme_infra/api.py), and the local server answers the same. The authorizer never raises for a
 bad key: API Gateway's other way to a 401, `raise Exception("Unauthorized")`, is a Lambda error, which
 the authorizer-errors alarm pages on.
+
+Per-tenant throttling (AWS): an Allow names the tenant's throttle bucket as `usageIdentifierKey`, one of a
+fixed number of API Gateway API keys in the stage's usage plan (`UsageKeys`; infra/mneme_infra/api.py).
 """
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from mneme.errors import Forbidden, Unauthorized
@@ -44,13 +49,42 @@ def policy(principal_id: str, effect: str, method_arn: str, context: dict[str, s
     }
 
 
-def authorize(event: dict[str, Any], keys: Authenticator | KeyService) -> dict[str, Any]:
+@dataclass(frozen=True)
+class UsageKeys:
+    """The stage's throttle buckets: `buckets` API Gateway API keys whose values derive from `seed`.
+
+    A tenant always lands in the same bucket (a hash of its name, not Python's salted `hash`), so API
+    Gateway's usage plan throttles it with its bucket's token bucket wherever the authorizer runs. Tenants
+    that share a bucket share its limit. The values are not credentials: with the API's key source set to
+    AUTHORIZER, API Gateway reads the key from the authorizer only, never from a client's header.
+    """
+
+    seed: str
+    buckets: int
+
+    def bucket(self, tenant: str) -> int:
+        return int.from_bytes(hashlib.sha256(tenant.encode()).digest()[:8], "big") % self.buckets
+
+    def value(self, bucket: int) -> str:
+        """API Gateway wants 20 to 128 alphanumeric characters; the stack creates the same values."""
+        return hashlib.sha256(f"{self.seed}/{bucket}".encode()).hexdigest()[:40]
+
+    def of(self, tenant: str) -> str:
+        return self.value(self.bucket(tenant))
+
+
+def authorize(
+    event: dict[str, Any], keys: Authenticator | KeyService, usage: UsageKeys | None = None
+) -> dict[str, Any]:
     method_arn = event.get("methodArn", "*")
     try:
         caller = keys.authenticate(bearer_token(event))
     except (Unauthorized, Forbidden) as e:
         return policy("refused", "Deny", method_arn, {"reason": e.code})
-    return policy(principal_id(caller), "Allow", method_arn, context_of(caller))
+    allowed = policy(principal_id(caller), "Allow", method_arn, context_of(caller))
+    if usage is not None:
+        allowed["usageIdentifierKey"] = usage.of(caller.tenant)
+    return allowed
 
 
 def principal_id(caller: Principal) -> str:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import TYPE_CHECKING
 
+from mneme.auth import UsageKeys
 from mneme.errors import StoreUnavailable
 from mneme.services.keys import Authenticator
 from mneme.settings import (
@@ -273,6 +274,12 @@ def _table_authenticator(table_name: str, region: str | None) -> Authenticator:
 
 def current_authenticator() -> Authenticator:
     return build_authenticator()
+
+
+def current_usage_keys() -> UsageKeys | None:
+    """The stage's throttle buckets (API Gateway usage-plan keys), when the stack configured them."""
+    throttle = get_settings().throttle
+    return UsageKeys(throttle.seed, throttle.buckets) if throttle is not None else None
 
 
 def current_settings() -> Settings:

@@ -102,6 +102,20 @@ class OpenAIReasonerSettings(BaseModel):
     api_key: str | None = None
 
 
+class ThrottleSettings(BaseModel):
+    """In AWS: the stage's per-tenant throttle buckets (mneme.auth.UsageKeys; the stack sets both)."""
+
+    seed: str
+    buckets: int = Field(ge=1)
+
+
+class ServeSettings(BaseModel):
+    """`mneme serve`: a per-tenant request limit per process (mneme.local.throttle); none by default."""
+
+    tenant_rate_limit: float | None = Field(None, gt=0)
+    tenant_burst_limit: int = Field(40, ge=1)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MNEME_", env_nested_delimiter="__", extra="ignore")
 
@@ -119,6 +133,8 @@ class Settings(BaseSettings):
     state_machine_arn: str | None = None  # set in AWS: consolidation runs on Step Functions
     cursor_secret: SecretStr | None = None  # signs change-feed cursors; locally kept in <home>/cursor.key
     cursor_secret_arn: str | None = None  # in AWS: a Secrets Manager secret holding it
+    serve: ServeSettings = ServeSettings()
+    throttle: ThrottleSettings | None = None  # in AWS, the authorizer's: which usage-plan key a tenant uses
 
     @property
     def sqlite_path(self) -> Path:

@@ -7,7 +7,11 @@ authorizer), then invokes the authorizer function with a TOKEN event, or reuses 
 same token within `AuthorizerResultTtlInSeconds`. `Exception("Unauthorized")` from the authorizer is a 401,
 any other failure AUTHORIZER_FAILURE (500); the returned policy is evaluated for `execute-api:Invoke` on the
 method ARN (Deny or no match: ACCESS_DENIED, 403). On Allow, the proxy event's
-`requestContext.authorizer` carries `principalId` and the context values as strings. A function error or
+`requestContext.authorizer` carries `principalId` and the context values as strings. A method that
+requires an API key takes it from the authorizer's `usageIdentifierKey` (key source AUTHORIZER) or the
+`X-API-Key` header; a key in no usage plan of the stage is INVALID_API_KEY (403), and each key's requests
+pass a token bucket of its plan's rate and burst (THROTTLED, 429) on the gateway's `clock` (seconds;
+real time unless a test sets it). The stage's own throttle is not modelled. A function error or
 malformed answer is a 502. Gateway responses render the template's own `ResponseTemplates`, substituting
 the `$context` variables API Gateway substitutes.
 """
@@ -19,13 +23,13 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tests.cloud.deployment import Deployment
 from tests.cloud.iam import Request, evaluate
-from tests.cloud.template import ACCOUNT, REGION, Method
+from tests.cloud.template import ACCOUNT, REGION, Method, UsagePlan
 
 API_ID = "tierapi123"
 # API Gateway's status and message for each response type the tier can produce.
@@ -34,6 +38,8 @@ DEFAULTS = {
     "ACCESS_DENIED": (403, "User is not authorized to access this resource with an explicit deny"),
     "MISSING_AUTHENTICATION_TOKEN": (403, "Missing Authentication Token"),
     "REQUEST_TOO_LARGE": (413, "Request Too Long"),
+    "INVALID_API_KEY": (403, "Forbidden"),
+    "THROTTLED": (429, "Too Many Requests"),
     "AUTHORIZER_FAILURE": (500, "Internal server error"),
     "BAD_GATEWAY": (502, "Internal server error"),
     "INTEGRATION_FAILURE": (500, "Internal server error"),
@@ -72,12 +78,16 @@ class Gateway:
     deployment: Deployment
     cache: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict)
     now: float = 0.0  # seconds; advance it to expire cached authorizer results
+    clock: Callable[[], float] = time.monotonic  # seconds, for the usage plans' token buckets
+    buckets: dict[str, tuple[float, float]] = field(default_factory=dict)  # API key -> (tokens, at)
 
     def __post_init__(self) -> None:
         template = self.deployment.template
         self.methods = template.methods()
         self.responses = template.gateway_responses()
         self.stage = template.stage()["StageName"]
+        self.key_source = template.api_key_source()
+        self.plans = [plan for plan in template.usage_plans() if self.stage in plan.stages]
 
     # -- routing ---------------------------------------------------------------------------------
     def _match(self, method: str, path: str) -> tuple[Method, dict[str, str]] | None:
@@ -113,12 +123,18 @@ class Gateway:
             return self._gateway("MISSING_AUTHENTICATION_TOKEN", request_id)
         route, path_params = matched
         method_arn = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:{API_ID}/{self.stage}/{method}{path}"
-        authorizer_context = None
+        authorizer_context, usage_key = None, None
         if route.authorizer_id is not None:
             outcome = self._authorize(route.authorizer_id, headers, method_arn, request_id)
             if isinstance(outcome, Response):
                 return outcome
-            authorizer_context = outcome
+            authorizer_context, usage_key = outcome
+        if route.api_key_required:
+            if self.key_source == "HEADER":
+                usage_key = next((v for k, v in headers.items() if k.lower() == "x-api-key"), None)
+            refused = self._admit_key(usage_key, request_id, authorizer_context)
+            if refused is not None:
+                return refused
         event = self._proxy_event(
             route, method, path, path_params, headers, query, body, request_id, authorizer_context
         )
@@ -140,7 +156,8 @@ class Gateway:
     # -- the authorizer --------------------------------------------------------------------------
     def _authorize(
         self, authorizer_id: str, headers: Mapping[str, str], method_arn: str, request_id: str
-    ) -> dict[str, Any] | Response:
+    ) -> tuple[dict[str, Any], str | None] | Response:
+        """(the context the function sees, the answer's usageIdentifierKey), or the gateway's refusal."""
         config = self.deployment.template.authorizer(authorizer_id)
         assert config["Type"] == "TOKEN", config["Type"]
         header = config["IdentitySource"].removeprefix("method.request.header.")
@@ -167,7 +184,26 @@ class Gateway:
         decision = evaluate(statements, Request("execute-api:Invoke", method_arn))
         if not decision.allowed:
             return self._gateway("ACCESS_DENIED", request_id, context)
-        return {**context, "principalId": answer["principalId"]}
+        return {**context, "principalId": answer["principalId"]}, answer.get("usageIdentifierKey")
+
+    # -- usage plans -----------------------------------------------------------------------------
+    def _admit_key(self, key: str | None, request_id: str, authorizer: Mapping[str, str] | None) -> Response | None:
+        """None when the key's plan lets the request through now; else the gateway's refusal."""
+        plan = next((p for p in self.plans if key is not None and key in p.keys), None)
+        if key is None or plan is None:
+            return self._gateway("INVALID_API_KEY", request_id, authorizer)
+        return None if self._take_token(key, plan) else self._gateway("THROTTLED", request_id, authorizer)
+
+    def _take_token(self, key: str, plan: UsagePlan) -> bool:
+        """A token bucket per key: `burst_limit` tokens at most, refilled at `rate_limit` a second."""
+        now = self.clock()
+        tokens, at = self.buckets.get(key, (float(plan.burst_limit), now))
+        tokens = min(float(plan.burst_limit), tokens + (now - at) * plan.rate_limit)
+        if tokens < 1:
+            self.buckets[key] = (tokens, now)
+            return False
+        self.buckets[key] = (tokens - 1, now)
+        return True
 
     def flush_authorizer_cache(self) -> None:
         self.cache.clear()

@@ -47,6 +47,17 @@ class Method:
     path: str  # the resource path, e.g. /v1/memories/{memory_id}
     function: str | None  # the integrated function's name
     authorizer_id: str | None
+    api_key_required: bool = False
+
+
+@dataclass(frozen=True)
+class UsagePlan:
+    """A usage plan's throttle, the stages it covers and the values of its API keys."""
+
+    rate_limit: float
+    burst_limit: int
+    stages: list[str]  # stage names
+    keys: set[str]  # API key values
 
 
 class Template:
@@ -241,8 +252,30 @@ class Template:
             path = "/" if "Fn::GetAtt" in resource else paths[resource["Ref"]]
             integrated = [lid for lid in _get_atts(props.get("Integration", {})) if lid in by_id]
             authorizer = props.get("AuthorizerId", {}).get("Ref") if props["AuthorizationType"] != "NONE" else None
-            methods.append(Method(props["HttpMethod"], path, by_id[integrated[0]] if integrated else None, authorizer))
+            function = by_id[integrated[0]] if integrated else None
+            methods.append(Method(props["HttpMethod"], path, function, authorizer, props.get("ApiKeyRequired", False)))
         return methods
+
+    def api_key_source(self) -> str:
+        return str(self.one("AWS::ApiGateway::RestApi")[1].get("ApiKeySourceType", "HEADER"))
+
+    def usage_plans(self) -> list[UsagePlan]:
+        stage_names = {lid: r["Properties"]["StageName"] for lid, r in self.of_type("AWS::ApiGateway::Stage").items()}
+        values = {lid: r["Properties"]["Value"] for lid, r in self.of_type("AWS::ApiGateway::ApiKey").items()}
+        plan_keys = [r["Properties"] for r in self.of_type("AWS::ApiGateway::UsagePlanKey").values()]
+        plans = []
+        for lid, resource in self.of_type("AWS::ApiGateway::UsagePlan").items():
+            props = resource["Properties"]
+            throttle = props.get("Throttle", {})
+            plans.append(
+                UsagePlan(
+                    rate_limit=float(throttle.get("RateLimit", 10_000)),
+                    burst_limit=int(throttle.get("BurstLimit", 5_000)),
+                    stages=[stage_names[s["Stage"]["Ref"]] for s in props.get("ApiStages", [])],
+                    keys={values[k["KeyId"]["Ref"]] for k in plan_keys if k["UsagePlanId"] == {"Ref": lid}},
+                )
+            )
+        return plans
 
     def gateway_responses(self) -> dict[str, dict[str, Any]]:
         return {

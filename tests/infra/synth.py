@@ -47,6 +47,9 @@ VARIANT = {
     "mneme:map_concurrency": "2",
     "mneme:alarm_email": "ops@example.com",
     "mneme:api_access_logs": "true",
+    "mneme:tenant_throttle_buckets": "64",
+    "mneme:tenant_rate_limit": "5",
+    "mneme:tenant_burst_limit": "10",
 }
 
 OPERATOR = "arn:aws:iam::123456789012:role/mneme-operator"

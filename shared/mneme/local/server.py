@@ -12,6 +12,8 @@ half-closes) is dropped, never served. On top of it (`StrictProtocol`, `app`):
   MAX_CONNECTIONS connections per process (503 past it), THREADS requests served at once;
 - admission before the body: the route and the API key are checked, and `Content-Length` against the
   route's limit, before a byte of the body is read; a chunked body is refused (411);
+- with `MNEME_SERVE__TENANT_RATE_LIMIT` set, each tenant's requests pass a token bucket (mneme.local.throttle):
+  past it a 429 `throttled` with `Retry-After`, as API Gateway's usage plan refuses a tenant in AWS;
 - every answer, protocol errors included, is JSON in the error shape, with an `X-Request-Id`; an
   unexpected error is logged at ERROR with its traceback and that id (`http.api.unexpected`).
 """
@@ -42,12 +44,14 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from mneme import routes
-from mneme.errors import InvalidInput, MnemeError, PayloadTooLarge
+from mneme.errors import InvalidInput, MnemeError, PayloadTooLarge, Throttled
 from mneme.http.api import proxy_error, unexpected
 from mneme.local import gateway, runtime
 from mneme.local.events import proxy_event
+from mneme.local.throttle import TenantThrottle
 from mneme.observability import logger
 from mneme.services.indexing import Indexer
+from mneme.settings import get_settings
 
 SNAPSHOT_BEHIND = 500  # writes after which the sweeper saves a vector cache's snapshot again
 
@@ -142,14 +146,18 @@ def admit_head(method: str, path: str, headers: dict[str, str]) -> Admitted:
 
 
 def answer(error: MnemeError) -> dict[str, Any]:
-    return proxy_error(error)
+    response = proxy_error(error)
+    if isinstance(error, Throttled) and isinstance(error.details, dict) and "retry_after_seconds" in error.details:
+        response["multiValueHeaders"]["Retry-After"] = [str(error.details["retry_after_seconds"])]
+    return response
 
 
 class Mneme:
     """The ASGI application: one request → admission → the route's function on a worker thread."""
 
-    def __init__(self, threads: int) -> None:
+    def __init__(self, threads: int, throttle: TenantThrottle | None = None) -> None:
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mneme-http")  # threads start lazily
+        self.throttle = throttle
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -175,6 +183,8 @@ class Mneme:
             # On the loop's thread: a route match and one key lookup (a cached SQLite read), cheaper than a
             # hop to a worker thread and back, which on a busy machine waits for a CPU each way.
             admitted = admit_head(method, path, headers)
+            if self.throttle is not None and admitted.authorizer is not None:
+                self.throttle.admit(admitted.authorizer["tenant"])
         except MnemeError as error:  # the body, if any, is left unread: the connection closes after the answer
             return answer(error), declared
         except Exception as error:  # the store or the authorizer failed: a 5xx, logged with its id
@@ -367,10 +377,16 @@ class LocalServer:
     """`mneme serve`'s HTTP server on a listening socket it binds, or inherits (`listen_fd`: a worker
     process of `serve --workers`). `serve_forever` runs it on the calling thread until `shutdown`."""
 
-    def __init__(self, address: tuple[str, int], threads: int = THREADS, listen_fd: int | None = None) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        threads: int = THREADS,
+        listen_fd: int | None = None,
+        throttle: TenantThrottle | None = None,
+    ) -> None:
         self.socket = bind(address) if listen_fd is None else socket_from_fd(listen_fd)
         self.server_address = self.socket.getsockname()
-        self.app = Mneme(threads)
+        self.app = Mneme(threads, throttle)
         config = uvicorn.Config(
             self.app,
             http=StrictProtocol,
@@ -439,9 +455,17 @@ def bind(address: tuple[str, int]) -> sockets.socket:
     return sock
 
 
-def make_server(host: str, port: int, threads: int = THREADS, listen_fd: int | None = None) -> LocalServer:
+def make_server(
+    host: str, port: int, threads: int = THREADS, listen_fd: int | None = None, throttle: TenantThrottle | None = None
+) -> LocalServer:
+    """The server; its per-tenant limit is `throttle`, else the one `MNEME_SERVE__*` sets (none by default)."""
     runtime.configure()
-    return LocalServer((host, port), threads, listen_fd)
+    return LocalServer((host, port), threads, listen_fd, throttle or configured_throttle())
+
+
+def configured_throttle() -> TenantThrottle | None:
+    serve = get_settings().serve
+    return TenantThrottle(serve.tenant_rate_limit, serve.tenant_burst_limit) if serve.tenant_rate_limit else None
 
 
 def socket_from_fd(fd: int) -> sockets.socket:
