@@ -425,6 +425,16 @@ def run(busy: int) -> tuple[list[Operation], list[Operation], Any]:
                 "single remember",
                 api(quiet_key, "POST", "/v1/remember", {"scope": "root", "content": sentence(10_001)}),
             ),
+            measure(
+                cloud,
+                "single remember, a conversation turn",
+                api(
+                    quiet_key,
+                    "POST",
+                    "/v1/remember",
+                    {"scope": "root", "content": sentence(10_002), "session_id": "s1"},
+                ),
+            ),
         ]
         cloud.gateway.flush_authorizer_cache()
         operations.append(
