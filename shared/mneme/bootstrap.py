@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import secrets
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cache, cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
 from mneme.errors import StoreUnavailable
 from mneme.services.keys import Authenticator
@@ -144,6 +145,25 @@ def build(
     return services
 
 
+T = TypeVar("T")
+
+
+class built(cached_property[T]):
+    """A service built once, on first use, under the graph's lock: two threads asking at once (the local
+    server's) share one instance. Once built it is a plain attribute, read without the lock."""
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any] | None = None) -> Self: ...
+    @overload
+    def __get__(self, instance: object, owner: type[Any] | None = None) -> T: ...
+    def __get__(self, instance: object | None, owner: type[Any] | None = None) -> T | Self:
+        if instance is None:
+            return self
+        assert isinstance(instance, Services)
+        with instance._building:
+            return super().__get__(instance, owner)
+
+
 class Services:
     """The service graph, each part built on first use and then shared: a function builds what its requests
     touch and no more (retrieve: the store, scopes and memories; no embedder, index or consolidation), so
@@ -152,36 +172,43 @@ class Services:
 
     def __init__(self, settings: Settings, *, background: bool, reasoner: Reasoner | None) -> None:
         self.settings, self.background, self._reasoner = settings, background, reasoner
+        self._building = threading.RLock()  # re-entrant: building a service builds the ones it needs
 
-    @cached_property
+    def build_all(self) -> None:
+        """Build every service now (a long-lived server, before it takes requests)."""
+        for name, member in vars(type(self)).items():
+            if isinstance(member, built):
+                getattr(self, name)
+
+    @built
     def store(self) -> RecordStore:
         return build_store(self.settings)
 
-    @cached_property
+    @built
     def clock(self) -> Clock:
         return SystemClock()
 
-    @cached_property
+    @built
     def embedder(self) -> Embedder:
         return build_embedder(self.settings)
 
-    @cached_property
+    @built
     def index(self) -> SearchIndex:
         return build_index(self.settings, self.embedder.dimension)
 
-    @cached_property
+    @built
     def scopes(self) -> ScopeService:
         from mneme.services.scopes import ScopeService
 
         return ScopeService(self.store, self.clock)
 
-    @cached_property
+    @built
     def indexer(self) -> Indexer:
         from mneme.services.indexing import Indexer
 
         return Indexer(self.store, self.scopes, self.embedder, self.index)
 
-    @cached_property
+    @built
     def memories(self) -> MemoryService:
         from mneme.services.memories import MemoryService
 
@@ -191,31 +218,31 @@ class Services:
     def _memory_changed(self, memory: Memory) -> None:
         self.indexer.on_memory_change(memory)
 
-    @cached_property
+    @built
     def retrieval(self) -> RetrievalService:
         from mneme.services.retrieval import RetrievalService
 
         return RetrievalService(self.store, self.clock, self.scopes, self.memories)
 
-    @cached_property
+    @built
     def keys(self) -> KeyService:
         from mneme.services.keys import KeyService
 
         return KeyService(self.store, self.clock)
 
-    @cached_property
+    @built
     def remember(self) -> RememberService:
         from mneme.services.remember import RememberService
 
         return RememberService(self.store, self.clock, self.scopes, self.embedder, self.indexer)
 
-    @cached_property
+    @built
     def recall(self) -> RecallService:
         from mneme.services.recall import RecallService
 
         return RecallService(self.store, self.clock, self.scopes, self.embedder, self.index)
 
-    @cached_property
+    @built
     def consolidation(self) -> ConsolidationService:
         from mneme.consolidation.service import ConsolidationService
         from mneme.consolidation.stages import Deps
@@ -227,42 +254,42 @@ class Services:
             consolidation.orchestrator = build_orchestrator(self.settings, consolidation)
         return consolidation
 
-    @cached_property
+    @built
     def review(self) -> ReviewService:
         from mneme.services.review import ReviewService
 
         return ReviewService(self.store, self.clock, self.memories, self.scopes)
 
-    @cached_property
+    @built
     def _cursor_secret(self) -> Callable[[], bytes]:
         return cursor_secret(self.settings)
 
-    @cached_property
+    @built
     def feed(self) -> FeedService:
         from mneme.services.feed import FeedService
 
         return FeedService(self.store, self._cursor_secret)
 
-    @cached_property
+    @built
     def portability(self) -> PortabilityService:
         from mneme.services.portability import PortabilityService
 
         return PortabilityService(self.store, self.clock, self.scopes, self.indexer)
 
-    @cached_property
+    @built
     def structure(self) -> StructureService:
         from mneme.services.structure import StructureService
 
         return StructureService(self.store, self.clock, self.scopes, self.indexer)
 
-    @cached_property
+    @built
     def records(self) -> RecordsService:
         from mneme.services.cursors import Cursors
         from mneme.services.records import RecordsService
 
         return RecordsService(self.store, self.scopes, Cursors(self._cursor_secret))
 
-    @cached_property
+    @built
     def forgetting(self) -> ForgetService:
         from mneme.services.forgetting import ForgetService
 

@@ -8,9 +8,15 @@ import json
 import os
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from mneme import bootstrap
+from mneme.settings import Settings
+from tests.support.embedding import HashEmbedder
 
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("numpy", "opensearchpy", "mneme.consolidation")
@@ -99,3 +105,35 @@ def test_a_request_that_reads_records_answers_without_numpy_opensearch_or_consol
     assert isinstance(answer, dict)
     assert answer["status"] == 200, answer["body"]
     assert heavy(answer["modules"]) == []
+
+
+class SlowEmbedder:
+    """Building the index reads the embedder's dimension: slow enough here for two threads to overlap."""
+
+    def __init__(self) -> None:
+        self.inner = HashEmbedder()
+
+    @property
+    def dimension(self) -> int:
+        time.sleep(0.2)
+        return self.inner.dimension
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+def test_services_built_on_first_use_are_one_instance_when_two_threads_ask_at_once(tmp_path: Path) -> None:
+    # the local server answers on threads: both first requests must share one index (and its vector cache).
+    # CPython 3.11's cached_property locks on its own; 3.12 (Lambda's, and a user's) does not: bootstrap.built does
+    services = bootstrap.build(Settings(home=tmp_path), embedder=SlowEmbedder(), background=False)
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(lambda _: services.index, range(2))
+    assert first is second
+    assert services.indexer.index is first
+
+
+def test_build_all_builds_every_service_before_a_server_takes_requests(tmp_path: Path) -> None:
+    services = bootstrap.build(Settings(home=tmp_path), embedder=HashEmbedder(), background=False)
+    services.build_all()
+    built = vars(services)
+    assert {"store", "index", "indexer", "retrieval", "remember", "recall", "consolidation", "records"} <= set(built)
