@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import secrets
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
-from typing import TYPE_CHECKING
+from functools import cache, cached_property
+from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
 from mneme.auth import UsageKeys
 from mneme.errors import StoreUnavailable
@@ -23,11 +23,12 @@ from mneme.settings import (
 )
 
 # The services (and numpy, consolidation, the adapters) are imported where they are built, so a function
-# that needs only part of the graph (the authorizer: `current_authenticator`) does not load the rest.
+# that needs only part of the graph (the authorizer: `current_authenticator`; retrieve) does not load the rest.
 if TYPE_CHECKING:
     from mneme.adapters.opensearch_index import OpenSearchIndex as OpenSearchAdapter
     from mneme.consolidation.reasoning import Reasoner
     from mneme.consolidation.service import ConsolidationService, Orchestrator
+    from mneme.models import Memory
     from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
     from mneme.services.feed import FeedService
     from mneme.services.forgetting import ForgetService
@@ -47,28 +48,6 @@ if TYPE_CHECKING:
 class SystemClock:
     def now(self) -> datetime:
         return datetime.now(UTC)
-
-
-@dataclass
-class Services:
-    store: RecordStore
-    clock: Clock
-    embedder: Embedder
-    index: SearchIndex
-    scopes: ScopeService
-    memories: MemoryService
-    retrieval: RetrievalService
-    keys: KeyService
-    indexer: Indexer
-    remember: RememberService
-    recall: RecallService
-    consolidation: ConsolidationService
-    review: ReviewService
-    feed: FeedService
-    portability: PortabilityService
-    structure: StructureService
-    records: RecordsService
-    forgetting: ForgetService
 
 
 def build_store(settings: Settings) -> RecordStore:
@@ -159,57 +138,163 @@ def build(
 
     With `background=False` consolidation runs synchronously inside `start` (tests, CLI).
     """
-    from mneme.consolidation.service import ConsolidationService
-    from mneme.consolidation.stages import Deps
-    from mneme.services.cursors import Cursors
-    from mneme.services.feed import FeedService
-    from mneme.services.forgetting import ForgetService
-    from mneme.services.indexing import Indexer
-    from mneme.services.keys import KeyService
-    from mneme.services.memories import MemoryService
-    from mneme.services.portability import PortabilityService
-    from mneme.services.recall import RecallService
-    from mneme.services.records import RecordsService
-    from mneme.services.remember import RememberService
-    from mneme.services.retrieval import RetrievalService
-    from mneme.services.review import ReviewService
-    from mneme.services.scopes import ScopeService
-    from mneme.services.structure import StructureService
+    services = Services(settings or get_settings(), background=background, reasoner=reasoner)
+    given = {"store": store, "clock": clock, "embedder": embedder, "index": index}
+    for name, port in given.items():
+        if port is not None:
+            setattr(services, name, port)  # in place of the cached_property's first build
+    return services
 
-    settings = settings or get_settings()
-    store = store or build_store(settings)
-    clock = clock or SystemClock()
-    embedder = embedder or build_embedder(settings)
-    index = index or build_index(settings, embedder.dimension)
-    scopes = ScopeService(store, clock)
-    indexer = Indexer(store, scopes, embedder, index)
-    memories = MemoryService(store, clock, scopes, on_change=indexer.on_memory_change)
-    deps = Deps(store, clock, embedder, reasoner or build_reasoner(settings), indexer, settings.consolidation)
-    consolidation = ConsolidationService(deps, scopes)
-    if background:
-        consolidation.orchestrator = build_orchestrator(settings, consolidation)
-    secret = cursor_secret(settings)
-    records = RecordsService(store, scopes, Cursors(secret))
-    return Services(
-        store=store,
-        clock=clock,
-        embedder=embedder,
-        index=index,
-        scopes=scopes,
-        memories=memories,
-        retrieval=RetrievalService(store, clock, scopes, memories),
-        keys=KeyService(store, clock),
-        indexer=indexer,
-        remember=RememberService(store, clock, scopes, embedder, indexer),
-        recall=RecallService(store, clock, scopes, embedder, index),
-        consolidation=consolidation,
-        review=ReviewService(store, clock, memories, scopes),
-        feed=FeedService(store, secret),
-        portability=PortabilityService(store, clock, scopes, indexer),
-        structure=StructureService(store, clock, scopes, indexer),
-        records=records,
-        forgetting=ForgetService(store, clock, embedder, indexer, records),
-    )
+
+T = TypeVar("T")
+
+
+class built(cached_property[T]):
+    """A service built once, on first use, under the graph's lock: two threads asking at once (the local
+    server's) share one instance. Once built it is a plain attribute, read without the lock."""
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any] | None = None) -> Self: ...
+    @overload
+    def __get__(self, instance: object, owner: type[Any] | None = None) -> T: ...
+    def __get__(self, instance: object | None, owner: type[Any] | None = None) -> T | Self:
+        if instance is None:
+            return self
+        assert isinstance(instance, Services)
+        with instance._building:
+            return super().__get__(instance, owner)
+
+
+class Services:
+    """The service graph, each part built on first use and then shared: a function builds what its requests
+    touch and no more (retrieve: the store, scopes and memories; no embedder, index or consolidation), so
+    its cold start does not import numpy, the OpenSearch client or the consolidation code. A port passed to
+    `build`, or assigned, replaces the one settings would choose."""
+
+    def __init__(self, settings: Settings, *, background: bool, reasoner: Reasoner | None) -> None:
+        self.settings, self.background, self._reasoner = settings, background, reasoner
+        self._building = threading.RLock()  # re-entrant: building a service builds the ones it needs
+
+    def build_all(self) -> None:
+        """Build every service now (a long-lived server, before it takes requests)."""
+        for name, member in vars(type(self)).items():
+            if isinstance(member, built):
+                getattr(self, name)
+
+    @built
+    def store(self) -> RecordStore:
+        return build_store(self.settings)
+
+    @built
+    def clock(self) -> Clock:
+        return SystemClock()
+
+    @built
+    def embedder(self) -> Embedder:
+        return build_embedder(self.settings)
+
+    @built
+    def index(self) -> SearchIndex:
+        return build_index(self.settings, self.embedder.dimension)
+
+    @built
+    def scopes(self) -> ScopeService:
+        from mneme.services.scopes import ScopeService
+
+        return ScopeService(self.store, self.clock)
+
+    @built
+    def indexer(self) -> Indexer:
+        from mneme.services.indexing import Indexer
+
+        return Indexer(self.store, self.scopes, self.embedder, self.index)
+
+    @built
+    def memories(self) -> MemoryService:
+        from mneme.services.memories import MemoryService
+
+        # the indexer (embedder, index) is built when a memory first changes, not to read one
+        return MemoryService(self.store, self.clock, self.scopes, on_change=self._memory_changed)
+
+    def _memory_changed(self, memory: Memory) -> None:
+        self.indexer.on_memory_change(memory)
+
+    @built
+    def retrieval(self) -> RetrievalService:
+        from mneme.services.retrieval import RetrievalService
+
+        return RetrievalService(self.store, self.clock, self.scopes, self.memories)
+
+    @built
+    def keys(self) -> KeyService:
+        from mneme.services.keys import KeyService
+
+        return KeyService(self.store, self.clock)
+
+    @built
+    def remember(self) -> RememberService:
+        from mneme.services.remember import RememberService
+
+        return RememberService(self.store, self.clock, self.scopes, self.embedder, self.indexer)
+
+    @built
+    def recall(self) -> RecallService:
+        from mneme.services.recall import RecallService
+
+        return RecallService(self.store, self.clock, self.scopes, self.embedder, self.index)
+
+    @built
+    def consolidation(self) -> ConsolidationService:
+        from mneme.consolidation.service import ConsolidationService
+        from mneme.consolidation.stages import Deps
+
+        reasoner = self._reasoner or build_reasoner(self.settings)
+        deps = Deps(self.store, self.clock, self.embedder, reasoner, self.indexer, self.settings.consolidation)
+        consolidation = ConsolidationService(deps, self.scopes)
+        if self.background:
+            consolidation.orchestrator = build_orchestrator(self.settings, consolidation)
+        return consolidation
+
+    @built
+    def review(self) -> ReviewService:
+        from mneme.services.review import ReviewService
+
+        return ReviewService(self.store, self.clock, self.memories, self.scopes)
+
+    @built
+    def _cursor_secret(self) -> Callable[[], bytes]:
+        return cursor_secret(self.settings)
+
+    @built
+    def feed(self) -> FeedService:
+        from mneme.services.feed import FeedService
+
+        return FeedService(self.store, self._cursor_secret)
+
+    @built
+    def portability(self) -> PortabilityService:
+        from mneme.services.portability import PortabilityService
+
+        return PortabilityService(self.store, self.clock, self.scopes, self.indexer)
+
+    @built
+    def structure(self) -> StructureService:
+        from mneme.services.structure import StructureService
+
+        return StructureService(self.store, self.clock, self.scopes, self.indexer)
+
+    @built
+    def records(self) -> RecordsService:
+        from mneme.services.cursors import Cursors
+        from mneme.services.records import RecordsService
+
+        return RecordsService(self.store, self.scopes, Cursors(self._cursor_secret))
+
+    @built
+    def forgetting(self) -> ForgetService:
+        from mneme.services.forgetting import ForgetService
+
+        return ForgetService(self.store, self.clock, self.embedder, self.indexer, self.records)
 
 
 CURSOR_KEY_BYTES = 32  # the generated cursor.key: 64 hex characters

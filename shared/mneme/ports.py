@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import Protocol, runtime_checkable
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from mneme.models import ApiKey, Episode, Forgotten, HistoryEntry, Memory, Revision, Scope, SessionPosition
 from mneme.records import Checkpoint, Contradiction, Fact, Run
 from mneme.search_models import Hit, IndexDocument, SearchFilter
 from mneme.structure_models import Draft, Plan
+
+if TYPE_CHECKING:  # vectors are numpy arrays, but a function that never embeds must not import numpy
+    import numpy as np
+    from numpy.typing import NDArray
 
 
 class Clock(Protocol):

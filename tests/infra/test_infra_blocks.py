@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,8 @@ from aws_cdk import App, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from pydantic import ValidationError
 
-from infra.layer_bundling import CopySources, bundling, drop_distributions, drop_test_suites
+from infra import layer_bundling
+from infra.layer_bundling import CopySources, PipLayer, bundling, drop_distributions, drop_test_suites
 from infra.layer_lock import runtime_requirements
 from infra.mneme_infra.access import bedrock_model_arns, is_inference_profile
 from infra.mneme_infra.config import InfraConfig
@@ -152,10 +155,111 @@ def test_drop_test_suites_removes_packages_tests_only(tmp_path: Path) -> None:
         "numpy/_core/multiarray.py", "numpy/testing/__init__.py", "pydantic/__init__.py"]  # fmt: skip
 
 
-def test_code_asset_holds_functions_and_the_domain_package_without_caches(tmp_path: Path) -> None:
+LAMBDA_PYTHON = layer_bundling.build_python()
+needs_lambda_python = pytest.mark.skipif(
+    LAMBDA_PYTHON is None, reason="no CPython 3.12 (MNEME_BUILD_PYTHON, python3.12 on PATH, pyenv) to compile with"
+)
+# Run by Lambda's Python: every .py has a pyc of that version, hash-based and unchecked (flags 0b01), of this
+# very source; imported with the sources replaced, the modules still load, so the import system used the pycs.
+CHECK_BYTECODE = """
+import importlib.util, json, pathlib, sys
+root = pathlib.Path(sys.argv[1])
+problems = []
+for source in sorted(root.rglob("*.py")):
+    pyc = pathlib.Path(importlib.util.cache_from_source(str(source)))
+    if not pyc.is_file():
+        problems.append(f"no pyc: {source.relative_to(root)}")
+        continue
+    header = pyc.read_bytes()[:16]
+    expected = importlib.util.MAGIC_NUMBER + (1).to_bytes(4, "little") + importlib.util.source_hash(source.read_bytes())
+    if header != expected:
+        problems.append(f"not an unchecked-hash pyc of this source: {pyc.relative_to(root)}")
+for source in root.rglob("*.py"):
+    source.write_text("raise SystemExit('compiled at import: ' + __name__)")
+sys.path.insert(0, str(root))
+for module in sys.argv[2:]:
+    __import__(module)
+print(json.dumps(problems))
+"""
+
+
+def lambda_bytecode_problems(root: Path, *modules: str) -> list[str]:
+    assert LAMBDA_PYTHON is not None
+    done = subprocess.run([LAMBDA_PYTHON, "-c", CHECK_BYTECODE, str(root), *modules], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    problems: list[str] = json.loads(done.stdout)
+    return problems
+
+
+@needs_lambda_python
+def test_code_asset_ships_lambdas_bytecode_for_every_module_and_not_the_developers(tmp_path: Path) -> None:
+    # Given a developer's tree with bytecode of their own Python in __pycache__
+    sources = tmp_path / "src"
+    for name in ("functions", "mneme"):
+        (sources / name).mkdir(parents=True)
+    (sources / "mneme" / "__init__.py").write_text("")
+    (sources / "mneme" / "errors.py").write_text("class Refused(Exception):\n    pass\n")
+    (sources / "functions" / "__init__.py").write_text("")
+    (sources / "functions" / "retrieve.py").write_text("from mneme.errors import Refused\n")
+    (sources / "mneme" / "__pycache__").mkdir()
+    (sources / "mneme" / "__pycache__" / "errors.cpython-311.pyc").write_bytes(b"stale")
+    # When the code asset is bundled
+    local = CopySources({name: sources / name for name in ("functions", "mneme")})
+    output = tmp_path / "asset"
+    assert local.try_bundle(str(output), bundling(local)) is True
+    # Then Lambda's Python imports the functions from bytecode, never compiling on its read-only disk
+    assert lambda_bytecode_problems(output, "functions.retrieve") == []
+    assert not list(output.rglob("*.cpython-311.pyc"))
+
+
+@needs_lambda_python
+def test_code_asset_holds_functions_and_the_domain_package_compiled(tmp_path: Path) -> None:
     sources = {"functions": REPO / "functions", "mneme": REPO / "shared" / "mneme"}
     local = CopySources(sources)
     assert local.try_bundle(str(tmp_path), bundling(local)) is True
     assert (tmp_path / "functions" / "retrieve.py").is_file()
     assert (tmp_path / "mneme" / "routes.py").is_file()
-    assert not list(tmp_path.rglob("__pycache__"))
+    assert lambda_bytecode_problems(tmp_path, "mneme.errors") == []
+
+
+class FakePipLayer(PipLayer):
+    """pip without PyPI: installs a small package, with a test suite the layer leaves out."""
+
+    def install(self, site: Path) -> None:
+        for path, text in {"events/__init__.py": "from events.core import fire\n", "events/core.py": "fire = 1\n",
+                           "events/tests/test_core.py": "assert False\n"}.items():  # fmt: skip
+            (site / path).parent.mkdir(parents=True, exist_ok=True)
+            (site / path).write_text(text)
+
+
+@needs_lambda_python
+def test_layer_ships_lambdas_bytecode_for_every_module(tmp_path: Path) -> None:
+    local = FakePipLayer(tmp_path / "unused.txt")
+    assert local.try_bundle(str(tmp_path / "layer"), bundling(local)) is True
+    site = tmp_path / "layer" / "python"
+    assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*.pyc")) == [
+        "events/__pycache__/__init__.cpython-312.pyc", "events/__pycache__/core.cpython-312.pyc"]  # fmt: skip
+    assert lambda_bytecode_problems(site, "events") == []
+
+
+def test_without_lambdas_python_the_assets_ship_sources_and_say_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(layer_bundling, "build_python", lambda: None)
+    local = FakePipLayer(tmp_path / "unused.txt")
+    assert local.try_bundle(str(tmp_path / "layer"), bundling(local)) is True
+    assert (tmp_path / "layer" / "python" / "events" / "core.py").is_file()
+    assert not list(tmp_path.rglob("*.pyc"))
+    assert "no CPython 3.12 found" in capsys.readouterr().err
+
+
+def test_build_python_is_a_runnable_cpython_312(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # a pyenv shim on PATH that fails when run, and a variable naming a missing file, are passed over
+    shim = tmp_path / "python3.12"
+    shim.write_text("#!/bin/sh\necho 'pyenv: python3.12: command not found' >&2\nexit 127\n")
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("MNEME_BUILD_PYTHON", str(tmp_path / "missing"))
+    found = layer_bundling.build_python()
+    assert found != str(shim) and found != str(tmp_path / "missing")
+    assert found is None or layer_bundling.runs_as(found, "3.12")

@@ -42,13 +42,14 @@ class BedrockDouble(BaseHTTPRequestHandler):
 
 
 def functions_of(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """name -> {handler, environment} for every function with a description `Mneme <name>`."""
+    """name -> {handler, environment, memory, traced} for every function described `Mneme <name>`."""
     found = {}
     for resource in template["Resources"].values():
         if resource["Type"] == "AWS::Lambda::Function":
             props = resource["Properties"]
             name = props.get("Description", "").removeprefix("Mneme ")
-            found[name] = {"handler": props["Handler"], "environment": props["Environment"]["Variables"]}
+            found[name] = {"handler": props["Handler"], "environment": props["Environment"]["Variables"],
+                           "memory": props.get("MemorySize", 128), "traced": "TracingConfig" in props}  # fmt: skip
     return found
 
 

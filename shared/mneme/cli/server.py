@@ -160,6 +160,7 @@ def _warm() -> None:
     from mneme.settings import BedrockEmbedderSettings
 
     services = bootstrap.current()
+    services.build_all()
     for route in routes.ROUTES:
         gateway.function(route.function)
     if not isinstance(bootstrap.current_settings().embedder, BedrockEmbedderSettings):
