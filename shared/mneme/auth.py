@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mneme.errors import Forbidden, Unauthorized
-from mneme.models import Principal
+from mneme.identity import Principal
 from mneme.services.keys import Authenticator, KeyService
 
 

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Annotated, Any, Literal, NamedTuple, get_args
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field
+
+# Who calls lives in its own module (the authorizer's cold start loads only it); named here too.
+from mneme.identity import ApiKey as ApiKey
+from mneme.identity import Principal as Principal
+from mneme.identity import Role as Role
 
 
 def convertible_to_utc(value: datetime) -> datetime:
@@ -29,40 +33,6 @@ def not_a_number(value: object) -> object:
 Timestamp = Annotated[datetime, BeforeValidator(not_a_number), AfterValidator(convertible_to_utc)]
 """A time from a client: ISO 8601 text, never a number; with an offset, it must stay within datetime's range
 in UTC (0001-01-01T00:00+14:00 does not)."""
-
-
-class Role(StrEnum):
-    reader = "reader"
-    writer = "writer"
-    approver = "approver"
-    admin = "admin"
-
-
-ROLE_RANK = {Role.reader: 0, Role.writer: 1, Role.approver: 2, Role.admin: 3}
-
-
-class Principal(BaseModel):
-    """Who is calling: resolved from the credential, never from a request body."""
-
-    model_config = ConfigDict(frozen=True)
-
-    tenant: str
-    principal: str
-    roles: frozenset[Role]
-
-    def has(self, role: Role) -> bool:
-        """Roles are cumulative: admin implies approver implies writer implies reader."""
-        return any(ROLE_RANK[held] >= ROLE_RANK[role] for held in self.roles)
-
-
-class ApiKey(BaseModel):
-    key_hash: str
-    key_id: str
-    tenant: str
-    principal: str
-    roles: list[Role]
-    created_at: datetime
-    revoked_at: datetime | None = None
 
 
 class Scope(BaseModel):

@@ -1,4 +1,5 @@
-"""The authorizer's cold start loads the key lookup only: no numpy, consolidation, OpenSearch or X-Ray SDK."""
+"""The authorizer's cold start loads the key lookup only: no numpy, consolidation, OpenSearch, X-Ray SDK or record
+models (the caller's identity has its own module)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,15 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-HEAVY = ("numpy", "mneme.consolidation", "mneme.services.recall", "mneme.adapters.dynamo_store", "opensearchpy",
-         "aws_xray_sdk")  # fmt: skip
+HEAVY = (
+    "numpy",
+    "mneme.consolidation",
+    "mneme.services.recall",
+    "mneme.adapters.dynamo_store",
+    "opensearchpy",
+    "aws_xray_sdk",
+    "mneme.models",
+)  # fmt: skip  (mneme.models: every record model; mneme.identity suffices)
 
 FIRST_REQUEST = """
 import json, sys

@@ -31,12 +31,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from enum import Enum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from pydantic import BaseModel
 
-from mneme.models import Memory
+if TYPE_CHECKING:
+    from mneme.models import Memory
+
 
 AttributeValue = dict[str, Any]
 Item = dict[str, AttributeValue]

@@ -14,7 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from mneme.adapters.dynamo_codec import apikey_key, to_model
 from mneme.errors import StoreUnavailable
-from mneme.models import ApiKey
+from mneme.identity import ApiKey
 
 
 class DynamoApiKeys:

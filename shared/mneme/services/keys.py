@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from mneme.errors import InvalidInput, NotFound, Unauthorized
-from mneme.models import ApiKey, Principal, Role
+from mneme.identity import ApiKey, Principal, Role
 
 if TYPE_CHECKING:  # the authorizer imports this module: keep the ports (and numpy) out of its cold start
     from mneme.ports import ApiKeyStore, Clock, ScopeStore
