@@ -283,8 +283,9 @@ class ErasureStore(Protocol):
         ...
 
     def list_forgotten_since(self, tenant: str, since: datetime) -> set[str]:
-        """Ids of the episodes and facts forgotten (one by one) at or after `since`, at least the last day's:
-        what a search index that lags its writes may still return (read-your-writes for recall)."""
+        """Ids of the episodes and facts forgotten at or after `since`, at least the last day's: what a search
+        index that lags its writes may still return (read-your-writes for recall). A store whose index lags
+        (DynamoDB beside OpenSearch Serverless) also lists those erased with their scope."""
         ...
 
     def erase_scopes(self, tenant: str, scope_ids: Sequence[str], *, dry_run: bool) -> tuple[dict[str, int], list[str]]:

@@ -3,14 +3,16 @@ SQLite and DynamoDB (moto). Builders and the `store` fixture come from the recor
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
+from mneme.adapters.dynamo_store import DynamoRecordStore
 from mneme.errors import Conflict, NotFound
 from mneme.models import Forgotten, HistoryEntry
 from mneme.ports import RecordStore
-from tests.contract.test_record_store import T0, A, B, aws, episode, fact, scope, store
+from tests.contract.test_record_store import T0, TABLE, A, B, aws, episode, fact, scope, store
 from tests.support.sessions import said_before
 
 __all__ = ["aws", "store"]  # fixtures, used by name
@@ -112,3 +114,15 @@ def test_erasing_a_scope_erases_who_forgot_what(store: RecordStore) -> None:
     store.erase_scopes(A, ["acme"], dry_run=False)
     assert store.get_forgotten(A, "e1") is None
     assert store.list_history(A, "f1") == []
+
+
+def test_dynamodb_lists_erased_episodes_and_facts_as_recently_forgotten(aws: Any) -> None:
+    """A Serverless index may return an erased scope's records for a while: the erasure marks them too."""
+    store = DynamoRecordStore(TABLE, client=aws, feed_horizon_seconds=0)
+    store.create_scope(root := scope("root", None, "root"))
+    store.create_scope(scope("acme", root, "acme"))
+    store.put_episodes([episode("e1"), episode("e2", minute=1)])
+    store.put_facts([fact("f1", scope_id="acme")])
+    store.erase_scopes(A, ["acme"], dry_run=False)
+    assert store.list_forgotten_since(A, datetime.now(UTC) - timedelta(minutes=1)) == {"e1", "e2", "f1"}
+    assert store.list_forgotten_since(B, datetime.now(UTC) - timedelta(minutes=1)) == set()

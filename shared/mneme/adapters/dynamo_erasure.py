@@ -29,7 +29,7 @@ from mneme.adapters.dynamo_codec import (
     to_model,
 )
 from mneme.adapters.dynamo_extras import REVISION_STATUSES
-from mneme.adapters.dynamo_records import forgotten_key
+from mneme.adapters.dynamo_records import forgotten_key, recently_forgotten
 from mneme.adapters.dynamo_table import FEED_POSITION, DynamoTable, position_of, text_of, unmoved
 from mneme.models import Memory, Scope
 
@@ -107,14 +107,17 @@ class DynamoErasure(DynamoTable):
         return counts, gone
 
     def _put_tombstones(self, tenant: str, records: Sequence[tuple[str, str]], previous: Sequence[str | None]) -> None:
-        """Feed entries `deleted:<kind>` (the id, nothing else) past every erased record's old entry; written
-        before the records go, so a crash leaves the records findable and erasing again re-announces them."""
+        """Feed entries `deleted:<kind>` (the id, nothing else) past every erased record's old entry, and the
+        erased episodes' and facts' recent-forgetting marks (`list_forgotten_since`); written before the
+        records go, so a crash leaves the records findable and erasing again re-announces them."""
         if records:
-            position = self._position(*previous)
+            position, now = self._position(*previous), self._now()
             puts = [
                 self._feed_move(tenant, f"deleted:{kind}", record_id, None, position)[0] for kind, record_id in records
             ]
-            self._batch_write([{"PutRequest": {"Item": write.request["Put"]["Item"]}} for write in puts])
+            items = [write.request["Put"]["Item"] for write in puts]
+            items += [recently_forgotten(tenant, i, now, now) for kind, i in records if kind in ("episode", "fact")]
+            self._batch_write([{"PutRequest": {"Item": item}} for item in items])
 
     def _memory_attachments(self, tenant: str, memory: Memory) -> list[Item]:
         """A memory's key slot, revisions (with their author and queue copies) and history."""

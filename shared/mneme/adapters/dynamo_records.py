@@ -45,6 +45,12 @@ def recently_forgotten_key(tenant: str, position: str, record_id: str) -> Item:
 RECENT_FOR = timedelta(days=1)  # how long a forgetting's recent mark is kept (TTL): far past any index lag
 
 
+def recently_forgotten(tenant: str, record_id: str, at: datetime, now: datetime) -> Item:
+    """The mark `list_forgotten_since` finds: the record's id at the time it went, kept a day (TTL)."""
+    marks = {"item_type": "gone", "id": record_id, EXPIRES_AT: int((now + RECENT_FOR).timestamp())}
+    return {**recently_forgotten_key(tenant, position_text(at), record_id), **{n: attr(v) for n, v in marks.items()}}
+
+
 def scope_forgotten_key(tenant: str, scope_id: str, record_id: str) -> Item:
     return key(tenant_pk(tenant, "SCOPEFORGOT", scope_id), f"ID#{record_id}")
 
@@ -115,10 +121,7 @@ class DynamoRecords(DynamoTable):
         position = self._position(previous)
         forgotten = to_item(record, forgotten_key(tenant, record_id), item_type="forgotten")
         copy = to_item(record, scope_forgotten_key(tenant, record.scope_id, record_id), item_type="forgotten_copy")
-        expires = int((self._now() + RECENT_FOR).timestamp())
-        marks = {"item_type": "gone", "id": record_id, EXPIRES_AT: expires}
-        at = position_text(record.forgotten_at)
-        recent = {**recently_forgotten_key(tenant, at, record_id), **{n: attr(v) for n, v in marks.items()}}
+        recent = recently_forgotten(tenant, record_id, record.forgotten_at, self._now())
         return [
             delete(record_key, same, "record_race", "the record changed meanwhile", **values),
             *self._feed_move(tenant, f"deleted:{kind}", record_id, previous, position),
