@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -322,10 +322,15 @@ def test_dynamodb_erasure_leaves_no_item_naming_an_erased_record(aws: Any) -> No
     _, erased = store.erase_scopes(A, ERASED_SCOPES, dry_run=False)
 
     left = naming(set(erased))  # only the tombstones name them: a feed entry with the id, nothing else
-    assert sorted(i["kind"]["S"] for i in left) == sorted(
+    gone = [i for i in left if i["item_type"]["S"] == "gone"]  # and, for a day, the recent-forgetting marks
+    tombstones = [i for i in left if i not in gone]
+    assert sorted(i["kind"]["S"] for i in tombstones) == sorted(
         f"deleted:{kind}" for kind in ["episode"] * 3 + ["fact"] * 2 + ["memory"] * 4 + ["scope"] * 3
     )
-    assert all(set(i) == {"PK", "SK", "item_type", "kind", "id", "position"} for i in left)
+    assert all(set(i) == {"PK", "SK", "item_type", "kind", "id", "position"} for i in tombstones)
+    assert len(gone) == 3 + 2 and all(set(i) == {"PK", "SK", "item_type", "id", "expires_at"} for i in gone)
+    day = datetime.now(UTC) + timedelta(days=1, minutes=1)
+    assert all(int(i["expires_at"]["N"]) <= day.timestamp() for i in gone)  # the table's TTL deletes them
     assert store.get_delivered(A, "bot", "s1") == {"e-pi", "e-cav"}  # documented: delivered ids are not erased
 
 
