@@ -48,7 +48,7 @@ from load import start_server
 
 from mneme.adapters.sqlite_store import SqliteRecordStore
 from mneme.bootstrap import SystemClock
-from mneme.models import ROLE_RANK, Role
+from mneme.identity import ROLE_RANK, Role
 from mneme.routes import ROUTES, Route
 from mneme.services.keys import KeyService
 
