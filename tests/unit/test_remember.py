@@ -49,6 +49,33 @@ def test_an_episode_is_searchable_as_soon_as_remember_returns(acme: Services) ->
     assert recall_ids(acme, "who serviced the boiler") == [stored.episode_id]
 
 
+class CountingMarks:
+    """The store, counting the calls that mark episodes indexed after they were written."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner, self.marked = inner, 0
+
+    def mark_indexed(self, tenant: str, ids: Sequence[str]) -> None:
+        self.marked += 1
+        self.inner.mark_indexed(tenant, ids)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+def test_an_episode_is_stored_already_marked_indexed_never_rewritten_to_say_so(acme: Services) -> None:
+    """The index is written before the records: on DynamoDB a second write of the whole item to mark it
+    indexed cost ~5 write units and an index entry's put and delete (bench/cost.py)."""
+    counting = CountingMarks(acme.store)
+    acme.remember.store = counting  # type: ignore[assignment]
+    acme.remember.indexer.store = counting  # type: ignore[assignment]
+    stored = acme.remember.remember(WRITER, [item("The boiler in unit 4 was serviced by Dale."), item("Gate 2.")])
+    assert all(s.created and s.indexed for s in stored)
+    assert counting.marked == 0
+    records = acme.store.get_episodes("acme", [s.episode_id for s in stored])
+    assert all(record.indexed for record in records.values()) and acme.store.list_unindexed(10) == []
+
+
 def test_a_retry_with_the_same_key_returns_the_first_episode(acme: Services) -> None:
     first = acme.remember.remember(WRITER, [item("Invoice 77 was paid.", idempotency_key="pay-77")])
     again = acme.remember.remember(WRITER, [item("Invoice 77 was paid.", idempotency_key="pay-77")])
@@ -236,7 +263,8 @@ def test_a_store_failure_after_embedding_indexes_nothing(acme: Services) -> None
     batch = [item(f"Gate {i} locked.") for i in range(10)]
     store = Failing(acme.store, "put_episodes", StoreUnavailable("disk full"))
     acme.remember.store = store  # type: ignore[assignment]
-    # When the batch is remembered, Then nothing is indexed (the index documents drafted meanwhile are dropped)
+    # When the batch is remembered, Then recall shows none of it (the index, written first, holds documents
+    # without records: recall reads the records and drops them)
     with pytest.raises(StoreUnavailable, match="disk full"):
         acme.remember.remember(WRITER, batch)
     assert recall_ids(acme, "gate locked", scoring={"strictness": "recall"}) == []
