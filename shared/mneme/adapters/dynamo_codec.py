@@ -356,14 +356,13 @@ def dirty_update(tenant: str, scope_id: str, dirtied: datetime) -> dict[str, Any
     already, only move its `dirtied_at` (which `clear_dirty` compares): the GSI1 key keeps the time the
     scope first became dirty, so the schedule takes the longest dirty first, and a busy scope's every
     remember is one write unit, not three (a new index key is a delete and a put of the entry)."""
-    mark = dirty_mark(tenant, scope_id, dirtied)
+    attributes = {n: v for n, v in dirty_mark(tenant, scope_id, dirtied).items() if n not in ("PK", "SK")}
     kept = ("GSI1PK", "GSI1SK")
-    sets = [f"#{n} = if_not_exists(#{n}, :{n})" if n in kept else f"#{n} = :{n}" for n in mark if n not in ("PK", "SK")]
+    sets = (f"#{n} = if_not_exists(#{n}, :{n})" if n in kept else f"#{n} = :{n}" for n in attributes)
     change = "SET " + ", ".join(sets)
-    values = {n: v for n, v in mark.items() if n not in ("PK", "SK")}
-    params = expression({}, change)
-    return {"Key": dirty_key(tenant, scope_id), "UpdateExpression": change, **params,
-            "ExpressionAttributeValues": {f":{n}": v for n, v in values.items()}}  # fmt: skip
+    values = {f":{n}": v for n, v in attributes.items()}  # already attribute values
+    return {"Key": dirty_key(tenant, scope_id), "UpdateExpression": change, **expression({}, change),
+            "ExpressionAttributeValues": values}  # fmt: skip
 
 
 def checkpoint_key(tenant: str, scope_id: str) -> Item:

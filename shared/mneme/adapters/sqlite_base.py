@@ -230,3 +230,14 @@ class SqliteBase:
     def _rows(self, sql: str, *args: object) -> list[tuple[Any, ...]]:
         with self._connection() as conn:
             return conn.execute(sql, args).fetchall()
+
+    def _docs(self, table: str, id_column: str, tenant: str, ids: Sequence[str]) -> list[str]:
+        """The `doc` of each of the tenant's rows whose `id_column` is among `ids`, 500 ids a query."""
+        distinct = list(dict.fromkeys(ids))
+        docs: list[str] = []
+        for start in range(0, len(distinct), 500):
+            chunk = distinct[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT doc FROM {table} WHERE tenant=? AND {id_column} IN ({marks})"
+            docs += [doc for (doc,) in self._rows(sql, tenant, *chunk)]
+        return docs

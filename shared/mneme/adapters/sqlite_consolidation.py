@@ -129,15 +129,8 @@ class SqliteConsolidationStore(SqliteBase):
                 self._feed(conn, tenant, "fact", [f.fact_id for f in facts if f.tenant == tenant])
 
     def get_facts(self, tenant: str, fact_ids: Sequence[str]) -> dict[str, Fact]:
-        found: dict[str, Fact] = {}
-        ids = list(dict.fromkeys(fact_ids))
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for (doc,) in self._rows(f"SELECT doc FROM facts WHERE tenant=? AND fact_id IN ({marks})", tenant, *chunk):
-                fact = Fact.model_validate_json(doc)
-                found[fact.fact_id] = fact
-        return found
+        facts = [Fact.model_validate_json(doc) for doc in self._docs("facts", "fact_id", tenant, fact_ids)]
+        return {fact.fact_id: fact for fact in facts}
 
     def list_facts(self, tenant: str, scope_id: str | None = None) -> list[Fact]:
         """Every fact of a scope (or of the tenant), any status, ordered by id."""

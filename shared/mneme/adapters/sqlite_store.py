@@ -256,17 +256,8 @@ class SqliteRecordStore(
         return Memory.model_validate_json(rows[0][0]) if rows else None
 
     def get_memories(self, tenant: str, memory_ids: Sequence[str]) -> dict[str, Memory]:
-        found: dict[str, Memory] = {}
-        ids = list(dict.fromkeys(memory_ids))
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for (doc,) in self._rows(
-                f"SELECT doc FROM memories WHERE tenant=? AND memory_id IN ({marks})", tenant, *chunk
-            ):
-                memory = Memory.model_validate_json(doc)
-                found[memory.memory_id] = memory
-        return found
+        memories = [Memory.model_validate_json(doc) for doc in self._docs("memories", "memory_id", tenant, memory_ids)]
+        return {memory.memory_id: memory for memory in memories}
 
     def list_scoped_memories(self, tenant: str, scope_id: str) -> list[Memory]:
         rows = self._rows(
