@@ -23,21 +23,72 @@ def norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+MAX_ENTITY, MAX_PROPERTY, MAX_VALUE, MAX_SUMMARY = 120, 80, 200, 400  # characters (a reasoner's answer)
+MAX_CITED = 50  # turns one proposal may cite
+
+
 class Proposal(BaseModel):
-    """What a reasoner proposes for one cluster. Entity/property/value may be absent (summary only).
-    `sources`: the episodes that state it, by their number in the cluster (None: every one); the fact's
-    sources are those episodes, the others stay episodes. The LLM reasoners' JSON schema is generated from
-    this model (`adapters.reasoners.PROPOSAL_SCHEMA`)."""
+    """One fact a reasoner proposes for a window of turns. Entity/property/value may be absent (a summary
+    only, which only a generative reasoner's summary of two or more turns turns into a fact). `sources`: the
+    turns that state it, by their number in the window (from 1); the fact's sources are those episodes.
+    `supersedes`: an earlier fact this one updates, by the key it was given under ("F2"; after the extract
+    stage, that fact's id). The LLM reasoners' JSON schema is generated from this model
+    (`adapters.reasoners.ANSWER_SCHEMA`); the lengths are limits an answer is held to."""
 
     entity: str | None = Field(
-        None, description="Who or what the fact is about, exactly as the episodes name it (the speaker for 'I')."
+        None,
+        max_length=MAX_ENTITY,
+        description="Who or what the fact is about, by name as the turns give it (the speaker for 'I', 'my').",
     )
-    property: str | None = Field(None, description="The attribute of the entity, e.g. 'VAT scheme', 'lives in'.")
-    value: str | None = Field(None, description="The attribute's value, exactly as the episodes state it.")
-    summary: str = Field(description="The fact as one self-contained sentence.")
-    sources: list[int] | None = Field(
-        None, description="The numbers of the episodes (as numbered, from 1) that state this fact."
+    property: str | None = Field(
+        None, max_length=MAX_PROPERTY, description="The attribute, e.g. 'lives in', 'works at', 'manager', 'rent'."
     )
+    value: str | None = Field(None, max_length=MAX_VALUE, description="The attribute's value, as the turns state it.")
+    summary: str = Field(
+        max_length=MAX_SUMMARY, description="The fact as one short self-contained sentence, with names, no pronouns."
+    )
+    sources: list[int] = Field(
+        default_factory=list, max_length=MAX_CITED, description="The numbers of the turns that state this fact."
+    )
+    supersedes: str | None = Field(
+        None, max_length=40, description="The key of the known fact this one updates (e.g. 'F2'), or null."
+    )
+
+
+class Turn(BaseModel):
+    """One turn of a window as a reasoner reads it: its number in the window (from 1), its speaker (from its
+    `speaker` metadata or a `Name:` prefix; None when unknown), its text and when it was said."""
+
+    number: int
+    speaker: str | None = None
+    text: str
+    at: datetime
+
+    def said(self) -> str:
+        """'Maya: I moved to Berlin.' (the text alone without a speaker)."""
+        return f"{self.speaker}: {self.text}" if self.speaker else self.text
+
+
+class KnownFact(BaseModel):
+    """A current fact of the scope given to a reasoner with a window, under a short key ("F1"): a proposal
+    that updates it names that key in `supersedes`."""
+
+    key: str
+    fact_id: str
+    summary: str
+    since: datetime
+
+
+class Reading(BaseModel):
+    """A reasoner's answer for one window: the facts it proposes, a generative reasoner's account of the
+    window (`summary`, for roll-ups), what of its answer was refused by the schema (`problems`: the rest is
+    kept) and the tokens the call used (0 for a reasoner without a model)."""
+
+    facts: list[Proposal] = Field(default_factory=list)
+    summary: str | None = None
+    problems: list[str] = Field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
 
 
 def is_claim(proposal: Proposal | Fact) -> bool:

@@ -9,7 +9,7 @@ from mneme.bootstrap import Services
 from mneme.consolidation.stages import MAX_HOLDS, OUTAGE
 from mneme.errors import ReasonerOutputInvalid, StoreUnavailable
 from mneme.grounding import digest
-from mneme.records import MAX_LISTED_IDS, Proposal
+from mneme.records import MAX_LISTED_IDS, Proposal, Reading
 from mneme.services.recall import RecallRequest
 from tests.unit.test_consolidation import WRITER, _scope, remember, settle
 
@@ -160,11 +160,12 @@ class Rejected:
     def __init__(self) -> None:
         self.calls = 0
 
-    def propose(self, texts: Any, feedback: Any = None) -> Proposal:
+    def propose(self, turns: Any, known: Any = (), feedback: Any = None) -> Reading:
         self.calls += 1
         if self.calls % 2:
             raise ReasonerOutputInvalid("not JSON")
-        return Proposal(entity="Globex", property="p", value="nowhere", summary="Globex is nowhere.")
+        return Reading(facts=[Proposal(entity="Globex", property="p", value="nowhere", summary="Globex is nowhere.",
+                                       sources=[1])])  # fmt: skip
 
 
 def test_a_cluster_that_always_fails_is_set_aside_and_the_checkpoint_moves(services: Services, clock: Any) -> None:
@@ -193,7 +194,7 @@ class Down:
     def __init__(self) -> None:
         self.calls = 0
 
-    def propose(self, texts: Any, feedback: Any = None) -> Proposal:
+    def propose(self, turns: Any, known: Any = (), feedback: Any = None) -> Reading:
         self.calls += 1
         raise StoreUnavailable("model endpoint unavailable")
 
@@ -225,26 +226,27 @@ def _scope_of(services: Services, path: str) -> str:
 def test_out_of_time_extract_commits_the_clusters_it_tried_and_leaves_the_rest_for_the_next_batch(
     services: Services, clock: Any, monkeypatch: Any
 ) -> None:
-    from mneme.consolidation import stages
+    from mneme.consolidation import extract, stages
     from mneme.consolidation.reasoning import ExtractiveReasoner
     from mneme.consolidation.service import run_batch
 
     schemes = [("Acme", "flat rate"), ("Globex", "standard rate"), ("Initech", "cash accounting"), ("Hooli", "flat")]
-    remember(services, *[f"{name}'s VAT scheme is {scheme}." for name, scheme in schemes])
+    for name, scheme in schemes:  # four sessions: four windows
+        remember(services, f"{name}'s VAT scheme is {scheme}.", session_id=f"call-{name}")
     settle(services, clock)
     deps = services.consolidation.deps
     now = [0.0]
-    monkeypatch.setattr(stages.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(extract.time, "monotonic", lambda: now[0])
     calls = 0
 
     class Slow:
         name, generative = "slow", False
 
-        def propose(self, texts: Any, feedback: Any = None) -> Proposal:
+        def propose(self, turns: Any, known: Any = (), feedback: Any = None) -> Reading:
             nonlocal calls
             calls += 1
-            now[0] += 60 if calls < 2 else 600  # the second cluster uses the task's time up
-            return ExtractiveReasoner().propose(texts, feedback)
+            now[0] += 60 if calls < 2 else 600  # the second window uses the task's time up
+            return ExtractiveReasoner().propose(turns, known, feedback)
 
     deps.reasoner = Slow()
     token = stages.DEADLINE.set(300.0)
@@ -303,13 +305,13 @@ def test_a_fact_takes_as_sources_the_episodes_it_cites(services: Services, clock
         name, generative = "citing", True
         calls = 0
 
-        def propose(self, texts: Any, feedback: Any = None) -> Proposal:
+        def propose(self, turns: Any, known: Any = (), feedback: Any = None) -> Reading:
             self.calls += 1
             assert (feedback is None) == (self.calls == 1)
-            said = next(n for n, text in enumerate(texts, 1) if "says Sam" in text)
-            cited = [3] if self.calls == 1 else [said]  # first a third episode that is not there: rejected
-            return Proposal(entity="Acme", property="VAT scheme", value="flat rate", summary="Acme pays flat-rate VAT.",
-                            sources=cited)  # fmt: skip
+            said = next(t.number for t in turns if "says Sam" in t.text)
+            cited = [3] if self.calls == 1 else [said]  # first a third turn that is not there: refused
+            return Reading(facts=[Proposal(entity="Acme", property="VAT scheme", value="flat rate",
+                                           summary="Acme pays flat-rate VAT.", sources=cited)])  # fmt: skip
 
     services.consolidation.deps.reasoner = Citing()
     run = consolidate(services, clock)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
 
-from mneme.consolidation.stages import DEADLINE, STAGES, Batch, Deps, maintain_facts
+from mneme.consolidation.stages import DEADLINE, STAGES, Batch, Deps, Working, maintain_facts
 from mneme.errors import InvalidInput, MnemeError, NotFound
 from mneme.models import Principal
 from mneme.observability import logger
@@ -229,11 +229,12 @@ class ConsolidationService:
 def run_batch(deps: Deps, batch: Batch, progress: Progress | None = None) -> Batch:
     """Every stage in order. A stage that raises is recorded; only the checkpoint (which holds) runs after it."""
     failed = False
+    work = Working.of(deps, batch)
     for name, stage in STAGES:
         if failed and name != "checkpoint":
             continue
         try:
-            batch = stage(deps, batch)
+            batch = stage(deps, batch, work)
         except MnemeError as e:
             batch.fail(name, f"{e.code}: {e.message}", episode_ids=batch.episode_ids)
             failed = True
@@ -320,4 +321,5 @@ def run_stage(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
     stages = dict(STAGES)
     if event["stage"] not in stages:
         raise InvalidInput(f"unknown stage {event['stage']!r}", code="unknown_stage")
-    return stages[event["stage"]](deps, Batch.model_validate(event["batch"])).model_dump(mode="json")
+    batch = Batch.model_validate(event["batch"])
+    return stages[event["stage"]](deps, batch, Working.of(deps, batch)).model_dump(mode="json")

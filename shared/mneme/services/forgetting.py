@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from mneme.errors import Forbidden
-from mneme.grounding import central, confidence, digest, grounding_error, utterance
+from mneme.grounding import central, confidence, digest, supported, utterance
 from mneme.models import Episode, Forgotten, HistoryEntry, Principal, Role, SessionPosition, session_position
 from mneme.ports import Clock, Embedder, EpisodeStore, ErasureStore, FactStore, MemoryStore
-from mneme.records import Fact, Proposal, is_claim
+from mneme.records import Fact, is_claim
 from mneme.services.indexing import CONTEXT_WINDOW, Indexer
 from mneme.services.records import RecordsService, not_found
 from mneme.text import terms
@@ -193,8 +193,7 @@ def _settlement(fact: Fact, left: list[Episode], claims: tuple[str, ...] = ()) -
         return "rebuilt", {"summary": summary, "source_episode_ids": kept, "valid_from": valid_from,
                            "confidence": confidence(len(left), False)}  # fmt: skip
     if fact.entity and fact.value:
-        claim = Proposal(entity=fact.entity, property=fact.property, value=fact.value, summary=fact.summary)
-        if grounding_error(claim, texts, generative=False) is None:
+        if supported(fact.entity, fact.value, texts):
             return "regrounded", {"source_episode_ids": kept, "stale": False}
         return "stale", {"stale": True}
     if terms(fact.summary) <= set().union(*(terms(t) for t in texts)):

@@ -212,21 +212,23 @@ class Indexer:
             return False
         return True
 
-    def index_facts(self, facts: Sequence[Fact]) -> None:
+    def index_facts(self, facts: Sequence[Fact], sources: Mapping[str, Episode] | None = None) -> None:
         """Facts carry their vectors (embedded at commit) and the metadata of their source episodes (a
-        metadata filter finds the facts drawn from what it selects); a failed write is repaired by `rebuild`."""
+        metadata filter finds the facts drawn from what it selects); `sources`: those episodes when the caller
+        has read them (a source absent from it is gone), else they are read here. A failed write is repaired by
+        `rebuild`."""
         ancestors = self._ancestors_of((f.tenant, f.scope_id) for f in facts)
         try:
-            sources: dict[str, Episode] = {}
-            for tenant in {f.tenant for f in facts}:
+            found: dict[str, Episode] = dict(sources or {})
+            for tenant in {f.tenant for f in facts} if sources is None else ():
                 wanted = [i for f in facts if f.tenant == tenant for i in f.source_episode_ids]
-                sources.update(self.store.get_episodes(tenant, wanted, vectors=False))
+                found.update(self.store.get_episodes(tenant, wanted, vectors=False))
             docs = [
                 IndexDocument(
                     tenant=fact.tenant, doc_id=fact.fact_id, kind="fact", scope_id=fact.scope_id,
                     ancestor_ids=ancestors[(fact.tenant, fact.scope_id)], text=fact_text(fact), vector=fact.vector,
                     model_id=fact.model_id, occurred_at=fact.valid_from, tier=fact.tier,
-                    metadata_terms=merged_terms([sources[i].metadata for i in fact.source_episode_ids if i in sources]),
+                    metadata_terms=merged_terms([found[i].metadata for i in fact.source_episode_ids if i in found]),
                 )
                 for fact in facts
             ]  # fmt: skip
