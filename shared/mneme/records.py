@@ -162,12 +162,23 @@ class Contradiction(BaseModel):
     created_at: datetime
 
 
+class Waiting(BaseModel):
+    """A window set aside, waiting to be offered to the reasoner again at `due` (its episodes were read past:
+    the checkpoint moved on). `attempts`: how many times it was set aside (the backoff grows with it)."""
+
+    episode_ids: list[str]
+    reason: str
+    attempts: int = 1
+    due: datetime
+
+
 class Checkpoint(BaseModel):
     """How far consolidation has read a scope's episodes: the last (created_at, episode_id) taken.
     `held`: how many runs in a row held it at this place (a batch with errors); bounded by
     `stages.MAX_HOLDS`, after which the clusters that still fail are set aside and it moves on.
-    `set_aside`: the latest MAX_KEPT clusters set aside when it moved, each with its run's id (what the
-    Step Functions `finish` task copies into the run record, so no payload carries them)."""
+    `set_aside` / `returned`: the latest MAX_KEPT windows set aside, and offered again, when it moved, each
+    with its run's id (what the Step Functions `finish` task copies into the run record, so no payload
+    carries them). `waiting`: the windows set aside that will be offered again (`extract.backoff`)."""
 
     tenant: str
     scope_id: str
@@ -177,6 +188,8 @@ class Checkpoint(BaseModel):
     processed: int = 0
     held: int = 0
     set_aside: list[dict[str, Any]] = Field(default_factory=list)  # the latest clusters set aside, with run_id
+    returned: list[dict[str, Any]] = Field(default_factory=list)  # the latest offered again, with run_id
+    waiting: list[Waiting] = Field(default_factory=list)
 
 
 class StageReport(BaseModel):
@@ -209,11 +222,18 @@ class Run(BaseModel):
     # None on runs stored before it: they never lapse.
     lease_until: datetime | None = None
     set_aside: list[dict[str, Any]] = Field(default_factory=list)  # clusters given up on: scope, reason, episodes
+    # windows set aside before, offered again: scope, episodes, attempts, outcome (consolidated, set aside again,
+    # given up)
+    returned: list[dict[str, Any]] = Field(default_factory=list)
     facts: list[dict[str, Any]] = Field(default_factory=list)  # facts it wrote: fact_id, scope_id, summary
 
     def record_set_aside(self, entries: list[dict[str, Any]]) -> None:
         """Add clusters set aside (the first MAX_SET_ASIDE are listed; `extract.set_aside` counts them all)."""
         self.set_aside = [*self.set_aside, *entries][:MAX_SET_ASIDE]
+
+    def record_returned(self, entries: list[dict[str, Any]]) -> None:
+        """Add windows offered again (the first MAX_SET_ASIDE are listed; `extract.returned` counts them all)."""
+        self.returned = [*self.returned, *entries][:MAX_SET_ASIDE]
 
     @property
     def errors(self) -> list[dict[str, Any]]:

@@ -168,24 +168,63 @@ class Rejected:
                                        sources=[1])])  # fmt: skip
 
 
-def test_a_cluster_that_always_fails_is_set_aside_and_the_checkpoint_moves(services: Services, clock: Any) -> None:
+def test_a_window_that_always_fails_is_set_aside_and_the_checkpoint_moves(services: Services, clock: Any) -> None:
     ids = remember(services, *[f"Pallet {i} damaged in transit at dock {i}." for i in range(12)])
     reasoner = services.consolidation.deps.reasoner = Rejected()
     run = consolidate(services, clock)
-    assert run.status == "partial" and run.errors == []  # done, but clusters were given up on: set_aside says why
-    clusters = run.counter("cluster", "clusters")
-    assert run.counter("extract", "set_aside") == clusters and reasoner.calls == 2 * clusters
+    assert run.status == "partial" and run.errors == []  # done, but windows were given up on: set_aside says why
+    windows = run.counter("cluster", "clusters")
+    assert run.counter("extract", "set_aside") == windows == 1 and reasoner.calls == 2
     assert services.store.get_checkpoint("acme", _scope(services)).processed == len(ids)
-    assert services.store.list_dirty("acme", 10) == []
     entry = run.set_aside[0]
     assert entry["scope_id"] == _scope(services) and "not consolidated after 2 attempts" in entry["reason"]
-    assert len(entry["episode_ids"]) <= MAX_LISTED_IDS and entry["episodes"] >= 1
+    assert len(entry["episode_ids"]) <= MAX_LISTED_IDS and entry["episodes"] == len(ids)
     stored = services.consolidation.get(WRITER, run.run_id)
     assert stored.set_aside == run.set_aside
-    calls = reasoner.calls
+    assert services.store.list_dirty("acme", 10) == [("acme", _scope(services))]  # it waits to come back
     clock.advance(minutes=15)
-    assert consolidate(services, clock).counter("extract", "reasoner_calls") == 0  # nothing retried
-    assert reasoner.calls == calls
+    assert consolidate(services, clock).counter("extract", "reasoner_calls") == 0  # not before its backoff
+    assert reasoner.calls == 2
+
+
+def test_a_window_set_aside_comes_back_after_a_bounded_backoff(services: Services, clock: Any) -> None:
+    from mneme.consolidation.backoff import BACKOFF, MAX_RETURNS
+
+    # Given a window set aside (every answer refused)
+    ids = remember(services, *[f"Crate {i} of tiles left at bay {i}." for i in range(6)])
+    reasoner = services.consolidation.deps.reasoner = Rejected()
+    consolidate(services, clock)
+    # When runs come after each backoff (1, 4, 16 hours)
+    runs = []
+    for n in range(MAX_RETURNS):
+        clock.advance(seconds=(BACKOFF * 4**n).total_seconds() + 60)
+        runs.append(consolidate(services, clock))
+    # Then each offers the window again, lists it in the run, and the last gives up on it for good
+    assert [r.counter("extract", "returned") for r in runs] == [1, 1, 1] and reasoner.calls == 2 * (1 + MAX_RETURNS)
+    assert [r.returned[0]["outcome"] for r in runs] == ["set aside again", "set aside again", "given up"]
+    assert runs[-1].returned[0]["attempts"] == MAX_RETURNS + 1 and runs[-1].returned[0]["episodes"] == len(ids)
+    assert services.store.get_checkpoint("acme", _scope(services)).waiting == []
+    assert services.store.list_dirty("acme", 10) == []  # nothing waits: the scope is clean
+    clock.advance(days=30)
+    assert consolidate(services, clock).counter("extract", "reasoner_calls") == 0
+
+
+def test_a_window_that_comes_back_to_a_working_reasoner_is_consolidated(services: Services, clock: Any) -> None:
+    from mneme.consolidation.backoff import BACKOFF
+    from mneme.consolidation.reasoning import ExtractiveReasoner
+
+    [said] = remember(services, "Tom: I'm allergic to peanuts.")
+    services.consolidation.deps.reasoner = Rejected()
+    consolidate(services, clock)
+    services.consolidation.deps.reasoner = ExtractiveReasoner()  # the outage is over, the prompt fixed...
+    remember(services, "Tom: I live in Leeds.")  # and something new came meanwhile
+    clock.advance(seconds=BACKOFF.total_seconds() + 60)
+    run = consolidate(services, clock)
+    assert run.status == "succeeded" and run.counter("extract", "recovered") == 1
+    assert [(r["outcome"], r["episode_ids"]) for r in run.returned] == [("consolidated", [said])]
+    facts = {f.summary for f in services.store.list_facts("acme") if f.tier == "raw"}
+    assert facts == {"Tom is allergic to peanuts.", "Tom lives in Leeds."}
+    assert services.store.get_checkpoint("acme", _scope(services)).waiting == []
 
 
 class Down:
@@ -324,3 +363,17 @@ def test_a_period_of_nothing_but_small_talk_gets_no_rollup(services: Services, c
     remember(services, "Lol.", "Night!", "Haha yes.", occurred_at=clock.now())
     consolidate(services, clock)
     assert services.store.list_facts("acme") == []
+
+
+def test_an_execution_failed_on_its_data_limit_concludes_its_run(services: Services, clock: Any) -> None:
+    """States.DataLimitExceeded is terminal: no catcher sees it, the EventBridge rule hands the failure over."""
+    import json
+
+    run, targets = services.consolidation.open(WRITER, None)
+    started = json.dumps({"tenant": "acme", "run_id": run.run_id, "targets": targets})
+    why = "The state/task returned a result larger than allowed"
+    detail = {"status": "FAILED", "input": started, "error": "States.DataLimitExceeded", "cause": why}
+    event = {"detail-type": "Step Functions Execution Status Change", "detail": detail}
+    assert services.consolidation.ended(event)["status"] == "failed"
+    [error] = services.consolidation.get(WRITER, run.run_id).errors
+    assert error["message"].startswith("execution failed: States.DataLimitExceeded")

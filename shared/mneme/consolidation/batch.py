@@ -16,9 +16,11 @@ from mneme.consolidation.reasoning import Reasoner
 from mneme.models import Episode
 from mneme.observability import metrics
 from mneme.ports import Clock, ConsolidationStore, Embedder, EpisodeStore, FactStore
-from mneme.records import Fact, Proposal, listed
+from mneme.records import MAX_SET_ASIDE, Fact, Proposal, Waiting, listed
 from mneme.services.indexing import Indexer
 from mneme.settings import ConsolidationSettings
+
+MAX_ERRORS = 20  # errors a batch lists (all are counted)
 
 
 class ConsolidatingStore(ConsolidationStore, EpisodeStore, FactStore, Protocol):
@@ -64,17 +66,23 @@ class Batch(BaseModel):
     collected_before: datetime | None = None  # collect read episodes created strictly before this
     leased_elsewhere: bool = False  # another run holds the scope's lease: every stage leaves it alone
     holds: int = 0  # runs in a row that held the checkpoint before this one (`Checkpoint.held`)
-    set_aside: list[dict[str, Any]] = []  # clusters given up on: reason, episode ids (bounded: `listed`)
+    set_aside: list[dict[str, Any]] = []  # windows set aside, listed for the run (the first MAX_SET_ASIDE)
+    aside: dict[int, str] = {}  # every window set aside: its index and why (`backoff.settle` makes it wait)
+    returning: list[Waiting] = []  # windows set aside before and due again, read after the new ones
+    returning_from: int = 0  # the index of the first of them among `clusters`
+    returned: list[dict[str, Any]] = []  # what became of them (`backoff.settle`), for the run record
 
     def count(self, stage: str, name: str, value: int = 1) -> None:
         self.counters.setdefault(stage, {}).setdefault(name, 0)
         self.counters[stage][name] += value
 
     def fail(self, stage: str, message: str, *, episode_ids: list[str] | None = None, **context: Any) -> None:
-        """Record an error (it holds the checkpoint); episodes are listed bounded (`listed`)."""
-        self.errors.append(
-            {"stage": stage, "message": message, **(listed(episode_ids) if episode_ids else {}), **context}
-        )
+        """Record an error (it holds the checkpoint); episodes are listed bounded (`listed`), and the first
+        MAX_ERRORS errors are kept (all are counted)."""
+        if len(self.errors) < MAX_ERRORS:
+            self.errors.append(
+                {"stage": stage, "message": message, **(listed(episode_ids) if episode_ids else {}), **context}
+            )
         self.count(stage, "errors")
 
     def cited(self, window: int, proposal: Proposal) -> list[str]:
@@ -90,9 +98,13 @@ class Batch(BaseModel):
         return len(json.dumps(self.model_dump(mode="json")))
 
 
-def set_aside(batch: Batch, ids: list[str], reason: str, stage: str = "extract") -> None:
-    """Give up on a window: its episodes stay episodes (recall finds them), the batch goes on."""
-    batch.set_aside.append({"scope_id": batch.scope_id, "stage": stage, "reason": reason[:300], **listed(ids)})
+def set_aside(batch: Batch, window: int, reason: str, stage: str = "extract") -> None:
+    """Give up on a window for now: its episodes stay episodes (recall finds them), the batch goes on, and the
+    window is offered again after a backoff (`mneme.consolidation.backoff`)."""
+    if len(batch.set_aside) < MAX_SET_ASIDE:
+        entry = {"scope_id": batch.scope_id, "stage": stage, "reason": reason[:300], **listed(batch.clusters[window])}
+        batch.set_aside.append(entry)
+    batch.aside[window] = reason[:160]
     batch.count(stage, "set_aside")
     metrics.add_metric(name="ConsolidationClustersSetAside", unit=MetricUnit.Count, value=1)
 
@@ -109,6 +121,7 @@ class Working:
     _episodes: dict[str, Episode] = field(default_factory=dict)
     _absent: set[str] = field(default_factory=set)
     _facts: dict[str, Fact] | None = None
+    _ancestors: dict[tuple[str, str], list[str]] | None = None
 
     @classmethod
     def of(cls, deps: Deps, batch: Batch) -> Working:
@@ -146,4 +159,6 @@ class Working:
         if self._facts is not None:
             self._facts.update((f.fact_id, f) for f in facts)
         sources = self.episodes([i for f in facts for i in f.source_episode_ids])
-        self.deps.indexer.index_facts(facts, sources)
+        if self._ancestors is None:
+            self._ancestors = self.deps.indexer.ancestors_of([(self.tenant, self.scope_id)])
+        self.deps.indexer.index_facts(facts, sources, self._ancestors)

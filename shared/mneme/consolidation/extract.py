@@ -12,6 +12,7 @@ Calls and tokens are counted (`reasoner_calls`, `input_tokens`, `output_tokens`)
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from contextvars import ContextVar
@@ -56,7 +57,7 @@ def extract(deps: Deps, batch: Batch, work: Working) -> Batch:
         if not present:
             continue
         if outage >= OUTAGE:
-            _unavailable(batch, ids, "the reasoner was unavailable for the windows before", give_up)
+            _unavailable(batch, index, "the reasoner was unavailable for the windows before", give_up)
             continue
         turns = [turn_of(e, n) for n, e in enumerate(present, 1)]
         known = known_facts(current, turns)
@@ -67,14 +68,14 @@ def extract(deps: Deps, batch: Batch, work: Working) -> Batch:
                 batch.proposals[index] = kept
             if summary:
                 batch.summaries[index] = summary
-            used += sum(len(p.model_dump_json()) for p in kept) + len(summary or "") + 64
+            used += len(json.dumps([p.model_dump(mode="json") for p in kept])) + len(json.dumps(summary))
             outage = 0
         elif transient:
             outage += 1
-            _unavailable(batch, ids, problem, give_up)
+            _unavailable(batch, index, problem, give_up)
         else:
             outage = 0
-            set_aside(batch, ids, f"not consolidated after {ATTEMPTS} attempts: {problem}")
+            set_aside(batch, index, f"not consolidated after {ATTEMPTS} attempts: {problem}")
     batch.count("extract", "proposals", sum(len(kept) for kept in batch.proposals.values()))
     return batch
 
@@ -165,20 +166,24 @@ def _defer(batch: Batch, found: dict[str, Episode], index: int, why: str) -> Non
     """Out of time or room at window `index`: the batch ends just before the first episode (in collection
     order) of a window not yet read; those episodes wait for the next batch (`full`: the loop goes on). A
     window already read that reaches past the cut is committed now and found `unchanged` next time."""
-    waiting = {i for ids in batch.clusters[index:] for i in ids}
-    cut = min(batch.episode_ids.index(i) for i in waiting)
+    fresh = set(batch.episode_ids)
+    waiting = {i for ids in batch.clusters[index : max(index, batch.returning_from)] for i in ids if i in fresh}
     batch.count("extract", why, len(batch.clusters) - index)
+    batch.clusters = batch.clusters[:index]  # windows offered again and not tried wait as they were
+    if not waiting:
+        return
+    cut = min(batch.episode_ids.index(i) for i in waiting)
     if cut == 0 or batch.episode_ids[cut - 1] not in found:
         batch.fail("extract", "out of time before a window could be read")
         return
     batch.episode_ids = batch.episode_ids[:cut]
     last = found[batch.episode_ids[-1]]
     batch.last, batch.full = (last.created_at, last.episode_id), True
-    batch.clusters = batch.clusters[:index]
 
 
-def _unavailable(batch: Batch, ids: list[str], problem: str, give_up: bool) -> None:
+def _unavailable(batch: Batch, index: int, problem: str, give_up: bool) -> None:
     if give_up:
-        set_aside(batch, ids, f"the reasoner was unavailable in {MAX_HOLDS} runs in a row: {problem}")
+        set_aside(batch, index, f"the reasoner was unavailable in {MAX_HOLDS} runs in a row: {problem}")
     else:
-        batch.fail("extract", f"window not consolidated, the reasoner was unavailable: {problem}", episode_ids=ids)
+        message = f"window not consolidated, the reasoner was unavailable: {problem}"
+        batch.fail("extract", message, episode_ids=batch.clusters[index])

@@ -222,6 +222,7 @@ class ConsolidationService:
                 _merge(run, stage, counters, [e for e in batch.errors if e["stage"] == stage])
             if not batch.errors:  # the checkpoint moved past them (a held batch tries them again)
                 run.record_set_aside(batch.set_aside)
+                run.record_returned(batch.returned)
             if batch.errors or not batch.full:
                 break
 
@@ -306,10 +307,11 @@ def finish(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
         for name, counters in batch.counters.items():
             _merge(run, name, counters, [e for e in batch.errors if e["stage"] == name])
     scope_ids = sorted({b.scope_id for b in batches} - {"*"})
-    if run.counter("extract", "set_aside"):  # listed by each scope's checkpoint, not carried by the Map
-        for scope_id in scope_ids:
-            kept = deps.store.get_checkpoint(run.tenant, scope_id).set_aside
-            run.record_set_aside([e for e in kept if e.get("run_id") == run.run_id])
+    if run.counter("extract", "set_aside") or run.counter("extract", "returned"):  # listed by each scope's
+        for scope_id in scope_ids:  # checkpoint, not carried by the Map
+            kept = deps.store.get_checkpoint(run.tenant, scope_id)
+            run.record_set_aside([e for e in kept.set_aside if e.get("run_id") == run.run_id])
+            run.record_returned([e for e in kept.returned if e.get("run_id") == run.run_id])
     list_written(deps, run, scope_ids)
     run.conclude(deps.clock.now())
     deps.store.put_run(run)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from mneme.consolidation.backoff import due, recorded, settle
 from mneme.consolidation.batch import Batch, ConsolidatingStore, Decision, Deps, Working
 from mneme.consolidation.extract import DEADLINE, MAX_HOLDS, OUTAGE, extract
 from mneme.consolidation.reconcile import commit, reconcile
@@ -25,7 +26,7 @@ from mneme.consolidation.rollup import rollup
 from mneme.consolidation.windows import cluster
 from mneme.errors import Conflict, MnemeError
 from mneme.grounding import confidence
-from mneme.records import MAX_KEPT, Fact
+from mneme.records import Fact
 
 __all__ = ["DEADLINE", "MAX_HOLDS", "OUTAGE", "STAGES", "STAGE_NAMES", "Batch", "ConsolidatingStore", "Decision",
            "Deps", "Working", "checkpoint", "cluster", "collect", "commit", "extract", "maintain_facts",
@@ -45,6 +46,7 @@ def collect(deps: Deps, batch: Batch, work: Working) -> Batch:
     work.keep(episodes)
     batch.last = (episodes[-1].created_at, episodes[-1].episode_id) if episodes else None
     batch.full = len(episodes) == deps.settings.batch_size
+    batch.returning = due(checkpoint, batch.started_at, deps.settings.batch_size)
     batch.count("collect", "episodes_read", len(episodes))
     return batch
 
@@ -88,35 +90,31 @@ def _present(deps: Deps, tenant: str, episode_ids: list[str]) -> set[str]:
 
 
 def checkpoint(deps: Deps, batch: Batch, work: Working) -> Batch:
-    """Advance past the batch only when every earlier stage succeeded for it. The dirty mark is cleared
-    only up to what collect could read: an episode still settling keeps its scope dirty."""
+    """Advance past the batch only when every earlier stage succeeded for it, with the windows it set aside
+    waiting to come back (`backoff.settle`). The dirty mark is cleared only up to what collect could read (an
+    episode still settling keeps its scope dirty), and not while windows wait."""
     if batch.leased_elsewhere:
         return batch
     if batch.errors:
         batch.count("checkpoint", "held")
         _count_hold(deps, batch)
         return batch
-    if batch.last is not None:
-        current = deps.store.get_checkpoint(batch.tenant, batch.scope_id)
-        advanced = current.model_copy(
-            update={
-                "after_created_at": batch.last[0],
-                "after_episode_id": batch.last[1],
-                "version": batch.base_version + 1,
-                "processed": current.processed + len(batch.episode_ids),
-                "held": 0,
-                "set_aside": [*current.set_aside, *({**e, "run_id": batch.run_id} for e in batch.set_aside)][
-                    -MAX_KEPT:
-                ],
-            }
-        )
+    current = deps.store.get_checkpoint(batch.tenant, batch.scope_id)
+    waiting, batch.returned = settle(batch, current, deps.clock.now())
+    if batch.last is not None or batch.returning or waiting != current.waiting:
+        update: dict[str, Any] = {"version": batch.base_version + 1, "held": 0, "waiting": waiting,
+                                  **recorded(current, batch, batch.returned)}  # fmt: skip
+        if batch.last is not None:
+            update.update(after_created_at=batch.last[0], after_episode_id=batch.last[1],
+                          processed=current.processed + len(batch.episode_ids))  # fmt: skip
         try:
-            deps.store.save_checkpoint(advanced, batch.base_version)
+            deps.store.save_checkpoint(current.model_copy(update=update), batch.base_version)
         except Conflict as e:
             batch.fail("checkpoint", e.message)
             return batch
-        batch.count("checkpoint", "advanced", len(batch.episode_ids))
-    if not batch.full and batch.collected_before is not None:  # marks at or after the cut-off stay
+        if batch.last is not None:
+            batch.count("checkpoint", "advanced", len(batch.episode_ids))
+    if not batch.full and batch.collected_before is not None and not waiting:  # marks at or after the cut-off stay
         deps.store.clear_dirty(batch.tenant, batch.scope_id, batch.collected_before - timedelta(microseconds=1))
     return batch
 

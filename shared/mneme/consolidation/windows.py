@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from mneme.consolidation.backoff import offered
 from mneme.consolidation.batch import Batch, Deps, Working
 from mneme.consolidation.reasoning import TURN_OVERHEAD, tokens
 from mneme.models import Episode, session_position
@@ -61,10 +62,8 @@ def cluster(deps: Deps, batch: Batch, work: Working) -> Batch:
     conversation longer than a batch is read in pieces; nor when it is interleaved with others)."""
     found = work.episodes(batch.episode_ids)
     collected = [found[i] for i in batch.episode_ids if i in found]
-    if not collected:
-        return batch
     keys = deps.settings.partition_keys
-    if batch.full:
+    if batch.full and collected:
         tail = group(collected[-1], keys)
         cut = len(collected)
         while cut > 0 and group(collected[cut - 1], keys) == tail:
@@ -75,5 +74,8 @@ def cluster(deps: Deps, batch: Batch, work: Working) -> Batch:
             batch.episode_ids = batch.episode_ids[: batch.episode_ids.index(collected[-1].episode_id) + 1]
             batch.last = (collected[-1].created_at, collected[-1].episode_id)
     batch.clusters = [[e.episode_id for e in w] for w in windows(collected, deps.settings.window_tokens, keys)]
+    batch.returning_from = len(batch.clusters)  # windows set aside before and due again come after the new ones
+    batch.clusters += [w.episode_ids for w in batch.returning]
+    offered(batch)
     batch.count("cluster", "clusters", len(batch.clusters))
     return batch

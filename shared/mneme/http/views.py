@@ -178,8 +178,8 @@ class RunStarted(BaseModel):
 
 
 class RunView(BaseModel):
-    """A consolidation run: status, per-stage counters and errors, the facts it wrote and the clusters
-    it set aside (with why)."""
+    """A consolidation run: status, per-stage counters and errors (extract counts reasoner calls and tokens),
+    the facts it wrote, the windows it set aside (with why) and those set aside before that it offered again."""
 
     run_id: str
     status: RunStatus
@@ -193,7 +193,13 @@ class RunView(BaseModel):
     )
     set_aside: list[dict[str, Any]] = Field(
         default=[],
-        description="clusters it gave up on (the first 50): scope_id, stage, reason, episodes, episode_ids (first 5)",
+        description="windows it set aside, to be offered again after a backoff (the first 50): scope_id, stage, "
+        "reason, episodes, episode_ids (first 5)",
+    )
+    returned: list[dict[str, Any]] = Field(
+        default=[],
+        description="windows set aside before that it offered again (the first 50): scope_id, outcome "
+        "(consolidated, set aside again, given up), attempts, episodes, episode_ids (first 5)",
     )
 
     @property

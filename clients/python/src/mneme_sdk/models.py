@@ -352,7 +352,8 @@ class RunView(Response):
     finished_at: datetime | None = None
     requested_by: str
     facts: list[dict[str, Any]] = []  # the facts it wrote or reinforced (the first 100)
-    set_aside: list[dict[str, Any]] = []  # the clusters it gave up on, each with its reason and episodes
+    set_aside: list[dict[str, Any]] = []  # the windows it set aside, each with its reason and episodes
+    returned: list[dict[str, Any]] = []  # the windows set aside before that it offered again, with the outcome
 
     @property
     def finished(self) -> bool:
