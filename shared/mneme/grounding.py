@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from mneme.models import Episode
 from mneme.records import Proposal, Turn
-from mneme.text import GENERIC, STOPWORDS, terms, words
+from mneme.text import terms
 
 SPEAKER = re.compile(r"^\s*(?P<name>[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+(?P<text>\S.*)$", re.S)
 
@@ -112,27 +112,3 @@ def central(texts: Sequence[str]) -> str:
         return sum(len(bags[i] & other) / max(len(bags[i] | other), 1) for j, other in enumerate(bags) if j != i)
 
     return texts[max(range(len(texts)), key=lambda i: (overlap(i), -i))]
-
-
-TOPICS = 8  # words a roll-up's digest names as its period's topics
-# Words of greeting, assent and laughter: never a topic.
-CHATTER = frozenset(
-    "haha hahaha lol lmao yeah yep yes nope okay thanks thank night morning evening hello cool nice great "
-    "sure right really sorry good well just awesome wow".split()
-)
-
-
-def digest(claims: list[str], turns: list[str]) -> str:
-    """A period's roll-up text without an LLM: the claims stated in it, then its topics (the words most
-    turns of the period use, names of speakers aside). No label or count: nothing searchable but what
-    the period's turns said."""
-    spoken: dict[str, int] = {}
-    for turn in turns:
-        who, text = split_speaker(turn)
-        names = {w.lower() for w in (who or "").split()}
-        seen = {w.lower() for w in words(text)}
-        for word in seen - names - STOPWORDS - GENERIC - CHATTER:
-            if len(word) > 3 and not word.isdigit():
-                spoken[word] = spoken.get(word, 0) + 1
-    topics = sorted(spoken, key=lambda w: (-spoken[w], w))[:TOPICS]
-    return " ".join([*claims, *([", ".join(topics)] if topics else [])]).strip()

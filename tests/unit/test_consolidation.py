@@ -209,12 +209,16 @@ def test_a_leased_scope_is_skipped_and_a_stale_batch_cannot_move_the_checkpoint(
 
 
 def test_rollups_summarise_days_and_weeks_with_sources(services: Services, clock: Any) -> None:
-    ids = remember(services, "Delivery to York arrived.", "Delivery to Hull arrived late.", occurred_at=clock.now())
+    saturday = remember(services, "Delivery to York arrived with two pallets.", occurred_at=clock.now() - timedelta(1))
+    sunday = remember(services, "Delivery to Hull arrived late, one crate broken.", occurred_at=clock.now())
     settle(services, clock)
     services.consolidation.start(WRITER, None)
-    rollups = {f.tier: f for f in services.store.list_facts("acme") if f.tier != "raw"}
-    assert set(rollups) == {"daily", "weekly"}
-    assert all(sorted(f.source_episode_ids) == sorted(ids) for f in rollups.values())
+    rollups = [f for f in services.store.list_facts("acme") if f.tier != "raw"]
+    rollups.sort(key=lambda f: (f.valid_from, f.tier == "daily"))
+    assert [f.tier for f in rollups] == ["weekly", "daily", "daily"]  # the ISO week, 2026-10-31, 2026-11-01
+    assert [f.source_episode_ids for f in rollups] == [sorted(saturday + sunday), saturday, sunday]
+    week = "Delivery to York arrived with two pallets.\nDelivery to Hull arrived late, one crate broken."
+    assert rollups[0].summary == week
 
 
 def test_maintain_decays_untouched_facts_and_expires_faint_ones(services: Services, clock: Any) -> None:

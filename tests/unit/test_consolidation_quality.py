@@ -3,12 +3,12 @@ roll-ups for time only and without boilerplate, replays that write nothing, clus
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from mneme.bootstrap import Services
 from mneme.consolidation.stages import MAX_HOLDS, OUTAGE
 from mneme.errors import ReasonerOutputInvalid, StoreUnavailable
-from mneme.grounding import digest
 from mneme.records import MAX_LISTED_IDS, Proposal, Reading
 from mneme.services.recall import RecallRequest
 from tests.unit.test_consolidation import WRITER, _scope, remember, settle
@@ -82,10 +82,10 @@ def test_small_talk_makes_no_fact_and_rollups_carry_no_boilerplate(services: Ser
     facts = services.store.list_facts("acme")
     assert [f.summary for f in facts if f.tier == "raw"] == ["Tom is allergic to peanuts."]
     rollups = [f for f in facts if f.tier != "raw"]
-    assert {f.tier for f in rollups} == {"daily", "weekly"}
+    assert [f.tier for f in rollups] == ["daily"]  # the week would repeat its one day: not written
     for rollup in rollups:
         assert "summary" not in rollup.summary and "observations" not in rollup.summary
-        assert rollup.summary.startswith("Tom is allergic to peanuts.")  # the period's claims, then topics
+        assert rollup.summary == "Tom is allergic to peanuts."  # the period's claims; small talk is not quoted
     precise = RecallRequest.model_validate(
         {"query": "observations", "scoring": {"strictness": "precision", "fallback": "never"}, "limit": 50}
     )
@@ -94,17 +94,36 @@ def test_small_talk_makes_no_fact_and_rollups_carry_no_boilerplate(services: Ser
     assert services.recall.recall(WRITER, summary).results == []
 
 
-def test_digest_names_the_periods_claims_and_topics_not_one_turn() -> None:
-    text = digest(
-        ["Maya lives in Berlin."],
-        ["Maya: The flat in Berlin has a balcony.", "Tom: A balcony! Lucky.", "Maya: The balcony faces the canal."],
-    )
-    assert text.startswith("Maya lives in Berlin. ")
-    assert "balcony" in text and "maya" not in text.split(". ", 1)[1]  # speakers are no topic
+def test_a_roll_up_states_the_claims_then_quotes_the_informative_sentences_with_their_speakers() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from mneme.digests import Standing, compose
+    from mneme.models import Episode
+    from mneme.records import Fact
+
+    at = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    said = ["Maya: I moved to Berlin.", "Maya: The flat in Berlin has a balcony over the canal.",
+            "Tom: A balcony! Lucky.", "Tom: Did you paint it?",
+            "Maya: We painted the kitchen sage green and the hallway white."]  # fmt: skip
+    stamps = {"content_hash": "h", "created_at": at, "author": "a", "tenant": "t", "scope_id": "s"}
+    turns = [Episode(episode_id=f"ep{n}", content=text, occurred_at=at + timedelta(minutes=n), **stamps)
+             for n, text in enumerate(said)]  # fmt: skip
+    claim = Fact(tenant="t", fact_id="fa", scope_id="s", entity="Maya", property="lives in", value="Berlin",
+                 summary="Maya lives in Berlin.", confidence=0.5, source_episode_ids=["ep0"], valid_from=at,
+                 created_at=at, updated_at=at, reinforced_at=at)  # fmt: skip
+    text = compose("daily", Standing.of([claim]), turns)
+    assert text.split("\n") == [
+        "Maya lives in Berlin.",  # the claim, then what no claim says: no question, no small talk
+        "Maya: The flat in Berlin has a balcony over the canal.",
+        "Maya: We painted the kitchen sage green and the hallway white.",
+    ]
+    moved = claim.model_copy(update={"status": "superseded"})
+    assert "Berlin." not in compose("daily", Standing.of([moved]), turns[:1])  # a superseded value is not restated
 
 
 def test_rollups_are_returned_only_for_a_period_or_their_tier(services: Services, clock: Any) -> None:
-    remember(services, "The kiln firing went well.", "Kiln firing again on Friday.", occurred_at=clock.now())
+    remember(services, "The kiln firing went well.", occurred_at=clock.now() - timedelta(days=1))  # a Saturday
+    remember(services, "Kiln firing again on Friday.", occurred_at=clock.now())  # and the Sunday: one ISO week
     consolidate(services, clock)
     plain = services.recall.recall(WRITER, RecallRequest(query="kiln firing", explain=True))
     assert all(r.tier in (None, "raw") or r.kind == "episode" for r in plain.results)

@@ -160,14 +160,20 @@ def test_an_llm_reads_a_window_its_facts_are_checked_one_by_one_and_it_supersede
     text = requests[-1]["messages"][0]["content"][0]["text"]
     assert "F1: Ines lives in Leeds." in text and "1. [" in text and "] Ines: Big news: we moved to York" in text
     # And the two facts its turns hold are kept, the other two refused, and the update supersedes by key
-    assert second.counter("extract", "rejected") == 2 and second.counter("reconcile", "create") == 1
+    assert second.counter("extract", "rejected") == 2 and second.counter("reconcile", "create") == 2  # and its account
     assert second.counter("reconcile", "supersede") == 1 and second.status == "succeeded"
-    facts = {f.value: f for f in services.store.list_facts("acme") if f.tier == "raw"}
+    facts = {f.value: f for f in services.store.list_facts("acme") if f.tier == "raw" and f.entity}
     assert set(facts) == {"Leeds", "York", "flat rate"}
     assert facts["Leeds"].status == "superseded" and facts["Leeds"].superseded_by == facts["York"].fact_id
     assert facts["York"].source_episode_ids == [ids[0]] and facts["flat rate"].source_episode_ids == [ids[1]]
     # And every call's tokens are counted in the run record
     assert (first.counter("extract", "input_tokens"), second.counter("extract", "output_tokens")) == (900, 120)
+    # And its account of each conversation is a summary of it (roll-ups say it), citing every turn
+    accounts = [f for f in services.store.list_facts("acme") if f.tier == "raw" and not f.entity]
+    assert sorted(f.summary for f in accounts) == ["Ines moved to York; Sam gave Pennine Joinery's VAT scheme.",
+                                                    "Ines said she lives in Leeds."]  # fmt: skip
+    daily = [f for f in services.store.list_facts("acme") if f.tier == "daily"]
+    assert any("Ines moved to York; Sam gave" in f.summary and "Leeds" not in f.summary for f in daily)
 
 
 def test_an_answer_cut_short_keeps_its_complete_facts(services: Services, clock: Any, bedrock: Any) -> None:
@@ -180,5 +186,5 @@ def test_an_answer_cut_short_keeps_its_complete_facts(services: Services, clock:
         fact("Noor", "dog's name", "Tupp", "Noor's dog is called Tupp.", 2)]})  # fmt: skip
     stubber.add_response("converse", tool(whole[:-30], stop="max_tokens"))  # type: ignore[arg-type]
     run = services.consolidation.start(WRITER, None)
-    assert [f.value for f in services.store.list_facts("acme") if f.tier == "raw"] == ["Oslo"]
+    assert [f.value for f in services.store.list_facts("acme") if f.tier == "raw" and f.entity] == ["Oslo"]
     assert run.counter("extract", "invalid") == 1 and run.status == "succeeded"

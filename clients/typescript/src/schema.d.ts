@@ -1146,6 +1146,11 @@ export interface components {
             reinforced_at: string;
             /** Scope */
             scope: string;
+            /**
+             * Settled
+             * @default null
+             */
+            settled?: components["schemas"]["Settled"][] | null;
             /** Source Episode Ids */
             source_episode_ids: string[];
             /**

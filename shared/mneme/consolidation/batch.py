@@ -58,7 +58,6 @@ class Batch(BaseModel):
     last: tuple[datetime | None, str] | None = None
     clusters: list[list[str]] = []  # the windows: each a list of episode ids in the order they were said
     proposals: dict[int, list[Proposal]] = {}  # per window, its grounded proposals (sources: turn numbers)
-    summaries: dict[int, str] = {}  # per window, a generative reasoner's account of it (roll-ups read it)
     decisions: list[Decision] = []
     counters: dict[str, dict[str, int]] = {}
     errors: list[dict[str, Any]] = []

@@ -61,14 +61,12 @@ def extract(deps: Deps, batch: Batch, work: Working) -> Batch:
             continue
         turns = [turn_of(e, n) for n, e in enumerate(present, 1)]
         known = known_facts(current, turns)
-        kept, summary, problem, transient = _read(deps, batch, turns, known)
+        kept, problem, transient = _read(deps, batch, turns, known)
         if kept is not None:
             batch.clusters[index] = [e.episode_id for e in present]
             if kept:
                 batch.proposals[index] = kept
-            if summary:
-                batch.summaries[index] = summary
-            used += len(json.dumps([p.model_dump(mode="json") for p in kept])) + len(json.dumps(summary))
+            used += len(json.dumps([p.model_dump(mode="json") for p in kept]))
             outage = 0
         elif transient:
             outage += 1
@@ -94,9 +92,10 @@ def known_facts(current: list[Fact], turns: list[Turn]) -> list[KnownFact]:
 
 def _read(
     deps: Deps, batch: Batch, turns: list[Turn], known: list[KnownFact]
-) -> tuple[list[Proposal] | None, str | None, str, bool]:
-    """(the grounded proposals, or None when the window is not read; the window's summary; why not; whether
-    the last failure was the reasoner being unavailable)."""
+) -> tuple[list[Proposal] | None, str, bool]:
+    """(the grounded proposals, or None when the window is not read; why not; whether the last failure was
+    the reasoner being unavailable). A generative reasoner's account of the window becomes a proposal of
+    its own citing every turn (a summary fact: roll-ups say it), unless it copies a turn."""
     feedback: str | None = None
     problem, transient = "no answer", False
     texts = [t.said() for t in turns]
@@ -114,10 +113,10 @@ def _read(
             continue
         kept, refused = _grounded(deps, batch, reading, texts, known)
         if kept or not (refused or reading.problems):
-            return kept[:MAX_PER_WINDOW], _summary(reading), "", False
+            return [*kept[: MAX_PER_WINDOW - 1], *_summary(deps, reading, texts)], "", False
         problem = feedback = "; ".join([*refused, *reading.problems][:5])
         transient = False
-    return None, None, problem, transient
+    return None, problem, transient
 
 
 def _call(deps: Deps, batch: Batch, turns: list[Turn], known: list[KnownFact], feedback: str | None) -> Reading:
@@ -157,9 +156,14 @@ def _grounded(
     return kept, refused
 
 
-def _summary(reading: Reading) -> str | None:
-    text = " ".join((reading.summary or "").split())
-    return text[:MAX_SUMMARY] or None
+def _summary(deps: Deps, reading: Reading, texts: list[str]) -> list[Proposal]:
+    """The window's account as a summary proposal citing every turn, when a generative reasoner gave one
+    that does not copy a turn, for a window of two turns or more (a lone turn stays an episode)."""
+    text = " ".join((reading.summary or "").split())[:MAX_SUMMARY]
+    if not (text and deps.reasoner.generative and len(texts) > 1):
+        return []
+    proposal = Proposal(summary=text, sources=list(range(1, len(texts) + 1)))
+    return [proposal] if grounding_error(proposal, texts, generative=True) is None else []
 
 
 def _defer(batch: Batch, found: dict[str, Episode], index: int, why: str) -> None:

@@ -1,71 +1,56 @@
-"""The rollup stage: daily and weekly digests of the batch's episodes."""
+"""The rollup stage: daily and weekly roll-ups a person can read (`mneme.digests.compose`), one per period
+and partition.
+
+A roll-up never mixes sources whose partition metadata differ (`ConsolidationSettings.partition_keys`:
+each user of a shared scope gets their own), so a metadata filter on a partition key finds whole roll-ups
+(a derived record is found only when every source matches). A day's roll-up covers the turns of its
+earlier batches and this one; a week's covers its days' (read from their roll-ups), and is not written when
+it would only repeat its one active day. The periods of a fact this batch superseded are composed again,
+so a superseded value does not stay in a roll-up. A roll-up whose text and sources are unchanged (a
+replay) is not written again. Roll-ups are for time: recall returns them when a query names a period or
+asks for their tier, and they never stand in for the episodes.
+"""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from mneme.consolidation.batch import Batch, Deps, Working
-from mneme.grounding import confidence, digest, utterance
+from mneme.consolidation.windows import partition
+from mneme.digests import Standing, compose, periods, rollup_id
+from mneme.grounding import confidence
 from mneme.models import Episode
-from mneme.records import Fact, derived_id, is_claim
+from mneme.records import Fact
 
-
-def _periods(episode: Episode) -> list[tuple[str, str]]:
-    year, week, _ = episode.occurred_at.isocalendar()
-    return [("daily", f"{episode.occurred_at:%Y-%m-%d}"), ("weekly", f"{year}-W{week:02d}")]
+Period = tuple[str, str, str]  # tier, label, partition
 
 
 def rollup(deps: Deps, batch: Batch, work: Working) -> Batch:
-    """Daily and weekly digests of the batch's episodes, merged with earlier ones of the period: the
-    active claims stated in the period and its topics (`digest`). Roll-ups are for time: recall returns
-    them when a query names a period or asks for their tier, and they never stand in for the episodes.
-
-    A superseded value does not stay in a roll-up as current: the periods of a fact this batch
-    superseded are re-rolled, from the active claims and the turns that are not the sources of a
-    superseded (or expired) claim. A period whose episodes were all rolled already (a replay) is left
-    as it is. An STTP episode contributes its node's text."""
-    facts = work.facts()
-    outdated = {i for f in facts if f.tier == "raw" and f.status != "active" and f.entity for i in f.source_episode_ids}
+    facts = work.fact_map()
+    keys = deps.settings.partition_keys
     replaced = {d.replaces for d in batch.decisions if d.action == "supersede" and d.replaces}
-    rerolled = {i for f in facts if f.fact_id in replaced for i in f.source_episode_ids}
-    wanted = set(batch.episode_ids) | rerolled
-    periods: dict[tuple[str, str], set[str]] = {}
-    for episode in work.episodes(sorted(wanted)).values():
-        for key in _periods(episode):
-            periods.setdefault(key, set()).add(episode.episode_id)
-    ids = {key: derived_id("ro_", batch.tenant, batch.scope_id, *key) for key in periods}
-    existing = work.fact_map()
-    claims = sorted((f for f in facts if f.tier == "raw" and f.status == "active" and is_claim(f)),
-                    key=lambda f: (f.valid_from, f.fact_id))  # fmt: skip
+    again = [i for fact_id in replaced if fact_id in facts for i in facts[fact_id].source_episode_ids]
+    new = work.episodes(batch.episode_ids)
+    touched = {**work.episodes(again), **new}
+    days: dict[Period, set[str]] = {}
+    for episode in touched.values():
+        ((_, day), _) = periods(episode)
+        days.setdefault(("daily", day, partition(episode, keys)), set()).update(
+            [episode.episode_id] if episode.episode_id in new else []
+        )
+    daily = {key: _sources(batch, facts, key, added) for key, added in days.items()}
+    weeks = {("weekly", _week_of(day), part) for _, day, part in daily}
+    weekly = {key: _week(batch, facts, key, daily) for key in weeks}
+    standing = Standing.of(work.facts())
     now = deps.clock.now()
     rolled = []
-    for (tier, label), members in sorted(periods.items()):
-        previous = existing.get(ids[tier, label])
-        if previous is not None and members <= set(previous.source_episode_ids) and not members & rerolled:
-            continue  # rolled already: a replay writes nothing
-        source_ids = sorted({*(previous.source_episode_ids if previous else []), *members})
-        found = work.episodes(source_ids)
-        present = [i for i in source_ids if i in found]
-        if not present:
-            continue
-        stated = [f.summary for f in claims if set(f.source_episode_ids) & set(present)]
-        current = [i for i in present if i not in outdated]
-        text = digest(stated, [utterance(found[i]) for i in current])
-        if not text and current:
-            continue  # nothing but small talk ("Lol.", "Night!"): no digest to write
-        rolled.append(
-            Fact(
-                tenant=batch.tenant,
-                fact_id=ids[tier, label],
-                scope_id=batch.scope_id,
-                tier=tier,
-                summary=text or "every claim of the period has been superseded since",
-                confidence=confidence(len(source_ids), False),
-                source_episode_ids=source_ids,
-                valid_from=min(found[i].occurred_at for i in present),
-                created_at=previous.created_at if previous else now,
-                updated_at=now,
-                reinforced_at=previous.reinforced_at if previous else now,
-            )
-        )
+    for key, ids in sorted({**daily, **weekly}.items()):
+        if not ids or (key[0] == "weekly" and any(ids == d for (_, _, part), d in daily.items() if part == key[2])):
+            continue  # a week with one active day would repeat it
+        previous = facts.get(rollup_id(batch.tenant, batch.scope_id, *key))
+        fact = _rolled(batch, key, ids, previous, standing, work, now)
+        if fact is not None:
+            rolled.append(fact)
     if rolled:
         vectors = deps.embedder.embed([f.summary for f in rolled])
         rolled = [
@@ -75,3 +60,62 @@ def rollup(deps: Deps, batch: Batch, work: Working) -> Batch:
         work.put_facts(rolled)
     batch.count("rollup", "rollups", len(rolled))
     return batch
+
+
+def _sources(batch: Batch, facts: dict[str, Fact], key: Period, added: set[str]) -> set[str]:
+    """A day's sources: those of its roll-up so far, and this batch's turns of that day and partition."""
+    previous = facts.get(rollup_id(batch.tenant, batch.scope_id, *key))
+    return set(previous.source_episode_ids if previous else []) | added
+
+
+def _week_of(day: str) -> str:
+    year, week, _ = datetime.strptime(day, "%Y-%m-%d").isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def _week(batch: Batch, facts: dict[str, Fact], key: Period, daily: dict[Period, set[str]]) -> set[str]:
+    """A week's sources: its days' (this batch's, else their roll-ups')."""
+    _, week, part = key
+    year, number = (int(x) for x in week.split("-W"))
+    ids: set[str] = set()
+    for weekday in range(1, 8):
+        day = f"{datetime.fromisocalendar(year, number, weekday):%Y-%m-%d}"
+        found = daily.get(("daily", day, part))
+        if found is None:
+            previous = facts.get(rollup_id(batch.tenant, batch.scope_id, "daily", day, part))
+            found = set(previous.source_episode_ids) if previous else set()
+        ids |= found
+    return ids
+
+
+def _rolled(
+    batch: Batch,
+    key: Period,
+    ids: set[str],
+    previous: Fact | None,
+    standing: Standing,
+    work: Working,
+    now: datetime,
+) -> Fact | None:
+    """The roll-up of one period and partition, or None when it is unchanged or has nothing to say."""
+    found = work.episodes(sorted(ids))
+    turns: list[Episode] = sorted(found.values(), key=lambda e: (e.occurred_at, e.created_at, e.sequence))
+    if not turns:
+        return None
+    text = compose(key[0], standing, turns)
+    source_ids = sorted(found)
+    if not text or (previous is not None and previous.summary == text and previous.source_episode_ids == source_ids):
+        return None  # small talk only, or rolled already (a replay writes nothing)
+    return Fact(
+        tenant=batch.tenant,
+        fact_id=rollup_id(batch.tenant, batch.scope_id, *key),
+        scope_id=batch.scope_id,
+        tier=key[0],
+        summary=text,
+        confidence=confidence(len(source_ids), False),
+        source_episode_ids=source_ids,
+        valid_from=turns[0].occurred_at,
+        created_at=previous.created_at if previous else now,
+        updated_at=now,
+        reinforced_at=previous.reinforced_at if previous else now,
+    )

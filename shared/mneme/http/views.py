@@ -261,6 +261,7 @@ class FactRecord(BaseModel):
     sources: list[EpisodeRecord] | None = None  # GET /v1/facts/{id}: its source episodes still remembered
     missing_sources: list[str] | None = None  # ... and the ids of those forgotten or erased since
     history: list[dict[str, Any]] | None = None  # ... and its corrections: who, when, before and after, why
+    settled: list[Settled] | None = None  # PATCH: the roll-ups composed again, the summaries retracted
 
 
 class EpisodePage(BaseModel):

@@ -20,7 +20,7 @@ from mneme.models import Episode, Memory, session_position
 from mneme.observability import logger, metrics
 from mneme.ports import ConsolidationStore, Embedder, EpisodeStore, FactStore, MemoryStore, SearchIndex
 from mneme.records import Fact
-from mneme.search_models import IndexDocument, merged_terms, metadata_terms
+from mneme.search_models import IndexDocument, metadata_terms, shared_terms
 from mneme.services.scopes import ScopeService
 from mneme.text import date_words
 
@@ -233,7 +233,7 @@ class Indexer:
                     tenant=fact.tenant, doc_id=fact.fact_id, kind="fact", scope_id=fact.scope_id,
                     ancestor_ids=ancestors[(fact.tenant, fact.scope_id)], text=fact_text(fact), vector=fact.vector,
                     model_id=fact.model_id, occurred_at=fact.valid_from, tier=fact.tier,
-                    metadata_terms=merged_terms([found[i].metadata for i in fact.source_episode_ids if i in found]),
+                    metadata_terms=shared_terms([found[i].metadata for i in fact.source_episode_ids if i in found]),
                 )
                 for fact in facts
             ]  # fmt: skip

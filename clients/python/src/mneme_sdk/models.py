@@ -561,6 +561,7 @@ class FactRecord(Response):
     sources: list[EpisodeRecord] | None = None
     missing_sources: list[str] | None = None
     history: list[dict[str, Any]] | None = None
+    settled: list[Settled] | None = None  # a correction: what carried the old value, settled
 
 
 class EpisodePage(Response):
