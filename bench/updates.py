@@ -75,7 +75,10 @@ CASE = re.compile(r"^#\s*case\s+([a-z0-9][a-z0-9-]{0,40})\s*$")
 FIELD = re.compile(r"^#\s*(kind|tags)\s*:\s*(.*?)\s*$")
 SESSION = re.compile(r"^##\s*(\d{4}-\d{2}-\d{2})(?:[ T](\d{1,2}:\d{2}))?\s*$")
 ROLES = ("user", "assistant")  # speakers sent as a role in the messages shape
-BLOCK = re.compile(r"^(?:### \S+ \[[^\n]*\]\n(?:requires: [^\n]*\n)?(`{3,})\n(.*?)\n\1$|- \S+ \[[^\]]*\] (.*)$)", re.M | re.S)
+# the pack's first item: a body (### header, optional requires line, fenced text) or a card ("- id [tags] summary")
+BLOCK = re.compile(
+    r"^(?:### \S+ \[[^\n]*\]\n(?:requires: [^\n]*\n)?(`{3,})\n(.*?)\n\1$|- \S+ \[[^\]\n]*\] ([^\n]*))", re.M | re.S
+)
 
 
 @dataclass
