@@ -8,8 +8,13 @@ way exported chat logs arrive with one time per session:
     messages       each session one `remember` with `messages`, a `session_id` and the session's time
                    (`User:` / `Assistant:` turns as the roles user / assistant, others by `name`, an
                    agent note as the role assistant)
-    session-time   every turn its own `remember` at its session's time, the speaker in `metadata.speaker`
-                   (an agent note with no speaker)
+    session-time   every turn its own `remember` at its session's time and `session_id`, the speaker in
+                   `metadata.speaker` as the messages shape stores it (an agent note with none)
+
+The kinds of question: `current` asks, in the present tense and without saying "now", about something
+that changed; `past` asks for the value before a change ("before York", "originally"); `other-person`
+asks about someone whose value stayed while another person in the scope changed theirs; `unchanged`
+asks about something a later turn restates, or only considers changing (a rumour, a trial, a quote).
 
 Each question is recalled in its case's scope (default scoring, `limit` 5) and the answer scored by
 normalised substring match (case, accents, quotes and spacing folded; a value must start and end on a
@@ -20,6 +25,9 @@ word boundary) on each result's `content` and on the pack's first block (`contex
     pack    the pack's first block states a right value
     stale   the top result states a wrong value and no right one (the earlier value, for `past` the newer)
     reach   some result states a right value
+
+A text that names both values ("from Leeds to York") states the right one; so does the first statement
+of a change that was later undone (`reverted`): substring scoring cannot tell those apart.
 
 reported per part, shape and kind of question. The headline figures are the ones issue 41 sets goals
 for: current first (`top` and `pack`, over the `current`, `other-person` and `unchanged` cases), stale
@@ -388,34 +396,41 @@ def main() -> None:
     print(f"cases: {', '.join(f'{p} {sum(x.part == p for x in cases)}' for p in parts)}; shapes: {', '.join(shapes)}")
     print(f"recall limit {LIMIT}, default scoring; {c.machine()}")
 
-    home = Path(tempfile.mkdtemp(prefix="mneme-updates-"))
-    server = Server(home)
-    phases: list[tuple[str, list[Row]]] = []
-    try:
-        api = server.client("bench-updates")
-        start = time.perf_counter()
-        calls = sum(remember(api, case, shape) for shape in shapes for case in cases)
-        print(f"remembered {len(cases) * len(shapes)} cases in {calls} calls in {time.perf_counter() - start:.1f} s")
-        api.post("/v1/recall", json={"query": "warm up", "scope": cases[0].scope(shapes[0])})
-        phases.append(("before", [row for shape in shapes for row in ask(api, cases, shape)]))
-        if args.consolidate:
-            start = time.perf_counter()
-            runs = consolidate_all(api, cases, shapes)
-            errors = sum(len(stage.get("errors", [])) for run in runs for stage in run["stages"].values())
-            facts, rollups = written(home)
-            statuses = ", ".join(sorted({run["status"] for run in runs}))
-            print(f"consolidated: {len(runs)} runs ({statuses}) in {time.perf_counter() - start:.1f} s; "
-                  f"errors {errors}; {facts} facts, {rollups} roll-ups written")  # fmt: skip
-            phases.append(("after one consolidation run", [row for shape in shapes for row in ask(api, cases, shape)]))
-    finally:
-        server.stop()
-        shutil.rmtree(home, ignore_errors=True)
+    phases = measure(cases, shapes, args.consolidate)
     print(report(phases))
     if args.misses:
         for phase, rows in phases:
             show_misses(phase, rows)
     if args.json:
         args.json.write_text(json.dumps([_dump(phase, r) for phase, rows in phases for r in rows], indent=1))
+
+
+def measure(cases: list[Case], shapes: list[str], consolidating: bool) -> list[tuple[str, list[Row]]]:
+    """On a fresh `mneme serve`: remember every case in every shape, ask; with `consolidating`, one run
+    over each part and shape, then ask again. The rows of each phase."""
+    home = Path(tempfile.mkdtemp(prefix="mneme-updates-"))
+    server = Server(home)
+    try:
+        api = server.client("bench-updates")
+        start = time.perf_counter()
+        calls = sum(remember(api, case, shape) for shape in shapes for case in cases)
+        print(f"remembered {len(cases) * len(shapes)} cases in {calls} calls in {time.perf_counter() - start:.1f} s")
+        api.post("/v1/recall", json={"query": "warm up", "scope": cases[0].scope(shapes[0])})
+        phases = [("before", [row for shape in shapes for row in ask(api, cases, shape)])]
+        if consolidating:
+            start = time.perf_counter()
+            runs = consolidate_all(api, cases, shapes)
+            took = time.perf_counter() - start
+            errors = sum(len(stage.get("errors", [])) for run in runs for stage in run["stages"].values())
+            facts, rollups = written(home)
+            statuses = ", ".join(sorted({run["status"] for run in runs}))
+            print(f"consolidated: {len(runs)} runs ({statuses}) over {sum(len(run['scopes']) for run in runs)} "
+                  f"scopes in {took:.1f} s; errors {errors}; {facts} facts, {rollups} roll-ups written")  # fmt: skip
+            phases.append(("after one consolidation run", [row for shape in shapes for row in ask(api, cases, shape)]))
+        return phases
+    finally:
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def _dump(phase: str, row: Row) -> dict[str, Any]:

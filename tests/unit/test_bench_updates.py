@@ -3,8 +3,6 @@ and the scores mean what they say."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
@@ -12,7 +10,7 @@ from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.support.bench import load_bench
 
 SAMPLE = """\
 # A comment about the file.
@@ -42,13 +40,7 @@ Maya: Big news, I'm a York resident now.
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("bench_updates", BENCH / "updates.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("updates.py", "bench_updates")
 
 
 def test_a_case_file_gives_sessions_turns_notes_and_values(bench: ModuleType, tmp_path: Path) -> None:
