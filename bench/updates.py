@@ -129,14 +129,15 @@ def parse(path: Path, part: str) -> list[Case]:
         line, where = raw.strip(), f"{path.name}:{n}"
         if not line:
             continue
-        if m := CASE.match(line):
-            cases.append(Case(m[1], part, path.name))
+        if started := CASE.match(line):
+            cases.append(Case(started[1], part, path.name))
             continue
-        if line.startswith("#") and not line.startswith("##") and not (m := FIELD.match(line)):
+        field_match = FIELD.match(line)
+        if line.startswith("#") and not line.startswith("##") and not field_match:
             continue  # a comment
         if not cases:
             raise SystemExit(f"{where}: text before the first '# case'")
-        _line(cases[-1], line, where, m)
+        _line(cases[-1], line, where, field_match)
     for case in cases:
         check(case)
     return cases
@@ -424,7 +425,7 @@ def measure(cases: list[Case], shapes: list[str], consolidating: bool) -> list[t
             errors = sum(len(stage.get("errors", [])) for run in runs for stage in run["stages"].values())
             facts, rollups = written(home)
             statuses = ", ".join(sorted({run["status"] for run in runs}))
-            print(f"consolidated: {len(runs)} runs ({statuses}) over {sum(len(run['scopes']) for run in runs)} "
+            print(f"consolidated: {len(runs)} run{'s' * (len(runs) > 1)} ({statuses}) over {sum(len(run['scopes']) for run in runs)} "
                   f"scopes in {took:.1f} s; errors {errors}; {facts} facts, {rollups} roll-ups written")  # fmt: skip
             phases.append(("after one consolidation run", [row for shape in shapes for row in ask(api, cases, shape)]))
         return phases
