@@ -425,8 +425,9 @@ def measure(cases: list[Case], shapes: list[str], consolidating: bool) -> list[t
             errors = sum(len(stage.get("errors", [])) for run in runs for stage in run["stages"].values())
             facts, rollups = written(home)
             statuses = ", ".join(sorted({run["status"] for run in runs}))
-            print(f"consolidated: {len(runs)} run{'s' * (len(runs) > 1)} ({statuses}) over {sum(len(run['scopes']) for run in runs)} "
-                  f"scopes in {took:.1f} s; errors {errors}; {facts} facts, {rollups} roll-ups written")  # fmt: skip
+            scopes = sum(len(run["scopes"]) for run in runs)
+            print(f"consolidated: {len(runs)} run{'s' * (len(runs) > 1)} ({statuses}) over {scopes} scopes in "
+                  f"{took:.1f} s; errors {errors}; {facts} facts, {rollups} roll-ups written")  # fmt: skip
             phases.append(("after one consolidation run", [row for shape in shapes for row in ask(api, cases, shape)]))
         return phases
     finally:
