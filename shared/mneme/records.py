@@ -129,6 +129,10 @@ class Fact(BaseModel):
     superseded_by: str | None = None
     status: FactStatus = "active"
     stale: bool = False
+    # A later episode that changes the fact's subject ("I moved to York" after "lives in Leeds") when the new value
+    # could not be read from it: the fact is stale since `changed_at`, and recall ranks that episode above it.
+    changed_by: str | None = None
+    changed_at: datetime | None = None
     created_at: datetime
     updated_at: datetime
     reinforced_at: datetime

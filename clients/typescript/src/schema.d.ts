@@ -1103,6 +1103,16 @@ export interface components {
          *     fetched alone. `version` is what a correction (PATCH) sends back.
          */
         FactRecord: {
+            /**
+             * Changed At
+             * @default null
+             */
+            changed_at?: string | null;
+            /**
+             * Changed By
+             * @default null
+             */
+            changed_by?: string | null;
             /** Confidence */
             confidence: number;
             /**

@@ -52,7 +52,8 @@ def collect(deps: Deps, batch: Batch, work: Working) -> Batch:
 
 
 def maintain_facts(deps: Deps, tenant: str, facts: list[Fact]) -> list[Fact]:
-    """Decay untouched facts, expire the faint ones, flag facts whose sources are gone; the changed ones.
+    """Decay untouched facts, expire the faint ones, flag facts whose sources are gone (or that a later episode
+    changed: `changed_by`); the changed ones.
     Idempotent (decay is computed from `reinforced_at`). The run's sweep calls it once over every fact of
     the tenant (`service.maintain`); the source episodes are read SOURCE_READ ids at a time, not per fact."""
     now = deps.clock.now()
@@ -64,7 +65,7 @@ def maintain_facts(deps: Deps, tenant: str, facts: list[Fact]) -> list[Fact]:
         periods = math.floor((now - fact.reinforced_at).total_seconds() / 3600 / settings.decay_hours)
         structured = fact.entity is not None and fact.property is not None
         effective = round(confidence(len(fact.source_episode_ids), structured) * settings.decay**periods, 4)
-        stale = not present.issuperset(fact.source_episode_ids)
+        stale = not present.issuperset(fact.source_episode_ids) or fact.changed_by is not None
         update: dict[str, Any] = {}
         if effective != fact.confidence:
             update["confidence"] = effective

@@ -254,6 +254,8 @@ class FactRecord(BaseModel):
     superseded_by: str | None = None
     status: str
     stale: bool
+    changed_by: str | None = None  # the later episode that changed its subject (then stale)
+    changed_at: datetime | None = None
     version: int
     created_at: datetime
     updated_at: datetime

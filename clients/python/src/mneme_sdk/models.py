@@ -554,6 +554,8 @@ class FactRecord(Response):
     superseded_by: str | None = None
     status: str
     stale: bool
+    changed_by: str | None = None  # the later episode that changed its subject (the fact is then stale)
+    changed_at: datetime | None = None
     version: int
     created_at: datetime
     updated_at: datetime
