@@ -1,0 +1,120 @@
+"""Answers to questions: the one place a claim comes from two turns together.
+
+"Where are you working these days?" / "Acme, since May." states that the answerer works at Acme, though
+neither turn does alone. Only plain readings count: the previous turn, by someone else, asks exactly one
+question of a known shape ("where do you live", "what's your dog called", "who owns the billing
+migration", "what's the deadline for X"), addressed to nobody else by name; the answer's first clause is
+the value itself ("Acme", "in York", "Product designer", "me"), of the kind the question asks for. A
+hedge, a question back, a joke or a negation gives nothing (`claims` has already dropped those clauses).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from mneme.consolidation.claim_rules import Found
+from mneme.consolidation.claim_values import NAME, is_entity, is_property, value
+
+if TYPE_CHECKING:
+    from mneme.consolidation.claims import Turn
+
+
+class Asked(NamedTuple):
+    entity: str | None  # None: the answerer (or, for "owns", the person the answer names)
+    property: str
+    kind: str  # the kind of value the answer must be; "owner": the answer names who
+    thing: str | None = None  # what is owned, for "who owns X"
+
+
+THING = rf"(?P<x>the [a-z][\w -]*?|{NAME})"
+SKIP_PROPERTIES = frozenset(
+    "plan plans problem deal point take excuse secret opinion guess issue question status situation eta "
+    "thoughts view mood vibe story news weekend day week".split()
+)
+SHAPES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
+    (re.compile(pattern, re.I), prop, kind)
+    for pattern, prop, kind in (
+        (r"\bwhere (?:are|do) you (?:work|working)(?: now| these days| at the moment)?\W*$", "works at", "org"),
+        (r"\bwho (?:do|are) you (?:work|working) for(?: now| these days)?\W*$", "works at", "org"),
+        (r"\bwhere (?:do|are) you (?:live|living|based)(?: now| these days| at the moment)?\W*$", "lives in", "place"),
+        (r"\bwhere(?:'s| is) home(?: now| these days)?\W*$", "lives in", "place"),
+        (r"\bwhere are you (?:originally )?from\W*$|\bwhere did you grow up\W*$", "from", "place"),
+        (r"\bwhat do you do(?: for (?:work|a living)| there| now| these days| exactly)?\W*$", "works as", "role"),
+        (r"\bwhat(?:'s| is) your (?:job|role|job title)(?: now| these days| there)?\W*$", "works as", "role"),
+        (r"\bhow old are you\W*$", "age", "age"),
+        (r"\bwhat (?:do|does) (?:you|your team) use(?: for [\w ]+)?\W*$", "uses", "product"),
+    )
+)
+YOUR = re.compile(
+    r"\b(?:what|who)(?:'s| is| are) your (?:new |current )?(?P<p>[a-z][\w'-]*(?: [a-z][\w'-]*){0,2}?)"
+    r"(?P<called> called|'s name)?\W*$",
+    re.I,
+)
+WHO_OWNS = re.compile(
+    rf"\bwho(?:'s| is)? (?:picking up|taking|handling|running|leading|owning|owns|looking after|in charge of|"
+    rf"responsible for) {THING}\W*$",
+    re.I,
+)
+WHATS_THE = re.compile(
+    rf"\b(?:what|when)(?:'s| is) the (?P<p>deadline|due date|launch date|go-live date|release date|budget)"
+    rf"(?: for {THING})?\W*$",
+    re.I,
+)
+ME = re.compile(r"^(?:me|I do|I am|I will|mine|myself|that's me|that is me|me again)$", re.I)
+
+
+def asked(question: str, properties: Sequence[str]) -> bool:
+    """Does the question ask for one of these properties ("what's the deadline?")?"""
+    found = WHATS_THE.search(question)
+    return bool(found) and found["p"].lower() in properties
+
+
+def _shape(question: str) -> Asked | None:
+    question = question.rstrip(" ?!.")
+    for pattern, prop, kind in SHAPES:
+        if pattern.search(question):
+            return Asked(None, prop, kind)
+    if found := WHO_OWNS.search(question):
+        return Asked(None, "owns", "owner", found["x"])
+    if found := WHATS_THE.search(question):
+        return Asked(found["x"] or "\x00topic", found["p"].lower(), "thing")
+    if (found := YOUR.search(question)) and is_property(found["p"]) and found["p"] not in SKIP_PROPERTIES:
+        if found["called"]:
+            return Asked(None, f"{found['p']}'s name", "name")
+        return Asked(None, found["p"], "thing")
+    return None
+
+
+def _addressed_elsewhere(question: str, answerer: str) -> bool:
+    """'Tomasz, where do you work?' answered by someone else is not their answer."""
+    found = re.match(rf"^({NAME}),", question) or re.search(rf",\s*({NAME})\W*$", question)
+    return bool(found) and found[1] != answerer and is_entity(found[1])
+
+
+def _answer_value(asked: Asked, clause: str) -> str | None:
+    if asked.kind == "place":
+        clause = re.sub(r"^(?:I am |we are |We are )?(?:in|near|just outside|outside|based in) ", "", clause)
+    if asked.kind == "org":
+        clause = re.sub(r"^(?:I am |We are |I work )?(?:at|for|with) ", "", clause)
+    return value(asked.kind, clause, asked.property)
+
+
+def answer_claims(questions: Sequence[str], answer: Turn, topic: str | None) -> list[Found]:
+    """What the answer's first clause states, read as the answer to the one question asked before it."""
+    shapes = [(q, s) for q in questions if (s := _shape(q))]
+    if len(shapes) != 1 or not answer.speaker or not answer.sentences or not answer.sentences[0]:
+        return []
+    question, shape = shapes[0]
+    clause = answer.sentences[0][0]
+    if _addressed_elsewhere(question, answer.speaker):
+        return []
+    if shape.kind == "owner":
+        owner = answer.speaker if ME.match(clause) else re.sub(r" (?:does|is|will|has it)$", "", clause)
+        return [Found(owner, "owns", shape.thing)] if shape.thing and (owner == answer.speaker or is_entity(owner)) else []
+    said = _answer_value(shape, clause)
+    entity = shape.entity or answer.speaker
+    if entity == "\x00topic":
+        entity = topic
+    return [Found(entity, shape.property, said)] if said and entity else []

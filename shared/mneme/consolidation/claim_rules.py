@@ -1,0 +1,209 @@
+"""The claim patterns: one clause in, the (entity, property, value) it states out.
+
+A clause reaches these rules only when it asserts something (`claims` drops questions, hedges, plans,
+negations, jokes and reported speech first). Its subject is "I"/"we" (the speaker), "my sister" (the
+speaker's sister), a name ("Priya"), "the gateway" (a thing, for a few rules), or "he"/"she", which
+`claims` resolves from the turns before or drops. Each rule names the kind of value it expects
+(`claim_values.value`); a clause whose words fill no rule with a value of its kind yields nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from mneme.consolidation.claim_values import (
+    AMOUNT,
+    CONDITIONS,
+    DATE,
+    DIETS,
+    FAMILY,
+    NAME,
+    is_entity,
+    is_property,
+    role,
+    value,
+)
+
+HE, SHE, TOPIC, THAT = "\x00he", "\x00she", "\x00topic", "\x00that"  # entities `claims` resolves from context
+
+
+class Found(NamedTuple):
+    entity: str
+    property: str
+    value: str
+
+
+FAMILY_RE = "|".join(FAMILY)
+THING = r"(?:[Tt]he) [a-z][\w-]*(?: [a-z][\w-]*){0,2}?"
+SUBJECT = rf"(?P<e>I|We|(?:[Mm]y|[Oo]ur) (?:{FAMILY_RE})|{NAME}(?:'s (?:{FAMILY_RE}))?|[Hh]e|[Ss]he)"
+THING_SUBJECT = rf"(?P<e>{NAME}|{THING}|[Hh]e|[Ss]he|I|We)"
+ADV = r"(?: (?:have|has|just|recently|finally|now|also|all|both|actually|officially|eventually|since))*"
+BE = r"(?: am| is| are|'s)"
+SOME = r"(?:an? |the |two |three |four )?(?:(?:new|little|old|rescue|tiny|big|second|baby|beautiful|gorgeous) )*"
+
+# (property, value kind, pattern). The value is group `v`; a pattern may also name `p` (the property, from
+# the text), `r` (a role: "works as") and `o` (an employer: "works at"), or `k` (a pet's kind: "dog's name").
+RULES: tuple[tuple[str, str, str], ...] = (
+    # where someone lives, and changes of it ("moved to" gives the new place)
+    ("lives in", "place", rf"^{SUBJECT}{ADV} (?:moved|relocated)(?: back| house| home| out)? to (?:an? |the )?"
+                          rf"(?:[a-z][\w-]* ){{0,3}}?(?:in )?(?P<v>[A-Z].*)"),
+    ("lives in", "place", rf"^{SUBJECT}{ADV}(?: live| lives| are living| am living| is living| have lived| has lived|"
+                          rf" have been living| has been living) (?:in|near) (?P<v>.+)"),
+    ("lives in", "place", rf"^{SUBJECT}{BE}(?: now)? (?:based|living|settled) (?:in|near|out of) (?P<v>.+)"),
+    ("lives in", "place", rf"^{SUBJECT}{BE} (?:now )?in (?P<v>{NAME}) now\b"),
+    ("lives in", "place", rf"^{SUBJECT} works? remotely from (?P<v>.+)"),
+    ("from", "place", rf"^{SUBJECT}{BE} (?:originally )?from (?P<v>.+)"),
+    ("from", "place", rf"^{SUBJECT} (?:grew up|was born|was raised) in (?P<v>.+)"),
+    # work: employer, role, both
+    ("works at", "org", rf"^{SUBJECT}{BE}(?: now| also)? (?:an?|the) (?P<r>[\w'’ -]+?) (?:at|for|with) (?P<o>.+)"),
+    ("works as", "role", rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working) "
+                         rf"(?:at|for) (?P<o>.+?) as (?:an? |the )?(?P<r>.+)"),
+    ("works as", "org", rf"^{SUBJECT}{ADV}(?: joined| has joined| have joined) (?P<o>.+?) as (?:an? |the )?(?P<r>.+)"),
+    ("works at", "org", rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working) (?:at|for) (?P<v>.+)"),
+    ("works at", "name", rf"^{SUBJECT}{ADV}(?: joined| started at| started working at| started working for|"
+                         rf" got a job at| got a job with| got a job for| have started at) (?P<v>.+)"),
+    ("works as", "role", rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working) as (?P<v>.+)"),
+    ("works as", "role", rf"^{SUBJECT}{ADV}(?: got| have been| was| has been) promoted to (?P<v>.+)"),
+    ("works as", "role", rf"^{SUBJECT}{BE}(?: now| also)? (?P<v>an? [\w'’ -]+?) by (?:trade|profession)"),
+    ("works as", "exact-role", rf"^{SUBJECT}{BE}(?: now| also)? (?P<v>(?:an?|the) [\w'’ -]+)$"),
+    # tools and services used, and switches between them
+    ("uses", "product", rf"^{SUBJECT}{ADV}(?: switched| have switched| migrated| changed| moved over| moved) "
+                        rf"(?:over )?from (?:the )?{NAME} to (?P<v>.+)"),
+    ("uses", "product", rf"^{SUBJECT}{ADV}(?: dropped| ditched| replaced) (?:the )?{NAME} (?:for|with) (?P<v>.+)"),
+    ("uses", "tool", rf"^{SUBJECT}{ADV}(?: switched| have switched| migrated| changed| moved over) (?:over )?to (?P<v>.+)"),
+    ("uses", "tool", rf"^{SUBJECT}{ADV}(?: use| uses| am using| are using| is using| rely on| relies on) (?P<v>.+)"),
+    ("uses", "product", rf"^{THING_SUBJECT}{ADV}(?: uses| runs on| run on| runs| run| is using) (?P<v>.+)"),
+    ("uses", "product", rf"^{THING_SUBJECT}{BE}(?: now| still)? (?:on|running) (?P<v>{NAME} \d+(?:\.\d+)*|"
+                        rf"[a-z][\w.+-]* \d+(?:\.\d+)*)"),
+    # ownership of things and of work
+    ("owns", "owned", rf"^{THING_SUBJECT}{ADV}(?: own| owns|{BE} (?:now )?(?:in charge of|responsible for|"
+                      rf"the owner of))(?: the whole)? (?P<v>.+)"),
+    # the person: age, diet, allergies, conditions, languages, studies, preferences, name
+    ("age", "age", rf"^{SUBJECT}{BE} (?P<v>\d{{1,3}})(?: years old| years of age| yo)?(?: this year| now)?$"),
+    ("age", "age", rf"^{SUBJECT}{ADV} turned (?P<v>\d{{1,3}})(?: (?:last|this) (?:week|month|year)|"
+                   rf" on \w+(?: \w+)?| yesterday| in (?:\w+))?$"),
+    ("diet", "phrase", rf"^{SUBJECT}{BE}(?: now| also| strictly| fully| a)* (?P<v>{'|'.join(DIETS)})\b"),
+    ("diet", "phrase", rf"^{SUBJECT}{ADV}(?: went| have gone| has gone| turned) (?P<v>vegan|vegetarian|pescatarian)\b"),
+    ("allergic to", "phrase", rf"^{SUBJECT}{BE}(?: also| very| severely| really| quite| super)* allergic to (?P<v>.+)"),
+    ("has", "phrase", rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>{'|'.join(CONDITIONS)})$"),
+    ("speaks", "name", rf"^{SUBJECT}{ADV} speaks? (?P<v>.+)"),
+    ("studies", "phrase", rf"^{SUBJECT}{BE} (?:studying|doing (?:an?|my) (?:degree|masters|master's|MSc|MA|BA|"
+                          rf"BSc|PhD|course|diploma) in) (?P<v>[\w ]+?)(?: at | in |$)"),
+    ("studies", "phrase", rf"^{SUBJECT} stud(?:y|ies) (?P<v>[\w ]+?)(?: at | in |$)"),
+    ("studied", "phrase", rf"^{SUBJECT}{ADV} studied (?P<v>[\w ]+?) (?:at|in) {NAME}"),
+    ("prefers", "preference", rf"^{SUBJECT}(?: always| generally| usually)? prefers? (?!to\b)(?P<v>.+?)"
+                         rf"(?: over .*| to .*| than .*| when .*| for .*| on .*)?$"),
+    ("name", "name", r"^(?:[Mm]y name is|[Cc]all me|I am called|I go by) (?P<v>.+)"),
+    # pets and named things: "we got a kitten called Pickle"
+    ("{k}'s name", "name", rf"^{SUBJECT}{ADV}(?: have| has| got| have got| has got| adopted| rescued| bought) "
+                           rf"{SOME}(?P<k>[a-z]+(?: [a-z]+)?) (?:called|named) (?P<v>.+)"),
+    # possessions in numbers: "we have three kids", "I have a garden now"
+    ("has", "thing", rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>(?:two|three|four|five|six|\d) "
+                     r"(?!(?:questions|meetings|problems|minutes|hours|days|weeks|months|years|ideas|calls|things|"
+                     r"options|tickets|bugs|jobs|tabs|drinks|kids coming)\b)[a-z]+s)$"),
+    ("has", "thing", rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>an? [a-z]+) now$"),
+)
+COMPILED = tuple((prop, kind, re.compile(pattern)) for prop, kind, pattern in RULES)
+CHANGE = r"(?:is|are|is now|are now|'s now|has changed to|changed to|went up to|has gone up to|rose to|increased to|" \
+         r"went down to|dropped to|is going up to)"  # fmt: skip
+POSSESSIVE = rf"(?P<e>[Mm]y|[Oo]ur|{NAME}'s|{THING}'s)"
+POSSESSIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (shape, re.compile(pattern))
+    for shape, pattern in (
+        # "my favourite band is Wet Leg"
+        ("favourite", rf"^{POSSESSIVE} (?P<p>favou?rite [a-z]+(?: [a-z]+){{0,3}}?) (?:is|are) (?P<v>.+)"),
+        # "my dog is called Biscuit", "Ruth's daughter is called Ada"
+        ("called", rf"^{POSSESSIVE} (?:new )?(?P<p>[a-z][\w'-]*(?: [a-z][\w'-]*){{0,2}}) (?:is|are) (?:called|named) "
+                   r"(?P<v>.+)"),
+        # "my mum is a teacher": a relation's job
+        ("relation", rf"^{POSSESSIVE} (?P<rel>{FAMILY_RE}) (?:is|'s) (?:now )?(?P<r>an? [\w'’ -]+)$"),
+        # "my manager is Aisha Rahman", "Acme's billing plan is Premium", "my rent went up to £1,020"
+        ("is", rf"^{POSSESSIVE} (?:(?:new|current) )?(?P<p>[\w'-]+(?: [\w'-]+){{0,3}}?) {CHANGE} (?P<v>.+)"),
+        ("is", rf"^[Tt]he (?P<p>\w[\w -]{{0,30}}?) (?:of|for) (?P<e>(?:the )?{NAME}|{THING}) {CHANGE} (?P<v>.+)"),
+        # "the landlord raised the rent to £1,020": the speaker's rent, whoever's landlord it is
+        ("landlord", r"^(?:[Mm]y|[Oo]ur|[Tt]he) (?:landlord|landlady|letting agent|agency) (?:has )?(?:raised|put up|"
+                     r"increased|upped) (?:the|my|our) (?P<p>rent) to (?P<v>.+)"),
+        # "the handoff deadline is Friday 7 November"; "the deadline is 14 March", "deadline 14 March" (the topic's)
+        ("is", rf"^(?P<e>{THING}) (?P<p>deadline|due date|launch date|go-live date|release date|budget) (?:is|'s) "
+               r"(?P<v>.+)"),
+        ("topic", rf"^(?:[Tt]he |[Oo]ur |[Ii]ts )?(?P<p>deadline|due date|launch date|go-live date|release date|budget)"
+                  rf"(?: is|'s|:)? (?P<v>(?:{DATE}|{AMOUNT})\b.*)"),
+    )
+)
+OLD = re.compile(r"\b(?:old|previous|former|ex|last)\b", re.I)
+
+
+def _entity(said: str, speaker: str | None) -> str | None:
+    """Who the subject names: the speaker for I/we/my/our, a placeholder for he/she, else the name itself."""
+    word = said.split()[0].lower() if said else ""
+    if word in ("i", "we", "my", "our"):
+        if not speaker:
+            return None
+        rest = said.split(" ", 1)[1] if word in ("my", "our") and " " in said else ""
+        return f"{speaker}'s {rest}" if rest else speaker
+    if word in ("he", "she"):
+        return HE if word == "he" else SHE
+    if re.match(r"[Tt]he ", said):
+        return "the " + said[4:]
+    owner, _, relation = said.partition("'s ")
+    if relation:
+        return f"{owner}'s {relation}" if is_entity(owner) else None
+    return said if is_entity(said) else None
+
+
+def _rule_claims(clause: str, speaker: str | None) -> list[Found]:
+    out: list[Found] = []
+    for prop, kind, pattern in COMPILED:
+        found = pattern.match(clause)
+        if not found or not (entity := _entity(found.groupdict().get("e") or "I", speaker)):
+            continue
+        groups = found.groupdict()
+        if groups.get("r") is not None:  # a role, maybe with an employer
+            job = role(groups["r"].strip())
+            employer = value("org", groups["o"]) if groups.get("o") else None
+            if job and (employer or prop == "works as"):  # "joined the team as a platform engineer": the role
+                out.append(Found(entity, "works as", job))
+                if employer:
+                    out.append(Found(entity, "works at", employer))
+            continue
+        if groups.get("v") is None:
+            continue
+        name = prop.replace("{k}", groups["k"]) if groups.get("k") else prop
+        for part in _list(groups["v"]) if prop == "uses" else [groups["v"]]:
+            if (said := value(kind, part, name)) is not None:
+                out.append(Found(entity, name, said))
+    return out
+
+
+def _list(text: str) -> list[str]:
+    """'PostgreSQL 15 and Redis' -> both; anything else stays whole."""
+    parts = re.split(r",\s*(?:and\s+)?|\s+and\s+", text.split(".")[0] if ". " in text else text)
+    return parts if len(parts) > 1 and all(re.match(r"[A-Z]", p.strip()) for p in parts if p.strip()) else [text]
+
+
+def _possessive(clause: str, speaker: str | None) -> list[Found]:
+    for shape, pattern in POSSESSIVES:
+        if not (found := pattern.match(clause)):
+            continue
+        groups = found.groupdict()
+        if shape in ("topic", "landlord"):
+            entity = TOPIC if shape == "topic" else speaker
+        else:
+            entity = _entity(re.sub(r"'s$", "", groups["e"]), speaker)
+        if not entity:
+            return []
+        if shape == "relation":  # "my mum is a teacher"
+            job = role(groups["r"])
+            return [Found(f"{entity}'s {groups['rel']}", "works as", job)] if job else []
+        prop = groups["p"].strip() + ("'s name" if shape == "called" else "")
+        if (shape != "favourite" and not is_property(prop)) or OLD.search(prop):
+            return []
+        said = value("name" if shape == "called" else "thing", groups["v"], prop)
+        return [Found(entity, prop, said)] if said else []
+    return []
+
+
+def clause_claims(clause: str, speaker: str | None) -> list[Found]:
+    """Every claim one asserting clause states, in order."""
+    return list(dict.fromkeys(_possessive(clause, speaker) + _rule_claims(clause, speaker)))
