@@ -72,7 +72,7 @@ def asked(question: str, properties: Sequence[str]) -> bool:
 
 
 def _shape(question: str) -> Asked | None:
-    question = question.rstrip(" ?!.")
+    question = re.sub(r"\s+(?:again|then|btw|by the way|now)?\W*$", "", question)
     for pattern, prop, kind in SHAPES:
         if pattern.search(question):
             return Asked(None, prop, kind)

@@ -14,6 +14,9 @@ from typing import NamedTuple
 
 from mneme.consolidation.claim_values import (
     AMOUNT,
+    HOME_HINTS,
+    TOOL_HINTS,
+    WORK_HINTS,
     CONDITIONS,
     DATE,
     DIETS,
@@ -21,6 +24,7 @@ from mneme.consolidation.claim_values import (
     NAME,
     is_entity,
     is_property,
+    known_tool,
     role,
     value,
 )
@@ -35,10 +39,16 @@ class Found(NamedTuple):
 
 
 FAMILY_RE = "|".join(FAMILY)
-THING = r"(?:[Tt]he) [a-z][\w-]*(?: [a-z][\w-]*){0,2}?"
-SUBJECT = rf"(?P<e>I|We|(?:[Mm]y|[Oo]ur) (?:{FAMILY_RE})|{NAME}(?:'s (?:{FAMILY_RE}))?|[Hh]e|[Ss]he)"
+THING = r"(?:[Tt]he) [A-Za-z0-9][\w-]*(?: [a-z0-9][\w-]*){0,2}?"
+SUBJECT = rf"(?P<e>I|We|(?:[Mm]y|[Oo]ur) (?:{FAMILY_RE})(?: {NAME})?|{NAME}(?:'s (?:{FAMILY_RE}))?|[Hh]e|[Ss]he)"
+PERSON = rf"(?P<e>I|(?:[Mm]y|[Oo]ur) (?:{FAMILY_RE})(?: {NAME})?|{NAME}(?:'s (?:{FAMILY_RE}))?|[Hh]e|[Ss]he)"
 THING_SUBJECT = rf"(?P<e>{NAME}|{THING}|[Hh]e|[Ss]he|I|We)"
-ADV = r"(?: (?:have|has|just|recently|finally|now|also|all|both|actually|officially|eventually|since))*"
+ADV = r"(?: (?:have|has|just|recently|finally|now|also|all|both|actually|officially|eventually|since|still))*"
+HOME = (  # what one moves to when one moves house: "we moved to a bigger flat in Glasgow"
+    r"(?:(?:an?|the|our|my) )?(?:(?:bigger|smaller|new|little|tiny|lovely|nice|shared|small|big|cheaper|old|"
+    r"rented|[a-z]+-bed(?:room)?) )*(?:flat|house|place|apartment|home|cottage|studio|bungalow|semi|terrace|"
+    r"village|town|city|suburb|area|houseboat|farm) (?:in|near|outside|just outside) "
+)
 BE = r"(?: am| is| are|'s)"
 SOME = r"(?:an? |the |two |three |four )?(?:(?:new|little|old|rescue|tiny|big|second|baby|beautiful|gorgeous) )*"
 
@@ -46,8 +56,10 @@ SOME = r"(?:an? |the |two |three |four )?(?:(?:new|little|old|rescue|tiny|big|se
 # the text), `r` (a role: "works as") and `o` (an employer: "works at"), or `k` (a pet's kind: "dog's name").
 RULES: tuple[tuple[str, str, str], ...] = (
     # where someone lives, and changes of it ("moved to" gives the new place)
-    ("lives in", "place", rf"^{SUBJECT}{ADV} (?:moved|relocated)(?: back| house| home| out)? to (?:an? |the )?"
-                          rf"(?:[a-z][\w-]* ){{0,3}}?(?:in )?(?P<v>[A-Z].*)"),
+    ("lives in", "place", rf"^{SUBJECT}{ADV} (?:moved|relocated)(?: back| house| home| out)? to (?:{HOME})?"
+                          rf"(?P<v>[A-Z].*)"),
+    ("moved", "name", rf"^{SUBJECT}{ADV} (?:moved|relocated|switched|migrated)(?: over)? from (?:the )?(?P<x>{NAME}) "
+                      rf"to (?P<v>.+)"),
     ("lives in", "place", rf"^{SUBJECT}{ADV}(?: live| lives| are living| am living| is living| have lived| has lived|"
                           rf" have been living| has been living) (?:in|near) (?P<v>.+)"),
     ("lives in", "place", rf"^{SUBJECT}{BE}(?: now)? (?:based|living|settled) (?:in|near|out of) (?P<v>.+)"),
@@ -61,15 +73,15 @@ RULES: tuple[tuple[str, str, str], ...] = (
                          rf"(?:at|for) (?P<o>.+?) as (?:an? |the )?(?P<r>.+)"),
     ("works as", "org", rf"^{SUBJECT}{ADV}(?: joined| has joined| have joined) (?P<o>.+?) as (?:an? |the )?(?P<r>.+)"),
     ("works at", "org", rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working) (?:at|for) (?P<v>.+)"),
-    ("works at", "name", rf"^{SUBJECT}{ADV}(?: joined| started at| started working at| started working for|"
-                         rf" got a job at| got a job with| got a job for| have started at) (?P<v>.+)"),
+    ("works at", "name", rf"^{SUBJECT}{ADV}(?: got a job at| got a job with| got a job for| got hired by| was hired by)"
+                         rf" (?P<v>.+)"),
+    ("joined", "name", rf"^{SUBJECT}{ADV}(?: joined| started at| started working at| started working for|"
+                       rf" have started at) (?P<v>.+)"),
     ("works as", "role", rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working) as (?P<v>.+)"),
     ("works as", "role", rf"^{SUBJECT}{ADV}(?: got| have been| was| has been) promoted to (?P<v>.+)"),
     ("works as", "role", rf"^{SUBJECT}{BE}(?: now| also)? (?P<v>an? [\w'’ -]+?) by (?:trade|profession)"),
-    ("works as", "exact-role", rf"^{SUBJECT}{BE}(?: now| also)? (?P<v>(?:an?|the) [\w'’ -]+)$"),
+    ("works as", "exact-role", rf"^{SUBJECT}{BE}(?: now| also)? (?P<v>(?:an?|the) [\w'’ -]+?)(?: there| here)?$"),
     # tools and services used, and switches between them
-    ("uses", "product", rf"^{SUBJECT}{ADV}(?: switched| have switched| migrated| changed| moved over| moved) "
-                        rf"(?:over )?from (?:the )?{NAME} to (?P<v>.+)"),
     ("uses", "product", rf"^{SUBJECT}{ADV}(?: dropped| ditched| replaced) (?:the )?{NAME} (?:for|with) (?P<v>.+)"),
     ("uses", "tool", rf"^{SUBJECT}{ADV}(?: switched| have switched| migrated| changed| moved over) (?:over )?to (?P<v>.+)"),
     ("uses", "tool", rf"^{SUBJECT}{ADV}(?: use| uses| am using| are using| is using| rely on| relies on) (?P<v>.+)"),
@@ -77,11 +89,18 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("uses", "product", rf"^{THING_SUBJECT}{BE}(?: now| still)? (?:on|running) (?P<v>{NAME} \d+(?:\.\d+)*|"
                         rf"[a-z][\w.+-]* \d+(?:\.\d+)*)"),
     # ownership of things and of work
-    ("owns", "owned", rf"^{THING_SUBJECT}{ADV}(?: own| owns|{BE} (?:now )?(?:in charge of|responsible for|"
-                      rf"the owner of))(?: the whole)? (?P<v>.+)"),
+    ("owns", "owned", rf"^{THING_SUBJECT}{ADV}(?: own| owns|{BE} (?:now )?the owner of)(?: the whole)? (?P<v>.+)"),
+    ("responsible for", "owned", rf"^{THING_SUBJECT}{BE}(?: now| also)? (?:in charge of|responsible for) (?P<v>.+)"),
+    # plans, prices, pay, due dates
+    ("{h}", "thing", rf"^{SUBJECT}{BE}(?: now| still| currently)? on (?P<v>(?:the |an? )?[\w' -]*?"
+                     r"(?P<h>plan|tier|tariff|contract|package|subscription))\b"),
+    ("price", "thing", rf"^{THING_SUBJECT}{ADV} costs? (?P<v>.+)"),
+    ("salary", "amount", rf"^{PERSON}{ADV}(?: earn| earns| am on| is on| am earning| is earning) (?P<v>.+)"),
+    ("due date", "date", rf"^{THING_SUBJECT}(?: is| are|'s) due (?:on |by |in )?(?P<v>.+)"),
+    ("school", "school", rf"^{PERSON}{ADV}(?: goes| go| is going) to (?P<v>.+)"),
     # the person: age, diet, allergies, conditions, languages, studies, preferences, name
-    ("age", "age", rf"^{SUBJECT}{BE} (?P<v>\d{{1,3}})(?: years old| years of age| yo)?(?: this year| now)?$"),
-    ("age", "age", rf"^{SUBJECT}{ADV} turned (?P<v>\d{{1,3}})(?: (?:last|this) (?:week|month|year)|"
+    ("age", "age", rf"^{PERSON}{BE} (?P<v>\d{{1,3}})(?: years old| years of age| yo)?(?: this year| now)?$"),
+    ("age", "age", rf"^{PERSON}{ADV} turned (?P<v>\d{{1,3}})(?: (?:last|this) (?:week|month|year)|"
                    rf" on \w+(?: \w+)?| yesterday| in (?:\w+))?$"),
     ("diet", "phrase", rf"^{SUBJECT}{BE}(?: now| also| strictly| fully| a)* (?P<v>{'|'.join(DIETS)})\b"),
     ("diet", "phrase", rf"^{SUBJECT}{ADV}(?: went| have gone| has gone| turned) (?P<v>vegan|vegetarian|pescatarian)\b"),
@@ -141,6 +160,7 @@ def _entity(said: str, speaker: str | None) -> str | None:
         if not speaker:
             return None
         rest = said.split(" ", 1)[1] if word in ("my", "our") and " " in said else ""
+        rest = rest.split()[0] if rest else ""  # "my partner Sam" -> the speaker's partner
         return f"{speaker}'s {rest}" if rest else speaker
     if word in ("he", "she"):
         return HE if word == "he" else SHE
@@ -152,11 +172,22 @@ def _entity(said: str, speaker: str | None) -> str | None:
     return said if is_entity(said) else None
 
 
-def _rule_claims(clause: str, speaker: str | None) -> list[Found]:
+def _moved(said: str, before: str, after: str, hints: str) -> str | None:
+    """'moved from X to Y': a switch of tools or a move of home? Known tools or tool words say the first;
+    home words, or one person moving, the second; a team moving between unknown names says nothing."""
+    if known_tool(before) or known_tool(after) or TOOL_HINTS.search(hints):
+        return "uses"
+    if HOME_HINTS.search(hints) or said.split()[0].lower() not in ("we", "our"):
+        return "lives in"
+    return None
+
+
+def _rule_claims(clause: str, speaker: str | None, hints: str) -> list[Found]:
     out: list[Found] = []
     for prop, kind, pattern in COMPILED:
         found = pattern.match(clause)
-        if not found or not (entity := _entity(found.groupdict().get("e") or "I", speaker)):
+        said = (found.groupdict().get("e") or "I") if found else ""
+        if not found or not (entity := _entity(said, speaker)):
             continue
         groups = found.groupdict()
         if groups.get("r") is not None:  # a role, maybe with an employer
@@ -167,12 +198,19 @@ def _rule_claims(clause: str, speaker: str | None) -> list[Found]:
                 if employer:
                     out.append(Found(entity, "works at", employer))
             continue
-        if groups.get("v") is None:
+        if prop == "moved":
+            prop = _moved(said, groups["x"], groups["v"], hints) or ""
+            kind = "product" if prop == "uses" else "place"
+        if prop == "joined":  # "I joined Strava" is no job: only where the talk is of work
+            prop = "works at" if WORK_HINTS.search(hints) else ""
+        if prop == "age" and said == "I" and not 10 <= int(groups["v"]) <= 99:
             continue
-        name = prop.replace("{k}", groups["k"]) if groups.get("k") else prop
+        if not prop:
+            continue
+        name = prop.replace("{k}", groups.get("k") or "").replace("{h}", (groups.get("h") or "").lower())
         for part in _list(groups["v"]) if prop == "uses" else [groups["v"]]:
-            if (said := value(kind, part, name)) is not None:
-                out.append(Found(entity, name, said))
+            if (value_said := value(kind, part, name)) is not None:
+                out.append(Found(entity, name, value_said))
     return out
 
 
@@ -196,14 +234,30 @@ def _possessive(clause: str, speaker: str | None) -> list[Found]:
         if shape == "relation":  # "my mum is a teacher"
             job = role(groups["r"])
             return [Found(f"{entity}'s {groups['rel']}", "works as", job)] if job else []
-        prop = groups["p"].strip() + ("'s name" if shape == "called" else "")
+        prop = groups["p"].strip()
+        if shape == "called":  # "my dog is called Biscuit", "Leon's cats are called Miso and Tofu"
+            plural = prop.endswith("s") and not prop.endswith("ss")
+            prop = f"{prop}' names" if plural else f"{prop}'s name"
         if (shape != "favourite" and not is_property(prop)) or OLD.search(prop):
             return []
-        said = value("name" if shape == "called" else "thing", groups["v"], prop)
+        said = value("names" if shape == "called" else "thing", groups["v"], prop)
         return [Found(entity, prop, said)] if said else []
     return []
 
 
-def clause_claims(clause: str, speaker: str | None) -> list[Found]:
-    """Every claim one asserting clause states, in order."""
-    return list(dict.fromkeys(_possessive(clause, speaker) + _rule_claims(clause, speaker)))
+def _appositions(clause: str, speaker: str | None) -> list[Found]:
+    """'my sister Funmi', 'with my partner Sam': the speaker's relation, by name."""
+    if not speaker:
+        return []
+    out = []
+    for found in re.finditer(rf"(?<![\w'])(?:[Mm]y|[Oo]ur) (?P<rel>{FAMILY_RE}) (?P<n>{NAME})", clause):
+        if is_entity(found["n"]) and (name := value("name", re.sub(r"'s$", "", found["n"]))):
+            out.append(Found(speaker, found["rel"], name))
+    return out
+
+
+def clause_claims(clause: str, speaker: str | None, hints: str = "") -> list[Found]:
+    """Every claim one asserting clause states, in order. `hints`: the words around it (this turn and the
+    one before), which decide a few readings ("joined Spotify" is a job only where work is talked of)."""
+    found = _possessive(clause, speaker) + _rule_claims(clause, speaker, hints) + _appositions(clause, speaker)
+    return list(dict.fromkeys(found))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from mneme.text import MONTH
+from mneme.text import MONTH, MONTHS
 
 UPPER = "A-ZÀ-ÖØ-ÞĀĂĄĆČĎĐĒĘĚĞĪİŁŃŇŌŐŒŘŚŞŠŢŤŪŮŰŹŻŽ"
 WORD = rf"(?:(?:Dr|Mr|Mrs|Ms|Mx|St|Prof)\.|[{UPPER}](?:[\w&'’+-]|\.(?=\w))*)"  # "Acme", "Co-op", "Miles&Go", "Dr."
@@ -131,6 +131,7 @@ CATEGORY = re.compile(
     r"subject|breed|seat|scheme|rate|method|model|basis|status|format|mode|policy|terms?)\b",
     re.I,
 )
+SCHOOLS = frozenset("School Primary Academy College High Uni University Grammar Nursery Infants Juniors Institute".split())
 FREQUENCY = frozenset("daily weekly fortnightly monthly quarterly yearly annually biweekly hourly".split())
 DIETS = ("vegetarian", "vegan", "pescatarian", "pescetarian", "teetotal", "gluten-free", "dairy-free", "halal", "kosher")
 CONDITIONS = (
@@ -138,6 +139,41 @@ CONDITIONS = (
     "celiac disease", "arthritis", "eczema", "psoriasis", "migraines", "ibs", "dyslexia", "tinnitus", "lupus",
     "crohn's", "crohn's disease", "endometriosis", "a pacemaker", "hypertension", "high blood pressure",
 )  # fmt: skip
+
+
+KNOWN_TOOLS = frozenset(
+    """
+    jira linear slack teams notion confluence trello asana monday clickup basecamp github gitlab bitbucket jenkins
+    circleci travis aws azure gcp heroku vercel netlify postgres postgresql mysql mariadb mongodb redis sqlite
+    oracle kubernetes docker terraform ansible vim neovim emacs vscode intellij pycharm xero sage quickbooks
+    freeagent salesforce hubspot pipedrive zendesk intercom zoom meet webex figma sketch miro outlook gmail
+    thunderbird discord whatsapp signal telegram chrome firefox safari edge android ios windows macos linux
+    ubuntu python java ruby rails django flask react vue angular svelte php node kotlin swift rust go
+    excel sheets tableau looker powerbi airtable dropbox onedrive wordpress shopify squarespace wix stripe
+    paypal datadog grafana prometheus sentry pagerduty opsgenie bamboo argo spinnaker mercurial svn subversion
+    """.split()
+)
+TOOL_HINTS = re.compile(
+    r"\b(?:tickets?|docs|ci|deploys?|builds?|pipelines?|repo|backlog|sprints?|database|db|stack|tool(?:ing|s)?|"
+    r"app|platform|software|framework|language|migration|instance|server|cluster|workspace|tracker|editor|"
+    r"ide|licen[cs]es?|integration)\b",
+    re.I,
+)
+HOME_HINTS = re.compile(
+    r"\b(?:flat|house|home|rent|landlord|neighbours?|commute|moving|boxes|city|country|village|town|area|"
+    r"family|kids|parents)\b",
+    re.I,
+)
+WORK_HINTS = re.compile(
+    r"\b(?:job|work|working|team|role|company|employer|hired|offer|colleagues?|boss|manager|office|salary|"
+    r"interview|career|position|contract|promot\w+|resign\w*|redundan\w+|engineer|designer|developer|analyst|"
+    r"startup|as an?)\b",
+    re.I,
+)
+
+
+def known_tool(name: str) -> bool:
+    return name.lower().split()[0] in KNOWN_TOOLS if name.split() else False
 
 
 def clean(value: str) -> str:
@@ -185,8 +221,12 @@ def _bare_phrase(text: str, prop: str) -> bool:
 
 
 def is_thing(text: str, prop: str = "") -> bool:
-    """A value of a possessive property: a name, an amount, a date, a code or address, a thing."""
+    """A value of a possessive property: a name, an amount, a date, a code or address, a thing. A bare
+    weekday is a day relative to when it was said ("my birthday is Tuesday"), unless the property is a
+    weekly one ("day off")."""
     if not text or personal_or_vague(text) or len(text.split()) > 7:
+        return False
+    if text.lower() in DAYS_MONTHS and text.lower() not in MONTHS and not re.search(r"\bday\b", prop):
         return False
     if re.match(r"(?:in|on|at|from|with|for|to|by|near|over|under|into|about|like|just|so|very|really|quite|"
                 r"too|also|always|never|not|no|still|more|less|kind|sort|such)\b", text, re.I):  # fmt: skip
@@ -259,8 +299,9 @@ HEADS = {  # a value of these kinds is the name at the start of the text: "Strip
     "place": re.compile(rf"{NAME}"),
     "org": re.compile(rf"(?:the |The )?{NAME}|(?:the|a|an) (?:[a-z]+ )?(?:{'|'.join(WORKPLACES)})\b"),
     "name": re.compile(rf"(?:the |The )?{NAME}"),
-    "product": re.compile(rf"(?:the |The )?{PRODUCT}"),
-    "tool": re.compile(rf"(?:the |The )?{PRODUCT}"),
+    "product": re.compile(rf"(?:the |The |an? )?{PRODUCT}"),
+    "tool": re.compile(rf"(?:the |The |an? )?{PRODUCT}"),
+    "names": re.compile(rf"{NAME}(?:(?:, | and | & ){NAME})*"),
 }
 
 
@@ -294,5 +335,9 @@ def value(kind: str, text: str, prop: str = "") -> str | None:
         "phrase": is_phrase,
         "preference": lambda v: is_phrase(v, 6),
         "age": lambda v: bool(re.fullmatch(r"\d{1,3}", v)) and 0 < int(v) < 120,
+        "names": lambda v: all(is_name(n) for n in re.split(r", | and | & ", v)),
+        "amount": lambda v: bool(re.fullmatch(AMOUNT, v)) and bool(re.search(r"[£$€¥₹k]|pounds|euros|dollars", v)),
+        "date": lambda v: bool(re.fullmatch(DATE, v, re.I)),
+        "school": lambda v: is_name(v) and v.split()[-1] in SCHOOLS,
     }
     return found if checks[kind](found) and not personal_or_vague(found) else None

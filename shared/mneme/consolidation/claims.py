@@ -145,23 +145,37 @@ def _normalise(clause: str) -> str:
     return clause[0].upper() + clause[1:] if CAPITALISE.match(clause) else clause
 
 
+def _unhedged(clauses: list[str]) -> list[str]:
+    """A hedge takes its clause and all after it; in the first clause, or alone ("…, I think"), all of them."""
+    for k, clause in enumerate(clauses):
+        if HEDGED.search(clause):
+            return [] if k == 0 or len(clause.split()) <= 3 else clauses[:k]
+    return clauses
+
+
 def _asserting(sentence: str) -> tuple[list[str], str | None]:
     """The clauses of a sentence that assert something, and the sentence itself if it is a question."""
-    if HEDGED.search(sentence):
-        return [], sentence if sentence.rstrip().endswith("?") else None
     clauses = [c.strip() for c in CLAUSE.split(sentence.rstrip(" .!?")) if c and c.strip()]
+    if len(_unhedged(clauses)) < len(clauses) and sentence.rstrip().endswith("?"):
+        return [], sentence
+    clauses = _unhedged(clauses)
     question = sentence.rstrip().endswith("?") or bool(re.match(r"(?:what|where|when|who|why|how|which)\b", sentence, re.I))
     if question:
         if not clauses or TAG.match(clauses[-1]) or QUESTION.match(_normalise(clauses[0]) or "?") or len(clauses) < 2:
             return [], sentence
         clauses = clauses[:-1]  # "We moved to Linear, did you get the invite?": only the question goes
+        return _kept(clauses), sentence
+    return _kept(clauses), None
+
+
+def _kept(clauses: list[str]) -> list[str]:
     kept: list[str] = []
     for clause in clauses:
         if REPORTED.search(clause):
             break  # what someone said, and all that follows it
         if not (NEGATED.search(clause) or PLANNED.search(clause) or JOKING.search(clause)):
             kept.append(_normalise(clause))
-    return [c for c in kept if c], None
+    return [c for c in kept if c]
 
 
 def read(speaker: str | None, text: str) -> Turn:
