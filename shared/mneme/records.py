@@ -50,6 +50,10 @@ VERB_PROPERTIES = {  # properties that read as a verb phrase: "Maya lives in Ber
     "uses": "uses", "allergic to": "is allergic to", "has": "has", "speaks": "speaks", "studies": "studies",
     "studied": "studied", "owns": "owns", "prefers": "prefers", "age": "is", "diet": "is",
 }  # fmt: skip
+PLURAL_VERBS = {"lives in": "live in", "works at": "work at", "works as": "work as", "is from": "are from",
+                "uses": "use", "is allergic to": "are allergic to", "has": "have", "speaks": "speak",
+                "studies": "study", "owns": "own", "prefers": "prefer", "is": "are"}  # fmt: skip
+PLURAL_PEOPLE = frozenset({"parents", "kids", "children", "grandparents", "twins", "in-laws", "folks"})
 AN_LETTERS = "AEFHILMNORSX"  # acronyms said with a vowel first: "an SRE", "an MP", "a CTO"
 
 
@@ -76,7 +80,10 @@ def sentence(entity: str, prop: str, value: str) -> str:
     if prop == "works as":
         value = _article(value)
     if prop in VERB_PROPERTIES:
-        text = f"{subject} {VERB_PROPERTIES[prop]} {value}"
+        verb = VERB_PROPERTIES[prop]
+XX
+            verb = PLURAL_VERBS.get(verb, verb)
+        text = f"{subject} {verb} {value}"
     else:
         text = f"{subject}'s {prop} {'are' if _plural(prop) else 'is'} {value}"
     return text if text.endswith((".", "!", "?")) else f"{text}."

@@ -73,8 +73,9 @@ RULES: tuple[tuple[str, str, str], ...] = (
                          rf"(?:at|for) (?P<o>.+?) as (?:an? |the )?(?P<r>.+)"),
     ("works as", "org", rf"^{SUBJECT}{ADV}(?: joined| has joined| have joined) (?P<o>.+?) as (?:an? |the )?(?P<r>.+)"),
     ("works at", "org", rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working) (?:at|for) (?P<v>.+)"),
-    ("works at", "name", rf"^{SUBJECT}{ADV}(?: got a job at| got a job with| got a job for| got hired by| was hired by)"
-                         rf" (?P<v>.+)"),
+    ("works at", "org", rf"^{SUBJECT}{ADV}(?: got| started| have started| began) (?:a |my )?(?:new )?"
+                        rf"(?:job|position|role|placement) (?:at|with|for) (?P<v>.+)"),
+    ("works at", "name", rf"^{SUBJECT}{ADV}(?: got hired by| was hired by) (?P<v>.+)"),
     ("joined", "name", rf"^{SUBJECT}{ADV}(?: joined| started at| started working at| started working for|"
                        rf" have started at) (?P<v>.+)"),
     ("works as", "role", rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working) as (?P<v>.+)"),
@@ -85,7 +86,8 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("uses", "product", rf"^{SUBJECT}{ADV}(?: dropped| ditched| replaced) (?:the )?{NAME} (?:for|with) (?P<v>.+)"),
     ("uses", "tool", rf"^{SUBJECT}{ADV}(?: switched| have switched| migrated| changed| moved over) (?:over )?to (?P<v>.+)"),
     ("uses", "tool", rf"^{SUBJECT}{ADV}(?: use| uses| am using| are using| is using| rely on| relies on) (?P<v>.+)"),
-    ("uses", "product", rf"^{THING_SUBJECT}{ADV}(?: uses| runs on| run on| runs| run| is using) (?P<v>.+)"),
+    ("uses", "product", rf"^{THING_SUBJECT}{ADV}(?: uses| runs on| run on| is using) (?P<v>.+)"),
+    ("uses", "product", rf"^(?P<e>{THING}|We){ADV}(?: runs| run) (?P<v>.+)"),
     ("uses", "product", rf"^{THING_SUBJECT}{BE}(?: now| still)? (?:on|running) (?P<v>{NAME} \d+(?:\.\d+)*|"
                         rf"[a-z][\w.+-]* \d+(?:\.\d+)*)"),
     # ownership of things and of work
@@ -137,6 +139,9 @@ POSSESSIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                    r"(?P<v>.+)"),
         # "my mum is a teacher": a relation's job
         ("relation", rf"^{POSSESSIVE} (?P<rel>{FAMILY_RE}) (?:is|'s) (?:now )?(?P<r>an? [\w'’ -]+)$"),
+        # "Pottery is my favourite way to switch off"
+        ("favourite-of", rf"^(?P<v>{NAME}|[a-z][\w -]{{1,30}}?) (?:is|are) (?P<e>[Mm]y|[Oo]ur|{NAME}'s) "
+                         rf"(?P<p>favou?rite [a-z]+(?: [a-z]+){{0,4}})$"),
         # "my manager is Aisha Rahman", "Acme's billing plan is Premium", "my rent went up to £1,020"
         ("is", rf"^{POSSESSIVE} (?:(?:new|current) )?(?P<p>[\w'-]+(?: [\w'-]+){{0,3}}?) {CHANGE} (?P<v>.+)"),
         ("is", rf"^[Tt]he (?P<p>\w[\w -]{{0,30}}?) (?:of|for) (?P<e>(?:the )?{NAME}|{THING}) {CHANGE} (?P<v>.+)"),
@@ -238,8 +243,10 @@ def _possessive(clause: str, speaker: str | None) -> list[Found]:
         if shape == "called":  # "my dog is called Biscuit", "Leon's cats are called Miso and Tofu"
             plural = prop.endswith("s") and not prop.endswith("ss")
             prop = f"{prop}' names" if plural else f"{prop}'s name"
-        if (shape != "favourite" and not is_property(prop)) or OLD.search(prop):
+        if (not shape.startswith("favourite") and not is_property(prop)) or OLD.search(prop):
             return []
+        if shape == "is" and prop in FAMILY and re.match(r"\d", groups["v"]):
+            return []  # "my son is 7": his age (a rule of its own), not who he is
         said = value("names" if shape == "called" else "thing", groups["v"], prop)
         return [Found(entity, prop, said)] if said else []
     return []

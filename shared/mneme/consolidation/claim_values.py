@@ -49,6 +49,11 @@ QUALIFIER = re.compile(
     r"most days|every day|daily|weekly|yet|anymore|any more|then)\b",
     re.I,
 )
+PREFERENCE_END = re.compile(
+    r"[,;:!?]|\.(?:\s|$)|\s(?:and|but|over|than|when|whenever|for|before|after|to|rather than|instead of|because|so|"
+    r"if|every|unless|while)\s",
+    re.I,
+)
 TRAILING = re.compile(r"(?:\s+(?:now|then|too|lol|haha|btw|tbh|though|obviously|really|ok|x+))+$", re.I)
 
 PERSONAL = frozenset(
@@ -110,6 +115,11 @@ NOT_ROLE_MODIFIERS = frozenset(
     useless terrible lazy rubbish crap shit hopeless glorified
     """.split()
 )
+# Said of oneself, "I'm an artist" is who one is as often as one's job: only "I work as an artist" says the job.
+IDENTITIES = frozenset(
+    "artist writer musician photographer painter poet dancer singer actor actress author carer caregiver "
+    "entrepreneur freelancer".split()
+)
 WORKPLACES = frozenset(
     """
     hospital school university uni college bank library council museum charity startup start-up agency
@@ -120,7 +130,8 @@ WORKPLACES = frozenset(
 FAMILY = (
     "mum mom mother dad father sister brother wife husband partner son daughter boyfriend girlfriend fiancé fiance "
     "fiancée fiancee friend cousin aunt uncle niece nephew grandma grandmother grandpa grandfather flatmate "
-    "roommate housemate neighbour neighbor stepmum stepdad stepson stepdaughter kid kids children"
+    "roommate housemate neighbour neighbor stepmum stepdad stepson stepdaughter kid kids children parents "
+    "grandparents family twins"
 ).split()
 # Properties whose value may be a lowercase word or phrase ("favourite season | autumn", "seat preference |
 # aisle", "job title | staff engineer").
@@ -316,9 +327,13 @@ def value(kind: str, text: str, prop: str = "") -> str | None:
     """`text` (the rest of a clause after a rule's verb) as a value of `kind`, or None."""
     if kind == "role":
         return role(clean(text))
+    if kind == "preference":  # "phone calls before 10am", "written summaries over meetings and …"
+        text = PREFERENCE_END.split(text, maxsplit=1)[0].strip(" .!")
+        return text if is_phrase(text, 6) and not personal_or_vague(text) else None
     if kind == "exact-role":  # "I'm the children's librarian now", not "Kenji is the on-call lead for May"
         text = re.sub(r"\s+(?:now|these days|nowadays|at the moment)$", "", text.strip(" .!"))
-        return role(text) if clean(text) == text else None
+        found = role(text) if clean(text) == text else None
+        return found if found and found.split()[-1].lower() not in IDENTITIES else None
     found = _head(kind, clean(text))
     if found.lower().startswith("on ") and re.fullmatch(DATE, found[3:], re.I):
         found = found[3:]  # "my birthday is on the 3rd of March"
