@@ -81,7 +81,7 @@ def sentence(entity: str, prop: str, value: str) -> str:
         value = _article(value)
     if prop in VERB_PROPERTIES:
         verb = VERB_PROPERTIES[prop]
-XX
+        if subject.split()[-1] in PLURAL_PEOPLE:  # "Iris's parents live in Porto"
             verb = PLURAL_VERBS.get(verb, verb)
         text = f"{subject} {verb} {value}"
     else:
