@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-from mneme.consolidation.claim_rules import Found
-from mneme.consolidation.claim_values import NAME, is_entity, is_property, value
+from mneme.consolidation.claim_rules import THAT, TOPIC, Found, clause_claims
+from mneme.consolidation.claim_turns import HEDGED, JOKING, NEGATED, Turn, normalise
+from mneme.consolidation.claim_values import FAMILY, NAME, is_entity, is_property, value
 
-if TYPE_CHECKING:
-    from mneme.consolidation.claims import Turn
+GUARDED = re.compile(f"{HEDGED.pattern}|{NEGATED.pattern}|{JOKING.pattern}", re.I)
 
 
 class Asked(NamedTuple):
@@ -65,25 +65,51 @@ WHATS_THE = re.compile(
 ME = re.compile(r"^(?:me|I do|I am|I will|mine|myself|that's me|that is me|me again)$", re.I)
 
 
+HOW_OLD = re.compile(rf"\bhow old (?:is|are) your (?P<rel>{'|'.join(FAMILY)})\W*$", re.I)
+WHAT_CALLED = re.compile(
+    r"\bwhat(?:'s| is| are)(?: (?:he|she|it|they) called| (?:his|her|its|their) names?)\W*$"
+    r"|\bwhat did you (?:call|name) (?:him|her|it|them)\W*$",
+    re.I,
+)
+YES = re.compile(r"^(?:yes|yep|yeah|yup|yea|correct|exactly|indeed|that's right|that is right|right|sure is|sure)\b", re.I)
+TAGGED = re.compile(
+    r"^(?:so |and |oh )?(?P<s>.+?),? (?:right|yeah|no|correct|yes|innit|isn't it|aren't you|don't you|didn't you|"
+    r"don't we|didn't we|aren't we|isn't that right|am I right)\W*$",
+    re.I,
+)
+INVERTED = (
+    (re.compile(r"^(?:so |and )?(?:do|does) you (?P<s>.+?)\W*$", re.I), "I "),
+    (re.compile(r"^(?:so |and )?are you (?P<s>.+?)\W*$", re.I), "I am "),
+    (re.compile(r"^(?:so |and )?have you (?:got )?(?P<s>.+?)\W*$", re.I), "I have "),
+    (re.compile(r"^(?:so |and )?is your (?P<s>.+?)\W*$", re.I), "My "),
+)
+SECOND_PERSON = ((r"\byou're\b", "I am"), (r"\byou are\b", "I am"), (r"\byour\b", "my"), (r"\byours\b", "mine"),
+                 (r"\byou\b", "I"))  # fmt: skip
+
+
 def asked(question: str, properties: Sequence[str]) -> bool:
     """Does the question ask for one of these properties ("what's the deadline?")?"""
     found = WHATS_THE.search(question)
     return bool(found) and found["p"].lower() in properties
 
 
-def _shape(question: str) -> Asked | None:
+def _shape(question: str, answerer: str) -> Asked | None:
     question = re.sub(r"\s+(?:again|then|btw|by the way|now)?\W*$", "", question)
     for pattern, prop, kind in SHAPES:
         if pattern.search(question):
             return Asked(None, prop, kind)
     if found := WHO_OWNS.search(question):
         return Asked(None, "owns", "owner", found["x"])
-    if found := WHATS_THE.search(question):
-        return Asked(found["x"] or "\x00topic", found["p"].lower(), "thing")
+    if (found := WHATS_THE.search(question)) and (found["x"] or found["p"].lower() in ("deadline", "due date", "budget")):
+        return Asked(found["x"] or TOPIC, found["p"].lower(), "answer")  # "the launch date" names no owner
+    if found := HOW_OLD.search(question):
+        return Asked(f"{answerer}'s {found['rel'].lower()}", "age", "age")
+    if WHAT_CALLED.search(question):
+        return Asked(THAT, "{k}'s name", "name")
     if (found := YOUR.search(question)) and is_property(found["p"]) and found["p"] not in SKIP_PROPERTIES:
         if found["called"]:
             return Asked(None, f"{found['p']}'s name", "name")
-        return Asked(None, found["p"], "thing")
+        return Asked(None, found["p"], "answer")
     return None
 
 
@@ -101,20 +127,38 @@ def _answer_value(asked: Asked, clause: str) -> str | None:
     return value(asked.kind, clause, asked.property)
 
 
-def answer_claims(questions: Sequence[str], answer: Turn, topic: str | None) -> list[Found]:
-    """What the answer's first clause states, read as the answer to the one question asked before it."""
-    shapes = [(q, s) for q in questions if (s := _shape(q))]
-    if len(shapes) != 1 or not answer.speaker or not answer.sentences or not answer.sentences[0]:
+def _confirmed(question: str, answer: Turn, hints: str) -> list[Found]:
+    """'So you live in Berlin, right?' / 'Yes!': what the question says, said by the one who confirms it."""
+    if not YES.match(answer.first) or len(answer.first.split()) > 8 or GUARDED.search(answer.first):
         return []
-    question, shape = shapes[0]
-    clause = answer.sentences[0][0]
-    if _addressed_elsewhere(question, answer.speaker):
+    statement = None
+    if found := TAGGED.match(question):
+        statement = found["s"]
+    for pattern, opening in INVERTED:
+        if statement is None and (found := pattern.match(question)):
+            statement = opening + found["s"]
+    if not statement or GUARDED.search(statement):
         return []
+    for pattern, replacement in SECOND_PERSON:
+        statement = re.sub(pattern, replacement, statement, flags=re.I)
+    return clause_claims(normalise(statement), answer.speaker, hints)
+
+
+def answer_claims(questions: Sequence[str], answer: Turn, hints: str) -> list[Found]:
+    """What the answer's first clause states, read as the answer to the one question asked before it (a
+    topic or a thing just introduced stay placeholders for the reader to resolve)."""
+    if not answer.speaker or not answer.sentences or GUARDED.search(answer.first):
+        return []
+    shapes = [(q, s) for q in questions if (s := _shape(q, answer.speaker))]
+    if not shapes and questions and not _addressed_elsewhere(questions[-1], answer.speaker):
+        return _confirmed(questions[-1], answer, hints)  # "yes" answers the last question asked
+    if len(shapes) != 1 or not answer.sentences[0] or _addressed_elsewhere(shapes[0][0], answer.speaker):
+        return []
+    shape, clause = shapes[0][1], answer.sentences[0][0]
     if shape.kind == "owner":
         owner = answer.speaker if ME.match(clause) else re.sub(r" (?:does|is|will|has it)$", "", clause)
-        return [Found(owner, "owns", shape.thing)] if shape.thing and (owner == answer.speaker or is_entity(owner)) else []
+        ok = shape.thing and (owner == answer.speaker or is_entity(owner))
+        return [Found(owner, "owns", shape.thing)] if ok and shape.thing else []
     said = _answer_value(shape, clause)
     entity = shape.entity or answer.speaker
-    if entity == "\x00topic":
-        entity = topic
-    return [Found(entity, shape.property, said)] if said and entity else []
+    return [Found(entity, shape.property, said)] if said else []

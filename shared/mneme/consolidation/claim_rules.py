@@ -15,6 +15,7 @@ from typing import NamedTuple
 from mneme.consolidation.claim_values import (
     AMOUNT,
     HOME_HINTS,
+    LIVING_HINTS,
     TOOL_HINTS,
     WORK_HINTS,
     CONDITIONS,
@@ -52,9 +53,11 @@ HOME = (  # what one moves to when one moves house: "we moved to a bigger flat i
 BE = r"(?: am| is| are|'s)"
 SOME = r"(?:an? |the |two |three |four )?(?:(?:new|little|old|rescue|tiny|big|second|baby|beautiful|gorgeous) )*"
 
-# (property, value kind, pattern). The value is group `v`; a pattern may also name `p` (the property, from
-# the text), `r` (a role: "works as") and `o` (an employer: "works at"), or `k` (a pet's kind: "dog's name").
-RULES: tuple[tuple[str, str, str], ...] = (
+# (property, value kind, pattern[, condition]). The value is group `v`; a pattern may also name `r` (a role:
+# "works as") and `o` (an employer: "works at"), `k` (a pet's kind: "dog's name") or `h` (a plan's kind). A
+# condition is a kind of talk the turn must be about for the reading to hold: "work" ("I joined Spotify"
+# is a job only then), "home" ("I'm in Lyon now" says where one lives only then).
+RULES: tuple[tuple[str, ...], ...] = (
     # where someone lives, and changes of it ("moved to" gives the new place)
     ("lives in", "place", rf"^{SUBJECT}{ADV} (?:moved|relocated)(?: back| house| home| out)? to (?:{HOME})?"
                           rf"(?P<v>[A-Z].*)"),
@@ -63,7 +66,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("lives in", "place", rf"^{SUBJECT}{ADV}(?: live| lives| are living| am living| is living| have lived| has lived|"
                           rf" have been living| has been living) (?:in|near) (?P<v>.+)"),
     ("lives in", "place", rf"^{SUBJECT}{BE}(?: now)? (?:based|living|settled) (?:in|near|out of) (?P<v>.+)"),
-    ("lives in", "place", rf"^{SUBJECT}{BE} (?:now )?in (?P<v>{NAME}) now\b"),
+    ("lives in", "place", rf"^{SUBJECT}{BE} (?:now )?in (?P<v>{NAME}) now$", "home"),
     ("lives in", "place", rf"^{SUBJECT} works? remotely from (?P<v>.+)"),
     ("from", "place", rf"^{SUBJECT}{BE} (?:originally )?from (?P<v>.+)"),
     ("from", "place", rf"^{SUBJECT} (?:grew up|was born|was raised) in (?P<v>.+)"),
@@ -76,8 +79,8 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("works at", "org", rf"^{SUBJECT}{ADV}(?: got| started| have started| began) (?:a |my )?(?:new )?"
                         rf"(?:job|position|role|placement) (?:at|with|for) (?P<v>.+)"),
     ("works at", "name", rf"^{SUBJECT}{ADV}(?: got hired by| was hired by) (?P<v>.+)"),
-    ("joined", "name", rf"^{SUBJECT}{ADV}(?: joined| started at| started working at| started working for|"
-                       rf" have started at) (?P<v>.+)"),
+    ("works at", "name", rf"^{SUBJECT}{ADV}(?: joined| started at| started working at| started working for|"
+                         rf" have started at) (?P<v>.+)", "work"),
     ("works as", "role", rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working) as (?P<v>.+)"),
     ("works as", "role", rf"^{SUBJECT}{ADV}(?: got| have been| was| has been) promoted to (?P<v>.+)"),
     ("works as", "role", rf"^{SUBJECT}{BE}(?: now| also)? (?P<v>an? [\w'’ -]+?) by (?:trade|profession)"),
@@ -125,7 +128,8 @@ RULES: tuple[tuple[str, str, str], ...] = (
                      r"options|tickets|bugs|jobs|tabs|drinks|kids coming)\b)[a-z]+s)$"),
     ("has", "thing", rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>an? [a-z]+) now$"),
 )
-COMPILED = tuple((prop, kind, re.compile(pattern)) for prop, kind, pattern in RULES)
+COMPILED = tuple((rule[0], rule[1], re.compile(rule[2]), rule[3] if len(rule) > 3 else "") for rule in RULES)
+CONDITIONS = {"work": WORK_HINTS, "home": LIVING_HINTS}
 CHANGE = r"(?:is|are|is now|are now|'s now|has changed to|changed to|went up to|has gone up to|rose to|increased to|" \
          r"went down to|dropped to|is going up to)"  # fmt: skip
 POSSESSIVE = rf"(?P<e>[Mm]y|[Oo]ur|{NAME}'s|{THING}'s)"
@@ -189,8 +193,10 @@ def _moved(said: str, before: str, after: str, hints: str) -> str | None:
 
 def _rule_claims(clause: str, speaker: str | None, hints: str) -> list[Found]:
     out: list[Found] = []
-    for prop, kind, pattern in COMPILED:
+    for prop, kind, pattern, condition in COMPILED:
         found = pattern.match(clause)
+        if found and condition and not CONDITIONS[condition].search(hints):
+            continue
         said = (found.groupdict().get("e") or "I") if found else ""
         if not found or not (entity := _entity(said, speaker)):
             continue
@@ -206,9 +212,7 @@ def _rule_claims(clause: str, speaker: str | None, hints: str) -> list[Found]:
         if prop == "moved":
             prop = _moved(said, groups["x"], groups["v"], hints) or ""
             kind = "product" if prop == "uses" else "place"
-        if prop == "joined":  # "I joined Strava" is no job: only where the talk is of work
-            prop = "works at" if WORK_HINTS.search(hints) else ""
-        if prop == "age" and said == "I" and not 10 <= int(groups["v"]) <= 99:
+        if prop == "age" and (said.lower() == "we" or (said == "I" and not 10 <= int(groups["v"]) <= 99)):
             continue
         if not prop:
             continue
@@ -243,7 +247,8 @@ def _possessive(clause: str, speaker: str | None) -> list[Found]:
         if shape == "called":  # "my dog is called Biscuit", "Leon's cats are called Miso and Tofu"
             plural = prop.endswith("s") and not prop.endswith("ss")
             prop = f"{prop}' names" if plural else f"{prop}'s name"
-        if (not shape.startswith("favourite") and not is_property(prop)) or OLD.search(prop):
+        bare = re.fullmatch(r"favou?rite", prop)  # "my favourite is the red one": of what?
+        if (not shape.startswith("favourite") and not is_property(prop)) or OLD.search(prop) or bare:
             return []
         if shape == "is" and prop in FAMILY and re.match(r"\d", groups["v"]):
             return []  # "my son is 7": his age (a rule of its own), not who he is

@@ -76,7 +76,8 @@ EVALUATIVE = frozenset(
     "nightmare mess pain joke disaster dream legend star saint angel genius idiot hero nightmare bit lot "
     "fine ok okay good great bad awful lovely nice amazing terrible brilliant perfect dead broken busy tired "
     "sorted done gone over here there back away off out opposite same best worst reason problem issue point "
-    "deal thing type worry".split()
+    "deal thing type worry delay mess mistake error outage accident damage incident confusion chaos fault "
+    "bill".split()
 )
 NOT_NAMES = frozenset(
     "I I'm I've I'd I'll We You He She They It My Our Your His Her Their Its The A An This That These Those There "
@@ -84,7 +85,10 @@ NOT_NAMES = frozenset(
     "Okay OK Hi Hey Hello Lol LOL Haha Thanks Thank Please Sorry Well Today Tomorrow Yesterday Tonight Everyone "
     "Everybody Anyone Someone Nobody Nothing Something Everything Same Sure Nice Great Cool Good Bad Wow Omg OMG "
     "Btw BTW Fyi FYI Morning Evening Night Congrats Happy Mum Mom Dad Also Maybe Perhaps Then Now Still Definitely "
-    "Honestly Actually Anyway Ugh Ooh Aww Love Damn God Jesus Christmas Easter Me Him Her Us Them Mine Yours".split()
+    "Honestly Actually Anyway Ugh Ooh Aww Love Damn God Jesus Christmas Easter Me Him Her Us Them Mine Yours "
+    "Home Nowhere Everywhere Somewhere Anywhere Elsewhere Abroad Around Retired Unemployed Freelance Remote "
+    "Remotely Online Uni School Work Office Downtown Various Several Different Tough Hard Long Fine Not Life "
+    "Coffee Lunch Dinner Breakfast Weekend Weekends".split()
 )
 ADJECTIVAL = re.compile(r"\w-(?:based|ish|like|style|friendly|free|heavy|first|only|native|ready|powered)\b")
 DAYS_MONTHS = frozenset((DAY + "|" + MONTH).split("|"))
@@ -175,6 +179,7 @@ HOME_HINTS = re.compile(
     r"family|kids|parents)\b",
     re.I,
 )
+LIVING_HINTS = re.compile(r"\b(?:live|lives|living|lived|moved|moving|based|relocated|no longer)\b", re.I)
 WORK_HINTS = re.compile(
     r"\b(?:job|work|working|team|role|company|employer|hired|offer|colleagues?|boss|manager|office|salary|"
     r"interview|career|position|contract|promot\w+|resign\w*|redundan\w+|engineer|designer|developer|analyst|"
@@ -231,7 +236,7 @@ def _bare_phrase(text: str, prop: str) -> bool:
     return bool(CATEGORY.search(prop)) and len(text.split()) <= 4 and text.lower() not in EVALUATIVE
 
 
-def is_thing(text: str, prop: str = "") -> bool:
+def is_thing(text: str, prop: str = "", *, bare: bool = True) -> bool:
     """A value of a possessive property: a name, an amount, a date, a code or address, a thing. A bare
     weekday is a day relative to when it was said ("my birthday is Tuesday"), unless the property is a
     weekly one ("day off")."""
@@ -245,7 +250,7 @@ def is_thing(text: str, prop: str = "") -> bool:
     if re.fullmatch(rf"(?:{AMOUNT}|{DATE}|{EMAIL}|{CODE}|(?:{NUMBER_WORD}) \w+|O (?:negative|positive)|"
                     rf"[ABO]{{1,2}}[+-]|\d[\w .,/-]*)", text, re.I):  # fmt: skip
         return True
-    return is_name(text, allow_days=True) or _article_phrase(text, prop) or _bare_phrase(text, prop)
+    return is_name(text, allow_days=True) or _article_phrase(text, prop) or (bare and _bare_phrase(text, prop))
 
 
 def is_role(text: str) -> bool:
@@ -273,21 +278,33 @@ def role(text: str) -> str | None:
 
 
 def is_workplace(text: str) -> bool:
-    """An employer: a name, or 'the hospital' / 'a school'."""
-    if is_name(text):
+    """An employer: a name ('Southmead hospital' too), or 'the hospital' / 'a school'."""
+    if is_name(text) or (is_name(text.rsplit(" ", 1)[0]) and text.rsplit(" ", 1)[-1] in WORKPLACES):
         return True
     found = re.fullmatch(r"(?:the|a|an) (?:[a-z]+ )?([a-z]+)", text)
     return bool(found) and found[1] in WORKPLACES
 
 
+DEPARTMENTS = frozenset(
+    "marketing sales finance engineering product design legal operations ops hr it support accounts research "
+    "security data platform infrastructure comms communications management admin procurement payroll".split()
+)
+
+
 def is_place(text: str) -> bool:
+    """A place: a name, not a department ('I moved to Marketing')."""
+    if text.lower() in DEPARTMENTS:
+        return False
     return bool(re.fullmatch(NAME, text)) and is_name(text) and len(text.split()) <= 5
 
 
 def is_phrase(text: str, max_words: int = 4) -> bool:
     """A short lowercase or capitalised phrase without pronouns, verbs or vague words (studies, allergens)."""
-    return bool(text) and len(text.split()) <= max_words and not personal_or_vague(text) and not re.match(
-        r"(?:in|on|at|from|with|for|to|by|so|very|really|hard|all|loads)\b", text, re.I
+    return bool(text) and len(text.split()) <= max_words and not personal_or_vague(text) and not re.search(
+        r"^(?:in|on|at|from|with|for|to|by|so|very|really)\b|\b(?:every|each|all|night|nights|morning|evening|"
+        r"hard|late|online|alone|together|loads|lots)\b",
+        text,
+        re.I,
     )
 
 
@@ -308,7 +325,7 @@ def is_entity(text: str) -> bool:
 
 HEADS = {  # a value of these kinds is the name at the start of the text: "Stripe on the payments team" -> Stripe
     "place": re.compile(rf"{NAME}"),
-    "org": re.compile(rf"(?:the |The )?{NAME}|(?:the|a|an) (?:[a-z]+ )?(?:{'|'.join(WORKPLACES)})\b"),
+    "org": re.compile(rf"(?:the |The )?{NAME}(?: (?:{'|'.join(WORKPLACES)})\b)?|(?:the|a|an) (?:[a-z]+ )?(?:{'|'.join(WORKPLACES)})\b"),
     "name": re.compile(rf"(?:the |The )?{NAME}"),
     "product": re.compile(rf"(?:the |The |an? )?{PRODUCT}"),
     "tool": re.compile(rf"(?:the |The |an? )?{PRODUCT}"),
@@ -346,6 +363,7 @@ def value(kind: str, text: str, prop: str = "") -> str | None:
         "product": lambda v: (is_name(v) or bool(re.fullmatch(rf"{PRODUCT}", v))) and not personal_or_vague(v),
         "tool": lambda v: is_name(v) or _article_phrase(v, "") or is_phrase(v, 3),
         "thing": lambda v: is_thing(v, prop),
+        "answer": lambda v: is_thing(v, prop, bare=False),  # an answer's "Tough one." is no favourite film
         "owned": lambda v: is_name(v) or _article_phrase(v, "owns"),
         "phrase": is_phrase,
         "preference": lambda v: is_phrase(v, 6),
