@@ -71,7 +71,9 @@ WHAT_CALLED = re.compile(
     r"|\bwhat did you (?:call|name) (?:him|her|it|them)\W*$",
     re.I,
 )
-YES = re.compile(r"^(?:yes|yep|yeah|yup|yea|correct|exactly|indeed|that's right|that is right|right|sure is|sure)\b", re.I)
+YES = re.compile(
+    r"^(?:yes|yep|yeah|yup|yea|correct|exactly|indeed|that's right|that is right|right|sure is|sure)\b", re.I
+)
 TAGGED = re.compile(
     r"^(?:so |and |oh )?(?P<s>.+?),? (?:right|yeah|no|correct|yes|innit|isn't it|aren't you|don't you|didn't you|"
     r"don't we|didn't we|aren't we|isn't that right|am I right)\W*$",
@@ -90,7 +92,7 @@ SECOND_PERSON = ((r"\byou're\b", "I am"), (r"\byou are\b", "I am"), (r"\byour\b"
 def asked(question: str, properties: Sequence[str]) -> bool:
     """Does the question ask for one of these properties ("what's the deadline?")?"""
     found = WHATS_THE.search(question)
-    return bool(found) and found["p"].lower() in properties
+    return found is not None and found["p"].lower() in properties
 
 
 def _shape(question: str, answerer: str) -> Asked | None:
@@ -100,7 +102,9 @@ def _shape(question: str, answerer: str) -> Asked | None:
             return Asked(None, prop, kind)
     if found := WHO_OWNS.search(question):
         return Asked(None, "owns", "owner", found["x"])
-    if (found := WHATS_THE.search(question)) and (found["x"] or found["p"].lower() in ("deadline", "due date", "budget")):
+    if (found := WHATS_THE.search(question)) and (
+        found["x"] or found["p"].lower() in ("deadline", "due date", "budget")
+    ):
         return Asked(found["x"] or TOPIC, found["p"].lower(), "answer")  # "the launch date" names no owner
     if found := HOW_OLD.search(question):
         return Asked(f"{answerer}'s {found['rel'].lower()}", "age", "age")
@@ -116,7 +120,7 @@ def _shape(question: str, answerer: str) -> Asked | None:
 def _addressed_elsewhere(question: str, answerer: str) -> bool:
     """'Tomasz, where do you work?' answered by someone else is not their answer."""
     found = re.match(rf"^({NAME}),", question) or re.search(rf",\s*({NAME})\W*$", question)
-    return bool(found) and found[1] != answerer and is_entity(found[1])
+    return found is not None and found[1] != answerer and is_entity(found[1])
 
 
 def _answer_value(asked: Asked, clause: str) -> str | None:
@@ -139,8 +143,8 @@ def _confirmed(question: str, answer: Turn, hints: str) -> list[Found]:
             statement = opening + found["s"]
     if not statement or GUARDED.search(statement):
         return []
-    for pattern, replacement in SECOND_PERSON:
-        statement = re.sub(pattern, replacement, statement, flags=re.I)
+    for person, replacement in SECOND_PERSON:
+        statement = re.sub(person, replacement, statement, flags=re.I)
     return clause_claims(normalise(statement), answer.speaker, hints)
 
 

@@ -14,15 +14,15 @@ from typing import NamedTuple
 
 from mneme.consolidation.claim_values import (
     AMOUNT,
-    HOME_HINTS,
-    LIVING_HINTS,
-    TOOL_HINTS,
-    WORK_HINTS,
     CONDITIONS,
     DATE,
     DIETS,
     FAMILY,
+    HOME_HINTS,
+    LIVING_HINTS,
     NAME,
+    TOOL_HINTS,
+    WORK_HINTS,
     is_entity,
     is_property,
     known_tool,
@@ -59,12 +59,24 @@ SOME = r"(?:an? |the |two |three |four )?(?:(?:new|little|old|rescue|tiny|big|se
 # is a job only then), "home" ("I'm in Lyon now" says where one lives only then).
 RULES: tuple[tuple[str, ...], ...] = (
     # where someone lives, and changes of it ("moved to" gives the new place)
-    ("lives in", "place", rf"^{SUBJECT}{ADV} (?:moved|relocated)(?: back| house| home| out)? to (?:{HOME})?"
-                          rf"(?P<v>[A-Z].*)"),
-    ("moved", "name", rf"^{SUBJECT}{ADV} (?:moved|relocated|switched|migrated)(?: over)? from (?:the )?(?P<x>{NAME}) "
-                      rf"to (?P<v>.+)"),
-    ("lives in", "place", rf"^{SUBJECT}{ADV}(?: live| lives| are living| am living| is living| have lived| has lived|"
-                          rf" have been living| has been living) (?:in|near) (?P<v>.+)"),
+    (
+        "lives in",
+        "place",
+        rf"^{SUBJECT}{ADV} (?:moved|relocated)(?: back| house| home| out)? to (?:{HOME})?"
+        rf"(?P<v>[A-Z].*)",
+    ),
+    (
+        "moved",
+        "name",
+        rf"^{SUBJECT}{ADV} (?:moved|relocated|switched|migrated)(?: over)? from (?:the )?(?P<x>{NAME}) "
+        rf"to (?P<v>.+)",
+    ),
+    (
+        "lives in",
+        "place",
+        rf"^{SUBJECT}{ADV}(?: live| lives| are living| am living| is living| have lived| has lived|"
+        rf" have been living| has been living) (?:in|near) (?P<v>.+)",
+    ),
     ("lives in", "place", rf"^{SUBJECT}{BE}(?: now)? (?:based|living|settled) (?:in|near|out of) (?P<v>.+)"),
     ("lives in", "place", rf"^{SUBJECT}{BE} (?:now )?in (?P<v>{NAME}) now$", "home"),
     ("lives in", "place", rf"^{SUBJECT} works? remotely from (?P<v>.+)"),
@@ -72,64 +84,109 @@ RULES: tuple[tuple[str, ...], ...] = (
     ("from", "place", rf"^{SUBJECT} (?:grew up|was born|was raised) in (?P<v>.+)"),
     # work: employer, role, both
     ("works at", "org", rf"^{SUBJECT}{BE}(?: now| also)? (?:an?|the) (?P<r>[\w'’ -]+?) (?:at|for|with) (?P<o>.+)"),
-    ("works as", "role", rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working) "
-                         rf"(?:at|for) (?P<o>.+?) as (?:an? |the )?(?P<r>.+)"),
+    (
+        "works as",
+        "role",
+        rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working) "
+        rf"(?:at|for) (?P<o>.+?) as (?:an? |the )?(?P<r>.+)",
+    ),
     ("works as", "org", rf"^{SUBJECT}{ADV}(?: joined| has joined| have joined) (?P<o>.+?) as (?:an? |the )?(?P<r>.+)"),
     ("works at", "org", rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working) (?:at|for) (?P<v>.+)"),
-    ("works at", "org", rf"^{SUBJECT}{ADV}(?: got| started| have started| began) (?:a |my )?(?:new )?"
-                        rf"(?:job|position|role|placement) (?:at|with|for) (?P<v>.+)"),
+    (
+        "works at",
+        "org",
+        rf"^{SUBJECT}{ADV}(?: got| started| have started| began) (?:a |my )?(?:new )?"
+        rf"(?:job|position|role|placement) (?:at|with|for) (?P<v>.+)",
+    ),
     ("works at", "name", rf"^{SUBJECT}{ADV}(?: got hired by| was hired by) (?P<v>.+)"),
-    ("works at", "name", rf"^{SUBJECT}{ADV}(?: joined| started at| started working at| started working for|"
-                         rf" have started at) (?P<v>.+)", "work"),
+    (
+        "works at",
+        "name",
+        rf"^{SUBJECT}{ADV}(?: joined| started at| started working at| started working for|"
+        rf" have started at) (?P<v>.+)",
+        "work",
+    ),
     ("works as", "role", rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working) as (?P<v>.+)"),
     ("works as", "role", rf"^{SUBJECT}{ADV}(?: got| have been| was| has been) promoted to (?P<v>.+)"),
     ("works as", "role", rf"^{SUBJECT}{BE}(?: now| also)? (?P<v>an? [\w'’ -]+?) by (?:trade|profession)"),
     ("works as", "exact-role", rf"^{SUBJECT}{BE}(?: now| also)? (?P<v>(?:an?|the) [\w'’ -]+?)(?: there| here)?$"),
     # tools and services used, and switches between them
     ("uses", "product", rf"^{SUBJECT}{ADV}(?: dropped| ditched| replaced) (?:the )?{NAME} (?:for|with) (?P<v>.+)"),
-    ("uses", "tool", rf"^{SUBJECT}{ADV}(?: switched| have switched| migrated| changed| moved over) (?:over )?to (?P<v>.+)"),
+    (
+        "uses",
+        "tool",
+        rf"^{SUBJECT}{ADV}(?: switched| have switched| migrated| changed| moved over) (?:over )?to (?P<v>.+)",
+    ),
     ("uses", "tool", rf"^{SUBJECT}{ADV}(?: use| uses| am using| are using| is using| rely on| relies on) (?P<v>.+)"),
     ("uses", "product", rf"^{THING_SUBJECT}{ADV}(?: uses| runs on| run on| is using) (?P<v>.+)"),
     ("uses", "product", rf"^(?P<e>{THING}|We){ADV}(?: runs| run) (?P<v>.+)"),
-    ("uses", "product", rf"^{THING_SUBJECT}{BE}(?: now| still)? (?:on|running) (?P<v>{NAME} \d+(?:\.\d+)*|"
-                        rf"[a-z][\w.+-]* \d+(?:\.\d+)*)"),
+    (
+        "uses",
+        "product",
+        rf"^{THING_SUBJECT}{BE}(?: now| still)? (?:on|running) (?P<v>{NAME} \d+(?:\.\d+)*|"
+        rf"[a-z][\w.+-]* \d+(?:\.\d+)*)",
+    ),
     # ownership of things and of work
     ("owns", "owned", rf"^{THING_SUBJECT}{ADV}(?: own| owns|{BE} (?:now )?the owner of)(?: the whole)? (?P<v>.+)"),
     ("responsible for", "owned", rf"^{THING_SUBJECT}{BE}(?: now| also)? (?:in charge of|responsible for) (?P<v>.+)"),
     # plans, prices, pay, due dates
-    ("{h}", "thing", rf"^{SUBJECT}{BE}(?: now| still| currently)? on (?P<v>(?:the |an? )?[\w' -]*?"
-                     r"(?P<h>plan|tier|tariff|contract|package|subscription))\b"),
+    (
+        "{h}",
+        "thing",
+        rf"^{SUBJECT}{BE}(?: now| still| currently)? on (?P<v>(?:the |an? )?[\w' -]*?"
+        r"(?P<h>plan|tier|tariff|contract|package|subscription))\b",
+    ),
     ("price", "thing", rf"^{THING_SUBJECT}{ADV} costs? (?P<v>.+)"),
     ("salary", "amount", rf"^{PERSON}{ADV}(?: earn| earns| am on| is on| am earning| is earning) (?P<v>.+)"),
     ("due date", "date", rf"^{THING_SUBJECT}(?: is| are|'s) due (?:on |by |in )?(?P<v>.+)"),
     ("school", "school", rf"^{PERSON}{ADV}(?: goes| go| is going) to (?P<v>.+)"),
     # the person: age, diet, allergies, conditions, languages, studies, preferences, name
     ("age", "age", rf"^{PERSON}{BE} (?P<v>\d{{1,3}})(?: years old| years of age| yo)?(?: this year| now)?$"),
-    ("age", "age", rf"^{PERSON}{ADV} turned (?P<v>\d{{1,3}})(?: (?:last|this) (?:week|month|year)|"
-                   rf" on \w+(?: \w+)?| yesterday| in (?:\w+))?$"),
+    (
+        "age",
+        "age",
+        rf"^{PERSON}{ADV} turned (?P<v>\d{{1,3}})(?: (?:last|this) (?:week|month|year)|"
+        rf" on \w+(?: \w+)?| yesterday| in (?:\w+))?$",
+    ),
     ("diet", "phrase", rf"^{SUBJECT}{BE}(?: now| also| strictly| fully| a)* (?P<v>{'|'.join(DIETS)})\b"),
     ("diet", "phrase", rf"^{SUBJECT}{ADV}(?: went| have gone| has gone| turned) (?P<v>vegan|vegetarian|pescatarian)\b"),
     ("allergic to", "phrase", rf"^{SUBJECT}{BE}(?: also| very| severely| really| quite| super)* allergic to (?P<v>.+)"),
     ("has", "phrase", rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>{'|'.join(CONDITIONS)})$"),
     ("speaks", "name", rf"^{SUBJECT}{ADV} speaks? (?P<v>.+)"),
-    ("studies", "phrase", rf"^{SUBJECT}{BE} (?:studying|doing (?:an?|my) (?:degree|masters|master's|MSc|MA|BA|"
-                          rf"BSc|PhD|course|diploma) in) (?P<v>[\w ]+?)(?: at | in |$)"),
+    (
+        "studies",
+        "phrase",
+        rf"^{SUBJECT}{BE} (?:studying|doing (?:an?|my) (?:degree|masters|master's|MSc|MA|BA|"
+        rf"BSc|PhD|course|diploma) in) (?P<v>[\w ]+?)(?: at | in |$)",
+    ),
     ("studies", "phrase", rf"^{SUBJECT} stud(?:y|ies) (?P<v>[\w ]+?)(?: at | in |$)"),
     ("studied", "phrase", rf"^{SUBJECT}{ADV} studied (?P<v>[\w ]+?) (?:at|in) {NAME}"),
-    ("prefers", "preference", rf"^{SUBJECT}(?: always| generally| usually)? prefers? (?!to\b)(?P<v>.+?)"
-                         rf"(?: over .*| to .*| than .*| when .*| for .*| on .*)?$"),
+    (
+        "prefers",
+        "preference",
+        rf"^{SUBJECT}(?: always| generally| usually)? prefers? (?!to\b)(?P<v>.+?)"
+        rf"(?: over .*| to .*| than .*| when .*| for .*| on .*)?$",
+    ),
     ("name", "name", r"^(?:[Mm]y name is|[Cc]all me|I am called|I go by) (?P<v>.+)"),
     # pets and named things: "we got a kitten called Pickle"
-    ("{k}'s name", "name", rf"^{SUBJECT}{ADV}(?: have| has| got| have got| has got| adopted| rescued| bought) "
-                           rf"{SOME}(?P<k>[a-z]+(?: [a-z]+)?) (?:called|named) (?P<v>.+)"),
+    (
+        "{k}'s name",
+        "name",
+        rf"^{SUBJECT}{ADV}(?: have| has| got| have got| has got| adopted| rescued| bought) "
+        rf"{SOME}(?P<k>[a-z]+(?: [a-z]+)?) (?:called|named) (?P<v>.+)",
+    ),
     # possessions in numbers: "we have three kids", "I have a garden now"
-    ("has", "thing", rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>(?:two|three|four|five|six|\d) "
-                     r"(?!(?:questions|meetings|problems|minutes|hours|days|weeks|months|years|ideas|calls|things|"
-                     r"options|tickets|bugs|jobs|tabs|drinks|kids coming)\b)[a-z]+s)$"),
+    (
+        "has",
+        "thing",
+        rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>(?:two|three|four|five|six|\d) "
+        r"(?!(?:questions|meetings|problems|minutes|hours|days|weeks|months|years|ideas|calls|things|"
+        r"options|tickets|bugs|jobs|tabs|drinks|kids coming)\b)[a-z]+s)$",
+    ),
     ("has", "thing", rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>an? [a-z]+) now$"),
 )
 COMPILED = tuple((rule[0], rule[1], re.compile(rule[2]), rule[3] if len(rule) > 3 else "") for rule in RULES)
-CONDITIONS = {"work": WORK_HINTS, "home": LIVING_HINTS}
+TALK = {"work": WORK_HINTS, "home": LIVING_HINTS}
 CHANGE = r"(?:is|are|is now|are now|'s now|has changed to|changed to|went up to|has gone up to|rose to|increased to|" \
          r"went down to|dropped to|is going up to)"  # fmt: skip
 POSSESSIVE = rf"(?P<e>[Mm]y|[Oo]ur|{NAME}'s|{THING}'s)"
@@ -139,24 +196,39 @@ POSSESSIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # "my favourite band is Wet Leg"
         ("favourite", rf"^{POSSESSIVE} (?P<p>favou?rite [a-z]+(?: [a-z]+){{0,3}}?) (?:is|are) (?P<v>.+)"),
         # "my dog is called Biscuit", "Ruth's daughter is called Ada"
-        ("called", rf"^{POSSESSIVE} (?:new )?(?P<p>[a-z][\w'-]*(?: [a-z][\w'-]*){{0,2}}) (?:is|are) (?:called|named) "
-                   r"(?P<v>.+)"),
+        (
+            "called",
+            rf"^{POSSESSIVE} (?:new )?(?P<p>[a-z][\w'-]*(?: [a-z][\w'-]*){{0,2}}) (?:is|are) (?:called|named) "
+            r"(?P<v>.+)",
+        ),
         # "my mum is a teacher": a relation's job
         ("relation", rf"^{POSSESSIVE} (?P<rel>{FAMILY_RE}) (?:is|'s) (?:now )?(?P<r>an? [\w'’ -]+)$"),
         # "Pottery is my favourite way to switch off"
-        ("favourite-of", rf"^(?P<v>{NAME}|[a-z][\w -]{{1,30}}?) (?:is|are) (?P<e>[Mm]y|[Oo]ur|{NAME}'s) "
-                         rf"(?P<p>favou?rite [a-z]+(?: [a-z]+){{0,4}})$"),
+        (
+            "favourite-of",
+            rf"^(?P<v>{NAME}|[a-z][\w -]{{1,30}}?) (?:is|are) (?P<e>[Mm]y|[Oo]ur|{NAME}'s) "
+            rf"(?P<p>favou?rite [a-z]+(?: [a-z]+){{0,4}})$",
+        ),
         # "my manager is Aisha Rahman", "Acme's billing plan is Premium", "my rent went up to £1,020"
         ("is", rf"^{POSSESSIVE} (?:(?:new|current) )?(?P<p>[\w'-]+(?: [\w'-]+){{0,3}}?) {CHANGE} (?P<v>.+)"),
         ("is", rf"^[Tt]he (?P<p>\w[\w -]{{0,30}}?) (?:of|for) (?P<e>(?:the )?{NAME}|{THING}) {CHANGE} (?P<v>.+)"),
         # "the landlord raised the rent to £1,020": the speaker's rent, whoever's landlord it is
-        ("landlord", r"^(?:[Mm]y|[Oo]ur|[Tt]he) (?:landlord|landlady|letting agent|agency) (?:has )?(?:raised|put up|"
-                     r"increased|upped) (?:the|my|our) (?P<p>rent) to (?P<v>.+)"),
+        (
+            "landlord",
+            r"^(?:[Mm]y|[Oo]ur|[Tt]he) (?:landlord|landlady|letting agent|agency) (?:has )?(?:raised|put up|"
+            r"increased|upped) (?:the|my|our) (?P<p>rent) to (?P<v>.+)",
+        ),
         # "the handoff deadline is Friday 7 November"; "the deadline is 14 March", "deadline 14 March" (the topic's)
-        ("is", rf"^(?P<e>{THING}) (?P<p>deadline|due date|launch date|go-live date|release date|budget) (?:is|'s) "
-               r"(?P<v>.+)"),
-        ("topic", rf"^(?:[Tt]he |[Oo]ur |[Ii]ts )?(?P<p>deadline|due date|launch date|go-live date|release date|budget)"
-                  rf"(?: is|'s|:)? (?P<v>(?:{DATE}|{AMOUNT})\b.*)"),
+        (
+            "is",
+            rf"^(?P<e>{THING}) (?P<p>deadline|due date|launch date|go-live date|release date|budget) (?:is|'s) "
+            r"(?P<v>.+)",
+        ),
+        (
+            "topic",
+            rf"^(?:[Tt]he |[Oo]ur |[Ii]ts )?(?P<p>deadline|due date|launch date|go-live date|release date|budget)"
+            rf"(?: is|'s|:)? (?P<v>(?:{DATE}|{AMOUNT})\b.*)",
+        ),
     )
 )
 OLD = re.compile(r"\b(?:old|previous|former|ex|last)\b", re.I)
@@ -195,7 +267,7 @@ def _rule_claims(clause: str, speaker: str | None, hints: str) -> list[Found]:
     out: list[Found] = []
     for prop, kind, pattern, condition in COMPILED:
         found = pattern.match(clause)
-        if found and condition and not CONDITIONS[condition].search(hints):
+        if found and condition and not TALK[condition].search(hints):
             continue
         said = (found.groupdict().get("e") or "I") if found else ""
         if not found or not (entity := _entity(said, speaker)):

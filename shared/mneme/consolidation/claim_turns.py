@@ -32,7 +32,9 @@ QUESTION = re.compile(
     r"shall|should|any|anyone|anybody|so|and|or|but|right|really|still)\b",
     re.I,
 )
-TAG = re.compile(r"^(?:right|yeah|yes|no|innit|isn't it|aren't we|don't we|didn't we|correct|ok|eh|huh|or not|true)\W*$", re.I)
+TAG = re.compile(
+    r"^(?:right|yeah|yes|no|innit|isn't it|aren't we|don't we|didn't we|correct|ok|eh|huh|or not|true)\W*$", re.I
+)
 HEDGED = re.compile(
     r"\b(?:might|(?-i:may)|maybe|perhaps|would|could|should|wanna|want(?:s|ed)? to|hope|hoping|hopefully|wish|"
     r"plan(?:s|ning)? (?:to|on)|thinking (?:of|about)|if|unless|probably|possibly|guess|think|thought|suppose|"
@@ -76,8 +78,12 @@ PERSON_VERB = (
     r"girlfriend|birthday|family|flat|house|job)|\s+(?:moved|works|worked|lives|lived|joined|started|said|says|told|"
     r"got|just|and I|and me|is from|texted|called|rang|messaged))\b"
 )
-SHE_WORDS = frozenset("mum mom mother sister wife daughter girlfriend fiancée fiancee aunt niece grandma grandmother stepmum".split())
-HE_WORDS = frozenset("dad father brother husband son boyfriend fiancé fiance uncle nephew grandpa grandfather stepdad".split())
+SHE_WORDS = frozenset(
+    "mum mom mother sister wife daughter girlfriend fiancée fiancee aunt niece grandma grandmother stepmum".split()
+)
+HE_WORDS = frozenset(
+    "dad father brother husband son boyfriend fiancé fiance uncle nephew grandpa grandfather stepdad".split()
+)
 
 
 class Mention(NamedTuple):
@@ -143,7 +149,9 @@ def _unhedged(clauses: list[str]) -> list[str]:
 def _asserting(sentence: str) -> tuple[list[str], str | None]:
     """The clauses of a sentence that assert something, and the sentence itself if it is a question."""
     clauses = [c.strip() for c in CLAUSE.split(sentence.rstrip(" .!?")) if c and c.strip()]
-    asking = sentence.rstrip().endswith("?") or bool(re.match(r"(?:what|where|when|who|why|how|which)\b", sentence, re.I))
+    asking = sentence.rstrip().endswith("?") or bool(
+        re.match(r"(?:what|where|when|who|why|how|which)\b", sentence, re.I)
+    )
     if len(_unhedged(clauses)) < len(clauses) and asking:
         return [], sentence
     clauses = _unhedged(clauses)

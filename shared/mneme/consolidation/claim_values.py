@@ -11,6 +11,7 @@ English; a role drops its "a"/"an" (the sentence adds it back).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from mneme.text import MONTH, MONTHS
 
@@ -21,12 +22,13 @@ VERSION = r"\d+(?:\.\d+)*[a-z]?"
 PRODUCT = rf"(?:{NAME}|[a-z][\w.+-]*(?= {VERSION}\b))(?: {VERSION}\b(?: {NAME})?)?"
 DAY = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 DATE = (
-    rf"(?:(?:{DAY}),? )?(?:(?:the )?\d{{1,2}}(?:st|nd|rd|th)?(?: (?:of )?(?:{MONTH})(?:,? \d{{4}})?)?"
+    rf"(?:(?:{DAY}),? )?(?:(?:the )?\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{MONTH})(?:,? \d{{4}})?"
+    rf"|the \d{{1,2}}(?:st|nd|rd|th)"
     rf"|(?:{MONTH}) \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?|(?:{MONTH}) \d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}"
     rf"|\d{{1,2}}/\d{{1,2}}/\d{{2,4}}|(?:{DAY}))"
 )
 NUMBER_WORD = "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred"
-PERIOD = r"(?:(?:a|an|per|each|every) (?:month|year|week|day|night|hour|seat|user|head|person|quarter)|/(?:mo|month|yr|year))"
+PERIOD = r"(?:(?:a|an|per|each|every) (?:month|year|week|day|night|hour|seat|user|head|person|quarter)|/(?:mo|yr))"
 AMOUNT = (
     rf"(?:[£$€¥₹]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|m|bn|million|billion))?"
     rf"|\d[\d,]*(?:\.\d+)?\s?(?:k|m|bn|million|billion)?\s?(?:pounds|quid|euros?|dollars|GBP|EUR|USD|CHF|SEK|NOK|DKK)"
@@ -146,9 +148,21 @@ CATEGORY = re.compile(
     r"subject|breed|seat|scheme|rate|method|model|basis|status|format|mode|policy|terms?)\b",
     re.I,
 )
-SCHOOLS = frozenset("School Primary Academy College High Uni University Grammar Nursery Infants Juniors Institute".split())
+SCHOOLS = frozenset(
+    "School Primary Academy College High Uni University Grammar Nursery Infants Juniors Institute".split()
+)
 FREQUENCY = frozenset("daily weekly fortnightly monthly quarterly yearly annually biweekly hourly".split())
-DIETS = ("vegetarian", "vegan", "pescatarian", "pescetarian", "teetotal", "gluten-free", "dairy-free", "halal", "kosher")
+DIETS = (
+    "vegetarian",
+    "vegan",
+    "pescatarian",
+    "pescetarian",
+    "teetotal",
+    "gluten-free",
+    "dairy-free",
+    "halal",
+    "kosher",
+)
 CONDITIONS = (
     "asthma", "diabetes", "type 1 diabetes", "type 2 diabetes", "adhd", "autism", "epilepsy", "coeliac disease",
     "celiac disease", "arthritis", "eczema", "psoriasis", "migraines", "ibs", "dyslexia", "tinnitus", "lupus",
@@ -282,9 +296,10 @@ def is_workplace(text: str) -> bool:
     if is_name(text) or (is_name(text.rsplit(" ", 1)[0]) and text.rsplit(" ", 1)[-1] in WORKPLACES):
         return True
     found = re.fullmatch(r"(?:the|a|an) (?:[a-z]+ )?([a-z]+)", text)
-    return bool(found) and found[1] in WORKPLACES
+    return found is not None and found[1] in WORKPLACES
 
 
+WORKPLACE = "|".join(WORKPLACES)
 DEPARTMENTS = frozenset(
     "marketing sales finance engineering product design legal operations ops hr it support accounts research "
     "security data platform infrastructure comms communications management admin procurement payroll".split()
@@ -300,11 +315,16 @@ def is_place(text: str) -> bool:
 
 def is_phrase(text: str, max_words: int = 4) -> bool:
     """A short lowercase or capitalised phrase without pronouns, verbs or vague words (studies, allergens)."""
-    return bool(text) and len(text.split()) <= max_words and not personal_or_vague(text) and not re.search(
-        r"^(?:in|on|at|from|with|for|to|by|so|very|really)\b|\b(?:every|each|all|night|nights|morning|evening|"
-        r"hard|late|online|alone|together|loads|lots)\b",
-        text,
-        re.I,
+    return (
+        bool(text)
+        and len(text.split()) <= max_words
+        and not personal_or_vague(text)
+        and not re.search(
+            r"^(?:in|on|at|from|with|for|to|by|so|very|really)\b|\b(?:every|each|all|night|nights|morning|evening|"
+            r"hard|late|online|alone|together|loads|lots)\b",
+            text,
+            re.I,
+        )
     )
 
 
@@ -325,7 +345,7 @@ def is_entity(text: str) -> bool:
 
 HEADS = {  # a value of these kinds is the name at the start of the text: "Stripe on the payments team" -> Stripe
     "place": re.compile(rf"{NAME}"),
-    "org": re.compile(rf"(?:the |The )?{NAME}(?: (?:{'|'.join(WORKPLACES)})\b)?|(?:the|a|an) (?:[a-z]+ )?(?:{'|'.join(WORKPLACES)})\b"),
+    "org": re.compile(rf"(?:the |The )?{NAME}(?: (?:{WORKPLACE})\b)?|(?:the|a|an) (?:[a-z]+ )?(?:{WORKPLACE})\b"),
     "name": re.compile(rf"(?:the |The )?{NAME}"),
     "product": re.compile(rf"(?:the |The |an? )?{PRODUCT}"),
     "tool": re.compile(rf"(?:the |The |an? )?{PRODUCT}"),
@@ -356,7 +376,7 @@ def value(kind: str, text: str, prop: str = "") -> str | None:
         found = found[3:]  # "my birthday is on the 3rd of March"
     if not found or found.lower().split()[0] in PERSONAL:
         return None
-    checks = {
+    checks: dict[str, Callable[[str], bool]] = {
         "place": is_place,
         "org": is_workplace,
         "name": lambda v: is_name(v) and not personal_or_vague(v),

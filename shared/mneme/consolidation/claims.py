@@ -35,7 +35,9 @@ class Claim(NamedTuple):
 
 
 # "she's called Pickle", "her name is Bea" (who: the one just introduced), "a greyhound called Rocket".
-CALLED = re.compile(rf"^(?:(?:He|She|It|They)(?:'s| is| are)(?: called| named)|(?:His|Her|Its|Their) name is) (?P<v>{NAME})")
+CALLED = re.compile(
+    rf"^(?:(?:He|She|It|They)(?:'s| is| are)(?: called| named)|(?:His|Her|Its|Their) name is) (?P<v>{NAME})"
+)
 CALLED_KIND = re.compile(rf"^an? (?:[a-z]+ )?(?P<k>[a-z]+) (?:called|named) (?P<v>{NAME})")
 INTRODUCED = re.compile(
     r"^(?:(?:I|We)(?: have| just| finally| also| now)*(?: got| have got| have| adopted| rescued| bought| got ourselves)"
