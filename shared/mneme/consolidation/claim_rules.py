@@ -95,6 +95,12 @@ RULES: tuple[tuple[str, ...], ...] = (
     (
         "works at",
         "org",
+        rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working) as (?:an? |the )?(?P<r>[\w'’ -]+?) "
+        rf"(?:at|for|with) (?P<o>.+)",
+    ),
+    (
+        "works at",
+        "org",
         rf"^{SUBJECT}{ADV}(?: got| started| have started| began) (?:a |my )?(?:new )?"
         rf"(?:job|position|role|placement) (?:at|with|for) (?P<v>.+)",
     ),

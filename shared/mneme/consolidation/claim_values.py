@@ -362,8 +362,8 @@ def _head(kind: str, text: str) -> str:
 
 def value(kind: str, text: str, prop: str = "") -> str | None:
     """`text` (the rest of a clause after a rule's verb) as a value of `kind`, or None."""
-    if kind == "role":
-        return role(clean(text))
+    if kind == "role":  # "a midwife at St Mary's": the role is what comes before its employer
+        return role(clean(re.split(r"\s(?:at|for|with|in|on)\s", text, maxsplit=1)[0]))
     if kind == "preference":  # "phone calls before 10am", "written summaries over meetings and …"
         text = PREFERENCE_END.split(text, maxsplit=1)[0].strip(" .!")
         return text if is_phrase(text, 6) and not personal_or_vague(text) else None

@@ -38,10 +38,14 @@ class Claim(NamedTuple):
 CALLED = re.compile(
     rf"^(?:(?:He|She|It|They)(?:'s| is| are)(?: called| named)|(?:His|Her|Its|Their) name is) (?P<v>{NAME})"
 )
-CALLED_KIND = re.compile(rf"^an? (?:[a-z]+ )?(?P<k>[a-z]+) (?:called|named) (?P<v>{NAME})")
+CALLED_KIND = re.compile(
+    r"^an? (?:(?:new|little|tiny|rescue|baby|big|old|gorgeous|beautiful|sweet|cute|lovely|fluffy) )*"
+    rf"(?P<k>[a-z]+(?: [a-z]+)?) (?:called|named) (?P<v>{NAME})"
+)
 INTRODUCED = re.compile(
     r"^(?:(?:I|We)(?: have| just| finally| also| now)*(?: got| have got| have| adopted| rescued| bought| got ourselves)"
-    r" (?:an?|another) (?:(?:new|little|tiny|rescue|baby|second) )*(?P<k>[a-z]+(?: [a-z]+)?)(?: now| too| in the end|"
+    r" (?:an?|another) (?:(?:new|little|tiny|rescue|baby|second) )*(?P<k>[a-z]+(?: (?!now|too|in|last|this)[a-z]+)?)"
+    r"(?: now| too| in the end|"
     r" last \w+| this \w+)*$|(?:My|Our) (?:new )?(?P<m>[a-z]+(?: [a-z]+)?) (?:is|was|has|seems|just|started))"
 )
 TOPICAL = ("deadline", "due date", "budget")  # what a bare "the deadline is…" may be of the work just named
