@@ -45,6 +45,17 @@ SUBJECT = rf"(?P<e>I|We|(?:[Mm]y|[Oo]ur) (?:{FAMILY_RE})(?: {NAME})?|{NAME}(?:'s
 PERSON = rf"(?P<e>I|(?:[Mm]y|[Oo]ur) (?:{FAMILY_RE})(?: {NAME})?|{NAME}(?:'s (?:{FAMILY_RE}))?|[Hh]e|[Ss]he)"
 THING_SUBJECT = rf"(?P<e>{NAME}|{THING}|[Hh]e|[Ss]he|I|We)"
 ADV = r"(?: (?:have|has|just|recently|finally|now|also|all|both|actually|officially|eventually|since|still))*"
+# What one keeps, and how many: "we have three kids", "I have a garden now" (not "two exams", "a cold").
+KEPT_MANY = (
+    "kids|children|sons|daughters|cats|dogs|sisters|brothers|cousins|grandkids|grandchildren|siblings|rabbits|"
+    "chickens|horses|cars|bikes|tattoos|houses|flats|jobs|guitars|pets|twins|stepkids"
+)
+KEPT_ONE = (
+    "garden|car|van|bike|motorbike|dog|cat|puppy|kitten|rabbit|horse|house|flat|cottage|boat|allotment|mortgage|"
+    "job|boyfriend|girlfriend|partner|husband|wife|baby|son|daughter|tattoo|piano|guitar|degree|licence|license|"
+    "pension|balcony|driveway"
+)
+PRICED = "plan|tier|subscription|membership|licence|license|package|service|app|course|contract|tariff"
 HOME = (  # what one moves to when one moves house: "we moved to a bigger flat in Glasgow"
     r"(?:(?:an?|the|our|my) )?(?:(?:bigger|smaller|new|little|tiny|lovely|nice|shared|small|big|cheaper|old|"
     r"rented|[a-z]+-bed(?:room)?) )*(?:flat|house|place|apartment|home|cottage|studio|bungalow|semi|terrace|"
@@ -142,7 +153,7 @@ RULES: tuple[tuple[str, ...], ...] = (
         rf"^{SUBJECT}{BE}(?: now| still| currently)? on (?P<v>(?:the |an? )?[\w' -]*?"
         r"(?P<h>plan|tier|tariff|contract|package|subscription))\b",
     ),
-    ("price", "thing", rf"^{THING_SUBJECT}{ADV} costs? (?P<v>.+)"),
+    ("price", "amount", rf"^(?P<e>{NAME}|{THING} (?:{PRICED})){ADV} costs? (?P<v>.+)"),
     ("salary", "amount", rf"^{PERSON}{ADV}(?: earn| earns| am on| is on| am earning| is earning) (?P<v>.+)"),
     ("due date", "date", rf"^{THING_SUBJECT}(?: is| are|'s) due (?:on |by |in )?(?P<v>.+)"),
     ("school", "school", rf"^{PERSON}{ADV}(?: goes| go| is going) to (?P<v>.+)"),
@@ -154,7 +165,7 @@ RULES: tuple[tuple[str, ...], ...] = (
         rf"^{PERSON}{ADV} turned (?P<v>\d{{1,3}})(?: (?:last|this) (?:week|month|year)|"
         rf" on \w+(?: \w+)?| yesterday| in (?:\w+))?$",
     ),
-    ("diet", "phrase", rf"^{SUBJECT}{BE}(?: now| also| strictly| fully| a)* (?P<v>{'|'.join(DIETS)})\b"),
+    ("diet", "phrase", rf"^{SUBJECT}{BE}(?: now| also| strictly| fully| a)* (?P<v>{'|'.join(DIETS)})(?![\w-])"),
     ("diet", "phrase", rf"^{SUBJECT}{ADV}(?: went| have gone| has gone| turned) (?P<v>vegan|vegetarian|pescatarian)\b"),
     ("allergic to", "phrase", rf"^{SUBJECT}{BE}(?: also| very| severely| really| quite| super)* allergic to (?P<v>.+)"),
     ("has", "phrase", rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>{'|'.join(CONDITIONS)})$"),
@@ -186,10 +197,9 @@ RULES: tuple[tuple[str, ...], ...] = (
         "has",
         "thing",
         rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>(?:two|three|four|five|six|\d) "
-        r"(?!(?:questions|meetings|problems|minutes|hours|days|weeks|months|years|ideas|calls|things|"
-        r"options|tickets|bugs|jobs|tabs|drinks|kids coming)\b)[a-z]+s)$",
+        rf"(?:{KEPT_MANY}))$",
     ),
-    ("has", "thing", rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>an? [a-z]+) now$"),
+    ("has", "thing", rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>an? (?:{KEPT_ONE})) now$"),
 )
 COMPILED = tuple((rule[0], rule[1], re.compile(rule[2]), rule[3] if len(rule) > 3 else "") for rule in RULES)
 TALK = {"work": WORK_HINTS, "home": LIVING_HINTS}

@@ -314,9 +314,11 @@ def is_place(text: str) -> bool:
 
 
 def is_phrase(text: str, max_words: int = 4) -> bool:
-    """A short lowercase or capitalised phrase without pronouns, verbs or vague words (studies, allergens)."""
+    """A short lowercase or capitalised phrase without pronouns, verbs or vague words (studies, allergens):
+    'chemistry', 'shellfish', not 'the menu' (a thing in front of one) or 'every night'."""
     return (
         bool(text)
+        and not re.match(r"(?:the|a|an|this|that|some|my|your|our)\b", text, re.I)
         and len(text.split()) <= max_words
         and not personal_or_vague(text)
         and not re.search(
@@ -328,6 +330,18 @@ def is_phrase(text: str, max_words: int = 4) -> bool:
     )
 
 
+# What holds for the moment it is said, not as a lasting fact: "my train is the 8:15", "my order is a latte".
+TRANSIENT = frozenset(
+    """
+    train flight bus appointment meeting interview exam test order table booking reservation gate platform lunch
+    dinner breakfast coffee round turn day week weekend morning evening night holiday trip plans ride taxi
+    uber delivery parcel package room eta answer guess bet excuse problem point question issue mood head back
+    knee stomach throat battery signal wifi connection internet car's battery seat ticket score result results
+    dream goal hope wish idea fear worry favourite news story
+    """.split()
+)
+
+
 def is_property(text: str) -> bool:
     """A property is a short noun phrase: no verbs, pronouns, time words or names ('make sure the trail',
     'brother Pádraig' are none); an acronym may be one ('CI', 'VAT scheme')."""
@@ -335,7 +349,9 @@ def is_property(text: str) -> bool:
     if any(re.fullmatch(rf"[{UPPER}][a-zà-ÿ]+", p) for p in parts):
         return False
     parts = text.lower().split()
-    return 0 < len(parts) <= 4 and not any(p in VERBISH or p in PERSONAL or p in TIME_OF_SPEECH for p in parts)
+    if not parts or parts[-1] in TRANSIENT:
+        return False
+    return len(parts) <= 4 and not any(p in VERBISH or p in PERSONAL or p in TIME_OF_SPEECH for p in parts)
 
 
 def is_entity(text: str) -> bool:
@@ -366,7 +382,8 @@ def value(kind: str, text: str, prop: str = "") -> str | None:
         return role(clean(re.split(r"\s(?:at|for|with|in|on)\s", text, maxsplit=1)[0]))
     if kind == "preference":  # "phone calls before 10am", "written summaries over meetings and …"
         text = PREFERENCE_END.split(text, maxsplit=1)[0].strip(" .!")
-        return text if is_phrase(text, 6) and not personal_or_vague(text) else None
+        ok = is_phrase(text, 6) or _article_phrase(text, "prefers")
+        return text if ok and not personal_or_vague(text) else None
     if kind == "exact-role":  # "I'm the children's librarian now", not "Kenji is the on-call lead for May"
         text = re.sub(r"\s+(?:now|these days|nowadays|at the moment)$", "", text.strip(" .!"))
         found = role(text) if clean(text) == text else None
