@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from mneme.consolidation.claim_rules import THAT, TOPIC, Found, clause_claims
+from mneme.consolidation.claim_rules import CALLED_KIND, THAT, TOPIC, Found, clause_claims
 from mneme.consolidation.claim_turns import HEDGED, JOKING, NEGATED, Turn, normalise
 from mneme.consolidation.claim_values import FAMILY, NAME, is_entity, is_property, value
 
@@ -95,8 +95,25 @@ def asked(question: str, properties: Sequence[str]) -> bool:
     return found is not None and found["p"].lower() in properties
 
 
+PETS = re.compile(r"\bdo you have (?:any )?(?:pets?|animals|a (?:dog|cat|pet))\W*$", re.I)
+COURTESY = re.compile(
+    r",?\s+(?:if (?:you don't|u dont) mind[\w ]*|out of (?:interest|curiosity)|if I may ask)\W*$", re.I
+)
+BOUNCE = re.compile(r"^(?:and |what about |how about )?(?:you|u|yourself)\W*$", re.I)
+
+
+def bounced(question: str) -> bool:
+    """'you?', 'and you?': the question just answered, asked back."""
+    return bool(BOUNCE.match(question.strip().split(", ")[-1]))
+
+
 def _shape(question: str, answerer: str) -> Asked | None:
-    question = re.sub(r"\s+(?:again|then|btw|by the way|now)?\W*$", "", question)
+    question = COURTESY.sub("", question)
+    question = re.sub(
+        r"\s+(?:again|then|btw|by the way|now|originally|exactly|these days|at the moment)?\W*$", "", question
+    )
+    if PETS.search(question):
+        return Asked(None, "{k}'s name", "pet")
     for pattern, prop, kind in SHAPES:
         if pattern.search(question):
             return Asked(None, prop, kind)
@@ -150,8 +167,9 @@ def _confirmed(question: str, answer: Turn, hints: str) -> list[Found]:
 
 def answer_claims(questions: Sequence[str], answer: Turn, hints: str) -> list[Found]:
     """What the answer's first clause states, read as the answer to the one question asked before it (a
-    topic or a thing just introduced stay placeholders for the reader to resolve)."""
-    if not answer.speaker or not answer.sentences or GUARDED.search(answer.first):
+    topic or a thing just introduced stay placeholders for the reader to resolve). A hedge or a joke
+    anywhere in the answer's first sentence, or a negation in its first clause, and nothing."""
+    if not answer.speaker or not answer.sentences or HEDGED.search(answer.first) or JOKING.search(answer.first):
         return []
     shapes = [(q, s) for q in questions if (s := _shape(q, answer.speaker))]
     if not shapes and questions and not _addressed_elsewhere(questions[-1], answer.speaker):
@@ -159,6 +177,10 @@ def answer_claims(questions: Sequence[str], answer: Turn, hints: str) -> list[Fo
     if len(shapes) != 1 or not answer.sentences[0] or _addressed_elsewhere(shapes[0][0], answer.speaker):
         return []
     shape, clause = shapes[0][1], answer.sentences[0][0]
+    if shape.kind == "pet":  # "do you have any pets?" / "a very old cat called Dennis"
+        pet = CALLED_KIND.match(clause)
+        named = value("name", pet["v"]) if pet else None
+        return [Found(answer.speaker, f"{pet['k']}'s name", named)] if pet and named else []
     if shape.kind == "owner":
         owner = answer.speaker if ME.match(clause) else re.sub(r" (?:does|is|will|has it)$", "", clause)
         ok = shape.thing and (owner == answer.speaker or is_entity(owner))

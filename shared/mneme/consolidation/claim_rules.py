@@ -43,7 +43,7 @@ FAMILY_RE = "|".join(FAMILY)
 THING = r"(?:[Tt]he) [A-Za-z0-9][\w-]*(?: [a-z0-9][\w-]*){0,2}?"
 SUBJECT = rf"(?P<e>I|We|(?:[Mm]y|[Oo]ur) (?:{FAMILY_RE})(?: {NAME})?|{NAME}(?:'s (?:{FAMILY_RE}))?|[Hh]e|[Ss]he)"
 PERSON = rf"(?P<e>I|(?:[Mm]y|[Oo]ur) (?:{FAMILY_RE})(?: {NAME})?|{NAME}(?:'s (?:{FAMILY_RE}))?|[Hh]e|[Ss]he)"
-THING_SUBJECT = rf"(?P<e>{NAME}|{THING}|[Hh]e|[Ss]he|I|We)"
+THING_SUBJECT = rf"(?P<e>{NAME}(?:'s [a-z]+(?: [a-z]+)?)?|{THING}|[Hh]e|[Ss]he|I|We)"
 ADV = r"(?: (?:have|has|just|recently|finally|now|also|all|both|actually|officially|eventually|since|still))*"
 # What one keeps, and how many: "we have three kids", "I have a garden now" (not "two exams", "a cold").
 KEPT_MANY = (
@@ -129,6 +129,13 @@ RULES: tuple[tuple[str, ...], ...] = (
     ("works as", "exact-role", rf"^{SUBJECT}{BE}(?: now| also)? (?P<v>(?:an?|the) [\w'’ -]+?)(?: there| here)?$"),
     # tools and services used, and switches between them
     ("uses", "product", rf"^{SUBJECT}{ADV}(?: dropped| ditched| replaced) (?:the )?{NAME} (?:for|with) (?P<v>.+)"),
+    (
+        "uses",
+        "product",
+        rf"^{SUBJECT}{ADV}(?: moved| migrated| switched| have moved| have migrated) (?:the|our|all|all the) "
+        rf"[a-z][\w -]{{1,30}}? from (?:the )?{NAME} to (?P<v>.+)",
+    ),
+    ("teaches", "org", rf"^{PERSON}{ADV}(?: teach| teaches) (?:at|for) (?P<v>.+)"),
     (
         "uses",
         "tool",
@@ -247,6 +254,12 @@ POSSESSIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
     )
 )
+# "a greyhound called Rocket": a named thing of the kind, as a fragment.
+CALLED_KIND = re.compile(
+    r"^an? (?:(?:very|new|little|tiny|rescue|baby|big|old|young|gorgeous|beautiful|sweet|cute|lovely|fluffy) )*"
+    rf"(?P<k>[a-z]+(?: [a-z]+)?) (?:called|named) (?P<v>{NAME})"
+)
+NOT_EMPLOYER = re.compile(r"(?:heart|the moment|home|night|nights|weekends|times|best|worst|most|least|first)\b")
 OLD = re.compile(r"\b(?:old|previous|former|ex|last)\b", re.I)
 
 
@@ -292,7 +305,8 @@ def _rule_claims(clause: str, speaker: str | None, hints: str) -> list[Found]:
         if groups.get("r") is not None:  # a role, maybe with an employer
             job = role(groups["r"].strip())
             employer = value("org", groups["o"]) if groups.get("o") else None
-            if job and (employer or prop == "works as"):  # "joined the team as a platform engineer": the role
+            loose = re.match(r"(?:the |an? )?[a-z]", groups.get("o") or "") and not NOT_EMPLOYER.match(groups["o"])
+            if job and (employer or prop == "works as" or loose):  # "joined the team as a platform engineer"
                 out.append(Found(entity, "works as", job))
                 if employer:
                     out.append(Found(entity, "works at", employer))
@@ -303,6 +317,10 @@ def _rule_claims(clause: str, speaker: str | None, hints: str) -> list[Found]:
         if prop == "age" and (said.lower() == "we" or (said == "I" and not 10 <= int(groups["v"]) <= 99)):
             continue
         if not prop:
+            continue
+        if prop == "teaches":  # "he teaches at Kingsway High": a teacher, and where
+            if employer := value("org", groups["v"]):
+                out += [Found(entity, "works as", "teacher"), Found(entity, "works at", employer)]
             continue
         name = prop.replace("{k}", groups.get("k") or "").replace("{h}", (groups.get("h") or "").lower())
         for part in _list(groups["v"]) if prop == "uses" else [groups["v"]]:
@@ -345,12 +363,13 @@ def _possessive(clause: str, speaker: str | None) -> list[Found]:
     return []
 
 
-def _appositions(clause: str, speaker: str | None) -> list[Found]:
-    """'my sister Funmi', 'with my partner Sam': the speaker's relation, by name."""
+def appositions(sentence: str, speaker: str | None) -> list[Found]:
+    """'my sister Funmi', 'with my partner Sam': the speaker's relation, by name. Whatever the sentence says
+    of them ("my husband Kwesi keeps saying…", "is my sister Chiara coming?"), who they are holds."""
     if not speaker:
         return []
     out = []
-    for found in re.finditer(rf"(?<![\w'])(?:[Mm]y|[Oo]ur) (?P<rel>{FAMILY_RE}) (?P<n>{NAME})", clause):
+    for found in re.finditer(rf"(?<![\w'])(?:[Mm]y|[Oo]ur) (?P<rel>{FAMILY_RE}) (?P<n>{NAME})", sentence):
         if is_entity(found["n"]) and (name := value("name", re.sub(r"'s$", "", found["n"]))):
             out.append(Found(speaker, found["rel"], name))
     return out
@@ -359,5 +378,4 @@ def _appositions(clause: str, speaker: str | None) -> list[Found]:
 def clause_claims(clause: str, speaker: str | None, hints: str = "") -> list[Found]:
     """Every claim one asserting clause states, in order. `hints`: the words around it (this turn and the
     one before), which decide a few readings ("joined Spotify" is a job only where work is talked of)."""
-    found = _possessive(clause, speaker) + _rule_claims(clause, speaker, hints) + _appositions(clause, speaker)
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(_possessive(clause, speaker) + _rule_claims(clause, speaker, hints)))

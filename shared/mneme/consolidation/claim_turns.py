@@ -56,8 +56,10 @@ PLANNED = re.compile(
 )
 REPORTED = re.compile(r"\b(?:said|says|saying|told me|tells me|mentioned|reckons|heard|claims|according to)\b", re.I)
 JOKING = re.compile(r"\b(?:lol|lmao|rofl|haha\w*|hehe\w*|jk|kidding|joking|/s)\b|;\)|:p\b", re.I)
+LAUGH = re.compile(r"^(?:ha+|hah|haha\w*|hehe\w*|lol|lmao)\b[\s,!.]*", re.I)
 FILLER = re.compile(
-    r"^(?:and|so|oh|well|yeah|yes|yep|yup|yea|ok|okay|actually|also|btw|fyi|anyway|honestly|cheers|thanks|"
+    r"^(?:and|so|oh|well|yeah|yes|yep|yup|yea|ye|ya|yeh|yah|ok|okay|actually|also|btw|fyi|anyway|honestly|cheers|"
+    r"thanks|"
     r"hey|hi|great|cool|nice|sure|right|confirmed|update|plus|but|um|umm|hmm|ah|aha|ooh|wow|then|still|"
     r"heads up|oh and|oh also|oh nice|oh wow|good news|big news|news|quick update|fun fact)\b[\s,:!.-]*",
     re.I,
@@ -75,7 +77,8 @@ CAPITALISE = re.compile(r"^(?:i|we|my|our|he|she|the|his|her|its|it|they)\b")
 # A sentence-initial name counts as a person for sure only when a person's verb or relation follows it.
 PERSON_VERB = (
     r"(?:'s (?:new |little |big )?(?:mum|mom|dad|wife|husband|partner|sister|brother|son|daughter|kids|boyfriend|"
-    r"girlfriend|birthday|family|flat|house|job)|\s+(?:moved|works|worked|lives|lived|joined|started|said|says|told|"
+    r"girlfriend|birthday|family|flat|house|job|an?|the|so|really|very|such|just|now|still|been|got|from)|"
+    r"\s+(?:moved|works|worked|lives|lived|joined|started|said|says|told|"
     r"got|just|and I|and me|is from|texted|called|rang|messaged))\b"
 )
 SHE_WORDS = frozenset(
@@ -105,6 +108,7 @@ class Turn:
     questions: list[str] = field(default_factory=list)  # its questions, whole
     mentions: list[Mention] = field(default_factory=list)  # people it names, and whom its pronouns meant
     first: str = ""  # its first sentence, as written
+    said: list[str] = field(default_factory=list)  # its sentences, as written
 
 
 def _speaker(speaker: str | None, text: str) -> tuple[str | None, str]:
@@ -167,8 +171,9 @@ def _kept(clauses: list[str]) -> list[str]:
     for clause in clauses:
         if REPORTED.search(clause):
             break  # what someone said, and all that follows it
-        if not (NEGATED.search(clause) or PLANNED.search(clause) or JOKING.search(clause)):
-            kept.append(normalise(clause))
+        said = LAUGH.sub("", clause)  # "haha I'm from Slough": a laugh at what was said before, not a joke
+        if not (NEGATED.search(said) or PLANNED.search(said) or JOKING.search(said)):
+            kept.append(normalise(said))
     return [c for c in kept if c]
 
 
@@ -202,6 +207,7 @@ def read(speaker: str | None, text: str) -> Turn:
         clauses, question = _asserting(sentence)
         turn.sentences.append(clauses)
         turn.first = turn.first or sentence
+        turn.said.append(sentence)
         if question:
             turn.questions.append(question)
         turn.mentions.extend(mentions(sentence, who))

@@ -42,7 +42,7 @@ QUALIFIER = re.compile(
     r",(?!\d)|[;:()!?\"]|\.(?:\s|$)|\s[-–—]\s|\s(?:since|as of|until|till|because|cos|according to|now|currently|again|"
     r"usually|for (?:work|tickets|years|now|ages|a while|the|a|an|\d+|two|three|four|five|six|ten|some|many|my|our|"
     r"his|her|their)|and (?:he|she|they|it|i|we|you|so|then|that|this|its|it's|i'm|loving|still|now)|anyway|"
-    r"by the way|btw|tbh|fyi|lol|haha|these days|nowadays|hands down|honestly|originally|actually|last|this|next|"
+    r"by the way|btw|tbh|fyi|lol|haha|these days|going forward|from now on|for the time being|nowadays|hands down|honestly|originally|actually|last|this|next|"
     r"every|each|in (?:the )?(?:spring|summer|autumn|fall|winter|" + MONTH + r"|\d{4}|the end|prod|production)|"
     r"on (?:the )?(?:weekends?|weekdays|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|"
     r"the side|and off)|only|too|as well|instead\b.*|though|fluently|right now|at the moment|lately|"
@@ -109,7 +109,12 @@ ROLE_HEADS = frozenset(
     producer professor programmer psychiatrist psychologist publicist receptionist recruiter reporter
     researcher scientist secretary sre solicitor specialist statistician steward stewardess strategist
     supervisor surgeon surveyor teacher technician tester therapist translator treasurer tutor typesetter
-    underwriter vet veterinarian waiter waitress welder writer
+    underwriter vet veterinarian waiter waitress welder writer trainer instructor planner handler operator worker
+    representative rep controller dispatcher courier soldier sailor ranger guard warden caretaker janitor
+    housekeeper concierge teller broker trader archivist conservator sommelier bartender barman barmaid server
+    pastor vicar priest rabbi imam chaplain apprentice trainee childminder councillor diplomat technologist
+    hygienist radiographer sonographer registrar doula podiatrist chiropractor osteopath dermatologist
+    cardiologist paediatrician pediatrician orthodontist audiologist gp sre swe qa ux ui
     """.split()
 )
 # "a good nurse", "a retired teacher", "an amateur photographer": a judgement, a past or a hobby, not a job.
@@ -162,6 +167,10 @@ DIETS = (
     "dairy-free",
     "halal",
     "kosher",
+    "coeliac",
+    "celiac",
+    "lactose intolerant",
+    "lactose-intolerant",
 )
 CONDITIONS = (
     "asthma", "diabetes", "type 1 diabetes", "type 2 diabetes", "adhd", "autism", "epilepsy", "coeliac disease",
@@ -342,6 +351,9 @@ TRANSIENT = frozenset(
 )
 
 
+QUANTITY = re.compile(rf"\d|\b(?:exactly|only|just|about|around|{NUMBER_WORD}|several|many|few)\b", re.I)
+
+
 def is_property(text: str) -> bool:
     """A property is a short noun phrase: no verbs, pronouns, time words or names ('make sure the trail',
     'brother Pádraig' are none); an acronym may be one ('CI', 'VAT scheme')."""
@@ -401,7 +413,7 @@ def value(kind: str, text: str, prop: str = "") -> str | None:
         "tool": lambda v: is_name(v) or _article_phrase(v, "") or is_phrase(v, 3),
         "thing": lambda v: is_thing(v, prop),
         "answer": lambda v: is_thing(v, prop, bare=False),  # an answer's "Tough one." is no favourite film
-        "owned": lambda v: is_name(v) or _article_phrase(v, "owns"),
+        "owned": lambda v: is_name(v) or _article_phrase(v, "owns") or (is_phrase(v, 3) and not QUANTITY.search(v)),
         "phrase": is_phrase,
         "preference": lambda v: is_phrase(v, 6),
         "age": lambda v: bool(re.fullmatch(r"\d{1,3}", v)) and 0 < int(v) < 120,

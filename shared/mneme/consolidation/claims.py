@@ -22,8 +22,8 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from mneme.consolidation.claim_answers import answer_claims, asked
-from mneme.consolidation.claim_rules import HE, SHE, THAT, TOPIC, Found, clause_claims
+from mneme.consolidation.claim_answers import answer_claims, asked, bounced
+from mneme.consolidation.claim_rules import CALLED_KIND, HE, SHE, THAT, TOPIC, Found, appositions, clause_claims
 from mneme.consolidation.claim_turns import Mention, Turn, mentions, read
 from mneme.consolidation.claim_values import NAME, value
 
@@ -37,10 +37,6 @@ class Claim(NamedTuple):
 # "she's called Pickle", "her name is Bea" (who: the one just introduced), "a greyhound called Rocket".
 CALLED = re.compile(
     rf"^(?:(?:He|She|It|They)(?:'s| is| are)(?: called| named)|(?:His|Her|Its|Their) name is) (?P<v>{NAME})"
-)
-CALLED_KIND = re.compile(
-    r"^an? (?:(?:new|little|tiny|rescue|baby|big|old|gorgeous|beautiful|sweet|cute|lovely|fluffy) )*"
-    rf"(?P<k>[a-z]+(?: [a-z]+)?) (?:called|named) (?P<v>{NAME})"
 )
 INTRODUCED = re.compile(
     r"^(?:(?:I|We)(?: have| just| finally| also| now)*(?: got| have got| have| adopted| rescued| bought| got ourselves)"
@@ -75,11 +71,20 @@ class _Reader:
                 out.extend(self._clause(i, clause, [*(", ".join(x) for x in turn.sentences[:s]), *clauses[:c]]))
                 if turn.speaker and (found := INTRODUCED.match(clause)):
                     self.antecedent = Antecedent(i, turn.speaker, found["k"] or found["m"])
+        out += [claim for sentence in turn.said for claim in appositions(sentence, turn.speaker)]
         previous = self.turns[i - 1] if i else None
         if previous and previous.speaker and turn.speaker and previous.speaker != turn.speaker:
-            for claim in answer_claims(previous.questions, turn, self._hints(i)):
+            for claim in answer_claims(self._asked(i, previous.questions), turn, self._hints(i)):
                 out.extend(self._resolved(i, claim, [], force=True))
         return list(dict.fromkeys(c for c in out if c.entity and c.value))
+
+    def _asked(self, i: int, questions: list[str]) -> list[str]:
+        """The questions a turn answers; 'you?' asks back what the answerer asked a few turns before."""
+        if not questions or not bounced(questions[-1]):
+            return questions
+        speaker = self.turns[i].speaker
+        earlier = [t.questions[-1] for t in self.turns[max(0, i - 4) : i - 1] if t.speaker == speaker and t.questions]
+        return earlier[-1:]
 
     def _hints(self, i: int) -> str:
         return " ".join(t.text for t in self.turns[max(0, i - 1) : i + 1])  # this turn and the one before
