@@ -212,7 +212,7 @@ COMPILED = tuple((rule[0], rule[1], re.compile(rule[2]), rule[3] if len(rule) > 
 TALK = {"work": WORK_HINTS, "home": LIVING_HINTS}
 CHANGE = r"(?:is|are|is now|are now|'s now|has changed to|changed to|went up to|has gone up to|rose to|increased to|" \
          r"went down to|dropped to|is going up to)"  # fmt: skip
-POSSESSIVE = rf"(?P<e>[Mm]y|[Oo]ur|{NAME}'s|{THING}'s)"
+POSSESSIVE = rf"(?P<e>[Mm]y|[Oo]ur|{NAME}(?: \d+)?'s|{THING}'s)"
 POSSESSIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (shape, re.compile(pattern))
     for shape, pattern in (
