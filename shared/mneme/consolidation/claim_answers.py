@@ -162,29 +162,29 @@ def _confirmed(question: str, answer: Turn, hints: str) -> list[Found]:
         return []
     for person, replacement in SECOND_PERSON:
         statement = re.sub(person, replacement, statement, flags=re.I)
-    return clause_claims(normalise(statement), answer.speaker, hints)
+    return clause_claims(normalise(statement), answer.owner, hints)
 
 
 def answer_claims(questions: Sequence[str], answer: Turn, hints: str) -> list[Found]:
     """What the answer's first clause states, read as the answer to the one question asked before it (a
     topic or a thing just introduced stay placeholders for the reader to resolve). A hedge or a joke
     anywhere in the answer's first sentence, or a negation in its first clause, and nothing."""
-    if not answer.speaker or not answer.sentences or HEDGED.search(answer.first) or JOKING.search(answer.first):
+    if not answer.owner or not answer.sentences or HEDGED.search(answer.first) or JOKING.search(answer.first):
         return []
-    shapes = [(q, s) for q in questions if (s := _shape(q, answer.speaker))]
-    if not shapes and questions and not _addressed_elsewhere(questions[-1], answer.speaker):
+    shapes = [(q, s) for q in questions if (s := _shape(q, answer.owner))]
+    if not shapes and questions and not _addressed_elsewhere(questions[-1], answer.owner):
         return _confirmed(questions[-1], answer, hints)  # "yes" answers the last question asked
-    if len(shapes) != 1 or not answer.sentences[0] or _addressed_elsewhere(shapes[0][0], answer.speaker):
+    if len(shapes) != 1 or not answer.sentences[0] or _addressed_elsewhere(shapes[0][0], answer.owner):
         return []
     shape, clause = shapes[0][1], answer.sentences[0][0]
     if shape.kind == "pet":  # "do you have any pets?" / "a very old cat called Dennis"
         pet = CALLED_KIND.match(clause)
         named = value("name", pet["v"]) if pet else None
-        return [Found(answer.speaker, f"{pet['k']}'s name", named)] if pet and named else []
+        return [Found(answer.owner, f"{pet['k']}'s name", named)] if pet and named else []
     if shape.kind == "owner":
-        owner = answer.speaker if ME.match(clause) else re.sub(r" (?:does|is|will|has it)$", "", clause)
-        ok = shape.thing and (owner == answer.speaker or is_entity(owner))
+        owner = answer.owner if ME.match(clause) else re.sub(r" (?:does|is|will|has it)$", "", clause)
+        ok = shape.thing and (owner == answer.owner or is_entity(owner))
         return [Found(owner, "owns", shape.thing)] if ok and shape.thing else []
     said = _answer_value(shape, clause)
-    entity = shape.entity or answer.speaker
+    entity = shape.entity or answer.owner
     return [Found(entity, shape.property, said)] if said else []

@@ -41,8 +41,12 @@ class Found(NamedTuple):
 
 FAMILY_RE = "|".join(FAMILY)
 THING = r"(?:[Tt]he) [A-Za-z0-9][\w-]*(?: [a-z0-9][\w-]*){0,2}?"
-SUBJECT = rf"(?P<e>I|We|(?:[Mm]y|[Oo]ur) (?:{FAMILY_RE})(?: {NAME})?|{NAME}(?:'s (?:{FAMILY_RE}))?|[Hh]e|[Ss]he)"
-PERSON = rf"(?P<e>I|(?:[Mm]y|[Oo]ur) (?:{FAMILY_RE})(?: {NAME})?|{NAME}(?:'s (?:{FAMILY_RE}))?|[Hh]e|[Ss]he)"
+SUBJECT = (
+    rf"(?P<e>I|We|(?:[Mm]y|[Oo]ur) (?:{FAMILY_RE})(?: {NAME})?|{NAME}(?:'s (?:{FAMILY_RE})(?: {NAME})?)?|[Hh]e|[Ss]he)"
+)
+PERSON = (
+    rf"(?P<e>I|(?:[Mm]y|[Oo]ur) (?:{FAMILY_RE})(?: {NAME})?|{NAME}(?:'s (?:{FAMILY_RE})(?: {NAME})?)?|[Hh]e|[Ss]he)"
+)
 THING_SUBJECT = rf"(?P<e>{NAME}(?:'s [a-z]+(?: [a-z]+)?)?|{THING}|[Hh]e|[Ss]he|I|We)"
 ADV = r"(?: (?:have|has|just|recently|finally|now|also|all|both|actually|officially|eventually|since|still))*"
 # What one keeps, and how many: "we have three kids", "I have a garden now" (not "two exams", "a cold").
@@ -165,7 +169,7 @@ RULES: tuple[tuple[str, ...], ...] = (
     ("due date", "date", rf"^{THING_SUBJECT}(?: is| are|'s) due (?:on |by |in )?(?P<v>.+)"),
     ("school", "school", rf"^{PERSON}{ADV}(?: goes| go| is going) to (?P<v>.+)"),
     # the person: age, diet, allergies, conditions, languages, studies, preferences, name
-    ("age", "age", rf"^{PERSON}{BE} (?P<v>\d{{1,3}})(?: years old| years of age| yo)?(?: this year| now)?$"),
+    ("age", "age", rf"^{PERSON}{BE} (?P<v>\d{{1,3}})(?: years old| years of age| yo)?(?: this year| now| today)?$"),
     (
         "age",
         "age",
@@ -191,7 +195,7 @@ RULES: tuple[tuple[str, ...], ...] = (
         rf"^{SUBJECT}(?: always| generally| usually)? prefers? (?!to\b)(?P<v>.+?)"
         rf"(?: over .*| to .*| than .*| when .*| for .*| on .*)?$",
     ),
-    ("name", "name", r"^(?:[Mm]y name is|[Cc]all me|I am called|I go by) (?P<v>.+)"),
+    ("name", "name", r"^(?:[Mm]y name is|[Mm]y name's|[Cc]all me|I am called|I go by) (?P<v>.+)"),
     # pets and named things: "we got a kitten called Pickle"
     (
         "{k}'s name",
@@ -264,13 +268,15 @@ OLD = re.compile(r"\b(?:old|previous|former|ex|last)\b", re.I)
 
 
 def _entity(said: str, speaker: str | None) -> str | None:
-    """Who the subject names: the speaker for I/we/my/our, a placeholder for he/she, else the name itself."""
+    """Who the subject names: the speaker for I/we/my/our, a placeholder for he/she, else the name itself
+    ("my partner Sam" and "Tom's wife Sarah" are Sam and Sarah, by name)."""
+    if named := re.fullmatch(rf"(?:[Mm]y|[Oo]ur|{NAME}'s) (?:{FAMILY_RE}) ({NAME})", said):
+        return named[1] if is_entity(named[1]) else None
     word = said.split()[0].lower() if said else ""
     if word in ("i", "we", "my", "our"):
         if not speaker:
             return None
         rest = said.split(" ", 1)[1] if word in ("my", "our") and " " in said else ""
-        rest = rest.split()[0] if rest else ""  # "my partner Sam" -> the speaker's partner
         return f"{speaker}'s {rest}" if rest else speaker
     if word in ("he", "she"):
         return HE if word == "he" else SHE
@@ -366,12 +372,13 @@ def _possessive(clause: str, speaker: str | None) -> list[Found]:
 def appositions(sentence: str, speaker: str | None) -> list[Found]:
     """'my sister Funmi', 'with my partner Sam': the speaker's relation, by name. Whatever the sentence says
     of them ("my husband Kwesi keeps saying…", "is my sister Chiara coming?"), who they are holds."""
-    if not speaker:
-        return []
     out = []
-    for found in re.finditer(rf"(?<![\w'])(?:[Mm]y|[Oo]ur) (?P<rel>{FAMILY_RE}) (?P<n>{NAME})", sentence):
-        if is_entity(found["n"]) and (name := value("name", re.sub(r"'s$", "", found["n"]))):
-            out.append(Found(speaker, found["rel"], name))
+    for found in re.finditer(
+        rf"(?<![\w'])(?:(?P<my>[Mm]y|[Oo]ur)|(?P<o>{NAME})'s) (?P<rel>{FAMILY_RE}) (?P<n>{NAME})", sentence
+    ):
+        owner = speaker if found["my"] else found["o"] if is_entity(found["o"]) else None
+        if owner and is_entity(found["n"]) and (name := value("name", re.sub(r"'s$", "", found["n"]))):
+            out.append(Found(owner, found["rel"], name))
     return out
 
 

@@ -56,6 +56,7 @@ PLANNED = re.compile(
 )
 REPORTED = re.compile(r"\b(?:said|says|saying|told me|tells me|mentioned|reckons|heard|claims|according to)\b", re.I)
 JOKING = re.compile(r"\b(?:lol|lmao|rofl|haha\w*|hehe\w*|jk|kidding|joking|/s)\b|;\)|:p\b", re.I)
+TAIL = re.compile(r"(?:,?\s+(?:btw|tbh|fyi|by the way|honestly|obviously|though|x+))+$", re.I)
 LAUGH = re.compile(r"^(?:ha+|hah|haha\w*|hehe\w*|lol|lmao)\b[\s,!.]*", re.I)
 FILLER = re.compile(
     r"^(?:and|so|oh|well|yeah|yes|yep|yup|yea|ye|ya|yeh|yah|ok|okay|actually|also|btw|fyi|anyway|honestly|cheers|"
@@ -89,6 +90,9 @@ HE_WORDS = frozenset(
 )
 
 
+ASSISTANTS = frozenset("assistant ai bot chatbot system agent model copilot".split())
+
+
 class Mention(NamedTuple):
     """Someone a turn names: 'Farah', or 'Ana's sister' from 'my sister'. `certain`: named as a person for
     sure (not a capitalised first word); `pronoun`: 'he'/'she' when the words say, else ''."""
@@ -109,6 +113,12 @@ class Turn:
     mentions: list[Mention] = field(default_factory=list)  # people it names, and whom its pronouns meant
     first: str = ""  # its first sentence, as written
     said: list[str] = field(default_factory=list)  # its sentences, as written
+
+    @property
+    def owner(self) -> str | None:
+        """Who owns the turn's "I": its speaker, unless an assistant ("I'm an AI assistant" is no fact to keep,
+        and "as your assistant I use British spelling" none about the user)."""
+        return None if (self.speaker or "").lower() in ASSISTANTS else self.speaker
 
 
 def _speaker(speaker: str | None, text: str) -> tuple[str | None, str]:
@@ -138,7 +148,7 @@ def normalise(clause: str) -> str:
     previous = None
     while previous != clause:
         previous, clause = clause, FILLER.sub("", clause).strip()
-    clause = clause.strip(" .!\"'")
+    clause = TAIL.sub("", clause.strip(" .!\"'")).strip(" .!\"'")
     return clause[0].upper() + clause[1:] if CAPITALISE.match(clause) else clause
 
 

@@ -69,11 +69,11 @@ class _Reader:
         for s, clauses in enumerate(turn.sentences):
             for c, clause in enumerate(clauses):
                 out.extend(self._clause(i, clause, [*(", ".join(x) for x in turn.sentences[:s]), *clauses[:c]]))
-                if turn.speaker and (found := INTRODUCED.match(clause)):
-                    self.antecedent = Antecedent(i, turn.speaker, found["k"] or found["m"])
-        out += [claim for sentence in turn.said for claim in appositions(sentence, turn.speaker)]
+                if turn.owner and (found := INTRODUCED.match(clause)):
+                    self.antecedent = Antecedent(i, turn.owner, found["k"] or found["m"])
+        out += [claim for sentence in turn.said for claim in appositions(sentence, turn.owner)]
         previous = self.turns[i - 1] if i else None
-        if previous and previous.speaker and turn.speaker and previous.speaker != turn.speaker:
+        if previous and previous.speaker and turn.owner and previous.speaker != turn.speaker:
             for claim in answer_claims(self._asked(i, previous.questions), turn, self._hints(i)):
                 out.extend(self._resolved(i, claim, [], force=True))
         return list(dict.fromkeys(c for c in out if c.entity and c.value))
@@ -90,7 +90,7 @@ class _Reader:
         return " ".join(t.text for t in self.turns[max(0, i - 1) : i + 1])  # this turn and the one before
 
     def _clause(self, i: int, clause: str, before: list[str]) -> list[Found]:
-        speaker = self.turns[i].speaker
+        speaker = self.turns[i].owner
         found = _called(clause) or clause_claims(clause, speaker, self._hints(i))
         return [claim for found_claim in found for claim in self._resolved(i, found_claim, before, force=False)]
 
