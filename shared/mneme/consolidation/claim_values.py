@@ -216,6 +216,36 @@ def known_tool(name: str) -> bool:
     return name.lower().split()[0] in KNOWN_TOOLS if name.split() else False
 
 
+WORKPLACE = "|".join(WORKPLACES)
+DEPARTMENTS = frozenset(
+    "marketing sales finance engineering product design legal operations ops hr it support accounts research "
+    "security data platform infrastructure comms communications management admin procurement payroll".split()
+)
+
+# What holds for the moment it is said, not as a lasting fact: "my train is the 8:15", "my order is a latte".
+TRANSIENT = frozenset(
+    """
+    train flight bus appointment meeting interview exam test order table booking reservation gate platform lunch
+    dinner breakfast coffee round turn day week weekend morning evening night holiday trip plans ride taxi
+    uber delivery parcel package room eta answer guess bet excuse problem point question issue mood head back
+    knee stomach throat battery signal wifi connection internet car's battery seat ticket score result results
+    dream goal hope wish idea fear worry favourite news story
+    """.split()
+)
+
+
+QUANTITY = re.compile(rf"\d|\b(?:exactly|only|just|about|around|{NUMBER_WORD}|several|many|few)\b", re.I)
+
+HEADS = {  # a value of these kinds is the name at the start of the text: "Stripe on the payments team" -> Stripe
+    "place": re.compile(rf"{NAME}"),
+    "org": re.compile(rf"(?:the |The )?{NAME}(?: (?:{WORKPLACE})\b)?|(?:the|a|an) (?:[a-z]+ )?(?:{WORKPLACE})\b"),
+    "name": re.compile(rf"(?:the |The )?{NAME}"),
+    "product": re.compile(rf"(?:the |The |an? )?{PRODUCT}"),
+    "tool": re.compile(rf"(?:the |The |an? )?{PRODUCT}"),
+    "names": re.compile(rf"{NAME}(?:(?:, | and | & ){NAME})*"),
+}
+
+
 def clean(value: str) -> str:
     """The value up to its first qualifier, without trailing punctuation or filler words."""
     value = re.sub(r"^(?:now|currently|still)\s+", "", value.strip(), flags=re.I)
@@ -309,13 +339,6 @@ def is_workplace(text: str) -> bool:
     return found is not None and found[1] in WORKPLACES
 
 
-WORKPLACE = "|".join(WORKPLACES)
-DEPARTMENTS = frozenset(
-    "marketing sales finance engineering product design legal operations ops hr it support accounts research "
-    "security data platform infrastructure comms communications management admin procurement payroll".split()
-)
-
-
 def is_place(text: str) -> bool:
     """A place: a name, not a department ('I moved to Marketing')."""
     if text.lower() in DEPARTMENTS:
@@ -340,21 +363,6 @@ def is_phrase(text: str, max_words: int = 4) -> bool:
     )
 
 
-# What holds for the moment it is said, not as a lasting fact: "my train is the 8:15", "my order is a latte".
-TRANSIENT = frozenset(
-    """
-    train flight bus appointment meeting interview exam test order table booking reservation gate platform lunch
-    dinner breakfast coffee round turn day week weekend morning evening night holiday trip plans ride taxi
-    uber delivery parcel package room eta answer guess bet excuse problem point question issue mood head back
-    knee stomach throat battery signal wifi connection internet car's battery seat ticket score result results
-    dream goal hope wish idea fear worry favourite news story
-    """.split()
-)
-
-
-QUANTITY = re.compile(rf"\d|\b(?:exactly|only|just|about|around|{NUMBER_WORD}|several|many|few)\b", re.I)
-
-
 def is_property(text: str) -> bool:
     """A property is a short noun phrase: no verbs, pronouns, time words or names ('make sure the trail',
     'brother Pádraig' are none); an acronym may be one ('CI', 'VAT scheme')."""
@@ -370,16 +378,6 @@ def is_property(text: str) -> bool:
 def is_entity(text: str) -> bool:
     """A named entity: a name that is not a pronoun, greeting, day or month ('Saturday works for me')."""
     return is_name(text) and not any(w in PERSONAL for w in words_of(text))
-
-
-HEADS = {  # a value of these kinds is the name at the start of the text: "Stripe on the payments team" -> Stripe
-    "place": re.compile(rf"{NAME}"),
-    "org": re.compile(rf"(?:the |The )?{NAME}(?: (?:{WORKPLACE})\b)?|(?:the|a|an) (?:[a-z]+ )?(?:{WORKPLACE})\b"),
-    "name": re.compile(rf"(?:the |The )?{NAME}"),
-    "product": re.compile(rf"(?:the |The |an? )?{PRODUCT}"),
-    "tool": re.compile(rf"(?:the |The |an? )?{PRODUCT}"),
-    "names": re.compile(rf"{NAME}(?:(?:, | and | & ){NAME})*"),
-}
 
 
 def _head(kind: str, text: str) -> str:
@@ -416,7 +414,6 @@ def value(kind: str, text: str, prop: str = "") -> str | None:
         "answer": lambda v: is_thing(v, prop, bare=False),  # an answer's "Tough one." is no favourite film
         "owned": lambda v: is_name(v) or _article_phrase(v, "owns") or (is_phrase(v, 3) and not QUANTITY.search(v)),
         "phrase": is_phrase,
-        "preference": lambda v: is_phrase(v, 6),
         "age": lambda v: bool(re.fullmatch(r"\d{1,3}", v)) and 0 < int(v) < 120,
         "names": lambda v: all(is_name(n) for n in re.split(r", | and | & ", v)),
         "amount": lambda v: bool(re.fullmatch(AMOUNT, v)) and bool(re.search(r"[£$€¥₹k]|pounds|euros|dollars", v)),
