@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from mneme.consolidation.claim_values import FAMILY, NAME, is_entity
+from mneme.consolidation.claim_values import FAMILY, KNOWN_TOOLS, NAME, is_entity
 from mneme.grounding import split_speaker
 from mneme.text import STOPWORDS
 
@@ -90,6 +90,16 @@ HE_WORDS = frozenset(
 )
 
 
+LABELS = frozenset(
+    "note notes update reminder ps edit fyi q a re todo action summary decision risk next important warning tip "
+    "answer question context deadline owner status agenda minutes".split()
+)
+NOT_A_PERSON = re.compile(
+    r"\b(?:in|at|to|from|near|into|for|on|via|the|with|by|of|my|our|use|using|uses|love|loved|like|watch|watched|"
+    r"watching|play|played|playing|read|reading|visit|visited|visiting|bought|ordered|order|tried|eat|drink|"
+    r"listen to|listening to|switched|moved|joined|downloaded|installed)$",
+    re.I,
+)
 ASSISTANTS = frozenset("assistant ai bot chatbot system agent model copilot".split())
 
 
@@ -122,7 +132,10 @@ class Turn:
 
 
 def _speaker(speaker: str | None, text: str) -> tuple[str | None, str]:
+    """The turn's speaker and its words: a `Name:` prefix wins, a label ("Reminder:", "Note:") is no one."""
     prefixed, body = split_speaker(text)
+    if prefixed and prefixed.lower() in LABELS:
+        prefixed = None
     who = prefixed or speaker
     if who and who[:1].islower():
         who = " ".join(w[:1].upper() + w[1:] for w in who.split())
@@ -198,8 +211,8 @@ def mentions(sentence: str, speaker: str | None) -> list[Mention]:
             start += len(parts.pop(0)) + 1
         name = re.sub(r"'s$", "", " ".join(parts))
         before = sentence[:start].rstrip().lower()
-        if not name or re.search(r"\b(?:in|at|to|from|near|into|for|on|via|the|with|by|of|my|our)$", before):
-            continue
+        if not name or NOT_A_PERSON.search(before) or name.lower().split()[0] in KNOWN_TOOLS:
+            continue  # "in Leeds", "at Acme", "I love Netflix": a place, an employer, a thing
         certain = start > 0 or bool(re.match(rf"{re.escape(name)}{PERSON_VERB}", sentence))
         if certain or name.lower() not in STOPWORDS:  # "Did you hear…" names nobody; "Sam and Tom…" may
             found.append(Mention(name, certain))
