@@ -49,6 +49,8 @@ VERB_PROPERTIES = {  # properties that read as a verb phrase: "Maya lives in Ber
     "lives in": "lives in", "from": "is from", "works at": "works at", "works as": "works as",
     "uses": "uses", "allergic to": "is allergic to", "has": "has", "speaks": "speaks", "studies": "studies",
     "studied": "studied", "owns": "owns", "prefers": "prefers", "age": "is", "diet": "is",
+    "married to": "is married to", "engaged to": "is engaged to", "studies at": "studies at",
+    "responsible for": "is responsible for",
 }  # fmt: skip
 PLURAL_VERBS = {"lives in": "live in", "works at": "work at", "works as": "work as", "is from": "are from",
                 "uses": "use", "is allergic to": "are allergic to", "has": "have", "speaks": "speak",

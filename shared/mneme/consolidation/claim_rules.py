@@ -196,6 +196,10 @@ RULES: tuple[tuple[str, ...], ...] = (
         rf"(?: over .*| to .*| than .*| when .*| for .*| on .*)?$",
     ),
     ("name", "name", r"^(?:[Mm]y name is|[Mm]y name's|[Cc]all me|I am called|I go by) (?P<v>.+)"),
+    ("married to", "name", rf"^{PERSON}{BE}(?: now)? married to (?P<v>.+)"),
+    ("engaged to", "name", rf"^{PERSON}{BE}(?: now)? engaged to (?P<v>.+)"),
+    ("studies at", "org", rf"^{PERSON}{BE}(?: now)? an? (?:[A-Za-z]+ )?student at (?P<v>.+)"),
+    ("date of birth", "date", rf"^{PERSON} (?:was|were) born on (?P<v>.+)"),
     # pets and named things: "we got a kitten called Pickle"
     (
         "{k}'s name",
@@ -329,16 +333,17 @@ def _rule_claims(clause: str, speaker: str | None, hints: str) -> list[Found]:
                 out += [Found(entity, "works as", "teacher"), Found(entity, "works at", employer)]
             continue
         name = prop.replace("{k}", groups.get("k") or "").replace("{h}", (groups.get("h") or "").lower())
-        for part in _list(groups["v"]) if prop == "uses" else [groups["v"]]:
+        for part in _list(groups["v"]) if prop in ("uses", "owns") else [groups["v"]]:
             if (value_said := value(kind, part, name)) is not None:
                 out.append(Found(entity, name, value_said))
     return out
 
 
 def _list(text: str) -> list[str]:
-    """'PostgreSQL 15 and Redis' -> both; anything else stays whole."""
-    parts = re.split(r",\s*(?:and\s+)?|\s+and\s+", text.split(".")[0] if ". " in text else text)
-    return parts if len(parts) > 1 and all(re.match(r"[A-Z]", p.strip()) for p in parts if p.strip()) else [text]
+    """'PostgreSQL 15 and Redis', 'the billing migration and the API' -> each; anything else stays whole."""
+    parts = [p.strip() for p in re.split(r",\s*(?:and\s+)?|\s+and\s+", text) if p.strip()]
+    whole = len(parts) > 1 and all(re.match(r"(?:the |an? )?[A-Z]|the ", p) for p in parts)
+    return parts if whole else [text]
 
 
 def _possessive(clause: str, speaker: str | None) -> list[Found]:
@@ -364,7 +369,8 @@ def _possessive(clause: str, speaker: str | None) -> list[Found]:
             return []
         if shape == "is" and prop in FAMILY and re.match(r"\d", groups["v"]):
             return []  # "my son is 7": his age (a rule of its own), not who he is
-        said = value("names" if shape == "called" else "thing", groups["v"], prop)
+        kind = "names" if shape == "called" or (shape == "is" and prop in FAMILY) else "thing"
+        said = value(kind, groups["v"], prop)  # "my kids are Ella and Sam"
         return [Found(entity, prop, said)] if said else []
     return []
 

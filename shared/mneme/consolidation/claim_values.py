@@ -259,8 +259,9 @@ def words_of(text: str) -> list[str]:
 
 
 def personal_or_vague(text: str) -> bool:
-    """A pronoun, a first/second-person word, a time-of-speech word, a quantifier or a verb anywhere."""
-    found = [w.strip(".") for w in words_of(text)]
+    """A pronoun, a first/second-person word, a time-of-speech word, a quantifier or a verb anywhere (the
+    month May is none of them)."""
+    found = [w.strip(".") for w in words_of(re.sub(r"\bMay\b", "", text))]
     return any(w in PERSONAL or w in TIME_OF_SPEECH or w in QUANTIFIERS or w in VERBISH for w in found)
 
 
@@ -277,7 +278,7 @@ def is_name(text: str, *, allow_days: bool = False) -> bool:
 def _article_phrase(text: str, prop: str) -> bool:
     """'a blue Fiat', 'the green one', 'the Pro plan': an article and a short noun phrase, no judgement."""
     found = re.fullmatch(r"(?:a|an|the) ([\w'’&.+-]+(?: [\w'’&.+-]+){0,4})", text, re.I)
-    if not found or re.search(r"\b(?:at|in|on|from|with|for|to|by|near|about|who|that|which|than|as)\b", found[1]):
+    if not found or re.search(r"\b(?:at|in|on|from|with|for|to|by|near|about|who|that|which|than|as|and)\b", found[1]):
         return False
     last = found[1].split()[-1].lower()
     return last not in EVALUATIVE and not (last.endswith("ing") and not CATEGORY.search(prop))
