@@ -65,6 +65,7 @@ WHATS_THE = re.compile(
 ME = re.compile(r"^(?:me|I do|I am|I will|mine|myself|that's me|that is me|me again)$", re.I)
 
 
+ADDRESSED_FIRST, ADDRESSED_LAST = re.compile(rf"^({NAME}),"), re.compile(rf",\s*({NAME})\W*$")
 HOW_OLD = re.compile(rf"\bhow old (?:is|are) your (?P<rel>{'|'.join(FAMILY)})\W*$", re.I)
 WHAT_CALLED = re.compile(
     r"\bwhat(?:'s| is| are)(?: (?:he|she|it|they) called| (?:his|her|its|their) names?)\W*$"
@@ -136,7 +137,7 @@ def _shape(question: str, answerer: str) -> Asked | None:
 
 def _addressed_elsewhere(question: str, answerer: str) -> bool:
     """'Tomasz, where do you work?' answered by someone else is not their answer."""
-    found = re.match(rf"^({NAME}),", question) or re.search(rf",\s*({NAME})\W*$", question)
+    found = ADDRESSED_FIRST.match(question) or ADDRESSED_LAST.search(question)
     return found is not None and found[1] != answerer and is_entity(found[1])
 
 

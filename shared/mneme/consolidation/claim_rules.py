@@ -258,7 +258,7 @@ POSSESSIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "topic",
             rf"^(?:[Tt]he |[Oo]ur |[Ii]ts )?(?P<p>deadline|due date|launch date|go-live date|release date|budget)"
-            rf"(?: is|'s|:)? (?P<v>(?:{DATE}|{AMOUNT})\b.*)",
+            rf"(?: is|'s|:)? (?P<v>(?:(?i:{DATE})|{AMOUNT})\b.*)",
         ),
     )
 )
@@ -267,6 +267,8 @@ CALLED_KIND = re.compile(
     r"^an? (?:(?:very|new|little|tiny|rescue|baby|big|old|young|gorgeous|beautiful|sweet|cute|lovely|fluffy) )*"
     rf"(?P<k>[a-z]+(?: [a-z]+)?) (?:called|named) (?P<v>{NAME})"
 )
+NAMED_RELATION = re.compile(rf"(?:[Mm]y|[Oo]ur|{NAME}'s) (?:{FAMILY_RE}) ({NAME})")
+APPOSITION = re.compile(rf"(?<![\w'])(?:(?P<my>[Mm]y|[Oo]ur)|(?P<o>{NAME})'s) (?P<rel>{FAMILY_RE}) (?P<n>{NAME})")
 NOT_EMPLOYER = re.compile(r"(?:heart|the moment|home|night|nights|weekends|times|best|worst|most|least|first)\b")
 OLD = re.compile(r"\b(?:old|previous|former|ex|last)\b", re.I)
 
@@ -274,7 +276,7 @@ OLD = re.compile(r"\b(?:old|previous|former|ex|last)\b", re.I)
 def _entity(said: str, speaker: str | None) -> str | None:
     """Who the subject names: the speaker for I/we/my/our, a placeholder for he/she, else the name itself
     ("my partner Sam" and "Tom's wife Sarah" are Sam and Sarah, by name)."""
-    if named := re.fullmatch(rf"(?:[Mm]y|[Oo]ur|{NAME}'s) (?:{FAMILY_RE}) ({NAME})", said):
+    if named := NAMED_RELATION.fullmatch(said):
         return named[1] if is_entity(named[1]) else None
     word = said.split()[0].lower() if said else ""
     if word in ("i", "we", "my", "our"):
@@ -379,9 +381,7 @@ def appositions(sentence: str, speaker: str | None) -> list[Found]:
     """'my sister Funmi', 'with my partner Sam': the speaker's relation, by name. Whatever the sentence says
     of them ("my husband Kwesi keeps saying…", "is my sister Chiara coming?"), who they are holds."""
     out = []
-    for found in re.finditer(
-        rf"(?<![\w'])(?:(?P<my>[Mm]y|[Oo]ur)|(?P<o>{NAME})'s) (?P<rel>{FAMILY_RE}) (?P<n>{NAME})", sentence
-    ):
+    for found in APPOSITION.finditer(sentence):
         owner = speaker if found["my"] else found["o"] if is_entity(found["o"]) else None
         if owner and is_entity(found["n"]) and (name := value("name", re.sub(r"'s$", "", found["n"]))):
             out.append(Found(owner, found["rel"], name))

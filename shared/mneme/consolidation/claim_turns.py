@@ -76,12 +76,14 @@ CONTRACTIONS = (
 )
 CAPITALISE = re.compile(r"^(?:i|we|my|our|he|she|the|his|her|its|it|they)\b")
 # A sentence-initial name counts as a person for sure only when a person's verb or relation follows it.
-PERSON_VERB = (
+PERSON_VERB = re.compile(
     r"(?:'s (?:new |little |big )?(?:mum|mom|dad|wife|husband|partner|sister|brother|son|daughter|kids|boyfriend|"
     r"girlfriend|birthday|family|flat|house|job|an?|the|so|really|very|such|just|now|still|been|got|from)|"
     r"\s+(?:moved|works|worked|lives|lived|joined|started|said|says|told|"
     r"got|just|and I|and me|is from|texted|called|rang|messaged))\b"
 )
+NAMES = re.compile(rf"(?<![\w'])({NAME})")
+RELATION = re.compile(rf"\b[Mm]y ({'|'.join(FAMILY)})\b(?! {NAME})")
 SHE_WORDS = frozenset(
     "mum mom mother sister wife daughter girlfriend fiancée fiancee aunt niece grandma grandmother stepmum".split()
 )
@@ -205,7 +207,7 @@ def mentions(sentence: str, speaker: str | None) -> list[Mention]:
     relations ("my sister" -> "Ana's sister", a 'she'). "How's Ewan" names Ewan; "Work is quiet" nobody
     for sure (a sentence's first word is capitalised anyway)."""
     found = []
-    for match in re.finditer(rf"(?<![\w'])({NAME})", sentence):
+    for match in NAMES.finditer(sentence):
         start, parts = match.start(), match[1].split()
         while parts and not is_entity(re.sub(r"'s$", "", parts[0])):
             start += len(parts.pop(0)) + 1
@@ -213,11 +215,11 @@ def mentions(sentence: str, speaker: str | None) -> list[Mention]:
         before = sentence[:start].rstrip().lower()
         if not name or NOT_A_PERSON.search(before) or name.lower().split()[0] in KNOWN_TOOLS:
             continue  # "in Leeds", "at Acme", "I love Netflix": a place, an employer, a thing
-        certain = start > 0 or bool(re.match(rf"{re.escape(name)}{PERSON_VERB}", sentence))
+        certain = start > 0 or bool(PERSON_VERB.match(sentence, len(name)))
         if certain or name.lower() not in STOPWORDS:  # "Did you hear…" names nobody; "Sam and Tom…" may
             found.append(Mention(name, certain))
     if speaker:
-        for relation in re.finditer(rf"\b[Mm]y ({'|'.join(FAMILY)})\b(?! {NAME})", sentence):
+        for relation in RELATION.finditer(sentence):
             pronoun = "she" if relation[1] in SHE_WORDS else "he" if relation[1] in HE_WORDS else ""
             found.append(Mention(f"{speaker}'s {relation[1]}", True, pronoun))
     return found

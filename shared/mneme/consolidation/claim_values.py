@@ -236,6 +236,13 @@ TRANSIENT = frozenset(
 
 QUANTITY = re.compile(rf"\d|\b(?:exactly|only|just|about|around|{NUMBER_WORD}|several|many|few)\b", re.I)
 
+NAME_RE, PRODUCT_RE, NAMED = re.compile(NAME), re.compile(PRODUCT), re.compile(rf"(?:the |The )?{PRODUCT}")
+DATE_RE, AMOUNT_RE = re.compile(DATE, re.I), re.compile(AMOUNT)
+LITERAL = re.compile(  # an amount, a date, an email, a code, a count, a blood type, a number
+    rf"(?:{AMOUNT}|{DATE}|{EMAIL}|{CODE}|(?:{NUMBER_WORD}) \w+|O (?:negative|positive)|[ABO]{{1,2}}[+-]|\d[\w .,/-]*)",
+    re.I,
+)
+TITLE_WORD = re.compile(rf"[{UPPER}][a-zà-ÿ]+")
 HEADS = {  # a value of these kinds is the name at the start of the text: "Stripe on the payments team" -> Stripe
     "place": re.compile(rf"{NAME}"),
     "org": re.compile(rf"(?:the |The )?{NAME}(?: (?:{WORKPLACE})\b)?|(?:the|a|an) (?:[a-z]+ )?(?:{WORKPLACE})\b"),
@@ -267,7 +274,7 @@ def personal_or_vague(text: str) -> bool:
 
 def is_name(text: str, *, allow_days: bool = False) -> bool:
     """A proper name: capitalised words (a version number may follow), not a pronoun, greeting or filler."""
-    if not re.fullmatch(rf"(?:the |The )?{PRODUCT}", text) or len(text.split()) > 6 or ADJECTIVAL.search(text):
+    if not NAMED.fullmatch(text) or len(text.split()) > 6 or ADJECTIVAL.search(text):
         return False
     first = re.sub(r"^(?:the|The) ", "", text).split()[0]
     if first in NOT_NAMES or first.rstrip("'s’") in NOT_NAMES:
@@ -302,8 +309,7 @@ def is_thing(text: str, prop: str = "", *, bare: bool = True) -> bool:
     if re.match(r"(?:in|on|at|from|with|for|to|by|near|over|under|into|about|like|just|so|very|really|quite|"
                 r"too|also|always|never|not|no|still|more|less|kind|sort|such)\b", text, re.I):  # fmt: skip
         return False
-    if re.fullmatch(rf"(?:{AMOUNT}|{DATE}|{EMAIL}|{CODE}|(?:{NUMBER_WORD}) \w+|O (?:negative|positive)|"
-                    rf"[ABO]{{1,2}}[+-]|\d[\w .,/-]*)", text, re.I):  # fmt: skip
+    if LITERAL.fullmatch(text):
         return True
     return is_name(text, allow_days=True) or _article_phrase(text, prop) or (bare and _bare_phrase(text, prop))
 
@@ -344,7 +350,7 @@ def is_place(text: str) -> bool:
     """A place: a name, not a department ('I moved to Marketing')."""
     if text.lower() in DEPARTMENTS:
         return False
-    return bool(re.fullmatch(NAME, text)) and is_name(text) and len(text.split()) <= 5
+    return bool(NAME_RE.fullmatch(text)) and is_name(text) and len(text.split()) <= 5
 
 
 def is_phrase(text: str, max_words: int = 4) -> bool:
@@ -368,7 +374,7 @@ def is_property(text: str) -> bool:
     """A property is a short noun phrase: no verbs, pronouns, time words or names ('make sure the trail',
     'brother Pádraig' are none); an acronym may be one ('CI', 'VAT scheme')."""
     parts = text.split()
-    if any(re.fullmatch(rf"[{UPPER}][a-zà-ÿ]+", p) for p in parts):
+    if any(TITLE_WORD.fullmatch(p) for p in parts):
         return False
     parts = text.lower().split()
     if not parts or parts[-1] in TRANSIENT:
@@ -401,7 +407,7 @@ def value(kind: str, text: str, prop: str = "") -> str | None:
         found = role(text) if clean(text) == text else None
         return found if found and found.split()[-1].lower() not in IDENTITIES else None
     found = _head(kind, clean(text))
-    if found.lower().startswith("on ") and re.fullmatch(DATE, found[3:], re.I):
+    if found.lower().startswith("on ") and DATE_RE.fullmatch(found[3:]):
         found = found[3:]  # "my birthday is on the 3rd of March"
     if not found or found.lower().split()[0] in PERSONAL:
         return None
@@ -409,7 +415,7 @@ def value(kind: str, text: str, prop: str = "") -> str | None:
         "place": is_place,
         "org": is_workplace,
         "name": lambda v: is_name(v) and not personal_or_vague(v),
-        "product": lambda v: (is_name(v) or bool(re.fullmatch(rf"{PRODUCT}", v))) and not personal_or_vague(v),
+        "product": lambda v: (is_name(v) or bool(PRODUCT_RE.fullmatch(v))) and not personal_or_vague(v),
         "tool": lambda v: is_name(v) or _article_phrase(v, "") or is_phrase(v, 3),
         "thing": lambda v: is_thing(v, prop),
         "answer": lambda v: is_thing(v, prop, bare=False),  # an answer's "Tough one." is no favourite film
@@ -417,8 +423,8 @@ def value(kind: str, text: str, prop: str = "") -> str | None:
         "phrase": is_phrase,
         "age": lambda v: bool(re.fullmatch(r"\d{1,3}", v)) and 0 < int(v) < 120,
         "names": lambda v: all(is_name(n) for n in re.split(r", | and | & ", v)),
-        "amount": lambda v: bool(re.fullmatch(AMOUNT, v)) and bool(re.search(r"[£$€¥₹k]|pounds|euros|dollars", v)),
-        "date": lambda v: bool(re.fullmatch(DATE, v, re.I)),
+        "amount": lambda v: bool(AMOUNT_RE.fullmatch(v)) and bool(re.search(r"[£$€¥₹k]|pounds|euros|dollars", v)),
+        "date": lambda v: bool(DATE_RE.fullmatch(v)),
         "school": lambda v: is_name(v) and v.split()[-1] in SCHOOLS,
     }
     return found if checks[kind](found) and not personal_or_vague(found) else None
