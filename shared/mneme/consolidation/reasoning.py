@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Protocol
 
-from mneme.consolidation.claims import Claim, claims
+from mneme.consolidation.claims import Claim, window_claims
 from mneme.records import KnownFact, Proposal, Reading, Turn, norm, sentence
 
 CHARS_PER_TOKEN = 3.5  # English prose in a Claude-class tokenizer, about; for budgets and estimates only
@@ -41,9 +41,10 @@ class Reasoner(Protocol):
 
 
 def turn_claims(turns: Sequence[Turn]) -> list[tuple[int, Claim]]:
-    """Every claim of the window, with the index of the turn that states it: each turn read with its speaker
-    (`mneme.consolidation.claims.claims`), so the speaker owns its first-person statements."""
-    return [(index, claim) for index, turn in enumerate(turns) for claim in claims(turn.said(), turn.speaker)]
+    """Every claim of the window, with the index of the turn that states it: the turns read in order with
+    their speakers (`mneme.consolidation.claims.window_claims`: the speaker owns "I" and "my"; an answer to
+    the question just asked, or "he"/"she" with one person just named, read with the turn before it)."""
+    return window_claims([(turn.speaker, turn.said()) for turn in turns])
 
 
 class ExtractiveReasoner:
