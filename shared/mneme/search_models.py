@@ -149,6 +149,9 @@ class SearchFilter(BaseModel):
         ]
 
     rollups: bool = True  # False: no roll-ups (facts of a tier other than raw), whatever `kinds`/`tiers` say
+    # Roll-ups of these tiers only (None: any); other documents are untouched by it. Recall names the tiers coarse
+    # enough for a period, so a finer roll-up never takes a candidate's place in the top k.
+    rollup_tiers: frozenset[str] | None = None
 
 
 class Hit(BaseModel):

@@ -279,6 +279,10 @@ def test_rollups_can_be_left_out(index: Any, channel: Channel) -> None:
     assert ids(search(index, channel, flt(rollups=False))) == ["d", "e", "f"]
     assert ids(search(index, channel, flt(rollups=False, kinds=frozenset({"fact"})))) == ["f"]
     assert search(index, channel, flt(rollups=False, tiers=frozenset({"weekly"}))) == []
+    # roll-ups of some tiers only (a period too long for a day's digest): the rest untouched
+    assert ids(search(index, channel, flt(rollup_tiers=frozenset({"weekly"})))) == ["d", "e", "f", "w"]
+    assert ids(search(index, channel, flt(rollup_tiers=frozenset()))) == ["d", "e", "f"]
+    assert ids(search(index, channel, flt(rollups=False, rollup_tiers=frozenset({"weekly"})))) == ["d", "e", "f"]
 
 
 @pytest.mark.parametrize("channel", CHANNELS)

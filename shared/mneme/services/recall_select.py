@@ -67,6 +67,16 @@ TIER_DAYS = {"daily": 1, "weekly": 7, "monthly": 31, "quarterly": 92, "yearly": 
 ROLLUP_SPAN = 8
 
 
+def rollup_tiers(request: RecallRequest, when: QueryTime) -> frozenset[str] | None:
+    """The roll-up tiers a search takes for a query naming a period (without `tiers`): those coarse enough for
+    it, so a roll-up that `_too_fine` would drop never takes a candidate's place in the search's top k (None:
+    any)."""
+    since, until = when.since, when.until
+    if request.tiers or since is None or until is None:
+        return None
+    return frozenset(t for t, days in TIER_DAYS.items() if days * ROLLUP_SPAN >= (until - since).days)
+
+
 def _too_fine(run: Run, candidate: Candidate) -> bool:
     record, since, until = candidate.record, run.when.since, run.when.until
     if not isinstance(record, Fact) or record.tier == "raw" or since is None or until is None:
