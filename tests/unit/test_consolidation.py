@@ -251,3 +251,13 @@ def test_no_fact_without_new_knowledge(services: Services, clock: Any) -> None:
     assert by_scope["root.claim"].summary == "Acme's VAT scheme is flat rate."
     assert run.counter("extract", "proposals") == 1 and run.counter("reconcile", "create") == 1
     assert run.status == "succeeded" and services.store.list_dirty("acme", 10) == []
+
+
+def test_a_claim_read_with_the_turns_before_it_cites_them_too() -> None:
+    """'She's a paramedic.' after Sofia was named: the claim's entity comes from an earlier turn, which it
+    cites, so the grounding check holds it (it refused the claim citing its own turn alone)."""
+    window = turns("Lucas: I met Sofia at the climbing wall.", "Amara: I already like her. What does she do?",
+                   "Lucas: She's a paramedic.")  # fmt: skip
+    [proposal] = ExtractiveReasoner().propose(window).facts
+    assert (proposal.entity, proposal.value, proposal.sources) == ("Sofia", "paramedic", [1, 3])
+    assert grounding_error(proposal, [t.said() for t in window], generative=False) is None

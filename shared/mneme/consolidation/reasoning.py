@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from mneme.consolidation.claims import Claim, window_claims
+from mneme.grounding import supported
 from mneme.records import KnownFact, Proposal, Reading, Turn, norm, sentence
+from mneme.text import terms
 
 CHARS_PER_TOKEN = 3.5  # English prose in a Claude-class tokenizer, about; for budgets and estimates only
 TURN_OVERHEAD = 12  # tokens a turn adds beyond its text: its number, time and speaker
@@ -47,11 +49,16 @@ def turn_claims(turns: Sequence[Turn]) -> list[tuple[int, Claim]]:
     return window_claims([(turn.speaker, turn.said()) for turn in turns])
 
 
+LOOK_BACK = 6  # turns before a claim's own that it may cite for the words it takes from them
+
+
 class ExtractiveReasoner:
     """No network, no model: the claims each turn states with its speaker (`turn_claims`), one proposal per
     distinct claim citing every turn that states it, its summary the sentence that states it ("Maya lives in
-    Berlin."), never a copy of a turn. A turn that states no claim gives nothing: it stays an episode. It
-    proposes no supersession by key: reconcile supersedes a claim of the same entity and property."""
+    Berlin."), never a copy of a turn. A claim read with the turns before it ("She's a paramedic." after
+    Sofia was named) cites those that give its entity or value too (`cited`). A turn that states no claim
+    gives nothing: it stays an episode. It proposes no supersession by key: reconcile supersedes a claim of
+    the same entity and property."""
 
     name = "extractive"
     generative = False
@@ -65,6 +72,26 @@ class ExtractiveReasoner:
                 summary = sentence(entity, prop, value)
                 found[key] = Proposal(entity=entity, property=prop, value=value, summary=summary, sources=[])
                 held = found[key]
-            if turns[index].number not in held.sources:
-                held.sources.append(turns[index].number)
+            held.sources[:] = sorted({*held.sources, *cited(turns, index, entity, value)})
         return Reading(facts=list(found.values()))
+
+
+def cited(turns: Sequence[Turn], index: int, entity: str, value: str) -> list[int]:
+    """The numbers of the turns a claim of turn `index` rests on: its own, and the nearest of the LOOK_BACK
+    before it that hold the words of its entity or value it does not (a pronoun's person, a question's
+    subject)."""
+    numbers = [turns[index].number]
+    said = [turns[index].said()]
+    for earlier in range(index - 1, max(-1, index - 1 - LOOK_BACK), -1):
+        if supported(entity, value, said):
+            break
+        if _adds(turns[earlier].said(), said, entity, value):
+            numbers.append(turns[earlier].number)
+            said.append(turns[earlier].said())
+    return numbers
+
+
+def _adds(text: str, said: list[str], entity: str, value: str) -> bool:
+    """Does `text` hold a word of the entity or value that `said` lacks?"""
+    missing = terms(f"{entity} {value}") - set().union(*(terms(t) for t in said))
+    return bool({w for w in missing if len(w) > 1} & terms(text))
