@@ -344,7 +344,7 @@ def _add_memory_tools(server: MCPServer, client: Client, scope: str) -> None:
 
 
 def _add_recall_tool(server: MCPServer, client: Client, scope: str, read_only: ToolAnnotations) -> None:
-    """recall: search what is known, as a context pack."""
+    """recall: search what is known, as a context pack; a scope nobody has written to reads as empty."""
     working_scope = scope
 
     @server.tool(
@@ -421,18 +421,18 @@ def _add_recall_tool(server: MCPServer, client: Client, scope: str, read_only: T
             fields["budget_tokens"] = budget_tokens
 
         def work() -> RecallOutput | None:
-            try:
-                response = client.recall(**fields)
-            except ScopeNotFound:
-                if scope != working_scope:
-                    raise
+            response = client.recall(**fields)
+            if "scope_not_found" in response.warnings:  # nothing was ever remembered there: empty, said so
                 return None
             hits = [RecallHit.model_validate(r.model_dump()) for r in response.results]
             return RecallOutput(retrieval_path=response.retrieval_path, context=response.context, results=hits)
 
         def render(output: RecallOutput | None) -> tuple[BaseModel, str]:
             if output is None:
-                return RecallOutput(retrieval_path="hybrid", context="", results=[]), NOTHING_YET.format(scope=scope)
+                empty = RecallOutput(retrieval_path="hybrid", context="", results=[])
+                if scope == working_scope:
+                    return empty, NOTHING_YET.format(scope=scope)
+                return empty, f"Nothing is remembered under {scope} yet: no one has written there."
             text = output.context if output.results else f"Nothing remembered under {scope} matches this."
             return output, text
 

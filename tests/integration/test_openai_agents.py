@@ -31,7 +31,7 @@ def test_the_agents_sdk_lists_mnemes_tools_and_calls_them(tmp_path: Path) -> Non
             args = {"content": "The release train leaves on Thursdays.", "create_scope": True}
             stored = await mneme.call_tool("remember", args)
             found = await mneme.call_tool("recall", {"query": "when does the release train leave?"})
-            refused = await mneme.call_tool("recall", {"query": "x", "scope": "root.elsewhere"})
+            refused = await mneme.call_tool("retrieve", {"path": "root.elsewhere"})
             return names, stored.content[0].text, found.content[0].text, bool(refused.is_error)  # type: ignore[union-attr]
 
     names, stored, found, refused = asyncio.run(agent())
