@@ -4,11 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SERVE_STAMP := $(VENV)/.installed-serve
+EXAMPLES_STAMP := $(VENV)/.installed-examples
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export POWERTOOLS_TRACE_DISABLED := true
 export POWERTOOLS_METRICS_DISABLED := true
 
-.PHONY: help install serve test unit contract integration infra cloud browser lint typecheck check synth fuzz openapi bench clean
+.PHONY: help install serve examples dist test unit contract integration infra cloud browser lint typecheck check synth fuzz openapi bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -34,6 +35,12 @@ $(TS_CLIENT)/node_modules/.installed: $(TS_CLIENT)/package.json $(TS_CLIENT)/pac
 	touch $@
 
 install: $(STAMP)  ## create .venv with every dependency
+
+$(EXAMPLES_STAMP): $(SERVE_STAMP) clients/python/pyproject.toml
+	$(BIN)/pip install --quiet -e 'clients/python[examples]'
+	touch $(EXAMPLES_STAMP)
+
+examples: $(EXAMPLES_STAMP)  ## add to .venv what examples/ and docs/integrations.md run with (LangGraph, Strands Agents, OpenAI Agents SDK)
 
 serve: $(SERVE_STAMP)  ## start Mneme locally on the embedded engine (http://127.0.0.1:8080; PORT=N for another port)
 	$(BIN)/mneme serve $(if $(PORT),--port $(PORT))
