@@ -87,6 +87,7 @@ fuzz: $(STAMP)  ## API fuzzing; MNEME_FUZZ_EXAMPLES=200 or MNEME_FUZZ_SEED=N for
 
 openapi: $(SERVE_STAMP) $(TS_CLIENT)/node_modules/.installed  ## regenerate docs/openapi.json from the resolvers, and the TypeScript client's types
 	$(BIN)/mneme openapi --output docs/openapi.json
+	cp docs/openapi.json shared/mneme/assets/openapi.json  # what GET /openapi.json serves
 	cd $(TS_CLIENT) && npm run --silent generate
 
 bench: $(STAMP)  ## print the quick benchmarks' figures (all of them: docs/performance.md)
