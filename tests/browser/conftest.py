@@ -22,6 +22,7 @@ CHROMIUM = Path(os.environ.get("MNEME_CHROMIUM", "/usr/bin/chromium"))
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("MNEME_ARTIFACTS", ROOT / ".artifacts" / "console"))
 VIEWPORT = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}  # a phone held upright (CSS pixels)
 
 NO_CHROMIUM = f"{CHROMIUM} is absent: install Debian's chromium (apt-get install -y chromium; .ci/run does it as root)"
 needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason=NO_CHROMIUM)
@@ -99,8 +100,9 @@ def open_console(browser: Any, mneme: Mneme) -> Iterator[Any]:
     contexts: list[Any] = []
     problems: list[str] = []
 
-    def sign_in(key: str | None) -> Any:
-        context = browser.new_context(viewport=VIEWPORT)
+    def sign_in(key: str | None, viewport: dict[str, int] = VIEWPORT) -> Any:
+        phone = viewport["width"] < 600
+        context = browser.new_context(viewport=viewport, is_mobile=phone, has_touch=phone)
         context.set_default_timeout(10_000)
         contexts.append(context)
         page = context.new_page()
@@ -121,7 +123,7 @@ def open_console(browser: Any, mneme: Mneme) -> Iterator[Any]:
 
 
 def screenshot(page: Any, name: str, focus: str | None = None) -> Path:
-    """The viewport at 1280×800: from the top of the page, or scrolled to `focus` (a selector)."""
+    """The viewport (1280×800, or the phone's): from the top of the page, or scrolled to `focus` (a selector)."""
     if focus:
         page.locator(focus).first.scroll_into_view_if_needed()
     else:
