@@ -97,5 +97,16 @@ bench: $(STAMP)  ## print the quick benchmarks' figures (all of them: docs/perfo
 	$(BIN)/python bench/recall.py --sizes 10000
 	$(BIN)/python bench/load.py
 
+# The release files (docs/deploy.md, Releases): Mneme's and the SDK's wheels and sdists, the TypeScript package's
+# tarball, each checked as its registry would. DIST=path puts them elsewhere (tests/integration/test_dist.py).
+DIST ?= dist
+dist: $(STAMP) $(TS_CLIENT)/node_modules/.installed  ## build and check the release files in dist/ (wheels, sdists, the TypeScript tarball)
+	rm -rf $(DIST) build && mkdir -p $(DIST)
+	$(BIN)/python -m build --no-isolation --outdir $(DIST) clients/python
+	$(BIN)/python -m build --no-isolation --outdir $(DIST) .
+	cd $(TS_CLIENT) && npm pack --silent --pack-destination $(abspath $(DIST))
+	$(BIN)/twine check --strict $(DIST)/*.whl $(DIST)/*.tar.gz
+	@ls -l $(DIST)
+
 clean:  ## remove local build output (not .mneme data)
-	rm -rf cdk.out infra/cdk.out .pytest_cache .mypy_cache .ruff_cache clients/typescript/dist
+	rm -rf cdk.out infra/cdk.out .pytest_cache .mypy_cache .ruff_cache clients/typescript/dist dist build

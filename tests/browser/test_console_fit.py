@@ -10,7 +10,9 @@ from tests.browser.conftest import PHONE, Mneme, needs_chromium, screenshot
 
 pytestmark = needs_chromium
 
-EVERY_TAB = ["Scopes and bundles", "Review", "Structure drafts", "Recall", "Consolidation", "History", "Episodes", "Facts"]
+EVERY_TAB = [
+    "Scopes and bundles", "Review", "Structure drafts", "Recall", "Consolidation", "History", "Episodes", "Facts",
+]  # fmt: skip
 LONG_PATH = "root.pennine-joinery-and-sons-limited.vat-returns-and-flat-rate-scheme"
 
 
@@ -32,7 +34,8 @@ def test_setup_a_tree_with_memories_and_episodes(mneme: Mneme) -> None:
     mneme.ok("POST", "/v1/scopes", {"path": LONG_PATH, "parents": True})
     body = "Pennine Joinery and Sons Limited is on the flat-rate VAT scheme since April; check eligibility yearly."
     mneme.ok("POST", "/v1/memories", {"scope": LONG_PATH, "key": "flat-rate-scheme-eligibility-review", "body": body})
-    conversation = [{"name": "Sam", "content": f"Turn {i}: the quarterly VAT return is due on the 7th."} for i in range(3)]
+    said = "the quarterly VAT return is due on the 7th."
+    conversation = [{"name": "Sam", "content": f"Turn {i}: {said}"} for i in range(3)]
     mneme.ok("POST", "/v1/remember", {"scope": LONG_PATH, "session_id": "call-1", "messages": conversation})
 
 
