@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.serve import mneme_serve
 
 CHROMIUM = Path(os.environ.get("MNEME_CHROMIUM", "/usr/bin/chromium"))
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,21 +67,9 @@ def mneme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mneme]:
     # The access log is on, so the test can show that no key ever reaches the server's output.
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "MNEME_HOME": str(home), "PYTHONPATH": path, "MNEME_ACCESS_LOG": "1"}
     log = home.parent / f"{home.name}-serve.log"
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "mneme.cli", "serve", "--port", "0", "--workers", "1"],
-            stdout=out, stderr=subprocess.STDOUT, text=True, env=env, cwd=home,
-        )  # fmt: skip
-    deadline, found = time.monotonic() + 120, None
-    while found is None and process.poll() is None and time.monotonic() < deadline:
-        found = re.search(r"serving on (http://\S+)", log.read_text())
-        time.sleep(0.05)
-    assert found, log.read_text()[-2000:]
-    try:
-        yield Mneme(found.group(1), (home / "admin.key").read_text().strip(), log)
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    command = [sys.executable, "-m", "mneme.cli", "serve", "--port", "0", "--workers", "1"]
+    with mneme_serve(command, home, env, log) as url:
+        yield Mneme(url, (home / "admin.key").read_text().strip(), log)
 
 
 @pytest.fixture(scope="module")

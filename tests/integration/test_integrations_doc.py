@@ -10,12 +10,13 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.support.serve import mneme_serve
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "integrations.md"
@@ -88,25 +89,11 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Checkout]:
     ignore = shutil.ignore_patterns("node_modules", "dist")
     shutil.copytree(ROOT / "clients" / "typescript", folder / "clients" / "typescript", ignore=ignore)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEME_")}
-    log = folder / "serve.log"
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [str(folder / ".venv" / "bin" / "mneme"), "serve", "--port", "0", "--workers", "1"],
-            cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    deadline, found = time.monotonic() + 120, None
-    while found is None and server.poll() is None and time.monotonic() < deadline:
-        found = re.search(r"serving on (http://\S+)", log.read_text())
-        time.sleep(0.1)
-    assert found, log.read_text()[-2000:]
-    # `make serve PORT=N`'s documented override; the key stays the one the page reads, .mneme/admin.key
-    env["MNEME_URL"] = found.group(1)
-    env["MNEME_API_KEY"] = (folder / ".mneme" / "admin.key").read_text().strip()
-    try:
-        yield Checkout(folder, env)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    command = [str(folder / ".venv" / "bin" / "mneme"), "serve", "--port", "0", "--workers", "1"]
+    with mneme_serve(command, folder, env, folder / "serve.log") as url:
+        # `make serve PORT=N`'s documented override, with the key `make serve` wrote
+        key = (folder / ".mneme" / "admin.key").read_text().strip()
+        yield Checkout(folder, {**env, "MNEME_URL": url, "MNEME_API_KEY": key})
 
 
 def test_every_example_is_a_snippet_of_the_page() -> None:
