@@ -55,7 +55,7 @@ def test_a_writer_sees_no_drafts_and_no_history(open_console: Any, mneme: Mneme)
     assert block.get_by_role("button", name="edit").is_visible()
     assert block.get_by_role("link", name="history").count() == 0
     assert page.locator("#memory-form").is_visible()
-    screenshot(page, "20-writer-scopes")
+    screenshot(page, "30-writer-scopes")
     # When the writer follows a link to a page it cannot use, it lands on the scopes page
     page.goto(mneme.url + "/console#drafts")
     page.locator("#page-scopes").wait_for()
@@ -74,7 +74,7 @@ def test_a_reader_sees_no_review_no_proposing_and_no_starting_a_run(open_console
     block = page.locator('#bundle article[data-key="flat-rate-scheme-eligibility-review"]')
     assert block.get_by_role("button", name="edit").count() == 0
     assert page.locator("#memory-form").is_hidden()
-    screenshot(page, "21-reader-scopes")
+    screenshot(page, "31-reader-scopes")
     page.goto(mneme.url + "/console#runs")
     page.locator("#page-runs").wait_for()
     assert page.locator("#run-form").is_hidden() and page.get_by_role("button", name="Refresh").is_visible()
@@ -91,7 +91,7 @@ def test_every_page_fits_a_phone_for_each_key(open_console: Any, mneme: Mneme) -
         open_bundle(page, LONG_PATH)
         assert page_width(page) <= PHONE["width"], (role, "bundle")
         if role == "writer":
-            screenshot(page, "22-phone-writer-bundle")
+            screenshot(page, "32-phone-writer-bundle")
         for tab in tabs(page):
             page.locator("nav").get_by_role("link", name=tab).click()
             page.wait_for_load_state("networkidle")
@@ -103,7 +103,7 @@ def test_every_page_fits_a_phone_for_each_key(open_console: Any, mneme: Mneme) -
         page.locator("#recall-out li").first.wait_for()
         assert page_width(page) <= PHONE["width"], (role, "recall results")
         if role == "reader":
-            screenshot(page, "23-phone-reader-recall", focus="#recall-out")
+            screenshot(page, "33-phone-reader-recall", focus="#recall-out")
 
 
 def test_the_page_names_its_icon_and_the_server_answers_for_it(open_console: Any, mneme: Mneme) -> None:

@@ -183,7 +183,7 @@ function renderBlock(block) {
       el("code", { class: "target", text: block.target }),
       el("strong", { class: "key", text: block.key }),
       block.pending ? el("span", { class: "badge warn", text: "pending" }) : null,
-      el("span", { class: "hint" }, ` v${block.version} · `),
+      el("span", { class: "hint" }, ` v${block.version}`),
       can("approver") ? el("a", { href: "#history", class: "hint", onclick: () => { $("history-id").value = block.memory_id; } }, "history") : null,
       can("writer") ? el("button", { type: "button", class: "link edit", onclick: () => editBlock(block, article) }, "edit") : null),
     el("pre", { class: "body", text: block.body }));
