@@ -137,3 +137,20 @@ def test_memory_being_unreachable_never_stops_the_agent(mneme: Client) -> None:
     assert str(talk("Are you there?")).strip() == "Still here."
     turns = in_order(mneme, "chat-3")
     assert turns == ["Hello.", "Hello Ada.", "Are you there?", "Still here."]
+
+
+def test_turns_mneme_refuses_are_dropped_and_a_long_turn_is_kept_up_to_the_limit(mneme: Client) -> None:
+    # Given a reader's key: it may recall but not remember
+    reader = Client(mneme.base_url, mneme.create_key("reading-agent", ["reader"]).api_key)
+    hooks = MnemeMemoryHooks(reader, ADA, session_id="chat-4", user="ada")
+    talk = agent(ScriptedModel(["Hello.", "Hello again."]), hooks)
+    # When it talks twice, each write is refused (403): the turns are dropped, not kept growing
+    assert str(talk("Hi.")).strip() == "Hello."
+    assert str(talk("Hi again.")).strip() == "Hello again."
+    assert hooks._unsaved == []
+    # And with a writer's key a reply past the API's 32 KiB content limit is kept, cut to the limit
+    long_reply = "é" * 20_000  # 40,000 bytes
+    writer = MnemeMemoryHooks(mneme, ADA, session_id="chat-5", user="ada")
+    agent(ScriptedModel([long_reply]), writer)("Say it long.")
+    kept = [e.content for e in mneme.list_episodes(ADA, session_id="chat-5").episodes if e.content != "Say it long."]
+    assert kept == ["é" * 16_384]

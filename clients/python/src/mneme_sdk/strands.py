@@ -56,7 +56,14 @@ PREFACE = (
     "to you; ids in the last line can be read in full with the recall tool):"
 )
 ToolAnswer = str | dict[str, Any]
+MAX_QUERY = 2048  # bytes: the API's limit on a recall query
+MAX_TURN = 32 * 1024  # bytes: the API's limit on an episode's content (a longer turn is kept up to it)
+MAX_UNSAVED = 100  # turns kept while Mneme cannot be reached: one write's worth; the oldest go first
 log = logging.getLogger(__name__)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text.encode()[:limit].decode(errors="ignore")
 
 
 def _answer(work: Callable[[], str]) -> ToolAnswer:
@@ -225,7 +232,8 @@ class MnemeMemoryHooks(HookProvider):
         said = _text(message)
         if said and (_is_ask(message) or _is_reply(message)):
             name = self.user if message["role"] == "user" else None
-            self._unsaved.append(Turn(role=message["role"], name=name, content=said, occurred_at=datetime.now(UTC)))
+            turn = Turn(role=message["role"], name=name, content=_cut(said, MAX_TURN), occurred_at=datetime.now(UTC))
+            self._unsaved = [*self._unsaved, turn][-MAX_UNSAVED:]
 
     def _end_invocation(self, event: AfterInvocationEvent) -> None:
         self._last = None  # the next invocation's recall sees what this one added
@@ -234,24 +242,27 @@ class MnemeMemoryHooks(HookProvider):
 
     def _write_turns(self) -> None:
         """The turns not yet written, in order, in one call. Its key, with each turn's time and words, makes a
-        retry write nothing twice; when Mneme cannot be reached they wait for the next invocation's write."""
-        turns = self._unsaved
+        retry write nothing twice. When Mneme cannot be reached (or is busy) they wait for the next invocation's
+        write; when it refuses them (the key may not write, say) they are dropped, saying why."""
+        turns, self._unsaved = self._unsaved, []
         fields: dict[str, Any] = {"session_id": self.session_id, "idempotency_key": f"{self.session_id}#{self._saved}"}
         if self.metadata:
             fields["metadata"] = self.metadata
         try:
             self.client.remember_messages(self.scope, turns, create_scope=True, **fields)
         except MnemeError as e:
-            log.warning("mneme: %d turn(s) not remembered yet (%s: %s)", len(turns), e.code, e.message)
+            later = e.status == 0 or e.status == 429 or e.status >= 500
+            log.warning("mneme: %d turn(s) %s (%s: %s)", len(turns), "kept for later" if later else "not remembered",
+                        e.code, e.message)  # fmt: skip
+            self._unsaved = turns if later else []
             return
-        self._unsaved = self._unsaved[len(turns) :]
         self._saved += len(turns)
 
     # -- recalling ---------------------------------------------------------------------------------------
     def _recall(self, event: BeforeModelCallEvent) -> None:
         """The pack for this call, from the latest user ask; a tool loop's later calls reuse it."""
         ask = next((m for m in reversed(event.agent.messages) if _is_ask(m)), None)
-        query = _text(ask)[:2048] if ask is not None else ""
+        query = _cut(_text(ask), MAX_QUERY) if ask is not None else ""
         if not query:
             return
         if self._last is None or self._last[0] != query:
