@@ -542,6 +542,15 @@ ANSWERS = ROOT / "bench" / "cost_answers.json"
 # rate (Haiku-class models write 100 to 200 tokens a second)
 CONVERSE_LATENCY = 0.6
 OUTPUT_TOKENS_PER_SECOND = 120.0
+# The system prompt a Claude model is given for tool use, beside ours: 313 tokens with a forced tool (Anthropic's
+# tool-use pricing notes for Claude Haiku 3.5 / 4.5-era models; billed as input, not in the request we build)
+TOOL_USE_TOKENS = 313
+
+
+def stage_names() -> tuple[str, ...]:
+    from mneme.consolidation.stages import STAGE_NAMES
+
+    return STAGE_NAMES
 
 
 def converse_tokens(params: dict[str, Any], answer: dict[str, Any]) -> None:
@@ -553,7 +562,7 @@ def converse_tokens(params: dict[str, Any], answer: dict[str, Any]) -> None:
     content = answer.get("output", {}).get("message", {}).get("content", [])
     said = json.dumps([block.get("toolUse", {}).get("input") for block in content])
     METER.converse_calls += 1
-    METER.converse_input_tokens += len(sent) / CHARS_PER_TOKEN
+    METER.converse_input_tokens += len(sent) / CHARS_PER_TOKEN + TOOL_USE_TOKENS
     METER.converse_output_tokens += len(said) / CHARS_PER_TOKEN
 
 
@@ -575,7 +584,15 @@ class Consolidated:
     episodes: int
     run: dict[str, Any]
     operation: Operation
-    transitions: int
+    tasks: Counter[str]  # stage tasks the state machine ran, by stage ("begin" counts the batches)
+
+    @property
+    def transitions(self) -> int:
+        """The states the run's executions entered (what Standard workflows bill), from the definition
+        (infra/mneme_infra/workflow.py): per batch Begin, a task per stage, Summarize and MoreEpisodes; per scope
+        Target and TargetDone; per run Targets and Finish (moto records no child execution's history)."""
+        scopes = len(self.run["scopes"])
+        return self.tasks["begin"] * (3 + len(stage_names())) + 2 * scopes + 2
 
 
 def consolidation_cost(folder: Path) -> Consolidated:
@@ -606,6 +623,16 @@ def consolidation_cost(folder: Path) -> Consolidated:
                     episodes += len(items)
         cloud.later(minutes=15)  # the next tick, past the settle time
         started: list[str] = []
+        tasks: Counter[str] = Counter()
+        real_task = cloud.deployment.invoke_from_state_machine
+
+        def task(parameters: dict[str, Any]) -> dict[str, Any]:
+            payload = parameters.get("Payload")
+            event = json.loads(payload) if isinstance(payload, (str, bytes)) else payload
+            tasks[str((event or {}).get("stage"))] += 1
+            return real_task(parameters)
+
+        cloud.deployment.invoke_from_state_machine = task  # type: ignore[method-assign]
 
         def tick() -> int:
             runs = cloud.fire_schedule().payload["runs"]
@@ -617,24 +644,7 @@ def consolidation_cost(folder: Path) -> Consolidated:
         operation = measure(cloud, "consolidation", tick)
         (run_id,) = started
         record = cloud.api("GET", f"/v1/consolidations/{run_id}", key=key).json()
-        transitions = state_transitions(execution_arn(cloud, run_id))
-    return Consolidated(episodes, record, operation, transitions)
-
-
-def state_transitions(execution_arn: str) -> int:
-    """The states an execution (and its Map's child executions) entered: what Standard workflows bill."""
-    import boto3
-
-    client = boto3.client("stepfunctions", region_name="us-east-1")
-    events: list[dict[str, Any]] = []
-    token: dict[str, str] = {}
-    while True:
-        page = client.get_execution_history(executionArn=execution_arn, maxResults=1000, **token)
-        events += page["events"]
-        if not page.get("nextToken"):
-            break
-        token = {"nextToken": page["nextToken"]}
-    return sum(1 for event in events if event["type"].endswith("StateEntered"))
+    return Consolidated(episodes, record, operation, tasks)
 
 
 def consolidation_report(result: Consolidated) -> str:
@@ -679,9 +689,11 @@ def consolidation_report(result: Consolidated) -> str:
     lines.append(f"| **total per million episodes** | **{totals[0] * per:,.2f}** | **{totals[1] * per:,.2f}** |")
     lines.append("")
     lines.append(
-        f"Assumptions: tokens are characters / {3.5} (no tokenizer is shipped); a Converse call bills "
+        f"Assumptions: tokens are characters / {3.5} (no tokenizer is shipped), plus {TOOL_USE_TOKENS} a call for "
+        f"Claude's tool-use prompt; a Converse call bills "
         f"{CONVERSE_LATENCY} s plus its output at {OUTPUT_TOKENS_PER_SECOND:.0f} tokens/s of stage-function time; "
-        f"Step Functions Standard ${STATE_TRANSITION * 1000:.3f}/1,000 transitions; Haiku 4.5 "
+        f"Lambda is the stage function's wall time on the cloud tier's doubles (moto is slower than DynamoDB: "
+        f"an upper bound); Step Functions Standard ${STATE_TRANSITION * 1000:.3f}/1,000 transitions; Haiku 4.5 "
         f"${HAIKU_45_1K[0] * 1000:.2f}/${HAIKU_45_1K[1] * 1000:.2f} per million input/output tokens, Claude 3 Haiku "
         f"${HAIKU_3_1K[0] * 1000:.2f}/${HAIKU_3_1K[1] * 1000:.2f}."
     )

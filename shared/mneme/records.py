@@ -38,20 +38,18 @@ class Proposal(BaseModel):
     entity: str | None = Field(
         None,
         max_length=MAX_ENTITY,
-        description="Who or what the fact is about, by name as the turns give it (the speaker for 'I', 'my').",
+        description="Who or what it is about, by name (the speaker for 'I', 'my').",
     )
     property: str | None = Field(
-        None, max_length=MAX_PROPERTY, description="The attribute, e.g. 'lives in', 'works at', 'manager', 'rent'."
+        None, max_length=MAX_PROPERTY, description="The attribute, e.g. 'lives in', 'manager'."
     )
-    value: str | None = Field(None, max_length=MAX_VALUE, description="The attribute's value, as the turns state it.")
-    summary: str = Field(
-        max_length=MAX_SUMMARY, description="The fact as one short self-contained sentence, with names, no pronouns."
-    )
+    value: str | None = Field(None, max_length=MAX_VALUE, description="Its value, in the turns' words.")
+    summary: str = Field(max_length=MAX_SUMMARY, description="One self-contained sentence, with names.")
     sources: list[int] = Field(
-        default_factory=list, max_length=MAX_CITED, description="The numbers of the turns that state this fact."
+        default_factory=list, max_length=MAX_CITED, description="The numbers of the turns that state it."
     )
     supersedes: str | None = Field(
-        None, max_length=40, description="The key of the known fact this one updates (e.g. 'F2'), or null."
+        None, max_length=40, description="The key of the known fact it updates ('F2'), or null."
     )
 
 

@@ -41,12 +41,12 @@ ANSWER = {"summary": "Sam confirmed Pennine Joinery's VAT scheme; Ines said she 
 FACT_SCHEMA = {
     "type": "object",
     "properties": {
-        "entity": {"type": ["string", "null"], "description": ANY},
-        "property": {"type": ["string", "null"], "description": ANY},
-        "value": {"type": ["string", "null"], "description": ANY},
-        "summary": {"type": "string", "description": ANY},
-        "sources": {"type": "array", "description": ANY, "items": {"type": "integer"}},
-        "supersedes": {"type": ["string", "null"], "description": ANY},
+        "entity": {"type": ["string", "null"]},
+        "property": {"type": ["string", "null"]},
+        "value": {"type": ["string", "null"]},
+        "summary": {"type": "string"},
+        "sources": {"type": "array", "items": {"type": "integer"}},
+        "supersedes": {"type": ["string", "null"]},
     },
     "required": ["entity", "property", "value", "summary", "sources", "supersedes"],
     "additionalProperties": False,
@@ -55,7 +55,7 @@ SCHEMA = {
     "type": "object",
     "properties": {
         "summary": {"type": ["string", "null"], "description": ANY},
-        "facts": {"type": "array", "items": FACT_SCHEMA, "description": ANY},
+        "facts": {"type": "array", "items": FACT_SCHEMA},
     },
     "required": ["summary", "facts"],
     "additionalProperties": False,
