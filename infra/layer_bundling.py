@@ -161,6 +161,8 @@ class PipLayer:
         self.lock_file, self.source_only = lock_file, source_only
 
     def try_bundle(self, output_dir: str, options: BundlingOptions) -> bool:
+        if not self.source_only and build_python() is None:  # before pip's minutes, not after
+            raise NoBuildPython(f"layer_bundling: {NO_BUILD_PYTHON}")
         site = Path(output_dir) / "python"
         self.install(site)
         drop_distributions(site, PROVIDED_BY_RUNTIME)  # none is locked; kept as a guard

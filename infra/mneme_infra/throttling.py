@@ -165,7 +165,7 @@ class ApiRateLimit(Construct):
             self,
             "WebAcl",
             scope="REGIONAL",
-            description="Mneme: the whole API request rate, set by mneme:api_requests_per_minute",
+            description="Mneme: the whole API request rate limit",  # no _ ( ) or quotes in a web ACL description
             default_action=wafv2.CfnWebACL.DefaultActionProperty(allow={}),
             rules=[rule],
             custom_response_bodies={
