@@ -545,7 +545,7 @@ def measure_runs(scope_counts: tuple[int, ...]) -> list[RunTransitions]:
             cloud.deployment.task_script = Stages()
             entered, undo = count_states()
             targets = [f"scope-{n}" for n in range(scopes)]
-            runs = [targets[i:i + MAX_TARGETS_PER_RUN] for i in range(0, scopes, MAX_TARGETS_PER_RUN)]
+            runs = [targets[i : i + MAX_TARGETS_PER_RUN] for i in range(0, scopes, MAX_TARGETS_PER_RUN)]
             try:
                 for n, batch in enumerate(runs):
                     name = f"run-{scopes}-{n}"
@@ -569,9 +569,7 @@ def xray_sampled(per_second: float) -> float:
 
 def idle_month(ticks: list[Operation], template: Any) -> float:
     """The idle month but search: the two schedules' ticks and the fixed items (report's idle table)."""
-    scheduled = sum(
-        sum(v for k, v in tick.costs().items() if k != "api") * TICKS_A_MONTH[tick.name] for tick in ticks
-    )
+    scheduled = sum(sum(v for k, v in tick.costs().items() if k != "api") * TICKS_A_MONTH[tick.name] for tick in ticks)
     return scheduled + sum(fixed_monthly(template).values())
 
 
@@ -614,9 +612,12 @@ def consolidation_report(runs: list[RunTransitions], ticks: list[Operation], tem
             f"| {base + 2 * OCU_HOUR * HOURS_A_MONTH:,.2f} | {base + OCU_HOUR * HOURS_A_MONTH:,.2f} "
             f"| {base + domain_monthly():,.2f} |"
         )
-    lines += ["", f"Step Functions ${SFN_TRANSITION * 1e3}/1,000 transitions; the stage invocations' Lambda "
-              "requests are in '$ per tick' (their GB-seconds follow the work, not the scope count: left out). "
-              "The transitions and traces are the same for both search options; only the idle base differs."]
+    lines += [
+        "",
+        f"Step Functions ${SFN_TRANSITION * 1e3}/1,000 transitions; the stage invocations' Lambda "
+        "requests are in '$ per tick' (their GB-seconds follow the work, not the scope count: left out). "
+        "The transitions and traces are the same for both search options; only the idle base differs.",
+    ]
     return "\n".join(lines)
 
 

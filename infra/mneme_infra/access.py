@@ -48,8 +48,9 @@ def bedrock_model_arns(scope: Construct, model_id: str) -> list[str]:
         return [model_id]
     if profile is None:
         return [stack.format_arn(service="bedrock", account="", resource="foundation-model", resource_name=model_id)]
-    own = model_id if kind else stack.format_arn(service="bedrock", resource="inference-profile", resource_name=model_id)
-    return [own, base_model_arn(profile)]
+    if kind is None:  # a profile id: the profile in the stack's own region
+        model_id = stack.format_arn(service="bedrock", resource="inference-profile", resource_name=model_id)
+    return [model_id, base_model_arn(profile)]
 
 
 def base_model_arn(model_id: str) -> str:

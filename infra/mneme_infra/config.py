@@ -33,6 +33,9 @@ MODEL_ID = (
 )
 # An IAM role or user (or an assumed-role session's role) that may use the search collection's data plane.
 PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
+KMS_KEY_ARN = r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$"
+# A secret's complete ARN: its name, a hyphen and the six random characters Secrets Manager appends.
+SECRET_ARN = r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$"
 SCHEDULE = re.compile(r"^(rate\((1 (minute|hour|day)|([2-9]|[1-9][0-9]+) (minutes|hours|days))\)|cron\([^()]+\))$")
 # Each bucket is two resources (an API key and its usage-plan key) of CloudFormation's 500 per stack, and
 # one of the account's 10,000 API keys per region (API Gateway quotas, not adjustable).
@@ -158,11 +161,8 @@ class InfraConfig(BaseModel):
     # a stage brought back after `cdk destroy` (docs/deploy.md 'Bring a stage back'): the retained table (and
     # its customer-managed key) and cursor secret, imported by name: the stack uses them and creates none
     table_name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{3,255}$")] | None = None
-    table_key_arn: Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")] | None = None
-    cursor_secret_arn: (
-        Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$")]
-        | None
-    ) = None
+    table_key_arn: Annotated[str, Field(pattern=KMS_KEY_ARN)] | None = None
+    cursor_secret_arn: Annotated[str, Field(pattern=SECRET_ARN)] | None = None
     # assets without bytecode: the synth fails without a CPython 3.12 unless this is set (layer_bundling.py)
     source_only_assets: bool = False
 

@@ -127,17 +127,10 @@ class Gateway:
             headers.setdefault("Content-Type", "application/json")
         if key is not None:
             headers["Authorization"] = f"Bearer {key}"
-        blocked = self._web_acl()
-        if blocked is not None:
-            return blocked
-        if body is not None and len(body.encode()) > MAX_PAYLOAD:
-            return self._gateway("REQUEST_TOO_LARGE", request_id)
-        matched = self._match(method, path)
-        if matched is None:
-            return self._gateway("MISSING_AUTHENTICATION_TOKEN", request_id)
+        matched = self._route(method, path, body, request_id)
+        if isinstance(matched, Response):
+            return matched
         route, path_params = matched
-        if not self._method_admits(route):
-            return self._gateway("THROTTLED", request_id)
         method_arn = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:{API_ID}/{self.stage}/{method}{path}"
         authorizer_context, usage_key = None, None
         if route.authorizer_id is not None:
@@ -168,6 +161,22 @@ class Gateway:
         if answer.get("isBase64Encoded"):
             text = base64.b64decode(text).decode()
         return Response(int(answer["statusCode"]), out_headers, text, route.function)
+
+    def _route(
+        self, method: str, path: str, body: str | None, request_id: str
+    ) -> tuple[Method, dict[str, str]] | Response:
+        """What happens before the authorizer: the web ACL, the payload limit, the route, its method limit."""
+        blocked = self._web_acl()
+        if blocked is not None:
+            return blocked
+        if body is not None and len(body.encode()) > MAX_PAYLOAD:
+            return self._gateway("REQUEST_TOO_LARGE", request_id)
+        matched = self._match(method, path)
+        if matched is None:
+            return self._gateway("MISSING_AUTHENTICATION_TOKEN", request_id)
+        if not self._method_admits(matched[0]):
+            return self._gateway("THROTTLED", request_id)
+        return matched
 
     # -- the authorizer --------------------------------------------------------------------------
     def _authorize(

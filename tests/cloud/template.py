@@ -284,7 +284,9 @@ class Template:
 
     def usage_plans(self) -> list[UsagePlan]:
         stage_names = {lid: r["Properties"]["StageName"] for lid, r in self.of_type("AWS::ApiGateway::Stage").items()}
-        values = {lid: self.resolve(r["Properties"]["Value"]) for lid, r in self.of_type("AWS::ApiGateway::ApiKey").items()}
+        values = {
+            lid: self.resolve(r["Properties"]["Value"]) for lid, r in self.of_type("AWS::ApiGateway::ApiKey").items()
+        }
         plan_keys = [r["Properties"] for r in self.of_type("AWS::ApiGateway::UsagePlanKey").values()]
         plans = []
         for lid, resource in self.of_type("AWS::ApiGateway::UsagePlan").items():

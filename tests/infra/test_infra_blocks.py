@@ -272,9 +272,9 @@ def test_a_synth_without_lambdas_python_fails_unless_source_only_assets_are_aske
     monkeypatch.setattr(layer_bundling, "build_python", lambda: None)
     monkeypatch.setattr(PipLayer, "install", FakePipLayer.install)
     context = json.loads(CDK_JSON.read_text())["context"]
-    with pytest.raises(Exception, match="no CPython 3.12"):
+    with pytest.raises(Exception, match=r"no CPython 3\.12"):
         build_app(context, str(tmp_path / "refused"))
-    app, stack = build_app({**context, "mneme:source_only_assets": "true"}, str(tmp_path / "sources"))
+    app, _ = build_app({**context, "mneme:source_only_assets": "true"}, str(tmp_path / "sources"))
     app.synth()
     code = [p.parent for p in (tmp_path / "sources").glob("asset.*/functions")]
     assert code and (code[0] / "mneme" / "routes.py").is_file() and not list(code[0].rglob("*.pyc"))

@@ -52,7 +52,7 @@ def test_the_stage_limit_is_named_for_what_api_gateway_applies_it_to_each_method
     assert (default_method["ThrottlingRateLimit"], default_method["ThrottlingBurstLimit"]) == (
         config.method_rate_limit, config.method_burst_limit)  # fmt: skip
     # the old names said "the stage"; a context still using them is refused with the new name
-    with pytest.raises(ValidationError, match="mneme:method_rate_limit.*each method"):
+    with pytest.raises(ValidationError, match=r"mneme:method_rate_limit.*each method"):
         InfraConfig.model_validate({"throttle_rate_limit": 50})
 
 
