@@ -575,9 +575,11 @@ def idle_month(ticks: list[Operation], template: Any) -> float:
 
 def consolidation_report(runs: list[RunTransitions], ticks: list[Operation], template: Any) -> str:
     lines = [
-        "Consolidation runs, Step Functions (Standard; a run takes at most 200 dirty scopes):",
+        "Consolidation, Step Functions (Standard): the dirty scopes one schedule tick consolidates, one small batch "
+        "each. A run takes at most 200 (one run per tenant a tick): 1,000 a tick is five tenants of 200, or one "
+        "tenant's 1,000 over five ticks.",
         "",
-        "| dirty scopes | runs | child executions | states entered | transitions | per scope "
+        "| dirty scopes a tick | runs | child executions | states entered | transitions | per scope "
         "| stage invocations | $ per tick | $ a month, a tick every 15 min |",
         "|" + "---|" * 9,
     ]
@@ -594,12 +596,12 @@ def consolidation_report(runs: list[RunTransitions], ticks: list[Operation], tem
               "| traffic | share traced | $ per million requests |", "|---|---|---|"]  # fmt: skip
     for rate in (1, 10, 100):
         share = xray_sampled(rate)
-        lines.append(f"| {rate} requests a second, steady | {share:.1%} | {share * XRAY_TRACE * 1e6:.2f} |")
+        lines.append(f"| {rate} a second, steady | {share:.1%} | {share * XRAY_TRACE * 1e6:.2f} |")
     lines.append(f"| every request traced (a sampling rule of 100 %) | 100% | {XRAY_TRACE * 1e6:.2f} |")
     ticks_a_month = sum(TICKS_A_MONTH.values())
     lines += ["", f"Schedules: {ticks_a_month:,} ticks a month, each traced (under 1 a second); a run traces its "
               "execution and each child's. Past the free 100,000 traces a month:", "",
-              "| a month, a run every tick over | traces | X-Ray $ | Step Functions $ "
+              "| a month, every tick consolidating | traces | X-Ray $ | Step Functions $ "
               "| total, Serverless 2 OCU | total, Serverless 1 OCU | total, domain |", "|" + "---|" * 7]  # fmt: skip
     idle, runs_a_month = idle_month(ticks, template), TICKS_A_MONTH["consolidate-schedule tick (every 15 min)"]
     for run in runs:
@@ -608,7 +610,7 @@ def consolidation_report(runs: list[RunTransitions], ticks: list[Operation], tem
         sfn = run.cost() * runs_a_month
         base = idle + xray + sfn
         lines.append(
-            f"| {run.scopes:,} dirty scopes | {traces:,} | {xray:,.2f} | {sfn:,.2f} "
+            f"| {run.scopes:,} dirty scope{'s' if run.scopes > 1 else ''} | {traces:,} | {xray:,.2f} | {sfn:,.2f} "
             f"| {base + 2 * OCU_HOUR * HOURS_A_MONTH:,.2f} | {base + OCU_HOUR * HOURS_A_MONTH:,.2f} "
             f"| {base + domain_monthly():,.2f} |"
         )
