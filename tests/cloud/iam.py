@@ -196,9 +196,10 @@ def bedrock_model_arns(model_id: str) -> list[str]:
 def bedrock_requests(action: str, model_id: str) -> list[Request]:
     """What Bedrock authorises a call to `model_id` on: the model, or the profile and the model it routes to
     (through an application profile, with the profile in the request's `bedrock:InferenceProfileArn`)."""
-    from infra.mneme_infra.access import arn_kind, profile_id
+    from infra.mneme_infra.access import is_inference_profile
 
-    kind, profile = arn_kind(model_id), profile_id(model_id)
+    kind, name = model_id.split(":", 5)[5].split("/", 1) if model_id.startswith("arn:") else (None, model_id)
+    profile = name if kind == "inference-profile" or (kind is None and is_inference_profile(name)) else None
     if kind == "application-inference-profile":
         model = f"arn:aws:bedrock:{REGION}::foundation-model/{PROFILE_MODEL}"
         return [Request(action, model_id), Request(action, model, {"bedrock:InferenceProfileArn": (model_id,)})]

@@ -24,7 +24,8 @@ API_REQUESTS_PER_MINUTE = 120
 def usage_keys(cloud: Cloud) -> UsageKeys:
     environment = cloud.deployment.functions["authorizer"].environment
     pinned = frozenset(filter(None, environment.get("MNEME_THROTTLE__PINNED", "").split(",")))
-    return UsageKeys(environment["MNEME_THROTTLE__SEED"], int(environment["MNEME_THROTTLE__BUCKETS"]), pinned)
+    seed, buckets = environment["MNEME_THROTTLE__SEED"], int(environment["MNEME_THROTTLE__BUCKETS"])
+    return UsageKeys(seed, buckets, pinned) if pinned else UsageKeys(seed, buckets)
 
 
 def tenants_in(usage: UsageKeys, buckets: int, *, besides: set[int] = frozenset()) -> list[str]:  # type: ignore[assignment]

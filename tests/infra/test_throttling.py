@@ -10,8 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from infra.mneme_infra.config import InfraConfig
-from infra.mneme_infra.throttling import ceilings
-from mneme.auth import UsageKeys, pinned_digest
+from mneme.auth import UsageKeys
 from mneme.routes import PAGES, ROUTES
 from tests.cloud.template import Template
 from tests.infra.synth import Synth
@@ -24,11 +23,9 @@ def usage_keys(synth: Synth, stack_uuid: str) -> tuple[UsageKeys, set[str]]:
     """The authorizer's UsageKeys and the key values the stack creates, as one deployment resolves them."""
     template = Template(synth.raw, stack_uuid=stack_uuid)
     environment = template.functions()["authorizer"].environment
-    usage = UsageKeys(
-        environment["MNEME_THROTTLE__SEED"],
-        int(environment["MNEME_THROTTLE__BUCKETS"]),
-        frozenset(filter(None, environment.get("MNEME_THROTTLE__PINNED", "").split(","))),
-    )
+    pinned = frozenset(filter(None, environment.get("MNEME_THROTTLE__PINNED", "").split(",")))
+    seed, buckets = environment["MNEME_THROTTLE__SEED"], int(environment["MNEME_THROTTLE__BUCKETS"])
+    usage = UsageKeys(seed, buckets, pinned) if pinned else UsageKeys(seed, buckets)
     values = {template.resolve(k["Properties"]["Value"]) for k in synth.of_type("AWS::ApiGateway::ApiKey").values()}
     return usage, values
 
@@ -92,6 +89,8 @@ def test_the_authorizer_derives_the_key_values_the_stack_creates_from_a_seed_of_
 
 
 def test_a_pinned_tenant_has_a_key_of_its_own_with_the_tenant_limit_or_its_own(brought_back: Synth) -> None:
+    from mneme.auth import pinned_digest
+
     usage, values = usage_keys(brought_back, "51af3dc0-da77-11e4-872e-1234567db123")
     assert usage.pinned == {pinned_digest("acme"), pinned_digest("bigco")}
     assert usage.of("acme") == usage.pinned_value("acme") != usage.value(usage.bucket("acme"))
@@ -134,6 +133,8 @@ def test_the_whole_api_is_bounded_only_with_the_waf_rule_on_the_stage(default: S
 
 
 def test_the_ceilings_the_docs_size_from() -> None:
+    from infra.mneme_infra.throttling import ceilings
+
     routes = ROUTES + PAGES
     default = ceilings(InfraConfig(), routes)
     assert (default.per_method, default.keyed_methods, default.public_methods) == (50, 36, 3)
