@@ -107,7 +107,7 @@ class InfraConfig(BaseModel):
     log_retention_days: int = 30
     table_encryption: Literal["aws_managed", "customer_managed"] = "aws_managed"
     # per method (api.py, docs/deploy.md 'Throttling'): the stage's default method throttle, which API Gateway
-    # applies to each method on its own (39 methods: 39 token buckets of this size), not to the API as a whole
+    # applies to each method on its own (a token bucket of this size per method), not to the API as a whole
     method_rate_limit: Annotated[float, Field(gt=0)] = 50.0
     method_burst_limit: Annotated[int, Field(gt=0)] = 100
     # per tenant: a usage plan throttles each of `tenant_throttle_buckets` API keys; the authorizer puts every

@@ -136,9 +136,10 @@ def test_the_ceilings_the_docs_size_from() -> None:
     from infra.mneme_infra.throttling import ceilings
 
     routes = ROUTES + PAGES
+    public = sum(1 for route in routes if route.role is None)
     default = ceilings(InfraConfig(), routes)
-    assert (default.per_method, default.keyed_methods, default.public_methods) == (50, 36, 3)
-    assert default.authenticated == 16 * 20 and default.api is None and default.methods_summed == 39 * 50
+    assert (default.per_method, default.keyed_methods, default.public_methods) == (50, len(routes) - public, public)
+    assert default.authenticated == 16 * 20 and default.api is None and default.methods_summed == len(routes) * 50
     pinned = ceilings(InfraConfig.model_validate({"pinned_tenants": "acme,bigco=100/200",
                                                   "api_requests_per_minute": 6000}), routes)  # fmt: skip
     assert pinned.authenticated == 16 * 20 + 20 + 100 and pinned.api == 100
