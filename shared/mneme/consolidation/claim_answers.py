@@ -100,6 +100,9 @@ PETS = re.compile(r"\bdo you have (?:any )?(?:pets?|animals|a (?:dog|cat|pet))\W
 COURTESY = re.compile(
     r",?\s+(?:if (?:you don't|u dont) mind[\w ]*|out of (?:interest|curiosity)|if I may ask)\W*$", re.I
 )
+SCOFF = re.compile(
+    r"^(?:(?:yeah|yes|yep|sure|right),? (?:right|sure|yeah|no)\b|as if\b|i wish\b|if only\b|in my dreams\b)", re.I
+)
 BOUNCE = re.compile(r"^(?:and |what about |how about )?(?:you|u|yourself)\W*$", re.I)
 
 
@@ -150,8 +153,12 @@ def _answer_value(asked: Asked, clause: str) -> str | None:
 
 
 def _confirmed(question: str, answer: Turn, hints: str) -> list[Found]:
-    """'So you live in Berlin, right?' / 'Yes!': what the question says, said by the one who confirms it."""
-    if not YES.match(answer.first) or len(answer.first.split()) > 8 or GUARDED.search(answer.first):
+    """'So you live in Berlin, right?' / 'Yes!': what the question says, said by the one who confirms it
+    ('yeah right', 'as if', a yes that asks back are no yes)."""
+    first = answer.first.strip()
+    if not YES.match(first) or len(first.split()) > 8 or GUARDED.search(first) or SCOFF.match(first):
+        return []
+    if first.endswith("?"):
         return []
     statement = None
     if found := TAGGED.match(question):

@@ -19,6 +19,7 @@ from mneme.consolidation.claim_values import (
     DIETS,
     FAMILY,
     HOME_HINTS,
+    KIN_TITLES,
     LIVING_HINTS,
     NAME,
     TOOL_HINTS,
@@ -214,7 +215,7 @@ RULES: tuple[tuple[str, ...], ...] = (
         rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>(?:two|three|four|five|six|\d) "
         rf"(?:{KEPT_MANY}))$",
     ),
-    ("has", "thing", rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>an? (?:{KEPT_ONE})) now$"),
+    ("has", "owned", rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>an? (?:{KEPT_ONE})) now$"),
 )
 COMPILED = tuple((rule[0], rule[1], re.compile(rule[2]), rule[3] if len(rule) > 3 else "") for rule in RULES)
 TALK = {"work": WORK_HINTS, "home": LIVING_HINTS}
@@ -262,14 +263,19 @@ POSSESSIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
     )
 )
-# "a greyhound called Rocket": a named thing of the kind, as a fragment.
+# "a greyhound called Rocket": a named thing of the kind, as a fragment (all of its clause: "a guy called
+# Marco fitted it" names no one of the speaker's).
 CALLED_KIND = re.compile(
     r"^an? (?:(?:very|new|little|tiny|rescue|baby|big|old|young|gorgeous|beautiful|sweet|cute|lovely|fluffy) )*"
-    rf"(?P<k>[a-z]+(?: [a-z]+)?) (?:called|named) (?P<v>{NAME})"
+    rf"(?P<k>[a-z]+(?: [a-z]+)?) (?:called|named) (?P<v>{NAME})\W*$"
 )
+# "I've got a guy called Dave coming round": someone met, not someone one has.
+STRANGERS = frozenset("guy man woman bloke lad girl boy lady chap dude person fella fellow someone people".split())
 NAMED_RELATION = re.compile(rf"(?:[Mm]y|[Oo]ur|{NAME}'s) (?:{FAMILY_RE}) ({NAME})")
 APPOSITION = re.compile(rf"(?<![\w'])(?:(?P<my>[Mm]y|[Oo]ur)|(?P<o>{NAME})'s) (?P<rel>{FAMILY_RE}) (?P<n>{NAME})")
+PERSONAL_OBJECT = re.compile(r"(?:my|our|your|his|her|their|the family|family|friends|fun|free)\b", re.I)
 NOT_EMPLOYER = re.compile(r"(?:heart|the moment|home|night|nights|weekends|times|best|worst|most|least|first)\b")
+KIN_TITLE = re.compile(rf"^(?:{'|'.join(KIN_TITLES)}) (?=[A-Z])")
 OLD = re.compile(r"\b(?:old|previous|former|ex|last)\b", re.I)
 
 
@@ -278,6 +284,7 @@ def _entity(said: str, speaker: str | None) -> str | None:
     ("my partner Sam" and "Tom's wife Sarah" are Sam and Sarah, by name)."""
     if named := NAMED_RELATION.fullmatch(said):
         return named[1] if is_entity(named[1]) else None
+    said = KIN_TITLE.sub("", said)  # "Uncle Emeka" is Emeka
     word = said.split()[0].lower() if said else ""
     if word in ("i", "we", "my", "our"):
         if not speaker:
@@ -318,6 +325,7 @@ def _rule_claims(clause: str, speaker: str | None, hints: str) -> list[Found]:
             job = role(groups["r"].strip())
             employer = value("org", groups["o"]) if groups.get("o") else None
             loose = re.match(r"(?:the |an? )?[a-z]", groups.get("o") or "") and not NOT_EMPLOYER.match(groups["o"])
+            loose = loose and not PERSONAL_OBJECT.match(groups["o"])  # "a taxi driver for my kids"
             if job and (employer or prop == "works as" or loose):  # "joined the team as a platform engineer"
                 out.append(Found(entity, "works as", job))
                 if employer:
@@ -329,6 +337,8 @@ def _rule_claims(clause: str, speaker: str | None, hints: str) -> list[Found]:
         if prop == "age" and (said.lower() == "we" or (said == "I" and not 10 <= int(groups["v"]) <= 99)):
             continue
         if not prop:
+            continue
+        if prop == "{k}'s name" and (groups.get("k") or "").split()[-1] in STRANGERS:
             continue
         if prop == "teaches":  # "he teaches at Kingsway High": a teacher, and where
             if employer := value("org", groups["v"]):

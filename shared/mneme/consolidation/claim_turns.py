@@ -4,8 +4,9 @@ clauses that assert something, with the people it mentions (whom a later "he" or
 Nothing asserts in a question ("We moved to Linear, did you get the invite?" keeps its first clause), a
 hedge or hypothetical (its clause and what follows; all of a sentence whose first clause hedges, or
 that ends in "…, I think"), a plan or suggestion ("I'll", "next week", "let's"), a negation or an old
-value ("no longer", "used to", "left"), a joke ("lol"), or what someone else said ("she said…", and
-all after it).
+value ("no longer", "used to", "left"), a temporary state ("for the summer", "until June"), a joke ("lol",
+"😂"), or what someone else said ("she said…", "he goes…", and all after it; a quoted sentence, a quoted
+message "> …").
 """
 
 from __future__ import annotations
@@ -14,11 +15,17 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from mneme.consolidation.claim_values import FAMILY, KNOWN_TOOLS, NAME, is_entity
+from mneme.consolidation.claim_values import FAMILY, KNOWN_TOOLS, NAME, PERSONAL, VERBISH, is_entity
 from mneme.grounding import split_speaker
 from mneme.text import STOPWORDS
 
 EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0f\u200d]+")
+JOKE_EMOJI = re.compile("[\U0001f602\U0001f923\U0001f61c\U0001f61d\U0001f609\U0001f643\U0001f60f\U0001f644\U0001f606"
+                        "\U0001f480\U0001f92a\U0001f639]|(?<!\\w)(?:xD|:P|;\\))(?!\\w)")  # fmt: skip
+# Someone else's words: a quoted message line ("> I live in Leeds"), a quoted sentence ('she goes "I'm
+# quitting"', "his words were 'I own it'"; unclosed, to the end). A quoted name or title stays: "Circe".
+QUOTED_LINE = re.compile(r"^\s*>.*$", re.M)
+QUOTED = re.compile(r'"([^"]*)(?:"|$)|(?<![\w\'])\'(?=\w)(.+?)(?<=[\w.!?,])\'(?!\w)')
 ABBREVIATION = re.compile(r"(?:\b(?:Dr|Mr|Mrs|Ms|Prof|St|Mt|vs|etc|approx|e\.g|i\.e|No|Jr|Sr)|\b[A-Z])\.$")
 SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|(?<=[!?])(?=[A-Za-z])")
 CLAUSE = re.compile(
@@ -40,7 +47,8 @@ HEDGED = re.compile(
     r"plan(?:s|ning)? (?:to|on)|thinking (?:of|about)|if|unless|probably|possibly|guess|think|thought|suppose|"
     r"assume|reckon|considering|imagine|pretend|hypothetically|someday|one day|not sure|unsure|dunno|no idea|"
     r"kind of|sort of|supposed to|fingers crossed|apparently|allegedly|supposedly|rumou?r|seems|pretty sure|"
-    r"i heard|they say|in theory|ideally|might've|could've|would've)\b|'d\b",
+    r"i heard|they say|in theory|ideally|might've|could've|would've|believe|believes|iirc|afaik|as far as i know|"
+    r"i gather|presumably|word is|bet|looks like|sounds like|must be|if i remember|doubt)\b|'d\b",
     re.I,
 )
 NEGATED = re.compile(
@@ -54,7 +62,21 @@ PLANNED = re.compile(
     r"thursday|friday|saturday|sunday|term)|let's|lets|try|trying|hoping|might|once)\b|'ll\b",
     re.I,
 )
-REPORTED = re.compile(r"\b(?:said|says|saying|told me|tells me|mentioned|reckons|heard|claims|according to)\b", re.I)
+REPORTED = re.compile(
+    r"\b(?:said|says|saying|told|tells|mentioned|reckons|heard|claims|claimed|according to|swears|swore|"
+    r"insists|insisted)\b|"
+    r"\b(?:goes|went|wrote|writes|texted|posted|messaged|emailed|announced|(?:is|was|'s|are|were|am|be) like)"
+    r"(?=\s*[,:]|\s+(?:I|I'm|me|my|we|our|he|she|they|his|her|that)\b)",  # 'she goes, I'm quitting'
+    re.I,
+)
+# A state that holds only for a while: "I'm living in Leeds for the summer", "my manager is Sam for now".
+TEMPORARY = re.compile(
+    r"\b(?:until|till|'til|for now|for the time being|temporarily|for the (?:summer|winter|spring|autumn|week|"
+    r"weekend|month|holidays|term|semester|day|night)|for a (?:bit|few days|few weeks|couple of (?:days|weeks)|"
+    r"week|fortnight)|this (?:week|weekend|month|term|afternoon|morning|evening)|tonight)\b",
+    re.I,
+)
+CHANGED = re.compile(r"\b(?:moved|relocated|started|joined|switched|got|began|turned|became|bought|adopted)\b", re.I)
 JOKING = re.compile(r"\b(?:lol|lmao|rofl|haha\w*|hehe\w*|jk|kidding|joking|/s)\b|;\)|:p\b", re.I)
 TAIL = re.compile(r"(?:,?\s+(?:btw|tbh|fyi|by the way|honestly|obviously|though|x+))+$", re.I)
 LAUGH = re.compile(r"^(?:ha+|hah|haha\w*|hehe\w*|lol|lmao)\b[\s,!.]*", re.I)
@@ -92,6 +114,7 @@ HE_WORDS = frozenset(
 )
 
 
+PERSONAL_WORDS = PERSONAL | VERBISH
 LABELS = frozenset(
     "note notes update reminder ps edit fyi q a re todo action summary decision risk next important warning tip "
     "answer question context deadline owner status agenda minutes".split()
@@ -102,7 +125,7 @@ NOT_A_PERSON = re.compile(
     r"listen to|listening to|switched|moved|joined|downloaded|installed)$",
     re.I,
 )
-ASSISTANTS = frozenset("assistant ai bot chatbot system agent model copilot".split())
+ASSISTANTS = frozenset("assistant ai bot chatbot system agent model copilot chatgpt gpt claude gemini siri alexa".split())
 
 
 class Mention(NamedTuple):
@@ -127,10 +150,16 @@ class Turn:
     said: list[str] = field(default_factory=list)  # its sentences, as written
 
     @property
+    def assistant(self) -> bool:
+        """An assistant's turn states nothing to keep: not of itself ("I'm an AI assistant", "as your assistant
+        I use British spelling"), nor of the user or anyone ("Noted: Dave lives in Ripon") — that is the
+        user's to say."""
+        return (self.speaker or "").lower() in ASSISTANTS
+
+    @property
     def owner(self) -> str | None:
-        """Who owns the turn's "I": its speaker, unless an assistant ("I'm an AI assistant" is no fact to keep,
-        and "as your assistant I use British spelling" none about the user)."""
-        return None if (self.speaker or "").lower() in ASSISTANTS else self.speaker
+        """Who owns the turn's "I": its speaker, unless an assistant."""
+        return None if self.assistant else self.speaker
 
 
 def _speaker(speaker: str | None, text: str) -> tuple[str | None, str]:
@@ -144,8 +173,18 @@ def _speaker(speaker: str | None, text: str) -> tuple[str | None, str]:
     return who, body
 
 
+def _unquoted(match: re.Match[str]) -> str:
+    """A quoted sentence is someone else's words (a sentence break in its place); a quoted name stays."""
+    quoted = match[1] if match[1] is not None else match[2]
+    words = quoted.split()
+    speech = len(words) > 4 or any(w.lower().strip(",.!?") in PERSONAL_WORDS for w in words)
+    return ". " if speech else quoted
+
+
 def sentences(body: str) -> list[str]:
-    body = EMOJI.sub(". ", body.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"'))
+    body = body.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')
+    body = QUOTED.sub(_unquoted, QUOTED_LINE.sub(". ", body))
+    body = EMOJI.sub(". ", JOKE_EMOJI.sub(" lol", body))
     pieces: list[str] = []
     for piece in SENTENCE.split(body):
         piece = piece.strip()
@@ -197,7 +236,8 @@ def _kept(clauses: list[str]) -> list[str]:
         if REPORTED.search(clause):
             break  # what someone said, and all that follows it
         said = LAUGH.sub("", clause)  # "haha I'm from Slough": a laugh at what was said before, not a joke
-        if not (NEGATED.search(said) or PLANNED.search(said) or JOKING.search(said)):
+        passing = TEMPORARY.search(said) and not CHANGED.search(said)  # "moved here this week" lasts
+        if not (NEGATED.search(said) or PLANNED.search(said) or JOKING.search(said) or passing):
             kept.append(normalise(said))
     return [c for c in kept if c]
 

@@ -66,6 +66,8 @@ class _Reader:
 
     def turn(self, i: int) -> list[Found]:
         turn, out = self.turns[i], []
+        if turn.assistant:
+            return []
         for s, clauses in enumerate(turn.sentences):
             for c, clause in enumerate(clauses):
                 out.extend(self._clause(i, clause, [*(", ".join(x) for x in turn.sentences[:s]), *clauses[:c]]))
