@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from mneme.consolidation.claim_answers import answer_claims, asked, bounced
+from mneme.consolidation.claim_corrections import corrected
 from mneme.consolidation.claim_rules import CALLED_KIND, HE, SHE, THAT, TOPIC, Found, appositions, clause_claims
 from mneme.consolidation.claim_turns import Mention, Turn, mentions, read
 from mneme.consolidation.claim_values import NAME, value
@@ -158,10 +159,16 @@ def window_claims(turns: Sequence[tuple[str | None, str]]) -> list[tuple[int, Cl
 
     Each turn is (speaker, text); the speaker may also be the text's `Name:` prefix (which wins). A turn
     may take its meaning from the turns just before it where the reading is plain (see the module's
-    docstring); a claim stated twice is returned for each turn that states it."""
+    docstring), and corrects what the speaker just said ("sorry, I meant Bristol": `claim_corrections`); a
+    claim stated twice is returned for each turn that states it."""
     read_turns = [read(speaker, text) for speaker, text in turns]
     reader = _Reader(read_turns)
-    return [(i, Claim(*claim)) for i in range(len(read_turns)) for claim in reader.turn(i)]
+    found = [(i, claim) for i in range(len(read_turns)) for claim in reader.turn(i)]
+
+    def before(i: int, words: str) -> list[Found]:  # what turn i says before its correction
+        return [Found(*c) for j, c in window_claims([*turns[:i], (read_turns[i].speaker, words)]) if j == i]
+
+    return [(i, Claim(*claim)) for i, claim in corrected(read_turns, found, before)]
 
 
 def claims(text: str, speaker: str | None = None) -> list[Claim]:
