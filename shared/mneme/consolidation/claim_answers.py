@@ -103,6 +103,11 @@ COURTESY = re.compile(
 SCOFF = re.compile(
     r"^(?:(?:yeah|yes|yep|sure|right),? (?:right|sure|yeah|no)\b|as if\b|i wish\b|if only\b|in my dreams\b)", re.I
 )
+PREDICATE = re.compile(
+    r"\s*(?:'s\b|(?:is|are|was|were|has|have|had|does|do|did|will|would|can|could|should|keeps?|goes|went|says|"
+    r"said|seems|looks|sounds|feels|loves|hates|gets|got|makes|made|never|always|just|really)\b)",
+    re.I,
+)
 BOUNCE = re.compile(r"^(?:and |what about |how about )?(?:you|u|yourself)\W*$", re.I)
 
 
@@ -145,11 +150,15 @@ def _addressed_elsewhere(question: str, answerer: str) -> bool:
 
 
 def _answer_value(asked: Asked, clause: str) -> str | None:
+    """The value the answer gives: the clause itself or its head ("Acme since May"), never the subject of a
+    sentence of its own ("Slack is down again" answers no "where do you live?")."""
     if asked.kind == "place":
         clause = re.sub(r"^(?:I am |we are |We are )?(?:in|near|just outside|outside|based in) ", "", clause)
     if asked.kind == "org":
         clause = re.sub(r"^(?:I am |We are |I work )?(?:at|for|with) ", "", clause)
-    return value(asked.kind, clause, asked.property)
+    said = value(asked.kind, clause, asked.property)
+    at = clause.find(said) if said else -1
+    return said if said and not (at >= 0 and PREDICATE.match(clause, at + len(said))) else None
 
 
 def _confirmed(question: str, answer: Turn, hints: str) -> list[Found]:

@@ -28,6 +28,12 @@ MARKER = re.compile(
     rf"(?:^|(?<=[,.;!?])\s*|\s[-–—]\s*)(?:(?P<x>{EXPLICIT})|sorry[,!]\s*)\s*(?P<rest>\S.*)$", re.I | re.S
 )
 TRAILING_STAR = re.compile(r"^(?P<rest>[^*\s][^*]*?)\*$")  # "Apex*"
+# Words taken back: "I live in Leeds. Ok I don't", "jk", "not really" (in the turn, or just after it).
+TAKEN_BACK = re.compile(
+    r"(?:^|(?<=[,.;!?])\s*)(?:(?:ok|okay|well|lol|haha|nah|no)[,!]?\s+)*(?:jk|j/k|just kidding|kidding|not really|"
+    r"(?:I|we) (?:don't|do not|am not|'m not|didn't|haven't|wasn't|can't)|I'm not)\s*(?:[,.!]\s*(?:but|and)\b.*)?\W*$",
+    re.I | re.S,
+)
 OPENING = re.compile(r"^(?:it's|it is|it was|I meant|I mean|that's|that is)\s+", re.I)
 
 
@@ -58,11 +64,24 @@ def _replace(candidates: list[Found], value: str, explicit: bool) -> tuple[list[
     return (candidates if explicit else []), None
 
 
+def _taken_back(out: Claims, turns: Sequence[Turn], i: int, start: int, before: Before) -> Claims:
+    """Without the claims taken back: this turn's before the words, or the speaker's turn just before."""
+    if start > 0:
+        withdrawn = before(i, turns[i].text[:start])
+        return [(j, c) for j, c in out if not (j == i and c in withdrawn)]
+    if i and turns[i - 1].speaker == turns[i].speaker:
+        return [(j, c) for j, c in out if j != i - 1]
+    return out
+
+
 def corrected(turns: Sequence[Turn], found: Claims, before: Before) -> Claims:
     """The window's claims with every correction applied."""
     out = list(found)
     for i, turn in enumerate(turns):
         if turn.assistant:
+            continue
+        if back := TAKEN_BACK.search(turn.text):
+            out = _taken_back(out, turns, i, back.start(), before)
             continue
         marker = MARKER.search(turn.text) or TRAILING_STAR.match(turn.text.strip())
         if not marker:

@@ -20,6 +20,7 @@ from mneme.consolidation.claim_values import (
     FAMILY,
     HOME_HINTS,
     KIN_TITLES,
+    SECRET,
     LIVING_HINTS,
     NAME,
     TOOL_HINTS,
@@ -179,7 +180,7 @@ RULES: tuple[tuple[str, ...], ...] = (
     ),
     ("diet", "phrase", rf"^{SUBJECT}{BE}(?: now| also| strictly| fully| a)* (?P<v>{'|'.join(DIETS)})(?![\w-])"),
     ("diet", "phrase", rf"^{SUBJECT}{ADV}(?: went| have gone| has gone| turned) (?P<v>vegan|vegetarian|pescatarian)\b"),
-    ("allergic to", "phrase", rf"^{SUBJECT}{BE}(?: also| very| severely| really| quite| super)* allergic to (?P<v>.+)"),
+    ("allergic to", "allergen", rf"^{SUBJECT}{BE}(?: also| very| severely| really| quite| super)* allergic to (?P<v>.+)"),
     ("has", "phrase", rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>{'|'.join(CONDITIONS)})$"),
     ("speaks", "name", rf"^{SUBJECT}{ADV} speaks? (?P<v>.+)"),
     (
@@ -376,9 +377,11 @@ def _possessive(clause: str, speaker: str | None) -> list[Found]:
         if shape == "called":  # "my dog is called Biscuit", "Leon's cats are called Miso and Tofu"
             plural = prop.endswith("s") and not prop.endswith("ss")
             prop = f"{prop}' names" if plural else f"{prop}'s name"
-        bare = re.fullmatch(r"favou?rite", prop)  # "my favourite is the red one": of what?
+        bare = re.fullmatch(r"favou?rite(?: (?:one|bit|part|thing|moment|kind|type|sort))?", prop)  # of what?
         if (not shape.startswith("favourite") and not is_property(prop)) or OLD.search(prop) or bare:
             return []
+        if SECRET.search(prop):
+            return []  # "my password is hunter2": never kept, never repeated
         if shape == "is" and prop in FAMILY and re.match(r"\d", groups["v"]):
             return []  # "my son is 7": his age (a rule of its own), not who he is
         kind = "names" if shape == "called" or (shape == "is" and prop in FAMILY) else "thing"

@@ -48,7 +48,8 @@ HEDGED = re.compile(
     r"assume|reckon|considering|imagine|pretend|hypothetically|someday|one day|not sure|unsure|dunno|no idea|"
     r"kind of|sort of|supposed to|fingers crossed|apparently|allegedly|supposedly|rumou?r|seems|pretty sure|"
     r"i heard|they say|in theory|ideally|might've|could've|would've|believe|believes|iirc|afaik|as far as i know|"
-    r"i gather|presumably|word is|bet|looks like|sounds like|must be|if i remember|doubt)\b|'d\b",
+    r"i gather|presumably|word is|bet|looks like|sounds like|must be|if i remember|doubt|except|apart from|"
+    r"other than)\b|'d\b",
     re.I,
 )
 NEGATED = re.compile(
@@ -66,18 +67,24 @@ REPORTED = re.compile(
     r"\b(?:said|says|saying|told|tells|mentioned|reckons|heard|claims|claimed|according to|swears|swore|"
     r"insists|insisted)\b|"
     r"\b(?:goes|went|wrote|writes|texted|posted|messaged|emailed|announced|(?:is|was|'s|are|were|am|be) like)"
-    r"(?=\s*[,:]|\s+(?:I|I'm|me|my|we|our|he|she|they|his|her|that)\b)",  # 'she goes, I'm quitting'
+    r"(?=\s*[,:]|\s*$|\s+(?:I|I'm|me|my|we|our|he|she|they|his|her|that)\b)",  # 'she goes, I'm quitting'
     re.I,
 )
-# A state that holds only for a while: "I'm living in Leeds for the summer", "my manager is Sam for now".
-TEMPORARY = re.compile(
+# A state that holds only for a while: "I'm living in Leeds for the summer", "my manager is Sam for now",
+# "I moved to Leeds for six months" (not "I've lived in Leeds for six months"); "I'm in the Leeds office this
+# week" (not "I moved to Leeds this week").
+FOR_A_WHILE = re.compile(
     r"\b(?:until|till|'til|for now|for the time being|temporarily|for the (?:summer|winter|spring|autumn|week|"
-    r"weekend|month|holidays|term|semester|day|night)|for a (?:bit|few days|few weeks|couple of (?:days|weeks)|"
-    r"week|fortnight)|this (?:week|weekend|month|term|afternoon|morning|evening)|tonight)\b",
+    r"weekend|month|holidays|term|semester|day|night)|for a (?:bit|while|few days|few weeks|couple of (?:days|weeks)|"
+    r"week|fortnight)|for (?:\d+|one|two|three|four|five|six|a few|a couple of|several) (?:days|weeks|months))\b",
     re.I,
 )
+THIS_WEEK = re.compile(r"\b(?:this (?:week|weekend|month|term|afternoon|morning|evening)|tonight)\b", re.I)
+PERFECT = re.compile(r"\b(?:have|has|had|since)\b|'ve\b", re.I)
 CHANGED = re.compile(r"\b(?:moved|relocated|started|joined|switched|got|began|turned|became|bought|adopted)\b", re.I)
-JOKING = re.compile(r"\b(?:lol|lmao|rofl|haha\w*|hehe\w*|jk|kidding|joking|/s)\b|;\)|:p\b", re.I)
+JOKING = re.compile(r"\b(?:lol|lmao|rofl|haha\w*|hehe\w*|jk|kidding|joking)\b|;\)|:p\b|/s\b", re.I)
+# What takes back all of its sentence: "I'm allergic to cats, jk", "I love Mondays, said no one ever".
+TAKEN_BACK = re.compile(r"\b(?:jk|j/k|kidding|joking|said no one ever|said nobody ever)\b|/s\b|\bnot!", re.I)
 TAIL = re.compile(r"(?:,?\s+(?:btw|tbh|fyi|by the way|honestly|obviously|though|x+))+$", re.I)
 LAUGH = re.compile(r"^(?:ha+|hah|haha\w*|hehe\w*|lol|lmao)\b[\s,!.]*", re.I)
 FILLER = re.compile(
@@ -230,15 +237,28 @@ def _asserting(sentence: str) -> tuple[list[str], str | None]:
     return _kept(clauses[:-1]), sentence  # "We moved to Linear, did you get the invite?": the question goes
 
 
+def passing(clause: str) -> bool:
+    """Does the clause say its state holds only for a while?"""
+    return bool(FOR_A_WHILE.search(clause) and not PERFECT.search(clause)) or bool(
+        THIS_WEEK.search(clause) and not CHANGED.search(clause)
+    )
+
+
 def _kept(clauses: list[str]) -> list[str]:
+    """The clauses that assert: not what someone said (nor all after it), a negation, a plan, a joke or a
+    passing state; a clause that only says for how long ("…, for now") takes the one before it, and a
+    retraction ("I'm allergic to cats, jk") all of the sentence."""
+    said = [LAUGH.sub("", clause) for clause in clauses]  # "haha I'm from Slough": a laugh at what went before
+    if any(TAKEN_BACK.search(clause) for clause in said):
+        return []
     kept: list[str] = []
-    for clause in clauses:
+    for clause in said:
         if REPORTED.search(clause):
             break  # what someone said, and all that follows it
-        said = LAUGH.sub("", clause)  # "haha I'm from Slough": a laugh at what was said before, not a joke
-        passing = TEMPORARY.search(said) and not CHANGED.search(said)  # "moved here this week" lasts
-        if not (NEGATED.search(said) or PLANNED.search(said) or JOKING.search(said) or passing):
-            kept.append(normalise(said))
+        if passing(clause) and len(clause.split()) <= 4 and kept:
+            kept.pop()  # "I work at Acme, for now"
+        if not (NEGATED.search(clause) or PLANNED.search(clause) or JOKING.search(clause) or passing(clause)):
+            kept.append(normalise(clause))
     return [c for c in kept if c]
 
 

@@ -413,9 +413,40 @@ def is_phrase(text: str, max_words: int = 4) -> bool:
     )
 
 
+# What no one is allergic to but in jest: "allergic to Mondays", "allergic to effort", "allergic to running".
+NOT_ALLERGENS = frozenset(
+    "effort work people mornings exercise commitment responsibility adulting homework housework chores fun life "
+    "school maths math cardio gyms gym meetings emails email small talk children kids men women vegetables "
+    "sunlight daylight early starts".split()
+)
+
+
+def is_allergen(text: str) -> bool:
+    """What one may be allergic to: a short phrase ('peanuts', 'cats', 'penicillin'), no time ('Mondays'), no
+    activity ('running') and none of the things people claim in jest."""
+    first = text.split()[0].lower() if text.split() else ""
+    return (
+        is_phrase(text)
+        and not TIMES.search(text)
+        and not first.endswith("ing")
+        and text.lower() not in NOT_ALLERGENS
+    )
+
+
+# A secret is never a property: kept, it would be repeated to whoever recalls it.
+SECRET = re.compile(
+    r"\b(?:password|passcode|passphrase|passwd|pin|pin code|pin number|cvv|cvc|security (?:code|answer|question)|"
+    r"memorable (?:word|answer|date)|one-time code|otp|verification code|login code|api key|access key|token|"
+    r"secret|credentials)\b",
+    re.I,
+)
+
+
 def is_property(text: str) -> bool:
     """A property is a short noun phrase: no verbs, pronouns, time words or names ('make sure the trail',
-    'brother Pádraig' are none); an acronym may be one ('CI', 'VAT scheme')."""
+    'brother Pádraig' are none); an acronym may be one ('CI', 'VAT scheme'); never a secret ('password')."""
+    if SECRET.search(text):
+        return False
     parts = text.split()
     if any(TITLE_WORD.fullmatch(p) for p in parts):
         return False
@@ -465,6 +496,7 @@ def value(kind: str, text: str, prop: str = "") -> str | None:
         "answer": lambda v: is_thing(v, prop, bare=False),  # an answer's "Tough one." is no favourite film
         "owned": lambda v: is_name(v) or _article_phrase(v, "owns") or (is_phrase(v, 3) and not QUANTITY.search(v)),
         "phrase": is_phrase,
+        "allergen": is_allergen,
         "age": lambda v: bool(re.fullmatch(r"\d{1,3}", v)) and 0 < int(v) < 120,
         "names": lambda v: all(is_name(n) for n in re.split(r", | and | & ", v)),
         "amount": lambda v: bool(AMOUNT_RE.fullmatch(v)) and bool(re.search(r"[£$€¥₹k]|pounds|euros|dollars", v)),
