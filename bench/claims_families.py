@@ -5,7 +5,7 @@ Run: .venv/bin/python bench/claims_families.py [--set NAME ...] [--errors]
 A claim belongs to a family when it disappears with that family switched off (one family at a time: a
 pattern of `claim_rules.RULES`, a shape of `claim_rules.POSSESSIVES`, the "called" reading, appositions,
 answers, confirmations); a claim two families both find belongs to neither ("shared"). Families that find
-nothing on the sets are listed too: nothing vouches for them. Meant for the dev sets (`dev`, `chat`);
+nothing on the sets are listed too: nothing vouches for them. Meant for the dev sets (`dev`, `chat`, `traps`);
 never run it on a held-out set, whose errors must not be read.
 """
 
@@ -69,10 +69,10 @@ def run(names: list[str]) -> tuple[set[Found], set[Found]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", action="append", choices=("dev", "chat"), help="repeatable; default dev and chat")
+    parser.add_argument("--set", action="append", choices=("dev", "chat", "traps"), help="repeatable; default dev, chat and traps")
     parser.add_argument("--errors", action="store_true", help="list each family's false positives")
     args = parser.parse_args()
-    names = args.set or ["dev", "chat"]
+    names = args.set or ["dev", "chat", "traps"]
     everything, wanted = run(names)
     owned: dict[str, set[Found]] = {}
     for family, off in families():

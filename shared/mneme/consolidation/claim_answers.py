@@ -108,6 +108,7 @@ PREDICATE = re.compile(
     r"said|seems|looks|sounds|feels|loves|hates|gets|got|makes|made|never|always|just|really)\b)",
     re.I,
 )
+PARTLY = re.compile(r"\b(?:mostly|partly|ish|more or less|almost|nearly|in a way|technically|half)\b", re.I)
 BOUNCE = re.compile(r"^(?:and |what about |how about )?(?:you|u|yourself)\W*$", re.I)
 
 
@@ -167,6 +168,8 @@ def _confirmed(question: str, answer: Turn, hints: str) -> list[Found]:
     first = answer.first.strip()
     if not YES.match(first) or len(first.split()) > 8 or GUARDED.search(first) or SCOFF.match(first):
         return []
+    if any(GUARDED.search(said) or PARTLY.search(said) for said in answer.said):
+        return []  # "yes! well, mostly"
     if first.endswith("?"):
         return []
     statement = None

@@ -21,6 +21,7 @@ from mneme.consolidation.claim_values import (
     HOME_HINTS,
     KIN_TITLES,
     SECRET,
+    STAND_INS,
     LIVING_HINTS,
     NAME,
     TOOL_HINTS,
@@ -339,8 +340,8 @@ def _rule_claims(clause: str, speaker: str | None, hints: str) -> list[Found]:
             continue
         if not prop:
             continue
-        if prop == "{k}'s name" and (groups.get("k") or "").split()[-1] in STRANGERS:
-            continue
+        if prop == "{k}'s name" and (groups.get("k") or "").split()[-1] in STRANGERS | STAND_INS:
+            continue  # "a guy called Dave", "one called Rex"
         if prop == "teaches":  # "he teaches at Kingsway High": a teacher, and where
             if employer := value("org", groups["v"]):
                 out += [Found(entity, "works as", "teacher"), Found(entity, "works at", employer)]

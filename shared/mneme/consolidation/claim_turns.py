@@ -112,6 +112,7 @@ PERSON_VERB = re.compile(
     r"got|just|and I|and me|is from|texted|called|rang|messaged))\b"
 )
 NAMES = re.compile(rf"(?<![\w'])({NAME})")
+OWNED_RELATION = re.compile(rf" ({'|'.join(FAMILY)})\b")
 RELATION = re.compile(rf"\b[Mm]y ({'|'.join(FAMILY)})\b(?! {NAME})")
 SHE_WORDS = frozenset(
     "mum mom mother sister wife daughter girlfriend fiancée fiancee aunt niece grandma grandmother stepmum".split()
@@ -278,11 +279,16 @@ def mentions(sentence: str, speaker: str | None) -> list[Mention]:
         certain = start > 0 or bool(PERSON_VERB.match(sentence, len(name)))
         if certain or name.lower() not in STOPWORDS:  # "Did you hear…" names nobody; "Sam and Tom…" may
             found.append(Mention(name, certain))
+        if match[1].endswith("'s") and (owned := OWNED_RELATION.match(sentence, match.end())):
+            found.append(Mention(f"{name}'s {owned[1]}", True, _pronoun(owned[1])))  # "Tom's brother": a 'he' too
     if speaker:
         for relation in RELATION.finditer(sentence):
-            pronoun = "she" if relation[1] in SHE_WORDS else "he" if relation[1] in HE_WORDS else ""
-            found.append(Mention(f"{speaker}'s {relation[1]}", True, pronoun))
+            found.append(Mention(f"{speaker}'s {relation[1]}", True, _pronoun(relation[1])))
     return found
+
+
+def _pronoun(relation: str) -> str:
+    return "she" if relation in SHE_WORDS else "he" if relation in HE_WORDS else ""
 
 
 def read(speaker: str | None, text: str) -> Turn:

@@ -313,7 +313,10 @@ def _bare_phrase(text: str, prop: str) -> bool:
     """A lowercase phrase as a value: only where the property names a category ("favourite food | ramen")."""
     if text.lower() in FREQUENCY:
         return True
-    return bool(CATEGORY.search(prop)) and len(text.split()) <= 4 and text.lower() not in EVALUATIVE
+    words = text.lower().split()
+    if not words or words[0] in ("a", "an", "the") or any(w in EVALUATIVE for w in words):
+        return False  # "our team is the best": a judgement
+    return bool(CATEGORY.search(prop)) and len(words) <= 4
 
 
 PRODUCT_NOUN = re.compile(
@@ -389,9 +392,22 @@ def is_workplace(text: str) -> bool:
     return found is not None and found[1] in WORKPLACES
 
 
+ORGANISATION = re.compile(
+    r"\b(?:Ltd|Limited|Inc|plc|PLC|LLC|LLP|GmbH|Gas|Energy|Bank|Group|Insurance|Telecom|Media|Services|Solutions|"
+    r"Systems|Technologies|Labs|Software|Consulting|Partners|Holdings)\.?$"
+)
+
+
+# What one "lives in" that is no place: "I live in Crocs", "she lives in joggers".
+CLOTHES = frozenset(
+    "crocs uggs joggers trackies pyjamas pjs hoodies hoodie leggings trainers sweatpants jeans slippers "
+    "onesies onesie sliders flip-flops birkenstocks".split()
+)
+
+
 def is_place(text: str) -> bool:
-    """A place: a name, not a department ('I moved to Marketing')."""
-    if text.lower() in DEPARTMENTS:
+    """A place: a name, not a department ('I moved to Marketing') or a company ('I'm from British Gas')."""
+    if text.lower() in DEPARTMENTS or text.lower() in CLOTHES or ORGANISATION.search(text) or known_tool(text):
         return False
     return bool(NAME_RE.fullmatch(text)) and is_name(text) and len(text.split()) <= 5
 
