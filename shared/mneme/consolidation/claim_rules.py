@@ -109,7 +109,12 @@ RULES: tuple[tuple[str, ...], ...] = (
         rf"(?:at|for) (?P<o>.+?) as (?:an? |the )?(?P<r>.+)",
     ),
     ("works as", "org", rf"^{SUBJECT}{ADV}(?: joined| has joined| have joined) (?P<o>.+?) as (?:an? |the )?(?P<r>.+)"),
-    ("works at", "org", rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working) (?:at|for) (?P<v>.+)"),
+    (
+        "works at",
+        "org",
+        rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working| have worked| has worked|"
+        rf" have been working| has been working) (?:at|for) (?P<v>.+)",
+    ),
     (
         "works at",
         "org",
@@ -232,7 +237,7 @@ POSSESSIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # "my dog is called Biscuit", "Ruth's daughter is called Ada"
         (
             "called",
-            rf"^{POSSESSIVE} (?:new )?(?P<p>[a-z][\w'-]*(?: [a-z][\w'-]*){{0,2}}) (?:is|are) (?:called|named) "
+            rf"^{POSSESSIVE} (?:new )?(?P<p>[a-z][\w'-]*(?: [a-z][\w'-]*){{0,2}})(?: is| are|'s) (?:called|named) "
             r"(?P<v>.+)",
         ),
         # "my mum is a teacher": a relation's job

@@ -49,11 +49,11 @@ HEDGED = re.compile(
     r"kind of|sort of|supposed to|fingers crossed|apparently|allegedly|supposedly|rumou?r|seems|pretty sure|"
     r"i heard|they say|in theory|ideally|might've|could've|would've|believe|believes|iirc|afaik|as far as i know|"
     r"i gather|presumably|word is|bet|looks like|sounds like|must be|if i remember|doubt|except|apart from|"
-    r"other than)\b|'d\b",
+    r"other than|dream|dreams|dreaming|fantasy)\b|'d\b",
     re.I,
 )
 NEGATED = re.compile(
-    r"\b(?:not|never|no longer|no more|nope|anymore|any more|used to|stopped|quit|ex|former(?:ly)?|left|"
+    r"\b(?:not|never|no longer|no more|nope|anymore|any more|used to|stopped|quit|gave up|give up|ex|former(?:ly)?|left|"
     r"without|neither|nor|none)\b|n't\b|\bex-",
     re.I,
 )

@@ -166,6 +166,7 @@ def window_claims(turns: Sequence[tuple[str | None, str]]) -> list[tuple[int, Cl
     found = [(i, claim) for i in range(len(read_turns)) for claim in reader.turn(i)]
 
     def before(i: int, words: str) -> list[Found]:  # what turn i says before its correction
+        words = words.rstrip(" ,;:-–—")
         return [Found(*c) for j, c in window_claims([*turns[:i], (read_turns[i].speaker, words)]) if j == i]
 
     return [(i, Claim(*claim)) for i, claim in corrected(read_turns, found, before)]
