@@ -125,7 +125,8 @@ HE_WORDS = frozenset(
 PERSONAL_WORDS = PERSONAL | VERBISH
 LABELS = frozenset(
     "note notes update reminder ps edit fyi q a re todo action summary decision risk next important warning tip "
-    "answer question context deadline owner status agenda minutes".split()
+    "answer question context deadline owner status agenda minutes noted done fixed confirmed tldr nb result "
+    "outcome correction example".split()
 )
 NOT_A_PERSON = re.compile(
     r"\b(?:in|at|to|from|near|into|for|on|via|the|with|by|of|my|our|use|using|uses|love|loved|like|watch|watched|"
@@ -171,8 +172,11 @@ class Turn:
 
 
 def _speaker(speaker: str | None, text: str) -> tuple[str | None, str]:
-    """The turn's speaker and its words: a `Name:` prefix wins, a label ("Reminder:", "Note:") is no one."""
+    """The turn's speaker and its words: a `Name:` prefix wins, a label ("Reminder:", "Note:") is no one, and
+    an assistant's words stay its own whatever they open with ("Noted: Dave lives in Ripon")."""
     prefixed, body = split_speaker(text)
+    if speaker and speaker.lower() in ASSISTANTS:
+        return speaker, body
     if prefixed and prefixed.lower() in LABELS:
         prefixed = None
     who = prefixed or speaker
