@@ -14,13 +14,14 @@ from mneme.consolidation.claims import Claim, claims, window_claims
     [
         # someone else's words: quoted, retold, "goes", "was like", a quoted message
         'Sam: so Jonah goes "I\'m moving to Oslo, I got a job at Equinor"',
-        "Sam: his exact words were 'I own the whole estate'",
+        'Sam: she messaged "I moved to Leeds, my rent is £900"',
         "Sam: > I live in Leeds now and I work at Asda",
         "Sam: then he's like, I'm a pilot now",
-        "Sam: Tom swears he's from Monaco",
-        "Sam: Jess texted me that she's vegan now",
-        "Sam: I believe Sian works at Monzo",
-        "Sam: iirc her brother lives in Cardiff",
+        "Sam: and she goes, my husband is a surgeon",
+        "Sam: Tom swears, my sister lives in Paris",
+        "Sam: Jo texted me, she's vegan now",
+        "Sam: Sian works at Monzo, I believe",
+        "Sam: my brother lives in Cardiff, iirc",
         # a passing state, a wish, an exception
         "Sam: I'm living in Leeds for the summer",
         "Sam: I work at Acme, for now",
@@ -31,7 +32,7 @@ from mneme.consolidation.claims import Claim, claims, window_claims
         # jokes and retractions
         "Sam: I'm allergic to cats, jk I just hate them",
         "Sam: I live in Leeds, said no one ever",
-        "Sam: I'm a millionaire now 😂",
+        "Sam: I'm a pilot now 😂",
         "Sam: I'm allergic to Mondays",
         "Sam: I live in Crocs",
         "Sam: I work at Tesco. well, worked",
