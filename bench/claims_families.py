@@ -43,7 +43,9 @@ def families() -> list[tuple[str, Callable[[], object]]]:
     out: list[tuple[str, Callable[[], object]]] = []
     for k, rule in enumerate(claim_rules.RULES):
         rest = tuple(r for j, r in enumerate(claim_rules.COMPILED) if j != k)
-        out.append((f"rule {k:2d} {rule[0]} ({rule[1]})", lambda rest=rest: switched_off(claim_rules, "COMPILED", rest)))
+        out.append(
+            (f"rule {k:2d} {rule[0]} ({rule[1]})", lambda rest=rest: switched_off(claim_rules, "COMPILED", rest))
+        )
     for k, (shape, _) in enumerate(claim_rules.POSSESSIVES):
         rest_p = tuple(p for j, p in enumerate(claim_rules.POSSESSIVES) if j != k)
         out.append((f"possessive {k} {shape}", lambda rest=rest_p: switched_off(claim_rules, "POSSESSIVES", rest)))
@@ -69,7 +71,9 @@ def run(names: list[str]) -> tuple[set[Found], set[Found]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", action="append", choices=("dev", "chat", "traps"), help="repeatable; default dev, chat and traps")
+    parser.add_argument(
+        "--set", action="append", choices=("dev", "chat", "traps"), help="repeatable; default dev, chat and traps"
+    )
     parser.add_argument("--errors", action="store_true", help="list each family's false positives")
     args = parser.parse_args()
     names = args.set or ["dev", "chat", "traps"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+
 from mneme.consolidation.claim_rules import Found
 from mneme.consolidation.claim_turns import Turn
 from mneme.consolidation.claim_values import AMOUNT_RE, DATE_RE, clean, is_name, is_role

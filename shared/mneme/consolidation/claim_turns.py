@@ -53,8 +53,8 @@ HEDGED = re.compile(
     re.I,
 )
 NEGATED = re.compile(
-    r"\b(?:not|never|no longer|no more|nope|anymore|any more|used to|stopped|quit|gave up|give up|ex|former(?:ly)?|left|"
-    r"without|neither|nor|none)\b|n't\b|\bex-",
+    r"\b(?:not|never|no longer|no more|nope|anymore|any more|used to|stopped|quit|gave up|give up|ex|former(?:ly)?|"
+    r"left|without|neither|nor|none)\b|n't\b|\bex-",
     re.I,
 )
 PLANNED = re.compile(
@@ -134,7 +134,9 @@ NOT_A_PERSON = re.compile(
     r"listen to|listening to|switched|moved|joined|downloaded|installed)$",
     re.I,
 )
-ASSISTANTS = frozenset("assistant ai bot chatbot system agent model copilot chatgpt gpt claude gemini siri alexa".split())
+ASSISTANTS = frozenset(
+    "assistant ai bot chatbot system agent model copilot chatgpt gpt claude gemini siri alexa".split()
+)
 
 
 class Mention(NamedTuple):

@@ -87,17 +87,20 @@ KIN_TITLES = frozenset(
     "Nan Nana Nanna Gran Granny Grandma Grandad Granddad Grandpa Grandmother Grandfather Mam Mammy Mummy Mommy "
     "Daddy Papa Mama Auntie Aunty Aunt Uncle Cousin".split()
 )
-NOT_NAMES = frozenset(
-    "I I'm I've I'd I'll We You He She They It My Our Your His Her Their Its The A An This That These Those There "
-    "Here What Who Where When Why How Which Let Let's Yes Yeah Yep Yup No Nope Not So And But Or Also Just Oh Ok "
-    "Okay OK Hi Hey Hello Lol LOL Haha Thanks Thank Please Sorry Well Today Tomorrow Yesterday Tonight Everyone "
-    "Everybody Anyone Someone Nobody Nothing Something Everything Same Sure Nice Great Cool Good Bad Wow Omg OMG "
-    "Btw BTW Fyi FYI Morning Evening Night Congrats Happy Mum Mom Dad Also Maybe Perhaps Then Now Still Definitely "
-    "Honestly Actually Anyway Ugh Ooh Aww Love Damn God Jesus Christmas Easter Me Him Her Us Them Mine Yours "
-    "Home Nowhere Everywhere Somewhere Anywhere Elsewhere Abroad Around Retired Unemployed Freelance Remote "
-    "Remotely Online Uni School Work Office Downtown Various Several Different Tough Hard Long Fine Not Life "
-    "Coffee Lunch Dinner Breakfast Weekend Weekends".split()
-) | KIN_TITLES
+NOT_NAMES = (
+    frozenset(
+        "I I'm I've I'd I'll We You He She They It My Our Your His Her Their Its The A An This That These Those There "
+        "Here What Who Where When Why How Which Let Let's Yes Yeah Yep Yup No Nope Not So And But Or Also Just Oh Ok "
+        "Okay OK Hi Hey Hello Lol LOL Haha Thanks Thank Please Sorry Well Today Tomorrow Yesterday Tonight Everyone "
+        "Everybody Anyone Someone Nobody Nothing Something Everything Same Sure Nice Great Cool Good Bad Wow Omg OMG "
+        "Btw BTW Fyi FYI Morning Evening Night Congrats Happy Mum Mom Dad Also Maybe Perhaps Then Now Still Definitely "
+        "Honestly Actually Anyway Ugh Ooh Aww Love Damn God Jesus Christmas Easter Me Him Her Us Them Mine Yours "
+        "Home Nowhere Everywhere Somewhere Anywhere Elsewhere Abroad Around Retired Unemployed Freelance Remote "
+        "Remotely Online Uni School Work Office Downtown Various Several Different Tough Hard Long Fine Not Life "
+        "Coffee Lunch Dinner Breakfast Weekend Weekends".split()
+    )
+    | KIN_TITLES
+)
 ADJECTIVAL = re.compile(r"\w-(?:based|ish|like|style|friendly|free|heavy|first|only|native|ready|powered)\b")
 DAYS_MONTHS = frozenset((DAY + "|" + MONTH).split("|"))
 ROLE_HEADS = frozenset(
@@ -442,10 +445,7 @@ def is_allergen(text: str) -> bool:
     activity ('running') and none of the things people claim in jest."""
     first = text.split()[0].lower() if text.split() else ""
     return (
-        is_phrase(text)
-        and not TIMES.search(text)
-        and not first.endswith("ing")
-        and text.lower() not in NOT_ALLERGENS
+        is_phrase(text) and not TIMES.search(text) and not first.endswith("ing") and text.lower() not in NOT_ALLERGENS
     )
 
 
