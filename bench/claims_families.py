@@ -15,13 +15,13 @@ import argparse
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT / "bench")]
 
-from claims import key, load_conversations  # noqa: E402
+from claims import SETS, key, load_conversations  # noqa: E402
 
 from mneme.consolidation import claim_answers, claim_rules  # noqa: E402
 from mneme.consolidation import claims as module  # noqa: E402
@@ -39,8 +39,8 @@ def switched_off(owner: object, name: str, replacement: object) -> Iterator[None
         setattr(owner, name, original)
 
 
-def families() -> list[tuple[str, Callable[[], object]]]:
-    out: list[tuple[str, Callable[[], object]]] = []
+def families() -> list[tuple[str, Callable[[], AbstractContextManager[None]]]]:
+    out: list[tuple[str, Callable[[], AbstractContextManager[None]]]] = []
     for k, rule in enumerate(claim_rules.RULES):
         rest = tuple(r for j, r in enumerate(claim_rules.COMPILED) if j != k)
         out.append(
@@ -61,10 +61,8 @@ def run(names: list[str]) -> tuple[set[Found], set[Found]]:
     found: set[Found] = set()
     wanted: set[Found] = set()
     for name in names:
-        from claims import SETS
-
         for w, window in enumerate(load_conversations(ROOT / "bench" / SETS[name])):
-            found |= {(name, w, i, key(tuple(c))) for i, c in module.window_claims(window.turns)}  # type: ignore[arg-type]
+            found |= {(name, w, i, key(tuple(c))) for i, c in module.window_claims(window.turns)}
             wanted |= {(name, w, i, key(c)) for i, labelled in enumerate(window.expected) for c in labelled}
     return found, wanted
 
@@ -80,7 +78,7 @@ def main() -> None:
     everything, wanted = run(names)
     owned: dict[str, set[Found]] = {}
     for family, off in families():
-        with off():  # type: ignore[attr-defined]
+        with off():
             owned[family] = everything - run(names)[0]
     counted = Counter(claim for claims in owned.values() for claim in claims)
     print(f"sets {', '.join(names)}: {len(everything)} claims, {len(everything & wanted)} right")
