@@ -76,7 +76,8 @@ REPORTED = re.compile(
 FOR_A_WHILE = re.compile(
     r"\b(?:until|till|'til|for now|for the time being|temporarily|for the (?:summer|winter|spring|autumn|week|"
     r"weekend|month|holidays|term|semester|day|night)|for a (?:bit|while(?! now)|few days|few weeks|"
-    r"couple of (?:days|weeks)|week|fortnight)|for (?:\d+|one|two|three|four|five|six|a few|a couple of|several) (?:days|weeks|months))\b",
+    r"couple of (?:days|weeks)|week|fortnight)|"
+    r"for (?:\d+|one|two|three|four|five|six|a few|a couple of|several) (?:days|weeks|months))\b",
     re.I,
 )
 THIS_WEEK = re.compile(r"\b(?:this (?:week|weekend|month|term|afternoon|morning|evening)|tonight)\b", re.I)
