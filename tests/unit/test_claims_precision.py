@@ -77,6 +77,11 @@ def test_nothing_from_other_peoples_words_jokes_passing_states_or_judgements(tex
         ("Sam: my son's called Max", [Claim("Sam", "son's name", "Max")]),
         ("Sam: Uncle Emeka works at Shell", [Claim("Emeka", "works at", "Shell")]),
         ("Sam: I'm a gardener at Kew", [Claim("Sam", "works as", "gardener"), Claim("Sam", "works at", "Kew")]),
+        # a value is what it names: a person's name, a date, a tool; a period of time owns nothing
+        ("Elif: my new manager is a guy called Tomasz", [Claim("Elif", "manager", "Tomasz")]),
+        ("Dario: Our daughter Isla was born on Saturday!", [Claim("Dario", "daughter", "Isla")]),
+        ("Magnus: The events budget for the year is €120,000, so two conferences", []),
+        ("User: Good, we use one board already.", []),
     ],
 )
 def test_the_plain_statement_next_to_each_trap_still_holds(text: str, expected: list[Claim]) -> None:

@@ -286,6 +286,11 @@ NAMED_RELATION = re.compile(rf"(?:[Mm]y|[Oo]ur|{NAME}'s) (?:{FAMILY_RE}) ({NAME}
 APPOSITION = re.compile(rf"(?<![\w'])(?:(?P<my>[Mm]y|[Oo]ur)|(?P<o>{NAME})'s) (?P<rel>{FAMILY_RE}) (?P<n>{NAME})")
 PERSONAL_OBJECT = re.compile(r"(?:my|our|your|his|her|their|the family|family|friends|fun|free)\b", re.I)
 NOT_EMPLOYER = re.compile(r"(?:heart|the moment|home|night|nights|weekends|times|best|worst|most|least|first)\b")
+PERIOD_OF_TIME = re.compile(
+    r"(?:the |this |next |last )?(?:year|month|week|quarter|day|weekend|summer|winter|spring|autumn|term|"
+    r"semester|season|trip|holiday|holidays|event|party|night|evening|morning)",
+    re.I,
+)
 KIN_TITLE = re.compile(rf"^(?:{'|'.join(KIN_TITLES)}) (?=[A-Z])")
 OLD = re.compile(r"\b(?:old|previous|former|ex|last)\b", re.I)
 
@@ -378,8 +383,8 @@ def _possessive(clause: str, speaker: str | None) -> list[Found]:
             entity = TOPIC if shape == "topic" else speaker
         else:
             entity = _entity(re.sub(r"'s$", "", groups["e"]), speaker)
-        if not entity:
-            return []
+        if not entity or PERIOD_OF_TIME.fullmatch(entity):
+            return []  # "the events budget for the year is €120,000": the year owns nothing
         if shape == "relation":  # "my mum is a teacher"
             job = role(groups["r"])
             return [Found(f"{entity}'s {groups['rel']}", "works as", job)] if job else []

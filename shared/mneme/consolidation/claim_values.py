@@ -263,9 +263,15 @@ HEADS = {  # a value of these kinds is the name at the start of the text: "Strip
 }
 
 
+INTRODUCED_AS = re.compile(
+    r"^(?:an?|this|some) (?:guy|man|woman|bloke|lad|girl|lady|chap|person|fella|dude) (?:called|named) (?=[A-Z])"
+)
+
+
 def clean(value: str) -> str:
     """The value up to its first qualifier, without trailing punctuation or filler words."""
     value = re.sub(r"^(?:now|currently|still)\s+", "", value.strip(), flags=re.I)
+    value = INTRODUCED_AS.sub("", value)  # "a guy called Tomasz" is Tomasz
     value = QUALIFIER.split(value, maxsplit=1)[0]
     value = TRAILING.sub("", value.strip(" .'\"’“”")).strip(" .'\"’“”")
     return value
@@ -344,7 +350,7 @@ def is_tool(text: str) -> bool:
     if _article_phrase(text, "") and (_named_phrase(text, "") or PRODUCT_NOUN.search(text)):
         return True  # "a MacBook Air", "the annual plan", not "the stairs"
     first = text.split()[0].lower() if text.split() else ""
-    return is_phrase(text, 3) and not first.endswith("ing") and not TIMES.search(text)
+    return is_phrase(text, 3) and not first.endswith("ing") and not TIMES.search(text) and not QUANTITY.search(text)
 
 
 def is_thing(text: str, prop: str = "", *, bare: bool = True) -> bool:
@@ -516,7 +522,7 @@ def value(kind: str, text: str, prop: str = "") -> str | None:
         "age": lambda v: bool(re.fullmatch(r"\d{1,3}", v)) and 0 < int(v) < 120,
         "names": lambda v: all(is_name(n) for n in re.split(r", | and | & ", v)),
         "amount": lambda v: bool(AMOUNT_RE.fullmatch(v)) and bool(re.search(r"[£$€¥₹k]|pounds|euros|dollars", v)),
-        "date": lambda v: bool(DATE_RE.fullmatch(v)),
+        "date": lambda v: bool(DATE_RE.fullmatch(v)) and v.lower() not in DAYS_MONTHS,  # "born on Saturday"
         "school": lambda v: is_name(v) and v.split()[-1] in SCHOOLS,
     }
     return found if checks[kind](found) and not personal_or_vague(found) else None
