@@ -4,16 +4,17 @@ by measurement; bench/claims.py gives precision and recall on labelled utterance
 A claim is (entity, property, value). The speaker owns first-person statements: "I work at Acme" said
 by Sol is Sol / works at / Acme; the speaker comes from the turn's `Name:` prefix or its given speaker,
 and without one first-person statements yield nothing. Nothing comes from questions, hedges,
-hypotheticals, plans, negations and old values, jokes or what others said (`claim_turns` reads a turn
-down to the clauses that assert something); the rules are in `claim_rules`, what a value may be in
-`claim_values`.
+hypotheticals, plans, negations and old values, passing states, jokes, what others said (retold or
+quoted), or an assistant's turn (`claim_turns` reads a turn down to the clauses that assert something);
+the rules are in `claim_rules`, what a value may be in `claim_values`.
 
 `window_claims` reads a window of turns (a session in order) and may use the turns before a turn, only
 where the reading is plain: the answer to a question or a confirmation of one (`claim_answers`: "Where
 are you working these days?" / "Acme, since May." -> the answerer works at Acme), "he"/"she" when exactly
 one person was named in the turns just before, "she's called Pickle" from whoever just said "we got a
-kitten", "the deadline is 14 March" from whoever just named the one piece of work it belongs to. When
-unsure, nothing: a wrong fact is worse than none.
+kitten", "the deadline is 14 March" from whoever just named the one piece of work it belongs to; and a
+speaker's correction or retraction ("sorry, I meant Bristol", "jk": `claim_corrections`) replaces or
+takes back what they just said. When unsure, nothing: a wrong fact is worse than none.
 """
 
 from __future__ import annotations
