@@ -98,6 +98,7 @@ def test_an_assistant_states_nothing_not_even_of_others() -> None:
     [
         ([("Ola", "I live in Bath"), ("Ola", "sorry, I meant Bristol")], [(1, Claim("Ola", "lives in", "Bristol"))]),
         ([("Sol", "I work at Acme"), ("Sol", "*Apex")], [(1, Claim("Sol", "works at", "Apex"))]),
+        ([("sol", "I work at Acme"), ("sol", "Correction: Apex")], [(1, Claim("Sol", "works at", "Apex"))]),
         ([("Uma", "I'm 34"), ("Uma", "sorry, 35, I keep forgetting")], [(1, Claim("Uma", "age", "35"))]),
         ([("Quin", "my birthday is the 5th, no wait, the 6th")], [(0, Claim("Quin", "birthday", "the 6th"))]),
         (

@@ -85,7 +85,7 @@ PERFECT = re.compile(r"\b(?:have|has|had|since)\b|'ve\b", re.I)
 CHANGED = re.compile(r"\b(?:moved|relocated|started|joined|switched|got|began|turned|became|bought|adopted)\b", re.I)
 JOKING = re.compile(r"\b(?:lol|lmao|rofl|haha\w*|hehe\w*|jk|kidding|joking)\b|;\)|:p\b|/s\b", re.I)
 # What takes back all of its sentence: "I'm allergic to cats, jk", "I love Mondays, said no one ever".
-TAKEN_BACK = re.compile(r"\b(?:jk|j/k|kidding|joking|said no one ever|said nobody ever)\b|/s\b|\bnot!", re.I)
+RETRACTED = re.compile(r"\b(?:jk|j/k|kidding|joking|said no one ever|said nobody ever)\b|/s\b|\bnot!", re.I)
 TAIL = re.compile(r"(?:,?\s+(?:btw|tbh|fyi|by the way|honestly|obviously|though|x+))+$", re.I)
 LAUGH = re.compile(r"^(?:ha+|hah|haha\w*|hehe\w*|lol|lmao)\b[\s,!.]*", re.I)
 FILLER = re.compile(
@@ -181,6 +181,8 @@ def _speaker(speaker: str | None, text: str) -> tuple[str | None, str]:
     if speaker and speaker.lower() in ASSISTANTS:
         return speaker, body
     if prefixed and prefixed.lower() in LABELS:
+        if prefixed.lower() == "correction":
+            body = text.strip()  # "Correction: Bristol" corrects (`claim_corrections`)
         prefixed = None
     who = prefixed or speaker
     if who and who[:1].islower():
@@ -257,7 +259,7 @@ def _kept(clauses: list[str]) -> list[str]:
     passing state; a clause that only says for how long ("…, for now") takes the one before it, and a
     retraction ("I'm allergic to cats, jk") all of the sentence."""
     said = [LAUGH.sub("", clause) for clause in clauses]  # "haha I'm from Slough": a laugh at what went before
-    if any(TAKEN_BACK.search(clause) for clause in said):
+    if any(RETRACTED.search(clause) for clause in said):
         return []
     kept: list[str] = []
     for clause in said:
