@@ -21,14 +21,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mneme.models import Episode
+from mneme import changes
+from mneme.models import Episode, session_position
 from mneme.records import Fact
-from mneme.services.indexing import speaker
-from mneme.services.recall_run import QueryTime
+from mneme.services.recall_records import Record
+from mneme.services.recall_run import QueryTime, stored_vectors
 from mneme.text import MONTH, MONTHS
 
 if TYPE_CHECKING:
-    from mneme.services.recall_run import Candidate, Run
+    from mneme.services.recall_run import Run
 
 _YEAR = r"(?P<y>(?:19|20)\d\d)"
 SEASONS = {"spring": (3, 6), "summer": (6, 9), "autumn": (9, 12), "fall": (9, 12), "winter": (12, 15)}
@@ -171,8 +172,6 @@ def query_time(query: str, reference: datetime | None = None) -> QueryTime:
 TIME_WINDOW_BOOST = 1.3  # an episode inside the time window the query names ("in May 2024")
 TIME_ORDER_WEIGHT = 1.0  # "now" / "first" questions: the latest (earliest) candidate x(1 + this)
 SAYS_WHEN_BOOST = 1.7  # a 'when' question: an episode whose text says when (a day, a date, 'last week', 'ago')
-SAME_THING = 0.5  # two turns of one speaker whose stored vectors' cosine is at least this say the same kind of thing
-SUPERSEDED = 0.8  # an earlier statement superseded by a later one, for a question about the present
 SUPERSEDE_POOL = 50  # supersession is looked for among this many best-scored episodes
 
 
@@ -213,7 +212,8 @@ def time_stage(run: Run) -> None:
                 candidate.scores["says_when"] = SAYS_WHEN_BOOST
                 candidate.score *= SAYS_WHEN_BOOST
                 says_when += 1
-    superseded = supersede(run, dated) if when.prefer == "latest" else []
+    truth = truth_mode(run)
+    superseded = current_truth(run, truth) if truth is not None else []
     window = [when.since.isoformat(), when.until.isoformat()] if when.since and when.until else None
     run.note(
         "time",
@@ -224,6 +224,7 @@ def time_stage(run: Run) -> None:
         prefer=when.prefer,
         inside=inside,
         says_when=says_when,
+        truth=truth,
         superseded=superseded,
     )
 
@@ -238,39 +239,87 @@ def happened(record: object) -> datetime | None:
     return None
 
 
-def supersede(run: Run, candidates: list[Candidate]) -> list[dict[str, object]]:
-    """The latest value wins, at read time (the seeds' supersession, applied to episodes): among the
-    SUPERSEDE_POOL best-scored episodes, a statement followed later by one of the same speaker that
-    says the same kind of thing (stored vectors' cosine >= SAME_THING) is superseded by the latest
-    such one: it scores ×SUPERSEDED (`scores.superseded`), and the later one takes at least the score
-    the earlier had (`scores.newer`: the factor it gained). Returns who superseded whom, for explain."""
-    model = run.deps.embedder.model_id
-    best = sorted(candidates, key=lambda c: (-c.score, c.id))[:SUPERSEDE_POOL]
-    run.with_vectors(best)  # recall loads episodes bare; only "now" questions read these
+# A question about the past asks for the value before a change; one about an event ("what did she say")
+# or a run of them ("what has he tried") asks for neither end of a change.
+PAST = re.compile(
+    r"\b(before|previously|formerly|used to|originally|initially|at first|prior to|back then|back when|"
+    r"in the past|to begin with)\b"
+)
+PAST_THING = re.compile(r"\b(?<!how )(old|former|previous)\b")  # "the old rent" is the past only beside a past verb
+PAST_VERB = re.compile(r"\b(did|was|were|had)\b|\b(has|have|'ve)\b(?: \w+){0,3} (ever|been|done|tried|visited|had)\b")
+NEWER = 1.01  # the later statement of a change ranks just above the earlier one it updates
+EARLIER = 0.9  # ... and the earlier one just below it
+
+
+def truth_mode(run: Run) -> str | None:
+    """`present` for a question about how things are (in the present tense, whether or not it says "now"),
+    `past` for one about how they were before ("before York", "originally", "used to"), None when the
+    question names a period or `as_of`, asks when, or is about an event: then changes only mark the earlier."""
+    when, query = run.when, " ".join((run.request.query or "").lower().replace("’", "'").split())
+    if run.request.as_of is not None or when.since is not None:
+        return None
+    if when.prefer == "latest":
+        return "present"
+    if when.asks_when:
+        return None
+    past_verb = PAST_VERB.search(query)
+    if PAST.search(query) or (past_verb and PAST_THING.search(query)):
+        return "past"
+    return None if past_verb or when.prefer == "earliest" else "present"
+
+
+def _position(record: Record) -> tuple[datetime, datetime, int]:
+    if isinstance(record, Episode):
+        return session_position(record)
+    assert isinstance(record, Fact)
+    return (record.valid_from, record.valid_from, -1)
+
+
+def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
+    """Among the SUPERSEDE_POOL best episodes and claim facts, a later statement that updates an earlier one
+    (`mneme.changes.update_reason`: one owner, one subject, a change) supersedes it: for a question about
+    the present it ranks just above the earlier one (`scores.newer`), which ranks just below it
+    (`scores.superseded`) and is marked `since_changed`; for a question about the past the two change
+    places. Chains resolve to the latest statement. Returns who superseded whom, for explain."""
     pool = [
-        c for c in best if isinstance(c.record, Episode) and c.record.vector is not None and c.record.model_id == model
+        c
+        for c in sorted(run.candidates.values(), key=lambda c: (-c.score, c.id))[:SUPERSEDE_POOL]
+        if isinstance(c.record, Episode) or (isinstance(c.record, Fact) and c.record.tier == "raw")
     ]
-    if len(pool) < 2:
+    pool.sort(key=lambda c: (_position(c.record), c.id))  # type: ignore[arg-type]
+    latest = run.when.prefer == "latest"
+    pairs = [
+        (i, j)
+        for j, later in enumerate(pool)
+        for i, earlier in enumerate(pool[:j])
+        if _position(earlier.record) < _position(later.record)  # type: ignore[arg-type]
+        and changes.update_reason(earlier.record, later.record, 1.0, latest=latest)  # type: ignore[arg-type]
+    ]
+    if not pairs:
         return []
-    episodes = [c.record for c in pool if isinstance(c.record, Episode)]
-    vectors = np.asarray([e.vector for e in episodes], dtype=np.float32)
-    times = np.asarray([e.occurred_at.timestamp() for e in episodes])
-    speakers = [speaker(e) for e in episodes]
-    same = np.asarray([[a == b for b in speakers] for a in speakers])
-    similar = vectors @ vectors.T
-    later = (times[None, :] > times[:, None]) & same & (similar >= SAME_THING)
-    taken: dict[int, float] = {}
+    run.with_vectors([pool[k] for pair in pairs for k in pair])
+    vectors = stored_vectors(run, [pool[k] for pair in pairs for k in pair])
+    winner: dict[int, tuple[int, str, float]] = {}  # earlier -> (its latest updater, why, cosine)
+    for i, j in pairs:
+        a, b = vectors.get(pool[i].id), vectors.get(pool[j].id)
+        similarity = float(np.dot(a, b)) if a is not None and b is not None else 0.0
+        why = changes.update_reason(pool[i].record, pool[j].record, similarity, latest=latest)  # type: ignore[arg-type]
+        if why is not None:
+            winner[i] = (j, why, similarity)  # pairs come in order of the later one: the last is the latest
+    for i in sorted(winner):  # oldest first, so a chain passes its score on to its latest statement
+        later, earlier = pool[winner[i][0]], pool[i]
+        top, bottom = (later, earlier) if mode == "present" else (earlier, later)
+        if top.score <= bottom.score:
+            top.scores["newer" if mode == "present" else "earlier"] = round(bottom.score * NEWER / max(top.score, 1e-9), 6)
+            top.score = bottom.score * NEWER
     out: list[dict[str, object]] = []
-    for i in np.flatnonzero(later.any(axis=1)):
-        j = int(np.flatnonzero(later[i])[np.argmax(times[later[i]])])  # the latest that says the same
-        older = pool[i]
-        out.append({"id": older.id, "by": pool[j].id, "similarity": round(float(similar[i, j]), 6)})
-        taken[j] = max(taken.get(j, 0.0), older.score)
-        older.scores["superseded"] = SUPERSEDED
-        older.score *= SUPERSEDED
-    for j, score in taken.items():
-        newer = pool[j]
-        if score > newer.score > 0:
-            newer.scores["newer"] = round(score / newer.score, 6)
-            newer.score = score
+    for i, (j, why, similarity) in sorted(winner.items()):
+        earlier, later = pool[i], pool[j]
+        top, bottom = (later, earlier) if mode == "present" else (earlier, later)
+        if bottom.score > top.score * EARLIER > 0:
+            bottom.scores["superseded" if mode == "present" else "later"] = round(top.score * EARLIER / bottom.score, 6)
+            bottom.score = top.score * EARLIER
+        assert later.record is not None
+        earlier.changed = {"by": later.id, "at": _position(later.record)[0].date().isoformat(), "why": why}
+        out.append({"id": earlier.id, "by": later.id, "why": why, "similarity": round(similarity, 6)})
     return out
