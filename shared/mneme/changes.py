@@ -45,7 +45,8 @@ def _slot(name: str, cues: str, *, single: bool = True, values: str = "", numeri
 
 SLOTS: tuple[Slot, ...] = (
     _slot("home", r"li(?:ve|ves|ved|ving) (?:in|at|near|with|on)|mov(?:e|ed|ing) (?:to|into|back|out|house|away|in)|"
-          r"relocat\w*|flat(?! rate| tyre| tire)|apartment|address|neighbou?rhood|based in|home ?town"),
+          r"relocat\w*|flat(?! rate| tyre| tire)|apartment|address|neighbou?rhood|based in|home ?town|residents?|"
+          r"got the keys|moved in|(?:new|our|my) (?:place|house|home)|(?:one|two|three)-bed|house in|rent(?:ing)? a"),
     _slot("employer", r"work(?:s|ed|ing)? (?:at|for)|(?:my|our|new|current|old|his|her|their|a|the) (?:[\w-]+ ){0,2}"
           r"job|employer|(?:my|our|new|current|his|her|their) (?:company|firm)|joined|hired|start(?:s|ed|ing)? at|"
           r"resigned|quit|freelanc\w*|laid off|redundan\w*"),
@@ -57,7 +58,7 @@ SLOTS: tuple[Slot, ...] = (
     _slot("school", r"school|university|uni|college|(?<!of )course|degree|studying|stud(?:y|ies)|enrolled|masters?|"
           r"phd|bootcamp"),
     _slot("supplier", r"supplier|vendor|provider|suppl(?:y|ies)|wholesaler|distributor|agency|"
-          r"(?:order|buy)(?:s|ing)? from"),
+          r"(?:order|buy|get|source)(?:s|ing)? (?:[\w-]+ ){0,3}from|deliver(?:y|ies|ed)? from"),
     _slot("tool", r"tool|app|software|editor|ide|tracker|crm|platform|using|use[sd]?|migrat\w*|hosted on|hosting|"
           r"switch(?:ed|ing)? (?:from|to|over)", single=False),
     _slot("framework", r"framework|library|stack|built (?:on|with|in)|written in|rewrit\w*|react|vue|angular|"
@@ -68,10 +69,11 @@ SLOTS: tuple[Slot, ...] = (
     _slot("hours", r"opening hours|open(?:s|ing)? (?:at|from|until|till|on)|clos(?:e|es|ing) (?:at|from|on)|hours|shifts?", numeric=True),
     _slot("schedule", r"meetings?|stand-?ups?|syncs?|calls|appointments?|reschedul\w*|1:1s?|one-on-ones?|retros?|"
           r"lessons?|classes", numeric=True),
-    _slot("deadline", r"deadline|due|launch|go-live|release date|delivery|cutover|ship(?:s|ping)?|postpon\w*|"
+    _slot("deadline", r"deadline|due|launch|go-live|(?:release|new|target) date|delivery|cutover|ship(?:s|ping)?|"
+          r"slip(?:s|ped)?|postpon\w*|"
           r"delay\w*|pushed|brought forward|moved (?:up|back)", numeric=True),
     _slot("owner", r"(?<!my )(?<!our )(?<!their )(?<!his )(?<!her )own(?:s|ed|er|ership)?|in charge|responsible|"
-          r"lead(?:s|ing)? (?:the|on)|hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}"
+          r"lead(?:s|ing)? (?:the|on)|runs the|hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}"
           r"(?:over|off)|t(?:ook|aking|akes) over|point person|assigned|accountable|maintainer"),
     _slot("pet", r"dog|cat|puppy|kitten|pets?|rabbit|hamster|parrot|horse|tortoise|passed away|put down|adopted|"
           r"rehomed", single=False),
@@ -91,14 +93,14 @@ ENDS = re.compile(
     r"\b(?:no longer|not any ?more|n't [\w ]{0,30}any ?more|any ?more|used to|quit|quitting|left|leaving|stopped|"
     r"gave up|given up|dropped|ditched|got rid of|sold|passed away|put (?:him |her |it |them )?down|died|rehomed|"
     r"switch(?:ed|ing)?|swapped|replaced|replacing|migrated|migrating|moved (?:over|away|on|out)|instead|"
-    r"hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}(?:over|off)|t(?:ook|aking) over|broke up|divorced|separated|"
+    r"hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}(?:over|off)|t(?:ook|aking|aken) over|broke up|divorced|separated|"
     r"former(?:ly)?|previously|from [\w.,$£€-]+(?: [\w.,$£€-]+)? to)\b"
 )
 CHANGES = re.compile(  # a change said as such: enough beside a subject the earlier statement shares
     r"\b(?:moved|moving|relocated|changed|changing|upgraded|downgraded|pushed|postponed|delayed|rescheduled|"
     r"brought forward|raised|increased|went up|gone up|goes up|dropped|cut|reduced|lowered|promoted|transferred|"
     r"joined|hired|became|become|back to|returned|went (?:vegan|vegetarian|back)|adopted|took up|taking up|"
-    r"signed up|enrolled|renamed|got (?:married|engaged))\b"
+    r"signed (?:up|with|for)|enrolled|renamed|got (?:married|engaged)|slip(?:s|ped)|relocated|bought)\b"
 )
 WEAK = re.compile(  # words that often come with a change but also without one: they need a new value beside them
     r"\b(?:now|new|started|starting|begun|began|finally|turned|as of|these days|got an?|"
@@ -119,7 +121,9 @@ NUMBER_WORDS = frozenset(
     "thousand half".split()
 )
 NUMBER = re.compile(r"\d[\d,.:]*(?:am|pm|k|m|st|nd|rd|th)?")
-CLAUSE = re.compile(r"[.;!?]+\s+|,\s+(?:and|but|so)\s+|\s+(?:and|but|so)\s+(?=(?:i|we|my|our|he|she|they)\b)|,\s+")
+CLAUSE = re.compile(
+    r"[.;:!?]+\s+|,\s+(?:and|but|so)\s+|\s+(?:and|but|so)\s+(?=(?i:i|we|my|our|he|she|they)\b|[A-Z])|,\s+|\s+-\s+"
+)
 SAME_KIND = 0.5  # two statements of one owner whose vectors' cosine is at least this say the same kind of thing
 SLOT_FLOOR = 0.2  # two statements of one slot whose cosine is below this are about different things
 
@@ -136,13 +140,21 @@ LEAD = re.compile(
     re.I,
 )
 FIRST = re.compile(r"^(?:i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us)\b", re.I)
-THIRD = re.compile(r"^(?:he|she|they|his|her|their|him|them)\b", re.I)
+THIRD = re.compile(r"^(?:he|she|they|his|her|their|him|them|you|you're|your)\b", re.I)
 RELATIVE = re.compile(rf"^(?:my|our) ({'|'.join(sorted(PEOPLE))})\b", re.I)
-NAMED = re.compile(
-    r"^([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)(?:'s| (?:is|was|has|had|got|moved|lives|lived|works|worked|started|left|"
-    r"quit|joined|switched|took|became|passed|owns|leads|handed|will|just|now|finally))\b"
+NAMED = re.compile(  # a person by name, then a verb ("Theo got hired", "Hannah runs the rota", "Priya's …")
+    r"^([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)(?:'s| (is|was|has|had|got|took|will|just|now|finally|never|still|"
+    r"can|can't|won't|doesn't|didn't|[a-z]+ed|[a-z]+[^s\W]s))\b"
 )
-NOT_NAMES = frozenset("I We You It This That There The My Our Your Me Us".split())
+COMMON = (STOPWORDS - {"is", "was", "has", "had", "will", "just", "now", "can"}) | frozenset(
+    "today yesterday tomorrow last next this that these those also then after before since still big good bad "
+    "news update quick great thanks please guess sorry sad happy hey hi hello dear sure maybe don't didn't "
+    "can't won't i'm i've i'd i'll it's that's there's let's".split()
+)
+VERBAL = ("ing", "ed", "ly")  # a capitalised word ending so opens a sentence; it names no one
+SPEAKER, UNKNOWN, IMPLIED = "@", "?", ""  # a clause about the speaker; about "he" or "you"; naming no one
+NOTE_TAKERS = frozenset({"assistant", "system", "agent", "tool", "bot", "ai"})  # roles that speak of others
+PERSON_VALUED = frozenset({"owner", "manager"})  # slots whose value is a person: the thing decides, not the name
 SPEAKER_PREFIX = re.compile(r"^\s*[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}:\s+")
 
 
@@ -153,62 +165,91 @@ def statement(record: Episode | Fact) -> str:
     return SPEAKER_PREFIX.sub("", (record.search_text or record.content).strip(), count=1)
 
 
-def owners(record: Episode | Fact) -> frozenset[str]:
-    """Whose a statement is, normalised; one statement may be about several ("Greg left; my new manager is
-    Aisha"). A fact's: its entity's person ("Maya's dog" → maya; "Maya's brother" → maya's brother). An
-    episode's, clause by clause: its speaker (`metadata.speaker`), unless the clause opens about someone else —
-    a person by name ("Theo got hired" → theo), a relative ("my brother moved" → the speaker's brother), or a
-    pronoun whose person the words do not say ("he got hired" → "?", which matches nothing); a clause without
-    a subject is the previous clause's. Empty for a note without a speaker about no one named."""
+def _speaker(record: Episode | Fact) -> str | None:
+    value = record.metadata.get("speaker") if isinstance(record, Episode) else None
+    return " ".join(value.lower().split()) or None if isinstance(value, str) else None
+
+
+def _subject(text: str, current: str) -> str:
+    """Whom a clause is about: the speaker, a relative of theirs, someone named, someone unknown ("he",
+    "you"), or, when it names no one, whom the clause before it was about (IMPLIED at first)."""
+    text = LEAD.sub("", text)
+    if relative := RELATIVE.match(text):
+        return f"{SPEAKER}'s {relative[1].lower()}"
+    if FIRST.match(text):
+        return SPEAKER
+    if THIRD.match(text):
+        return UNKNOWN
+    named = NAMED.match(text)
+    first = named[1].split()[0].lower() if named else ""
+    if named and first not in COMMON and not first.endswith(VERBAL) and named[2] not in COMMON:
+        return named[1].lower()
+    return current
+
+
+def owners(record: Episode | Fact, slot: str | None = None) -> frozenset[str]:
+    """Whose a statement is (about `slot` only, when given), normalised; one statement may be about several
+    ("Greg left; my new manager is Aisha"). A fact's: its entity's person ("Maya's dog" → maya; "Maya's
+    brother" → maya's brother). An episode's, clause by clause: its speaker (`metadata.speaker`), unless the
+    clause is about someone else — a person by name ("Theo got hired" → theo), a relative ("my brother moved"
+    → the speaker's brother), or a pronoun whose person the words do not say ("he got hired" → "?", which
+    matches nothing). A clause that names no one is its speaker's ("Started at Ocado on Monday"), but a note
+    (no speaker, or an assistant's) belongs to no one but the people it names."""
     if isinstance(record, Fact):
         person, _, thing = " ".join((record.entity or "").lower().split()).partition("'s ")
         kin = thing.split()[:1]
         return frozenset([f"{person}'s {kin[0]}" if kin and kin[0] in PEOPLE else person] if person else [])
-    value = record.metadata.get("speaker") if isinstance(record.metadata, dict) else None
-    speaker = " ".join(value.lower().split()) or None if isinstance(value, str) else None
-    found: set[str] = set()
-    current = speaker
-    for clause in CLAUSE.split(statement(record)):
-        text = LEAD.sub("", clause.strip())
-        if relative := RELATIVE.match(text):
-            current = f"{speaker or ''}'s {relative[1].lower()}"
-        elif FIRST.match(text):
-            current = speaker
-        elif THIRD.match(text):
-            current = "?"
-        elif (named := NAMED.match(text)) and named[1].split()[0] not in NOT_NAMES:
-            current = named[1].lower()
-        if current is not None and len(set(words(text)) - STOPWORDS - FILLER) > 1:
-            found.add(current)
+    speaker = _speaker(record)
+    found = set()
+    for clause in read(statement(record)).clauses:
+        if clause.said and (slot is None or slot in clause.slots):
+            subject = clause.subject or (SPEAKER if speaker not in NOTE_TAKERS else IMPLIED)
+            who = subject.replace(SPEAKER, speaker or "", 1) if subject.startswith(SPEAKER) else subject
+            if who and not who.startswith("'"):
+                found.add(who)
     return frozenset(found)
 
 
 # -- what a statement says ------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class Clause:
+    subject: str  # SPEAKER, UNKNOWN, IMPLIED, "@'s brother", or a person's name in lower case
+    slots: frozenset[str]
+    values: frozenset[str]
+    change: str | None  # change words said in it, ENDS or CHANGES
+    said: bool  # it says something (two meaningful words or more)
+
+
+@dataclass(frozen=True)
 class Reading:
     """What the rules read of one statement's text, once (`read`)."""
 
+    clauses: tuple[Clause, ...]
     slots: frozenset[str]
-    changed: dict[str, str]  # slot -> the change words said in a clause about it ("home": "moved")
-    ended: dict[str, str]  # slot -> the words that end or replace something of it, in a clause about it
-    valued: dict[str, frozenset[str]]  # slot -> the values named in the clauses about it
-    values: frozenset[str]  # names (capitalised words not opening a sentence), numbers, value words
+    values: frozenset[str]  # names, numbers, value words
     content: frozenset[str]  # its meaningful words, stemmed, without filler and change words
     asks: bool
     adds: bool  # one more of something ("too", "another")
-    ends: str | None  # anywhere in it
-    cue: str | None  # the first change word anywhere in it, ends, strong or weak
+    ends: str | None  # words that end or replace a value, anywhere in it
+    cue: str | None  # the first change word anywhere in it, ENDS, CHANGES or WEAK
+
+    def changed(self, slot: str) -> str | None:
+        """The change words of a clause about `slot` ("we moved to York": "moved")."""
+        return next((c.change for c in self.clauses if slot in c.slots and c.change), None)
+
+    def valued(self, slot: str) -> frozenset[str]:
+        """The values named in the clauses about `slot` (numbers only for a slot that takes them)."""
+        found = frozenset().union(*(c.values for c in self.clauses if slot in c.slots))
+        return found if SLOT_NAMES[slot].numeric else frozenset(v for v in found if not NUMBER.fullmatch(v))
 
 
-def _values(text: str, *, numbers: bool = True) -> frozenset[str]:
-    """What a text names as values: names (capitalised words not opening a sentence), value words, numbers."""
-    openers = {m.end() for m in re.finditer(r"(?:^|[.!?:;]\s+|\n)\W*[\w'-]+", text)}
-    names = {m[0].lower() for m in re.finditer(r"[\w'-]+", text) if m[0][:1].isupper() and m.end() not in openers}
+def _values(text: str) -> frozenset[str]:
+    """What a text names as values: names (capitalised words, not common ones), value words, numbers."""
+    names = {m[0].lower() for m in re.finditer(r"[\w'-]+", text) if m[0][:1].isupper()}
     lowered = set(words(text))
-    found = (names - STOPWORDS - {"i", "i'm", "i've", "i'd", "i'll"}) | (lowered & VALUE_WORDS)
-    if numbers:
-        found |= {m[0].rstrip(".,:") for m in NUMBER.finditer(text)} | (lowered & NUMBER_WORDS)
-    return frozenset(found)
+    found = {n for n in names - COMMON - FILLER if not n.startswith("i'") and not n.endswith(VERBAL)}
+    numbers = {m[0].rstrip(".,:") for m in NUMBER.finditer(text)} | (lowered & NUMBER_WORDS)
+    return frozenset(found | numbers | (lowered & VALUE_WORDS))
 
 
 def _asks(lowered: str) -> bool:
@@ -220,29 +261,31 @@ def _asks(lowered: str) -> bool:
 
 @functools.lru_cache(maxsize=8192)
 def read(text: str) -> Reading:
-    lowered = " ".join(text.lower().split())
-    changed: dict[str, str] = {}
-    ended: dict[str, str] = {}
-    valued: dict[str, frozenset[str]] = {}
-    for clause in CLAUSE.split(" ".join(text.split())):
-        low = clause.lower()
-        ends, strong = ENDS.search(low), CHANGES.search(low)
-        for slot in (s for s in SLOTS if s.cues.search(low)):
-            valued[slot.name] = valued.get(slot.name, frozenset()) | _values(clause, numbers=slot.numeric)
-            if ends or strong:
-                changed.setdefault(slot.name, (ends or strong)[0])  # type: ignore[index]
-            if ends:
-                ended.setdefault(slot.name, ends[0])
+    flat = " ".join(text.split())
+    lowered = flat.lower()
+    clauses = []
+    subject = IMPLIED
+    for part in CLAUSE.split(flat):
+        low = part.lower()
+        subject = _subject(part.strip(), subject)
+        change = ENDS.search(low) or CHANGES.search(low)
+        clauses.append(
+            Clause(
+                subject=subject,
+                slots=frozenset(s.name for s in SLOTS if s.cues.search(low)),
+                values=_values(part),
+                change=change[0] if change else None,
+                said=len(set(words(part)) - STOPWORDS - FILLER) > 1,
+            )
+        )
     cues = [m for pattern in (ENDS, CHANGES, WEAK) for m in pattern.finditer(lowered)]
     cue_words = {stem(w) for m in cues for w in words(m[0])}
-    meaningful = {stem(w) for w in words(text) if w not in STOPWORDS and w not in FILLER and len(w) > 1}
+    meaningful = {stem(w) for w in words(flat) if w not in STOPWORDS and w not in FILLER and len(w) > 1}
     ends = ENDS.search(lowered)
     return Reading(
+        clauses=tuple(clauses),
         slots=frozenset(s.name for s in SLOTS if s.cues.search(lowered)),
-        changed=changed,
-        ended=ended,
-        valued=valued,
-        values=_values(text),
+        values=_values(flat),
         content=frozenset(meaningful - cue_words),
         asks=_asks(lowered),
         adds=bool(ADDS.search(lowered)),
@@ -256,32 +299,91 @@ def slots(text: str) -> frozenset[str]:
 
 
 # -- whether a later statement updates an earlier one ----------------------------------------------------
+def _same(
+    earlier: Episode | Fact, later: Episode | Fact, slot: str | None, topic: frozenset[str], about: frozenset[str]
+) -> bool:
+    """One owner of the subject (of `slot`, when given): a person both are about — one the question asks
+    about, when the earlier statement is about them (`about`); for a slot whose value is a person ("Priya owns
+    the migration" → "Tomás took it over"), the thing they share; a statement that names no one (a note) is
+    anyone's."""
+    mine, theirs = owners(earlier, slot), owners(later, slot)
+    shared = (mine & theirs) - {UNKNOWN}
+    if mine & about:
+        return bool(shared & about)
+    if shared or not (mine and theirs):
+        return bool(shared) or not ({UNKNOWN} & (mine | theirs))
+    return slot in PERSON_VALUED and len(topic) >= 2  # two words of the thing they share
+
+
 def update_reason(
-    earlier: Episode | Fact, later: Episode | Fact, similarity: float, *, latest: bool = False
+    earlier: Episode | Fact,
+    later: Episode | Fact,
+    similarity: float,
+    *,
+    latest: bool = False,
+    topical: bool | frozenset[str] = False,
+    about: frozenset[str] = frozenset(),
 ) -> str | None:
     """Why `later` updates `earlier` ("home: moved", "manager: aisha instead of greg"), or None (the module's
     rules). `similarity`: the cosine of the two statements' stored vectors. `latest`: the question asked
     explicitly for the latest ("now", "currently"): then a statement of the same kind that names another
-    value updates without change language. The caller checks that `later` came after `earlier`."""
-    mine, theirs = owners(earlier), owners(later)
-    if (mine or theirs) and not (mine & theirs) - {"?"}:
-        return None
+    value updates without change language. `topical`: both statements are among the best answers to the
+    question asked, which then says what they are about: change language and a new value are enough, without
+    similar vectors (given as the question's slots, `question_slots`, a later one about other slots is not). `about`: the people the question asks about (`people`); a statement
+    about one of them is updated only by one about them too. The caller checks that `later` came after
+    `earlier`."""
     old, new = read(statement(earlier)), read(statement(later))
     added = new.values - old.values
     if new.asks or (new.ends is None and (new.adds or (new.content <= old.content and not added))):
         return None  # a question, one more of something, or an echo: nothing the earlier did not say
+    topic = (old.content & new.content) - old.values - new.values
     many = False  # a subject with many values at a time (pets, tools): only an end is a change
     for name in sorted(old.slots & new.slots) if similarity >= SLOT_FLOOR else ():
+        if not _same(earlier, later, name, topic, about):
+            continue
         if not SLOT_NAMES[name].single:
             if new.ends:
-                return f"{name}: {new.ended.get(name, new.ends)}"
+                return f"{name}: {new.ends}"
             many = True
-        elif name in new.changed:
-            return f"{name}: {new.changed[name]}"
-        elif fresh := new.valued.get(name, frozenset()) - old.values:
-            return f"{name}: {sorted(fresh)[0]} instead of {', '.join(sorted(old.valued.get(name, ()))) or '?'}"
-    if many or similarity < SAME_KIND:
+        elif change := new.changed(name):
+            return f"{name}: {change}"
+        elif fresh := new.valued(name) - old.values:
+            return f"{name}: {sorted(fresh)[0]} instead of {', '.join(sorted(old.valued(name))) or '?'}"
+    if many or (similarity < SAME_KIND and not topical) or not _same(earlier, later, None, topic, about):
         return None
-    if new.ends or (added and (new.cue or latest)):
-        return f"same kind ({similarity:.2f}): {new.ends or new.cue or sorted(added)[0]}"
+    if similarity < SAME_KIND and topical is not True and new.slots and not (topical & new.slots):
+        return None  # two answers to a question about a subject, but the later one is about another
+    if new.ends or (added and (new.cue or (latest and similarity >= SAME_KIND))):
+        why = "same answer" if similarity < SAME_KIND else f"same kind ({similarity:.2f})"
+        return f"{why}: {new.ends or new.cue or ', '.join(sorted(added)) or 'something new'}"
     return None
+
+
+POSSESSIVE = re.compile(rf"\b((?:the )?[\w'-]+)'s ({'|'.join(sorted(PEOPLE))})\b")
+
+
+def people(question: str) -> frozenset[str]:
+    """The people a question asks about, as `owners` names them: "Where does Maya's sister live?" →
+    maya's sister; "Who is Ravi's manager?" → ravi; "Where does the user work?" → user."""
+    found = {f"{m[1].lower().removeprefix('the ')}'s {m[2]}" for m in POSSESSIVE.finditer(question)}
+    rest = POSSESSIVE.sub(" ", question)
+    found |= {m[1].lower() for m in re.finditer(r"\b([A-Z][\w-]+)", rest) if m[1].lower() not in COMMON}
+    found |= {"user"} if re.search(r"\bthe user\b", rest, re.I) else set()
+    return frozenset(found - QUESTION_WORDS)
+
+
+QUESTION_WORDS = frozenset("what where when who whom whose why how which is are does do did can could".split())
+
+
+ASKED = (  # the bare words a question uses for a slot ("where does she work?")
+    ("employer", r"work|job|employ\w*"), ("home", r"live|living|lives"), ("diet", r"eat|eats|diet"),
+    ("vehicle", r"drive|drives"), ("tool", r"use|uses|using"), ("name", r"called|name"), ("school", r"study|studies"),
+    ("role", r"do for (?:a )?living|job title|position"), ("schedule", r"when is|what time|which day"),
+)  # fmt: skip
+ASKED_RULES = tuple((name, re.compile(rf"\b(?:{words})\b")) for name, words in ASKED)
+
+
+def question_slots(question: str) -> frozenset[str]:
+    """The slots a question asks about: its slot words, and the bare words questions use for them."""
+    lowered = question.lower()
+    return read(question).slots | {name for name, rule in ASKED_RULES if rule.search(lowered)}

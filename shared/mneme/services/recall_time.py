@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mneme import changes
-from mneme.models import Episode, session_position
+from mneme.models import Episode, Memory, session_position
 from mneme.records import Fact
 from mneme.services.recall_records import Record
 from mneme.services.recall_run import QueryTime, stored_vectors
 from mneme.text import MONTH, MONTHS
 
 if TYPE_CHECKING:
-    from mneme.services.recall_run import Run
+    from mneme.services.recall_run import Candidate, Run
 
 _YEAR = r"(?P<y>(?:19|20)\d\d)"
 SEASONS = {"spring": (3, 6), "summer": (6, 9), "autumn": (9, 12), "fall": (9, 12), "winter": (12, 15)}
@@ -247,6 +247,8 @@ PAST = re.compile(
 )
 PAST_THING = re.compile(r"\b(?<!how )(old|former|previous)\b")  # "the old rent" is the past only beside a past verb
 PAST_VERB = re.compile(r"\b(did|was|were|had)\b|\b(has|have|'ve)\b(?: \w+){0,3} (ever|been|done|tried|visited|had)\b")
+TOPICAL_SHARE = 0.3  # ... those scoring at least this share of the best one
+TOPICAL = 10  # the best answers to a question: two of them about one owner are about what it asks
 NEWER = 1.01  # the later statement of a change ranks just above the earlier one it updates
 EARLIER = 0.9  # ... and the earlier one just below it
 
@@ -254,18 +256,17 @@ EARLIER = 0.9  # ... and the earlier one just below it
 def truth_mode(run: Run) -> str | None:
     """`present` for a question about how things are (in the present tense, whether or not it says "now"),
     `past` for one about how they were before ("before York", "originally", "used to"), None when the
-    question names a period or `as_of`, asks when, or is about an event: then changes only mark the earlier."""
+    question names a period or `as_of`, or is about an event ("when did…", "what did she say"): then changes
+    only mark the earlier statements."""
     when, query = run.when, " ".join((run.request.query or "").lower().replace("’", "'").split())
     if run.request.as_of is not None or when.since is not None:
         return None
     if when.prefer == "latest":
         return "present"
-    if when.asks_when:
-        return None
     past_verb = PAST_VERB.search(query)
     if PAST.search(query) or (past_verb and PAST_THING.search(query)):
         return "past"
-    return None if past_verb or when.prefer == "earliest" else "present"
+    return None if past_verb or when.prefer == "earliest" else "present"  # "when is it due?" asks about now
 
 
 def _position(record: Record) -> tuple[datetime, datetime, int]:
@@ -277,49 +278,79 @@ def _position(record: Record) -> tuple[datetime, datetime, int]:
 
 def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
     """Among the SUPERSEDE_POOL best episodes and claim facts, a later statement that updates an earlier one
-    (`mneme.changes.update_reason`: one owner, one subject, a change) supersedes it: for a question about
-    the present it ranks just above the earlier one (`scores.newer`), which ranks just below it
-    (`scores.superseded`) and is marked `since_changed`; for a question about the past the two change
-    places. Chains resolve to the latest statement. Returns who superseded whom, for explain."""
-    pool = [
-        c
-        for c in sorted(run.candidates.values(), key=lambda c: (-c.score, c.id))[:SUPERSEDE_POOL]
-        if isinstance(c.record, Episode) or (isinstance(c.record, Fact) and c.record.tier == "raw")
-    ]
+    (`mneme.changes.update_reason`: one owner, one subject, a change) supersedes it, and the earlier one is
+    marked `since_changed`. Chains end at the latest statement, the current one. For a question about the
+    present the current statement ranks just above every statement it superseded (`scores.newer`), which rank
+    just below it (`scores.superseded`); for one about the past, the statement just before the current one
+    (the first one, for "originally") ranks just above it (`scores.earlier`). Returns who superseded whom."""
+    ranked = sorted(run.candidates.values(), key=lambda c: (-c.score, c.id))[:SUPERSEDE_POOL]
+    pool = [c for c in ranked if isinstance(c.record, Episode) or (isinstance(c.record, Fact) and c.record.tier == "raw")]
+    floor = TOPICAL_SHARE * max((c.score for c in pool), default=0.0)
+    best = {c.id for c in pool[:TOPICAL] if c.score >= floor}  # the question's answers: it says what they are about
     pool.sort(key=lambda c: (_position(c.record), c.id))  # type: ignore[arg-type]
-    latest = run.when.prefer == "latest"
+    query = run.request.query or ""
+    latest, about, asked = run.when.prefer == "latest", changes.people(query), changes.question_slots(query)
+
+    def reason(i: int, j: int, similarity: float) -> str | None:
+        earlier, later = pool[i], pool[j]
+        topical = (asked or True) if earlier.id in best and later.id in best else False
+        assert earlier.record is not None and later.record is not None and not isinstance(later.record, Memory)
+        return changes.update_reason(
+            earlier.record, later.record, similarity, latest=latest, topical=topical, about=about  # type: ignore[arg-type]
+        )
+
     pairs = [
         (i, j)
-        for j, later in enumerate(pool)
-        for i, earlier in enumerate(pool[:j])
-        if _position(earlier.record) < _position(later.record)  # type: ignore[arg-type]
-        and changes.update_reason(earlier.record, later.record, 1.0, latest=latest)  # type: ignore[arg-type]
+        for j in range(len(pool))
+        for i in range(j)
+        if _position(pool[i].record) < _position(pool[j].record) and reason(i, j, 1.0)  # type: ignore[arg-type]
     ]
     if not pairs:
         return []
-    run.with_vectors([pool[k] for pair in pairs for k in pair])
-    vectors = stored_vectors(run, [pool[k] for pair in pairs for k in pair])
+    involved = [pool[k] for pair in pairs for k in pair]
+    run.with_vectors(involved)
+    vectors = stored_vectors(run, involved)
     winner: dict[int, tuple[int, str, float]] = {}  # earlier -> (its latest updater, why, cosine)
     for i, j in pairs:
         a, b = vectors.get(pool[i].id), vectors.get(pool[j].id)
         similarity = float(np.dot(a, b)) if a is not None and b is not None else 0.0
-        why = changes.update_reason(pool[i].record, pool[j].record, similarity, latest=latest)  # type: ignore[arg-type]
-        if why is not None:
+        if why := reason(i, j, similarity):
             winner[i] = (j, why, similarity)  # pairs come in order of the later one: the last is the latest
-    for i in sorted(winner):  # oldest first, so a chain passes its score on to its latest statement
-        later, earlier = pool[winner[i][0]], pool[i]
-        top, bottom = (later, earlier) if mode == "present" else (earlier, later)
-        if top.score <= bottom.score:
-            top.scores["newer" if mode == "present" else "earlier"] = round(bottom.score * NEWER / max(top.score, 1e-9), 6)
-            top.score = bottom.score * NEWER
+    head = {i: _head(winner, i) for i in winner}  # the current statement each chain ends at
+    if mode == "present":
+        for i in sorted(winner):  # oldest first
+            _above(pool[head[i]], pool[i], "newer", "superseded")
+    else:
+        first = run.when.prefer == "earliest" or bool(FIRST_TIME.search((run.request.query or "").lower()))
+        for h in set(head.values()):
+            chain = sorted(i for i in winner if head[i] == h)
+            _above(pool[chain[0] if first else chain[-1]], pool[h], "earlier", "later")
     out: list[dict[str, object]] = []
     for i, (j, why, similarity) in sorted(winner.items()):
-        earlier, later = pool[i], pool[j]
-        top, bottom = (later, earlier) if mode == "present" else (earlier, later)
-        if bottom.score > top.score * EARLIER > 0:
-            bottom.scores["superseded" if mode == "present" else "later"] = round(top.score * EARLIER / bottom.score, 6)
-            bottom.score = top.score * EARLIER
+        later = pool[j]
         assert later.record is not None
-        earlier.changed = {"by": later.id, "at": _position(later.record)[0].date().isoformat(), "why": why}
-        out.append({"id": earlier.id, "by": later.id, "why": why, "similarity": round(similarity, 6)})
+        pool[i].changed = {"by": later.id, "at": _position(later.record)[0].date().isoformat(), "why": why}
+        out.append({"id": pool[i].id, "by": later.id, "why": why, "similarity": round(similarity, 6)})
     return out
+
+
+FIRST_TIME = re.compile(r"\b(originally|initially|at first|to begin with|first)\b")
+
+
+def _head(winner: dict[int, tuple[int, str, float]], i: int) -> int:
+    """The latest statement of the chain of updates `i` starts."""
+    seen = {i}
+    while i in winner and winner[i][0] not in seen:
+        i = winner[i][0]
+        seen.add(i)
+    return i
+
+
+def _above(top: Candidate, bottom: Candidate, raised: str, lowered: str) -> None:
+    """`top` ranks just above `bottom` (NEWER times its score), `bottom` at most just below it (EARLIER)."""
+    if top.score <= bottom.score:
+        top.scores[raised] = round(bottom.score * NEWER / max(top.score, 1e-9), 6)
+        top.score = bottom.score * NEWER
+    if bottom.score > top.score * EARLIER > 0:
+        bottom.scores[lowered] = round(top.score * EARLIER / bottom.score, 6)
+        bottom.score = top.score * EARLIER
