@@ -44,44 +44,95 @@ def _slot(name: str, cues: str, *, single: bool = True, values: str = "", numeri
 
 
 SLOTS: tuple[Slot, ...] = (
-    _slot("home", r"li(?:ve|ves|ved|ving) (?:in|at|near|with|on)|mov(?:e|ed|ing) (?:to|into|back|out|house|away|in)|"
-          r"relocat\w*|flat(?! rate| tyre| tire)|apartment|address|neighbou?rhood|based in|home ?town|residents?|"
-          r"got the keys|moved in|(?:new|our|my) (?:place|house|home)|(?:one|two|three)-bed|house in|rent(?:ing)? a"),
-    _slot("employer", r"work(?:s|ed|ing)? (?:at|for)|(?:my|our|new|current|old|his|her|their|a|the) (?:[\w-]+ ){0,2}"
-          r"job|employer|(?:my|our|new|current|his|her|their) (?:company|firm)|joined|hired|start(?:s|ed|ing)? at|"
-          r"resigned|quit|freelanc\w*|laid off|redundan\w*"),
+    _slot(
+        "home",
+        r"li(?:ve|ves|ved|ving) (?:in|at|near|with|on)|mov(?:e|ed|ing) (?:to|into|back|out|house|away|in)|"
+        r"relocat\w*|flat(?! rate| tyre| tire)|apartment|address|neighbou?rhood|based in|home ?town|residents?|"
+        r"got the keys|moved in|(?:new|our|my) (?:place|house|home)|(?:one|two|three)-bed|house in|rent(?:ing)? a",
+    ),
+    _slot(
+        "employer",
+        r"work(?:s|ed|ing)? (?:at|for)|(?:my|our|new|current|old|his|her|their|a|the) (?:[\w-]+ ){0,2}"
+        r"job|employer|(?:my|our|new|current|his|her|their) (?:company|firm)|joined|hired|start(?:s|ed|ing)? at|"
+        r"resigned|quit|freelanc\w*|laid off|redundan\w*",
+    ),
     _slot("role", r"role|position|title|promot\w*|work(?:s|ed|ing)? as|career|part-time|full-time|contract(?:or)?"),
     _slot("manager", r"manager|boss|supervisor|report(?:s|ing)? to|team lead"),
-    _slot("diet", r"diet|vegetarian|vegan|pescatarian|meat|dairy|gluten|keto|eat(?:s|ing)?|plant-based|lactose",
-          values="vegetarian vegan pescatarian keto paleo omnivore carnivore gluten-free dairy-free halal kosher"),
+    _slot(
+        "diet",
+        r"diet|vegetarian|vegan|pescatarian|meat|dairy|gluten|keto|eat(?:s|ing)?|plant-based|lactose",
+        values="vegetarian vegan pescatarian keto paleo omnivore carnivore gluten-free dairy-free halal kosher",
+    ),
     _slot("phone", r"phone|mobile|iphone|android|pixel|samsung|(?:my|new|phone|mobile) number", numeric=True),
-    _slot("school", r"school|university|uni|college|(?<!of )course|degree|studying|stud(?:y|ies)|enrolled|masters?|"
-          r"phd|bootcamp"),
-    _slot("supplier", r"supplier|vendor|provider|suppl(?:y|ies)|wholesaler|distributor|agency|"
-          r"(?:order|buy|get|source)(?:s|ing)? (?:[\w-]+ ){0,3}from|deliver(?:y|ies|ed)? from"),
-    _slot("tool", r"tool|app|software|editor|ide|tracker|crm|platform|using|use[sd]?|migrat\w*|hosted on|hosting|"
-          r"switch(?:ed|ing)? (?:from|to|over)", single=False),
-    _slot("framework", r"framework|library|stack|built (?:on|with|in)|written in|rewrit\w*|react|vue|angular|"
-          r"svelte|django|rails|flask|fastapi|laravel"),
-    _slot("money", r"budget|rent|landlord|lease|salary|pay (?:rise|raise|cut)|price|costs?|fee|(?:hourly|day) rate|"
-          r"rate is|charged?|subscription|mortgage|earn(?:s|ing)?", numeric=True),
+    _slot(
+        "school",
+        r"school|university|uni|college|(?<!of )course|degree|studying|stud(?:y|ies)|enrolled|masters?|"
+        r"phd|bootcamp",
+    ),
+    _slot(
+        "supplier",
+        r"supplier|vendor|provider|suppl(?:y|ies)|wholesaler|distributor|agency|"
+        r"(?:order|buy|get|source)(?:s|ing)? (?:[\w-]+ ){0,3}from|deliver(?:y|ies|ed)? from",
+    ),
+    _slot(
+        "tool",
+        r"tool|app|software|editor|ide|tracker|crm|platform|using|use[sd]?|migrat\w*|hosted on|hosting|"
+        r"switch(?:ed|ing)? (?:from|to|over)",
+        single=False,
+    ),
+    _slot(
+        "framework",
+        r"framework|library|stack|built (?:on|with|in)|written in|rewrit\w*|react|vue|angular|"
+        r"svelte|django|rails|flask|fastapi|laravel",
+    ),
+    _slot(
+        "money",
+        r"budget|rent|landlord|lease|salary|pay (?:rise|raise|cut)|price|costs?|fee|(?:hourly|day) rate|"
+        r"rate is|charged?|subscription|mortgage|earn(?:s|ing)?",
+        numeric=True,
+    ),
     _slot("version", r"version|upgrad\w*|downgrad\w*|v\d[\w.]*", numeric=True),
-    _slot("hours", r"opening hours|open(?:s|ing)? (?:at|from|until|till|on)|clos(?:e|es|ing) (?:at|from|on)|hours|shifts?", numeric=True),
-    _slot("schedule", r"meetings?|stand-?ups?|syncs?|calls|appointments?|reschedul\w*|1:1s?|one-on-ones?|retros?|"
-          r"lessons?|classes", numeric=True),
-    _slot("deadline", r"deadline|due|launch|go-live|(?:release|new|target) date|delivery|cutover|ship(?:s|ping)?|"
-          r"slip(?:s|ped)?|postpon\w*|"
-          r"delay\w*|pushed|brought forward|moved (?:up|back)", numeric=True),
-    _slot("owner", r"(?<!my )(?<!our )(?<!their )(?<!his )(?<!her )own(?:s|ed|er|ership)?|in charge|responsible|"
-          r"lead(?:s|ing)? (?:the|on)|runs the|hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}"
-          r"(?:over|off)|t(?:ook|aking|akes) over|point person|assigned|accountable|maintainer"),
-    _slot("pet", r"dog|cat|puppy|kitten|pets?|rabbit|hamster|parrot|horse|tortoise|passed away|put down|adopted|"
-          r"rehomed", single=False),
-    _slot("hobby", r"hobby|took up|taken up|taking up|playing|plays?|practi[sc]\w*|learning|classes|club|gave up",
-          single=False),
+    _slot(
+        "hours",
+        r"opening hours|open(?:s|ing)? (?:at|from|until|till|on)|clos(?:e|es|ing) (?:at|from|on)|hours|shifts?",
+        numeric=True,
+    ),
+    _slot(
+        "schedule",
+        r"meetings?|stand-?ups?|syncs?|calls|appointments?|reschedul\w*|1:1s?|one-on-ones?|retros?|"
+        r"lessons?|classes",
+        numeric=True,
+    ),
+    _slot(
+        "deadline",
+        r"deadline|due|launch|go-live|(?:release|new|target) date|delivery|cutover|ship(?:s|ping)?|"
+        r"slip(?:s|ped)?|postpon\w*|"
+        r"delay\w*|pushed|brought forward|moved (?:up|back)",
+        numeric=True,
+    ),
+    _slot(
+        "owner",
+        r"(?<!my )(?<!our )(?<!their )(?<!his )(?<!her )own(?:s|ed|er|ership)?|in charge|responsible|"
+        r"lead(?:s|ing)? (?:the|on)|runs the|hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}"
+        r"(?:over|off)|t(?:ook|aking|akes) over|point person|assigned|accountable|maintainer",
+    ),
+    _slot(
+        "pet",
+        r"dog|cat|puppy|kitten|pets?|rabbit|hamster|parrot|horse|tortoise|passed away|put down|adopted|"
+        r"rehomed",
+        single=False,
+    ),
+    _slot(
+        "hobby",
+        r"hobby|took up|taken up|taking up|playing|plays?|practi[sc]\w*|learning|classes|club|gave up",
+        single=False,
+    ),
     _slot("name", r"call me|name|go(?:es)? by|nickname|prefer(?:s|red)? to be called|pronouns"),
-    _slot("partner", r"girlfriend|boyfriend|wife|husband|partner|fianc[eé]e?|married|engaged|divorced|broke up|"
-          r"separated|dating"),
+    _slot(
+        "partner",
+        r"girlfriend|boyfriend|wife|husband|partner|fianc[eé]e?|married|engaged|divorced|broke up|"
+        r"separated|dating",
+    ),
     _slot("vehicle", r"car|drive[sn]?|driving|vehicle|bike|scooter|van"),
     _slot("provider", r"bank|insurer|insurance|doctor|dentist|gp|gym|broadband|energy supplier"),
 )
@@ -321,7 +372,8 @@ def update_reason(
     similarity: float,
     *,
     latest: bool = False,
-    topical: bool | frozenset[str] = False,
+    topical: bool = False,
+    asked: frozenset[str] = frozenset(),
     about: frozenset[str] = frozenset(),
 ) -> str | None:
     """Why `later` updates `earlier` ("home: moved", "manager: aisha instead of greg"), or None (the module's
@@ -329,9 +381,9 @@ def update_reason(
     explicitly for the latest ("now", "currently"): then a statement of the same kind that names another
     value updates without change language. `topical`: both statements are among the best answers to the
     question asked, which then says what they are about: change language and a new value are enough, without
-    similar vectors (given as the question's slots, `question_slots`, a later one about other slots is not). `about`: the people the question asks about (`people`); a statement
-    about one of them is updated only by one about them too. The caller checks that `later` came after
-    `earlier`."""
+    similar vectors, unless the later statement is about other slots than the question's (`asked`,
+    `question_slots`). `about`: the people the question asks about (`people`); a statement about one of them
+    is updated only by one about them too. The caller checks that `later` came after `earlier`."""
     old, new = read(statement(earlier)), read(statement(later))
     added = new.values - old.values
     if new.asks or (new.ends is None and (new.adds or (new.content <= old.content and not added))):
@@ -351,7 +403,7 @@ def update_reason(
             return f"{name}: {sorted(fresh)[0]} instead of {', '.join(sorted(old.valued(name))) or '?'}"
     if many or (similarity < SAME_KIND and not topical) or not _same(earlier, later, None, topic, about):
         return None
-    if similarity < SAME_KIND and topical is not True and new.slots and not (topical & new.slots):
+    if similarity < SAME_KIND and asked and new.slots and not (asked & new.slots):
         return None  # two answers to a question about a subject, but the later one is about another
     if new.ends or (added and (new.cue or (latest and similarity >= SAME_KIND))):
         why = "same answer" if similarity < SAME_KIND else f"same kind ({similarity:.2f})"

@@ -206,7 +206,9 @@ def pack(run: Run) -> None:
 
 def _result(run: Run, candidate: Candidate) -> Result:
     assert candidate.record is not None
-    result = to_result(candidate.record, candidate.score, candidate.scores, run.path_of, run.sources, candidate.grounding)
+    result = to_result(
+        candidate.record, candidate.score, candidate.scores, run.path_of, run.sources, candidate.grounding
+    )
     return result.model_copy(update={"since_changed": candidate.changed}) if candidate.changed else result
 
 

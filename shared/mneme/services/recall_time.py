@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mneme import changes
-from mneme.models import Episode, Memory, session_position
+from mneme.models import Episode, session_position
 from mneme.records import Fact
 from mneme.services.recall_records import Record
 from mneme.services.recall_run import QueryTime, stored_vectors
@@ -284,26 +284,28 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
     just below it (`scores.superseded`); for one about the past, the statement just before the current one
     (the first one, for "originally") ranks just above it (`scores.earlier`). Returns who superseded whom."""
     ranked = sorted(run.candidates.values(), key=lambda c: (-c.score, c.id))[:SUPERSEDE_POOL]
-    pool = [c for c in ranked if isinstance(c.record, Episode) or (isinstance(c.record, Fact) and c.record.tier == "raw")]
+    records = {
+        c.id: r for c in ranked if isinstance(r := c.record, Episode) or (isinstance(r, Fact) and r.tier == "raw")
+    }
+    pool = [c for c in ranked if c.id in records]
     floor = TOPICAL_SHARE * max((c.score for c in pool), default=0.0)
     best = {c.id for c in pool[:TOPICAL] if c.score >= floor}  # the question's answers: it says what they are about
-    pool.sort(key=lambda c: (_position(c.record), c.id))  # type: ignore[arg-type]
+    pool.sort(key=lambda c: (_position(records[c.id]), c.id))
     query = run.request.query or ""
     latest, about, asked = run.when.prefer == "latest", changes.people(query), changes.question_slots(query)
 
     def reason(i: int, j: int, similarity: float) -> str | None:
-        earlier, later = pool[i], pool[j]
-        topical = (asked or True) if earlier.id in best and later.id in best else False
-        assert earlier.record is not None and later.record is not None and not isinstance(later.record, Memory)
+        earlier, later = pool[i].id, pool[j].id
+        topical = earlier in best and later in best
         return changes.update_reason(
-            earlier.record, later.record, similarity, latest=latest, topical=topical, about=about  # type: ignore[arg-type]
+            records[earlier], records[later], similarity, latest=latest, topical=topical, asked=asked, about=about
         )
 
     pairs = [
         (i, j)
         for j in range(len(pool))
         for i in range(j)
-        if _position(pool[i].record) < _position(pool[j].record) and reason(i, j, 1.0)  # type: ignore[arg-type]
+        if _position(records[pool[i].id]) < _position(records[pool[j].id]) and reason(i, j, 1.0)
     ]
     if not pairs:
         return []
@@ -328,8 +330,7 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for i, (j, why, similarity) in sorted(winner.items()):
         later = pool[j]
-        assert later.record is not None
-        pool[i].changed = {"by": later.id, "at": _position(later.record)[0].date().isoformat(), "why": why}
+        pool[i].changed = {"by": later.id, "at": _position(records[later.id])[0].date().isoformat(), "why": why}
         out.append({"id": pool[i].id, "by": later.id, "why": why, "similarity": round(similarity, 6)})
     return out
 
