@@ -160,7 +160,7 @@ WEAK = re.compile(  # words that often come with a change but also without one: 
 ADDS = re.compile(r"\b(?:too|also|as well|another|second|third|one more|extra|added|plus)\b")
 QUESTION_START = re.compile(
     r"^(?:do|does|did|is|are|was|were|can|could|will|would|have|has|had|what|where|when|who|why|how|which|"
-    r"whose|still)\b"
+    r"whose)\b"
 )
 FILLER = frozenset(  # words an echo may add without saying anything new ("Yes, still in Leeds, as I said")
     "yes yeah yep yup no nope ok okay still right indeed already again said say told mentioned remember like "
@@ -282,6 +282,7 @@ class Reading:
     asks: bool
     adds: bool  # one more of something ("too", "another")
     ends: str | None  # words that end or replace a value, anywhere in it
+    identifiers: tuple[tuple[str, str], ...]  # ("order", "1417"): things named by a number
     cue: str | None  # the first change word anywhere in it, ENDS, CHANGES or WEAK
 
     def changed(self, slot: str) -> str | None:
@@ -341,6 +342,7 @@ def read(text: str) -> Reading:
         asks=_asks(lowered),
         adds=bool(ADDS.search(lowered)),
         ends=ends[0] if ends else None,
+        identifiers=tuple((m[1], m[2]) for m in IDENTIFIER.finditer(lowered) if m[1] not in STOPWORDS),
         cue=min(cues, key=lambda m: m.start())[0] if cues else None,
     )
 
@@ -366,6 +368,15 @@ def _same(
     return slot in PERSON_VALUED and len(topic) >= 2  # two words of the thing they share
 
 
+IDENTIFIER = re.compile(r"\b([a-z]+) #?(\d[\w-]*)")  # "order 1417", "ticket #204", "room 12b"
+
+
+def _other_thing(old: Reading, new: Reading) -> bool:
+    """Both name a thing of one kind by different identifiers ("Order 1417" and "Order 1587")."""
+    mine, theirs = dict(old.identifiers), dict(new.identifiers)
+    return any(kind in theirs and theirs[kind] != number for kind, number in mine.items())
+
+
 def update_reason(
     earlier: Episode | Fact,
     later: Episode | Fact,
@@ -386,8 +397,12 @@ def update_reason(
     is updated only by one about them too. The caller checks that `later` came after `earlier`."""
     old, new = read(statement(earlier)), read(statement(later))
     added = new.values - old.values
-    if new.asks or (new.ends is None and (new.adds or (new.content <= old.content and not added))):
-        return None  # a question, one more of something, or an echo: nothing the earlier did not say
+    if old.asks or not old.content or new.asks:
+        return None  # a question states nothing to update, and updates nothing
+    if new.ends is None and (new.adds or (new.content <= old.content and not added)):
+        return None  # one more of something, or an echo: nothing the earlier did not say
+    if {v for v in old.values & about if NUMBER.fullmatch(v)} - new.values or _other_thing(old, new):
+        return None  # the earlier one names the thing the question asks about ("order 1417"), the later one not
     topic = (old.content & new.content) - old.values - new.values
     many = False  # a subject with many values at a time (pets, tools): only an end is a change
     for name in sorted(old.slots & new.slots) if similarity >= SLOT_FLOOR else ():
@@ -415,12 +430,13 @@ POSSESSIVE = re.compile(rf"\b((?:the )?[\w'-]+)'s ({'|'.join(sorted(PEOPLE))})\b
 
 
 def people(question: str) -> frozenset[str]:
-    """The people a question asks about, as `owners` names them: "Where does Maya's sister live?" →
-    maya's sister; "Who is Ravi's manager?" → ravi; "Where does the user work?" → user."""
+    """Whom and what a question asks about, as `owners` and `read` name them: "Where does Maya's sister live?"
+    → maya's sister; "Who is Ravi's manager?" → ravi; "Where does the user work?" → user; "order 1417" → 1417."""
     found = {f"{m[1].lower().removeprefix('the ')}'s {m[2]}" for m in POSSESSIVE.finditer(question)}
     rest = POSSESSIVE.sub(" ", question)
     found |= {m[1].lower() for m in re.finditer(r"\b([A-Z][\w-]+)", rest) if m[1].lower() not in COMMON}
     found |= {"user"} if re.search(r"\bthe user\b", rest, re.I) else set()
+    found |= {m[0] for m in NUMBER.finditer(rest)}
     return frozenset(found - QUESTION_WORDS)
 
 

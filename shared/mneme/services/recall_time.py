@@ -242,7 +242,7 @@ def happened(record: object) -> datetime | None:
 # A question about the past asks for the value before a change; one about an event ("what did she say")
 # or a run of them ("what has he tried") asks for neither end of a change.
 PAST = re.compile(
-    r"\b(before|previously|formerly|used to|originally|initially|at first|prior to|back then|back when|"
+    r"\b(before|previously|formerly|used to|original(?:ly)?|initially|at first|prior to|back then|back when|"
     r"in the past|to begin with)\b"
 )
 PAST_THING = re.compile(r"\b(?<!how )(old|former|previous)\b")  # "the old rent" is the past only beside a past verb
@@ -335,7 +335,7 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
     return out
 
 
-FIRST_TIME = re.compile(r"\b(originally|initially|at first|to begin with|first)\b")
+FIRST_TIME = re.compile(r"\b(original(?:ly)?|initially|at first|to begin with|first)\b")
 
 
 def _head(winner: dict[int, tuple[int, str, float]], i: int) -> int:
