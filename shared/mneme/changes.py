@@ -37,105 +37,66 @@ class Slot:
     single: bool = True  # one value at a time: another value is a change
     values: frozenset[str] = frozenset()  # lower-case value words of the slot ("vegan", "vegetarian")
     numeric: bool = False  # its values may be numbers (an amount, a time, a version), not only names
+    personal: bool = True  # a person's (home, job, diet); else a thing's (a framework, a deadline), shared work
 
 
-def _slot(name: str, cues: str, *, single: bool = True, values: str = "", numeric: bool = False) -> Slot:
-    return Slot(name, re.compile(rf"\b(?:{cues})\b"), single, frozenset(values.split()), numeric)
+def _slot(name: str, *cues: str, values: str = "", flags: str = "") -> Slot:
+    """A slot from its cue patterns; `flags`: `many` (many values at a time), `numeric`, `thing` (not personal)."""
+    pattern = re.compile(rf"\b(?:{'|'.join(cues)})\b")
+    return Slot(name, pattern, "many" not in flags, frozenset(values.split()), "numeric" in flags, "thing" not in flags)
 
 
+# fmt: off
 SLOTS: tuple[Slot, ...] = (
-    _slot(
-        "home",
-        r"li(?:ve|ves|ved|ving) (?:in|at|near|with|on)|mov(?:e|ed|ing) (?:to|into|back|out|house|away|in)|"
-        r"relocat\w*|flat(?! rate| tyre| tire)|apartment|address|neighbou?rhood|based in|home ?town|residents?|"
-        r"got the keys|moved in|(?:new|our|my) (?:place|house|home)|(?:one|two|three)-bed|house in|rent(?:ing)? a",
-    ),
-    _slot(
-        "employer",
-        r"work(?:s|ed|ing)? (?:at|for)|(?:my|our|new|current|old|his|her|their|a|the) (?:[\w-]+ ){0,2}"
-        r"job|employer|(?:my|our|new|current|his|her|their) (?:company|firm)|joined|hired|start(?:s|ed|ing)? at|"
-        r"resigned|quit|freelanc\w*|laid off|redundan\w*",
-    ),
-    _slot("role", r"role|position|title|promot\w*|work(?:s|ed|ing)? as|career|part-time|full-time|contract(?:or)?"),
-    _slot("manager", r"manager|boss|supervisor|report(?:s|ing)? to|team lead"),
-    _slot(
-        "diet",
-        r"diet|vegetarian|vegan|pescatarian|meat|dairy|gluten|keto|eat(?:s|ing)?|plant-based|lactose",
-        values="vegetarian vegan pescatarian keto paleo omnivore carnivore gluten-free dairy-free halal kosher",
-    ),
-    _slot("phone", r"phone|mobile|iphone|android|pixel|samsung|(?:my|new|phone|mobile) number", numeric=True),
-    _slot(
-        "school",
-        r"school|university|uni|college|(?<!of )course|degree|studying|stud(?:y|ies)|enrolled|masters?|"
-        r"phd|bootcamp",
-    ),
-    _slot(
-        "supplier",
-        r"supplier|vendor|provider|suppl(?:y|ies)|wholesaler|distributor|agency|"
-        r"(?:order|buy|get|source)(?:s|ing)? (?:[\w-]+ ){0,3}from|deliver(?:y|ies|ed)? from",
-    ),
-    _slot(
-        "tool",
-        r"tool|app|software|editor|ide|tracker|crm|platform|using|use[sd]?|migrat\w*|hosted on|hosting|"
-        r"switch(?:ed|ing)? (?:from|to|over)",
-        single=False,
-    ),
-    _slot(
-        "framework",
-        r"framework|library|stack|built (?:on|with|in)|written in|rewrit\w*|react|vue|angular|"
-        r"svelte|django|rails|flask|fastapi|laravel",
-    ),
-    _slot(
-        "money",
-        r"budget|rent|landlord|lease|salary|pay (?:rise|raise|cut)|price|costs?|fee|(?:hourly|day) rate|"
-        r"rate is|charged?|subscription|mortgage|earn(?:s|ing)?",
-        numeric=True,
-    ),
-    _slot("version", r"version|upgrad\w*|downgrad\w*|v\d[\w.]*", numeric=True),
-    _slot(
-        "hours",
-        r"opening hours|open(?:s|ing)? (?:at|from|until|till|on)|clos(?:e|es|ing) (?:at|from|on)|hours|shifts?",
-        numeric=True,
-    ),
-    _slot(
-        "schedule",
-        r"meetings?|stand-?ups?|syncs?|calls|appointments?|reschedul\w*|1:1s?|one-on-ones?|retros?|"
-        r"lessons?|classes",
-        numeric=True,
-    ),
-    _slot(
-        "deadline",
-        r"deadline|due|launch|go-live|(?:release|new|target) date|delivery|cutover|ship(?:s|ping)?|"
-        r"slip(?:s|ped)?|postpon\w*|"
-        r"delay\w*|pushed|brought forward|moved (?:up|back)",
-        numeric=True,
-    ),
-    _slot(
-        "owner",
-        r"(?<!my )(?<!our )(?<!their )(?<!his )(?<!her )own(?:s|ed|er|ership)?|in charge|responsible|"
-        r"lead(?:s|ing)? (?:the|on)|runs the|hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}"
-        r"(?:over|off)|t(?:ook|aking|akes) over|point person|assigned|accountable|maintainer",
-    ),
-    _slot(
-        "pet",
-        r"dog|cat|puppy|kitten|pets?|rabbit|hamster|parrot|horse|tortoise|passed away|put down|adopted|"
-        r"rehomed",
-        single=False,
-    ),
-    _slot(
-        "hobby",
-        r"hobby|took up|taken up|taking up|playing|plays?|practi[sc]\w*|learning|classes|club|gave up",
-        single=False,
-    ),
-    _slot("name", r"call me|name|go(?:es)? by|nickname|prefer(?:s|red)? to be called|pronouns"),
-    _slot(
-        "partner",
-        r"girlfriend|boyfriend|wife|husband|partner|fianc[eé]e?|married|engaged|divorced|broke up|"
-        r"separated|dating",
-    ),
-    _slot("vehicle", r"car|drive[sn]?|driving|vehicle|bike|scooter|van"),
-    _slot("provider", r"bank|insurer|insurance|doctor|dentist|gp|gym|broadband|energy supplier"),
+    _slot("home", r"li(?:ve|ves|ved|ving) (?:in|at|near|with|on)", r"mov(?:e|ed|ing) (?:to|into|back|out|house|away|in)",
+          r"relocat\w*", r"flat(?! rate| tyre| tire)", "apartment", "address", r"neighbou?rhood", "based in",
+          "home ?town", "residents?", "got the keys", "moved in", "(?:new|our|my) (?:place|house|home)",
+          "(?:one|two|three)-bed", "house in", "rent(?:ing)? a"),
+    _slot("employer", r"work(?:s|ed|ing)? (?:at|for)", r"(?:my|our|new|current|old|his|her|their|a|the) (?:[\w-]+ ){0,2}job",
+          "employer", "(?:my|our|new|current|his|her|their) (?:company|firm)", "joined", "hired",
+          r"start(?:s|ed|ing)? at", "first day (?:at|as)", "resigned", "quit", r"freelanc\w*", "laid off", r"redundan\w*"),
+    _slot("role", "role", "position", "title", r"promot\w*", r"work(?:s|ed|ing)? as", "career", "part-time", "full-time",
+          "contract(?:or)?"),
+    _slot("manager", "manager", "boss", "supervisor", "report(?:s|ing)? to", "team lead"),
+    _slot("diet", "diet", "vegetarian", "vegan", "pescatarian", "meat", "dairy", "gluten", "keto", "eat(?:s|ing)?",
+          "plant-based", "lactose",
+          values="vegetarian vegan pescatarian keto paleo omnivore carnivore gluten-free dairy-free halal kosher"),
+    _slot("phone", "phone", "mobile", "iphone", "android", "pixel", "samsung", "(?:my|new|phone|mobile) number",
+          flags="numeric"),
+    _slot("school", "school", "university", "uni", "college", "(?<!of )course", "degree", "studying", "stud(?:y|ies)",
+          "enrolled", "masters?", "phd", "bootcamp", "juniors", "infants", "nursery", "primary", "secondary",
+          "sixth form", r"year \d+"),
+    _slot("supplier", "supplier", "vendor", "provider", "suppl(?:y|ies)", "wholesaler", "distributor", "agency",
+          r"(?:order|buy|get|source)(?:s|ing)? (?:[\w-]+ ){0,3}from", "deliver(?:y|ies|ed)? from", flags="thing"),
+    _slot("tool", "tool", "app", "software", "editor", "ide", "tracker", "crm", "platform", "using", "use[sd]?",
+          r"migrat\w*", "hosted on", "hosting", "switch(?:ed|ing)? (?:from|to|over)", flags="many thing"),
+    _slot("framework", "framework", "library", "stack", "built (?:on|with|in)", "written in", r"rewrit\w*", "react",
+          "vue", "angular", "svelte", "django", "rails", "flask", "fastapi", "laravel", flags="thing"),
+    _slot("money", "budget", "rent", "landlord", "lease", "salary", "pay (?:rise|raise|cut)", "price", "costs?", "fee",
+          "(?:hourly|day) rate", "rate is", "charged?", "subscription", "mortgage", "earn(?:s|ing)?", flags="numeric"),
+    _slot("version", "version", r"upgrad\w*", r"downgrad\w*", r"v\d[\w.]*", flags="numeric thing"),
+    _slot("hours", "opening hours", "open(?:s|ing)? (?:at|from|until|till|on)", "clos(?:e|es|ing) (?:at|from|on)",
+          "hours", "shifts?", flags="numeric thing"),
+    _slot("schedule", "meetings?", "stand-?ups?", "syncs?", "calls", "appointments?", r"reschedul\w*", "1:1s?",
+          "one-on-ones?", "retros?", "lessons?", "classes", flags="numeric thing"),
+    _slot("deadline", "deadline", "due", "launch", "go-live", "(?:release|new|target) date", "delivery", "cutover",
+          "ship(?:s|ping)?", "slip(?:s|ped)?", r"postpon\w*", r"delay\w*", "pushed", "brought forward",
+          "moved (?:up|back)", flags="numeric thing"),
+    _slot("owner", "(?<!my )(?<!our )(?<!their )(?<!his )(?<!her )own(?:s|ed|er|ership)?", "in charge", "responsible",
+          "lead(?:s|ing)? (?:the|on)", "runs the", r"hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}(?:over|off)",
+          "t(?:ook|aking|akes) over", "point person", "assigned", "accountable", "maintainer", flags="thing"),
+    _slot("pet", "dog", "cat", "puppy", "kitten", "pets?", "rabbit", "hamster", "parrot", "horse", "tortoise",
+          "passed away", "put down", "adopted", "rehomed", flags="many"),
+    _slot("hobby", "hobby", "took up", "taken up", "taking up", "playing", "plays?", r"practi[sc]\w*", "learning",
+          "classes", "club", "gave up", flags="many"),
+    _slot("name", "call me", "name", "go(?:es)? by", "nickname", "prefer(?:s|red)? to be called", "pronouns"),
+    _slot("partner", "girlfriend", "boyfriend", "wife", "husband", "partner", "fianc[eé]e?", "married", "engaged",
+          "divorced", "broke up", "separated", "dating"),
+    _slot("vehicle", "car", "drive[sn]?", "driving", "vehicle", "bike", "scooter", "van"),
+    _slot("provider", "bank", "insurer", "insurance", "doctor", "dentist", "gp", "gym", "broadband", "energy supplier",
+          "surgery", "network", "carrier"),
 )
+# fmt: on
 SLOT_NAMES = {slot.name: slot for slot in SLOTS}
 VALUE_WORDS = frozenset().union(*(slot.values for slot in SLOTS))
 
@@ -156,6 +117,10 @@ CHANGES = re.compile(  # a change said as such: enough beside a subject the earl
 WEAK = re.compile(  # words that often come with a change but also without one: they need a new value beside them
     r"\b(?:now|new|started|starting|begun|began|finally|turned|as of|these days|got an?|"
     r"from (?:now|next|this|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b"
+)
+HEDGE = re.compile(
+    r"\b(?:might|maybe|perhaps|thinking (?:of|about)|considering|if|would|could|planning to|going to|"
+    r"want(?:s|ed)? to|hoping|hope to|tempted|debating|not sure|rumou?r|apparently)\b"
 )
 ADDS = re.compile(r"\b(?:too|also|as well|another|second|third|one more|extra|added|plus)\b")
 QUESTION_START = re.compile(
@@ -192,6 +157,7 @@ LEAD = re.compile(
 )
 FIRST = re.compile(r"^(?:i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us)\b", re.I)
 THIRD = re.compile(r"^(?:he|she|they|his|her|their|him|them|you|you're|your)\b", re.I)
+MY = re.compile(r"\b(?:my|our)\s+(?:[\w'-]+\s+){0,2}$")  # just before a slot's word: the speaker's
 RELATIVE = re.compile(rf"^(?:my|our) ({'|'.join(sorted(PEOPLE))})\b", re.I)
 NAMED = re.compile(  # a person by name, then a verb ("Theo got hired", "Hannah runs the rota", "Priya's …")
     r"^([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)(?:'s| (is|was|has|had|got|took|will|just|now|finally|never|still|"
@@ -205,7 +171,6 @@ COMMON = (STOPWORDS - {"is", "was", "has", "had", "will", "just", "now", "can"})
 VERBAL = ("ing", "ed", "ly")  # a capitalised word ending so opens a sentence; it names no one
 SPEAKER, UNKNOWN, IMPLIED = "@", "?", ""  # a clause about the speaker; about "he" or "you"; naming no one
 NOTE_TAKERS = frozenset({"assistant", "system", "agent", "tool", "bot", "ai"})  # roles that speak of others
-PERSON_VALUED = frozenset({"owner", "manager"})  # slots whose value is a person: the thing decides, not the name
 SPEAKER_PREFIX = re.compile(r"^\s*[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}:\s+")
 
 
@@ -254,6 +219,8 @@ def owners(record: Episode | Fact, slot: str | None = None) -> frozenset[str]:
     found = set()
     for clause in read(statement(record)).clauses:
         if clause.said and (slot is None or slot in clause.slots):
+            if speaker and slot in clause.mine:
+                found.add(speaker)
             subject = clause.subject or (SPEAKER if speaker not in NOTE_TAKERS else IMPLIED)
             who = subject.replace(SPEAKER, speaker or "", 1) if subject.startswith(SPEAKER) else subject
             if who and not who.startswith("'"):
@@ -266,6 +233,7 @@ def owners(record: Episode | Fact, slot: str | None = None) -> frozenset[str]:
 class Clause:
     subject: str  # SPEAKER, UNKNOWN, IMPLIED, "@'s brother", or a person's name in lower case
     slots: frozenset[str]
+    mine: frozenset[str]  # slots the speaker owns in it, whoever its subject: "Dad replaced my old phone"
     values: frozenset[str]
     change: str | None  # change words said in it, ENDS or CHANGES
     said: bool  # it says something (two meaningful words or more)
@@ -281,6 +249,7 @@ class Reading:
     content: frozenset[str]  # its meaningful words, stemmed, without filler and change words
     asks: bool
     adds: bool  # one more of something ("too", "another")
+    hedged: bool  # a maybe, a plan, a wish: "thinking of moving to York", "might switch"
     ends: str | None  # words that end or replace a value, anywhere in it
     identifiers: tuple[tuple[str, str], ...]  # ("order", "1417"): things named by a number
     cue: str | None  # the first change word anywhere in it, ENDS, CHANGES or WEAK
@@ -321,10 +290,14 @@ def read(text: str) -> Reading:
         low = part.lower()
         subject = _subject(part.strip(), subject)
         change = ENDS.search(low) or CHANGES.search(low)
+        named = [s for s in SLOTS if s.cues.search(low)]
         clauses.append(
             Clause(
                 subject=subject,
-                slots=frozenset(s.name for s in SLOTS if s.cues.search(low)),
+                slots=frozenset(s.name for s in named),
+                mine=frozenset(
+                    s.name for s in named if any(MY.search(low, 0, m.start()) for m in s.cues.finditer(low))
+                ),
                 values=_values(part),
                 change=change[0] if change else None,
                 said=len(set(words(part)) - STOPWORDS - FILLER) > 1,
@@ -341,6 +314,7 @@ def read(text: str) -> Reading:
         content=frozenset(meaningful - cue_words),
         asks=_asks(lowered),
         adds=bool(ADDS.search(lowered)),
+        hedged=bool(HEDGE.search(lowered)),
         ends=ends[0] if ends else None,
         identifiers=tuple((m[1], m[2]) for m in IDENTIFIER.finditer(lowered) if m[1] not in STOPWORDS),
         cue=min(cues, key=lambda m: m.start())[0] if cues else None,
@@ -355,17 +329,18 @@ def slots(text: str) -> frozenset[str]:
 def _same(
     earlier: Episode | Fact, later: Episode | Fact, slot: str | None, topic: frozenset[str], about: frozenset[str]
 ) -> bool:
-    """One owner of the subject (of `slot`, when given): a person both are about — one the question asks
-    about, when the earlier statement is about them (`about`); for a slot whose value is a person ("Priya owns
-    the migration" → "Tomás took it over"), the thing they share; a statement that names no one (a note) is
-    anyone's."""
+    """One subject: a person both are about (of `slot`, when given) — one the question asks about, when the
+    earlier statement is about them (`about`); for a thing's slot (a framework, a deadline, who owns a piece
+    of work), the thing both name, whoever says it; a statement that names no one (a note) is anyone's."""
     mine, theirs = owners(earlier, slot), owners(later, slot)
     shared = (mine & theirs) - {UNKNOWN}
     if mine & about:
         return bool(shared & about)
+    if slot is not None and not SLOT_NAMES[slot].personal:
+        return any(not SLOT_NAMES[slot].cues.fullmatch(word) for word in topic)
     if shared or not (mine and theirs):
         return bool(shared) or not ({UNKNOWN} & (mine | theirs))
-    return slot in PERSON_VALUED and len(topic) >= 2  # two words of the thing they share
+    return False
 
 
 IDENTIFIER = re.compile(r"\b([a-z]+) #?(\d[\w-]*)")  # "order 1417", "ticket #204", "room 12b"
@@ -397,8 +372,8 @@ def update_reason(
     is updated only by one about them too. The caller checks that `later` came after `earlier`."""
     old, new = read(statement(earlier)), read(statement(later))
     added = new.values - old.values
-    if old.asks or not old.content or new.asks:
-        return None  # a question states nothing to update, and updates nothing
+    if old.asks or not old.content or new.asks or new.hedged:
+        return None  # a question states nothing to update, and updates nothing; nor does a plan or a maybe
     if new.ends is None and (new.adds or (new.content <= old.content and not added)):
         return None  # one more of something, or an echo: nothing the earlier did not say
     if {v for v in old.values & about if NUMBER.fullmatch(v)} - new.values or _other_thing(old, new):
