@@ -459,13 +459,19 @@ class SqliteRecordStore(
     # -- counts ---------------------------------------------------------------------------
     def row_counts(self) -> dict[str, dict[str, int]]:
         """`mneme.ports.RowCounts`: rows per tenant of every table with a tenant column."""
-        counts: dict[str, dict[str, int]] = {}
         with self._connection() as conn:
-            tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-            for table in tables:
-                columns = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
-                if "tenant" not in columns:
-                    continue
-                for tenant, n in conn.execute(f'SELECT tenant, count(*) FROM "{table}" GROUP BY tenant'):
-                    counts.setdefault(tenant, {})[table] = n
-        return counts
+            return row_counts(conn)
+
+
+def row_counts(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
+    """{tenant: {table: rows}} of every table with a tenant column, on an open connection to a store file
+    (also a backup's copy, read-only)."""
+    counts: dict[str, dict[str, int]] = {}
+    tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    for table in tables:
+        columns = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
+        if "tenant" not in columns:
+            continue
+        for tenant, n in conn.execute(f'SELECT tenant, count(*) FROM "{table}" GROUP BY tenant'):
+            counts.setdefault(tenant, {})[table] = n
+    return counts

@@ -11,6 +11,10 @@ from pathlib import Path
 
 from mneme.errors import MnemeError
 
+ADMIN_KEY_MINIMUM = 32  # characters: a key Mneme creates is 47 (`keys.KEY_PREFIX` + 43)
+CURSOR_KEY_MINIMUM = 64  # characters: the generated cursor.key is 64 hex (`bootstrap.CURSOR_KEY_BYTES`)
+MINIMUMS = {"admin.key": ADMIN_KEY_MINIMUM, "cursor.key": CURSOR_KEY_MINIMUM}  # the keys a home keeps
+
 
 class KeyFileDamaged(MnemeError):
     code = "key_file_damaged"
@@ -32,7 +36,7 @@ def create_once(path: Path, text: str) -> bool:
             os.link(temporary, path)  # create-only: a file another process linked first wins
         except FileExistsError:
             return False
-        _sync_directory(path.parent)
+        sync_directory(path.parent)
         return True
     finally:
         with contextlib.suppress(FileNotFoundError):
@@ -51,7 +55,7 @@ def read_key(path: Path, minimum: int) -> str:
     return text
 
 
-def _sync_directory(directory: Path) -> None:
+def sync_directory(directory: Path) -> None:
     with contextlib.suppress(OSError):  # not every file system lets a directory be opened for fsync
         fd = os.open(directory, os.O_RDONLY)
         try:
