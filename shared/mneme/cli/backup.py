@@ -35,7 +35,8 @@ def cmd_backup(ctx: Context) -> int:
         raise MnemeError("`mneme backup` copies the embedded SQLite store; this home is configured for another")
     done = backup.backup(settings.home, store, Path(ctx.args.dest))
     if ctx.args.json:
-        emit_json({"dest": str(done.dest), "seconds": round(done.seconds, 3), "bytes": done.bytes, **done.manifest})
+        timing = {"seconds": round(done.seconds, 3), "copy_seconds": round(done.copy_seconds, 3)}
+        emit_json({"dest": str(done.dest), **timing, "bytes": done.bytes, **done.manifest})
         return 0
     files = ", ".join(done.manifest["files"])
     print(

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from mneme.adapters.sqlite_base import FileUsers
 from mneme.errors import MnemeError
+from mneme.local.checks import StoreRefused
 
 SERVE_LOCK = "serve.lock"
 LOCK_FILES = (SERVE_LOCK, "mneme.db-lock", "mneme.db-users", "index.db-lock")  # empty files, never data
@@ -54,8 +56,16 @@ class ServerLock:
 
 def hold_server(home: Path, holder: str) -> ServerLock:
     """Hold the home for a server (`holder` says what it is), or raise HomeInUse naming who holds it."""
-    home.mkdir(parents=True, exist_ok=True)
-    fd = os.open(home / SERVE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        fd = os.open(home / SERVE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        if e.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+        raise StoreRefused(
+            f"{home} cannot be written ({e.strerror}: a read-only folder or disk): Mneme needs to write its home",
+            code="store_read_only",
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
