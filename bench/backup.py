@@ -126,11 +126,9 @@ class FixedSize:
 
 # -- processes ------------------------------------------------------------------------------------
 def env(home: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "MNEME_HOME": str(home),
-        "PYTHONPATH": os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(c.ROOT / "shared"), str(c.ROOT)) if p),
-    }
+    """A subprocess's environment on `home`: this checkout's code (after a PYTHONPATH given to the bench)."""
+    paths = [os.environ.get("PYTHONPATH"), str(c.ROOT / "shared"), str(c.ROOT)]
+    return {**os.environ, "MNEME_HOME": str(home), "PYTHONPATH": os.pathsep.join(filter(None, paths))}
 
 
 def mneme(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -203,9 +201,9 @@ def writer(url: str, key: str, out: Path, stop: Path, number: int) -> None:
 def start_writers(url: str, key: str, count: int, work: Path) -> tuple[list[subprocess.Popen[bytes]], Path]:
     stop = work / "stop-writers"
     stop.unlink(missing_ok=True)
+    command = [sys.executable, __file__, "--writer", url, key]
     procs = [
-        subprocess.Popen([sys.executable, __file__, "--writer", url, key, str(work / f"writer-{n}.log"), str(stop),
-                          str(n)], env=env(work))  # fmt: skip
+        subprocess.Popen([*command, str(work / f"writer-{n}.log"), str(stop), str(n)], env=env(work))
         for n in range(count)
     ]
     deadline = time.monotonic() + 120
@@ -365,8 +363,10 @@ def main() -> int:
         print(f"  writes acknowledged {r['acknowledged']:,}; before the backup started {r['before_backup']:,}; "
               f"found after restore {r['found']:,} (lost {lost}); acknowledged during it and kept "
               f"{r['during_backup_kept']:,}")  # fmt: skip
-        print(f"  backup {r['backup_seconds']:.1f} s (the store's copy {r['copy_seconds']:.1f} s), "
-              f"{r['backup_bytes'] / 1e6:,.0f} MB; restore with its index rebuilt {r['restore_seconds']:.1f} s")
+        print(
+            f"  backup {r['backup_seconds']:.1f} s (the store's copy {r['copy_seconds']:.1f} s), "
+            f"{r['backup_bytes'] / 1e6:,.0f} MB; restore with its index rebuilt {r['restore_seconds']:.1f} s"
+        )
         print(f"  writer latency outside the backup: {r['latency_outside']}")
         print(f"  writer latency during the backup:  {r['latency_during']}")
         what = "SIGTERM to exit (8 batches of 100 in flight)" if mode == "clean" else "SIGKILL to gone"

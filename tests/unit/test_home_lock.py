@@ -36,9 +36,8 @@ def test_a_lock_left_by_a_dead_parent_is_named_as_its_workers(tmp_path: Path) ->
 def test_a_restore_is_refused_while_a_store_is_open_and_opens_wait_for_it(tmp_path: Path) -> None:
     store = SqliteRecordStore(tmp_path / "mneme.db")
     store.row_counts()  # opened: it shares the file's users lock
-    with pytest.raises(home.HomeInUse, match="is open in"):
-        with home.held_for_restore(tmp_path, tmp_path / "mneme.db"):
-            pass
+    with pytest.raises(home.HomeInUse, match="is open in"), home.held_for_restore(tmp_path, tmp_path / "mneme.db"):
+        pass
     store.close()  # closed: the lock is given back
     with home.held_for_restore(tmp_path, tmp_path / "mneme.db"):
         with pytest.raises(StoreUnavailable, match="being replaced") as busy:
