@@ -122,39 +122,44 @@ class FileUsers:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(f"{path}-users")
         self._fd: int | None = None
+        self._guard = threading.Lock()  # its own: a read that opens a connection never waits for a writer
 
     def share(self) -> None:
         """Join the file's users (idempotent). Refused (StoreUnavailable) while a restore replaces it."""
-        if self._fd is not None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise StoreUnavailable(
-                f"{self.path.with_name(self.path.name.removesuffix('-users'))} is being replaced (`mneme restore`): "
-                "retry when it has finished",
-                code="store_being_restored",
-            ) from None
-        self._fd = fd
+        with self._guard:
+            if self._fd is not None:
+                return
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                store = self.path.with_name(self.path.name.removesuffix("-users"))
+                raise StoreUnavailable(
+                    f"{store} is being replaced (`mneme restore`): retry when it has finished",
+                    code="store_being_restored",
+                ) from None
+            self._fd = fd
 
     def exclusive(self) -> bool:
         """Become the file's only user (non-blocking): False while another process has it open."""
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.release()
-            return False
-        return True
+        with self._guard:
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                pass
+        self.release()
+        return False
 
     def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing the descriptor drops its lock
-            self._fd = None
+        with self._guard:
+            if self._fd is not None:
+                os.close(self._fd)  # closing the descriptor drops its lock
+                self._fd = None
 
 
 def utc_text(value: datetime) -> str:
@@ -176,8 +181,7 @@ class SqliteBase:
         self._writing = threading.local()  # the connection of this thread's open transaction
 
     def _open(self) -> sqlite3.Connection:
-        with self._lock:
-            self._users.share()
+        self._users.share()
         if not self._schema_ready:
             with self._lock:
                 if not self._schema_ready:

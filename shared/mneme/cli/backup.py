@@ -33,6 +33,10 @@ def cmd_backup(ctx: Context) -> int:
     store = bootstrap.current().store
     if not isinstance(store, SqliteBase):
         raise MnemeError("`mneme backup` copies the embedded SQLite store; this home is configured for another")
+    if not settings.sqlite_path.exists():
+        raise backup.BackupRefused(
+            f"{settings.home.resolve()} holds no store ({settings.sqlite_path.name}): nothing to back up"
+        )
     done = backup.backup(settings.home, store, Path(ctx.args.dest))
     if ctx.args.json:
         timing = {"seconds": round(done.seconds, 3), "copy_seconds": round(done.copy_seconds, 3)}
