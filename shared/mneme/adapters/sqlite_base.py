@@ -30,6 +30,7 @@ from mneme.errors import StoreUnavailable
 
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for another (SQLite's busy_timeout, below, is the same)
 SYNCHRONOUS = "FULL"  # every durable commit is on disk before it is acknowledged (see `_tx`)
+CLOSE_WAIT = 1.0  # seconds `close` waits for a write in progress on another thread
 
 STORE_VERSION = 1  # `PRAGMA user_version` of the record store this code writes (`local.checks` reads it)
 
@@ -219,15 +220,20 @@ class SqliteBase:
     def close(self) -> None:
         """Checkpoint the WAL and close the idle connections (the next call reopens). When no other
         connection is open (this process's last, and no other process's), SQLite's close of the last one
-        also removes the `-wal` and `-shm` files: the file alone then holds every commit."""
-        with self._lock:
-            for i, conn in enumerate(self._pool.drain()):
-                if i == 0:
-                    with suppress(sqlite3.Error):
-                        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                conn.close()
-            self._writer.close()
-            self._users.release()
+        also removes the `-wal` and `-shm` files: the file alone then holds every commit. It never waits
+        long for a write in progress on another thread (a stopping process must end): that write keeps its
+        connection and its turn, and the process's exit releases them."""
+        for i, conn in enumerate(self._pool.drain()):
+            if i == 0:
+                with suppress(sqlite3.Error):
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.close()
+        if self._lock.acquire(timeout=CLOSE_WAIT):  # no write of this process is in progress
+            try:
+                self._writer.close()
+            finally:
+                self._lock.release()
+        self._users.release()
 
     def backup(self, dest: Path) -> None:
         """Copy the file as of one moment into `dest` (a new file) with SQLite's online backup API, in one
