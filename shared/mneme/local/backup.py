@@ -39,7 +39,7 @@ from mneme.adapters.sqlite_base import SqliteBase
 from mneme.adapters.sqlite_store import row_counts
 from mneme.errors import MnemeError
 from mneme.local import checks, home
-from mneme.local.keyfiles import MINIMUMS, create_once, read_key, sync_directory
+from mneme.local.keyfiles import MINIMUMS, create_once, read_key, replace_whole, sync_directory
 
 FORMAT = "mneme-backup"
 VERSION = 1
@@ -93,7 +93,7 @@ def backup(source: Path, store: SqliteBase, dest: Path) -> BackedUp:
         raise
     done = BackedUp(dest, manifest, time.monotonic() - started, copied)
     record = {"at": manifest["created_at"], "dest": str(dest), "bytes": done.bytes, "seconds": round(done.seconds, 3)}
-    _replace(source / LAST_BACKUP, json.dumps(record) + "\n")
+    replace_whole(source / LAST_BACKUP, json.dumps(record) + "\n")
     return done
 
 
@@ -229,17 +229,3 @@ def _move_aside(target: Path, present: list[Path]) -> Path:
     for path in present:
         os.replace(path, aside / path.name)
     return aside
-
-
-def _replace(path: Path, text: str) -> None:
-    """Write `path` whole or not at all (a temporary file, synced, renamed over it)."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)

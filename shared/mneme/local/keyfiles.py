@@ -24,14 +24,8 @@ class KeyFileDamaged(MnemeError):
 def create_once(path: Path, text: str) -> bool:
     """Write `text` to `path` (mode 600) unless it exists; True when this call created it. The file
     appears whole or not at all: on a full disk the OSError is raised and nothing is left behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    temporary = _synced_beside(path, text)
     try:
-        with os.fdopen(fd, "w") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, 0o600)
         try:
             os.link(temporary, path)  # create-only: a file another process linked first wins
         except FileExistsError:
@@ -41,6 +35,34 @@ def create_once(path: Path, text: str) -> bool:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
+
+
+def replace_whole(path: Path, text: str) -> None:
+    """Write `text` to `path` (mode 600) over what it held: the old text or the new, never a part."""
+    temporary = _synced_beside(path, text)
+    try:
+        os.replace(temporary, path)
+        sync_directory(path.parent)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+def _synced_beside(path: Path, text: str) -> str:
+    """A temporary file beside `path` holding `text`, on disk (mode 600), for the caller to link or rename;
+    nothing is left behind when it cannot be written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, 0o600)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return temporary
 
 
 def read_key(path: Path, minimum: int) -> str:
