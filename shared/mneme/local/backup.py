@@ -125,6 +125,8 @@ def restore(src: Path, target: Path, *, force: bool, rebuild: Callable[[], None]
                 f"{target} is not empty ({shown}): pass --force to move its files into "
                 f"{target}/replaced-<time>/ and restore in their place"
             )
+        for stale in target.glob(".restore-*"):  # left by a restore that was killed: the home is ours alone
+            shutil.rmtree(stale, ignore_errors=True)
         staging = Path(tempfile.mkdtemp(dir=target, prefix=".restore-"))
         try:
             _stage(src, manifest, staging)
