@@ -48,15 +48,16 @@ def _slot(name: str, *cues: str, values: str = "", flags: str = "") -> Slot:
 
 # fmt: off
 SLOTS: tuple[Slot, ...] = (
-    _slot("home", r"li(?:ve|ves|ved|ving) (?:in|at|near|with|on)", r"mov(?:e|ed|ing) (?:to|into|back|out|house|away|in)",
-          r"relocat\w*", r"flat(?! rate| tyre| tire)", "apartment", "address", r"neighbou?rhood", "based in",
+    _slot("home", r"li(?:ve|ves|ved|ving) (?:in|at|near|with|on)",
+          r"mov(?:e|ed|ing) (?:to|into|back|out|house|away|in)", r"relocat\w*", r"flat(?! rate| tyre| tire)", "apartment", "address", r"neighbou?rhood", "based in",
           "home ?town", "residents?", "got the keys", "moved in", "(?:new|our|my) (?:place|house|home)",
           "(?:one|two|three)-bed", "house in", "rent(?:ing)? a"),
-    _slot("employer", r"work(?:s|ed|ing)? (?:at|for)", r"(?:my|our|new|current|old|his|her|their|a|the) (?:[\w-]+ ){0,2}job",
-          "employer", "(?:my|our|new|current|his|her|their) (?:company|firm)", "joined", "hired",
-          r"start(?:s|ed|ing)? at", "first day (?:at|as)", "resigned", "quit", r"freelanc\w*", "laid off", r"redundan\w*"),
-    _slot("role", "role", "position", "title", r"promot\w*", r"work(?:s|ed|ing)? as", "career", "part-time", "full-time",
-          "contract(?:or)?"),
+    _slot("employer", r"work(?:s|ed|ing)? (?:at|for)",
+          r"(?:my|our|new|current|old|his|her|their|a|the) (?:[\w-]+ ){0,2}job", "employer",
+          "(?:my|our|new|current|his|her|their) (?:company|firm)", "joined", "hired", r"start(?:s|ed|ing)? at",
+          "first day (?:at|as)", "resigned", "quit", r"freelanc\w*", "laid off", r"redundan\w*"),
+    _slot("role", "role", "position", "title", r"promot\w*", r"work(?:s|ed|ing)? as", "career", "part-time",
+          "full-time", "contract(?:or)?"),
     _slot("manager", "manager", "boss", "supervisor", "report(?:s|ing)? to", "team lead"),
     _slot("diet", "diet", "vegetarian", "vegan", "pescatarian", "meat", "dairy", "gluten", "keto", "eat(?:s|ing)?",
           "plant-based", "lactose",
