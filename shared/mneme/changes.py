@@ -49,7 +49,8 @@ def _slot(name: str, *cues: str, values: str = "", flags: str = "") -> Slot:
 # fmt: off
 SLOTS: tuple[Slot, ...] = (
     _slot("home", r"li(?:ve|ves|ved|ving) (?:in|at|near|with|on)",
-          r"mov(?:e|ed|ing) (?:to|into|back|out|house|away|in)", r"relocat\w*", r"flat(?! rate| tyre| tire)", "apartment", "address", r"neighbou?rhood", "based in",
+          r"mov(?:e|ed|ing) (?:to|into|back|out|house|away|in)", r"relocat\w*", r"flat(?! rate| tyre| tire)",
+          "apartment", "address", r"neighbou?rhood", "based in",
           "home ?town", "residents?", "got the keys", "moved in", "(?:new|our|my) (?:place|house|home)",
           "(?:one|two|three)-bed", "house in", "rent(?:ing)? a"),
     _slot("employer", r"work(?:s|ed|ing)? (?:at|for)",
