@@ -139,3 +139,9 @@ def test_a_retraction_takes_back_the_speakers_words_just_before() -> None:
 )
 def test_no_reading_across_turns_that_is_not_plain(window: list[tuple[str, str]]) -> None:
     assert window_claims(window) == []
+
+
+def test_who_owns_a_thing_is_answered_with_the_thing_cut_at_its_qualifier() -> None:
+    """'Who is taking the Peel account now Ravi has gone?' / 'me, I took it over': the thing is the account."""
+    found = window_claims([("Ola", "Who is taking the Peel account now Ravi has gone?"), ("Bea", "me, I took it over")])
+    assert [claim for _, claim in found] == [Claim("Bea", "owns", "the Peel account")]

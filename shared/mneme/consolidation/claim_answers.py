@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from mneme.consolidation.claim_rules import CALLED_KIND, THAT, TOPIC, Found, clause_claims
 from mneme.consolidation.claim_turns import HEDGED, JOKING, NEGATED, Turn, normalise
-from mneme.consolidation.claim_values import FAMILY, NAME, is_entity, is_property, value
+from mneme.consolidation.claim_values import FAMILY, NAME, clean, is_entity, is_property, value
 
 GUARDED = re.compile(f"{HEDGED.pattern}|{NEGATED.pattern}|{JOKING.pattern}", re.I)
 
@@ -128,7 +128,7 @@ def _shape(question: str, answerer: str) -> Asked | None:
         if pattern.search(question):
             return Asked(None, prop, kind)
     if found := WHO_OWNS.search(question):
-        return Asked(None, "owns", "owner", found["x"])
+        return Asked(None, "owns", "owner", clean(found["x"]))  # "who's taking the X account now Sam's left"
     if (found := WHATS_THE.search(question)) and (
         found["x"] or found["p"].lower() in ("deadline", "due date", "budget")
     ):
