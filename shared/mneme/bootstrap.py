@@ -181,6 +181,25 @@ class Services:
             if isinstance(member, built):
                 getattr(self, name)
 
+    def interrupt(self) -> None:
+        """The process was asked to stop: the local model refuses the batches it has not started, so the
+        requests in progress end in moments (a remember stores its episodes for the index sweep to embed)."""
+        self._close("embedder")
+
+    def close(self) -> None:
+        """Give back what the built parts hold, at the end of a process (a server's stop, a CLI command): the
+        index saves its vector caches and closes; the store checkpoints its WAL and closes, so at rest the
+        file alone holds everything. Parts never built are not built now."""
+        self._close("index", "store")
+
+    def _close(self, *names: str) -> None:
+        from mneme.ports import Closeable
+
+        for name in names:
+            part = self.__dict__.get(name)  # a `built` part, once built, is in the instance's dict
+            if isinstance(part, Closeable):
+                part.close()
+
     @built
     def store(self) -> RecordStore:
         return build_store(self.settings)
@@ -339,6 +358,12 @@ def cursor_secret(settings: Settings) -> Callable[[], bytes]:
 def current() -> Services:
     """The process-wide services, built once per cold start."""
     return build()
+
+
+def close_current() -> None:
+    """Close the process-wide services if this process built them (`Services.close`)."""
+    if current.cache_info().currsize:
+        current().close()
 
 
 def build_authenticator(settings: Settings | None = None) -> Authenticator:

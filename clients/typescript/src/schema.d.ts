@@ -1743,6 +1743,13 @@ export interface components {
              */
             session_id?: string | null;
             /**
+             * Since Changed
+             * @default null
+             */
+            since_changed?: {
+                [key: string]: string;
+            } | null;
+            /**
              * Sources
              * @default null
              */

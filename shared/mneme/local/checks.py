@@ -26,12 +26,13 @@ from pathlib import Path
 
 from mneme.adapters.sqlite_base import STORE_VERSION
 from mneme.errors import MnemeError
+from mneme.local.keyfiles import MINIMUMS
 from mneme.observability import logger
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 STORE_TABLES = {"scopes", "slots", "memories", "episodes", "api_keys"}
 INDEX_TABLES = {"docs", "docs_fts", "index_meta"}
-KEY_FILES = ("admin.key", "cursor.key")
+KEY_FILES = tuple(MINIMUMS)  # admin.key, cursor.key
 SAMPLE = 20  # newest indexed episodes per tenant looked up in the index to call it current
 
 
