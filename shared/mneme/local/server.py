@@ -8,23 +8,29 @@ half-closes) is dropped, never served. On top of it (`StrictProtocol`, `app`):
 - deadlines: a request's head must arrive within HEAD_TIMEOUT of its first byte (or of the connection,
   however slowly it trickles in), its body within BODY_TIMEOUT: a 408, and the connection closed; an
   idle keep-alive connection is closed after IDLE_TIMEOUT;
-- limits: the head's size, its number of headers and the target's length (431 / 414), at most
-  MAX_CONNECTIONS connections per process (503 past it), THREADS requests served at once;
+- limits: the head's size, its number of headers and the target's length (431 / 414), THREADS requests
+  served at once, and at most MAX_CONNECTIONS connections per process: a connection past it closes the newest
+  idle one (no request under way: never used, or kept alive between requests), else the newest whose head is
+  still arriving, and only when every other connection is serving a request is it answered 503;
 - admission before the body: the route and the API key are checked, and `Content-Length` against the
   route's limit, before a byte of the body is read; a chunked body is refused (411);
 - with `MNEME_SERVE__TENANT_RATE_LIMIT` set, each tenant's requests pass a token bucket (mneme.local.throttle):
   past it a 429 `throttled` with `Retry-After`, as API Gateway's usage plan refuses a tenant in AWS;
 - every answer, protocol errors included, is JSON in the error shape, with an `X-Request-Id`; an
-  unexpected error is logged at ERROR with its traceback and that id (`http.api.unexpected`).
+  unexpected error is logged at ERROR with its traceback and that id (`http.api.unexpected`). A protocol
+  error names the problem (and the header), never the refused text: h11 quotes the line it refuses, and
+  that line can hold an API key (`protocol_message`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import os
+import re
 import socket as sockets
 import sys
 import threading
@@ -96,6 +102,42 @@ def error_payload(status: int, message: str, request_id: str | None = None) -> b
     return json.dumps({"error": error}).encode()
 
 
+QUOTED = re.compile(r"b['\"]|bytearray\(")  # h11 quotes what it refused with repr(): b'...' or bytearray(b'...')
+HEADER_NAME = re.compile(r"(?:bytearray\()?b['\"]([A-Za-z0-9_.-]{1,64})\s*:")
+
+
+def protocol_message(error: h11.RemoteProtocolError | None, fallback: str) -> str:
+    """What h11 refused, without the text it refused: its messages quote the offending line (`illegal header
+    line: bytearray(b'Authorization: Bearer mnk_...')`), which can hold a key. A header line is named by its
+    header's name; anything quoted is left out."""
+    text = str(error) if error is not None else fallback
+    problem, _, quoted = text.partition(": ")
+    if not QUOTED.search(text):
+        return text[:200]
+    if problem == "illegal header line":
+        named = HEADER_NAME.match(quoted)
+        header = f"the {named.group(1)} header" if named else "a header"
+        return (
+            f"illegal header line: {header} is malformed (a bare CR, a space before the colon, or a character "
+            "HTTP does not allow); its value is not repeated here"
+        )
+    if problem == "illegal request line":
+        return "illegal request line: send METHOD /path HTTP/1.1 with an ASCII target; it is not repeated here"
+    return f"{problem}; the refused text is not repeated here" if not QUOTED.search(problem) else "malformed request"
+
+
+def request_path(raw_path: bytes) -> str:
+    """The path of an origin-form target (`/v1/...`) as sent, or of an absolute-form one (`http://host/v1/...`);
+    a target no URL parser reads is refused (400), never a 500."""
+    text = raw_path.decode("latin-1")
+    if text.startswith("/"):
+        return text
+    try:
+        return urlsplit(text).path
+    except ValueError:
+        raise InvalidInput("the request target is not a URL path: send /v1/...", code="bad_request") from None
+
+
 def content_length(headers: dict[str, str]) -> int:
     """The body's declared length: digits only (no sign, no exponent); chunked bodies are not accepted."""
     if "transfer-encoding" in headers:
@@ -104,7 +146,7 @@ def content_length(headers: dict[str, str]) -> int:
     if value is None:
         return 0
     if not value.strip().isdigit() or not value.strip().isascii():
-        raise InvalidInput(f"Content-Length must be a non-negative integer, not {value[:40]!r}")
+        raise InvalidInput("Content-Length must be a non-negative integer (its value is not repeated here)")
     return int(value)
 
 
@@ -179,7 +221,7 @@ class Mneme:
         declared = any(k in (b"content-length", b"transfer-encoding") and v.strip(b"0 ") for k, v in scope["headers"])
         try:
             headers = check_head(scope)
-            path = urlsplit(scope["raw_path"].decode("latin-1")).path
+            path = request_path(scope["raw_path"])
             # On the loop's thread: a route match and one key lookup (a cached SQLite read), cheaper than a
             # hop to a worker thread and back, which on a busy machine waits for a CPU each way.
             admitted = admit_head(method, path, headers)
@@ -287,10 +329,13 @@ class _OneSend:
 
 class StrictProtocol(H11Protocol):
     """uvicorn's h11 protocol with a deadline on the request head (uvicorn has none: a client that
-    trickles its headers would hold a connection for ever) and protocol errors in the JSON error shape."""
+    trickles its headers would hold a connection for ever), protocol errors in the JSON error shape, and
+    the connection cap (uvicorn's answers a plain-text 503 to every request while idle sockets hold it)."""
 
     head_timer: asyncio.TimerHandle | None = None
     lingering = False  # an error was sent: what the client still sends is read and dropped, then we close
+    opened = 0  # the connection's place in the order connections were made (the newest is the largest)
+    _order = itertools.count(1)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -299,7 +344,10 @@ class StrictProtocol(H11Protocol):
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
         self.transport = _OneSend(transport, self)  # type: ignore[assignment]
+        self.opened = next(self._order)
         self._await_head()
+        if sum(1 for c in self.connections if _counted(c)) > MAX_CONNECTIONS:
+            self._make_room()
 
     def data_received(self, data: bytes) -> None:
         if self.lingering:
@@ -314,6 +362,33 @@ class StrictProtocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head()
         super().connection_lost(exc)
+
+    def waiting(self) -> str | None:
+        """`idle` (no request under way and no byte of the next), `head` (a head still arriving), or None
+        (a request is being read or served)."""
+        if self.conn.their_state is not h11.IDLE or not (self.cycle is None or self.cycle.response_complete):
+            return None
+        return "head" if self.conn.trailing_data[0] else "idle"
+
+    def _make_room(self) -> None:
+        """Past the cap: close the newest idle connection, else the newest whose head is still arriving;
+        when every other connection is serving a request, this one is answered 503 (and closed)."""
+        others = [c for c in self.connections if c is not self and isinstance(c, StrictProtocol) and _counted(c)]
+        for state in ("idle", "head"):
+            waiting = [c for c in others if c.waiting() == state]
+            if waiting:
+                max(waiting, key=lambda c: c.opened).drop()
+                return
+        self._write_error(503, f"the server is serving {MAX_CONNECTIONS} requests at once: retry shortly")
+
+    def drop(self) -> None:
+        """Close to make room: silently between requests (as a keep-alive timeout does), else with a 503."""
+        if self.cycle is not None and not self.conn.trailing_data[0]:
+            self._cancel_head()
+            self.conn.send(h11.ConnectionClosed())
+            self.transport.close()
+        else:
+            self._write_error(503, "the server is at its connection limit and closed this idle connection")
 
     def _await_head(self) -> None:
         waiting = self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
@@ -337,10 +412,11 @@ class StrictProtocol(H11Protocol):
         status = error.error_status_hint if error is not None else 400
         if status == 431 and b"\n" not in self.conn.trailing_data[0]:
             status = 414  # the request line alone is past the limit
-        self._write_error(status, str(error) if error is not None else msg)
+        self._write_error(status, protocol_message(error, msg))
 
     def _write_error(self, status: int, message: str) -> None:
         """A protocol error written straight to the socket (h11 has no request to answer), then close."""
+        self._cancel_head()
         payload = error_payload(status, message)
         head = (
             f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: application/json\r\n"
@@ -355,6 +431,11 @@ class StrictProtocol(H11Protocol):
             self.loop.call_later(LINGER, self.transport.close)
         else:
             self.transport.close()
+
+
+def _counted(connection: Any) -> bool:
+    """Whether a connection holds a place under the cap (one answered with an error lingers, then closes)."""
+    return not getattr(connection, "lingering", False) and not connection.transport.is_closing()
 
 
 class _Uvicorn(uvicorn.Server):
@@ -394,7 +475,7 @@ class LocalServer:
             ws="none",
             interface="asgi3",
             timeout_keep_alive=int(IDLE_TIMEOUT),
-            limit_concurrency=MAX_CONNECTIONS,
+            limit_concurrency=None,  # the cap is StrictProtocol's (uvicorn's answers in plain text, idle or not)
             backlog=1,  # connections accepted per wake-up (see _Uvicorn.startup)
             timeout_graceful_shutdown=10,
             server_header=False,
