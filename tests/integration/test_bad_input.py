@@ -536,8 +536,10 @@ def test_a_huge_body_is_refused_before_it_is_read(seeded: Seeded, with_key: bool
 @pytest.mark.parametrize("method", ["OPTIONS", "TRACE", "CONNECT", "FOO", "PROPFIND"])
 def test_every_method_gets_a_json_answer(seeded: Seeded, method: str) -> None:
     request = f"{method} /v1/health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".encode()
-    error = error_of(*exchange(seeded.api.base, request), 405)
+    status, headers, body = exchange(seeded.api.base, request)
+    error = error_of(status, headers, body, 405)
     assert error["details"] == {"allow": ["GET"]}
+    assert headers["allow"] == "GET"  # RFC 9110: a 405 says what is allowed in its Allow header
     unknown = f"{method} /v1/nothing HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".encode()
     error_of(*exchange(seeded.api.base, unknown), 404)
 
@@ -545,6 +547,7 @@ def test_every_method_gets_a_json_answer(seeded: Seeded, method: str) -> None:
 def test_head_gets_405_headers_without_a_body(seeded: Seeded) -> None:
     response = seeded.api.session.head(seeded.api.base + "/v1/health", timeout=10)
     assert response.status_code == 405 and response.headers["Content-Type"] == "application/json"
+    assert response.headers["Allow"] == "GET"
     assert response.content == b""
 
 
