@@ -1210,13 +1210,34 @@ export interface components {
             /** Settled */
             settled: components["schemas"]["Settled"][];
         };
-        /** Health */
+        /**
+         * Health
+         * @description `ok`, or `degraded` with a line for each part that is (the embedded engine only).
+         */
         Health: {
             /**
-             * Status
-             * @constant
+             * Cursor Key
+             * @description the cursor key that cannot be used (paging answers 503)
+             * @default null
              */
-            status: "ok";
+            cursor_key?: string | null;
+            /**
+             * Index
+             * @description the search index being rebuilt, and why
+             * @default null
+             */
+            index?: string | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "ok" | "degraded";
+            /**
+             * Store
+             * @description the store that cannot be read, and why
+             * @default null
+             */
+            store?: string | null;
             /** Version */
             version: string;
         };

@@ -29,8 +29,13 @@ class ErrorBody(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok"]
+    """`ok`, or `degraded` with a line for each part that is (the embedded engine only)."""
+
+    status: Literal["ok", "degraded"]
     version: str
+    index: str | None = Field(None, description="the search index being rebuilt, and why")
+    store: str | None = Field(None, description="the store that cannot be read, and why")
+    cursor_key: str | None = Field(None, description="the cursor key that cannot be used (paging answers 503)")
 
 
 class Caller(BaseModel):
