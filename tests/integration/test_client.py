@@ -302,6 +302,13 @@ def test_connection_failures_are_retried_then_raised(stub: Stub) -> None:
     assert client.health().model_dump() == {"status": "ok", "version": "x"}
 
 
+def test_a_degraded_health_is_read_with_what_is_degraded(stub: Stub) -> None:
+    why = "/srv/mneme/cursor.key is a directory"
+    stub.replies = [Reply(200, {"status": "degraded", "version": "x", "cursor_key": why})]
+    health = MnemeClient(stub.url, "k", sleep=Sleeps()).health()
+    assert health.status == "degraded" and health.model_dump()["cursor_key"] == why
+
+
 def test_change_feed_pages_resume_without_gaps_or_repeats(admin: MnemeClient) -> None:
     admin.remember_batch([{"scope": "root", "content": f"note {i}", "idempotency_key": f"k{i}"} for i in range(5)])
     everything = [(c.kind, c.id) for c in admin.iter_changes(page_size=100)]

@@ -257,7 +257,9 @@ class ErrorBody(Response):
 
 
 class Health(Response):
-    status: Literal["ok"]
+    """`ok`, or `degraded` with a line for each part that is (`index`, `store`, `cursor_key`)."""
+
+    status: Literal["ok", "degraded"]
     version: str
 
 
