@@ -220,7 +220,7 @@ def test_authorizer_denies_an_unknown_or_missing_key_without_raising(home: Path,
 def test_authorizer_denies_a_revoked_key(home: Path) -> None:
     # Given a key that was revoked
     keys = bootstrap.current().keys
-    secret, record = keys.create("acme", "alice", [Role.admin])
+    secret, record = keys.create("acme", "alice", [Role.writer])
     keys.revoke("acme", record.key_id)
     # When the authorizer sees it
     result = authorize(f"Bearer {secret}")
