@@ -51,8 +51,9 @@ def list_episodes(
     cursor: Cursor = None,
     limit: Limit = 50,
 ) -> dict[str, Any]:
-    """Episodes under a scope (its whole subtree), newest remembered first. Filters: `session_id`, `since` /
-    `until` (when they occurred, half-open), `metadata.<key>=<value>` (repeat a key for any of several values)."""
+    """Episodes under a scope (its whole subtree), newest remembered first (the turns one call gave by their
+    `sequence`, the last first). Filters: `session_id`, `since` / `until` (when they occurred, half-open; `since`
+    after `until` is a 400), `metadata.<key>=<value>` (repeat a key for any of several values)."""
     listing = _listing(scope, since, until, session_id=session_id, cursor=cursor, limit=limit)
     return bootstrap.current().records.list_episodes(caller(app), listing)
 

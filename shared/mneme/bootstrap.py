@@ -299,8 +299,6 @@ class Services:
         return ForgetService(self.store, self.clock, self.embedder, self.indexer, self.records)
 
 
-CURSOR_KEY_BYTES = 32  # the generated cursor.key: 64 hex characters
-CURSOR_KEY_CHARS = 2 * CURSOR_KEY_BYTES
 MIN_SECRET_BYTES = 8  # a configured cursor secret shorter than this is refused, never used
 
 
@@ -329,11 +327,11 @@ def cursor_secret(settings: Settings) -> Callable[[], bytes]:
         path = cursor_key_file(settings)
         if path is None:
             raise StoreUnavailable("set MNEME_CURSOR_SECRET_ARN (or MNEME_CURSOR_SECRET) to sign feed cursors")
-        from mneme.local.keyfiles import create_once, read_key
+        from mneme.local.keyfiles import CURSOR_KEY_BYTES, create_once, read_key
 
         if not os.path.lexists(path):
             create_once(path, secrets.token_hex(CURSOR_KEY_BYTES))
-        return read_key(path, minimum=CURSOR_KEY_CHARS).encode()
+        return read_key(path, minimum=2 * CURSOR_KEY_BYTES).encode()
 
     return secret
 

@@ -976,7 +976,8 @@ export interface components {
         };
         /**
          * EpisodePage
-         * @description Episodes newest remembered first; `next_cursor` gives the next page (null: the end was reached).
+         * @description Episodes newest remembered first (the turns of one call by their `sequence`, the last first);
+         *     `next_cursor` gives the next page (null: the end was reached).
          */
         EpisodePage: {
             /** Episodes */
@@ -1031,6 +1032,12 @@ export interface components {
             occurred_at: string;
             /** Scope */
             scope: string;
+            /**
+             * Sequence
+             * @description its place among the turns one call gave (0, 1, 2, ...)
+             * @default 0
+             */
+            sequence?: number;
             /**
              * Session Id
              * @default null
@@ -1753,6 +1760,11 @@ export interface components {
             scores: {
                 [key: string]: number;
             };
+            /**
+             * Sequence
+             * @default null
+             */
+            sequence?: number | null;
             /**
              * Session Id
              * @default null

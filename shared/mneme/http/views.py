@@ -226,6 +226,7 @@ class EpisodeRecord(BaseModel):
     occurred_at: datetime
     created_at: datetime
     session_id: str | None = None
+    sequence: int = Field(0, description="its place among the turns one call gave (0, 1, 2, ...)")
     tier: str
     metadata: dict[str, Any] = {}
     format: str
@@ -263,7 +264,8 @@ class FactRecord(BaseModel):
 
 
 class EpisodePage(BaseModel):
-    """Episodes newest remembered first; `next_cursor` gives the next page (null: the end was reached)."""
+    """Episodes newest remembered first (the turns of one call by their `sequence`, the last first);
+    `next_cursor` gives the next page (null: the end was reached)."""
 
     episodes: list[EpisodeRecord]
     next_cursor: str | None = None

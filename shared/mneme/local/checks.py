@@ -25,9 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mneme.adapters.sqlite_base import STORE_VERSION
-from mneme.bootstrap import CURSOR_KEY_CHARS
 from mneme.errors import MnemeError
-from mneme.local.keyfiles import key_problem
+from mneme.local.keyfiles import CURSOR_KEY_BYTES, key_problem
 from mneme.observability import logger
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -141,7 +140,7 @@ def components(store: Path, index: Path, cursor_key: Path | None = None) -> dict
     found: dict[str, str] = {}
     if why := rebuilding(index):
         found["index"] = f"rebuilding: {why}"
-    if cursor_key is not None and (why := key_problem(cursor_key, CURSOR_KEY_CHARS)):
+    if cursor_key is not None and (why := key_problem(cursor_key, 2 * CURSOR_KEY_BYTES)):
         found["cursor_key"] = why
     if not os.path.lexists(store):
         return found  # a new home: the store is created by the first write

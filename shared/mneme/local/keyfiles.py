@@ -11,6 +11,8 @@ from pathlib import Path
 
 from mneme.errors import MnemeError
 
+CURSOR_KEY_BYTES = 32  # a generated cursor.key: 64 hex characters
+
 
 class KeyFileDamaged(MnemeError):
     code = "key_file_damaged"
