@@ -9,14 +9,14 @@ from mneme import bootstrap
 from mneme.errors import InvalidInput
 from mneme.http.api import build_resolver, caller
 from mneme.http.lambda_entry import lambda_handler
-from mneme.http.schemas import CorrectFactRequest, NoBody, query_metadata
+from mneme.http.schemas import CorrectFactRequest, NoBody, QueryLimit, query_metadata
 from mneme.services.records import Listing
 
 app = build_resolver()
 
 Scope = Annotated[str, Query(min_length=4, max_length=600)]
 Cursor = Annotated[str | None, Query(max_length=512)]
-Limit = Annotated[int, Query(ge=1, le=200)]
+Limit = Annotated[QueryLimit, Query()]
 # A forget's reason rides in the query string, and a request target is at most 8,192 bytes (413/414 beyond):
 # 500 characters of any script fit, percent-encoded.
 Reason = Annotated[str | None, Query(min_length=1, max_length=500)]

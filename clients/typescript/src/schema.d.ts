@@ -2603,7 +2603,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["NoBody"] | null;
+                "application/json": components["schemas"]["NoBody"];
             };
         };
         responses: {
@@ -2904,7 +2904,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["NoBody"] | null;
+                "application/json": components["schemas"]["NoBody"];
             };
         };
         responses: {
@@ -3344,7 +3344,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["NoBody"] | null;
+                "application/json": components["schemas"]["NoBody"];
             };
         };
         responses: {
@@ -3925,7 +3925,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["DecisionRequest"] | null;
+                "application/json": components["schemas"]["DecisionRequest"];
             };
         };
         responses: {
@@ -4032,7 +4032,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["NoBody"] | null;
+                "application/json": components["schemas"]["NoBody"];
             };
         };
         responses: {
@@ -5341,7 +5341,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["NoBody"] | null;
+                "application/json": components["schemas"]["NoBody"];
             };
         };
         responses: {

@@ -20,6 +20,7 @@ from pydantic import (
     Tag,
     TypeAdapter,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -61,7 +62,15 @@ def _whole_number(value: object) -> object:
     return value
 
 
-QueryInt = Annotated[int, BeforeValidator(_whole_number)]
+MAX_PAGE = 200
+# A page size in the query string: digits only, 1..200. Its schema is written out: for a type with a validator
+# of its own, Powertools puts pydantic's `ge` / `le` in the document, which JSON Schema does not know.
+QueryLimit = Annotated[
+    int,
+    BeforeValidator(_whole_number),
+    Field(ge=1, le=MAX_PAGE),
+    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_PAGE}),
+]
 
 
 class Strict(BaseModel):
