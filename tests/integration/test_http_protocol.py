@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import selectors
 import socket
 import threading
 import time
@@ -348,7 +349,7 @@ def test_idle_connections_at_the_cap_make_room_for_a_request(home: Path, monkeyp
     httpd, address = limited(monkeypatch, 8)
     idle = [connect(address, timeout=5) for _ in range(8)]
     try:
-        time.sleep(0.3)
+        time.sleep(local.NEW_GRACE + 0.3)  # past the moment a new connection has to send its request
         # Then every health check is answered, one after another, each evicting the newest idle connection
         assert [health(address).status_code for _ in range(5)] == [200] * 5
         # And the oldest idle connections are still open (the newest went first)
@@ -358,6 +359,43 @@ def test_idle_connections_at_the_cap_make_room_for_a_request(home: Path, monkeyp
     finally:
         for sock in idle:
             sock.close()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_idle_connections_reopened_as_fast_as_they_close_never_shut_a_request_out(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an attacker holding more idle connections than the cap, re-opening each one the server closes
+    httpd, address = limited(monkeypatch, 8)
+    watch = selectors.DefaultSelector()
+    for _ in range(12):
+        watch.register(connect(address), selectors.EVENT_READ)
+    stop, reopened = threading.Event(), [0]
+
+    def attacker() -> None:
+        while not stop.is_set():
+            for ready, _ in watch.select(timeout=0.05):
+                watch.unregister(ready.fileobj)
+                ready.fileobj.close()  # type: ignore[union-attr]
+                with contextlib.suppress(OSError):
+                    watch.register(connect(address), selectors.EVENT_READ)
+                    reopened[0] += 1
+
+    flood = threading.Thread(target=attacker, daemon=True)
+    flood.start()
+    try:
+        # Then every request in the meantime is served
+        answers = []
+        for _ in range(25):  # 2.5 s: past the grace, the attacker's connections are closed and come back
+            time.sleep(0.1)
+            answers.append(health(address).status_code)
+        assert answers == [200] * 25 and reopened[0] >= 4
+    finally:
+        stop.set()
+        flood.join()
+        for key in list(watch.get_map().values()):
+            key.fileobj.close()  # type: ignore[union-attr]
         httpd.shutdown()
         httpd.server_close()
 
@@ -378,13 +416,13 @@ def test_a_keep_alive_connection_waiting_for_its_next_request_is_idle_too(
         httpd.server_close()
 
 
-def test_past_the_cap_with_every_connection_busy_the_answer_is_a_json_503(
+def test_past_twice_the_cap_with_every_connection_busy_the_answer_is_a_json_503(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given every connection in the middle of a request (a body that has not arrived yet)
+    # Given twice the cap of connections in the middle of a request (a body that has not arrived yet)
     httpd, address = limited(monkeypatch, 4)
     key = new_key("acme", "alice", Role.writer)
-    busy = [connect(address) for _ in range(4)]
+    busy = [connect(address) for _ in range(8)]
     try:
         for sock in busy:
             sock.sendall(remember(key, "slow")[:-5])

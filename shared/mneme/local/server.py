@@ -9,9 +9,10 @@ half-closes) is dropped, never served. On top of it (`StrictProtocol`, `app`):
   however slowly it trickles in), its body within BODY_TIMEOUT: a 408, and the connection closed; an
   idle keep-alive connection is closed after IDLE_TIMEOUT;
 - limits: the head's size, its number of headers and the target's length (431 / 414), THREADS requests
-  served at once, and at most MAX_CONNECTIONS connections per process: a connection past it closes the newest
-  idle one (no request under way: never used, or kept alive between requests), else the newest whose head is
-  still arriving, and only when every other connection is serving a request is it answered 503;
+  served at once, and MAX_CONNECTIONS connections per process: a connection past it closes the newest idle
+  one (no request under way: never used, or kept alive between requests), else the newest whose head is
+  still arriving, of those open NEW_GRACE or longer; connections serving requests or just opened may take a
+  process to twice the cap, past which a new one is answered 503;
 - admission before the body: the route and the API key are checked, and `Content-Length` against the
   route's limit, before a byte of the body is read; a chunked body is refused (411);
 - with `MNEME_SERVE__TENANT_RATE_LIMIT` set, each tenant's requests pass a token bucket (mneme.local.throttle):
@@ -30,7 +31,6 @@ import itertools
 import json
 import logging
 import os
-import re
 import socket as sockets
 import sys
 import threading
@@ -43,7 +43,6 @@ from functools import partial
 from http import HTTPStatus
 from socket import SOMAXCONN
 from typing import Any
-from urllib.parse import urlsplit
 
 import h11
 import uvicorn
@@ -54,6 +53,7 @@ from mneme.errors import InvalidInput, MnemeError, PayloadTooLarge, Throttled
 from mneme.http.api import proxy_error, unexpected
 from mneme.local import gateway, runtime
 from mneme.local.events import proxy_event
+from mneme.local.heads import protocol_message, request_path
 from mneme.local.throttle import TenantThrottle
 from mneme.observability import logger
 from mneme.services.indexing import Indexer
@@ -67,7 +67,8 @@ IDLE_TIMEOUT = 15.0  # seconds a keep-alive connection may wait for its next req
 MAX_HEAD = 16 * 1024  # bytes of request line and headers
 MAX_HEADERS = 100
 MAX_TARGET = 8 * 1024  # bytes of the request target (path and query)
-MAX_CONNECTIONS = 256  # open connections per process; past it a request is answered 503
+MAX_CONNECTIONS = 256  # connections per process past which an idle one is closed (503 past twice as many)
+NEW_GRACE = 1.0  # seconds a new connection has to send its first byte before it counts as idle
 LINGER = 2.0  # seconds a connection refused with a protocol error is read and dropped before it closes
 THREADS = 32  # requests served at once per process (the handlers are blocking: SQLite, the model)
 
@@ -100,42 +101,6 @@ def error_payload(status: int, message: str, request_id: str | None = None) -> b
     if request_id:
         error["details"] = {"request_id": request_id}
     return json.dumps({"error": error}).encode()
-
-
-QUOTED = re.compile(r"b['\"]|bytearray\(")  # h11 quotes what it refused with repr(): b'...' or bytearray(b'...')
-HEADER_NAME = re.compile(r"(?:bytearray\()?b['\"]([A-Za-z0-9_.-]{1,64})\s*:")
-
-
-def protocol_message(error: h11.RemoteProtocolError | None, fallback: str) -> str:
-    """What h11 refused, without the text it refused: its messages quote the offending line (`illegal header
-    line: bytearray(b'Authorization: Bearer mnk_...')`), which can hold a key. A header line is named by its
-    header's name; anything quoted is left out."""
-    text = str(error) if error is not None else fallback
-    problem, _, quoted = text.partition(": ")
-    if not QUOTED.search(text):
-        return text[:200]
-    if problem == "illegal header line":
-        named = HEADER_NAME.match(quoted)
-        header = f"the {named.group(1)} header" if named else "a header"
-        return (
-            f"illegal header line: {header} is malformed (a bare CR, a space before the colon, or a character "
-            "HTTP does not allow); its value is not repeated here"
-        )
-    if problem == "illegal request line":
-        return "illegal request line: send METHOD /path HTTP/1.1 with an ASCII target; it is not repeated here"
-    return f"{problem}; the refused text is not repeated here" if not QUOTED.search(problem) else "malformed request"
-
-
-def request_path(raw_path: bytes) -> str:
-    """The path of an origin-form target (`/v1/...`) as sent, or of an absolute-form one (`http://host/v1/...`);
-    a target no URL parser reads is refused (400), never a 500."""
-    text = raw_path.decode("latin-1")
-    if text.startswith("/"):
-        return text
-    try:
-        return urlsplit(text).path
-    except ValueError:
-        raise InvalidInput("the request target is not a URL path: send /v1/...", code="bad_request") from None
 
 
 def content_length(headers: dict[str, str]) -> int:
@@ -335,6 +300,7 @@ class StrictProtocol(H11Protocol):
     head_timer: asyncio.TimerHandle | None = None
     lingering = False  # an error was sent: what the client still sends is read and dropped, then we close
     opened = 0  # the connection's place in the order connections were made (the newest is the largest)
+    since = 0.0  # the loop's time when it was made
     _order = itertools.count(1)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -344,7 +310,7 @@ class StrictProtocol(H11Protocol):
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
         self.transport = _OneSend(transport, self)  # type: ignore[assignment]
-        self.opened = next(self._order)
+        self.opened, self.since = next(self._order), self.loop.time()
         self._await_head()
         if sum(1 for c in self.connections if _counted(c)) > MAX_CONNECTIONS:
             self._make_room()
@@ -371,24 +337,31 @@ class StrictProtocol(H11Protocol):
         return "head" if self.conn.trailing_data[0] else "idle"
 
     def _make_room(self) -> None:
-        """Past the cap: close the newest idle connection, else the newest whose head is still arriving;
-        when every other connection is serving a request, this one is answered 503 (and closed)."""
+        """Past the cap: close the newest idle connection, else the newest whose head is still arriving, of
+        those open NEW_GRACE or longer (a client's own connection is never closed in the moment between its
+        connect and its request, however fast others connect). With none, connections serving a request or
+        just opened take the process past the cap, up to twice it; past that this one is answered 503."""
+        settled = self.loop.time() - NEW_GRACE
         others = [c for c in self.connections if c is not self and isinstance(c, StrictProtocol) and _counted(c)]
+        old = [c for c in others if c.since <= settled]
         for state in ("idle", "head"):
-            waiting = [c for c in others if c.waiting() == state]
+            waiting = [c for c in old if c.waiting() == state]
             if waiting:
                 max(waiting, key=lambda c: c.opened).drop()
                 return
-        self._write_error(503, f"the server is serving {MAX_CONNECTIONS} requests at once: retry shortly")
+        if len(others) >= 2 * MAX_CONNECTIONS:
+            self._write_error(503, f"the server is serving {len(others)} connections: retry shortly")
 
     def drop(self) -> None:
-        """Close to make room: silently between requests (as a keep-alive timeout does), else with a 503."""
-        if self.cycle is not None and not self.conn.trailing_data[0]:
-            self._cancel_head()
+        """Close to make room: silently when no request is under way (as a keep-alive timeout closes), else (a
+        head half sent) with a 503."""
+        self._cancel_head()
+        if self.conn.trailing_data[0]:
+            self._write_error(503, "the server is at its connection limit and closed this connection")
+            return
+        with contextlib.suppress(h11.LocalProtocolError):
             self.conn.send(h11.ConnectionClosed())
-            self.transport.close()
-        else:
-            self._write_error(503, "the server is at its connection limit and closed this idle connection")
+        self.transport.close()
 
     def _await_head(self) -> None:
         waiting = self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
