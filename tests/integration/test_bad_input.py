@@ -185,6 +185,19 @@ CASES = [
     ),
     Case("archive-body", "POST", "/v1/memories/{memory_id}/archive", {"force": True}, code=INVALID),
     Case("revoke-body", "POST", "/v1/keys/{key_id}/revoke", {"reason": "x"}, code=INVALID),
+    # a boolean or a string where the schema says number or integer (pydantic would read true as 1)
+    Case("scoring-alpha-bool", "POST", "/v1/recall", {"query": "x", "scoring": {"alpha": True}}, code=INVALID),
+    Case("scoring-resonance-bool", "POST", "/v1/recall", {"query": "x", "scoring": {"resonance": False}}, code=INVALID),
+    Case("confidence-bool", "POST", "/v1/memories", memory(confidence=True), code=INVALID),
+    Case("confidence-text", "POST", "/v1/memories", memory(confidence="0.5"), code=INVALID),
+    Case("edit-version-bool", "PATCH", "/v1/memories/{memory_id}", {"body": "x", "version": True}, code=INVALID),
+    Case(
+        "rename-dry-run-text",
+        "POST",
+        "/v1/scopes/rename",
+        {"path": "root.acme", "new_path": "root.b", "dry_run": "yes"},
+        code=INVALID,
+    ),
     # bad memory keys
     Case("key-uppercase", "POST", "/v1/memories", memory(key="New-Note"), code="invalid_key"),
     Case("key-space", "POST", "/v1/memories", memory(key="new note"), code="invalid_key"),
