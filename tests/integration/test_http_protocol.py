@@ -337,49 +337,69 @@ def test_a_malformed_content_length_is_refused_without_its_value(fast: tuple[str
 # -- idle connections: the newest idle one makes room -----------------------------------------------------
 
 
-def limited(monkeypatch: pytest.MonkeyPatch, cap: int) -> tuple[local.LocalServer, tuple[str, int]]:
-    monkeypatch.setattr(local, "MAX_CONNECTIONS", cap)
-    httpd = local.make_server("127.0.0.1", 0)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd, ("127.0.0.1", int(httpd.server_address[1]))
+class Capped:
+    """A server whose connection cap is `cap`; what `connect` opens is closed with it."""
 
+    def __init__(self, cap: int, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(local, "MAX_CONNECTIONS", cap)
+        self.httpd = local.make_server("127.0.0.1", 0)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.address = ("127.0.0.1", int(self.httpd.server_address[1]))
+        self.opened: list[socket.socket] = []
 
-def test_idle_connections_at_the_cap_make_room_for_a_request(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Given as many idle connections as the server takes, which never send a byte
-    httpd, address = limited(monkeypatch, 8)
-    idle = [connect(address, timeout=5) for _ in range(8)]
-    try:
-        time.sleep(local.NEW_GRACE + 0.3)  # past the moment a new connection has to send its request
-        # Then every health check is answered, one after another, each evicting the newest idle connection
-        assert [health(address).status_code for _ in range(5)] == [200] * 5
-        # And the oldest idle connections are still open (the newest went first)
-        idle[0].setblocking(False)
-        with pytest.raises(BlockingIOError):
-            idle[0].recv(1)
-    finally:
-        for sock in idle:
+    def connect(self) -> socket.socket:
+        self.opened.append(connect(self.address, timeout=5))
+        return self.opened[-1]
+
+    def close(self) -> None:
+        for sock in self.opened:
             sock.close()
-        httpd.shutdown()
-        httpd.server_close()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def capped(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int], Capped]]:
+    servers: list[Capped] = []
+
+    def start(cap: int) -> Capped:
+        servers.append(Capped(cap, monkeypatch))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def test_idle_connections_at_the_cap_make_room_for_a_request(capped: Callable[[int], Capped]) -> None:
+    # Given as many idle connections as the server takes, which never send a byte
+    server = capped(8)
+    idle = [server.connect() for _ in range(8)]
+    time.sleep(local.NEW_GRACE + 0.3)  # past the moment a new connection has to send its request
+    # Then every health check is answered, one after another, each evicting the newest idle connection
+    assert [health(server.address).status_code for _ in range(5)] == [200] * 5
+    # And the oldest idle connections are still open (the newest went first)
+    idle[0].setblocking(False)
+    with pytest.raises(BlockingIOError):
+        idle[0].recv(1)
 
 
 def test_idle_connections_reopened_as_fast_as_they_close_never_shut_a_request_out(
-    home: Path, monkeypatch: pytest.MonkeyPatch
+    capped: Callable[[int], Capped],
 ) -> None:
     # Given an attacker holding more idle connections than the cap, re-opening each one the server closes
-    httpd, address = limited(monkeypatch, 8)
+    server = capped(8)
     watch = selectors.DefaultSelector()
     for _ in range(12):
-        watch.register(connect(address), selectors.EVENT_READ)
+        watch.register(server.connect(), selectors.EVENT_READ)
     stop, reopened = threading.Event(), [0]
 
     def attacker() -> None:
         while not stop.is_set():
             for ready, _ in watch.select(timeout=0.05):
                 watch.unregister(ready.fileobj)
-                ready.fileobj.close()  # type: ignore[union-attr]
                 with contextlib.suppress(OSError):
-                    watch.register(connect(address), selectors.EVENT_READ)
+                    watch.register(server.connect(), selectors.EVENT_READ)
                     reopened[0] += 1
 
     flood = threading.Thread(target=attacker, daemon=True)
@@ -389,53 +409,35 @@ def test_idle_connections_reopened_as_fast_as_they_close_never_shut_a_request_ou
         answers = []
         for _ in range(25):  # 2.5 s: past the grace, the attacker's connections are closed and come back
             time.sleep(0.1)
-            answers.append(health(address).status_code)
+            answers.append(health(server.address).status_code)
         assert answers == [200] * 25 and reopened[0] >= 4
     finally:
         stop.set()
         flood.join()
-        for key in list(watch.get_map().values()):
-            key.fileobj.close()  # type: ignore[union-attr]
-        httpd.shutdown()
-        httpd.server_close()
 
 
-def test_a_keep_alive_connection_waiting_for_its_next_request_is_idle_too(
-    home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    httpd, address = limited(monkeypatch, 4)
-    sessions = [requests.Session() for _ in range(4)]
-    try:
-        url = f"http://{address[0]}:{address[1]}/v1/health"
+def test_a_keep_alive_connection_waiting_for_its_next_request_is_idle_too(capped: Callable[[int], Capped]) -> None:
+    server = capped(4)
+    url = f"http://{server.address[0]}:{server.address[1]}/v1/health"
+    with contextlib.ExitStack() as stack:
+        sessions = [stack.enter_context(requests.Session()) for _ in range(4)]
         assert [s.get(url, timeout=5).status_code for s in sessions] == [200] * 4  # four kept-alive connections
-        assert health(address).status_code == 200  # a fifth client still gets in
-    finally:
-        for s in sessions:
-            s.close()
-        httpd.shutdown()
-        httpd.server_close()
+        assert health(server.address).status_code == 200  # a fifth client still gets in
 
 
 def test_past_twice_the_cap_with_every_connection_busy_the_answer_is_a_json_503(
-    home: Path, monkeypatch: pytest.MonkeyPatch
+    capped: Callable[[int], Capped],
 ) -> None:
     # Given twice the cap of connections in the middle of a request (a body that has not arrived yet)
-    httpd, address = limited(monkeypatch, 4)
+    server = capped(4)
     key = new_key("acme", "alice", Role.writer)
-    busy = [connect(address) for _ in range(8)]
-    try:
-        for sock in busy:
-            sock.sendall(remember(key, "slow")[:-5])
-        time.sleep(0.3)
-        # Then a new request gets a 503 in the error shape
-        response = health(address)
-        assert response.status_code == 503
-        assert response.json()["error"]["code"] == "service_unavailable"
-    finally:
-        for sock in busy:
-            sock.close()
-        httpd.shutdown()
-        httpd.server_close()
+    for _ in range(8):
+        server.connect().sendall(remember(key, "slow")[:-5])
+    time.sleep(0.3)
+    # Then a new request gets a 503 in the error shape
+    response = health(server.address)
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "service_unavailable"
 
 
 @pytest.mark.parametrize("target", [b"//[x", b"//[::1/v1/health", b"http://[x/v1/health"])
