@@ -4,11 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SERVE_STAMP := $(VENV)/.installed-serve
+EXAMPLES_STAMP := $(VENV)/.installed-examples
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export POWERTOOLS_TRACE_DISABLED := true
 export POWERTOOLS_METRICS_DISABLED := true
 
-.PHONY: help install serve test unit contract integration infra cloud browser lint typecheck check synth fuzz openapi bench clean
+.PHONY: help install serve examples dist test unit contract integration infra cloud browser lint typecheck check synth fuzz openapi bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -34,6 +35,12 @@ $(TS_CLIENT)/node_modules/.installed: $(TS_CLIENT)/package.json $(TS_CLIENT)/pac
 	touch $@
 
 install: $(STAMP)  ## create .venv with every dependency
+
+$(EXAMPLES_STAMP): $(SERVE_STAMP) clients/python/pyproject.toml
+	$(BIN)/pip install --quiet -e 'clients/python[examples]'
+	touch $(EXAMPLES_STAMP)
+
+examples: $(EXAMPLES_STAMP)  ## add to .venv what examples/ and docs/integrations.md run with (LangGraph, Strands Agents, OpenAI Agents SDK)
 
 serve: $(SERVE_STAMP)  ## start Mneme locally on the embedded engine (http://127.0.0.1:8080; PORT=N for another port)
 	$(BIN)/mneme serve $(if $(PORT),--port $(PORT))
@@ -80,6 +87,7 @@ fuzz: $(STAMP)  ## API fuzzing; MNEME_FUZZ_EXAMPLES=200 or MNEME_FUZZ_SEED=N for
 
 openapi: $(SERVE_STAMP) $(TS_CLIENT)/node_modules/.installed  ## regenerate docs/openapi.json from the resolvers, and the TypeScript client's types
 	$(BIN)/mneme openapi --output docs/openapi.json
+	cp docs/openapi.json shared/mneme/assets/openapi.json  # what GET /openapi.json serves
 	cd $(TS_CLIENT) && npm run --silent generate
 
 bench: $(STAMP)  ## print the quick benchmarks' figures (all of them: docs/performance.md)
@@ -89,5 +97,16 @@ bench: $(STAMP)  ## print the quick benchmarks' figures (all of them: docs/perfo
 	$(BIN)/python bench/recall.py --sizes 10000
 	$(BIN)/python bench/load.py
 
+# The release files (docs/deploy.md, Releases): Mneme's and the SDK's wheels and sdists, the TypeScript package's
+# tarball, each checked as its registry would. DIST=path puts them elsewhere (tests/integration/test_dist.py).
+DIST ?= dist
+dist: $(STAMP) $(TS_CLIENT)/node_modules/.installed  ## build and check the release files in dist/ (wheels, sdists, the TypeScript tarball)
+	rm -rf $(DIST) build && mkdir -p $(DIST)
+	$(BIN)/python -m build --no-isolation --outdir $(DIST) clients/python
+	$(BIN)/python -m build --no-isolation --outdir $(DIST) .
+	cd $(TS_CLIENT) && npm pack --silent --pack-destination $(abspath $(DIST))
+	$(BIN)/twine check --strict $(DIST)/*.whl $(DIST)/*.tar.gz
+	@ls -l $(DIST)
+
 clean:  ## remove local build output (not .mneme data)
-	rm -rf cdk.out infra/cdk.out .pytest_cache .mypy_cache .ruff_cache clients/typescript/dist
+	rm -rf cdk.out infra/cdk.out .pytest_cache .mypy_cache .ruff_cache clients/typescript/dist dist build

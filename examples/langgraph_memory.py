@@ -88,7 +88,7 @@ def main() -> None:
         result = graph.invoke({"messages": [HumanMessage(message)]}, config, context={"user": user})
         print(f"[{thread}] user: {message}\n[{thread}] agent: {result['messages'][-1].content}")
     print(f"stored in Mneme under {store.scope_of(('users', user))}:")
-    for item in store.search(("users", user)):
+    for item in sorted(store.search(("users", user)), key=lambda item: item.created_at):  # in the order kept
         print(f"  {item.key[:8]}… {item.value['text']}")
 
 

@@ -202,6 +202,23 @@ def console_page() -> Response[str]:
     return console.page()
 
 
+@app.head("/console", include_in_schema=False)
+def console_head() -> Response[str]:
+    """The page's headers (a monitor's or a proxy's check); the server sends no body for a HEAD."""
+    return console.page()
+
+
+@app.get("/favicon.ico", include_in_schema=False)
+def favicon() -> Response[str]:
+    return console.icon()
+
+
+@app.get("/openapi.json", include_in_schema=False)
+def openapi_document() -> Response[str]:
+    """docs/openapi.json, as committed (package data: `make openapi` writes both)."""
+    return console.contract()
+
+
 @app.get("/console/<asset>", include_in_schema=False)
 def console_asset(asset: str) -> Response[str]:
     return console.asset(asset)

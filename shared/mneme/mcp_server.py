@@ -68,7 +68,7 @@ NOTHING_YET = "Nothing is remembered under {scope} yet: your working scope is cr
 
 INSTRUCTIONS = """\
 Mneme is your long-term memory. It is organised as a tree of scopes addressed by dotted paths \
-(root, root.acme, root.acme.vat). {working_scope}
+(root, root.acme, root.acme.vat); `list_scopes` shows the tree. {working_scope}
 
 Use it like this:
 1. Start of a task: call `retrieve` with the scope you work in. It returns the curated guidance for \
@@ -80,15 +80,19 @@ with a focused query. Use what it returns and mention where it came from. Items 
 can be read in full with `recall` and ids=[...].
 3. While working: `remember` durable observations (decisions, facts about people, systems and \
 preferences, outcomes), not chit-chat or what can be re-derived. Each text must stand on its own: name \
-the subject, include dates and specifics. Use one session_id for a session's observations.
+the subject, include dates and specifics. Use one session_id for a session's observations. To keep a \
+conversation as it was said (each turn with its speaker), use `remember_conversation`.
 4. End of a session: `remember` a self-contained summary of what was accomplished, in 2-3 sentences. \
 If the session added significant new knowledge, call `consolidate` so it becomes facts.
 5. Curated guidance changes through `propose_memory` (as a writer your proposal is pending until an \
 approver publishes it: say so) and `archive_memory` (by memory_id, from a bundle header or a result).
-6. A failed call says why in its first line (`code: message`): fix what it names (a scope path, a time \
+6. Records: `list` shows the observations or facts under a scope (newest first, with ids); `forget` \
+removes one for good when the user asks or it is wrong (an observation as a writer, a fact as an \
+approver); `correct_fact` fixes a fact's value (approver), keeping its history.
+7. A failed call says why in its first line (`code: message`): fix what it names (a scope path, a time \
 without a timezone) and retry it once. If it still fails, tell the user that memory is unavailable and \
 continue without it.
-7. Never pretend to remember. Only present as remembered what a successful tool call returned in this \
+8. Never pretend to remember. Only present as remembered what a successful tool call returned in this \
 session; if recall finds nothing, say that you have no memory of it.
 """
 
@@ -345,7 +349,7 @@ def _add_memory_tools(server: MCPServer, client: Client, scope: str) -> None:
 
 
 def _add_recall_tool(server: MCPServer, client: Client, scope: str, read_only: ToolAnnotations) -> None:
-    """recall: search what is known, as a context pack."""
+    """recall: search what is known, as a context pack; a scope nobody has written to reads as empty."""
     working_scope = scope
 
     @server.tool(
@@ -422,18 +426,18 @@ def _add_recall_tool(server: MCPServer, client: Client, scope: str, read_only: T
             fields["budget_tokens"] = budget_tokens
 
         def work() -> RecallOutput | None:
-            try:
-                response = client.recall(**fields)
-            except ScopeNotFound:
-                if scope != working_scope:
-                    raise
+            response = client.recall(**fields)
+            if "scope_not_found" in response.warnings:  # nothing was ever remembered there: empty, said so
                 return None
             hits = [RecallHit.model_validate(r.model_dump()) for r in response.results]
             return RecallOutput(retrieval_path=response.retrieval_path, context=response.context, results=hits)
 
         def render(output: RecallOutput | None) -> tuple[BaseModel, str]:
             if output is None:
-                return RecallOutput(retrieval_path="hybrid", context="", results=[]), NOTHING_YET.format(scope=scope)
+                empty = RecallOutput(retrieval_path="hybrid", context="", results=[])
+                if scope == working_scope:
+                    return empty, NOTHING_YET.format(scope=scope)
+                return empty, f"Nothing is remembered under {scope} yet: no one has written there."
             text = output.context if output.results else f"Nothing remembered under {scope} matches this."
             return output, text
 

@@ -48,18 +48,47 @@ def is_claim(proposal: Proposal | Fact) -> bool:
 VERB_PROPERTIES = {  # properties that read as a verb phrase: "Maya lives in Berlin"
     "lives in": "lives in", "from": "is from", "works at": "works at", "works as": "works as",
     "uses": "uses", "allergic to": "is allergic to", "has": "has", "speaks": "speaks", "studies": "studies",
+    "studied": "studied", "owns": "owns", "prefers": "prefers", "age": "is", "diet": "is",
+    "married to": "is married to", "engaged to": "is engaged to", "studies at": "studies at",
+    "responsible for": "is responsible for",
 }  # fmt: skip
+PLURAL_VERBS = {"lives in": "live in", "works at": "work at", "works as": "work as", "is from": "are from",
+                "uses": "use", "is allergic to": "are allergic to", "has": "have", "speaks": "speak",
+                "studies": "study", "owns": "own", "prefers": "prefer", "is": "are"}  # fmt: skip
+PLURAL_PEOPLE = frozenset({"parents", "kids", "children", "grandparents", "twins", "in-laws", "folks"})
+AN_LETTERS = "AEFHILMNORSX"  # acronyms said with a vowel first: "an SRE", "an MP", "a CTO"
+
+
+def _article(role: str) -> str:
+    """'data engineer' -> 'a data engineer', 'SRE' -> 'an SRE'; a role that has an article keeps it."""
+    first = role.split()[0] if role.split() else ""
+    if first.lower() in ("a", "an", "the"):
+        return role
+    if first.isupper() and len(first) > 1:
+        return f"{'an' if first[0] in AN_LETTERS else 'a'} {role}"
+    vowel = first[:1].lower() in "aeiou" and not first.lower().startswith(("uni", "use", "usu", "eu", "one"))
+    return f"{'an' if vowel or first.lower().startswith(('hour', 'honest')) else 'a'} {role}"
+
+
+def _plural(prop: str) -> bool:
+    last = prop.split()[-1].lower() if prop.split() else ""
+    return last.endswith("s") and not last.endswith(("ss", "us", "is", "ics", "'s", "news", "series"))
 
 
 def sentence(entity: str, prop: str, value: str) -> str:
-    """A claim as one self-contained sentence: "Maya lives in Berlin.", "Tom's dog's name is Biscuit."."""
+    """A claim as one self-contained English sentence: "Maya lives in Berlin.", "Tom's dog's name is
+    Biscuit.", "Priya works as a data engineer.", "The billing migration's deadline is 14 March 2026."."""
+    subject = entity[:1].upper() + entity[1:]
+    if prop == "works as":
+        value = _article(value)
     if prop in VERB_PROPERTIES:
-        return f"{entity} {VERB_PROPERTIES[prop]} {value}."
-    if prop == "age":
-        return f"{entity} is {value}."
-    if prop == "name":
-        return f"{entity}'s name is {value}."
-    return f"{entity}'s {prop} is {value}."
+        verb = VERB_PROPERTIES[prop]
+        if subject.split()[-1] in PLURAL_PEOPLE:  # "Iris's parents live in Porto"
+            verb = PLURAL_VERBS.get(verb, verb)
+        text = f"{subject} {verb} {value}"
+    else:
+        text = f"{subject}'s {prop} {'are' if _plural(prop) else 'is'} {value}"
+    return text if text.endswith((".", "!", "?")) else f"{text}."
 
 
 class Fact(BaseModel):

@@ -80,11 +80,15 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/keys/{key_id}/revoke", "curate", ADMIN),
 )
 
-#: The console (docs/console.md): static files, open like health (the page asks for a key and sends it only
-#: to the API routes above). Not part of the API document; served by curate in AWS and by `mneme serve`.
+#: Static files, open like health: the console (docs/console.md; the page asks for a key and sends it only to
+#: the API routes above), its icon, and the API document itself (docs/openapi.json, for client generators and
+#: API fuzzers). Not part of the API document; served by curate in AWS and by `mneme serve`.
 PAGES: tuple[Route, ...] = (
     Route("GET", "/console", "curate", None),
+    Route("HEAD", "/console", "curate", None),
     Route("GET", "/console/{asset}", "curate", None),
+    Route("GET", "/favicon.ico", "curate", None),
+    Route("GET", "/openapi.json", "curate", None),
 )
 
 FUNCTIONS: tuple[str, ...] = tuple(dict.fromkeys(route.function for route in ROUTES))

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,10 +15,13 @@ from typing import Any
 
 import pytest
 
+from tests.support.serve import mneme_serve
+
 CHROMIUM = Path(os.environ.get("MNEME_CHROMIUM", "/usr/bin/chromium"))
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("MNEME_ARTIFACTS", ROOT / ".artifacts" / "console"))
 VIEWPORT = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}  # a phone held upright (CSS pixels)
 
 NO_CHROMIUM = f"{CHROMIUM} is absent: install Debian's chromium (apt-get install -y chromium; .ci/run does it as root)"
 needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason=NO_CHROMIUM)
@@ -67,21 +67,9 @@ def mneme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mneme]:
     # The access log is on, so the test can show that no key ever reaches the server's output.
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "MNEME_HOME": str(home), "PYTHONPATH": path, "MNEME_ACCESS_LOG": "1"}
     log = home.parent / f"{home.name}-serve.log"
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "mneme.cli", "serve", "--port", "0", "--workers", "1"],
-            stdout=out, stderr=subprocess.STDOUT, text=True, env=env, cwd=home,
-        )  # fmt: skip
-    deadline, found = time.monotonic() + 120, None
-    while found is None and process.poll() is None and time.monotonic() < deadline:
-        found = re.search(r"serving on (http://\S+)", log.read_text())
-        time.sleep(0.05)
-    assert found, log.read_text()[-2000:]
-    try:
-        yield Mneme(found.group(1), (home / "admin.key").read_text().strip(), log)
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    command = [sys.executable, "-m", "mneme.cli", "serve", "--port", "0", "--workers", "1"]
+    with mneme_serve(command, home, env, log) as url:
+        yield Mneme(url, (home / "admin.key").read_text().strip(), log)
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +87,9 @@ def open_console(browser: Any, mneme: Mneme) -> Iterator[Any]:
     contexts: list[Any] = []
     problems: list[str] = []
 
-    def sign_in(key: str | None) -> Any:
-        context = browser.new_context(viewport=VIEWPORT)
+    def sign_in(key: str | None, viewport: dict[str, int] = VIEWPORT) -> Any:
+        phone = viewport["width"] < 600
+        context = browser.new_context(viewport=viewport, is_mobile=phone, has_touch=phone)
         context.set_default_timeout(10_000)
         contexts.append(context)
         page = context.new_page()
@@ -121,7 +110,7 @@ def open_console(browser: Any, mneme: Mneme) -> Iterator[Any]:
 
 
 def screenshot(page: Any, name: str, focus: str | None = None) -> Path:
-    """The viewport at 1280×800: from the top of the page, or scrolled to `focus` (a selector)."""
+    """The viewport (1280×800, or the phone's): from the top of the page, or scrolled to `focus` (a selector)."""
     if focus:
         page.locator(focus).first.scroll_into_view_if_needed()
     else:

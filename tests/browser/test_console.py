@@ -99,9 +99,9 @@ def test_a_writers_memory_is_pending_in_its_bundle_and_absent_from_a_readers(ope
 def test_a_reader_sees_no_approve_button_and_the_server_refuses_one_anyway(open_console: Any, mneme: Mneme) -> None:
     page = open_console(mneme.key("rita-reader", "reader"))
     page.goto(mneme.url + "/console#review")
-    page.locator("#mine").filter(has_text="Readers propose nothing").wait_for()
+    page.locator("#page-scopes").wait_for()  # a reader has no Review tab: the link lands on the scopes
     assert page.get_by_role("button", name="Approve").count() == 0
-    assert page.locator("#queue-title").is_hidden()
+    assert page.locator("#page-review").is_hidden() and page.locator("#queue-title").is_hidden()
     # When the reader's page calls the approve route itself
     (pending,) = mneme.ok("GET", "/v1/reviews")["queue"]
     status = page.evaluate(

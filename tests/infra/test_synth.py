@@ -248,9 +248,12 @@ def test_routes_with_a_role_use_the_token_authorizer_and_health_is_public(defaul
             assert method["AuthorizationType"] == "CUSTOM", route
             assert method["AuthorizerId"] == {"Ref": authorizer_id}, route
     assert [r.path for r in ROUTES if r.role is None] == ["/v1/health"]
-    assert [(r.path, r.function) for r in PAGES if r.role is None] == [  # the console: static files only
-        ("/console", "curate"),
-        ("/console/{asset}", "curate"),
+    assert [(r.method, r.path, r.function) for r in PAGES if r.role is None] == [  # static files only
+        ("GET", "/console", "curate"),
+        ("HEAD", "/console", "curate"),
+        ("GET", "/console/{asset}", "curate"),
+        ("GET", "/favicon.ico", "curate"),
+        ("GET", "/openapi.json", "curate"),
     ]
     authorizer = default.resources[authorizer_id]["Properties"]
     assert authorizer["Type"] == "TOKEN"

@@ -112,7 +112,12 @@ def test_remember_text_files_stdin_and_recall(run: Any, tmp_path: Path) -> None:
     assert response["results"][0]["content"] == "Acme's payroll runs on the 25th."
     assert ok(run, "recall", "payroll", "--scope", "root.acme", "--context").startswith("# recall: payroll")
     assert "nothing found" in ok(run, "recall", "zebra crossings", "--strictness", "precision", "--fallback", "never")
-    code, _, err = run("recall", "anything", "--scope", "root.nowhere")
+    code, out, err = run("recall", "anything", "--scope", "root.nowhere")
+    assert code == 0 and out == "nothing found under root.nowhere (hybrid)\n"
+    assert err == "warning: nothing is remembered under root.nowhere yet (no one has written there)\n"
+    code, out, _ = run("recall", "anything", "--scope", "root.nowhere", "--json")
+    assert code == 0 and json.loads(out)["warnings"] == ["scope_not_found"]
+    code, _, err = run("retrieve", "root.nowhere")
     assert code == 2 and err == "error: scope_not_found: scope 'root.nowhere' does not exist\n"
     code, _, err = run("remember", "x", "--scope", "root.missing")
     assert code == 2 and "scope_not_found" in err and "create_scope" in err

@@ -136,7 +136,10 @@ async def the_agent_workflow(client: Client, writer_name: str) -> dict[str, Any]
     run = structured(await client.call_tool("consolidate", {"scopes": ["root.pennine"]}))
     assert run["status"] == "succeeded" and run["stages"]["collect"]["counters"]["episodes_read"] == 1
 
-    missing = await client.call_tool("recall", {"query": "anything", "scope": "root.nowhere"})
+    empty = await client.call_tool("recall", {"query": "anything", "scope": "root.nowhere"})
+    assert not empty.is_error
+    assert text(empty) == "Nothing is remembered under root.nowhere yet: no one has written there."
+    missing = await client.call_tool("retrieve", {"path": "root.nowhere"})
     assert missing.is_error and text(missing).startswith("scope_not_found: scope 'root.nowhere' does not exist")
     assert missing.structured_content == {
         "error": {

@@ -81,7 +81,9 @@ def test_a_reader_is_told_nothing_is_remembered_yet_and_cannot_create_the_scope(
         found = await mcp.call_tool("recall", {"query": "anything"})
         assert not found.is_error and "Nothing is remembered under root.projects.alpha yet" in text(found)
         assert error_code(await mcp.call_tool("remember", {"content": "A note."})) == "forbidden"
-        assert error_code(await mcp.call_tool("recall", {"query": "x", "scope": "root.elsewhere"})) == (
+        elsewhere = await mcp.call_tool("recall", {"query": "x", "scope": "root.elsewhere"})
+        assert not elsewhere.is_error and "Nothing is remembered under root.elsewhere yet" in text(elsewhere)
+        assert error_code(await mcp.call_tool("retrieve", {"path": "root.elsewhere"})) == (
             "scope_not_found"  # only the working scope is expected to be missing on day one
         )
 

@@ -114,7 +114,10 @@ def test_another_tenant_sees_none_of_it(writer: Api, thousand: list[str]) -> Non
         )
         assert found["results"] == []
     assert spy.ok("POST", "/v1/recall", {"ids": thousand[:5]})["results"] == []
-    assert spy.post("/v1/recall", {"query": "x", "scope": "root.orders.leeds"}).status_code == 404
+    # a path only the other tenant has: for this one nobody has written there, so empty and said so
+    unknown = spy.ok("POST", "/v1/recall", {"query": "oak doors", "scope": "root.orders.leeds"})
+    assert unknown["results"] == [] and unknown["warnings"] == ["scope_not_found"]
+    assert spy.post("/v1/retrieve", {"path": "root.orders.leeds"}).status_code == 404
 
 
 def test_remember_refuses_bad_batches_atomically(writer: Api) -> None:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.support.bench import BENCH, load_bench
 
 SAMPLE = """\
 # conversation Maya and Tom
@@ -29,13 +27,7 @@ Tom: Greta says: keep practising [q3]
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("bench_conversations", BENCH / "conversations.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("conversations.py", "bench_conversations")
 
 
 def test_a_set_file_gives_turns_with_times_speakers_and_evidence(bench: ModuleType, tmp_path: Path) -> None:

@@ -4,24 +4,16 @@ the larger of the old and new item, and one unit per KEYS_ONLY index entry writt
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.support.bench import load_bench
 
 
 @pytest.fixture(scope="module")
 def cost() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_cost", BENCH / "cost.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("cost.py", "bench_cost")
 
 
 def item(size: int, **extra: str) -> dict[str, dict[str, str]]:

@@ -11,6 +11,8 @@ COMMITTED = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 
 def test_committed_openapi_document_is_current() -> None:
     assert COMMITTED.read_text() == openapi.render(), "docs/openapi.json is stale: run `make openapi`"
+    served = Path(__file__).resolve().parents[2] / "shared" / "mneme" / "assets" / "openapi.json"
+    assert served.read_bytes() == COMMITTED.read_bytes(), "GET /openapi.json serves a stale copy: run `make openapi`"
 
 
 def test_every_route_of_the_table_is_documented_with_its_security() -> None:

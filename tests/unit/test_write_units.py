@@ -4,10 +4,7 @@ unindexed mark to delete later."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -18,6 +15,7 @@ from mneme.adapters.dynamo_codec import dirty_key, dirty_mark
 from mneme.adapters.dynamo_episodes import DynamoEpisodes
 from mneme.adapters.dynamo_store import DynamoRecordStore
 from mneme.models import Episode
+from tests.support.bench import load_bench
 
 T0 = datetime(2026, 12, 3, 8, 15, tzinfo=UTC)
 TABLE = "mneme-units"
@@ -38,12 +36,7 @@ def aws() -> Any:
 
 @pytest.fixture(scope="module")
 def cost() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_cost_units", Path(__file__).parents[2] / "bench" / "cost.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("cost.py", "bench_cost_units")
 
 
 def test_refreshing_a_dirty_mark_costs_one_write_unit_and_keeps_when_the_scope_became_dirty(

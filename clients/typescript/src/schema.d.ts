@@ -1587,6 +1587,11 @@ export interface components {
              * @enum {string}
              */
             retrieval_path: "hybrid" | "vector" | "lexical" | "lexical_fallback";
+            /**
+             * Warnings
+             * @description scope_not_found: nothing was ever written under this scope path (it does not exist yet), so nothing can be recalled there: the answer is empty, never a 404. Retrieve still answers 404 for it
+             */
+            warnings?: "scope_not_found"[];
         };
         /** RejectRequest */
         RejectRequest: {

@@ -107,6 +107,14 @@ describe("against mneme serve", () => {
     await assert.rejects(admin.recall("x", { limit: 500 }), { code: "invalid_input", status: 400 });
   });
 
+  test("recall over a path nobody has written to is empty and says so; retrieve is still a 404", async () => {
+    const empty = await admin.recall("diet", { scope: "root.users.alice" });
+    assert.deepEqual([empty.results, empty.warnings], [[], ["scope_not_found"]]);
+    assert.match(empty.context, /nothing is remembered there yet/);
+    await assert.rejects(admin.retrieve("root.users.alice"), { code: "scope_not_found", status: 404 });
+    await assert.rejects(admin.recall("x", { scope: "root.Users" }), { code: "invalid_path", status: 400 });
+  });
+
   test("a writer's key: its proposals are pending and admin routes are forbidden", async () => {
     const created = await admin.api.POST("/v1/keys", { body: { principal: "ts-agent", roles: ["writer"] } });
     const apiKey = created.data?.api_key ?? "";

@@ -238,6 +238,8 @@ def cmd_recall(ctx: Context) -> int:
     if args.json:
         emit_json(response)
         return 0
+    if "scope_not_found" in response.warnings:
+        print(f"warning: nothing is remembered under {args.scope} yet (no one has written there)", file=sys.stderr)
     if args.context:
         print(response.context)
     else:

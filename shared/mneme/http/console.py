@@ -1,6 +1,7 @@
-"""The console's static files (docs/console.md): one page, one script, one style sheet, shipped as package
-data and served under a strict Content-Security-Policy. They hold no data: the page asks for an API key,
-keeps it in sessionStorage and calls the same API routes, with the same role checks, as any client."""
+"""The console's static files (docs/console.md): one page, two scripts, one style sheet and an icon, shipped as
+package data and served under a strict Content-Security-Policy. They hold no data: the page asks for an API
+key, keeps it in sessionStorage and calls the same API routes, with the same role checks, as any client.
+The API document (docs/openapi.json, copied into the package by `make openapi`) is served beside them."""
 
 from __future__ import annotations
 
@@ -31,12 +32,23 @@ HEADERS = {
 
 
 @cache
-def read(name: str) -> str:
-    return resources.files("mneme").joinpath("assets", "console", name).read_text(encoding="utf-8")
+def read(name: str, folder: tuple[str, ...] = ("console",)) -> str:
+    return resources.files("mneme").joinpath("assets", *folder, name).read_text(encoding="utf-8")
 
 
 def page() -> Response[str]:
     return Response(200, "text/html; charset=utf-8", read(PAGE), headers=dict(HEADERS))
+
+
+def icon() -> Response[str]:
+    headers = {**HEADERS, "Cache-Control": "max-age=86400"}
+    return Response(200, "image/svg+xml", read("favicon.svg"), headers=headers)
+
+
+def contract() -> Response[str]:
+    """The OpenAPI document: no data, so any origin may read it (a generator or a docs viewer elsewhere)."""
+    headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache", "Access-Control-Allow-Origin": "*"}
+    return Response(200, "application/json", read("openapi.json", ()), headers=headers)
 
 
 def asset(name: str) -> Response[str]:

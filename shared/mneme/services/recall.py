@@ -19,6 +19,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from mneme.errors import ScopeNotFound
 from mneme.models import Principal, Timestamp
 from mneme.models import Tier as StoredTier
 from mneme.observability import logger, metrics
@@ -143,11 +144,21 @@ class RecallRequest(BaseModel):
         return self
 
 
+SCOPE_NOT_FOUND = "scope_not_found"
+
+
 class RecallResponse(BaseModel):
     results: list[Result]
     retrieval_path: Literal["hybrid", "vector", "lexical", "lexical_fallback"]
     context: str
     explain: dict[str, Any] | None = None
+    warnings: list[Literal["scope_not_found"]] = Field(
+        default_factory=list,
+        description=(
+            "scope_not_found: nothing was ever written under this scope path (it does not exist yet), so nothing "
+            "can be recalled there: the answer is empty, never a 404. Retrieve still answers 404 for it"
+        ),
+    )
 
 
 @dataclass
@@ -163,7 +174,10 @@ class RecallService:
 
     @per_request  # scopes read once per request; result paths built a tree level at a time
     def recall(self, caller: Principal, request: RecallRequest) -> RecallResponse:
-        scope = self.scopes.resolve(caller.tenant, request.scope)
+        try:
+            scope = self.scopes.resolve(caller.tenant, request.scope)
+        except ScopeNotFound:  # a user, a project nobody has written about yet: empty, and said so
+            return nothing_yet(request)
         if request.ids is not None:
             return self._fetch(caller, request, scope.scope.scope_id, scope.path)
         assert request.query is not None
@@ -258,3 +272,18 @@ class RecallService:
 
     def _path(self, tenant: str, scope_id: str) -> str:
         return self.scopes.chain_of(tenant, scope_id).path
+
+
+def nothing_yet(request: RecallRequest) -> RecallResponse:
+    """The answer over a scope path nobody has written to: no results, a pack that says so, and the warning."""
+    title = f"# recall: {request.query or 'ids'} (scope {request.scope}: nothing is remembered there yet)"
+    pack = build_pack(title, [], 0, request.disclosure.budget_tokens)
+    logger.info("recall", extra={"retrieval_path": "hybrid", "results": 0, "warning": SCOPE_NOT_FOUND})
+    trace = {"stages": [], "omitted": [], "warnings": [SCOPE_NOT_FOUND]}
+    return RecallResponse(
+        results=[],
+        retrieval_path="hybrid",
+        context=pack.markdown,
+        explain=trace if request.explain else None,
+        warnings=[SCOPE_NOT_FOUND],
+    )

@@ -334,6 +334,8 @@ class RecallResponse(Response):
     retrieval_path: Literal["hybrid", "vector", "lexical", "lexical_fallback"]
     context: str
     explain: dict[str, Any] | None = None
+    # "scope_not_found": nothing was ever written under the scope path, so the answer is empty (not a 404)
+    warnings: list[str] = Field(default_factory=list)
 
 
 class StageReport(Response):

@@ -8,6 +8,8 @@ const KEY = "mneme.console.key";
 const API = new URL("v1/", location.href); // /console → /v1/; behind a stage, /prod/console → /prod/v1/
 const PAGES = ["scopes", "review", "drafts", "recall", "runs", "history"];
 const ROLE_ORDER = ["reader", "writer", "approver", "admin"];
+// The least role each page's routes need (the rest are a reader's): a key sees only the pages it can use
+const PAGE_ROLE = { review: "writer", drafts: "approver", history: "approver" };
 const state = { me: null, draft: null, bundleSeq: 0 };
 
 // -- DOM helpers: text only --------------------------------------------------------------------------
@@ -80,6 +82,11 @@ function can(role) {
   const wanted = ROLE_ORDER.indexOf(role);
   return state.me.roles.some((r) => ROLE_ORDER.indexOf(r) >= wanted);
 }
+// Tabs, forms and links marked data-role="<least role>" are shown only to keys that hold it
+function fitToRoles() {
+  for (const node of document.querySelectorAll("[data-role]")) node.hidden = !can(node.dataset.role);
+}
+const usable = (page) => can(PAGE_ROLE[page] || "reader");
 async function run(action) {
   try {
     say("");
@@ -102,6 +109,7 @@ async function signIn(key) {
   $("signin").hidden = true;
   for (const id of ["nav", "main", "sign-out"]) $(id).hidden = false;
   document.body.dataset.roles = state.me.roles.join(" ");
+  fitToRoles();
   route();
 }
 function signOut(message, isError = true) {
@@ -117,7 +125,8 @@ function signOut(message, isError = true) {
 }
 function route() {
   if (!state.me) return;
-  const page = PAGES.includes(location.hash.slice(1)) ? location.hash.slice(1) : "scopes";
+  const wanted = location.hash.slice(1);
+  const page = PAGES.includes(wanted) && usable(wanted) ? wanted : "scopes";
   for (const name of PAGES) {
     $(`page-${name}`).hidden = name !== page;
     const link = document.querySelector(`[data-nav="${name}"]`);
@@ -174,8 +183,8 @@ function renderBlock(block) {
       el("code", { class: "target", text: block.target }),
       el("strong", { class: "key", text: block.key }),
       block.pending ? el("span", { class: "badge warn", text: "pending" }) : null,
-      el("span", { class: "hint" }, ` v${block.version} · `),
-      el("a", { href: "#history", class: "hint", onclick: () => { $("history-id").value = block.memory_id; } }, "history"),
+      el("span", { class: "hint" }, ` v${block.version}`),
+      can("approver") ? el("a", { href: "#history", class: "hint", onclick: () => { $("history-id").value = block.memory_id; } }, "history") : null,
       can("writer") ? el("button", { type: "button", class: "link edit", onclick: () => editBlock(block, article) }, "edit") : null),
     el("pre", { class: "body", text: block.body }));
   return article;
@@ -220,10 +229,6 @@ async function loadReview() {
   if (approver) {
     const queue = await api("GET", path ? `reviews?path=${encodeURIComponent(path)}` : "reviews");
     fill("queue", queue.queue.length ? queue.queue.map(renderQueueItem) : el("p", { class: "hint", text: "Nothing waits for review." }));
-  }
-  if (!can("writer")) {
-    fill("mine", el("p", { class: "hint", text: "Readers propose nothing: there is no review work for this key." }));
-    return;
   }
   const mine = await api("GET", "reviews?mine=true");
   fill("mine", mine.mine.length ? el("table", {},
@@ -326,9 +331,7 @@ async function discardDraft() {
   renderDraft(draft);
   say(`Draft ${draft.draft_id} discarded.`);
 }
-async function loadDrafts() {
-  if (!can("approver")) say("Drafts need the approver role: this key can read this page but the server refuses drafts.");
-}
+async function loadDrafts() {}  // drafts are opened by id or made by the form
 
 // -- recall -------------------------------------------------------------------------------------------
 async function recall(form) {

@@ -1,0 +1,154 @@
+"""bench/updates.py: the case format is read as documented, every case of the set parses and can be scored,
+and the scores mean what they say."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tests.support.bench import load_bench
+
+SAMPLE = """\
+# A comment about the file.
+# case maya-moves
+# kind: current
+# tags: outright, home
+## 2025-01-10 19:40
+Maya: I live in Leeds, near the station.
+Tom: Nice: which street?
+## 2025-03-02
+* Maya's note: moved to York.
+Maya: Big news, I'm a York resident now.
+? Where does Maya live?
++ York | Yorke
+- Leeds
+
+# case notes-only
+# kind: unchanged
+## 2025-02-01 09:00
+* Shop hours: 9 to 5.
+## 2025-04-01 09:00
+* Thought about Sundays; hours stay 9 to 5.
+? What are the shop hours?
++ 9 to 5
+"""
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    return load_bench("updates.py", "bench_updates")
+
+
+def test_a_case_file_gives_sessions_turns_notes_and_values(bench: ModuleType, tmp_path: Path) -> None:
+    # Given a file of two cases
+    path = tmp_path / "01-sample.txt"
+    path.write_text(SAMPLE)
+    # When it is parsed
+    first, second = bench.parse(path, "dev")
+    # Then each case has its fields, sessions at their times (noon without one), turns and notes in order
+    assert (first.name, first.kind, first.tags, first.part) == ("maya-moves", "current", ["outright", "home"], "dev")
+    assert [s.at.isoformat() for s in first.sessions] == ["2025-01-10T19:40:00+00:00", "2025-03-02T12:00:00+00:00"]
+    assert [(t.speaker, t.text) for t in first.turns] == [
+        ("Maya", "I live in Leeds, near the station."),
+        ("Tom", "Nice: which street?"),  # a colon inside the text stays
+        (None, "Maya's note: moved to York."),  # a note, whatever colons it holds
+        ("Maya", "Big news, I'm a York resident now."),
+    ]
+    assert (first.question, first.right, first.stale) == ("Where does Maya live?", ["York", "Yorke"], ["Leeds"])
+    assert first.scope("messages") == "root.upd-dev-messages.maya-moves"
+    assert (second.kind, second.right, second.stale) == ("unchanged", ["9 to 5"], [])
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        (("# kind: current", "# kind: latest"), "kind 'latest'"),
+        (("- Leeds\n", ""), "stale values ('-') are needed"),
+        (("+ York | Yorke", "+ Scarborough"), "no turn states any of its right values"),
+        (("- Leeds", "- Harrogate"), "no turn states any of its stale values"),
+        (("## 2025-03-02", "## 2024-03-02"), "in time order"),
+        (("? Where does Maya live?", "? Where does Maya live?\n? And Tom?"), "a second question"),
+        (("Tom: Nice: which street?", "Tom asks which street"), "a turn is 'Speaker: text'"),
+        (("## 2025-03-02\n", "## 2 March\n"), "bad session line"),
+    ],
+)
+def test_a_broken_case_is_refused_with_its_place(
+    bench: ModuleType, tmp_path: Path, change: tuple[str, str], error: str
+) -> None:
+    path = tmp_path / "01-sample.txt"
+    path.write_text(SAMPLE.replace(*change, 1))
+    with pytest.raises(SystemExit, match=error.replace("(", r"\(").replace(")", r"\)")):
+        bench.parse(path, "dev")
+
+
+def test_states_folds_case_accents_quotes_and_spacing_on_word_boundaries(bench: ModuleType) -> None:
+    assert bench.states("Tomás took it over", ["Tomas"])
+    assert bench.states("Leo goes to St Mary\u2019s", ["st mary's"])
+    assert bench.states("the rent is  £1,020 a month", ["£1,020"])
+    assert bench.states("deploys to eu-central-1.", ["eu-central-1"])
+    assert not bench.states("a holiday in Yorkshire", ["York"])
+    assert not bench.states("Postgres 130", ["Postgres 13"])
+    assert not bench.states("anything", [])
+
+
+CONTEXT = """\
+# recall: where does maya live? (scope root.x, loaded 2 / 2 total related)
+
+### 3f2a [episode, root.x, 2025-03-02]
+````
+Big news: I'm a York resident now.
+```fence inside```
+````
+- 9c1b [episode, root.x] I live in Leeds.
+fetch: ids=9c1b
+"""
+
+
+def result(text: str, kind: str = "episode") -> dict[str, Any]:
+    return {"id": text[:4], "kind": kind, "score": 0.5, "content": text}
+
+
+def test_the_first_block_is_the_first_body_or_else_the_first_card(bench: ModuleType) -> None:
+    assert bench.first_block(CONTEXT) == "Big news: I'm a York resident now.\n```fence inside```"
+    cards = "# recall: q (scope root.x, loaded 1 / 1 total related)\n\n- 9c1b [fact, root.x] Maya lives in Leeds.\n"
+    assert bench.first_block(cards) == "Maya lives in Leeds."
+    assert bench.first_block("# recall: q (scope root.x, loaded 0 / 0 total related)\n") == ""
+
+
+def test_scores(bench: ModuleType, tmp_path: Path) -> None:
+    path = tmp_path / "01-sample.txt"
+    path.write_text(SAMPLE)
+    [case, _] = bench.parse(path, "dev")
+
+    def row(texts: list[str], context: str = CONTEXT) -> Any:
+        return bench.score(case, "messages", {"results": [result(t) for t in texts], "context": context})
+
+    current = row(["Big news, I'm a York resident now.", "I live in Leeds."])
+    assert (current.top, current.pack, current.stale, current.reach) == (True, True, False, True)
+    stale = row(["I live in Leeds.", "Moved to York."], context="- 9c1b [episode, root.x] I live in Leeds.\n")
+    assert (stale.top, stale.pack, stale.stale, stale.reach) == (False, False, True, True)
+    both = row(["From Leeds to York, finally."])  # states the current value: not stale
+    assert (both.top, both.stale) == (True, False)
+    neither = row(["Nice: which street?"])
+    assert (neither.top, neither.stale, neither.reach) == (False, False, False)
+    empty = row([], context="")
+    assert (empty.top, empty.pack, empty.stale, empty.reach) == (False, False, False, False)
+    assert not bench.failed(current) and bench.failed(stale) and bench.failed(neither)
+
+
+def test_the_set_parses_and_covers_every_kind_and_shape_in_both_parts(bench: ModuleType) -> None:
+    for part, least in (("dev", 60), ("check", 40)):
+        cases = bench.load([part])
+        assert len(cases) >= least, part
+        kinds = Counter(case.kind for case in cases)
+        assert all(kinds[kind] >= 5 for kind in bench.KINDS), (part, kinds)
+        for shape in ("implied", "partial", "reverted", "several updates", "echo", "two people", "considered"):
+            assert sum(any(shape in tag for tag in case.tags) for case in cases) >= 3, (part, shape)
+        assert sum(any(t.speaker is None for t in case.turns) for case in cases) >= 5, part  # agent notes
+        assert all(len(case.sessions) >= 2 for case in cases)
+    dev, check = ({case.name for case in bench.load([part])} for part in ("dev", "check"))
+    assert not dev & check  # written apart: no case shared
