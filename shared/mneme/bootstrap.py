@@ -183,6 +183,25 @@ class Services:
             if isinstance(member, built):
                 getattr(self, name)
 
+    def interrupt(self) -> None:
+        """The process was asked to stop: the local model refuses the batches it has not started, so the
+        requests in progress end in moments (a remember stores its episodes for the index sweep to embed)."""
+        self._close("embedder")
+
+    def close(self) -> None:
+        """Give back what the built parts hold, at the end of a process (a server's stop, a CLI command): the
+        index saves its vector caches and closes; the store checkpoints its WAL and closes, so at rest the
+        file alone holds everything. Parts never built are not built now."""
+        self._close("index", "store")
+
+    def _close(self, *names: str) -> None:
+        from mneme.ports import Closeable
+
+        for name in names:
+            part = self.__dict__.get(name)  # a `built` part, once built, is in the instance's dict
+            if isinstance(part, Closeable):
+                part.close()
+
     @built
     def store(self) -> RecordStore:
         return build_store(self.settings)
@@ -299,6 +318,7 @@ class Services:
         return ForgetService(self.store, self.clock, self.embedder, self.indexer, self.records)
 
 
+CURSOR_KEY_BYTES = 32  # the generated cursor.key: 64 hex characters
 MIN_SECRET_BYTES = 8  # a configured cursor secret shorter than this is refused, never used
 
 
@@ -327,7 +347,7 @@ def cursor_secret(settings: Settings) -> Callable[[], bytes]:
         path = cursor_key_file(settings)
         if path is None:
             raise StoreUnavailable("set MNEME_CURSOR_SECRET_ARN (or MNEME_CURSOR_SECRET) to sign feed cursors")
-        from mneme.local.keyfiles import CURSOR_KEY_BYTES, create_once, read_key
+        from mneme.local.keyfiles import create_once, read_key
 
         if not os.path.lexists(path):
             create_once(path, secrets.token_hex(CURSOR_KEY_BYTES))
@@ -347,6 +367,12 @@ def cursor_key_file(settings: Settings) -> Path | None:
 def current() -> Services:
     """The process-wide services, built once per cold start."""
     return build()
+
+
+def close_current() -> None:
+    """Close the process-wide services if this process built them (`Services.close`)."""
+    if current.cache_info().currsize:
+        current().close()
 
 
 def build_authenticator(settings: Settings | None = None) -> Authenticator:

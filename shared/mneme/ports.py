@@ -365,6 +365,16 @@ class Atomic(Protocol):
         ...
 
 
+@runtime_checkable
+class Closeable(Protocol):
+    """A part that holds what a process must give back when it ends (connections, files, model threads).
+    Optional, and no part of any port: the embedded store and index, the local models."""
+
+    def close(self) -> None:
+        """Release it. A store or index reopens on its next call; a local model refuses further work."""
+        ...
+
+
 class RecordStore(
     ScopeStore,
     MemoryStore,

@@ -1776,6 +1776,13 @@ export interface components {
              */
             session_id?: string | null;
             /**
+             * Since Changed
+             * @default null
+             */
+            since_changed?: {
+                [key: string]: string;
+            } | null;
+            /**
              * Sources
              * @default null
              */

@@ -26,13 +26,13 @@ from pathlib import Path
 
 from mneme.adapters.sqlite_base import STORE_VERSION
 from mneme.errors import MnemeError
-from mneme.local.keyfiles import CURSOR_KEY_BYTES, key_problem
+from mneme.local.keyfiles import CURSOR_KEY_MINIMUM, MINIMUMS, key_problem
 from mneme.observability import logger
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 STORE_TABLES = {"scopes", "slots", "memories", "episodes", "api_keys"}
 INDEX_TABLES = {"docs", "docs_fts", "index_meta"}
-KEY_FILES = ("admin.key", "cursor.key")
+KEY_FILES = tuple(MINIMUMS)  # admin.key, cursor.key
 SAMPLE = 20  # newest indexed episodes per tenant looked up in the index to call it current
 
 
@@ -140,7 +140,7 @@ def components(store: Path, index: Path, cursor_key: Path | None = None) -> dict
     found: dict[str, str] = {}
     if why := rebuilding(index):
         found["index"] = f"rebuilding: {why}"
-    if cursor_key is not None and (why := key_problem(cursor_key, 2 * CURSOR_KEY_BYTES)):
+    if cursor_key is not None and (why := key_problem(cursor_key, CURSOR_KEY_MINIMUM)):
         found["cursor_key"] = why
     if not os.path.lexists(store):
         return found  # a new home: the store is created by the first write

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from mneme.errors import MnemeError
 
-CURSOR_KEY_BYTES = 32  # a generated cursor.key: 64 hex characters
+ADMIN_KEY_MINIMUM = 32  # characters: a key Mneme creates is 47 (`keys.KEY_PREFIX` + 43)
+CURSOR_KEY_MINIMUM = 64  # characters: the generated cursor.key is 64 hex (`bootstrap.CURSOR_KEY_BYTES`)
+MINIMUMS = {"admin.key": ADMIN_KEY_MINIMUM, "cursor.key": CURSOR_KEY_MINIMUM}  # the keys a home keeps
 
 
 class KeyFileDamaged(MnemeError):
@@ -22,6 +24,33 @@ class KeyFileDamaged(MnemeError):
 def create_once(path: Path, text: str) -> bool:
     """Write `text` to `path` (mode 600) unless it exists; True when this call created it. The file
     appears whole or not at all: on a full disk the OSError is raised and nothing is left behind."""
+    temporary = _synced_beside(path, text)
+    try:
+        try:
+            os.link(temporary, path)  # create-only: a file another process linked first wins
+        except FileExistsError:
+            return False
+        sync_directory(path.parent)
+        return True
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+def replace_whole(path: Path, text: str) -> None:
+    """Write `text` to `path` (mode 600) over what it held: the old text or the new, never a part."""
+    temporary = _synced_beside(path, text)
+    try:
+        os.replace(temporary, path)
+        sync_directory(path.parent)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+def _synced_beside(path: Path, text: str) -> str:
+    """A temporary file beside `path` holding `text`, on disk (mode 600), for the caller to link or rename;
+    nothing is left behind when it cannot be written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
@@ -30,15 +59,10 @@ def create_once(path: Path, text: str) -> bool:
             out.flush()
             os.fsync(out.fileno())
         os.chmod(temporary, 0o600)
-        try:
-            os.link(temporary, path)  # create-only: a file another process linked first wins
-        except FileExistsError:
-            return False
-        _sync_directory(path.parent)
-        return True
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return temporary
 
 
 def read_key(path: Path, minimum: int) -> str:
@@ -77,7 +101,7 @@ def _damaged(path: Path, what: str) -> KeyFileDamaged:
     )
 
 
-def _sync_directory(directory: Path) -> None:
+def sync_directory(directory: Path) -> None:
     with contextlib.suppress(OSError):  # not every file system lets a directory be opened for fsync
         fd = os.open(directory, os.O_RDONLY)
         try:

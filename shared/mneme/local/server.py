@@ -71,6 +71,7 @@ MAX_CONNECTIONS = 256  # connections per process past which an idle one is close
 NEW_GRACE = 1.0  # seconds a new connection has to send its first byte before it counts as idle
 LINGER = 2.0  # seconds a connection refused with a protocol error is read and dropped before it closes
 THREADS = 32  # requests served at once per process (the handlers are blocking: SQLite, the model)
+GRACE = 5.0  # seconds a stopping server waits for the requests in progress before it closes their connections
 
 PROTOCOL_CODES = {
     400: "bad_request",
@@ -450,7 +451,7 @@ class LocalServer:
             timeout_keep_alive=int(IDLE_TIMEOUT),
             limit_concurrency=None,  # the cap is StrictProtocol's (uvicorn's answers in plain text, idle or not)
             backlog=1,  # connections accepted per wake-up (see _Uvicorn.startup)
-            timeout_graceful_shutdown=10,
+            timeout_graceful_shutdown=int(GRACE),
             server_header=False,
             date_header=False,
             log_config=None,
@@ -480,9 +481,15 @@ class LocalServer:
         self.stop()
         self._done.wait(30)
 
-    def server_close(self) -> None:
+    def server_close(self, wait: float = 0.0) -> bool:
+        """Close the socket and the request threads: those not started are cancelled, those running are
+        waited for up to `wait` seconds. True when none is left running."""
         self.socket.close()
         self.app.pool.shutdown(wait=False, cancel_futures=True)
+        joined = threading.Thread(target=self.app.pool.shutdown, name="http-drain", daemon=True)  # joins them
+        joined.start()
+        joined.join(wait)
+        return not joined.is_alive()
 
 
 def _access_log() -> bool:
@@ -548,13 +555,13 @@ def start_sweeper(indexer: Indexer, interval: float) -> threading.Thread:
     return thread
 
 
-def stop_when_orphaned(server: LocalServer, parent: int, interval: float = 1.0) -> threading.Thread:
-    """A worker process stops serving when the process that started it is gone."""
+def stop_when_orphaned(stop: Callable[[], None], parent: int, interval: float = 1.0) -> threading.Thread:
+    """A worker process stops serving (`stop`) when the process that started it is gone."""
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(interval)
-        server.stop()
+        stop()
 
     thread = threading.Thread(target=watch, name="parent-watch", daemon=True)
     thread.start()

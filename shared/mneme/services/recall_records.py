@@ -44,6 +44,7 @@ class Result(BaseModel):
     fact: dict[str, Any] | None = None  # entity, property, value, confidence, validity, superseded_by
     sources: list[dict[str, Any]] | None = None  # a fact's episodes: id, occurred_at, metadata
     sttp: dict[str, Any] | None = None  # an STTP episode's structured fields (AVEC, metrics, provenance...)
+    since_changed: dict[str, str] | None = None  # earlier: a later statement updates it (by, at, why)
 
 
 def record_text(record: Record) -> str:

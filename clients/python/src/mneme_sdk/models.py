@@ -327,6 +327,7 @@ class Result(Response):
     fact: dict[str, Any] | None = None
     sources: list[dict[str, Any]] | None = None
     sttp: dict[str, Any] | None = None
+    since_changed: dict[str, str] | None = None  # an earlier statement: a later one updates it (by, at, why)
 
 
 class RecallResponse(Response):
