@@ -398,7 +398,7 @@ def current_authenticator() -> Authenticator:
 def current_usage_keys() -> UsageKeys | None:
     """The stage's throttle buckets (API Gateway usage-plan keys), when the stack configured them."""
     throttle = get_settings().throttle
-    return UsageKeys(throttle.seed, throttle.buckets) if throttle is not None else None
+    return UsageKeys(throttle.seed, throttle.buckets, throttle.pinned_digests) if throttle is not None else None
 
 
 def current_settings() -> Settings:
