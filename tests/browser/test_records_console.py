@@ -98,7 +98,7 @@ def test_open_an_episode_and_forget_it_after_confirming(open_console: Any, mneme
 
 def test_a_fact_with_its_sources_corrected_then_forgotten(open_console: Any, mneme: Mneme) -> None:
     facts = mneme.ok("GET", "/v1/facts?scope=root.chat")["facts"]
-    [fact] = [f for f in facts if f["tier"] == "raw" and f["value"]]
+    [fact] = [f for f in facts if f["tier"] == "raw" and f["entity"] == "Maya"]  # ("Bob prefers orange." too)
     page = open_console(mneme.admin)
     show(page, "facts", metadata="user=maya")
     page.locator(f'[data-open="{fact["id"]}"]').click()

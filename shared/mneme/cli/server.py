@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from mneme.cli.app import Context, command
 from mneme.cli.config import DEFAULT_TENANT
 from mneme.errors import MnemeError
 
-ADMIN_KEY_MINIMUM = 32  # characters: a key Mneme creates is 47 (`keys.KEY_PREFIX` + 43)
+if TYPE_CHECKING:
+    from mneme.local.home import ServerLock
+    from mneme.local.server import LocalServer
+    from mneme.local.workers import Workers
 
 
 def _admin_key_file() -> Path:
@@ -25,7 +31,7 @@ def _admin_key_file() -> Path:
 def ensure_first_run() -> tuple[Path, bool]:
     """Create the store and, once, an admin key for the default tenant. Returns (key file, created)."""
     from mneme import bootstrap
-    from mneme.local.keyfiles import create_once, read_key
+    from mneme.local.keyfiles import ADMIN_KEY_MINIMUM, create_once, read_key
 
     key_file = _admin_key_file()
     services = bootstrap.current()
@@ -54,20 +60,19 @@ def check_home() -> str | None:
     return checks.index_problem(settings.index_path, settings.sqlite_path)
 
 
-def rebuild_index(reason: str) -> None:
+def rebuild_index(reason: str) -> threading.Thread:
     """Rebuild every tenant's index from records in the background; recall reads records meanwhile."""
     from mneme import bootstrap
     from mneme.local import checks
 
     settings = bootstrap.current_settings()
     indexer = bootstrap.current().indexer
-    print(f"the search index is rebuilt in the background: {reason}", file=sys.stderr)
 
     def rebuild() -> None:
         for tenant in checks.tenants(settings.sqlite_path):
             indexer.rebuild(tenant)
 
-    checks.start_rebuild(settings.index_path, reason, rebuild)
+    return checks.start_rebuild(settings.index_path, reason, rebuild)
 
 
 # -- serve and mcp -----------------------------------------------------------------------------------
@@ -75,16 +80,30 @@ def rebuild_index(reason: str) -> None:
 
 def cmd_serve(ctx: Context) -> int:
     from mneme import bootstrap
-    from mneme.local.server import make_server, start_sweeper
-    from mneme.local.workers import Workers, worker_count
+    from mneme.local.home import hold_server
+    from mneme.local.workers import worker_count
 
     ctx.embedded_only("serve")
     args = ctx.args
     if args.listen_fd is not None:  # one of the processes `serve --workers N` started
         return _serve_worker(args.host, args.port, args.listen_fd)
     count = worker_count(args.workers)
+    home = bootstrap.current_settings().home.resolve()
+    lock = hold_server(home, "mneme serve, starting")  # a second server on this home stops here, with one line
+    try:
+        return _serve(args, count, home, lock)
+    finally:
+        lock.release()  # when it could not start (serving ends the process in `_shut_down`)
+
+
+def _serve(args: argparse.Namespace, count: int, home: Path, lock: ServerLock) -> int:
+    from mneme import bootstrap
+    from mneme.local.server import make_server, start_sweeper
+    from mneme.local.workers import Workers
+
     reindex = check_home()  # a damaged or foreign store stops here, with one line
     if reindex is not None:
+        print(f"the search index is rebuilt in the background: {reindex}", file=sys.stderr)
         rebuild_index(reindex)  # before any process opens the index
     key_file, created = ensure_first_run()
     try:
@@ -95,16 +114,16 @@ def cmd_serve(ctx: Context) -> int:
             "with make: make serve PORT=N)",
             code="address_unavailable",
         ) from None
-    home = bootstrap.current_settings().home.resolve()
     host, port = str(server.server_address[0]), int(server.server_address[1])
+    lock.describe(f"mneme serve on http://{host}:{port}")
     workers = None
     if count > 1:
         bootstrap.cursor_secret(bootstrap.current_settings())()  # created once here, not raced by the workers
         server.share()
         argv = ["serve", "--home", str(home), "--host", host, "--port", str(port)]
-        workers = Workers(server.socket.fileno(), argv, count - 1)
+        workers = Workers(server.socket.fileno(), argv, count - 1, keep=(lock.fd,))
     for sig in (signal.SIGTERM, signal.SIGINT):  # `kill PID` stops the server (and its workers) like Ctrl-C
-        signal.signal(sig, lambda *_: server.stop())
+        signal.signal(sig, _stopper(server))
     start_sweeper(bootstrap.current().indexer, interval=30.0)
     try:
         pids = [os.getpid()]
@@ -124,14 +143,50 @@ def cmd_serve(ctx: Context) -> int:
     except KeyboardInterrupt:
         print("\nshutting down", file=sys.stderr)
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second TERM does not cut the shutdown short
-        server.server_close()
-        if workers is not None:
-            workers.stop()
+        _shut_down(server, workers)
     return 0
 
 
-def _serve_worker(host: str, port: int, fd: int) -> int:
+DRAIN = 3.0  # seconds a stopping process waits for its request threads once their connections are closed
+
+
+def _stopper(server: LocalServer) -> Callable[..., None]:
+    """What SIGTERM or Ctrl-C does (safe in a signal handler): the server stops taking connections and
+    finishes the requests it holds; the local model refuses the batches not yet started, so they end in
+    moments (a remember in flight is stored, its embedding left to the index sweep)."""
+    from mneme import bootstrap
+
+    def stop(*_: Any) -> None:
+        server.stop()
+        bootstrap.current().interrupt()
+
+    return stop
+
+
+def _shut_down(server: LocalServer, workers: Workers | None) -> NoReturn:
+    """A clean stop's end: the request threads finish (up to DRAIN seconds), the workers stop, then every
+    store and index connection closes, so at rest `mneme.db` and `index.db` alone hold everything; then the
+    process ends. A request still running past DRAIN is left unanswered (nothing acknowledged is lost)."""
+    from mneme import bootstrap
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second TERM does not cut the shutdown short
+    _stopper(server)()
+    drained = server.server_close(wait=DRAIN)
+    if workers is not None:
+        workers.stop()
+    bootstrap.close_current()
+    if not drained:
+        print(f"mneme serve: requests still running {DRAIN:.0f} s after the stop were left", file=sys.stderr)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Everything this process holds is closed above (the server lock goes with the process). Skipped: the
+    # interpreter's teardown (~1 s of CPU freeing the model and the module graph, measured) and the wait
+    # for request threads still running.
+    os._exit(0)
+
+
+def _serve_worker(host: str, port: int, fd: int) -> NoReturn:
     """A worker process: serve the inherited socket until SIGTERM (from the parent) or the parent is gone.
     Ctrl-C in a terminal reaches the whole process group: the parent alone acts on it, and stops us."""
     from mneme.local.server import make_server, stop_when_orphaned
@@ -139,16 +194,15 @@ def _serve_worker(host: str, port: int, fd: int) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _interrupt)  # until it serves: then the server finishes what it holds
     server = make_server(host, port, listen_fd=fd)
-    stop_when_orphaned(server, os.getppid())
+    stop_when_orphaned(_stopper(server), os.getppid())
     try:
         _warm()
-        signal.signal(signal.SIGTERM, lambda *_: server.stop())
+        signal.signal(signal.SIGTERM, _stopper(server))
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()  # requests in progress finish before the interpreter exits
-    return 0
+        _shut_down(server, None)
 
 
 def _warm() -> None:

@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,20 @@ def _size(path: Path) -> str:
     return ""
 
 
+def _backed_up(last: dict[str, Any] | None) -> str:
+    """The home's last backup, for a person: when (and how long ago), where, how big."""
+    if last is None:
+        return "none on record (`mneme backup DEST` copies the home, also while it serves)"
+    try:
+        at = datetime.strptime(str(last["at"]), "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    except ValueError:
+        return f"{last['at']} to {last.get('dest')}"
+    hours = (datetime.now(UTC) - at).total_seconds() / 3600
+    ago = f"{hours * 60:.0f} min" if hours < 1 else f"{hours:.0f} h" if hours < 48 else f"{hours / 24:.0f} days"
+    size = f"{int(last.get('bytes', 0)) / 1e6:,.1f} MB"
+    return f"last {at:%Y-%m-%d %H:%M} UTC ({ago} ago) to {last.get('dest')} ({size})"
+
+
 def status_report(ctx: Context) -> dict[str, Any]:
     """What the embedded store holds: where it is, counts per tenant, index backlog, dirty scopes."""
     from mneme import bootstrap
@@ -89,9 +104,12 @@ def status_report(ctx: Context) -> dict[str, Any]:
         "reasoner": services.consolidation.deps.reasoner.name,
     }
     if isinstance(settings.store, SqliteStore):
+        from mneme.local.backup import last_backup
+
         report["files"] = {"records": _size(settings.sqlite_path)}
         if isinstance(settings.index, SqliteIndex):
             report["files"]["index"] = _size(settings.index_path)
+        report["last_backup"] = last_backup(settings.home)
     if problem is None:
         report["index_state"] = "ok"
     elif rebuilding(settings.index_path):
@@ -137,7 +155,7 @@ def cmd_status(ctx: Context) -> int:
     if ctx.config.remote:
         client = ctx.client(need_key=False)
         started = time.monotonic()
-        health = client.health().model_dump()
+        health = client.health().model_dump(exclude_none=True)
         report = {
             "mode": "remote",
             "url": ctx.config.url,
@@ -149,6 +167,9 @@ def cmd_status(ctx: Context) -> int:
         else:
             version, latency = health.get("version"), report["latency_ms"]
             print(f"remote {ctx.config.url}: {health.get('status')} (version {version}, {latency} ms)")
+            for part in ("index", "store", "cursor_key"):
+                if part in health:
+                    print(f"  {part}: {health[part]}")
             print("store details are shown by `mneme status` where the store is (embedded mode)")
         return 0
     report = status_report(ctx)
@@ -158,6 +179,8 @@ def cmd_status(ctx: Context) -> int:
     print(f"store     {report['home']} ({report['store']} records, {report['index']} index)")
     for name, size in (report.get("files") or {}).items():
         print(f"  {name:<8}{size}")
+    if "last_backup" in report:
+        print(f"backup    {_backed_up(report['last_backup'])}")
     print(f"embedder  {report['embedder']}; reasoner {report['reasoner']}")
     backlog = report["index_backlog"]
     count = f"{backlog['episodes']:,}" + ("+" if backlog["capped"] else "")

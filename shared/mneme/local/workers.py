@@ -50,10 +50,12 @@ def worker_count(value: str) -> int:
 
 class Workers:
     """`count` worker processes serving the inherited socket `fd`; `argv` is what follows
-    `python -m mneme.cli` for each (the parent adds `--listen-fd`)."""
+    `python -m mneme.cli` for each (the parent adds `--listen-fd`). They also inherit the descriptors in
+    `keep` (the home's server lock: held until the last of them is gone)."""
 
-    def __init__(self, fd: int, argv: list[str], count: int) -> None:
+    def __init__(self, fd: int, argv: list[str], count: int, keep: tuple[int, ...] = ()) -> None:
         self.fd = fd
+        self.keep = keep
         self.command = [sys.executable, "-m", "mneme.cli", *argv, "--listen-fd", str(fd)]
         self.count = count
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -70,7 +72,7 @@ class Workers:
             self._watcher.start()
 
     def _spawn(self) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(self.command, pass_fds=(self.fd,))
+        return subprocess.Popen(self.command, pass_fds=(self.fd, *self.keep))
 
     def pids(self) -> list[int]:
         with self._lock:

@@ -4,12 +4,13 @@ Layout (every structural line starts at column 0 and is written only here):
 
     # recall: <query> (scope <path>, loaded N / M total related)
     already loaded: <ids>                                   (session delta only)
-    ### <id> [<kind>, <scope>, <date or key>(, pending)]    one per expanded body
+    ### <id> [<kind>, <scope>, <date or key>(, pending)(, earlier, since changed: see <id>, <date>)]
+                                                            one per expanded body
     requires: <ids>                                         (a memory with depends_on)
     ````                                                    the body, fenced
     ...
     ````
-    - <id> [<kind>, <scope>(, pending)] <summary>( (stale))  one card per other item
+    - <id> [<kind>, <scope>(, pending)(, earlier, …)] <summary>( (stale))  one card per other item
     fetch: ids=<ids>                                        every item not shown as a body
 
 Stored text is fenced so it can never end its block or imitate a header, a card or a `fetch:` line:
@@ -44,6 +45,7 @@ class PackItem(BaseModel):
     requires: list[str] = []
     pending: bool = False  # the caller's own unapproved work
     stale: bool = False  # a fact whose sources changed
+    earlier: str | None = None  # a later statement updates it: "since changed: see <id>, <date>"
 
 
 def estimate_tokens(text: str) -> int:
@@ -85,7 +87,8 @@ def fenced(body: str) -> str:
 
 
 def _tags(item: PackItem, *parts: str) -> str:
-    return ", ".join([*(one_line(p) for p in parts), *(["pending"] if item.pending else [])])
+    marks = [*(["pending"] if item.pending else []), *([f"earlier, {item.earlier}"] if item.earlier else [])]
+    return ", ".join([*(one_line(p) for p in parts), *(one_line(m) for m in marks)])
 
 
 def body_block(item: PackItem) -> str:

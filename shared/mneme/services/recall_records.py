@@ -36,6 +36,7 @@ class Result(BaseModel):
     created_at: datetime
     metadata: dict[str, Any] = {}
     session_id: str | None = None
+    sequence: int | None = None  # an episode's place among the turns its call gave (0, 1, 2, ...)
     tier: str | None = None
     key: str | None = None
     status: str | None = None
@@ -43,6 +44,7 @@ class Result(BaseModel):
     fact: dict[str, Any] | None = None  # entity, property, value, confidence, validity, superseded_by
     sources: list[dict[str, Any]] | None = None  # a fact's episodes: id, occurred_at, metadata
     sttp: dict[str, Any] | None = None  # an STTP episode's structured fields (AVEC, metrics, provenance...)
+    since_changed: dict[str, str] | None = None  # earlier: a later statement updates it (by, at, why)
 
 
 def record_text(record: Record) -> str:
@@ -161,6 +163,7 @@ def to_result(
             created_at=record.created_at,
             metadata=record.metadata,
             session_id=record.session_id,
+            sequence=record.sequence,
             tier=record.tier,
             sttp=record.structured,
             **common,

@@ -56,6 +56,7 @@ class Candidate:
     scores: dict[str, float] = field(default_factory=dict)
     origin: str = "search"  # search | fallback | prerequisite
     grounding: list[str] | None = None  # a claim fact's source turns shown beside it (select)
+    changed: dict[str, str] | None = None  # a later statement updates this one: by (id), at (date), why (time)
 
 
 @dataclass

@@ -185,13 +185,7 @@ def prerequisites(run: Run) -> None:
     deps.scopes.prefetch(tenant, [r.scope_id for r in shown if r.scope_id and r.scope_id not in run.chains])
     unread = [r for r in shown if isinstance(r, Fact) and not run.sources.keys() >= set(r.source_episode_ids)]
     run.sources.update(fact_sources(deps.store, tenant, unread))  # every shown fact's sources, one read
-    run.results = [
-        to_result(c.record, c.score, c.scores, run.path_of, run.sources, c.grounding).model_copy(
-            update={"requires": requires.get(c.id, [])}
-        )
-        for c in out
-        if c.record is not None
-    ]
+    run.results = [_result(run, c).model_copy(update={"requires": requires.get(c.id, [])}) for c in out]
     run.note("prerequisites", took, [], added=added, revived=revived)
 
 
@@ -204,11 +198,7 @@ def pack(run: Run) -> None:
         delivered = deps.store.get_delivered(run.flt.tenant, run.caller.principal, request.session_id)
         run.already = [r.id for r in run.results if r.id in delivered]
     items = [pack_item(r) for r in run.results if r.id not in run.already]
-    related = [
-        pack_item(to_result(c.record, c.score, c.scores, run.path_of, run.sources, c.grounding))
-        for c in relevant_related(run)
-        if c.record is not None
-    ]
+    related = [pack_item(_result(run, c)) for c in relevant_related(run)]
     query = " ".join((request.query or "").split())
     total = len(run.results) + len(run.related)
 
@@ -222,6 +212,14 @@ def pack(run: Run) -> None:
     if request.session_id and run.pack.expanded:
         deps.store.add_delivered(run.flt.tenant, run.caller.principal, request.session_id, run.pack.expanded)
     run.note("pack", len(run.ranked), [], expanded=len(run.pack.expanded), cards=len(run.pack.cards))
+
+
+def _result(run: Run, candidate: Candidate) -> Result:
+    assert candidate.record is not None
+    result = to_result(
+        candidate.record, candidate.score, candidate.scores, run.path_of, run.sources, candidate.grounding
+    )
+    return result.model_copy(update={"since_changed": candidate.changed}) if candidate.changed else result
 
 
 def relevant_related(run: Run) -> list[Candidate]:
@@ -255,4 +253,5 @@ def pack_item(result: Result) -> PackItem:
         requires=result.requires,
         pending=result.status == "pending",
         stale=bool((result.fact or {}).get("stale")),
+        earlier=f"since changed: see {changed['by']}, {changed['at']}" if (changed := result.since_changed) else None,
     )

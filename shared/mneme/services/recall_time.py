@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mneme.models import Episode
+from mneme import changes
+from mneme.models import Episode, session_position
 from mneme.records import Fact
-from mneme.services.indexing import speaker
-from mneme.services.recall_run import QueryTime
+from mneme.services.recall_records import Record
+from mneme.services.recall_run import QueryTime, stored_vectors
 from mneme.text import MONTH, MONTHS
 
 if TYPE_CHECKING:
@@ -171,8 +172,6 @@ def query_time(query: str, reference: datetime | None = None) -> QueryTime:
 TIME_WINDOW_BOOST = 1.3  # an episode inside the time window the query names ("in May 2024")
 TIME_ORDER_WEIGHT = 1.0  # "now" / "first" questions: the latest (earliest) candidate x(1 + this)
 SAYS_WHEN_BOOST = 1.7  # a 'when' question: an episode whose text says when (a day, a date, 'last week', 'ago')
-SAME_THING = 0.5  # two turns of one speaker whose stored vectors' cosine is at least this say the same kind of thing
-SUPERSEDED = 0.8  # an earlier statement superseded by a later one, for a question about the present
 SUPERSEDE_POOL = 50  # supersession is looked for among this many best-scored episodes
 
 
@@ -213,7 +212,8 @@ def time_stage(run: Run) -> None:
                 candidate.scores["says_when"] = SAYS_WHEN_BOOST
                 candidate.score *= SAYS_WHEN_BOOST
                 says_when += 1
-    superseded = supersede(run, dated) if when.prefer == "latest" else []
+    truth = truth_mode(run)
+    superseded = current_truth(run, truth) if truth is not None else []
     window = [when.since.isoformat(), when.until.isoformat()] if when.since and when.until else None
     run.note(
         "time",
@@ -224,6 +224,7 @@ def time_stage(run: Run) -> None:
         prefer=when.prefer,
         inside=inside,
         says_when=says_when,
+        truth=truth,
         superseded=superseded,
     )
 
@@ -238,39 +239,119 @@ def happened(record: object) -> datetime | None:
     return None
 
 
-def supersede(run: Run, candidates: list[Candidate]) -> list[dict[str, object]]:
-    """The latest value wins, at read time (the seeds' supersession, applied to episodes): among the
-    SUPERSEDE_POOL best-scored episodes, a statement followed later by one of the same speaker that
-    says the same kind of thing (stored vectors' cosine >= SAME_THING) is superseded by the latest
-    such one: it scores ×SUPERSEDED (`scores.superseded`), and the later one takes at least the score
-    the earlier had (`scores.newer`: the factor it gained). Returns who superseded whom, for explain."""
-    model = run.deps.embedder.model_id
-    best = sorted(candidates, key=lambda c: (-c.score, c.id))[:SUPERSEDE_POOL]
-    run.with_vectors(best)  # recall loads episodes bare; only "now" questions read these
-    pool = [
-        c for c in best if isinstance(c.record, Episode) and c.record.vector is not None and c.record.model_id == model
+# A question about the past asks for the value before a change; one about an event ("what did she say")
+# or a run of them ("what has he tried") asks for neither end of a change.
+PAST = re.compile(
+    r"\b(before|previously|formerly|used to|original(?:ly)?|initially|at first|prior to|back then|back when|"
+    r"in the past|to begin with)\b"
+)
+PAST_THING = re.compile(r"\b(?<!how )(old|former|previous)\b")  # "the old rent" is the past only beside a past verb
+PAST_VERB = re.compile(r"\b(did|was|were|had)\b|\b(has|have|'ve)\b(?: \w+){0,3} (ever|been|done|tried|visited|had)\b")
+TOPICAL_SHARE = 0.3  # ... those scoring at least this share of the best one
+TOPICAL = 10  # the best answers to a question: two of them about one owner are about what it asks
+NEWER = 1.01  # the later statement of a change ranks just above the earlier one it updates
+EARLIER = 0.9  # ... and the earlier one just below it
+
+
+def truth_mode(run: Run) -> str | None:
+    """`present` for a question about how things are (in the present tense, whether or not it says "now"),
+    `past` for one about how they were before ("before York", "originally", "used to"), None when the
+    question names a period or `as_of`, or is about an event ("when did…", "what did she say"): then changes
+    only mark the earlier statements."""
+    when, query = run.when, " ".join((run.request.query or "").lower().replace("’", "'").split())
+    if run.request.as_of is not None or when.since is not None:
+        return None
+    if when.prefer == "latest":
+        return "present"
+    past_verb = PAST_VERB.search(query)
+    if PAST.search(query) or (past_verb and PAST_THING.search(query)):
+        return "past"
+    return None if past_verb or when.prefer == "earliest" else "present"  # "when is it due?" asks about now
+
+
+def _position(record: Record) -> tuple[datetime, datetime, int]:
+    if isinstance(record, Episode):
+        return session_position(record)
+    assert isinstance(record, Fact)
+    return (record.valid_from, record.valid_from, -1)
+
+
+def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
+    """Among the SUPERSEDE_POOL best episodes and claim facts, a later statement that updates an earlier one
+    (`mneme.changes.update_reason`: one owner, one subject, a change) supersedes it, and the earlier one is
+    marked `since_changed`. Chains end at the latest statement, the current one. For a question about the
+    present the current statement ranks just above every statement it superseded (`scores.newer`), which rank
+    just below it (`scores.superseded`); for one about the past, the statement just before the current one
+    (the first one, for "originally") ranks just above it (`scores.earlier`). Returns who superseded whom."""
+    ranked = sorted(run.candidates.values(), key=lambda c: (-c.score, c.id))[:SUPERSEDE_POOL]
+    records = {
+        c.id: r for c in ranked if isinstance(r := c.record, Episode) or (isinstance(r, Fact) and r.tier == "raw")
+    }
+    pool = [c for c in ranked if c.id in records]
+    floor = TOPICAL_SHARE * max((c.score for c in pool), default=0.0)
+    best = {c.id for c in pool[:TOPICAL] if c.score >= floor}  # the question's answers: it says what they are about
+    pool.sort(key=lambda c: (_position(records[c.id]), c.id))
+    query = run.request.query or ""
+    latest, about, asked = run.when.prefer == "latest", changes.people(query), changes.question_slots(query)
+
+    def reason(i: int, j: int, similarity: float) -> str | None:
+        earlier, later = pool[i].id, pool[j].id
+        topical = earlier in best and later in best
+        return changes.update_reason(
+            records[earlier], records[later], similarity, latest=latest, topical=topical, asked=asked, about=about
+        )
+
+    pairs = [
+        (i, j)
+        for j in range(len(pool))
+        for i in range(j)
+        if _position(records[pool[i].id]) < _position(records[pool[j].id]) and reason(i, j, 1.0)
     ]
-    if len(pool) < 2:
+    if not pairs:
         return []
-    episodes = [c.record for c in pool if isinstance(c.record, Episode)]
-    vectors = np.asarray([e.vector for e in episodes], dtype=np.float32)
-    times = np.asarray([e.occurred_at.timestamp() for e in episodes])
-    speakers = [speaker(e) for e in episodes]
-    same = np.asarray([[a == b for b in speakers] for a in speakers])
-    similar = vectors @ vectors.T
-    later = (times[None, :] > times[:, None]) & same & (similar >= SAME_THING)
-    taken: dict[int, float] = {}
+    involved = [pool[k] for pair in pairs for k in pair]
+    run.with_vectors(involved)
+    vectors = stored_vectors(run, involved)
+    winner: dict[int, tuple[int, str, float]] = {}  # earlier -> (its latest updater, why, cosine)
+    for i, j in pairs:
+        a, b = vectors.get(pool[i].id), vectors.get(pool[j].id)
+        similarity = float(np.dot(a, b)) if a is not None and b is not None else 0.0
+        if why := reason(i, j, similarity):
+            winner[i] = (j, why, similarity)  # pairs come in order of the later one: the last is the latest
+    head = {i: _head(winner, i) for i in winner}  # the current statement each chain ends at
+    if mode == "present":
+        for i in sorted(winner):  # oldest first
+            _above(pool[head[i]], pool[i], "newer", "superseded")
+    else:
+        first = run.when.prefer == "earliest" or bool(FIRST_TIME.search((run.request.query or "").lower()))
+        for h in set(head.values()):
+            chain = sorted(i for i in winner if head[i] == h)
+            _above(pool[chain[0] if first else chain[-1]], pool[h], "earlier", "later")
     out: list[dict[str, object]] = []
-    for i in np.flatnonzero(later.any(axis=1)):
-        j = int(np.flatnonzero(later[i])[np.argmax(times[later[i]])])  # the latest that says the same
-        older = pool[i]
-        out.append({"id": older.id, "by": pool[j].id, "similarity": round(float(similar[i, j]), 6)})
-        taken[j] = max(taken.get(j, 0.0), older.score)
-        older.scores["superseded"] = SUPERSEDED
-        older.score *= SUPERSEDED
-    for j, score in taken.items():
-        newer = pool[j]
-        if score > newer.score > 0:
-            newer.scores["newer"] = round(score / newer.score, 6)
-            newer.score = score
+    for i, (j, why, similarity) in sorted(winner.items()):
+        later = pool[j]
+        pool[i].changed = {"by": later.id, "at": _position(records[later.id])[0].date().isoformat(), "why": why}
+        out.append({"id": pool[i].id, "by": later.id, "why": why, "similarity": round(similarity, 6)})
     return out
+
+
+FIRST_TIME = re.compile(r"\b(original(?:ly)?|initially|at first|to begin with|first)\b")
+
+
+def _head(winner: dict[int, tuple[int, str, float]], i: int) -> int:
+    """The latest statement of the chain of updates `i` starts."""
+    seen = {i}
+    while i in winner and winner[i][0] not in seen:
+        i = winner[i][0]
+        seen.add(i)
+    return i
+
+
+def _above(top: Candidate, bottom: Candidate, raised: str, lowered: str) -> None:
+    """`top` ranks just above `bottom` (NEWER times its score), `bottom` at most just below it (EARLIER)."""
+    if top.score <= bottom.score:
+        top.scores[raised] = round(bottom.score * NEWER / max(top.score, 1e-9), 6)
+        top.score = bottom.score * NEWER
+    if bottom.score > top.score * EARLIER > 0:
+        bottom.scores[lowered] = round(top.score * EARLIER / bottom.score, 6)
+        bottom.score = top.score * EARLIER

@@ -294,10 +294,11 @@ class RememberService:
         never rewritten to say so (on DynamoDB, the write units of a second write of the whole item). A
         crash between the two leaves documents without records, which recall never shows (it reads the
         records) and the caller's retry writes again."""
-        embedding = in_background(self.embedder.embed, [e.search_text or e.content for e in new])
-        # While the model runs: the consolidation mark (first: a crash after the write must not leave a
-        # scope without its mark) and the index documents but their vectors. Nothing is written yet.
+        # The consolidation mark first: a crash after the write must not leave a scope without its mark, and
+        # a store that cannot write (a full disk: 507) refuses before the model starts, so a refused call
+        # leaves no embedding running behind it. While the model runs: the index documents but their vectors.
         self.store.mark_dirty(caller.tenant, sorted({e.scope_id for e in new}), now)
+        embedding = in_background(self.embedder.embed, [e.search_text or e.content for e in new])
         drafts = self.indexer.draft_documents(new)
         vectors = self._vectors(embedding)
         if vectors is None:  # indexed by their words now, not marked: the sweep embeds and indexes them again

@@ -257,8 +257,13 @@ class ErrorBody(Response):
 
 
 class Health(Response):
-    status: Literal["ok"]
+    """`ok`, or `degraded` with a line for each part that is (`index`, `store`, `cursor_key`)."""
+
+    status: Literal["ok", "degraded"]
     version: str
+    index: str | None = None
+    store: str | None = None
+    cursor_key: str | None = None
 
 
 class Caller(Response):
@@ -314,6 +319,7 @@ class Result(Response):
     created_at: datetime
     tier: str | None = None
     session_id: str | None = None
+    sequence: int | None = None  # an episode's place among the turns its call gave (0, 1, 2, ...)
     metadata: dict[str, Any] = {}
     key: str | None = None
     status: str | None = None
@@ -321,6 +327,7 @@ class Result(Response):
     fact: dict[str, Any] | None = None
     sources: list[dict[str, Any]] | None = None
     sttp: dict[str, Any] | None = None
+    since_changed: dict[str, str] | None = None  # an earlier statement: a later one updates it (by, at, why)
 
 
 class RecallResponse(Response):
@@ -530,6 +537,7 @@ class EpisodeRecord(Response):
     occurred_at: datetime
     created_at: datetime
     session_id: str | None = None
+    sequence: int = 0  # its place among the turns its call gave (0, 1, 2, ...)
     tier: str
     metadata: dict[str, Any] = {}
     format: str

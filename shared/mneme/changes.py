@@ -1,0 +1,434 @@
+"""What a change is, in words: whose a statement is, which subject it is about, and whether a later
+statement updates an earlier one ("I live in Leeds" … weeks later … "we moved to York in March").
+
+Core rules, read by recall (for a question about the present, the later statement ranks above the earlier
+one it updates, which is marked as earlier) and by consolidation (a fact a later turn changes is superseded,
+or marked stale when its new value cannot be read). No model: words, a lexicon of subjects ("slots"), and
+the cosine of the two statements' stored vectors, which the caller gives.
+
+A later statement updates an earlier one when all of these hold:
+- one owner: the same speaker, or the same person named (`owners`); two people in one scope never update
+  each other's statements, and "he"/"she" of unknown person updates nothing;
+- it asserts: it is not a question, not one more of something ("too", "another"), not an echo (nothing the
+  earlier did not say) unless it ends the earlier ("I left Acme", "Biscuit passed away", "no longer");
+- one subject: a slot both statements touch (home, employer, manager, rent…), where in the later statement
+  the change language stands in the same clause as the slot ("we moved to York"), or, for a subject with one
+  value at a time, that clause states another value (a name, a number, a value word: "vegan" after
+  "vegetarian"); a subject with many values at a time (pets, hobbies, tools) changes only when something of
+  it ends or is replaced. Without a shared slot: the vectors say the same kind of thing (cosine ≥
+  SAME_KIND) and the later statement uses change language and names another value, or ends something.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from mneme.models import Episode
+from mneme.records import Fact
+from mneme.text import STOPWORDS, stem, words
+
+
+@dataclass(frozen=True)
+class Slot:
+    name: str
+    cues: re.Pattern[str]  # words that say a statement is about this subject
+    single: bool = True  # one value at a time: another value is a change
+    values: frozenset[str] = frozenset()  # lower-case value words of the slot ("vegan", "vegetarian")
+    numeric: bool = False  # its values may be numbers (an amount, a time, a version), not only names
+    personal: bool = True  # a person's (home, job, diet); else a thing's (a framework, a deadline), shared work
+
+
+def _slot(name: str, *cues: str, values: str = "", flags: str = "") -> Slot:
+    """A slot from its cue patterns; `flags`: `many` (many values at a time), `numeric`, `thing` (not personal)."""
+    pattern = re.compile(rf"\b(?:{'|'.join(cues)})\b")
+    return Slot(name, pattern, "many" not in flags, frozenset(values.split()), "numeric" in flags, "thing" not in flags)
+
+
+# fmt: off
+SLOTS: tuple[Slot, ...] = (
+    _slot("home", r"li(?:ve|ves|ved|ving) (?:in|at|near|with|on)",
+          r"mov(?:e|ed|ing) (?:to|into|back|out|house|away|in)", r"relocat\w*", r"flat(?! rate| tyre| tire)",
+          "apartment", "address", r"neighbou?rhood", "based in",
+          "home ?town", "residents?", "got the keys", "moved in", "(?:new|our|my) (?:place|house|home)",
+          "(?:one|two|three)-bed", "house in", "rent(?:ing)? a"),
+    _slot("employer", r"work(?:s|ed|ing)? (?:at|for)",
+          r"(?:my|our|new|current|old|his|her|their|a|the) (?:[\w-]+ ){0,2}job", "employer",
+          "(?:my|our|new|current|his|her|their) (?:company|firm)", "joined", "hired", r"start(?:s|ed|ing)? at",
+          "first day (?:at|as)", "resigned", "quit", r"freelanc\w*", "laid off", r"redundan\w*"),
+    _slot("role", "role", "position", "title", r"promot\w*", r"work(?:s|ed|ing)? as", "career", "part-time",
+          "full-time", "contract(?:or)?"),
+    _slot("manager", "manager", "boss", "supervisor", "report(?:s|ing)? to", "team lead"),
+    _slot("diet", "diet", "vegetarian", "vegan", "pescatarian", "meat", "dairy", "gluten", "keto", "eat(?:s|ing)?",
+          "plant-based", "lactose",
+          values="vegetarian vegan pescatarian keto paleo omnivore carnivore gluten-free dairy-free halal kosher"),
+    _slot("phone", "phone", "mobile", "iphone", "android", "pixel", "samsung", "(?:my|new|phone|mobile) number",
+          flags="numeric"),
+    _slot("school", "school", "university", "uni", "college", "(?<!of )course", "degree", "studying", "stud(?:y|ies)",
+          "enrolled", "masters?", "phd", "bootcamp", "juniors", "infants", "nursery", "primary", "secondary",
+          "sixth form", r"year \d+"),
+    _slot("supplier", "supplier", "vendor", "provider", "suppl(?:y|ies)", "wholesaler", "distributor", "agency",
+          r"(?:order|buy|get|source)(?:s|ing)? (?:[\w-]+ ){0,3}from", "deliver(?:y|ies|ed)? from", flags="thing"),
+    _slot("tool", "tool", "app", "software", "editor", "ide", "tracker", "crm", "platform", "using", "use[sd]?",
+          r"migrat\w*", "hosted on", "hosting", "switch(?:ed|ing)? (?:from|to|over)", flags="many thing"),
+    _slot("framework", "framework", "library", "stack", "built (?:on|with|in)", "written in", r"rewrit\w*", "react",
+          "vue", "angular", "svelte", "django", "rails", "flask", "fastapi", "laravel", flags="thing"),
+    _slot("money", "budget", "rent", "landlord", "lease", "salary", "pay (?:rise|raise|cut)", "price", "costs?", "fee",
+          "(?:hourly|day) rate", "rate is", "charged?", "subscription", "mortgage", "earn(?:s|ing)?", flags="numeric"),
+    _slot("version", "version", r"upgrad\w*", r"downgrad\w*", r"v\d[\w.]*", flags="numeric thing"),
+    _slot("hours", "opening hours", "open(?:s|ing)? (?:at|from|until|till|on)", "clos(?:e|es|ing) (?:at|from|on)",
+          "hours", "shifts?", flags="numeric thing"),
+    _slot("schedule", "meetings?", "stand-?ups?", "syncs?", "calls", "appointments?", r"reschedul\w*", "1:1s?",
+          "one-on-ones?", "retros?", "lessons?", "classes", flags="numeric thing"),
+    _slot("deadline", "deadline", "due", "launch", "go-live", "(?:release|new|target) date", "delivery", "cutover",
+          "ship(?:s|ping)?", "slip(?:s|ped)?", r"postpon\w*", r"delay\w*", "pushed", "brought forward",
+          "moved (?:up|back)", flags="numeric thing"),
+    _slot("owner", "(?<!my )(?<!our )(?<!their )(?<!his )(?<!her )own(?:s|ed|er|ership)?", "in charge", "responsible",
+          "lead(?:s|ing)? (?:the|on)", "runs the", r"hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}(?:over|off)",
+          "t(?:ook|aking|akes) over", "point person", "assigned", "accountable", "maintainer", flags="thing"),
+    _slot("pet", "dog", "cat", "puppy", "kitten", "pets?", "rabbit", "hamster", "parrot", "horse", "tortoise",
+          "passed away", "put down", "adopted", "rehomed", flags="many"),
+    _slot("hobby", "hobby", "took up", "taken up", "taking up", "playing", "plays?", r"practi[sc]\w*", "learning",
+          "classes", "club", "gave up", flags="many"),
+    _slot("name", "call me", "name", "go(?:es)? by", "nickname", "prefer(?:s|red)? to be called", "pronouns"),
+    _slot("partner", "girlfriend", "boyfriend", "wife", "husband", "partner", "fianc[eé]e?", "married", "engaged",
+          "divorced", "broke up", "separated", "dating"),
+    _slot("vehicle", "car", "drive[sn]?", "driving", "vehicle", "bike", "scooter", "van"),
+    _slot("provider", "bank", "insurer", "insurance", "doctor", "dentist", "gp", "gym", "broadband", "energy supplier",
+          "surgery", "network", "carrier"),
+)
+# fmt: on
+SLOT_NAMES = {slot.name: slot for slot in SLOTS}
+VALUE_WORDS = frozenset().union(*(slot.values for slot in SLOTS))
+
+# Change language, both directions. ENDS end or replace a value: they change a subject with many values too.
+ENDS = re.compile(
+    r"\b(?:no longer|not any ?more|n't [\w ]{0,30}any ?more|any ?more|used to|quit|quitting|left|leaving|stopped|"
+    r"gave up|given up|dropped|ditched|got rid of|sold|passed away|put (?:him |her |it |them )?down|died|rehomed|"
+    r"switch(?:ed|ing)?|swapped|replaced|replacing|migrated|migrating|moved (?:over|away|on|out)|instead|"
+    r"hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}(?:over|off)|t(?:ook|aking|aken) over|broke up|divorced|separated|"
+    r"former(?:ly)?|previously|from [\w.,$£€-]+(?: [\w.,$£€-]+)? to)\b"
+)
+CHANGES = re.compile(  # a change said as such: enough beside a subject the earlier statement shares
+    r"\b(?:moved|moving|relocated|changed|changing|upgraded|downgraded|pushed|postponed|delayed|rescheduled|"
+    r"brought forward|raised|increased|went up|gone up|goes up|dropped|cut|reduced|lowered|promoted|transferred|"
+    r"joined|hired|became|become|back to|returned|went (?:vegan|vegetarian|back)|adopted|took up|taking up|"
+    r"signed (?:up|with|for)|enrolled|renamed|got (?:married|engaged)|slip(?:s|ped)|relocated|bought)\b"
+)
+WEAK = re.compile(  # words that often come with a change but also without one: they need a new value beside them
+    r"\b(?:now|new|started|starting|begun|began|finally|turned|as of|these days|got an?|"
+    r"from (?:now|next|this|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b"
+)
+HEDGE = re.compile(
+    r"\b(?:might|maybe|perhaps|thinking (?:of|about)|considering|if|would|could|planning to|going to|"
+    r"want(?:s|ed)? to|hoping|hope to|tempted|debating|not sure|rumou?r|apparently)\b"
+)
+ADDS = re.compile(r"\b(?:too|also|as well|another|second|third|one more|extra|added|plus)\b")
+QUESTION_START = re.compile(
+    r"^(?:do|does|did|is|are|was|were|can|could|will|would|have|has|had|what|where|when|who|why|how|which|"
+    r"whose)\b"
+)
+FILLER = frozenset(  # words an echo may add without saying anything new ("Yes, still in Leeds, as I said")
+    "yes yeah yep yup no nope ok okay still right indeed already again said say told mentioned remember like "
+    "really just well so oh ah hmm lol haha thanks thank sure course true exactly totally also even though "
+    "know think mean guess anyway actually honestly".split()
+)
+NUMBER_WORDS = frozenset(
+    "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty fifty hundred "
+    "thousand half".split()
+)
+NUMBER = re.compile(r"\d[\d,.:]*(?:am|pm|k|m|st|nd|rd|th)?")
+CLAUSE = re.compile(
+    r"[.;:!?]+\s+|,\s+(?:and|but|so)\s+|\s+(?:and|but|so)\s+(?=(?i:i|we|my|our|he|she|they)\b|[A-Z])|,\s+|\s+-\s+"
+)
+SAME_KIND = 0.5  # two statements of one owner whose vectors' cosine is at least this say the same kind of thing
+SLOT_FLOOR = 0.2  # two statements of one slot whose cosine is below this are about different things
+
+
+# -- whose a statement is -------------------------------------------------------------------------------
+PEOPLE = frozenset(
+    "wife husband partner girlfriend boyfriend fiance fiancee son daughter kid kids child children mum mom mother "
+    "dad father sister brother parents grandma grandmother grandpa grandfather friend cousin aunt uncle niece "
+    "nephew flatmate roommate colleague neighbour neighbor".split()
+)
+LEAD = re.compile(
+    r"^(?:(?:and|so|oh|ah|well|yeah|yes|no|ok|okay|lol|haha|omg|wow|actually|also|btw|honestly|anyway|"
+    r"(?:big |good |bad |my )?news|guess what|update)\W+)*",
+    re.I,
+)
+FIRST = re.compile(r"^(?:i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us)\b", re.I)
+THIRD = re.compile(r"^(?:he|she|they|his|her|their|him|them|you|you're|your)\b", re.I)
+MY = re.compile(r"\b(?:my|our)\s+(?:[\w'-]+\s+){0,2}$")  # just before a slot's word: the speaker's
+RELATIVE = re.compile(rf"^(?:my|our) ({'|'.join(sorted(PEOPLE))})\b", re.I)
+NAMED = re.compile(  # a person by name, then a verb ("Theo got hired", "Hannah runs the rota", "Priya's …")
+    r"^([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)(?:'s| (is|was|has|had|got|took|will|just|now|finally|never|still|"
+    r"can|can't|won't|doesn't|didn't|[a-z]+ed|[a-z]+[^s\W]s))\b"
+)
+COMMON = (STOPWORDS - {"is", "was", "has", "had", "will", "just", "now", "can"}) | frozenset(
+    "today yesterday tomorrow last next this that these those also then after before since still big good bad "
+    "news update quick great thanks please guess sorry sad happy hey hi hello dear sure maybe don't didn't "
+    "can't won't i'm i've i'd i'll it's that's there's let's".split()
+)
+VERBAL = ("ing", "ed", "ly")  # a capitalised word ending so opens a sentence; it names no one
+SPEAKER, UNKNOWN, IMPLIED = "@", "?", ""  # a clause about the speaker; about "he" or "you"; naming no one
+NOTE_TAKERS = frozenset({"assistant", "system", "agent", "tool", "bot", "ai"})  # roles that speak of others
+SPEAKER_PREFIX = re.compile(r"^\s*[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}:\s+")
+
+
+def statement(record: Episode | Fact) -> str:
+    """The words of a statement: an episode's text (an STTP node's content), a fact's summary and property."""
+    if isinstance(record, Fact):
+        return f"{record.summary} {record.property or ''}".strip()
+    return SPEAKER_PREFIX.sub("", (record.search_text or record.content).strip(), count=1)
+
+
+def _speaker(record: Episode | Fact) -> str | None:
+    value = record.metadata.get("speaker") if isinstance(record, Episode) else None
+    return " ".join(value.lower().split()) or None if isinstance(value, str) else None
+
+
+def _subject(text: str, current: str) -> str:
+    """Whom a clause is about: the speaker, a relative of theirs, someone named, someone unknown ("he",
+    "you"), or, when it names no one, whom the clause before it was about (IMPLIED at first)."""
+    text = LEAD.sub("", text)
+    if relative := RELATIVE.match(text):
+        return f"{SPEAKER}'s {relative[1].lower()}"
+    if FIRST.match(text):
+        return SPEAKER
+    if THIRD.match(text):
+        return UNKNOWN
+    named = NAMED.match(text)
+    first = named[1].split()[0].lower() if named else ""
+    if named and first not in COMMON and not first.endswith(VERBAL) and named[2] not in COMMON:
+        return named[1].lower()
+    return current
+
+
+def owners(record: Episode | Fact, slot: str | None = None) -> frozenset[str]:
+    """Whose a statement is (about `slot` only, when given), normalised; one statement may be about several
+    ("Greg left; my new manager is Aisha"). A fact's: its entity's person ("Maya's dog" → maya; "Maya's
+    brother" → maya's brother). An episode's, clause by clause: its speaker (`metadata.speaker`), unless the
+    clause is about someone else — a person by name ("Theo got hired" → theo), a relative ("my brother moved"
+    → the speaker's brother), or a pronoun whose person the words do not say ("he got hired" → "?", which
+    matches nothing). A clause that names no one is its speaker's ("Started at Ocado on Monday"), but a note
+    (no speaker, or an assistant's) belongs to no one but the people it names."""
+    if isinstance(record, Fact):
+        person, _, thing = " ".join((record.entity or "").lower().split()).partition("'s ")
+        kin = thing.split()[:1]
+        return frozenset([f"{person}'s {kin[0]}" if kin and kin[0] in PEOPLE else person] if person else [])
+    speaker = _speaker(record)
+    found = set()
+    for clause in read(statement(record)).clauses:
+        if clause.said and (slot is None or slot in clause.slots):
+            if speaker and slot in clause.mine:
+                found.add(speaker)
+            subject = clause.subject or (SPEAKER if speaker not in NOTE_TAKERS else IMPLIED)
+            who = subject.replace(SPEAKER, speaker or "", 1) if subject.startswith(SPEAKER) else subject
+            if who and not who.startswith("'"):
+                found.add(who)
+    return frozenset(found)
+
+
+# -- what a statement says ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Clause:
+    subject: str  # SPEAKER, UNKNOWN, IMPLIED, "@'s brother", or a person's name in lower case
+    slots: frozenset[str]
+    mine: frozenset[str]  # slots the speaker owns in it, whoever its subject: "Dad replaced my old phone"
+    values: frozenset[str]
+    change: str | None  # change words said in it, ENDS or CHANGES
+    said: bool  # it says something (two meaningful words or more)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the rules read of one statement's text, once (`read`)."""
+
+    clauses: tuple[Clause, ...]
+    slots: frozenset[str]
+    values: frozenset[str]  # names, numbers, value words
+    content: frozenset[str]  # its meaningful words, stemmed, without filler and change words
+    asks: bool
+    adds: bool  # one more of something ("too", "another")
+    hedged: bool  # a maybe, a plan, a wish: "thinking of moving to York", "might switch"
+    ends: str | None  # words that end or replace a value, anywhere in it
+    identifiers: tuple[tuple[str, str], ...]  # ("order", "1417"): things named by a number
+    cue: str | None  # the first change word anywhere in it, ENDS, CHANGES or WEAK
+
+    def changed(self, slot: str) -> str | None:
+        """The change words of a clause about `slot` ("we moved to York": "moved")."""
+        return next((c.change for c in self.clauses if slot in c.slots and c.change), None)
+
+    def valued(self, slot: str) -> frozenset[str]:
+        """The values named in the clauses about `slot` (numbers only for a slot that takes them)."""
+        found = frozenset().union(*(c.values for c in self.clauses if slot in c.slots))
+        return found if SLOT_NAMES[slot].numeric else frozenset(v for v in found if not NUMBER.fullmatch(v))
+
+
+def _values(text: str) -> frozenset[str]:
+    """What a text names as values: names (capitalised words, not common ones), value words, numbers."""
+    names = {m[0].lower() for m in re.finditer(r"[\w'-]+", text) if m[0][:1].isupper()}
+    lowered = set(words(text))
+    found = {n for n in names - COMMON - FILLER if not n.startswith("i'") and not n.endswith(VERBAL)}
+    numbers = {m[0].rstrip(".,:") for m in NUMBER.finditer(text)} | (lowered & NUMBER_WORDS)
+    return frozenset(found | numbers | (lowered & VALUE_WORDS))
+
+
+def _asks(lowered: str) -> bool:
+    """Every sentence that says something is a question ("So you moved? Nice." asks; "Wednesdays are chaos.
+    Could we switch to Saturdays?" says something first)."""
+    said = [s for s in re.split(r"(?<=[.!?])\s+", lowered) if set(words(s)) - STOPWORDS - FILLER]
+    return bool(said) and all(s.endswith("?") or QUESTION_START.match(s) for s in said)
+
+
+@functools.lru_cache(maxsize=8192)
+def read(text: str) -> Reading:
+    flat = " ".join(text.split())
+    lowered = flat.lower()
+    clauses = []
+    subject = IMPLIED
+    for part in CLAUSE.split(flat):
+        low = part.lower()
+        subject = _subject(part.strip(), subject)
+        change = ENDS.search(low) or CHANGES.search(low)
+        named = [s for s in SLOTS if s.cues.search(low)]
+        clauses.append(
+            Clause(
+                subject=subject,
+                slots=frozenset(s.name for s in named),
+                mine=frozenset(
+                    s.name for s in named if any(MY.search(low, 0, m.start()) for m in s.cues.finditer(low))
+                ),
+                values=_values(part),
+                change=change[0] if change else None,
+                said=len(set(words(part)) - STOPWORDS - FILLER) > 1,
+            )
+        )
+    cues = [m for pattern in (ENDS, CHANGES, WEAK) for m in pattern.finditer(lowered)]
+    cue_words = {stem(w) for m in cues for w in words(m[0])}
+    meaningful = {stem(w) for w in words(flat) if w not in STOPWORDS and w not in FILLER and len(w) > 1}
+    ends = ENDS.search(lowered)
+    return Reading(
+        clauses=tuple(clauses),
+        slots=frozenset(s.name for s in SLOTS if s.cues.search(lowered)),
+        values=_values(flat),
+        content=frozenset(meaningful - cue_words),
+        asks=_asks(lowered),
+        adds=bool(ADDS.search(lowered)),
+        hedged=bool(HEDGE.search(lowered)),
+        ends=ends[0] if ends else None,
+        identifiers=tuple((m[1], m[2]) for m in IDENTIFIER.finditer(lowered) if m[1] not in STOPWORDS),
+        cue=min(cues, key=lambda m: m.start())[0] if cues else None,
+    )
+
+
+def slots(text: str) -> frozenset[str]:
+    return read(text).slots
+
+
+# -- whether a later statement updates an earlier one ----------------------------------------------------
+def _same(
+    earlier: Episode | Fact, later: Episode | Fact, slot: str | None, topic: frozenset[str], about: frozenset[str]
+) -> bool:
+    """One subject: a person both are about (of `slot`, when given) — one the question asks about, when the
+    earlier statement is about them (`about`); for a thing's slot (a framework, a deadline, who owns a piece
+    of work), the thing both name, whoever says it; a statement that names no one (a note) is anyone's."""
+    mine, theirs = owners(earlier, slot), owners(later, slot)
+    shared = (mine & theirs) - {UNKNOWN}
+    if mine & about:
+        return bool(shared & about)
+    if slot is not None and not SLOT_NAMES[slot].personal:
+        return any(not SLOT_NAMES[slot].cues.fullmatch(word) for word in topic)
+    if shared or not (mine and theirs):
+        return bool(shared) or not ({UNKNOWN} & (mine | theirs))
+    return False
+
+
+IDENTIFIER = re.compile(r"\b([a-z]+) #?(\d[\w-]*)")  # "order 1417", "ticket #204", "room 12b"
+
+
+def _other_thing(old: Reading, new: Reading) -> bool:
+    """Both name a thing of one kind by different identifiers ("Order 1417" and "Order 1587")."""
+    mine, theirs = dict(old.identifiers), dict(new.identifiers)
+    return any(kind in theirs and theirs[kind] != number for kind, number in mine.items())
+
+
+def update_reason(
+    earlier: Episode | Fact,
+    later: Episode | Fact,
+    similarity: float,
+    *,
+    latest: bool = False,
+    topical: bool = False,
+    asked: frozenset[str] = frozenset(),
+    about: frozenset[str] = frozenset(),
+) -> str | None:
+    """Why `later` updates `earlier` ("home: moved", "manager: aisha instead of greg"), or None (the module's
+    rules). `similarity`: the cosine of the two statements' stored vectors. `latest`: the question asked
+    explicitly for the latest ("now", "currently"): then a statement of the same kind that names another
+    value updates without change language. `topical`: both statements are among the best answers to the
+    question asked, which then says what they are about: change language and a new value are enough, without
+    similar vectors, unless the later statement is about other slots than the question's (`asked`,
+    `question_slots`). `about`: the people the question asks about (`people`); a statement about one of them
+    is updated only by one about them too. The caller checks that `later` came after `earlier`."""
+    old, new = read(statement(earlier)), read(statement(later))
+    added = new.values - old.values
+    if old.asks or not old.content or new.asks or new.hedged:
+        return None  # a question states nothing to update, and updates nothing; nor does a plan or a maybe
+    if new.ends is None and (new.adds or (new.content <= old.content and not added)):
+        return None  # one more of something, or an echo: nothing the earlier did not say
+    if {v for v in old.values & about if NUMBER.fullmatch(v)} - new.values or _other_thing(old, new):
+        return None  # the earlier one names the thing the question asks about ("order 1417"), the later one not
+    topic = (old.content & new.content) - old.values - new.values
+    many = False  # a subject with many values at a time (pets, tools): only an end is a change
+    for name in sorted(old.slots & new.slots) if similarity >= SLOT_FLOOR else ():
+        if not _same(earlier, later, name, topic, about):
+            continue
+        if not SLOT_NAMES[name].single:
+            if new.ends:
+                return f"{name}: {new.ends}"
+            many = True
+        elif change := new.changed(name):
+            return f"{name}: {change}"
+        elif fresh := new.valued(name) - old.values:
+            return f"{name}: {sorted(fresh)[0]} instead of {', '.join(sorted(old.valued(name))) or '?'}"
+    if many or (similarity < SAME_KIND and not topical) or not _same(earlier, later, None, topic, about):
+        return None
+    if similarity < SAME_KIND and asked and new.slots and not (asked & new.slots):
+        return None  # two answers to a question about a subject, but the later one is about another
+    if new.ends or (added and (new.cue or (latest and similarity >= SAME_KIND))):
+        why = "same answer" if similarity < SAME_KIND else f"same kind ({similarity:.2f})"
+        return f"{why}: {new.ends or new.cue or ', '.join(sorted(added)) or 'something new'}"
+    return None
+
+
+POSSESSIVE = re.compile(rf"\b((?:the )?[\w'-]+)'s ({'|'.join(sorted(PEOPLE))})\b")
+
+
+def people(question: str) -> frozenset[str]:
+    """Whom and what a question asks about, as `owners` and `read` name them: "Where does Maya's sister live?"
+    → maya's sister; "Who is Ravi's manager?" → ravi; "Where does the user work?" → user; "order 1417" → 1417."""
+    found = {f"{m[1].lower().removeprefix('the ')}'s {m[2]}" for m in POSSESSIVE.finditer(question)}
+    rest = POSSESSIVE.sub(" ", question)
+    found |= {m[1].lower() for m in re.finditer(r"\b([A-Z][\w-]+)", rest) if m[1].lower() not in COMMON}
+    found |= {"user"} if re.search(r"\bthe user\b", rest, re.I) else set()
+    found |= {m[0] for m in NUMBER.finditer(rest)}
+    return frozenset(found - QUESTION_WORDS)
+
+
+QUESTION_WORDS = frozenset("what where when who whom whose why how which is are does do did can could".split())
+
+
+ASKED = (  # the bare words a question uses for a slot ("where does she work?")
+    ("employer", r"work|job|employ\w*"), ("home", r"live|living|lives"), ("diet", r"eat|eats|diet"),
+    ("vehicle", r"drive|drives"), ("tool", r"use|uses|using"), ("name", r"called|name"), ("school", r"study|studies"),
+    ("role", r"do for (?:a )?living|job title|position"), ("schedule", r"when is|what time|which day"),
+)  # fmt: skip
+ASKED_RULES = tuple((name, re.compile(rf"\b(?:{words})\b")) for name, words in ASKED)
+
+
+def question_slots(question: str) -> frozenset[str]:
+    """The slots a question asks about: its slot words, and the bare words questions use for them."""
+    lowered = question.lower()
+    return read(question).slots | {name for name, rule in ASKED_RULES if rule.search(lowered)}

@@ -1,0 +1,99 @@
+"""What a change is, in words (`mneme.changes`): the pairs a later statement updates and the ones it does not."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from mneme import changes
+from mneme.models import Episode
+from mneme.records import Fact
+
+AT = datetime(2026, 1, 10, tzinfo=UTC)
+
+
+def turn(text: str, speaker: str | None = "user") -> Episode:
+    return Episode(
+        tenant="t",
+        episode_id=f"ep_{abs(hash(text))}",
+        scope_id="s",
+        content=text,
+        content_hash="h",
+        occurred_at=AT,
+        created_at=AT,
+        author="a",
+        metadata={"speaker": speaker} if speaker else {},
+    )
+
+
+def fact(entity: str, prop: str, value: str, summary: str) -> Fact:
+    return Fact(
+        tenant="t",
+        fact_id="fa_1",
+        scope_id="s",
+        entity=entity,
+        property=prop,
+        value=value,
+        summary=summary,
+        confidence=0.8,
+        source_episode_ids=["ep_1"],
+        valid_from=AT,
+        created_at=AT,
+        updated_at=AT,
+        reinforced_at=AT,
+    )
+
+
+UPDATES = [
+    ("I live in Leeds and work at Pennine Joinery.", "Big news: I moved to York last week!"),
+    ("My manager is Greg Holt.", "Greg left the company; my new manager is Aisha Rahman."),
+    ("My rent is 950 a month.", "The landlord raised the rent to 1,020 from April."),
+    ("I'm vegetarian, have been for years.", "I went vegan in the new year."),
+    ("We use Jira for all our tickets.", "We switched from Jira to Linear last sprint."),
+    ("The launch is on 3 March.", "The launch has been pushed to 17 March."),
+    ("Priya owns the billing migration.", "Priya handed the billing migration over to Sam."),
+    ("I work at Acme as an accountant.", "I quit Acme, I'm freelancing now."),
+    ("We have a dog called Biscuit.", "Biscuit passed away last month, we're heartbroken."),
+    ("The shop opens at 9 on Saturdays.", "From this week the shop opens at 10 on Saturdays."),
+]
+NOT_UPDATES = [
+    ("I live in Leeds.", "Do you still live in Leeds?"),  # a question
+    ("I live in Leeds.", "Yes, still in Leeds, as I said."),  # an echo
+    ("I live in Leeds.", "Leeds was rainy again today, the whole weekend."),  # no change, no slot value
+    ("We have a dog called Biscuit.", "We got a kitten too, her name is Pixel."),  # pets: another, not instead
+    ("We use Slack for chat.", "We also use Figma for design."),  # tools: one more
+    ("My rent is 950 a month.", "My landlord is finally fixing the boiler."),  # same slot, no new value
+]
+
+
+@pytest.mark.parametrize(("earlier", "later"), UPDATES)
+def test_a_later_statement_that_changes_the_subject_updates_the_earlier(earlier: str, later: str) -> None:
+    assert changes.update_reason(turn(earlier), turn(later), similarity=0.5) is not None
+
+
+@pytest.mark.parametrize(("earlier", "later"), NOT_UPDATES)
+def test_questions_echoes_and_additions_update_nothing(earlier: str, later: str) -> None:
+    assert changes.update_reason(turn(earlier), turn(later), similarity=0.6) is None
+
+
+def test_two_people_never_update_each_others_statements() -> None:
+    assert changes.update_reason(turn("I live in Porto.", "Ana"), turn("I moved to Lisbon.", "Ben"), 0.9) is None
+    assert changes.update_reason(turn("I live in Porto.", "Ana"), turn("I moved to Lisbon.", "Ana"), 0.9)
+
+
+def test_a_later_turn_updates_an_earlier_fact_of_its_speaker() -> None:
+    leeds = fact("User", "lives in", "Leeds", "User lives in Leeds.")
+    assert changes.owners(leeds) == {"user"}
+    assert changes.update_reason(leeds, turn("We moved to York in March."), 0.4)
+    assert changes.update_reason(leeds, turn("We moved to York in March.", "Tom"), 0.4) is None
+    dog = fact("Maya's dog", "name", "Biscuit", "Maya's dog's name is Biscuit.")
+    assert changes.owners(dog) == {"maya"}
+
+
+def test_statements_about_unrelated_things_need_similar_vectors() -> None:
+    """Change language alone is not a subject: a change of a slot the earlier statement has no part in
+    updates it only when the two say the same kind of thing."""
+    earlier, later = turn("I live in Leeds."), turn("We finally started the kitchen renovation.")
+    assert changes.update_reason(earlier, later, 0.3) is None
+    assert changes.update_reason(turn("My sport is climbing."), turn("I stopped climbing, I row now."), 0.7)
