@@ -26,7 +26,7 @@ count of dirty scopes, counted by executing the deployed definition (moto's inte
 it enters recorded; the stage tasks are answered by a script (one small batch per scope: what a tick over
 many lightly dirty scopes sees), since transitions follow the control flow only. And X-Ray, by traffic.
 
-    PYTHONPATH=shared:. python bench/cost.py [--busy 300] [--scopes 1 10 1000] [--conversations bench/conversations/long]
+    PYTHONPATH=shared:. python bench/cost.py [--busy 300] [--scopes 1 10 1000] [--conversations DIR]
 
 Prices: us-east-1, on-demand, read from the pages cited beside each constant (check them again before you
 quote a figure).
