@@ -17,6 +17,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     StringConstraints,
+    field_serializer,
 )
 
 DocKind = Literal["episode", "fact", "memory"]
@@ -152,6 +153,10 @@ class SearchFilter(BaseModel):
     # Roll-ups of these tiers only (None: any); other documents are untouched by it. Recall names the tiers coarse
     # enough for a period, so a finer roll-up never takes a candidate's place in the top k.
     rollup_tiers: frozenset[str] | None = None
+
+    @field_serializer("kinds", "tiers", "rollup_tiers")
+    def _sorted(self, values: frozenset[str] | None) -> list[str] | None:
+        return None if values is None else sorted(values)  # an explain trace reads the same on every run
 
 
 class Hit(BaseModel):

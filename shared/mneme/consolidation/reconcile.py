@@ -5,7 +5,8 @@ entity and property, or the fact the reasoner said it updates). A fact is a clai
 value), or a generative reasoner's summary of two or more turns: an extractive summary or a lone turn with
 no claim stays an episode. A replayed batch finds its facts already holding its sources: nothing is
 decided, nothing written. commit writes the facts, supersessions and contradictions with ids derived from
-their content, and indexes them.
+their content, and indexes them, with the standing claims a later turn of the batch changed without a value
+reconcile could read ("Greg left the company" after "my manager is Greg") marked stale (`changed`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from datetime import datetime
 
 import numpy as np
 
+from mneme import changes
 from mneme.consolidation.batch import Batch, Decision, Deps, Working
+from mneme.consolidation.windows import partition
 from mneme.grounding import confidence
-from mneme.models import Episode
+from mneme.models import Episode, session_position
 from mneme.records import Contradiction, Fact, Proposal, derived_id, is_claim, norm
 
 
@@ -126,8 +129,11 @@ def commit(deps: Deps, batch: Batch, work: Working) -> Batch:
             f.model_copy(update={"vector": v.tolist(), "model_id": deps.embedder.model_id})
             for f, v in zip(facts, vectors, strict=True)
         ]
+    marked = changed(deps, batch, work, {**existing, **{f.fact_id: f for f in facts}}, now)
+    facts = list({**{f.fact_id: f for f in facts}, **marked}.values())
     work.put_facts(facts, contradictions)
     batch.count("commit", "facts_written", len(facts))
+    batch.count("commit", "changed", len(marked))
     batch.count("commit", "contradictions", len(contradictions))
     return batch
 
@@ -179,3 +185,43 @@ def _contradiction(batch: Batch, old: Fact, new: Fact, resolution: str, now: dat
         resolution=resolution,
         created_at=now,
     )
+
+
+def changed(deps: Deps, batch: Batch, work: Working, facts: dict[str, Fact], now: datetime) -> dict[str, Fact]:
+    """The standing claims a later turn of this batch changes (`mneme.changes.update_reason`: one owner, one
+    subject, a change) that no proposal superseded, because the turn gives no new value a claim could hold
+    ("Greg left the company", "we moved out last week"), each marked `changed_by` its latest such turn and
+    stale from then; recall ranks that turn above the claim and says so. A turn of another partition never
+    changes a claim (`partition_keys`). Words first, then the cosine of the stored vectors, as recall does."""
+    turns = sorted(work.episodes(batch.episode_ids).values(), key=lambda e: (session_position(e), e.episode_id))
+    standing = [
+        f
+        for f in facts.values()
+        if f.status == "active" and f.tier == "raw" and f.entity and f.changed_by is None and f.vector is not None
+    ]
+    pairs = [
+        (fact, turn)
+        for fact in standing
+        for turn in turns
+        if turn.occurred_at > fact.valid_from
+        and turn.episode_id not in fact.source_episode_ids
+        and changes.update_reason(fact, turn, 1.0)
+    ]
+    if not pairs:
+        return {}
+    keys = deps.settings.partition_keys
+    sources = work.episodes([i for fact, _ in pairs for i in fact.source_episode_ids])
+    vectors = deps.store.get_episodes(batch.tenant, sorted({t.episode_id for _, t in pairs}))
+    marked: dict[str, Fact] = {}
+    for fact, turn in pairs:  # in the order of the turns: the latest change is the one kept
+        held = [sources[i] for i in fact.source_episode_ids if i in sources]
+        vector = vectors[turn.episode_id].vector if turn.episode_id in vectors else None
+        if vector is None or fact.model_id != deps.embedder.model_id or not held:
+            continue
+        if any(partition(e, keys) != partition(turn, keys) for e in held):
+            continue
+        similarity = float(np.dot(np.asarray(fact.vector, dtype=np.float32), np.asarray(vector, dtype=np.float32)))
+        if changes.update_reason(fact, turn, similarity):
+            update = {"changed_by": turn.episode_id, "changed_at": turn.occurred_at, "stale": True, "updated_at": now}
+            marked[fact.fact_id] = fact.model_copy(update=update)
+    return marked

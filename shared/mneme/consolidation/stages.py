@@ -53,20 +53,23 @@ def collect(deps: Deps, batch: Batch, work: Working) -> Batch:
 
 def maintain_facts(deps: Deps, tenant: str, facts: list[Fact]) -> list[Fact]:
     """Decay untouched facts, expire the faint ones, flag facts whose sources are gone (or that a later episode
-    changed: `changed_by`); the changed ones.
+    changed: `changed_by`, unflagged when that episode is forgotten); the changed ones.
     Idempotent (decay is computed from `reinforced_at`). The run's sweep calls it once over every fact of
     the tenant (`service.maintain`); the source episodes are read SOURCE_READ ids at a time, not per fact."""
     now = deps.clock.now()
     settings = deps.settings
     active = [fact for fact in facts if fact.status == "active"]
-    present = _present(deps, tenant, [i for fact in active for i in fact.source_episode_ids])
+    changers = [fact.changed_by for fact in active if fact.changed_by is not None]
+    present = _present(deps, tenant, [i for fact in active for i in fact.source_episode_ids] + changers)
     changed = []
     for fact in active:
         periods = math.floor((now - fact.reinforced_at).total_seconds() / 3600 / settings.decay_hours)
         structured = fact.entity is not None and fact.property is not None
         effective = round(confidence(len(fact.source_episode_ids), structured) * settings.decay**periods, 4)
-        stale = not present.issuperset(fact.source_episode_ids) or fact.changed_by is not None
         update: dict[str, Any] = {}
+        if fact.changed_by is not None and fact.changed_by not in present:  # the turn that changed it is forgotten
+            update.update(changed_by=None, changed_at=None)
+        stale = not present.issuperset(fact.source_episode_ids) or update.get("changed_by", fact.changed_by) is not None
         if effective != fact.confidence:
             update["confidence"] = effective
         if stale != fact.stale:

@@ -129,6 +129,9 @@ class ForgetService:
             after = self._changed(caller, fact, update, f"{action}: source episode {gone} forgotten")
             standing[fact.fact_id] = after
             changed.append(after)
+        for fact in facts:  # a claim marked changed by the forgotten turn stands as current again
+            if fact.changed_by == gone and fact.fact_id not in standing:
+                changed.append(fact.model_copy(update={"changed_by": None, "changed_at": None, "stale": False}))
         if changed:
             self.store.put_facts(changed)
             self.indexer.index_facts(changed)
@@ -246,7 +249,7 @@ def _settlement(fact: Fact, left: list[Episode], standing: Standing | None = Non
                            "confidence": confidence(len(left), False)}  # fmt: skip
     if fact.entity and fact.value:
         if supported(fact.entity, fact.value, texts):
-            return "regrounded", {"source_episode_ids": kept, "stale": False}
+            return "regrounded", {"source_episode_ids": kept, "stale": fact.changed_by is not None}
         return "stale", {"stale": True}
     if terms(fact.summary) <= set().union(*(terms(t) for t in texts)):
         return "regrounded", {"source_episode_ids": kept}
