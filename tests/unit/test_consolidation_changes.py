@@ -12,6 +12,7 @@ from mneme.services.recall import RecallRequest
 from tests.unit.test_consolidation import WRITER, settle
 from tests.unit.test_consolidation_windows import say
 
+
 def claims(services: Services) -> dict[str, Any]:
     return {f.summary: f for f in services.store.list_facts("acme") if f.tier == "raw" and f.entity}
 
@@ -55,12 +56,15 @@ def test_another_persons_turn_or_another_partitions_changes_nothing(services: Se
     services.consolidation.start(WRITER, None)
     clock.advance(days=40)
     # And later Sam moving house, and "Ines" moving house in another user's conversation
-    say(services, "s2", ("Sam", "We finally moved house last week."), occurred_at=clock.now(), metadata={"user": "ines"})
-    say(services, "s3", ("Ines", "We finally moved house last week."), occurred_at=clock.now(), metadata={"user": "bob"})
+    say(
+        services, "s2", ("Sam", "We finally moved house last week."), occurred_at=clock.now(), metadata={"user": "ines"}
+    )
+    say(
+        services, "s3", ("Ines", "We finally moved house last week."), occurred_at=clock.now(), metadata={"user": "bob"}
+    )
     settle(services, clock)
     # When consolidation runs
     run = services.consolidation.start(WRITER, None)
     # Then the claim stands unchanged
     leeds = claims(services)["Ines lives in Leeds."]
     assert (leeds.changed_by, leeds.stale, run.counter("commit", "changed")) == (None, False, 0)
-
