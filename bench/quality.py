@@ -38,7 +38,8 @@ from mneme.observability import metrics
 from mneme.ports import Embedder, embed_query
 from mneme.search_models import SearchFilter
 from mneme.services.anchors import anchor_words
-from mneme.services.recall import MIN_VECTOR, RecallRequest, Scoring
+from mneme.services.recall import RecallRequest, Scoring
+from mneme.services.recall.stages import MIN_VECTOR
 from mneme.text import GENERIC, STOPWORDS
 
 DATASET = c.ROOT / "bench" / "quality" / "dataset.jsonl"

@@ -1,6 +1,6 @@
 """Recall's pipeline state: what every stage reads and writes (`Run`, its `Candidate`s, the query's
-time window), and the vectors a rule reads, loaded on demand. The stages (`recall_stages`) and the rules
-they call (`recall_select`, `recall_hop`, `recall_time`, `recall_scope`, `recall_context`) import it; it imports
+time window), and the vectors a rule reads, loaded on demand. The stages (`stages`) and the rules
+they call (`select`, `hop`, `time`, `scope`, `context`) import it; it imports
 none of them."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from mneme.models import Episode, Principal, ResolvedScope, Revision
 from mneme.ports import Clock, Embedder, SearchIndex
 from mneme.search_models import SearchFilter
 from mneme.services.context_pack import Pack
-from mneme.services.recall_records import RecallStore, Record, Result
+from mneme.services.recall.records import RecallStore, Record, Result
 from mneme.services.scopes import ScopeService
 
 if TYPE_CHECKING:
-    from mneme.services.recall import RecallRequest
+    from mneme.services.recall.service import RecallRequest
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ class Run:
         return self.request.scoring
 
     def with_vectors(self, candidates: list[Candidate]) -> None:
-        """For rules that read a record's vector (`recall_hop`, `recall_time`): see `with_vectors`."""
+        """For rules that read a record's vector (`hop`, `time`): see `with_vectors`."""
         with_vectors(self, candidates)
 
     def note(self, stage: str, took: int, dropped: list[tuple[str, str]], **extra: Any) -> None:
@@ -126,7 +126,7 @@ class Run:
 
 def stored_vectors(run: Run, candidates: list[Candidate]) -> dict[str, NDArray[np.float32]]:
     """The candidates' stored vectors of the embedder's model: the record's own; for an episode loaded
-    without it (`recall_stages._load`), the index's (`SearchIndex.get_vectors`), else the record read again."""
+    without it (`stages._load`), the index's (`SearchIndex.get_vectors`), else the record read again."""
     model = run.deps.embedder.model_id
     found: dict[str, NDArray[np.float32]] = {}
     bare: list[str] = []
@@ -148,8 +148,8 @@ def stored_vectors(run: Run, candidates: list[Candidate]) -> dict[str, NDArray[n
 
 
 def with_vectors(run: Run, candidates: list[Candidate]) -> None:
-    """Episodes loaded without their vector (`recall_stages._load`) get it back (`stored_vectors`), for rules that
-    read a record's vector (`recall_hop`, `recall_time`)."""
+    """Episodes loaded without their vector (`stages._load`) get it back (`stored_vectors`), for rules that
+    read a record's vector (`hop`, `time`)."""
     bare = [c for c in candidates if isinstance(c.record, Episode) and c.record.vector is None]
     stored = stored_vectors(run, bare) if bare else {}
     for candidate in bare:

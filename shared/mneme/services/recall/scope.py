@@ -16,7 +16,7 @@ from mneme.models import Memory
 from mneme.services.retrieval import priority
 
 if TYPE_CHECKING:
-    from mneme.services.recall_run import Candidate, Run
+    from mneme.services.recall.run import Candidate, Run
 
 SCOPE_FACTOR = 1.1
 GLOBAL = priority(0, "scoped")  # a memory scoped to root; anything more local is workspace guidance

@@ -38,11 +38,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mneme.models import Episode, Memory
-from mneme.services.recall_records import record_text
+from mneme.services.recall.records import record_text
 from mneme.text import MONTHS, STOPWORDS, stem, terms
 
 if TYPE_CHECKING:
-    from mneme.services.recall_run import Candidate, Run
+    from mneme.services.recall.run import Candidate, Run
 
 LINK_SOURCES = 5  # the best admitted hits a candidate may link to
 LINK_COSINE = 0.6  # stored-vector cosine between a candidate and a source

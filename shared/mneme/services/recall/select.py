@@ -1,6 +1,6 @@
 """The recall pipeline's last stages: select → prerequisites → pack. Which candidates take a place (roll-ups
 only when asked, a claim fact folding its grounding turns, one place per observation, the best `limit`),
-the `depends_on` prerequisites that join them, and the context pack (`recall_stages` lists every stage).
+the `depends_on` prerequisites that join them, and the context pack (`stages` lists every stage).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from mneme.models import Episode, Memory
 from mneme.records import Fact, is_claim
 from mneme.services.context_pack import PackItem, build_pack
 from mneme.services.indexing import speaker
-from mneme.services.recall_records import Record, Result, fact_sources, lifecycle, to_result
-from mneme.services.recall_run import Candidate, QueryTime, Run
+from mneme.services.recall.records import Record, Result, fact_sources, lifecycle, to_result
+from mneme.services.recall.run import Candidate, QueryTime, Run
 
 if TYPE_CHECKING:
-    from mneme.services.recall import RecallRequest
+    from mneme.services.recall.service import RecallRequest
 
 RELATED_CARDS = 5  # Engram: up to 5 omitted-but-relevant candidates are shown as cards
 RELATED_SHARE = 0.5  # ... those scoring at least this share of the best result

@@ -26,13 +26,13 @@ from mneme.observability import logger, metrics
 from mneme.ports import Clock, Embedder, SearchIndex
 from mneme.search_models import DocKind, MetadataFilter, SearchFilter, as_filter
 from mneme.services import anchors as anchor_rule
-from mneme.services import recall_select
-from mneme.services import recall_stages as stages
 from mneme.services.context_pack import build_pack
-from mneme.services.recall_records import RecallStore, Result, fact_sources, load, to_result
-from mneme.services.recall_run import Deps, Run
-from mneme.services.recall_stages import MIN_VECTOR
-from mneme.services.recall_time import query_time
+from mneme.services.recall import select as recall_select
+from mneme.services.recall import stages
+from mneme.services.recall.records import RecallStore, Result, fact_sources, load, to_result
+from mneme.services.recall.run import Deps, Run
+from mneme.services.recall.stages import MIN_VECTOR
+from mneme.services.recall.time import query_time
 from mneme.services.request_cache import per_request
 from mneme.services.scopes import ScopeService
 

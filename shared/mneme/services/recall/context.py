@@ -3,7 +3,7 @@
 A turn is indexed with the turns said just before it (`Indexer.session_context`): 'Which part of the
 city?' makes the reply 'Kralingen, near the lake' findable by a question about the district. But a turn
 with no content of its own for the query — none of the query's anchors in what is indexed for the turn
-itself (its speaker, words and date), and its own cosine under `recall_hop.LINK_FLOOR`: 'Sure, let me
+itself (its speaker, words and date), and its own cosine under `hop.LINK_FLOOR`: 'Sure, let me
 check' — never outranks a turn of its session whose own words have them: it ranks just below the weakest
 of those (`scores.context_only`). A short reply that answers the question ('She's a nurse.') is close
 enough in meaning to keep its place.
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 from mneme.models import Episode
 from mneme.services import anchors as anchor_rule
 from mneme.services.indexing import episode_text
-from mneme.services.recall_hop import LINK_FLOOR
+from mneme.services.recall.hop import LINK_FLOOR
 
 if TYPE_CHECKING:
-    from mneme.services.recall_run import Candidate, Run
+    from mneme.services.recall.run import Candidate, Run
 
 CONTEXT_ONLY_BELOW = 0.99  # a context-only turn's score, under the weakest turn of its session with its own
 

@@ -5,7 +5,7 @@ Each stage is a small function of the `Run`, called once, in order (`STAGES`). A
 live candidates, passes some on and drops the others with a reason; `Run.note` records what it took
 in, what it passed on and what it dropped. The explain trace *is* that record, so every candidate
 that entered the pipeline ends either in the results or in `omitted`, exactly once.
-The first five stages are here; time is `recall_time`, select, prerequisites and pack `recall_select`.
+The first five stages are here; time is in `time.py`; select, prerequisites and pack are in `select.py`.
 """
 
 from __future__ import annotations
@@ -27,12 +27,14 @@ from mneme.observability import logger
 from mneme.ports import EpisodeStore, embed_query
 from mneme.search_models import Hit, has_metadata
 from mneme.services import anchors as anchor_rule
-from mneme.services import recall_context, recall_hop, recall_scope
 from mneme.services.indexing import episode_text, memory_text, speaker
-from mneme.services.recall_records import lifecycle, load, record_text, strong_text
-from mneme.services.recall_run import Candidate, Run, stored_vectors, with_vectors
-from mneme.services.recall_select import pack, prerequisites, select
-from mneme.services.recall_time import time_stage
+from mneme.services.recall import context as recall_context
+from mneme.services.recall import hop as recall_hop
+from mneme.services.recall import scope as recall_scope
+from mneme.services.recall.records import lifecycle, load, record_text, strong_text
+from mneme.services.recall.run import Candidate, Run, stored_vectors, with_vectors
+from mneme.services.recall.select import pack, prerequisites, select
+from mneme.services.recall.time import time_stage
 from mneme.text import meaningful_words, stem, terms
 
 FRESH_LIMIT = 50  # the newest episodes the fresh tail reads from records (Serverless makes older ones visible)
@@ -337,7 +339,7 @@ def admit(run: Run) -> None:
     """The strictness rule (`admitted`): precision = Engram's anchor rule with its strong-field
     exception, balanced = a term hit or (episodes and facts) cosine ≥ MIN_VECTOR, recall = all.
     Balanced also admits a candidate linked to one of the best hits, by its vector or by a name it
-    shares with them (`recall_hop`: trace `linked`, `named`, `names`)."""
+    shares with them (`hop`: trace `linked`, `named`, `names`)."""
     took = len(run.candidates)
     strictness = run.scoring.strictness
     verdict = {c.id: admitted(strictness, c, run.anchors) for c in run.candidates.values()}
@@ -371,7 +373,7 @@ def admitted(strictness: str, candidate: Candidate, query_anchors: set[str]) -> 
 # -- lifecycle -----------------------------------------------------------------------------------
 def lifecycle_stage(run: Run) -> None:
     """Lifecycle factors (expired and superseded items dropped), the fetched-memory boost, then the scope
-    rule: local guidance ×SCOPE_FACTOR, and no copy of guidance less local than another (`recall_scope`)."""
+    rule: local guidance ×SCOPE_FACTOR, and no copy of guidance less local than another (`scope`)."""
     took = len(run.candidates)
     dropped = _age(run, list(run.candidates.values()))
     gone = dict(dropped)

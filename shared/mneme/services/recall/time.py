@@ -24,12 +24,12 @@ import numpy as np
 from mneme import changes
 from mneme.models import Episode, session_position
 from mneme.records import Fact
-from mneme.services.recall_records import Record
-from mneme.services.recall_run import QueryTime, stored_vectors
+from mneme.services.recall.records import Record
+from mneme.services.recall.run import QueryTime, stored_vectors
 from mneme.text import MONTH, MONTHS
 
 if TYPE_CHECKING:
-    from mneme.services.recall_run import Candidate, Run
+    from mneme.services.recall.run import Candidate, Run
 
 _YEAR = r"(?P<y>(?:19|20)\d\d)"
 SEASONS = {"spring": (3, 6), "summer": (6, 9), "autumn": (9, 12), "fall": (9, 12), "winter": (12, 15)}
