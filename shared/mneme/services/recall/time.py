@@ -305,7 +305,9 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
         (i, j)
         for j in range(len(pool))
         for i in range(j)
-        if _position(records[pool[i].id]) < _position(records[pool[j].id]) and reason(i, j, 1.0)
+        if _position(records[pool[i].id]) < _position(records[pool[j].id])
+        and not _grounds(records, pool[i].id, pool[j].id)
+        and reason(i, j, 1.0)
     ]
     marked = _consolidated(run, mode)
     if not pairs:
@@ -357,6 +359,14 @@ def _consolidated(run: Run, mode: str) -> list[dict[str, object]]:
 
 
 FIRST_TIME = re.compile(r"\b(original(?:ly)?|initially|at first|to begin with|first)\b")
+
+
+def _grounds(records: dict[str, Episode | Fact], a: str, b: str) -> bool:
+    """One of the two is a claim fact drawn from the other: a turn never updates the fact it states."""
+    first, second = records[a], records[b]
+    return (isinstance(first, Fact) and b in first.source_episode_ids) or (
+        isinstance(second, Fact) and a in second.source_episode_ids
+    )
 
 
 def _head(winner: dict[int, tuple[int, str, float]], i: int) -> int:
