@@ -28,9 +28,9 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
 
 from mneme import bootstrap  # noqa: E402
-from mneme.adapters.embedders import E5SmallEmbedder, LocalEmbedder  # noqa: E402
-from mneme.adapters.sqlite_index import SqliteSearchIndex  # noqa: E402
-from mneme.adapters.sqlite_store import SqliteRecordStore  # noqa: E402
+from mneme.adapters.models.embedders import E5SmallEmbedder, LocalEmbedder  # noqa: E402
+from mneme.adapters.sqlite.index import SqliteSearchIndex  # noqa: E402
+from mneme.adapters.sqlite.store import SqliteRecordStore  # noqa: E402
 from mneme.models import Principal, Role  # noqa: E402
 from mneme.services.remember import RememberItem  # noqa: E402
 from mneme.settings import LocalEmbedderSettings, Settings  # noqa: E402
@@ -308,7 +308,7 @@ def model_ceiling(texts: Sequence[str], workers: int = 1, batch: int = 16, runs:
     import numpy as np
 
     if local_model() != "all-MiniLM-L6-v2":
-        from mneme.adapters.embedders import _e5_engine
+        from mneme.adapters.models.embedders import _e5_engine
 
         engine = _e5_engine(1)
         ordered = sorted(texts, key=len)

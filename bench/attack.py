@@ -56,7 +56,7 @@ from typing import Any
 import requests
 from load import start_server
 
-from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.bootstrap import SystemClock
 from mneme.identity import ROLE_RANK, Role
 from mneme.routes import ROUTES, Route

@@ -78,7 +78,7 @@ def home_of(episodes: int, rebuild: bool) -> Path:
 
 def build(home: Path, count: int) -> None:
     from mneme import bootstrap
-    from mneme.adapters.embedders import LocalEmbedder
+    from mneme.adapters.models.embedders import LocalEmbedder
     from mneme.models import Episode
     from mneme.services.remember import RememberItem, content_hash, episode_id
     from mneme.settings import Settings

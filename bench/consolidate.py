@@ -20,8 +20,8 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
 
 from mneme import bootstrap  # noqa: E402
-from mneme.adapters.sqlite_index import SqliteSearchIndex  # noqa: E402
-from mneme.adapters.sqlite_store import SqliteRecordStore  # noqa: E402
+from mneme.adapters.sqlite.index import SqliteSearchIndex  # noqa: E402
+from mneme.adapters.sqlite.store import SqliteRecordStore  # noqa: E402
 from mneme.models import Principal, Role  # noqa: E402
 from mneme.services.remember import RememberItem  # noqa: E402
 from mneme.settings import Settings  # noqa: E402

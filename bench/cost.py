@@ -124,7 +124,7 @@ def read_units(size: int, consistent: bool, transactional: bool = False) -> floa
     return units * 2 if transactional else units if consistent else units / 2
 
 
-INDEXES = ("GSI1", "GSI2", "GSI3", "GSI4")  # every one KEYS_ONLY (mneme.adapters.dynamo_table.TABLE_SCHEMA)
+INDEXES = ("GSI1", "GSI2", "GSI3", "GSI4")  # every one KEYS_ONLY (mneme.adapters.dynamo.table.TABLE_SCHEMA)
 INDEX_ENTRY_OVERHEAD = 100  # bytes DynamoDB adds to an index entry's key attributes
 
 
@@ -343,7 +343,7 @@ class Operation:
 @contextmanager
 def stack() -> Iterator[Any]:
     """The stack on the cloud tier's doubles, its AWS calls metered."""
-    from mneme.adapters.embedders import LocalEmbedder
+    from mneme.adapters.models.embedders import LocalEmbedder
     from tests.cloud.conftest import deployed
     from tests.cloud.template import Template
     from tests.infra.synth import synthesize

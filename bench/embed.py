@@ -51,7 +51,7 @@ def rss_child() -> None:
 def busy_share(embedder: object, texts: list[str]) -> float:
     """The share of the wall time of MiniLM calls of 100 texts that its workers spend in the model: 1.0
     when they start together and end together (the rest is tokenizing, and a worker waiting for another)."""
-    from mneme.adapters import embedders
+    from mneme.adapters.models import embedders
 
     spent: list[float] = []
     lock = threading.Lock()

@@ -32,12 +32,14 @@ from pathlib import Path
 import _common as c
 import numpy as np
 
-from mneme.adapters import sqlite_index, sqlite_store
+from mneme.adapters.sqlite import index as sqlite_index
+from mneme.adapters.sqlite import store as sqlite_store
 from mneme.observability import metrics
 from mneme.ports import Embedder, embed_query
 from mneme.search_models import SearchFilter
 from mneme.services.anchors import anchor_words
-from mneme.services.recall import MIN_VECTOR, RecallRequest, Scoring
+from mneme.services.recall import RecallRequest, Scoring
+from mneme.services.recall.stages import MIN_VECTOR
 from mneme.text import GENERIC, STOPWORDS
 
 DATASET = c.ROOT / "bench" / "quality" / "dataset.jsonl"
@@ -129,7 +131,7 @@ def ingest(eng: c.Engine, episodes: list[dict]) -> dict[str, str]:
 
 def ann_against_exact(directory: Path, ids: dict[str, str], queries: list[dict], inner: Embedder) -> None:
     """The default scoring and vector only, with the approximate vector index and with exact search."""
-    from mneme.adapters import vector_cache
+    from mneme.adapters.sqlite import vector_cache
 
     embedder = MemoEmbedder(inner)
     results: dict[str, list[dict]] = {}

@@ -43,7 +43,10 @@ from pathlib import Path
 
 import _common as c
 
-from mneme.adapters import sqlite_episodes, sqlite_index, sqlite_store, sqlite_text
+from mneme.adapters.sqlite import episodes as sqlite_episodes
+from mneme.adapters.sqlite import index as sqlite_index
+from mneme.adapters.sqlite import store as sqlite_store
+from mneme.adapters.sqlite import text as sqlite_text
 from mneme.observability import metrics
 from mneme.services.recall import RecallRequest, Scoring
 
@@ -132,8 +135,8 @@ def grow(eng: c.Engine, base: int, size: int) -> None:
 
     import numpy as np
 
-    from mneme.adapters.sqlite_base import utc_text
-    from mneme.adapters.sqlite_text import iso_utc
+    from mneme.adapters.sqlite.base import utc_text
+    from mneme.adapters.sqlite.text import iso_utc
     from mneme.errors import MnemeError
     from mneme.text import date_words
 
@@ -211,7 +214,7 @@ def grow(eng: c.Engine, base: int, size: int) -> None:
 
 def ann_recall(directory: Path, texts: list[str]) -> None:
     """The approximate vector channel's recall@10 against exact search, same cache, same queries."""
-    from mneme.adapters import vector_cache
+    from mneme.adapters.sqlite import vector_cache
     from mneme.search_models import SearchFilter
 
     eng = c.engine(directory, threads=1)
@@ -240,7 +243,7 @@ def ann_recall(directory: Path, texts: list[str]) -> None:
 
 def text_overlap(directory: Path, texts: list[str]) -> None:
     """The approximate text plan's top 10 against exact BM25 (the same file, the exact plan forced), k=50."""
-    from mneme.adapters.sqlite_index import SqliteSearchIndex
+    from mneme.adapters.sqlite.index import SqliteSearchIndex
     from mneme.search_models import SearchFilter
 
     plans = {

@@ -62,7 +62,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        from mneme.adapters.sqlite_store import SqliteRecordStore
+        from mneme.adapters.sqlite.store import SqliteRecordStore
 
         sqlite = bootstrap.build(store=SqliteRecordStore(Path(tmp) / "bench.db"))
         seed(sqlite)
@@ -78,7 +78,7 @@ def bench_dynamodb(runs: int) -> None:
         import boto3
         from moto import mock_aws
 
-        from mneme.adapters.dynamo_store import DynamoRecordStore, create_table
+        from mneme.adapters.dynamo.store import DynamoRecordStore, create_table
     except ImportError as e:
         print(f"domain, DynamoDB (moto)            skipped: {e}")
         return

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mneme.adapters.sqlite_index import SqliteSearchIndex
+from mneme.adapters.sqlite.index import SqliteSearchIndex
 from mneme.search_models import IndexDocument, SearchFilter
 
 DIM = 384

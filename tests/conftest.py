@@ -17,8 +17,8 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
 from mneme import bootstrap
-from mneme.adapters.sqlite_index import SqliteSearchIndex
-from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.adapters.sqlite.index import SqliteSearchIndex
+from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.models import Principal, Role
 from mneme.settings import Settings
 from tests.support.embedding import HashEmbedder

@@ -107,7 +107,7 @@ def invoke_models_statement(scope: Construct, model_ids: list[str]) -> iam.Polic
 # Narrower than CDK's grant_read_data/grant_read_write_data, which add Scan, DescribeTable and the stream
 # actions (GetRecords, GetShardIterator): the adapter never scans, reads no stream (the table has none) and
 # never describes the table. Writers need ConditionCheckItem: a draft memory's transaction checks that its
-# key's published slot does not exist (`dynamo_codec.check`).
+# key's published slot does not exist (`mneme.adapters.dynamo.codec.check`).
 TABLE_READ_ACTIONS = ("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query")
 TABLE_WRITE_ACTIONS = (
     "dynamodb:BatchWriteItem",
@@ -118,7 +118,7 @@ TABLE_WRITE_ACTIONS = (
 )
 
 
-# `mneme.adapters.dynamo_codec.delivered_pk`: T#<tenant>#DELIVERED#<principal>#<session>. No other key
+# `mneme.adapters.dynamo.codec.delivered_pk`: T#<tenant>#DELIVERED#<principal>#<session>. No other key
 # builder writes a DELIVERED segment, and escaped parts (tenant, principal) cannot contain '#'.
 DELIVERED_PARTITIONS = "T#*#DELIVERED#*"
 
@@ -134,7 +134,7 @@ def delivered_writes_statement(table: dynamodb.ITable) -> iam.PolicyStatement:
     )
 
 
-# `mneme.adapters.dynamo_codec.episode_key`: PK T#<tenant>#EPISODES; no other record lives in such a partition.
+# `mneme.adapters.dynamo.codec.episode_key`: PK T#<tenant>#EPISODES; no other record lives in such a partition.
 EPISODE_PARTITIONS = "T#*#EPISODES"
 
 
@@ -149,7 +149,7 @@ def indexed_marks_statement(table: dynamodb.ITable) -> iam.PolicyStatement:
     )
 
 
-# `mneme.adapters.dynamo_codec.apikey_key`: APIKEY#<sha256 of the key>. The authorizer reads nothing else.
+# `mneme.adapters.dynamo.codec.apikey_key`: APIKEY#<sha256 of the key>. The authorizer reads nothing else.
 API_KEY_PARTITIONS = "APIKEY#*"
 
 
@@ -164,7 +164,7 @@ def api_key_reads_statement(table: dynamodb.ITable) -> iam.PolicyStatement:
     )
 
 
-# `mneme.adapters.dynamo_codec.tenant_apikey_key`: T#<tenant>#APIKEYS, each tenant's copy of its keys.
+# `mneme.adapters.dynamo.codec.tenant_apikey_key`: T#<tenant>#APIKEYS, each tenant's copy of its keys.
 TENANT_API_KEY_PARTITIONS = "T#*#APIKEYS"
 
 

@@ -36,7 +36,7 @@ VOLUME_GIB = 10
 # Search and count are POSTs with a body (GET with a body is also allowed); the index check a HEAD.
 READ = ("es:ESHttpGet", "es:ESHttpHead", "es:ESHttpPost")
 WRITE = (*READ, "es:ESHttpPut")  # PUT creates the index and adds mapping fields; _bulk is a POST
-# Paths under the index (opensearch_index.py, opensearch_lifecycle.py), listed so no grant needs a wildcard.
+# Paths under the index (adapters/opensearch/index.py and lifecycle.py), listed so no grant needs a wildcard.
 READ_PATHS = ("", "/_search", "/_count", "/_mapping")
 WRITE_PATHS = (*READ_PATHS, "/_bulk", "/_delete_by_query")
 _ACKNOWLEDGMENTS = (

@@ -88,7 +88,7 @@ class CallBudget:
         """The request's critical path: one embedding, then the searches made one after another (readers:
         the vector search, as the text search runs meanwhile; writers: the lookup of a document's copies
         and the bulk write, which may first wait `INDEX_WAIT` for a new index)."""
-        from mneme.adapters.opensearch_serverless import INDEX_WAIT
+        from mneme.adapters.opensearch.serverless import INDEX_WAIT
 
         embedding = self.bedrock_attempts * (BEDROCK_CONNECT_SECONDS + self.bedrock_read_seconds)
         embedding += BEDROCK_BACKOFF_SECONDS * (self.bedrock_attempts - 1)
@@ -101,7 +101,7 @@ class CallBudget:
         return path
 
 
-BEDROCK_CONNECT_SECONDS = 1  # mneme.adapters.bedrock_calls.CONNECT_TIMEOUT
+BEDROCK_CONNECT_SECONDS = 1  # mneme.adapters.models.bedrock_calls.CONNECT_TIMEOUT
 BEDROCK_BACKOFF_SECONDS = 1
 
 

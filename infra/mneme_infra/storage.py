@@ -22,7 +22,7 @@ from aws_cdk.aws_dynamodb import Attribute
 from constructs import Construct
 
 from infra.mneme_infra.config import InfraConfig
-from mneme.adapters.dynamo_store import EXPIRES_AT, TABLE_SCHEMA
+from mneme.adapters.dynamo.store import EXPIRES_AT, TABLE_SCHEMA
 
 _TYPES = {
     "S": dynamodb.AttributeType.STRING,

@@ -27,7 +27,7 @@ from mneme.settings import (
 # The services (and numpy, consolidation, the adapters) are imported where they are built, so a function
 # that needs only part of the graph (the authorizer: `current_authenticator`; retrieve) does not load the rest.
 if TYPE_CHECKING:
-    from mneme.adapters.opensearch_index import OpenSearchIndex as OpenSearchAdapter
+    from mneme.adapters.opensearch.index import OpenSearchIndex as OpenSearchAdapter
     from mneme.consolidation.reasoning import Reasoner
     from mneme.consolidation.service import ConsolidationService, Orchestrator
     from mneme.models import Memory
@@ -54,17 +54,17 @@ class SystemClock:
 
 def build_store(settings: Settings) -> RecordStore:
     if isinstance(settings.store, DynamoStore):
-        from mneme.adapters.dynamo_store import DynamoRecordStore
+        from mneme.adapters.dynamo.store import DynamoRecordStore
 
         return DynamoRecordStore(settings.store.table_name, region_name=settings.store.region)
-    from mneme.adapters.sqlite_store import SqliteRecordStore
+    from mneme.adapters.sqlite.store import SqliteRecordStore
 
     return SqliteRecordStore(settings.sqlite_path)
 
 
 def build_embedder(settings: Settings) -> Embedder:
     if isinstance(settings.embedder, BedrockEmbedderSettings):
-        from mneme.adapters.embedders import BedrockEmbedder
+        from mneme.adapters.models.embedders import BedrockEmbedder
 
         return BedrockEmbedder(
             bedrock_model_id=settings.embedder.model_id,
@@ -73,7 +73,7 @@ def build_embedder(settings: Settings) -> Embedder:
             max_attempts=settings.embedder.max_attempts,
             read_timeout=settings.embedder.timeout_seconds,
         )
-    from mneme.adapters.embedders import local_embedder
+    from mneme.adapters.models.embedders import local_embedder
 
     return local_embedder(settings.embedder.model, threads=settings.embedder.threads, int8=settings.embedder.int8)
 
@@ -81,7 +81,7 @@ def build_embedder(settings: Settings) -> Embedder:
 def build_index(settings: Settings, dimension: int) -> SearchIndex:
     if isinstance(settings.index, OpenSearchIndex):
         return build_opensearch_index(settings.index, dimension=dimension)
-    from mneme.adapters.sqlite_index import SqliteSearchIndex
+    from mneme.adapters.sqlite.index import SqliteSearchIndex
 
     return SqliteSearchIndex(settings.index_path)
 
@@ -90,26 +90,26 @@ def build_opensearch_index(settings: OpenSearchIndex, *, dimension: int | None =
     """A SigV4-signed client for `settings.endpoint`: service `es` is a managed domain whose writes wait for
     the refresh (`visibility_lag` 0), `aoss` a Serverless collection whose `visibility_lag` is
     `settings.fresh_window_seconds`. `dimension` creates the index when it is missing (managed domains)."""
-    from mneme.adapters.opensearch_auth import signed_client
+    from mneme.adapters.opensearch.auth import signed_client
 
     client = signed_client(settings)
     if settings.service == "aoss":
-        from mneme.adapters.opensearch_serverless import ServerlessOpenSearchIndex
+        from mneme.adapters.opensearch.serverless import ServerlessOpenSearchIndex
 
         lag = settings.fresh_window_seconds
         return ServerlessOpenSearchIndex(client, settings.index_name, dimension=dimension, visibility_lag=lag)
-    from mneme.adapters.opensearch_index import OpenSearchIndex as OpenSearchAdapter
+    from mneme.adapters.opensearch.index import OpenSearchIndex as OpenSearchAdapter
 
     return OpenSearchAdapter(client, settings.index_name, dimension=dimension, refresh=True)
 
 
 def build_reasoner(settings: Settings) -> Reasoner:
     if isinstance(settings.reasoner, BedrockReasonerSettings):
-        from mneme.adapters.reasoners import BedrockReasoner
+        from mneme.adapters.models.reasoners import BedrockReasoner
 
         return BedrockReasoner(settings.reasoner.model_id, region_name=settings.reasoner.region)
     if isinstance(settings.reasoner, OpenAIReasonerSettings):
-        from mneme.adapters.reasoners import OpenAIReasoner
+        from mneme.adapters.models.reasoners import OpenAIReasoner
 
         return OpenAIReasoner(settings.reasoner.base_url, settings.reasoner.model, api_key=settings.reasoner.api_key)
     from mneme.consolidation.reasoning import ExtractiveReasoner
@@ -386,7 +386,7 @@ def build_authenticator(settings: Settings | None = None) -> Authenticator:
 
 @cache
 def _table_authenticator(table_name: str, region: str | None) -> Authenticator:
-    from mneme.adapters.dynamo_keys import DynamoApiKeys
+    from mneme.adapters.dynamo.keys import DynamoApiKeys
 
     return Authenticator(DynamoApiKeys(table_name, region_name=region))
 

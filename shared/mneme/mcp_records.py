@@ -11,7 +11,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import AwareDatetime, BaseModel, Field
 
-from mneme.services.recall_records import FACT_PREFIXES
+from mneme.services.recall.records import FACT_PREFIXES
 from mneme_sdk import Client
 from mneme_sdk.errors import InvalidInput
 from mneme_sdk.models import EpisodePage, EpisodeRecord, FactPage, FactRecord, Forgot

@@ -48,7 +48,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
 
 @pytest.fixture(scope="session")
 def local_model() -> Any:
-    from mneme.adapters.embedders import LocalEmbedder
+    from mneme.adapters.models.embedders import LocalEmbedder
 
     return LocalEmbedder()
 
@@ -72,7 +72,7 @@ class Cloud:
 
     def operator_key(self, tenant: str, principal: str, *roles: str) -> str:
         """docs/deploy.md 'The first API key': the CLI's embedded mode on the deployed table."""
-        from mneme.adapters.dynamo_store import DynamoRecordStore
+        from mneme.adapters.dynamo.store import DynamoRecordStore
         from mneme.bootstrap import SystemClock
         from mneme.services.keys import KeyService
 
@@ -132,7 +132,7 @@ def deployed(template: Template, osmem: Any, local_model: Any) -> Iterator[Cloud
             monkeypatch.setattr(lambda_eval_utils, "_invoke_lambda_function", invoke)
             monkeypatch.setattr(SystemClock, "now", lambda self: datetime.now(UTC) + cloud.clock_offset)
             # the table adapter's own clock (change-feed positions and settle horizon) moves with it
-            from mneme.adapters.dynamo_table import DynamoTable
+            from mneme.adapters.dynamo.table import DynamoTable
 
             table_defaults = dict(DynamoTable.__init__.__kwdefaults__ or {})
             monkeypatch.setattr(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mneme.adapters.dynamo_store import DynamoRecordStore
+from mneme.adapters.dynamo.store import DynamoRecordStore
 from tests.cloud.conftest import Cloud
 from tests.cloud.template import ACCOUNT, REGION
 
@@ -151,7 +151,7 @@ def test_a_run_whose_execution_cannot_start_is_recorded_failed(cloud: Cloud, adm
     the run record says failed instead of staying 'running' forever."""
     import boto3
 
-    from mneme.adapters.dynamo_codec import tenant_pk
+    from mneme.adapters.dynamo.codec import tenant_pk
 
     remember(cloud, admin)
     boto3.client("stepfunctions", region_name=REGION).delete_state_machine(
@@ -243,7 +243,7 @@ def test_an_execution_that_times_out_concludes_its_run(cloud: Cloud, admin: str)
     cloud.deployment.wait_for_execution(execution_arn(cloud, run_id))
     import boto3
 
-    from mneme.adapters.dynamo_store import DynamoRecordStore
+    from mneme.adapters.dynamo.store import DynamoRecordStore
 
     table_id, _ = template.one("AWS::DynamoDB::Table")
     store = DynamoRecordStore(template.ref(table_id), region_name=REGION)

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from mneme import bootstrap, cli
-from mneme.adapters.dynamo_codec import run_key
-from mneme.adapters.dynamo_store import DynamoRecordStore
+from mneme.adapters.dynamo.codec import run_key
+from mneme.adapters.dynamo.store import DynamoRecordStore
 from tests.cloud import calls
 from tests.cloud.conftest import Cloud
 from tests.cloud.iam import bedrock_model_arns

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mneme.adapters.dynamo_store import DynamoRecordStore
-from mneme.adapters.dynamo_structure import DynamoStructure
+from mneme.adapters.dynamo.store import DynamoRecordStore
+from mneme.adapters.dynamo.structure import DynamoStructure
 from tests.cloud.conftest import Cloud
 from tests.cloud.template import REGION
 from tests.support.legacy import forget_sessions

@@ -20,8 +20,8 @@ from moto import mock_aws
 from moto.dynamodb import models as moto_dynamodb_models
 from moto.dynamodb.models.table import Table as MotoTable
 
-from mneme.adapters.dynamo_store import TABLE_SCHEMA, DynamoRecordStore, create_table
-from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.adapters.dynamo.store import TABLE_SCHEMA, DynamoRecordStore, create_table
+from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.errors import Conflict, StoreUnavailable
 from mneme.models import ApiKey, Episode, HistoryEntry, Memory, Revision, Role, Scope, session_position
 from mneme.ports import RecordStore
@@ -1880,7 +1880,7 @@ def test_dynamodb_follows_every_page_of_the_feed_and_review_records(aws: Any) ->
 
 def test_a_draft_written_before_per_author_slots_can_still_be_edited_and_published(aws: Any, tmp_path: Path) -> None:
     """DynamoDB: a pending draft stored when drafts held the key's published slot (`KEY#<key>`)."""
-    from mneme.adapters.dynamo_codec import published_slot_key, to_item
+    from mneme.adapters.dynamo.codec import published_slot_key, to_item
 
     store = DynamoRecordStore(TABLE, client=aws, feed_horizon_seconds=0)
     draft = scoped("m1", "acme", "k", status="pending", author="wendy")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mneme.adapters.dynamo_store import DynamoRecordStore
+from mneme.adapters.dynamo.store import DynamoRecordStore
 from mneme.errors import Conflict, NotFound
 from mneme.models import Forgotten, HistoryEntry
 from mneme.ports import RecordStore

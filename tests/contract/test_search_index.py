@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pytest
 
-from mneme.adapters.sqlite_index import SqliteSearchIndex
+from mneme.adapters.sqlite.index import SqliteSearchIndex
 from mneme.errors import InvalidInput, StoreUnavailable
 from mneme.search_models import Hit, IndexDocument, SearchFilter, metadata_terms, shared_terms
 
@@ -621,7 +621,7 @@ def test_sqlite_batch_rewriting_a_document_keeps_its_row_and_leaves_nothing_stal
 def test_sqlite_ann_keeps_filters_and_finds_the_nearest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Above ANN_MIN_ROWS a broad mask scans the 8-bit copy for candidates (filters inside it); a narrow mask
     stays exact. Scaled down: a 3,000-doc corpus with the thresholds lowered to match."""
-    from mneme.adapters import vector_cache
+    from mneme.adapters.sqlite import vector_cache
 
     pytest.importorskip("faiss")
     monkeypatch.setattr(vector_cache, "ANN_MIN_ROWS", 1000)
@@ -658,7 +658,7 @@ def test_sqlite_ann_keeps_filters_and_finds_the_nearest(tmp_path: Path, monkeypa
 def test_sqlite_ann_searches_and_writes_on_one_openmp_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A query or a write's few rows run faiss on the calling thread alone: an OpenMP team left behind
     spins on the core other requests need (libgomp keeps the team size per thread, so each thread is checked)."""
-    from mneme.adapters import vector_cache
+    from mneme.adapters.sqlite import vector_cache
 
     faiss = pytest.importorskip("faiss")
     monkeypatch.setattr(vector_cache, "ANN_MIN_ROWS", 1000)

@@ -14,7 +14,7 @@ and in two modes:
 
 - `managed`: a managed domain (custom `_id`s, `refresh=True`);
 - `serverless`: `ServerlessOpenSearchIndex`, the VECTORSEARCH collection model (server-generated ids, copies,
-  de-duplicating reads; `mneme.adapters.opensearch_serverless`). osmem makes writes searchable at once,
+  de-duplicating reads; `mneme.adapters.opensearch.serverless`). osmem makes writes searchable at once,
   which stands in for a refresh; on a real OpenSearch the client refreshes after every `_bulk`
   (`VisibleWrites`). A copy the adapter could not see yet is simulated by indexing it directly
   (`put_copies`).
@@ -33,11 +33,11 @@ import numpy as np
 import pytest
 from opensearchpy import NotFoundError, OpenSearch, RequestError
 
-from mneme.adapters.opensearch_copies import content_digest
-from mneme.adapters.opensearch_index import OpenSearchIndex
-from mneme.adapters.opensearch_lifecycle import index_body
-from mneme.adapters.opensearch_queries import document_id, document_source
-from mneme.adapters.opensearch_serverless import ServerlessOpenSearchIndex
+from mneme.adapters.opensearch.copies import content_digest
+from mneme.adapters.opensearch.index import OpenSearchIndex
+from mneme.adapters.opensearch.lifecycle import index_body
+from mneme.adapters.opensearch.queries import document_id, document_source
+from mneme.adapters.opensearch.serverless import ServerlessOpenSearchIndex
 from mneme.errors import InvalidInput, StoreUnavailable
 from mneme.search_models import IndexDocument
 from tests.contract import test_search_index as suite
@@ -273,7 +273,7 @@ def test_serverless_mode_clears_without_delete_by_query(backend: tuple[str, Open
 def test_bulk_requests_are_chunked(
     backend: tuple[str, OpenSearch, str], mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mneme.adapters import opensearch_queries
+    from mneme.adapters.opensearch import queries as opensearch_queries
 
     monkeypatch.setattr(opensearch_queries, "_BULK_ACTIONS", 3)
     index = make_index(backend, mode)

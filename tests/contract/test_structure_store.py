@@ -18,10 +18,10 @@ from moto.dynamodb import models as moto_dynamodb_models
 from moto.dynamodb.models.table import Table as MotoTable
 from pydantic import TypeAdapter
 
-from mneme.adapters import dynamo_structure
-from mneme.adapters.dynamo_store import DynamoRecordStore, create_table
-from mneme.adapters.dynamo_structure import journal_steps
-from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.adapters.dynamo import structure as dynamo_structure
+from mneme.adapters.dynamo.store import DynamoRecordStore, create_table
+from mneme.adapters.dynamo.structure import journal_steps
+from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.errors import Conflict, ScopeNotFound
 from mneme.ports import RecordStore
 from mneme.records import Checkpoint

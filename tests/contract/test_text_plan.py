@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mneme.adapters import sqlite_text
-from mneme.adapters.sqlite_index import SqliteSearchIndex
+from mneme.adapters.sqlite import text as sqlite_text
+from mneme.adapters.sqlite.index import SqliteSearchIndex
 from tests.contract.test_search_index import doc, flt, ids
 
 

@@ -1,4 +1,4 @@
-"""Saved vector caches of the SQLite index (`mneme.adapters.vector_snapshot`) and the change log
+"""Saved vector caches of the SQLite index (`mneme.adapters.sqlite.vector_snapshot`) and the change log
 that keeps caches of several processes (or a snapshot and the file) in step.
 
 The property under test: a snapshot is only ever a shortcut. Whatever happened to it (the process
@@ -21,9 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mneme.adapters import sqlite_index as sqlite_index_module
-from mneme.adapters import sqlite_vectors, vector_cache, vector_snapshot
-from mneme.adapters.sqlite_index import SqliteSearchIndex
+from mneme.adapters.sqlite import index as sqlite_index_module
+from mneme.adapters.sqlite import vector_cache, vector_snapshot
+from mneme.adapters.sqlite import vectors as sqlite_vectors
+from mneme.adapters.sqlite.index import SqliteSearchIndex
 from tests.contract.test_search_index import DIM, MODEL, doc, flt
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -291,7 +292,7 @@ CHILD = textwrap.dedent(
     """
     import os, signal, sys
     import numpy as np
-    from mneme.adapters import sqlite_index as m
+    from mneme.adapters.sqlite import index as m
     from tests.contract.test_search_index import doc, flt, MODEL, DIM
     m.SNAPSHOT_MIN_ROWS = 10
     index = m.SqliteSearchIndex(sys.argv[1])
@@ -302,7 +303,7 @@ CHILD = textwrap.dedent(
     index.upsert([doc(f"late{i}", vector=rng.standard_normal(DIM).tolist()) for i in range(5)])
     index.delete("t1", ["k000", "k001"])
     if sys.argv[3] == "mid-save":  # killed while writing the next snapshot: after its files, before CURRENT
-        from mneme.adapters import vector_snapshot
+        from mneme.adapters.sqlite import vector_snapshot
         def killed(*args):
             os.kill(os.getpid(), signal.SIGKILL)
         vector_snapshot.os.replace = killed
@@ -350,7 +351,7 @@ SAVER = textwrap.dedent(
     """
     import sys
     import numpy as np
-    from mneme.adapters import sqlite_index as m
+    from mneme.adapters.sqlite import index as m
     from tests.contract.test_search_index import doc, flt, MODEL, DIM
     m.SNAPSHOT_MIN_ROWS = 10
     index = m.SqliteSearchIndex(sys.argv[1])

@@ -17,7 +17,7 @@ import pytest
 from moto import mock_aws
 
 from mneme import bootstrap
-from mneme.adapters.sqlite_index import SqliteSearchIndex
+from mneme.adapters.sqlite.index import SqliteSearchIndex
 from mneme.models import Role
 from mneme.ports import Embedder, RecordStore
 from mneme.settings import Settings
@@ -42,10 +42,10 @@ class Served:
 
 def _store(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RecordStore:
     if kind == "sqlite":
-        from mneme.adapters.sqlite_store import SqliteRecordStore
+        from mneme.adapters.sqlite.store import SqliteRecordStore
 
         return SqliteRecordStore(tmp_path / "mneme.db")
-    from mneme.adapters.dynamo_store import DynamoRecordStore, create_table
+    from mneme.adapters.dynamo.store import DynamoRecordStore, create_table
 
     one_call_at_a_time(monkeypatch)  # the server's threads race; moto must be as isolated as DynamoDB
     client = boto3.client("dynamodb", region_name="eu-west-1")

@@ -238,7 +238,7 @@ def test_a_backup_refuses_a_destination_that_holds_anything(good: Path, tmp_path
 def test_a_restore_while_the_store_is_open_elsewhere_names_the_process(good: Path, tmp_path: Path, run: Any) -> None:
     target = tmp_path / "target"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sqlite3, sys, time; from mneme.adapters.sqlite_store import SqliteRecordStore;"
+        [sys.executable, "-c", "import sqlite3, sys, time; from mneme.adapters.sqlite.store import SqliteRecordStore;"
          f"SqliteRecordStore({str(target / 'mneme.db')!r}).row_counts(); print('open', flush=True); time.sleep(60)"],
         env=env(target), stdout=subprocess.PIPE, text=True,
     )  # fmt: skip

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mneme.adapters.reasoners import OpenAIReasoner, ReasonerOutputInvalid
+from mneme.adapters.models.reasoners import OpenAIReasoner, ReasonerOutputInvalid
 from mneme.consolidation.reasoning import Reasoner
 from mneme.errors import MnemeError, StoreUnavailable, Throttled
 from mneme.records import KnownFact, Proposal, Reading, Turn

@@ -17,9 +17,9 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from mneme import bootstrap
-from mneme.adapters.reasoners import BedrockReasoner, ReasonerOutputInvalid
-from mneme.adapters.sqlite_index import SqliteSearchIndex
-from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.adapters.models.reasoners import BedrockReasoner, ReasonerOutputInvalid
+from mneme.adapters.sqlite.index import SqliteSearchIndex
+from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.errors import MnemeError, StoreUnavailable, Throttled
 from mneme.models import Role
 from mneme.records import Proposal, Reading, Turn

@@ -8,7 +8,7 @@ from typing import Any
 
 from mneme import bootstrap
 from mneme.records import Fact
-from mneme.services.recall_hop import LINK_PER_SOURCE
+from mneme.services.recall.hop import LINK_PER_SOURCE
 from tests.integration.helpers import Api
 
 

@@ -16,8 +16,8 @@ import pytest
 from moto import mock_aws
 
 from mneme import bootstrap
-from mneme.adapters.dynamo_store import DynamoRecordStore, create_table
-from mneme.adapters.sqlite_index import SqliteSearchIndex
+from mneme.adapters.dynamo.store import DynamoRecordStore, create_table
+from mneme.adapters.sqlite.index import SqliteSearchIndex
 from mneme.models import Role
 from mneme.services.recall import RecallRequest
 from mneme.services.remember import RememberItem

@@ -203,7 +203,7 @@ def test_a_missing_or_damaged_index_is_found(pristine: Path, tmp_path: Path, dam
 
 
 def test_a_stale_index_is_found(pristine: Path, tmp_path: Path) -> None:
-    from mneme.adapters.sqlite_index import SqliteSearchIndex
+    from mneme.adapters.sqlite.index import SqliteSearchIndex
 
     home = tmp_path / "home"
     shutil.copytree(pristine, home)

@@ -13,7 +13,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import EndpointConnectionError
 from botocore.retries import standard
 
-from mneme.adapters.bedrock_calls import RetryMode, bedrock_client
+from mneme.adapters.models.bedrock_calls import RetryMode, bedrock_client
 
 ENDPOINT = "https://bedrock-runtime.us-east-1.amazonaws.com"
 Reply = tuple[int, dict[str, str], bytes] | Exception

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mneme.adapters.dynamo_codec import episode_key, run_key
-from mneme.adapters.dynamo_store import DynamoRecordStore
-from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.adapters.dynamo.codec import episode_key, run_key
+from mneme.adapters.dynamo.store import DynamoRecordStore
+from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.ports import RecordStore
 
 

@@ -160,7 +160,7 @@ def seed(environment: dict[str, str], loopback: Loopback, tenant: str, principal
     import boto3
 
     from mneme import bootstrap
-    from mneme.adapters.dynamo_store import DynamoRecordStore
+    from mneme.adapters.dynamo.store import DynamoRecordStore
     from mneme.services.keys import KeyService
     from mneme.services.scopes import ScopeService
 

@@ -14,7 +14,7 @@ HEAVY = (
     "numpy",
     "mneme.consolidation",
     "mneme.services.recall",
-    "mneme.adapters.dynamo_store",
+    "mneme.adapters.dynamo.store",
     "opensearchpy",
     "aws_xray_sdk",
     "mneme.models",

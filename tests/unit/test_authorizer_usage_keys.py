@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mneme import bootstrap
-from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.auth import UsageKeys, pinned_digest
 from mneme.models import Role
 from mneme.services.keys import KeyService

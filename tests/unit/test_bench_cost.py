@@ -66,7 +66,7 @@ def test_a_reasoner_call_is_priced_from_the_prompt_the_code_builds(cost: ModuleT
     schema) and the answer, at the code's characters per token; output from the recorded answers."""
     from datetime import UTC, datetime
 
-    from mneme.adapters.reasoners import BedrockReasoner
+    from mneme.adapters.models.reasoners import BedrockReasoner
     from mneme.consolidation.reasoning import CHARS_PER_TOKEN
     from mneme.records import Turn
 

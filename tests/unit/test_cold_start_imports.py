@@ -46,7 +46,7 @@ import json, sys
 import boto3
 from moto import mock_aws
 
-from mneme.adapters.dynamo_table import create_table
+from mneme.adapters.dynamo.table import create_table
 
 
 class Context:

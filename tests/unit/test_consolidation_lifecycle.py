@@ -231,7 +231,7 @@ def test_llm_reasoners_read_each_turn_with_its_speaker_and_time(services: Servic
 
 
 def test_the_llm_schema_is_generated_from_the_proposal_model() -> None:
-    from mneme.adapters.reasoners import ANSWER_SCHEMA, PROPOSAL_SCHEMA
+    from mneme.adapters.models.reasoners import ANSWER_SCHEMA, PROPOSAL_SCHEMA
 
     assert ANSWER_SCHEMA["properties"]["facts"]["items"] is PROPOSAL_SCHEMA
     assert list(PROPOSAL_SCHEMA["properties"]) == list(Proposal.model_fields)

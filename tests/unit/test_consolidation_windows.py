@@ -12,7 +12,7 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from mneme.adapters.reasoners import BedrockReasoner
+from mneme.adapters.models.reasoners import BedrockReasoner
 from mneme.bootstrap import Services
 from mneme.consolidation.windows import windows
 from mneme.models import Episode

@@ -13,8 +13,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from mneme.adapters.dynamo_codec import DIRTY, marker_partition
-from mneme.adapters.dynamo_store import DynamoRecordStore, create_table
+from mneme.adapters.dynamo.codec import DIRTY, marker_partition
+from mneme.adapters.dynamo.store import DynamoRecordStore, create_table
 from mneme.models import Episode
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)

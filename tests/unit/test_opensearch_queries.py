@@ -28,13 +28,13 @@ from opensearchpy import (
     TransportError,
 )
 
-from mneme.adapters import opensearch_index
-from mneme.adapters.opensearch_copies import WriteClock, content_digest
-from mneme.adapters.opensearch_errors import bulk_failure, translate_error
-from mneme.adapters.opensearch_index import OpenSearchIndex
-from mneme.adapters.opensearch_lifecycle import index_body
-from mneme.adapters.opensearch_queries import document_id, document_source, es_time, score_to_cosine
-from mneme.adapters.opensearch_serverless import ServerlessOpenSearchIndex
+from mneme.adapters.opensearch import index as opensearch_index
+from mneme.adapters.opensearch.copies import WriteClock, content_digest
+from mneme.adapters.opensearch.errors import bulk_failure, translate_error
+from mneme.adapters.opensearch.index import OpenSearchIndex
+from mneme.adapters.opensearch.lifecycle import index_body
+from mneme.adapters.opensearch.queries import document_id, document_source, es_time, score_to_cosine
+from mneme.adapters.opensearch.serverless import ServerlessOpenSearchIndex
 from mneme.bootstrap import build_opensearch_index
 from mneme.errors import InvalidInput, StoreUnavailable, Throttled
 from mneme.search_models import IndexDocument, SearchFilter
@@ -637,7 +637,7 @@ def test_serverless_writes_remember_their_copies_until_visible() -> None:
 
 
 def test_recent_writes_expire_and_are_bounded() -> None:
-    from mneme.adapters.opensearch_copies import RecentWrites
+    from mneme.adapters.opensearch.copies import RecentWrites
 
     now = [0.0]
     recent = RecentWrites(ttl=10.0, limit=3, clock=lambda: now[0])

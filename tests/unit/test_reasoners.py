@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ReadTimeoutError
 from botocore.stub import ANY, Stubber
 
-from mneme.adapters.reasoners import BedrockReasoner, ReasonerOutputInvalid
+from mneme.adapters.models.reasoners import BedrockReasoner, ReasonerOutputInvalid
 from mneme.consolidation.reasoning import Reasoner
 from mneme.errors import MnemeError, ReasonerRefused, StoreUnavailable, Throttled
 from mneme.records import KnownFact, Proposal, Reading, Turn

@@ -1,4 +1,4 @@
-"""Multi-hop recall (services/recall_hop.py): a candidate linked to one of the best hits is admitted.
+"""Multi-hop recall (services/recall/hop.py): a candidate linked to one of the best hits is admitted.
 
 The test embedder is a bag of hashed words, so the cosines below are those of shared words: the
 answer "Rotterdam since March…" shares only stopwords with the question (cosine ~0.22, under the

@@ -14,7 +14,7 @@ from mneme.bootstrap import Services
 from mneme.models import Role
 from mneme.services.context_pack import PackItem, agent_view, build_pack, card_line, fenced
 from mneme.services.recall import RecallRequest
-from mneme.services.recall_stages import STAGE_NAMES
+from mneme.services.recall.stages import STAGE_NAMES
 from mneme.services.remember import RememberItem
 from tests.conftest import principal
 

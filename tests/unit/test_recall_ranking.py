@@ -73,7 +73,7 @@ def test_a_period_in_the_query_is_read_against_occurred_at(services: Services) -
 
 
 def test_query_time_reads_windows_and_order_words() -> None:
-    from mneme.services.recall_time import query_time
+    from mneme.services.recall.time import query_time
 
     half = query_time("What was Tobias doing in the first half of September 2024?")
     assert (half.since, half.until, half.prefer) == (
@@ -106,7 +106,7 @@ def test_a_relative_period_is_read_from_the_request_time_or_its_as_of(services: 
 
 
 def test_query_time_reads_relative_periods_only_against_a_reference() -> None:
-    from mneme.services.recall_time import query_time
+    from mneme.services.recall.time import query_time
 
     ref = datetime(2025, 6, 18, 15, 0, tzinfo=UTC)
     assert not query_time("What did Ines do last May?")  # no reference, no window

@@ -15,7 +15,7 @@ from mneme.errors import Conflict, InvalidInput, MemoryNotFound
 from mneme.http.admission import check_json
 from mneme.models import Role
 from mneme.services.recall import RecallRequest
-from mneme.services.recall_time import query_time
+from mneme.services.recall.time import query_time
 from mneme.services.remember import RememberItem
 from tests.conftest import principal
 

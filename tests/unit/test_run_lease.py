@@ -23,18 +23,18 @@ WRITER = principal("acme", "wendy", Role.writer)
 
 @pytest.fixture(params=["sqlite", "dynamodb"])
 def stack(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from mneme.adapters.sqlite_index import SqliteSearchIndex
+    from mneme.adapters.sqlite.index import SqliteSearchIndex
 
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         monkeypatch.setenv(name, "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     with mock_aws():
         if request.param == "sqlite":
-            from mneme.adapters.sqlite_store import SqliteRecordStore
+            from mneme.adapters.sqlite.store import SqliteRecordStore
 
             store: Any = SqliteRecordStore(tmp_path / "mneme.db")
         else:
-            from mneme.adapters.dynamo_store import DynamoRecordStore, create_table
+            from mneme.adapters.dynamo.store import DynamoRecordStore, create_table
 
             client = boto3.client("dynamodb", region_name="eu-west-1")
             create_table(client, "mneme-lease")

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.bootstrap import Services
 from mneme.models import Episode
 from mneme.services.indexing import episode_text

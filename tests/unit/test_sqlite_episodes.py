@@ -7,7 +7,7 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.models import Episode
 from tests.support.sessions import said_before
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mneme.adapters import sqlite_base
-from mneme.adapters.sqlite_index import SqliteSearchIndex
-from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.adapters.sqlite import base as sqlite_base
+from mneme.adapters.sqlite.index import SqliteSearchIndex
+from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.errors import Conflict, StoreUnavailable
 from mneme.models import Episode
 from mneme.search_models import IndexDocument

@@ -19,9 +19,9 @@ import pytest
 from numpy.typing import NDArray
 
 from mneme import bootstrap
-from mneme.adapters.embedders import LocalEmbedder
-from mneme.adapters.sqlite_index import SqliteSearchIndex
-from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.adapters.models.embedders import LocalEmbedder
+from mneme.adapters.sqlite.index import SqliteSearchIndex
+from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.errors import StoreUnavailable
 from mneme.http.api import StorageFull, storage_error
 from mneme.models import Role

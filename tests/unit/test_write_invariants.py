@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from mneme import bootstrap
-from mneme.adapters.sqlite_index import SqliteSearchIndex
-from mneme.adapters.sqlite_store import SqliteRecordStore
+from mneme.adapters.sqlite.index import SqliteSearchIndex
+from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.errors import Forbidden, MnemeError
 from mneme.models import Principal, Role
 from mneme.services.recall import RecallRequest

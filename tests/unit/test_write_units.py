@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mneme.adapters.dynamo_codec import dirty_key, dirty_mark
-from mneme.adapters.dynamo_episodes import DynamoEpisodes
-from mneme.adapters.dynamo_store import DynamoRecordStore
+from mneme.adapters.dynamo.codec import dirty_key, dirty_mark
+from mneme.adapters.dynamo.episodes import DynamoEpisodes
+from mneme.adapters.dynamo.store import DynamoRecordStore
 from mneme.models import Episode
 from tests.support.bench import load_bench
 
@@ -26,7 +26,7 @@ def aws() -> Any:
     import boto3
     from moto import mock_aws
 
-    from mneme.adapters.dynamo_store import create_table
+    from mneme.adapters.dynamo.store import create_table
 
     with mock_aws():
         client = boto3.client("dynamodb", region_name="eu-west-1")

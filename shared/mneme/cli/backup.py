@@ -24,7 +24,7 @@ def _episodes(manifest: dict[str, Any]) -> int:
 
 def cmd_backup(ctx: Context) -> int:
     from mneme import bootstrap
-    from mneme.adapters.sqlite_base import SqliteBase
+    from mneme.adapters.sqlite.base import SqliteBase
     from mneme.local import backup
 
     ctx.embedded_only("backup")

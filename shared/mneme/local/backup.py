@@ -35,8 +35,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mneme.adapters.sqlite_base import SqliteBase
-from mneme.adapters.sqlite_store import row_counts
+from mneme.adapters.sqlite.base import SqliteBase
+from mneme.adapters.sqlite.store import row_counts
 from mneme.errors import MnemeError
 from mneme.local import checks, home
 from mneme.local.keyfiles import MINIMUMS, create_once, read_key, replace_whole, sync_directory

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from mneme.adapters.sqlite_base import FileUsers
+from mneme.adapters.sqlite.base import FileUsers
 from mneme.errors import MnemeError
 from mneme.local.checks import StoreRefused
 

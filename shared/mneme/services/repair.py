@@ -7,7 +7,7 @@
    ids); compaction keeps the newest. Duplicates only arise from writes, so a tick compacts the documents
    written since the previous compaction tick (`compact_recent(since)`, the index adds its visibility lag
    as margin): its cost follows the writes, not the size of the tenants. `compact(tenant)` stays the
-   full pass, for what no window sees (see `mneme.adapters.opensearch_serverless`).
+   full pass, for what no window sees (see `mneme.adapters.opensearch.serverless`).
 
 The scheduled function sweeps on every tick (every minute: episodes a first write missed, e.g. while a
 new Serverless index was still being built, are searchable a minute later) and compacts only on the

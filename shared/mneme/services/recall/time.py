@@ -1,0 +1,388 @@
+"""What a recall query says about time, read against `occurred_at` rather than the words of a text.
+
+`query_time(query)` gives the query's time window, when it names one ("in 2023", "in May 2024",
+"the autumn of 2024", "Christmas 2022", "the first half of September 2024"), and its order
+preference: `latest` for a question about the present state of something ("now", "currently", "at
+the moment", "these days", "the latest"), `earliest` for a question about a first time ("first",
+"originally"). A relative period ("last May", "last year", "two years ago", "yesterday") is read
+against a reference time: the request's `as_of` when it gives one, else the time of the request.
+The recall pipeline's `time` stage (`time_stage`, here) turns these into score
+factors (a soft window, a recency / earliness prior, a preference for the texts that say when, for
+a question asking when) and, for a question about the present, lets
+a later statement supersede an earlier one that says the same kind of thing (`supersede`): an old
+value never hides the new one, and nothing is filtered out.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mneme import changes
+from mneme.models import Episode, session_position
+from mneme.records import Fact
+from mneme.services.recall.records import Record
+from mneme.services.recall.run import QueryTime, stored_vectors
+from mneme.text import MONTH, MONTHS
+
+if TYPE_CHECKING:
+    from mneme.services.recall.run import Candidate, Run
+
+_YEAR = r"(?P<y>(?:19|20)\d\d)"
+SEASONS = {"spring": (3, 6), "summer": (6, 9), "autumn": (9, 12), "fall": (9, 12), "winter": (12, 15)}
+LATEST = re.compile(
+    r"\b(now|nowadays|currently|current|these days|at the moment|at present|presently|today|latest|"
+    r"most recent(?:ly)?|still|any more|anymore|so far|by now)\b"
+)
+EARLIEST = re.compile(r"\b(first|earliest|originally|initially|at first|to begin with|in the beginning)\b")
+_WINDOWS = [  # most specific first; each gives (start month offset, end month offset) within a year
+    re.compile(rf"\b(?P<half>first|second) half of (?P<mon>{MONTH}),? {_YEAR}\b"),
+    re.compile(rf"\b(?P<part>early|mid|late)[- ](?P<mon>{MONTH}),? {_YEAR}\b"),
+    re.compile(rf"\b(?P<mon>{MONTH}),? (?:of )?{_YEAR}\b"),
+    re.compile(r"\b(?P<y2>(?:19|20)\d\d)-(?P<m2>0[1-9]|1[0-2])\b"),
+    re.compile(rf"\b(?P<season>{'|'.join(SEASONS)}) (?:of )?{_YEAR}\b"),
+    re.compile(rf"\b(?:christmas|xmas|new year'?s? eve) (?:of )?{_YEAR}\b"),
+    re.compile(rf"\b(?P<part>early|mid|late)[- ]{_YEAR}\b"),
+    re.compile(rf"\b{_YEAR}\b"),
+]
+
+
+_WEEKDAY = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+ASKS_WHEN = re.compile(
+    r"\b(when (?:did|was|were|is|are|does|do|will|has|have|had|can|could|should)|what date|which date|what day|"
+    r"which day|what time|how long ago|how many (?:days|weeks|months|years) ago)\b"
+)
+SAYS_WHEN = re.compile(  # a text that says when something happened or will (the answer to a 'when' question)
+    rf"\b(?:{_WEEKDAY}|{MONTH}|yesterday|today|tonight|tomorrow|this (?:morning|afternoon|evening)|"
+    rf"(?:last|next|this) (?:week|weekend|month|year|night|{'|'.join(SEASONS)})|ago|"
+    r"(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th)|(?:first|second|third|fourth|fifth|tenth|twentieth) of|"
+    r"christmas|easter|new year)\b"
+)
+
+
+def _month(year: int, month: int) -> datetime:
+    """The first of a month counted from January of `year` (13 = January of the next year)."""
+    year, month = year + (month - 1) // 12, (month - 1) % 12 + 1
+    return datetime(year, month, 1, tzinfo=UTC)
+
+
+def _window(m: re.Match[str]) -> tuple[datetime, datetime]:
+    g = m.groupdict()
+    if g.get("y2"):
+        year, month = int(g["y2"]), int(g["m2"])
+        return _month(year, month), _month(year, month + 1)
+    year = int(g["y"])
+    if g.get("mon"):
+        start = _month(year, MONTHS.index(g["mon"]) + 1)
+        end = _month(year, MONTHS.index(g["mon"]) + 2)
+        if g.get("half") or g.get("part"):
+            which = str(g.get("half") or g.get("part"))
+            middle = start.replace(day=16)
+            start, end = {
+                "first": (start, middle),
+                "second": (middle, end),
+                "early": (start, start.replace(day=11)),
+                "mid": (start.replace(day=11), start.replace(day=21)),
+                "late": (start.replace(day=21), end),
+            }[which]
+        return start, end
+    if g.get("season"):
+        first, last = SEASONS[g["season"]]
+        return _month(year, first), _month(year, last)
+    if "christmas" in m[0] or "xmas" in m[0] or "new year" in m[0]:
+        return datetime(year, 12, 20, tzinfo=UTC), datetime(year + 1, 1, 3, tzinfo=UTC)
+    if g.get("part"):
+        first = {"early": 1, "mid": 5, "late": 9}[g["part"]]
+        return _month(year, first), _month(year, first + 4)
+    return _month(year, 1), _month(year + 1, 1)
+
+
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+            "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}  # fmt: skip
+_RELATIVE = [  # periods counted back from the reference time (the request's as_of, else now)
+    re.compile(rf"\b(?:last|past) (?P<mon>{MONTH})\b"),
+    re.compile(rf"\b(?:last|past) (?P<season>{'|'.join(SEASONS)})\b"),
+    re.compile(r"\b(?:last|past|previous) (?P<unit>year|month|week)\b"),
+    re.compile(rf"\b(?P<n>\d{{1,2}}|{'|'.join(_NUMBERS)}) (?P<unit>year|month|week|day)s? ago\b"),
+    re.compile(r"\b(?P<yesterday>yesterday)\b"),
+]
+
+
+def _relative(m: re.Match[str], reference: datetime) -> tuple[datetime, datetime]:
+    """The window a relative period names, counted back from `reference`: 'last May' is the latest
+    May that ended before the reference's month, 'last summer' the latest summer that began before
+    it, 'last year/month/week' the calendar unit before the reference's, 'two years ago' the calendar
+    year two before, 'three weeks ago' the week around that day, 'yesterday' the day before."""
+    g = m.groupdict()
+    ref = reference.astimezone(UTC)
+    day = datetime(ref.year, ref.month, ref.day, tzinfo=UTC)
+    if g.get("mon"):
+        month = MONTHS.index(g["mon"]) + 1
+        year = ref.year if month < ref.month else ref.year - 1
+        return _month(year, month), _month(year, month + 1)
+    if g.get("season"):
+        first, last = SEASONS[g["season"]]
+        year = ref.year if _month(ref.year, first) < _month(ref.year, ref.month) else ref.year - 1
+        return _month(year, first), _month(year, last)
+    if g.get("yesterday"):
+        return day - timedelta(days=1), day
+    n = 1 if not g.get("n") else _NUMBERS.get(g["n"]) or int(g["n"])
+    unit = g["unit"]
+    if unit == "year":
+        return _month(ref.year - n, 1), _month(ref.year - n + 1, 1)
+    if unit == "month":
+        return _month(ref.year, ref.month - n), _month(ref.year, ref.month - n + 1)
+    if unit == "week" and not g.get("n"):  # last week: the Monday-to-Monday week before this one
+        monday = day - timedelta(days=day.weekday())
+        return monday - timedelta(days=7), monday
+    span = timedelta(days=7 if unit == "week" else 1) * n
+    if unit == "week":
+        return day - span - timedelta(days=4), day - span + timedelta(days=4)
+    return day - span, day - span + timedelta(days=1)
+
+
+def query_time(query: str, reference: datetime | None = None) -> QueryTime:
+    """The query's window and order preference. A relative period ('last May', 'two years ago') is
+    read only with a `reference` time: recall passes the request's `as_of`, else the current time."""
+    text = " ".join(query.lower().replace("’", "'").split())
+    since = until = said = None
+    for pattern in _WINDOWS:
+        m = pattern.search(text)
+        if m:
+            since, until = _window(m)
+            said = m[0]
+            break
+    for pattern in _RELATIVE if said is None and reference is not None else []:
+        m = pattern.search(text)
+        if m and reference is not None:
+            try:
+                since, until = _relative(m, reference)
+            except (OverflowError, ValueError):  # a period before year 1 (as_of near 0001-01-01): no window
+                break
+            said = m[0]
+            break
+    rest = text.replace(said, " ") if said else text  # 'the first half of May 2024' is a window, not an order
+    prefer = "latest" if LATEST.search(rest) else "earliest" if EARLIEST.search(rest) else None
+    return QueryTime(since, until, prefer, said, bool(ASKS_WHEN.search(text)))
+
+
+TIME_WINDOW_BOOST = 1.3  # an episode inside the time window the query names ("in May 2024")
+TIME_ORDER_WEIGHT = 1.0  # "now" / "first" questions: the latest (earliest) candidate x(1 + this)
+SAYS_WHEN_BOOST = 1.7  # a 'when' question: an episode whose text says when (a day, a date, 'last week', 'ago')
+SUPERSEDE_POOL = 50  # supersession is looked for among this many best-scored episodes
+
+
+def time_stage(run: Run) -> None:
+    """The query's time, read against `occurred_at` (a fact's `valid_from`: `happened`): an episode
+    or fact inside the window the query names scores TIME_WINDOW_BOOST times higher; a question
+    about the present ('now', 'currently') favours the later of the candidates, one about a first
+    time the earlier (up to ×(1 + TIME_ORDER_WEIGHT), by rank in time among the candidates); a
+    question that asks when ('when did…', 'on what date…') favours the episodes that say when
+    (SAYS_WHEN: a weekday, a month, a date, 'yesterday', 'last week', 'ago'; ×SAYS_WHEN_BOOST,
+    `scores.says_when`): in a conversation the answer to 'when' is the turn that says 'on Tuesday',
+    read with its occurred_at; and a question about a present state lets a newer statement of the
+    same thing supersede an older one (`supersede`). Nothing is dropped."""
+    took = len(run.candidates)
+    when = run.when
+    times = {c.id: t for c in run.candidates.values() if (t := happened(c.record)) is not None}
+    timed = [c for c in run.candidates.values() if c.id in times]
+    dated = [c for c in timed if isinstance(c.record, Episode)]
+    inside = 0
+    if when.since is not None and when.until is not None:
+        for candidate in timed:
+            if when.since <= times[candidate.id] < when.until:
+                candidate.scores["window"] = TIME_WINDOW_BOOST
+                candidate.score *= TIME_WINDOW_BOOST
+                inside += 1
+    if when.prefer and len(timed) > 1:
+        order = sorted(timed, key=lambda c: (times[c.id], c.id))
+        for position, candidate in enumerate(order):
+            share = position / (len(order) - 1)
+            factor = 1 + TIME_ORDER_WEIGHT * (share if when.prefer == "latest" else 1 - share)
+            candidate.scores["recency" if when.prefer == "latest" else "earliness"] = round(factor, 6)
+            candidate.score *= factor
+    says_when = 0
+    if when.asks_when:
+        for candidate in dated:
+            assert isinstance(candidate.record, Episode)
+            if SAYS_WHEN.search(candidate.record.content.lower()):
+                candidate.scores["says_when"] = SAYS_WHEN_BOOST
+                candidate.score *= SAYS_WHEN_BOOST
+                says_when += 1
+    truth = truth_mode(run)
+    superseded = current_truth(run, truth) if truth is not None else []
+    window = [when.since.isoformat(), when.until.isoformat()] if when.since and when.until else None
+    run.note(
+        "time",
+        took,
+        [],
+        window=window,
+        said=when.said,
+        prefer=when.prefer,
+        inside=inside,
+        says_when=says_when,
+        truth=truth,
+        superseded=superseded,
+    )
+
+
+def happened(record: object) -> datetime | None:
+    """When what a record says happened: an episode's `occurred_at`, a fact's `valid_from` (since when
+    its value holds); a memory is a curated document with no such time."""
+    if isinstance(record, Episode):
+        return record.occurred_at
+    if isinstance(record, Fact):
+        return record.valid_from
+    return None
+
+
+# A question about the past asks for the value before a change; one about an event ("what did she say")
+# or a run of them ("what has he tried") asks for neither end of a change.
+PAST = re.compile(
+    r"\b(before|previously|formerly|used to|original(?:ly)?|initially|at first|prior to|back then|back when|"
+    r"in the past|to begin with)\b"
+)
+PAST_THING = re.compile(r"\b(?<!how )(old|former|previous)\b")  # "the old rent" is the past only beside a past verb
+PAST_VERB = re.compile(r"\b(did|was|were|had)\b|\b(has|have|'ve)\b(?: \w+){0,3} (ever|been|done|tried|visited|had)\b")
+TOPICAL_SHARE = 0.3  # ... those scoring at least this share of the best one
+TOPICAL = 10  # the best answers to a question: two of them about one owner are about what it asks
+NEWER = 1.01  # the later statement of a change ranks just above the earlier one it updates
+EARLIER = 0.9  # ... and the earlier one just below it
+
+
+def truth_mode(run: Run) -> str | None:
+    """`present` for a question about how things are (in the present tense, whether or not it says "now"),
+    `past` for one about how they were before ("before York", "originally", "used to"), None when the
+    question names a period or `as_of`, or is about an event ("when did…", "what did she say"): then changes
+    only mark the earlier statements."""
+    when, query = run.when, " ".join((run.request.query or "").lower().replace("’", "'").split())
+    if run.request.as_of is not None or when.since is not None:
+        return None
+    if when.prefer == "latest":
+        return "present"
+    past_verb = PAST_VERB.search(query)
+    if PAST.search(query) or (past_verb and PAST_THING.search(query)):
+        return "past"
+    return None if past_verb or when.prefer == "earliest" else "present"  # "when is it due?" asks about now
+
+
+def _position(record: Record) -> tuple[datetime, datetime, int]:
+    if isinstance(record, Episode):
+        return session_position(record)
+    assert isinstance(record, Fact)
+    return (record.valid_from, record.valid_from, -1)
+
+
+def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
+    """Among the SUPERSEDE_POOL best episodes and claim facts, a later statement that updates an earlier one
+    (`mneme.changes.update_reason`: one owner, one subject, a change) supersedes it, and the earlier one is
+    marked `since_changed`. Chains end at the latest statement, the current one. For a question about the
+    present the current statement ranks just above every statement it superseded (`scores.newer`), which rank
+    just below it (`scores.superseded`); for one about the past, the statement just before the current one
+    (the first one, for "originally") ranks just above it (`scores.earlier`). Returns who superseded whom."""
+    ranked = sorted(run.candidates.values(), key=lambda c: (-c.score, c.id))[:SUPERSEDE_POOL]
+    records = {
+        c.id: r for c in ranked if isinstance(r := c.record, Episode) or (isinstance(r, Fact) and r.tier == "raw")
+    }
+    pool = [c for c in ranked if c.id in records]
+    floor = TOPICAL_SHARE * max((c.score for c in pool), default=0.0)
+    best = {c.id for c in pool[:TOPICAL] if c.score >= floor}  # the question's answers: it says what they are about
+    pool.sort(key=lambda c: (_position(records[c.id]), c.id))
+    query = run.request.query or ""
+    latest, about, asked = run.when.prefer == "latest", changes.people(query), changes.question_slots(query)
+
+    def reason(i: int, j: int, similarity: float) -> str | None:
+        earlier, later = pool[i].id, pool[j].id
+        topical = earlier in best and later in best
+        return changes.update_reason(
+            records[earlier], records[later], similarity, latest=latest, topical=topical, asked=asked, about=about
+        )
+
+    pairs = [
+        (i, j)
+        for j in range(len(pool))
+        for i in range(j)
+        if _position(records[pool[i].id]) < _position(records[pool[j].id])
+        and not _grounds(records, pool[i].id, pool[j].id)
+        and reason(i, j, 1.0)
+    ]
+    marked = _consolidated(run, mode)
+    if not pairs:
+        return marked
+    involved = [pool[k] for pair in pairs for k in pair]
+    run.with_vectors(involved)
+    vectors = stored_vectors(run, involved)
+    winner: dict[int, tuple[int, str, float]] = {}  # earlier -> (its latest updater, why, cosine)
+    for i, j in pairs:
+        a, b = vectors.get(pool[i].id), vectors.get(pool[j].id)
+        similarity = float(np.dot(a, b)) if a is not None and b is not None else 0.0
+        if why := reason(i, j, similarity):
+            winner[i] = (j, why, similarity)  # pairs come in order of the later one: the last is the latest
+    head = {i: _head(winner, i) for i in winner}  # the current statement each chain ends at
+    if mode == "present":
+        for i in sorted(winner):  # oldest first
+            _above(pool[head[i]], pool[i], "newer", "superseded")
+    else:
+        first = run.when.prefer == "earliest" or bool(FIRST_TIME.search((run.request.query or "").lower()))
+        for h in set(head.values()):
+            chain = sorted(i for i in winner if head[i] == h)
+            _above(pool[chain[0] if first else chain[-1]], pool[h], "earlier", "later")
+    out: list[dict[str, object]] = []
+    for i, (j, why, similarity) in sorted(winner.items()):
+        later = pool[j]
+        pool[i].changed = {"by": later.id, "at": _position(records[later.id])[0].date().isoformat(), "why": why}
+        out.append({"id": pool[i].id, "by": later.id, "why": why, "similarity": round(similarity, 6)})
+    found = {pool[i].id for i in winner}
+    return [m for m in marked if m["id"] not in found] + out
+
+
+def _consolidated(run: Run, mode: str) -> list[dict[str, object]]:
+    """Claim facts consolidation found changed by a later turn (`Fact.changed_by`, where the turn gave no value
+    a claim could hold) are marked `since_changed` whether or not that turn was found; when it was, it ranks
+    just above the claim for a question about the present, just below it for one about the past."""
+    out: list[dict[str, object]] = []
+    for candidate in list(run.candidates.values()):
+        fact = candidate.record
+        if not isinstance(fact, Fact) or fact.changed_by is None or fact.changed_at is None:
+            continue
+        candidate.changed = {"by": fact.changed_by, "at": fact.changed_at.date().isoformat(), "why": "consolidation"}
+        later = run.candidates.get(fact.changed_by)
+        if later is not None and mode == "present":
+            _above(later, candidate, "newer", "superseded")
+        elif later is not None:
+            _above(candidate, later, "earlier", "later")
+        out.append({"id": candidate.id, "by": fact.changed_by, "why": "consolidation"})
+    return out
+
+
+FIRST_TIME = re.compile(r"\b(original(?:ly)?|initially|at first|to begin with|first)\b")
+
+
+def _grounds(records: dict[str, Episode | Fact], a: str, b: str) -> bool:
+    """One of the two is a claim fact drawn from the other: a turn never updates the fact it states."""
+    first, second = records[a], records[b]
+    return (isinstance(first, Fact) and b in first.source_episode_ids) or (
+        isinstance(second, Fact) and a in second.source_episode_ids
+    )
+
+
+def _head(winner: dict[int, tuple[int, str, float]], i: int) -> int:
+    """The latest statement of the chain of updates `i` starts."""
+    seen = {i}
+    while i in winner and winner[i][0] not in seen:
+        i = winner[i][0]
+        seen.add(i)
+    return i
+
+
+def _above(top: Candidate, bottom: Candidate, raised: str, lowered: str) -> None:
+    """`top` ranks just above `bottom` (NEWER times its score), `bottom` at most just below it (EARLIER)."""
+    if top.score <= bottom.score:
+        top.scores[raised] = round(bottom.score * NEWER / max(top.score, 1e-9), 6)
+        top.score = bottom.score * NEWER
+    if bottom.score > top.score * EARLIER > 0:
+        bottom.scores[lowered] = round(top.score * EARLIER / bottom.score, 6)
+        bottom.score = top.score * EARLIER
