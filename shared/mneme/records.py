@@ -33,7 +33,7 @@ class Proposal(BaseModel):
     turns that state it, by their number in the window (from 1); the fact's sources are those episodes.
     `supersedes`: an earlier fact this one updates, by the key it was given under ("F2"; after the extract
     stage, that fact's id). The LLM reasoners' JSON schema is generated from this model
-    (`adapters.reasoners.ANSWER_SCHEMA`); the lengths are limits an answer is held to."""
+    (`adapters.models.reasoners.ANSWER_SCHEMA`); the lengths are limits an answer is held to."""
 
     entity: str | None = Field(
         None,
