@@ -4,7 +4,7 @@ says the claim has since changed, and forgetting the turn makes the claim curren
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from mneme.bootstrap import Services
@@ -78,14 +78,7 @@ def test_the_fact_a_change_states_is_current_not_changed_by_its_own_turn(service
     [turn] = say(services, "s2", ("Elif", "Big changes at work. Gwen went off to run the data team and my new manager "
                                           "is a guy called Tomasz."), occurred_at=clock.now())  # fmt: skip
     # And the claim consolidation draws from it, as close to its turn in meaning as a vector can be
-    episode = services.store.get_episodes("acme", [turn])[turn]
-    now = clock.now()
-    fact = Fact(tenant="acme", fact_id="fa_tomasz", scope_id=episode.scope_id, entity="Elif", property="manager",
-                value="Tomasz", summary="Elif's manager is Tomasz.", confidence=0.5, source_episode_ids=[turn],
-                valid_from=episode.occurred_at, created_at=now, updated_at=now, reinforced_at=now,
-                vector=episode.vector, model_id=services.consolidation.deps.embedder.model_id)  # fmt: skip
-    services.store.put_facts([fact])
-    services.consolidation.deps.indexer.index_facts([fact])
+    claim_of(services, turn, "fa_tomasz", "Tomasz", clock.now())
     # When recall asks about the present
     response = services.recall.recall(WRITER, RecallRequest(query="Who does Elif report to?", explain=True))
     # Then the fact comes first, not marked as changed by the turn it was drawn from (which it folds)
@@ -98,14 +91,7 @@ def test_a_claim_fact_is_updated_by_a_later_change_of_its_owner(services: Servic
     [gwen] = say(
         services, "s1", ("Elif", "Gwen, my manager, signed off my holiday for Lisbon!"), occurred_at=clock.now()
     )
-    episode = services.store.get_episodes("acme", [gwen])[gwen]
-    now = clock.now()
-    fact = Fact(tenant="acme", fact_id="fa_gwen", scope_id=episode.scope_id, entity="Elif", property="manager",
-                value="Gwen", summary="Elif's manager is Gwen.", confidence=0.5, source_episode_ids=[gwen],
-                valid_from=episode.occurred_at, created_at=now, updated_at=now, reinforced_at=now,
-                vector=episode.vector, model_id=services.consolidation.deps.embedder.model_id)  # fmt: skip
-    services.store.put_facts([fact])
-    services.consolidation.deps.indexer.index_facts([fact])
+    claim_of(services, gwen, "fa_gwen", "Gwen", clock.now())
     # And weeks later a change, in Elif's words
     clock.advance(days=70)
     [change] = say(services, "s2", ("Elif", "Gwen went off to run the data team and my new manager is Tomasz."),
@@ -117,3 +103,14 @@ def test_a_claim_fact_is_updated_by_a_later_change_of_its_owner(services: Servic
     assert ids.index(change) < ids.index("fa_gwen")
     [claim] = [r for r in response.results if r.id == "fa_gwen"]
     assert claim.since_changed is not None and claim.since_changed["by"] == change
+
+
+def claim_of(services: Services, turn: str, fact_id: str, manager: str, now: datetime) -> None:
+    """The claim "Elif's manager is <manager>." drawn from `turn`, with the turn's own vector."""
+    episode = services.store.get_episodes("acme", [turn])[turn]
+    fact = Fact(tenant="acme", fact_id=fact_id, scope_id=episode.scope_id, entity="Elif", property="manager",
+                value=manager, summary=f"Elif's manager is {manager}.", confidence=0.5, source_episode_ids=[turn],
+                valid_from=episode.occurred_at, created_at=now, updated_at=now, reinforced_at=now,
+                vector=episode.vector, model_id=services.consolidation.deps.embedder.model_id)  # fmt: skip
+    services.store.put_facts([fact])
+    services.consolidation.deps.indexer.index_facts([fact])
