@@ -17,12 +17,20 @@ marker) and B (a key per role). Then:
   any difference in status or error code is a leak;
 - slowloris: `--slow-clients` connections send one header line a second and never end the head: each must
   get a 408 at the head deadline, and a health check meanwhile must be answered;
+- idle connections: `--idle` TCP connections (no key, never a byte; more than every process's connection cap
+  together), each re-opened as soon as the server closes it, for 40 s while 20 health checks are made: each
+  must be answered 200 (a refusal must be a JSON 503);
+- keys in refused heads: heads h11 refuses (a bare CR, a space before the colon, a bad request line, a NUL, a
+  bad Content-Length, a chunked body) carrying a live key: no answer and no line of the server's log may hold it;
+- metadata partition: Bob's turn (`metadata.user: bob`) and two of Ines's in one scope, consolidated; recall
+  under `{"metadata": {"user": "bob"}, "tiers": ["daily", "weekly"]}` and `GET /v1/facts?metadata.user=bob` may
+  return nothing with Ines's words;
 - load: `--clients` writers remember for `--seconds`, each with its own idempotency keys (retrying a failed
   call with the same key), while a worker process is killed with SIGKILL `--kills` times; then every
   acknowledged episode must be in the change feed once, and no content stored twice.
 
     .venv/bin/python bench/attack.py [--rounds 5] [--clients 16] [--seconds 58] [--kills 7] [--workers 3]
-        [--slow-clients 64]
+        [--slow-clients 64] [--idle 800]
 """
 
 from __future__ import annotations
@@ -33,12 +41,14 @@ import json
 import os
 import random
 import re
+import selectors
 import signal
 import socket
 import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -245,6 +255,115 @@ def slowloris(url: str, clients: int, interval: float, deadline: float) -> dict[
     return {"clients": clients, "cut_off": cut, "seconds": time.monotonic() - start, "health_ms": health_ms}
 
 
+def idle_flood(url: str, connections: int, seconds: float, probes: int) -> dict[str, int]:
+    """`connections` TCP connections that never send a byte, each re-opened as soon as the server closes it, for
+    `seconds`, while `probes` health checks are spread over that time: how each check was answered."""
+    host, port = url.removeprefix("http://").split(":")
+
+    def opened() -> socket.socket:
+        sock = socket.create_connection((host, int(port)), timeout=10)
+        sock.setblocking(False)
+        return sock
+
+    watch = selectors.DefaultSelector()
+    for _ in range(connections):
+        watch.register(opened(), selectors.EVENT_READ)
+    stop, reopened = threading.Event(), [0]
+
+    def keep_open() -> None:  # the attacker: whatever the server closes comes back at once
+        while not stop.is_set():
+            for ready, _ in watch.select(timeout=0.2):
+                sock = ready.fileobj
+                assert isinstance(sock, socket.socket)
+                try:
+                    if sock.recv(65536):
+                        continue  # an answer (408, 503) before the close: read on
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    pass
+                watch.unregister(sock)
+                sock.close()
+                with contextlib.suppress(OSError):
+                    watch.register(opened(), selectors.EVENT_READ)
+                    reopened[0] += 1
+
+    attacker = threading.Thread(target=keep_open, daemon=True)
+    attacker.start()
+    answers: Counter[str] = Counter()
+    for _ in range(probes):
+        time.sleep(seconds / probes)
+        try:
+            response = requests.get(url + "/v1/health", timeout=10)
+            json_body = response.headers.get("Content-Type", "").startswith("application/json")
+            answers[f"{response.status_code}{'' if json_body else ' (not JSON)'}"] += 1
+        except requests.RequestException:
+            answers["no answer"] += 1
+    stop.set()
+    attacker.join()
+    for ready in list(watch.get_map().values()):
+        ready.fileobj.close()  # type: ignore[union-attr]
+    return {"connections": connections, "probes": probes, "reopened": reopened[0], **answers}
+
+
+def keys_in_refused_heads(url: str, key: str, log: list[str]) -> tuple[int, int, int]:
+    """Heads h11 refuses, each carrying a live key where h11 quotes what it refused: (heads sent, answers that
+    hold the key, lines of the server's log that hold it)."""
+    host, port = url.removeprefix("http://").split(":")
+    heads = [
+        f"GET /v1/me HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\rX: y\r\n\r\n",  # a bare CR
+        f"GET /v1/me HTTP/1.1\r\nHost: t\r\nAuthorization : Bearer {key}\r\n\r\n",  # a space before the colon
+        f"GET /v1/changes?cursor={key} HTTP/1.1 x\r\nHost: t\r\n\r\n",  # a request line h11 cannot read
+        f"GET /v1/changes?cursor={key}\x80 HTTP/1.1\r\nHost: t\r\n\r\n",  # a byte outside ASCII in the target
+        f"GET /v1/me HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\x00\r\n\r\n",  # a NUL in the value
+        f"GET /v1/me HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\r\nContent-Length: 1{key}\r\n\r\n",
+        f"POST /v1/recall HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\r\nTransfer-Encoding: chunked\r\n\r\n"
+        f"{key}\r\n",  # a chunk header h11 quotes
+    ]
+    echoed = 0
+    for head in heads:
+        answer = b""
+        with socket.create_connection((host, int(port)), timeout=5) as sock, contextlib.suppress(OSError):
+            sock.sendall(head.encode("latin-1"))
+            while chunk := sock.recv(65536):
+                answer += chunk
+        echoed += key.encode() in answer
+    time.sleep(1.0)  # the log is read from the server's output by a thread
+    return len(heads), echoed, sum(key in line for line in log)
+
+
+INES = ("dairy", "cheese", "Ines", "Marta", "sister")  # words only Ines's turns hold
+
+
+def metadata_partition(admin: Api) -> tuple[int, int]:
+    """Bob's turn and two of Ines's in one scope, consolidated; then Bob's view through a metadata filter, on
+    roll-ups and facts: (reads, reads that returned a record with Ines's words)."""
+    turns = [("bob", "Bob: I booked the table at the bistro for Friday evening."),
+             ("ines", "Ines: I have stopped eating cheese, no dairy for me any more."),
+             ("ines", "Ines: my sister Marta visits us in June.")]  # fmt: skip
+    items = [{"scope": "root.users", "content": text, "metadata": {"user": user}, "create_scope": True,
+              "session_id": "dinner"} for user, text in turns]  # fmt: skip
+    admin.ok("POST", "/v1/remember", {"items": items})
+    time.sleep(3)  # past consolidation's settle window
+    run = admin.ok("POST", "/v1/consolidate", {"scopes": ["root.users"]})
+    for _ in range(600):
+        if admin.ok("GET", f"/v1/consolidations/{run['run_id']}")["status"] != "running":
+            break
+        time.sleep(0.1)
+    reads, leaks = 0, 0
+    for query in ("dairy", "what does she eat", "who visits in June", "Friday"):
+        body = {"query": query, "scope": "root.users", "metadata": {"user": "bob"}, "tiers": ["daily", "weekly"],
+                "scoring": {"strictness": "recall"}}  # fmt: skip
+        found = admin.ok("POST", "/v1/recall", body)
+        texts = [result["content"] for result in found["results"]] + [found["context"]]
+        reads, leaks = reads + 1, leaks + any(word in text for text in texts for word in INES)
+    facts = admin.ok("GET", "/v1/facts?scope=root.users&metadata.user=bob&limit=200")["facts"]
+    reads, leaks = reads + 1, leaks + any(word in json.dumps(fact) for fact in facts for word in INES)
+    if leaks:
+        print(f"PARTITION: {leaks} of {reads} reads filtered on user bob returned Ines's words", file=sys.stderr)
+    return reads, leaks
+
+
 def load(
     url: str, key: str, clients: int, seconds: float, kills: int, workers: Callable[[], list[int]]
 ) -> dict[str, int]:
@@ -336,6 +455,7 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=7)
     parser.add_argument("--workers", default="3")
     parser.add_argument("--slow-clients", type=int, default=64, help="slowloris connections")
+    parser.add_argument("--idle", type=int, default=800, help="idle connections (3 processes take 3 x 256)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home, log = Path(tmp) / "home", []
@@ -365,6 +485,18 @@ def main() -> None:
                 f"slowloris: {slow['clients']} clients sending a header line a second, {slow['cut_off']} cut off "
                 f"with 408 within {slow['seconds']:.1f} s; a health check meanwhile took {slow['health_ms']:.0f} ms"
             )
+            idle = idle_flood(url, args.idle, 40.0, 20)
+            answered = ", ".join(f"{n} {status}" for status, n in sorted(idle.items()) if status[0].isdigit()
+                                 or status == "no answer")  # fmt: skip
+            print(
+                f"idle connections: {idle['connections']} never sending a byte, re-opened when closed "
+                f"({idle['reopened']} times) for 40 s: {idle['probes']} health checks answered {answered}"
+            )
+            heads, echoed, logged = keys_in_refused_heads(url, a_keys[Role.reader], log)
+            print(f"keys in refused heads: {heads} heads carrying a live key, {echoed} answers and {logged} log "
+                  "lines holding it")  # fmt: skip
+            reads, partition_leaks = metadata_partition(admin_a)
+            print(f"metadata partition: {reads} reads filtered on Bob's metadata, {partition_leaks} with Ines's words")
             result = load(url, admin_key, args.clients, args.seconds, args.kills, lambda: children(proc.pid))
             print(
                 f"load: {args.clients} clients for {args.seconds:.0f} s, {result['kills']} kill -9 rounds: "
@@ -375,6 +507,7 @@ def main() -> None:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
     failed = leaks or escalated or through or existing or slow["cut_off"] < slow["clients"] or slow["health_ms"] < 0
+    failed = failed or idle.get("200", 0) < idle["probes"] or echoed or logged or partition_leaks
     sys.exit(1 if failed or result["lost"] or result["duplicated"] else 0)
 
 

@@ -9,6 +9,8 @@ Sets (`--set`, repeatable; default: every one):
   conversational  bench/claims_conversational.txt: chat turns written as a precision check, never tuned on
   chat            bench/claims_chat.txt: whole conversations labelled turn by turn (issue 42's dev part)
   chat-check      bench/claims_chat_check.txt: conversations written before tuning, never tuned on
+  traps           bench/claims_traps.txt: short conversations of precision traps, a dev set (tuned on)
+  fresh           bench/claims_fresh.txt: conversations written before the rules were read, never tuned on
 
 A conversation is read as one window (`window_claims`: each turn with the turns around it); an utterance
 set's line is a window of one turn. `--turns` reads every turn alone with `claims(text, speaker)` instead
@@ -41,6 +43,8 @@ SETS = {
     "conversational": "claims_conversational.txt",
     "chat": "claims_chat.txt",
     "chat-check": "claims_chat_check.txt",
+    "traps": "claims_traps.txt",
+    "fresh": "claims_fresh.txt",
 }
 
 

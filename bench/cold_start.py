@@ -176,7 +176,7 @@ def bundled_code(assembly: Path) -> Path | None:
 def bundle_code(output: Path) -> Path:
     from infra.layer_bundling import CopySources, bundling
 
-    local = CopySources({"functions": ROOT / "functions", "mneme": ROOT / "shared" / "mneme"})
+    local = CopySources({"functions": ROOT / "functions", "mneme": ROOT / "shared" / "mneme"}, source_only=True)
     local.try_bundle(str(output), bundling(local))
     return output
 
@@ -196,7 +196,7 @@ def host_packages(python: str) -> list[Path]:
         for tree, requirements in zip(trees, (locked, runtime), strict=True):
             pip = [python, "-m", "pip", "install", "--quiet", "--no-deps", "--only-binary=:all:"]
             subprocess.run([*pip, "--disable-pip-version-check", "--target", str(tree), *requirements], check=True)
-            compile_bytecode(tree, LAYER_ROOT)
+            compile_bytecode(tree, LAYER_ROOT, source_only=True)  # a bench without a 3.12 runs this Python
         (cache / "done").touch()
     return trees
 

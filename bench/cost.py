@@ -18,7 +18,12 @@ through API Gateway's shape, and prices what the functions asked of AWS:
 Operations: a single remember; a retrieve; a quiet recall (a tenant of QUIET episodes, all indexed) and a
 busy recall (a tenant that wrote BUSY episodes in the last minutes). Then the idle cost a month.
 
-    PYTHONPATH=shared:. python bench/cost.py [--busy 300]
+Consolidation runs (`--scopes`, default 1 10 1000): the Step Functions state transitions a run costs by its
+count of dirty scopes, counted by executing the deployed definition (moto's interpreter) with every state
+it enters recorded; the stage tasks are answered by a script (one small batch per scope: what a tick over
+many lightly dirty scopes sees), since transitions follow the control flow only. And X-Ray, by traffic.
+
+    PYTHONPATH=shared:. python bench/cost.py [--busy 300] [--scopes 1 10 1000]
 
 Prices: us-east-1, on-demand, read from the pages cited beside each constant (check them again before you
 quote a figure).
@@ -463,6 +468,161 @@ def domain_monthly() -> float:
     return DOMAIN_INSTANCE_HOUR * HOURS_A_MONTH + DOMAIN_GP3_GB_MONTH * VOLUME_GIB
 
 
+# -- consolidation runs: Step Functions transitions by dirty scopes, and X-Ray ---------------------------
+# https://aws.amazon.com/step-functions/pricing/ : Standard workflows $0.025 per 1,000 state transitions
+# (us-east-1; 4,000 free a month, left out). Step Functions developer guide, "Transitions": a Distributed
+# Map is billed one transition per child workflow execution it starts, and each child (a Standard
+# workflow here) its own transitions; a retry or a redrive counts too (none in this bench).
+SFN_TRANSITION = 0.025 / 1000
+RUN_SCOPES = (1, 10, 1_000)
+# https://aws.amazon.com/xray/pricing/ : $5.00 per million traces recorded past the first 100,000 a month;
+# retrieving or scanning them is $0.50 per million past 1,000,000 (left out: it follows how often people look).
+# Traced: every API request (stage tracing, functions' active tracing), every schedule tick, every state
+# machine execution. The stack sets no sampling rule, so X-Ray's default applies: the first request each
+# second and 5 % of the others (X-Ray developer guide, sampling); the reservoir is shared by every host.
+XRAY_TRACE = 5.00 / 1e6
+XRAY_FREE_TRACES = 100_000
+XRAY_RESERVOIR, XRAY_RATE = 1, 0.05
+TICKS_A_MONTH = {"index-repair tick (every minute)": 60 * HOURS_A_MONTH,
+                 "consolidate-schedule tick (every 15 min)": 4 * HOURS_A_MONTH}  # fmt: skip
+
+
+@dataclass
+class RunTransitions:
+    """What consolidating `scopes` dirty scopes costs Step Functions: runs of at most MAX_TARGETS_PER_RUN."""
+
+    scopes: int
+    runs: int
+    states: Counter[str]  # states entered, parent and child executions, by name
+    children: int  # child executions the Distributed Map started (one per scope)
+
+    @property
+    def transitions(self) -> int:
+        return sum(self.states.values()) + self.children
+
+    @property
+    def stage_invocations(self) -> int:
+        return sum(n for name, n in self.states.items() if name in STAGE_TASKS)
+
+    def cost(self) -> float:
+        return self.transitions * SFN_TRANSITION + self.stage_invocations * LAMBDA_REQUEST
+
+
+STAGE_TASKS: set[str] = set()  # the definition's Lambda task states, read from the template
+
+
+def count_states() -> tuple[Counter[str], Any]:
+    """Every state moto's interpreter enters, by name, until the returned undo is called."""
+    from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
+
+    entered: Counter[str] = Counter()
+    real = CommonStateField._eval_body
+
+    def counted(self: Any, env: Any) -> None:
+        entered[self.name] += 1
+        real(self, env)
+
+    CommonStateField._eval_body = counted  # type: ignore[method-assign]
+    return entered, lambda: setattr(CommonStateField, "_eval_body", real)
+
+
+def measure_runs(scope_counts: tuple[int, ...]) -> list[RunTransitions]:
+    """Runs the deployed state machine over each count of dirty scopes, `MAX_TARGETS_PER_RUN` a run."""
+    import boto3
+
+    from mneme.consolidation.service import MAX_TARGETS_PER_RUN
+    from tests.cloud.template import REGION
+    from tests.cloud.test_workflow import Stages
+
+    measured = []
+    with stack() as cloud:
+        _, machine = cloud.deployment.template.state_machine()
+        (processor,) = [s["ItemProcessor"] for s in machine["Definition"]["States"].values() if s["Type"] == "Map"]
+        for states in (machine["Definition"]["States"], processor["States"]):
+            STAGE_TASKS.update(name for name, state in states.items() if state["Type"] == "Task")
+        client = boto3.client("stepfunctions", region_name=REGION)
+        for scopes in scope_counts:
+            cloud.deployment.task_script = Stages()
+            entered, undo = count_states()
+            targets = [f"scope-{n}" for n in range(scopes)]
+            runs = [targets[i : i + MAX_TARGETS_PER_RUN] for i in range(0, scopes, MAX_TARGETS_PER_RUN)]
+            try:
+                for n, batch in enumerate(runs):
+                    name = f"run-{scopes}-{n}"
+                    started = client.start_execution(
+                        stateMachineArn=cloud.deployment.state_machine_arn(), name=name,
+                        input=json.dumps({"tenant": "acme", "run_id": name, "targets": batch}),
+                    )  # fmt: skip
+                    done = cloud.deployment.wait_for_execution(started["executionArn"], timeout=3600)
+                    assert done["status"] == "SUCCEEDED", done
+            finally:
+                undo()
+            measured.append(RunTransitions(scopes, len(runs), entered, entered[processor["StartAt"]]))
+    return measured
+
+
+def xray_sampled(per_second: float) -> float:
+    """The share of requests X-Ray's default rule records at a steady `per_second`."""
+    kept = min(per_second, XRAY_RESERVOIR) + XRAY_RATE * max(0.0, per_second - XRAY_RESERVOIR)
+    return kept / per_second
+
+
+def idle_month(ticks: list[Operation], template: Any) -> float:
+    """The idle month but search: the two schedules' ticks and the fixed items (report's idle table)."""
+    scheduled = sum(sum(v for k, v in tick.costs().items() if k != "api") * TICKS_A_MONTH[tick.name] for tick in ticks)
+    return scheduled + sum(fixed_monthly(template).values())
+
+
+def consolidation_report(runs: list[RunTransitions], ticks: list[Operation], template: Any) -> str:
+    lines = [
+        "Consolidation, Step Functions (Standard): the dirty scopes one schedule tick consolidates, one small batch "
+        "each. A run takes at most 200 (one run per tenant a tick): 1,000 a tick is five tenants of 200, or one "
+        "tenant's 1,000 over five ticks.",
+        "",
+        "| dirty scopes a tick | runs | child executions | states entered | transitions | per scope "
+        "| stage invocations | $ per tick | $ a month, a tick every 15 min |",
+        "|" + "---|" * 9,
+    ]
+    for run in runs:
+        month = run.cost() * TICKS_A_MONTH["consolidate-schedule tick (every 15 min)"]
+        lines.append(
+            f"| {run.scopes:,} | {run.runs} | {run.children:,} | {sum(run.states.values()):,} "
+            f"| {run.transitions:,} | {run.transitions / run.scopes:.1f} | {run.stage_invocations:,} "
+            f"| {run.cost():.4f} | {month:,.2f} |"
+        )
+    per_scope = {name: n / runs[0].scopes for name, n in sorted(runs[0].states.items())}
+    lines += ["", "States entered per run of one scope: " + ", ".join(f"{k} {v:g}" for k, v in per_scope.items())]
+    lines += ["", "X-Ray, traces recorded (default sampling: 1 a second, then 5 %):", "",
+              "| traffic | share traced | $ per million requests |", "|---|---|---|"]  # fmt: skip
+    for rate in (1, 10, 100):
+        share = xray_sampled(rate)
+        lines.append(f"| {rate} a second, steady | {share:.1%} | {share * XRAY_TRACE * 1e6:.2f} |")
+    lines.append(f"| every request traced (a sampling rule of 100 %) | 100% | {XRAY_TRACE * 1e6:.2f} |")
+    ticks_a_month = sum(TICKS_A_MONTH.values())
+    lines += ["", f"Schedules: {ticks_a_month:,} ticks a month, each traced (under 1 a second); a run traces its "
+              "execution and each child's. Past the free 100,000 traces a month:", "",
+              "| a month, every tick consolidating | traces | X-Ray $ | Step Functions $ "
+              "| total, Serverless 2 OCU | total, Serverless 1 OCU | total, domain |", "|" + "---|" * 7]  # fmt: skip
+    idle, runs_a_month = idle_month(ticks, template), TICKS_A_MONTH["consolidate-schedule tick (every 15 min)"]
+    for run in runs:
+        traces = ticks_a_month + runs_a_month * (run.runs + run.children)
+        xray = max(0, traces - XRAY_FREE_TRACES) * XRAY_TRACE
+        sfn = run.cost() * runs_a_month
+        base = idle + xray + sfn
+        lines.append(
+            f"| {run.scopes:,} dirty scope{'s' if run.scopes > 1 else ''} | {traces:,} | {xray:,.2f} | {sfn:,.2f} "
+            f"| {base + 2 * OCU_HOUR * HOURS_A_MONTH:,.2f} | {base + OCU_HOUR * HOURS_A_MONTH:,.2f} "
+            f"| {base + domain_monthly():,.2f} |"
+        )
+    lines += [
+        "",
+        f"Step Functions ${SFN_TRANSITION * 1e3}/1,000 transitions; the stage invocations' Lambda "
+        "requests are in '$ per tick' (their GB-seconds follow the work, not the scope count: left out). "
+        "The transitions and traces are the same for both search options; only the idle base differs.",
+    ]
+    return "\n".join(lines)
+
+
 def report(operations: list[Operation], ticks: list[Operation], template: Any) -> str:
     head = (
         "| operation | status | Lambda invocations (GB-s) | read units | write units | DynamoDB calls (units) "
@@ -521,11 +681,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--busy", type=int, default=BUSY, help="episodes the busy tenant wrote just before")
     parser.add_argument("--trace", action="store_true", help="print every item write and its units (stderr)")
+    parser.add_argument("--scopes", type=int, nargs="*", default=list(RUN_SCOPES),
+                        help="dirty scopes a consolidation tick finds (none: skip the runs)")  # fmt: skip
     args = parser.parse_args()
     global TRACE
     TRACE = args.trace
     operations, ticks, template = run(args.busy)
     print(report(operations, ticks, template))
+    if args.scopes:
+        print("\n" + consolidation_report(measure_runs(tuple(args.scopes)), ticks, template))
 
 
 if __name__ == "__main__":

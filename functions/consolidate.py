@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mneme import bootstrap
 from mneme.http.api import build_resolver, caller, json_response
 from mneme.http.lambda_entry import lambda_handler
-from mneme.http.schemas import QueryInt
+from mneme.http.schemas import QueryLimit
 from mneme.observability import logger, metrics, tracer
 
 app = build_resolver()
@@ -28,7 +28,7 @@ def consolidate(request: Annotated[ConsolidateRequest, Body()]) -> Response[Any]
 
 
 @app.get("/v1/consolidations")
-def list_runs(limit: Annotated[QueryInt, Query(ge=1, le=200)] = 20) -> dict[str, Any]:
+def list_runs(limit: Annotated[QueryLimit, Query()] = 20) -> dict[str, Any]:
     """The most recent runs, newest first: status, per-stage counters and errors."""
     runs = bootstrap.current().consolidation.recent(caller(app), limit)
     return {"runs": [run.model_dump(mode="json", exclude={"tenant"}) for run in runs]}

@@ -7,7 +7,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from mneme import bootstrap
 from mneme.http.api import build_resolver, caller
 from mneme.http.lambda_entry import lambda_handler
-from mneme.http.schemas import QueryInt
+from mneme.http.schemas import QueryLimit
 from mneme.services.recall import RecallRequest
 
 app = build_resolver()
@@ -21,7 +21,7 @@ def recall(request: Annotated[RecallRequest, Body()]) -> dict[str, Any]:
 
 @app.get("/v1/changes")
 def changes(
-    cursor: Annotated[str | None, Query(max_length=512)] = None, limit: Annotated[QueryInt, Query(ge=1, le=200)] = 100
+    cursor: Annotated[str | None, Query(max_length=512)] = None, limit: Annotated[QueryLimit, Query()] = 100
 ) -> dict[str, Any]:
     return bootstrap.current().feed.changes(caller(app), cursor, limit)
 

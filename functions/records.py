@@ -9,14 +9,14 @@ from mneme import bootstrap
 from mneme.errors import InvalidInput
 from mneme.http.api import build_resolver, caller
 from mneme.http.lambda_entry import lambda_handler
-from mneme.http.schemas import CorrectFactRequest, NoBody, query_metadata
+from mneme.http.schemas import CorrectFactRequest, NoBody, QueryLimit, query_metadata
 from mneme.services.records import Listing
 
 app = build_resolver()
 
 Scope = Annotated[str, Query(min_length=4, max_length=600)]
 Cursor = Annotated[str | None, Query(max_length=512)]
-Limit = Annotated[int, Query(ge=1, le=200)]
+Limit = Annotated[QueryLimit, Query()]
 # A forget's reason rides in the query string, and a request target is at most 8,192 bytes (413/414 beyond):
 # 500 characters of any script fit, percent-encoded.
 Reason = Annotated[str | None, Query(min_length=1, max_length=500)]
@@ -51,8 +51,9 @@ def list_episodes(
     cursor: Cursor = None,
     limit: Limit = 50,
 ) -> dict[str, Any]:
-    """Episodes under a scope (its whole subtree), newest remembered first. Filters: `session_id`, `since` /
-    `until` (when they occurred, half-open), `metadata.<key>=<value>` (repeat a key for any of several values)."""
+    """Episodes under a scope (its whole subtree), newest remembered first (the turns one call gave by their
+    `sequence`, the last first). Filters: `session_id`, `since` / `until` (when they occurred, half-open; `since`
+    after `until` is a 400), `metadata.<key>=<value>` (repeat a key for any of several values)."""
     listing = _listing(scope, since, until, session_id=session_id, cursor=cursor, limit=limit)
     return bootstrap.current().records.list_episodes(caller(app), listing)
 

@@ -16,7 +16,8 @@ app = build_resolver()
 
 @app.get("/v1/health")
 def health() -> dict[str, str]:
-    """`ok`, or `degraded` with what is (the embedded engine: an index being rebuilt, an unreadable store)."""
+    """`ok`, or `degraded` with what is (the embedded engine: an index being rebuilt, an unreadable store or
+    cursor key)."""
     problems = degraded(bootstrap.current_settings())
     return {"status": "degraded" if problems else "ok", "version": __version__, **problems}
 
@@ -26,7 +27,7 @@ def degraded(settings: Settings) -> dict[str, str]:
         return {}
     from mneme.local.checks import components
 
-    return components(settings.sqlite_path, settings.index_path)
+    return components(settings.sqlite_path, settings.index_path, bootstrap.cursor_key_file(settings))
 
 
 @app.post("/v1/retrieve")

@@ -6,7 +6,9 @@
   package at its pinned version and hash, no dependency resolved at synth time.
 
 Both ship bytecode compiled by a CPython 3.12 (`compile_bytecode`): Lambda's file system is read-only, so
-a module without a usable `__pycache__/*.cpython-312.pyc` is compiled again on every cold start.
+a module without a usable `__pycache__/*.cpython-312.pyc` is compiled again on every cold start. Without a
+3.12 the bundling fails (and the synth with it) unless the operator asked for source-only assets
+(`mneme:source_only_assets`).
 """
 
 from __future__ import annotations
@@ -59,11 +61,26 @@ def runs_as(python: str, version: str) -> bool:
     return done.returncode == 0 and done.stdout.split() == ["cpython", version]
 
 
-def compile_bytecode(root: Path, runtime_root: str) -> bool:
+class NoBuildPython(RuntimeError):
+    """No CPython of Lambda's version to compile the assets with, and source-only assets were not asked for."""
+
+
+NO_BUILD_PYTHON = (
+    f"no CPython {PYTHON_VERSION} (Lambda's Python) to compile the assets' bytecode with; without it every cold "
+    "start compiles every module again (about 2.5 times the CPU: bench/cold_start.py). Get one: "
+    f"`pyenv install {PYTHON_VERSION}` (found under $PYENV_ROOT/versions), your system's python{PYTHON_VERSION} "
+    f"package (e.g. `apt-get install python{PYTHON_VERSION}`), or `uv python install {PYTHON_VERSION}`; or name it "
+    f"with {BUILD_PYTHON_VARIABLE}=/path/to/python{PYTHON_VERSION}. To ship sources only anyway: "
+    "-c mneme:source_only_assets=true"
+)
+
+
+def compile_bytecode(root: Path, runtime_root: str, *, source_only: bool = False) -> bool:
     """Writes `__pycache__/*.cpython-312.pyc` for every .py under `root` with a CPython 3.12, so Lambda
     imports them instead of compiling each module at every cold start (it cannot write the cache: its file
-    system is read-only). Without a 3.12 interpreter the asset ships sources only and stderr says so: a synth
-    never fails for it. Returns whether bytecode was written.
+    system is read-only). Without a 3.12 interpreter it raises `NoBuildPython` (which fails the synth),
+    unless `source_only`: then the asset ships sources only and stderr says so. With `source_only` and a
+    3.12 found, bytecode is still written. Returns whether bytecode was written.
 
     Invalidation mode `unchecked-hash` (PEP 552; py_compile.PycInvalidationMode): the default, `timestamp`,
     stores the source's mtime and size, which the import system compares with the file's at every import;
@@ -73,11 +90,12 @@ def compile_bytecode(root: Path, runtime_root: str) -> bool:
     are, without looking at the source: right for files that never change once deployed.
     """
     python = build_python()
+    if python is None and not source_only:
+        raise NoBuildPython(f"layer_bundling: {NO_BUILD_PYTHON}")
     if python is None:
         print(
-            f"layer_bundling: no CPython {PYTHON_VERSION} found (set {BUILD_PYTHON_VARIABLE}, or put "
-            f"python{PYTHON_VERSION} on PATH): {root.name} ships sources only, and Lambda compiles them at "
-            "every cold start",
+            f"layer_bundling: no CPython {PYTHON_VERSION} found: {root.name} ships sources only "
+            "(mneme:source_only_assets), and Lambda compiles them at every cold start",
             file=sys.stderr,
         )
         return False
@@ -124,13 +142,13 @@ class CopySources:
     """Copies each source directory to `<output>/<name>` without its bytecode caches, then compiles it for
     Lambda's Python."""
 
-    def __init__(self, sources: Mapping[str, Path]) -> None:
-        self.sources = dict(sources)
+    def __init__(self, sources: Mapping[str, Path], *, source_only: bool = False) -> None:
+        self.sources, self.source_only = dict(sources), source_only
 
     def try_bundle(self, output_dir: str, options: BundlingOptions) -> bool:
         for name, source in self.sources.items():
             shutil.copytree(source, Path(output_dir) / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        compile_bytecode(Path(output_dir), CODE_ROOT)
+        compile_bytecode(Path(output_dir), CODE_ROOT, source_only=self.source_only)
         return True
 
 
@@ -139,16 +157,18 @@ class PipLayer:
     """Installs the lock file into `<output>/python` (a layer's import path), then compiles it for Lambda's
     Python; pip reaches PyPI."""
 
-    def __init__(self, lock_file: Path) -> None:
-        self.lock_file = lock_file
+    def __init__(self, lock_file: Path, *, source_only: bool = False) -> None:
+        self.lock_file, self.source_only = lock_file, source_only
 
     def try_bundle(self, output_dir: str, options: BundlingOptions) -> bool:
+        if not self.source_only and build_python() is None:  # before pip's minutes, not after
+            raise NoBuildPython(f"layer_bundling: {NO_BUILD_PYTHON}")
         site = Path(output_dir) / "python"
         self.install(site)
         drop_distributions(site, PROVIDED_BY_RUNTIME)  # none is locked; kept as a guard
         drop_test_suites(site)
         shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts: not on a layer's PATH
-        compile_bytecode(site, LAYER_ROOT)
+        compile_bytecode(site, LAYER_ROOT, source_only=self.source_only)
         return True
 
     def install(self, site: Path) -> None:

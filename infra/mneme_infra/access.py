@@ -4,7 +4,11 @@ Bedrock: `bedrock:InvokeModel` (which also covers the Converse API) on exactly t
 A plain model id is a foundation model in the stack's region. An id with a geographic prefix
 (`us.anthropic...`) is a cross-region inference profile: the role needs the profile in its own region and
 the underlying foundation model in every region the profile may route to, which AWS does not list in
-advance (hence the `*` region on that one model id).
+advance (hence the `*` region on that one model id). An ARN is granted as it names: a foundation model's
+as is; a system inference profile's with its model in any region, like its id; an application inference
+profile's with any foundation model in any region *only through that profile* (condition key
+`bedrock:InferenceProfileArn`): the model behind it was chosen when it was created and is not in its ARN
+("Prerequisites for inference profiles", Amazon Bedrock user guide).
 """
 
 from __future__ import annotations
@@ -22,32 +26,76 @@ def is_inference_profile(model_id: str) -> bool:
     return model_id.startswith(INFERENCE_PROFILE_PREFIXES)
 
 
+def arn_kind(model_id: str) -> str | None:
+    """`foundation-model`, `inference-profile` or `application-inference-profile` for an ARN; None for an id."""
+    if not model_id.startswith("arn:"):
+        return None
+    return model_id.split(":", 5)[5].split("/", 1)[0]
+
+
+def profile_id(model_id: str) -> str | None:
+    """The system inference profile a model id or a profile ARN names, None for anything else."""
+    if arn_kind(model_id) == "inference-profile":
+        return model_id.split("/", 1)[1]
+    return model_id if arn_kind(model_id) is None and is_inference_profile(model_id) else None
+
+
 def bedrock_model_arns(scope: Construct, model_id: str) -> list[str]:
-    """The resources `bedrock:InvokeModel` must allow for `model_id` (see the module docstring)."""
+    """The resources `bedrock:InvokeModel` must allow for `model_id` without a condition (module docstring)."""
     stack = Stack.of(scope)
-    if not is_inference_profile(model_id):
+    kind, profile = arn_kind(model_id), profile_id(model_id)
+    if kind in ("foundation-model", "application-inference-profile"):
+        return [model_id]
+    if profile is None:
         return [stack.format_arn(service="bedrock", account="", resource="foundation-model", resource_name=model_id)]
-    return [
-        stack.format_arn(service="bedrock", resource="inference-profile", resource_name=model_id),
-        base_model_arn(model_id),
-    ]
+    if kind is None:  # a profile id: the profile in the stack's own region
+        model_id = stack.format_arn(service="bedrock", resource="inference-profile", resource_name=model_id)
+    return [model_id, base_model_arn(profile)]
 
 
 def base_model_arn(model_id: str) -> str:
     return f"arn:{Aws.PARTITION}:bedrock:*::foundation-model/{model_id.split('.', 1)[1]}"
 
 
+ANY_FOUNDATION_MODEL = f"arn:{Aws.PARTITION}:bedrock:*::foundation-model/*"
+
+
+def through_application_profiles_statement(model_ids: list[str]) -> iam.PolicyStatement | None:
+    """Any foundation model, in any region, but only when called through one of these application profiles."""
+    profiles = [m for m in dict.fromkeys(model_ids) if arn_kind(m) == "application-inference-profile"]
+    if not profiles:
+        return None
+    return iam.PolicyStatement(
+        sid="InvokeModelsThroughApplicationProfilesOnly",
+        actions=["bedrock:InvokeModel"],
+        resources=[ANY_FOUNDATION_MODEL],
+        conditions={"StringEquals": {"bedrock:InferenceProfileArn": profiles}},
+    )
+
+
+def nag_resource(arn: str) -> str:
+    return arn.replace(Aws.PARTITION, "<AWS::Partition>")
+
+
 def model_acknowledgments(model_ids: list[str]) -> list[Acknowledgment]:
-    """cdk-nag flags the any-region foundation model behind an inference profile; say why it is needed."""
-    return [
+    """cdk-nag flags the any-region models an inference profile reaches; say why each is needed."""
+    acknowledgments = [
         Acknowledgment(
-            id=f"AwsSolutions-IAM5[Resource::{base_model_arn(model_id).replace(Aws.PARTITION, '<AWS::Partition>')}]",
-            reason=f"Inference profile {model_id} routes requests to this one model in regions AWS chooses, "
+            id=f"AwsSolutions-IAM5[Resource::{nag_resource(base_model_arn(profile))}]",
+            reason=f"Inference profile {profile} routes requests to this one model in regions AWS chooses, "
             "so the model is allowed in any region; no other model is.",
         )
-        for model_id in dict.fromkeys(model_ids)
-        if is_inference_profile(model_id)
+        for profile in dict.fromkeys(filter(None, map(profile_id, model_ids)))
     ]
+    if through_application_profiles_statement(model_ids) is not None:
+        acknowledgments.append(
+            Acknowledgment(
+                id=f"AwsSolutions-IAM5[Resource::{nag_resource(ANY_FOUNDATION_MODEL)}]",
+                reason="An application inference profile's ARN does not say which model it routes to: any model, "
+                "but only through the configured profile (condition bedrock:InferenceProfileArn).",
+            )
+        )
+    return acknowledgments
 
 
 def invoke_models_statement(scope: Construct, model_ids: list[str]) -> iam.PolicyStatement:

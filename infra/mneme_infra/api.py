@@ -4,15 +4,10 @@ A TOKEN authorizer (cached per key; its policy covers the whole API) guards ever
 each function then checks the role against the same route table. Errors API Gateway answers itself
 carry Mneme's error shape.
 
-Throttling: the stage's limits bound the whole API; a usage plan bounds each tenant. API Gateway throttles
-per API key of a usage plan, and with the API's key source set to AUTHORIZER it takes that key from the
-authorizer's `usageIdentifierKey` (API Gateway developer guide: api-gateway-api-key-source.html,
-api-gateway-lambda-authorizer-output.html), so clients send only their Mneme key. Tenants are created at
-run time, so the stack makes a fixed set of API keys, throttle buckets, and the authorizer names a tenant's
-bucket by a hash of its name (mneme.auth.UsageKeys). Rather than one API key per tenant: no API Gateway
-call when a tenant is created (CreateApiKey is limited to 5 a second per account, API keys to 10,000 per
-account and region), no key left behind when a tenant goes, no control-plane permission on a data-plane
-role. The price: tenants sharing a bucket share its limit (docs/deploy.md 'Throttling').
+Throttling (throttling.py, docs/deploy.md 'Throttling'): the stage's default method throttle bounds each
+method on its own, a usage plan bounds each tenant's bucket (its API key, named by the authorizer's
+`usageIdentifierKey` with the API's key source set to AUTHORIZER: api-gateway-api-key-source.html,
+api-gateway-lambda-authorizer-output.html), and an optional AWS WAF rule bounds the whole API.
 """
 
 from __future__ import annotations
@@ -22,14 +17,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Stack, Validations
+from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Validations
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.mneme_infra.config import InfraConfig
-from mneme.auth import UsageKeys
+from infra.mneme_infra.throttling import ApiRateLimit, throttle_tenants
 from mneme.routes import PAGES, ROUTES, Route
 
 F = apigw.AccessLogField
@@ -103,11 +98,11 @@ API_ACKNOWLEDGMENTS = (
         reason="Execution logging needs the account-wide API Gateway CloudWatch role, which one stack "
         "must not own; access logs (with authorizer and integration errors) and X-Ray cover each request.",
     ),
-    Acknowledgment(
-        id="AwsSolutions-APIG3",
-        reason="No WAFv2 web ACL in the seed stack; stage and per-tenant throttling and the authorizer's token "
-        "pattern bound abuse until the production stack adds one.",
-    ),
+)
+WITHOUT_WAF = Acknowledgment(
+    id="AwsSolutions-APIG3",
+    reason="No WAFv2 web ACL unless mneme:api_requests_per_minute asks for one (billed monthly and per request); "
+    "per-method and per-tenant throttling and the authorizer's token pattern bound abuse meanwhile.",
 )
 
 
@@ -145,8 +140,9 @@ class Api(Construct):
             cloud_watch_role_removal_policy=RemovalPolicy.RETAIN if config.api_access_logs else None,
             deploy_options=apigw.StageOptions(
                 stage_name=config.stage,
-                throttling_rate_limit=config.throttle_rate_limit,
-                throttling_burst_limit=config.throttle_burst_limit,
+                # MethodSettings "/*" "*": API Gateway applies these to each method on its own (throttling.py)
+                throttling_rate_limit=config.method_rate_limit,
+                throttling_burst_limit=config.method_burst_limit,
                 tracing_enabled=True,
                 **access_log_options,
             ),
@@ -180,7 +176,12 @@ class Api(Construct):
                 resource.add_method(
                     route.method, integrations[route.function], authorizer=token_authorizer, api_key_required=True
                 )
-        self._throttle_tenants(config, authorizer)
+        throttle_tenants(self, config, self.rest_api, authorizer)
+        if config.api_requests_per_minute is not None:
+            ApiRateLimit(self, "RateLimit", stage=self.rest_api.deployment_stage,
+                         requests_per_minute=config.api_requests_per_minute, name=f"mneme-{config.stage}")  # fmt: skip
+        else:
+            Validations.of(self.rest_api).acknowledge(WITHOUT_WAF)
         for error in GATEWAY_ERRORS:
             self.rest_api.add_gateway_response(
                 f"Gateway{error.type.response_type}",
@@ -205,21 +206,3 @@ class Api(Construct):
                     reason="The API Gateway account role is exactly the AWS-managed push-to-CloudWatch-Logs role.",
                 )
             )
-
-    def _throttle_tenants(self, config: InfraConfig, authorizer: lambda_.Function) -> None:
-        """The usage plan and its `tenant_throttle_buckets` API keys; the authorizer derives the same key
-        values (mneme.auth.UsageKeys) from the seed and bucket count in its environment."""
-        usage = UsageKeys(seed=Stack.of(self).stack_name, buckets=config.tenant_throttle_buckets)
-        plan = self.rest_api.add_usage_plan(
-            "TenantThrottle",
-            description="Per-tenant throttle: each API key is a bucket of tenants (mneme.auth.UsageKeys)",
-            throttle=apigw.ThrottleSettings(rate_limit=config.tenant_rate_limit, burst_limit=config.tenant_burst_limit),
-            api_stages=[apigw.UsagePlanPerApiStage(api=self.rest_api, stage=self.rest_api.deployment_stage)],
-        )
-        for bucket in range(usage.buckets):
-            key = apigw.ApiKey(
-                self, f"ThrottleBucket{bucket}", value=usage.value(bucket), description="Mneme tenant throttle bucket"
-            )
-            plan.add_api_key(key, override_logical_id=f"ThrottleBucket{bucket}UsagePlanKey")
-        authorizer.add_environment("MNEME_THROTTLE__SEED", usage.seed)
-        authorizer.add_environment("MNEME_THROTTLE__BUCKETS", str(usage.buckets))

@@ -18,17 +18,35 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from infra.mneme_infra.workflow import max_batches_within_history
 from mneme.consolidation.service import MAX_BATCHES_PER_SCOPE
+from mneme.services.keys import NAME_RE
 from mneme.settings import BedrockEmbedderSettings, BedrockReasonerSettings
 
 CONTEXT_PREFIX = "mneme:"
-# A Bedrock model id, optionally behind a cross-region inference profile prefix (us., eu., global., ...).
-MODEL_ID = r"^[a-z0-9-]+(\.[a-z0-9-]+)+(:[a-z0-9-]+)*$"
+# What Bedrock's InvokeModel and Converse take as `modelId` (access.py grants each kind): a model id,
+# optionally behind a system inference profile prefix (us., eu., global., ...), or the ARN of a foundation
+# model, of a system inference profile, or of an application inference profile (cost allocation per tenant
+# or team; the model behind it is chosen when the profile is created, not named here).
+MODEL_ID = (
+    r"^([a-z0-9-]+(\.[a-z0-9-]+)+(:[a-z0-9-]+)*"
+    r"|arn:aws[a-z-]*:bedrock:[a-z0-9-]+:(\d{12})?:"
+    r"(foundation-model|inference-profile|application-inference-profile)/[A-Za-z0-9._:-]+)$"
+)
 # An IAM role or user (or an assumed-role session's role) that may use the search collection's data plane.
 PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
+KMS_KEY_ARN = r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$"
+# A secret's complete ARN: its name, a hyphen and the six random characters Secrets Manager appends.
+SECRET_ARN = r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$"
 SCHEDULE = re.compile(r"^(rate\((1 (minute|hour|day)|([2-9]|[1-9][0-9]+) (minutes|hours|days))\)|cron\([^()]+\))$")
 # Each bucket is two resources (an API key and its usage-plan key) of CloudFormation's 500 per stack, and
 # one of the account's 10,000 API keys per region (API Gateway quotas, not adjustable).
 MAX_THROTTLE_BUCKETS = 64
+MAX_PINNED_TENANTS = 32  # each one an API key and its usage-plan key too (api.py)
+# AWS WAF rate-based rules: at least 10 requests per evaluation window (AWS What's New, 2024-08-30)
+WAF_MIN_REQUESTS = 10
+RENAMED = {
+    "throttle_rate_limit": "method_rate_limit",
+    "throttle_burst_limit": "method_burst_limit",
+}
 POLICY_NAME_MAX = 32  # an OpenSearch Serverless security or access policy name
 _EMBEDDER = BedrockEmbedderSettings(kind="bedrock")
 _REASONER = BedrockReasonerSettings(kind="bedrock")
@@ -50,6 +68,37 @@ _RETENTION = {
 }
 
 
+class PinnedTenant(BaseModel):
+    """A tenant with a throttle bucket of its own (api.py): `acme`, or `acme=100/200` for its own rate and
+    burst instead of the tenant limit."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant: str
+    rate_limit: Annotated[float, Field(gt=0)] | None = None
+    burst_limit: Annotated[int, Field(gt=0)] | None = None
+
+    @field_validator("tenant")
+    @classmethod
+    def _tenant_name(cls, tenant: str) -> str:
+        if not NAME_RE.fullmatch(tenant):
+            raise ValueError(f"{tenant!r} is not a tenant name (1-128 of A-Z a-z 0-9 . _ @ -)")
+        return tenant
+
+    @classmethod
+    def parse(cls, value: object) -> object:
+        """`acme` or `acme=100/200` (as `-c` passes it); anything else is validated as a mapping."""
+        if not isinstance(value, str):
+            return value
+        tenant, _, limits = value.strip().partition("=")
+        if not limits:
+            return {"tenant": tenant}
+        rate, _, burst = limits.partition("/")
+        if not burst:
+            raise ValueError(f"{value!r}: a pinned tenant's limits are <rate>/<burst>, e.g. acme=100/200")
+        return {"tenant": tenant, "rate_limit": rate, "burst_limit": burst}
+
+
 class InfraConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -57,13 +106,20 @@ class InfraConfig(BaseModel):
     removal_policy: Literal["retain", "destroy"] = "retain"
     log_retention_days: int = 30
     table_encryption: Literal["aws_managed", "customer_managed"] = "aws_managed"
-    throttle_rate_limit: Annotated[float, Field(gt=0)] = 50.0
-    throttle_burst_limit: Annotated[int, Field(gt=0)] = 100
-    # per tenant (api.py, docs/deploy.md 'Throttling'): a usage plan throttles each of `tenant_throttle_buckets`
-    # API keys; the authorizer puts every tenant in one of them by a hash of its name
+    # per method (api.py, docs/deploy.md 'Throttling'): the stage's default method throttle, which API Gateway
+    # applies to each method on its own (a token bucket of this size per method), not to the API as a whole
+    method_rate_limit: Annotated[float, Field(gt=0)] = 50.0
+    method_burst_limit: Annotated[int, Field(gt=0)] = 100
+    # per tenant: a usage plan throttles each of `tenant_throttle_buckets` API keys; the authorizer puts every
+    # tenant in one of them by a hash of the deployment's seed and its name, or a pinned tenant in its own
     tenant_rate_limit: Annotated[float, Field(gt=0)] = 20.0
     tenant_burst_limit: Annotated[int, Field(gt=0)] = 40
     tenant_throttle_buckets: Annotated[int, Field(ge=1, le=MAX_THROTTLE_BUCKETS)] = 16
+    pinned_tenants: Annotated[tuple[PinnedTenant, ...], Field(max_length=MAX_PINNED_TENANTS)] = ()
+    # the whole API: an AWS WAF web ACL on the stage whose rate-based rule counts every request together and
+    # refuses (429) once more than this many arrived within the last minute; none by default (a web ACL is
+    # billed monthly and per request: docs/deploy.md)
+    api_requests_per_minute: Annotated[int, Field(ge=WAF_MIN_REQUESTS, le=2_000_000_000)] | None = None
     authorizer_cache_seconds: Annotated[int, Field(ge=0, le=3600)] = 300
     # REST API access logs need the account's API Gateway CloudWatch role (one per account and region). On:
     # the stack creates that role and sets it on the account (retained on teardown, since the setting is
@@ -102,6 +158,13 @@ class InfraConfig(BaseModel):
     validation_failure_percent: Annotated[float, Field(gt=0, le=100)] = 2.0
     consolidation_failure_percent: Annotated[float, Field(gt=0, le=100)] = 1.0
     alarm_email: Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")] | None = None
+    # a stage brought back after `cdk destroy` (docs/deploy.md 'Bring a stage back'): the retained table (and
+    # its customer-managed key) and cursor secret, imported by name: the stack uses them and creates none
+    table_name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{3,255}$")] | None = None
+    table_key_arn: Annotated[str, Field(pattern=KMS_KEY_ARN)] | None = None
+    cursor_secret_arn: Annotated[str, Field(pattern=SECRET_ARN)] | None = None
+    # assets without bytecode: the synth fails without a CPython 3.12 unless this is set (layer_bundling.py)
+    source_only_assets: bool = False
 
     @field_validator("log_retention_days")
     @classmethod
@@ -135,10 +198,39 @@ class InfraConfig(BaseModel):
                 raise ValueError(f"{arn!r} is not an IAM role or user ARN")
         return arns
 
+    @field_validator("pinned_tenants", mode="before")
+    @classmethod
+    def _pinned(cls, value: object) -> object:
+        """`-c mneme:pinned_tenants=acme,bigco=100/200` gives a string; cdk.json may give a list."""
+        entries = [e for e in value.split(",") if e.strip()] if isinstance(value, str) else value
+        if not isinstance(entries, list | tuple):
+            return entries
+        parsed = [PinnedTenant.parse(e) for e in entries]
+        names = [p["tenant"] if isinstance(p, dict) else getattr(p, "tenant", p) for p in parsed]
+        if len(set(names)) != len(names):
+            raise ValueError("a tenant is pinned twice")
+        return parsed
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, values: object) -> object:
+        for old, new in RENAMED.items():
+            if isinstance(values, dict) and old in values:
+                raise ValueError(
+                    f"mneme:{old} is now mneme:{new}: API Gateway applies a stage's limit to each method on its "
+                    "own, not to the API (docs/deploy.md 'Throttling')"
+                )
+        return values
+
     @model_validator(mode="after")
-    def _tenant_within_stage(self) -> InfraConfig:
-        if self.tenant_rate_limit > self.throttle_rate_limit or self.tenant_burst_limit > self.throttle_burst_limit:
-            raise ValueError("a tenant's throttle (tenant_rate_limit, tenant_burst_limit) must be within the stage's")
+    def _table_key_with_its_table(self) -> InfraConfig:
+        if self.table_key_arn and not self.table_name:
+            raise ValueError("table_key_arn names the key of an imported table: set table_name too")
+        if self.table_name and (self.table_encryption == "customer_managed") != bool(self.table_key_arn):
+            raise ValueError(
+                "an imported table encrypted with a customer-managed key needs table_key_arn (and "
+                "table_encryption=customer_managed); one with the AWS-managed key needs neither"
+            )
         return self
 
     @model_validator(mode="after")

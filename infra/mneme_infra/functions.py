@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import Acknowledgment, AssetHashType, Duration, Stack, Validations
+from aws_cdk import Acknowledgment, AssetHashType, Duration, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -33,6 +33,7 @@ from infra.mneme_infra.access import (
     invoke_models_statement,
     model_acknowledgments,
     no_api_key_writes_statement,
+    through_application_profiles_statement,
 )
 from infra.mneme_infra.config import InfraConfig
 from infra.mneme_infra.search import Search
@@ -76,7 +77,7 @@ class Functions(Construct):
         self.code = lambda_.Code.from_asset(
             str(REPO / "functions"),
             asset_hash_type=AssetHashType.OUTPUT,
-            bundling=bundling(CopySources(CODE_SOURCES)),
+            bundling=bundling(CopySources(CODE_SOURCES, source_only=config.source_only_assets)),
         )
         self.layer = lambda_.LayerVersion(
             self,
@@ -84,27 +85,17 @@ class Functions(Construct):
             description="Mneme runtime dependencies (infra/layer-requirements.txt: locked, without boto3)",
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
-            removal_policy=config.removal,
+            # Each deploy that changes the layer publishes a version; CloudFormation deletes the replaced one
+            # once the update succeeded (a rollback still finds it). Functions keep working on a deleted
+            # version; nothing else uses these, so retaining them only piled them up.
+            removal_policy=RemovalPolicy.DESTROY,
             code=lambda_.Code.from_asset(
                 str(REPO / "shared"),  # never read: the output below is the asset and its hash
                 asset_hash_type=AssetHashType.OUTPUT,
-                bundling=bundling(PipLayer(LOCK_FILE)),
+                bundling=bundling(PipLayer(LOCK_FILE, source_only=config.source_only_assets)),
             ),
         )
-        self.cursor_secret = secretsmanager.Secret(
-            self,
-            "CursorSecret",
-            description="Mneme: signs change-feed cursors (GET /v1/changes)",
-            generate_secret_string=secretsmanager.SecretStringGenerator(exclude_punctuation=True, password_length=64),
-            removal_policy=config.removal,
-        )
-        Validations.of(self.cursor_secret).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-SMG4",
-                reason="Rotating the cursor-signing key would invalidate every cursor a connector holds; the app "
-                "verifies with one key only, so rotation waits for a two-key (current, previous) reader.",
-            )
-        )
+        self.cursor_secret = self._cursor_secret(config)
         # What the schedules could not deliver and the scheduled functions' failed asynchronous invocations
         # (after their retries): kept 14 days for an operator to read or redrive; alarmed (monitoring.py).
         self.failures = sqs.Queue(
@@ -140,6 +131,27 @@ class Functions(Construct):
         }
         self.by_name = {name: self._function(name) for name in dict.fromkeys([*names, *EXTRA_FUNCTIONS])}
         search.allow(readers=self.roles_using("index_read"), writers=self.roles_using("index_write"))
+
+    def _cursor_secret(self, config: InfraConfig) -> secretsmanager.ISecret:
+        """The change feed's signing key, or the one a destroyed stage retained (`mneme:cursor_secret_arn`):
+        imported, so cursors the connectors hold stay valid."""
+        if config.cursor_secret_arn is not None:
+            return secretsmanager.Secret.from_secret_complete_arn(self, "CursorSecret", config.cursor_secret_arn)
+        secret = secretsmanager.Secret(
+            self,
+            "CursorSecret",
+            description="Mneme: signs change-feed cursors (GET /v1/changes)",
+            generate_secret_string=secretsmanager.SecretStringGenerator(exclude_punctuation=True, password_length=64),
+            removal_policy=config.removal,
+        )
+        Validations.of(secret).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-SMG4",
+                reason="Rotating the cursor-signing key would invalidate every cursor a connector holds; the app "
+                "verifies with one key only, so rotation waits for a two-key (current, previous) reader.",
+            )
+        )
+        return secret
 
     @property
     def authorizer(self) -> lambda_.Function:
@@ -247,6 +259,8 @@ class Functions(Construct):
         ]
         if models:
             role.add_to_principal_policy(invoke_models_statement(self, models))
+            if through_profiles := through_application_profiles_statement(models):
+                role.add_to_principal_policy(through_profiles)
             if acknowledgments := model_acknowledgments(models):
                 Validations.of(role).acknowledge(*acknowledgments)
         if "cursor_secret" in spec.uses:  # GetSecretValue only: CDK's grant_read adds DescribeSecret, never called

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import get_args
 
-from aws_cdk import Aws, Duration
+from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
@@ -69,8 +69,10 @@ class Monitoring(Construct):
         failures: sqs.IQueue | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        # Deleted with the stack whatever `removal_policy` says: it encrypts alarm notifications in transit
+        # only, nothing a redeploy could reuse, and a retained key bills $1 a month for nothing.
         key = kms.Key(self, "TopicKey", description="Mneme alarm topic", enable_key_rotation=True,
-                      removal_policy=config.removal, pending_window=Duration.days(7))  # fmt: skip
+                      removal_policy=RemovalPolicy.DESTROY, pending_window=Duration.days(7))  # fmt: skip
         key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
         self.topic = sns.Topic(self, "Alarms", display_name=f"Mneme {config.stage} alarms", master_key=key,
                                enforce_ssl=True)  # fmt: skip

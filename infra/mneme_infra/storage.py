@@ -1,5 +1,9 @@
 """The record store: one DynamoDB table whose keys and indexes come from the adapter's TABLE_SCHEMA.
 
+Or, with `mneme:table_name`, a table that already exists (a stage brought back on the table its destroyed
+stack retained: docs/deploy.md 'Bring a stage back'): imported by name, so the stack grants access to it
+and never creates, changes or deletes it.
+
 TTL on `expires_at` (the adapter's EXPIRES_AT): only the short-lived marks of a recent forgetting carry it
 (recall reads them while the search index may still show the forgotten record). No stream: a failed
 index write is retried by the indexer's sweep, not by a stream consumer. Add one here when the adapter
@@ -44,13 +48,31 @@ class Storage(Construct):
         schema: Mapping[str, Any] = TABLE_SCHEMA,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.table: dynamodb.ITable
+        if config.table_name is not None:
+            self.table = dynamodb.Table.from_table_attributes(
+                self,
+                "Table",
+                table_name=config.table_name,
+                encryption_key=kms.Key.from_key_arn(self, "TableKey", config.table_key_arn)
+                if config.table_key_arn
+                else None,
+                global_indexes=[index["IndexName"] for index in schema.get("GlobalSecondaryIndexes", [])],
+            )
+            if schema.get("GlobalSecondaryIndexes"):
+                self._acknowledge_index_grants(f"arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:"
+                                               f"table/{config.table_name}")  # fmt: skip
+            return
+        self.table = self._create(config, schema)
+
+    def _create(self, config: InfraConfig, schema: Mapping[str, Any]) -> dynamodb.Table:
         partition_key, sort_key = _keys(schema, schema["KeySchema"])
         key, encryption = None, dynamodb.TableEncryption.AWS_MANAGED
         if config.table_encryption == "customer_managed":
             key = kms.Key(self, "TableKey", description="Mneme records", enable_key_rotation=True,
                           removal_policy=config.removal, pending_window=Duration.days(30))  # fmt: skip
             encryption = dynamodb.TableEncryption.CUSTOMER_MANAGED
-        self.table = dynamodb.Table(
+        table = dynamodb.Table(
             self,
             "Table",
             partition_key=partition_key,
@@ -68,7 +90,7 @@ class Storage(Construct):
         for index in schema.get("GlobalSecondaryIndexes", []):
             index_partition, index_sort = _keys(schema, index["KeySchema"])
             projection = index.get("Projection", {"ProjectionType": "ALL"})
-            self.table.add_global_secondary_index(
+            table.add_global_secondary_index(
                 index_name=index["IndexName"],
                 partition_key=index_partition,
                 sort_key=index_sort,
@@ -76,15 +98,16 @@ class Storage(Construct):
                 non_key_attributes=projection.get("NonKeyAttributes"),
             )
         if schema.get("GlobalSecondaryIndexes"):
-            self._acknowledge_index_grants()
+            stack = Stack.of(self)
+            logical_id = stack.resolve(stack.get_logical_id(cast(CfnElement, table.node.default_child)))
+            self._acknowledge_index_grants(f"<{logical_id}.Arn>")
+        return table
 
-    def _acknowledge_index_grants(self) -> None:
+    def _acknowledge_index_grants(self, table_arn: str) -> None:
         """`grant_*` on an indexed table also allows `<table arn>/index/*`: this table's indexes only."""
-        stack = Stack.of(self)
-        logical_id = stack.resolve(stack.get_logical_id(cast(CfnElement, self.table.node.default_child)))
-        Validations.of(stack).acknowledge(
+        Validations.of(Stack.of(self)).acknowledge(
             Acknowledgment(
-                id=f"AwsSolutions-IAM5[Resource::<{logical_id}.Arn>/index/*]",
+                id=f"AwsSolutions-IAM5[Resource::{table_arn}/index/*]",
                 reason="Grants on the table also cover its own GSIs (TABLE_SCHEMA), which serve its queries.",
             )
         )

@@ -6,8 +6,9 @@ code (infra/mneme_infra/api.py), and the local server answers the same. The auth
 bad key: API Gateway's other way to a 401, `raise Exception("Unauthorized")`, is a Lambda error, which
 the authorizer-errors alarm pages on.
 
-Per-tenant throttling (AWS): an Allow names the tenant's throttle bucket as `usageIdentifierKey`, one of a
-fixed number of API Gateway API keys in the stage's usage plan (`UsageKeys`; infra/mneme_infra/api.py).
+Per-tenant throttling (AWS): an Allow names the tenant's throttle bucket as `usageIdentifierKey`, an API
+Gateway API key of the stage's usage plans (`UsageKeys`; infra/mneme_infra/api.py): a pinned tenant's own
+key, or one of a fixed number of shared bucket keys.
 """
 
 from __future__ import annotations
@@ -49,27 +50,47 @@ def policy(principal_id: str, effect: str, method_arn: str, context: dict[str, s
     }
 
 
+PINNED_DIGEST_CHARS = 24  # of a pinned tenant's name's SHA-256, in hex: the key and the authorizer agree on it
+
+
+def pinned_digest(tenant: str) -> str:
+    """How the stack and the authorizer name a pinned tenant: a digest, so the function's configuration and
+    the key values do not carry tenant names."""
+    return hashlib.sha256(tenant.encode()).hexdigest()[:PINNED_DIGEST_CHARS]
+
+
 @dataclass(frozen=True)
 class UsageKeys:
-    """The stage's throttle buckets: `buckets` API Gateway API keys whose values derive from `seed`.
+    """The stage's throttle buckets: API Gateway API keys whose values derive from the deployment's `seed`.
 
-    A tenant always lands in the same bucket (a hash of its name, not Python's salted `hash`), so API
-    Gateway's usage plan throttles it with its bucket's token bucket wherever the authorizer runs. Tenants
-    that share a bucket share its limit. The values are not credentials: with the API's key source set to
+    `seed` is unique to a deployment (the stack creates it from its own stack id: infra/mneme_infra/api.py),
+    and a tenant's shared bucket is a hash of the seed and its name (not Python's salted `hash`): every
+    authorizer instance of a deployment agrees, and two tenants that share a bucket in one deployment
+    most likely do not in another. A tenant in `pinned` (digests, `pinned_digest`) has a key of its own,
+    which no other tenant shares. The values are not credentials: with the API's key source set to
     AUTHORIZER, API Gateway reads the key from the authorizer only, never from a client's header.
     """
 
     seed: str
     buckets: int
+    pinned: frozenset[str] = frozenset()
 
     def bucket(self, tenant: str) -> int:
-        return int.from_bytes(hashlib.sha256(tenant.encode()).digest()[:8], "big") % self.buckets
+        """The tenant's shared bucket (a pinned tenant has one too, unused while it is pinned)."""
+        digest = hashlib.sha256(f"{self.seed}/{tenant}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") % self.buckets
 
     def value(self, bucket: int) -> str:
-        """API Gateway wants 20 to 128 alphanumeric characters; the stack creates the same values."""
-        return hashlib.sha256(f"{self.seed}/{bucket}".encode()).hexdigest()[:40]
+        """A shared bucket's key value. API Gateway wants 20 to 128 alphanumeric characters; the stack
+        joins the same parts (infra/mneme_infra/api.py)."""
+        return f"mneme{self.seed}b{bucket:02d}"
+
+    def pinned_value(self, tenant: str) -> str:
+        return f"mneme{self.seed}p{pinned_digest(tenant)}"
 
     def of(self, tenant: str) -> str:
+        if pinned_digest(tenant) in self.pinned:
+            return self.pinned_value(tenant)
         return self.value(self.bucket(tenant))
 
 

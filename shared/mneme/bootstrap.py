@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cache, cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
 from mneme.auth import UsageKeys
@@ -342,16 +344,23 @@ def cursor_secret(settings: Settings) -> Callable[[], bytes]:
             from mneme.adapters.secrets import fetch_secret
 
             return configured(fetch_secret(settings.cursor_secret_arn), "the cursor secret")
-        if isinstance(settings.store, DynamoStore):
+        path = cursor_key_file(settings)
+        if path is None:
             raise StoreUnavailable("set MNEME_CURSOR_SECRET_ARN (or MNEME_CURSOR_SECRET) to sign feed cursors")
         from mneme.local.keyfiles import create_once, read_key
 
-        path = settings.home / "cursor.key"
-        if not path.exists():
+        if not os.path.lexists(path):
             create_once(path, secrets.token_hex(CURSOR_KEY_BYTES))
         return read_key(path, minimum=2 * CURSOR_KEY_BYTES).encode()
 
     return secret
+
+
+def cursor_key_file(settings: Settings) -> Path | None:
+    """Where the embedded engine keeps its cursor key (None when one is configured, or in AWS)."""
+    if settings.cursor_secret is not None or settings.cursor_secret_arn is not None:
+        return None
+    return None if isinstance(settings.store, DynamoStore) else settings.home / "cursor.key"
 
 
 @cache
@@ -389,7 +398,7 @@ def current_authenticator() -> Authenticator:
 def current_usage_keys() -> UsageKeys | None:
     """The stage's throttle buckets (API Gateway usage-plan keys), when the stack configured them."""
     throttle = get_settings().throttle
-    return UsageKeys(throttle.seed, throttle.buckets) if throttle is not None else None
+    return UsageKeys(throttle.seed, throttle.buckets, throttle.pinned_digests) if throttle is not None else None
 
 
 def current_settings() -> Settings:

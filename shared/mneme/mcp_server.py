@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
-from pydantic import AfterValidator, AwareDatetime, BaseModel, Field, ValidationError
+from pydantic import AfterValidator, AwareDatetime, BaseModel, Field, StrictBool, ValidationError
 
 from mneme import __version__
 from mneme.paths import MAX_DEPTH
@@ -61,7 +61,8 @@ ScopePath = Annotated[
     Field(description=f"A scope path: {PATH_RULE}.", json_schema_extra={"pattern": PATH_PATTERN, "maxLength": 600}),
 ]
 CreateScope = Annotated[
-    bool | None, Field(description="Create the scope (and its parents) if missing; default: only your working scope")
+    StrictBool | None,
+    Field(description="Create the scope (and its parents) if missing; default: only your working scope"),
 ]
 NOTHING_YET = "Nothing is remembered under {scope} yet: your working scope is created when you first remember in it."
 
@@ -389,7 +390,7 @@ def _add_recall_tool(server: MCPServer, client: Client, scope: str, read_only: T
             ),
         ] = None,
         delta: Annotated[
-            bool,
+            StrictBool,
             Field(description="With session_id: collapse bodies already delivered in the session (default true)"),
         ] = True,
         budget_tokens: Annotated[
@@ -462,7 +463,7 @@ def _add_curation_tools(server: MCPServer, client: Client, scope: str, read_only
         scopes: Annotated[
             list[ScopePath] | None, Field(max_length=100, description="Only these subtrees (default: every scope)")
         ] = None,
-        wait: Annotated[bool, Field(description="Wait for the run to finish (up to 2 minutes)")] = True,
+        wait: Annotated[StrictBool, Field(description="Wait for the run to finish (up to 2 minutes)")] = True,
     ) -> Annotated[CallToolResult, RunView]:
         def work() -> RunView:
             started = client.consolidate(scopes)

@@ -7,6 +7,7 @@ isolation is part of the key, not a filter a caller can forget.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -350,6 +351,17 @@ class RowCounts(Protocol):
 
     def row_counts(self) -> dict[str, dict[str, int]]:
         """{tenant: {table: rows}} over every table with a tenant column."""
+        ...
+
+
+@runtime_checkable
+class Atomic(Protocol):
+    """Writes of many records that commit together. Optional, and no part of `RecordStore`: only a store with
+    transactions across records has it (the embedded one); `mneme import` is all or nothing with it."""
+
+    def atomic(self) -> AbstractContextManager[None]:
+        """Every write this thread makes inside the block commits at its end, or none does (an exception
+        rolls all of them back, and propagates); reads inside see those writes."""
         ...
 
 

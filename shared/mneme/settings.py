@@ -103,10 +103,16 @@ class OpenAIReasonerSettings(BaseModel):
 
 
 class ThrottleSettings(BaseModel):
-    """In AWS: the stage's per-tenant throttle buckets (mneme.auth.UsageKeys; the stack sets both)."""
+    """In AWS: the stage's per-tenant throttle buckets (mneme.auth.UsageKeys; the stack sets them all).
+    `pinned`: the digests of the tenants with a key of their own, comma-separated."""
 
-    seed: str
+    seed: Annotated[str, Field(pattern=r"^[A-Za-z0-9]{8,64}$")]
     buckets: int = Field(ge=1)
+    pinned: str = ""
+
+    @property
+    def pinned_digests(self) -> frozenset[str]:
+        return frozenset(d for d in (part.strip() for part in self.pinned.split(",")) if d)
 
 
 class ServeSettings(BaseModel):

@@ -206,9 +206,9 @@ def install() -> None:
 
     def make_api_call(self: Any, operation_name: str, api_params: dict[str, Any]) -> Any:
         service = self.meta.service_model.service_name
-        WATCH.judge(
-            service, operation_name, requests_for(service, operation_name, api_params), _access_denied(operation_name)
-        )
+        if WATCH.principal is not None:  # outside a function (any other tier's test), the watch is inert
+            requests = requests_for(service, operation_name, api_params)
+            WATCH.judge(service, operation_name, requests, _access_denied(operation_name))
         if service == "bedrock-runtime" and WATCH.bedrock is not None:
             validate_parameters(api_params, self.meta.service_model.operation_model(operation_name).input_shape)
             return WATCH.bedrock(operation_name, api_params)

@@ -76,13 +76,19 @@ class Cloud:
         from mneme.bootstrap import SystemClock
         from mneme.services.keys import KeyService
 
-        table_id, _ = self.deployment.template.one("AWS::DynamoDB::Table")
-        store = DynamoRecordStore(self.deployment.template.ref(table_id), region_name=REGION)
+        store = DynamoRecordStore(self.deployment.table_name, region_name=REGION)
         secret, _ = KeyService(store, SystemClock()).create(tenant, principal, [Role(r) for r in roles or ("admin",)])
         return secret
 
     def fire_schedule(self, function: str = "consolidate-schedule") -> Invocation:
         return self.deployment.fire_schedule(function)
+
+    def redeploy(self, template: Template, osmem_url: str) -> None:
+        """`cdk destroy`, then `cdk deploy` of `template` in the same account: what the first stack retained is
+        still there for it (docs/deploy.md 'Bring a stage back'); the new collection is `osmem_url`'s."""
+        self.deployment.destroy()
+        self.deployment = Deployment.create(template, osmem_url)
+        self.gateway = Gateway(self.deployment)
 
     def later(self, **delta: float) -> None:
         """Move every function's clock forward (e.g. past consolidation's settle time, or to the next tick)."""
@@ -118,12 +124,12 @@ def deployed(template: Template, osmem: Any, local_model: Any) -> Iterator[Cloud
         config = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
         with mock_aws(config=config):  # type: ignore[arg-type]
             deployment = Deployment.create(template, clone.url)
+            cloud = Cloud(deployment, Gateway(deployment), bedrock)
 
             def invoke(parameters: dict[str, Any], region: str, state_credentials: Any) -> dict[str, Any]:
-                return deployment.invoke_from_state_machine(parameters)
+                return cloud.deployment.invoke_from_state_machine(parameters)  # the current one (`redeploy`)
 
             monkeypatch.setattr(lambda_eval_utils, "_invoke_lambda_function", invoke)
-            cloud = Cloud(deployment, Gateway(deployment), bedrock)
             monkeypatch.setattr(SystemClock, "now", lambda self: datetime.now(UTC) + cloud.clock_offset)
             # the table adapter's own clock (change-feed positions and settle horizon) moves with it
             from mneme.adapters.dynamo_table import DynamoTable
@@ -135,9 +141,9 @@ def deployed(template: Template, osmem: Any, local_model: Any) -> Iterator[Cloud
                 {**table_defaults, "now": lambda: datetime.now(UTC) + cloud.clock_offset},
             )
             yield cloud
-            for execution in deployment.executions():  # let runs a test started finish inside the mock
+            for execution in cloud.deployment.executions():  # let runs a test started finish inside the mock
                 if execution["status"] == "RUNNING":
-                    deployment.wait_for_execution(execution["executionArn"])
+                    cloud.deployment.wait_for_execution(execution["executionArn"])
         clone.close()
 
 

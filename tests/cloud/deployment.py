@@ -2,7 +2,9 @@
 
 `Deployment.create` makes, inside moto, the resources the functions talk to, from their template
 properties (the table with its key schema and indexes, the cursor secret with a generated value, the state
-machine with its resolved definition), and points the collection endpoint at an osmem-server clone.
+machine with its resolved definition), and points the collection endpoint at an osmem-server clone. A table
+or secret the template imports by name (a stage brought back) is not created: it must already be there.
+`destroy` is `cdk destroy`: what the template retains (DeletionPolicy Retain) stays, the rest goes.
 
 `invoke(name, event)` runs a function in-process with exactly its template environment plus what the
 Lambda runtime itself sets (region, credentials, function name and memory): the process environment is
@@ -99,19 +101,20 @@ class Deployment:
     @classmethod
     def create(cls, template: Template, osmem_url: str) -> Deployment:
         base = template
-        table_id, table = base.one("AWS::DynamoDB::Table")
         dynamodb = boto3.client("dynamodb", region_name=REGION)
-        dynamodb.create_table(
-            TableName=base.ref(table_id),
-            BillingMode=table.get("BillingMode", "PAY_PER_REQUEST"),
-            AttributeDefinitions=table["AttributeDefinitions"],
-            KeySchema=table["KeySchema"],
-            **(
-                {"GlobalSecondaryIndexes": table["GlobalSecondaryIndexes"]}
-                if table.get("GlobalSecondaryIndexes")
-                else {}
-            ),
-        )
+        for table_id, resource in base.of_type("AWS::DynamoDB::Table").items():
+            table = resource["Properties"]
+            dynamodb.create_table(
+                TableName=base.ref(table_id),
+                BillingMode=table.get("BillingMode", "PAY_PER_REQUEST"),
+                AttributeDefinitions=table["AttributeDefinitions"],
+                KeySchema=table["KeySchema"],
+                **(
+                    {"GlobalSecondaryIndexes": table["GlobalSecondaryIndexes"]}
+                    if table.get("GlobalSecondaryIndexes")
+                    else {}
+                ),
+            )
         overrides: dict[Any, str] = {}
         secrets_client = boto3.client("secretsmanager", region_name=REGION)
         for lid, secret in base.of_type("AWS::SecretsManager::Secret").items():
@@ -135,6 +138,33 @@ class Deployment:
             type=machine.get("StateMachineType", "STANDARD"),
         )
         return deployment
+
+    @property
+    def table_name(self) -> str:
+        """The table the functions use: the stack's own, or the one it imported by name."""
+        return self.functions["curate"].environment["MNEME_STORE__TABLE_NAME"]
+
+    def destroy(self) -> None:
+        """`cdk destroy`: every resource the tier made goes, but those the template retains."""
+        template = self.template
+
+        def goes(logical_id: str) -> bool:
+            return template.resources[logical_id].get("DeletionPolicy", "Delete") != "Retain"
+
+        machine_id, _ = template.state_machine()
+        if goes(machine_id):
+            boto3.client("stepfunctions", region_name=REGION).delete_state_machine(
+                stateMachineArn=self.state_machine_arn()
+            )
+        sqs = boto3.client("sqs", region_name=REGION)
+        for queue_id in filter(goes, template.of_type("AWS::SQS::Queue")):
+            sqs.delete_queue(QueueUrl=sqs.get_queue_url(QueueName=template.physical_name(queue_id))["QueueUrl"])
+        for secret_id in filter(goes, template.of_type("AWS::SecretsManager::Secret")):
+            boto3.client("secretsmanager", region_name=REGION).delete_secret(
+                SecretId=template.ref(secret_id), ForceDeleteWithoutRecovery=True
+            )
+        for table_id in filter(goes, template.of_type("AWS::DynamoDB::Table")):
+            boto3.client("dynamodb", region_name=REGION).delete_table(TableName=template.ref(table_id))
 
     # -- invoking functions ---------------------------------------------------------------------
     def principal(self, function: Function) -> Principal:

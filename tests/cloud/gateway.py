@@ -11,9 +11,12 @@ method ARN (Deny or no match: ACCESS_DENIED, 403). On Allow, the proxy event's
 requires an API key takes it from the authorizer's `usageIdentifierKey` (key source AUTHORIZER) or the
 `X-API-Key` header; a key in no usage plan of the stage is INVALID_API_KEY (403), and each key's requests
 pass a token bucket of its plan's rate and burst (THROTTLED, 429) on the gateway's `clock` (seconds;
-real time unless a test sets it). The stage's own throttle is not modelled. A function error or
-malformed answer is a 502. Gateway responses render the template's own `ResponseTemplates`, substituting
-the `$context` variables API Gateway substitutes.
+real time unless a test sets it). The stage's method settings throttle each method with a token bucket of
+its own (API Gateway applies a stage's default method throttle per method), before the authorizer runs.
+A web ACL on the stage (AWS WAF) is applied first: its CONSTANT rate-based rules count every request in
+their window, blocked ones included, and block past their limit with the rule's custom response. A
+function error or malformed answer is a 502. Gateway responses render the template's own
+`ResponseTemplates`, substituting the `$context` variables API Gateway substitutes.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 
 from tests.cloud.deployment import Deployment
 from tests.cloud.iam import Request, evaluate
-from tests.cloud.template import ACCOUNT, REGION, Method, UsagePlan
+from tests.cloud.template import ACCOUNT, REGION, Method
 
 API_ID = "tierapi123"
 # API Gateway's status and message for each response type the tier can produce.
@@ -79,15 +82,23 @@ class Gateway:
     cache: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict)
     now: float = 0.0  # seconds; advance it to expire cached authorizer results
     clock: Callable[[], float] = time.monotonic  # seconds, for the usage plans' token buckets
-    buckets: dict[str, tuple[float, float]] = field(default_factory=dict)  # API key -> (tokens, at)
+    buckets: dict[str, tuple[float, float]] = field(default_factory=dict)  # bucket -> (tokens, at)
+    counted: list[float] = field(default_factory=list)  # when each request reached the web ACL
 
     def __post_init__(self) -> None:
         template = self.deployment.template
         self.methods = template.methods()
         self.responses = template.gateway_responses()
-        self.stage = template.stage()["StageName"]
+        stage = template.stage()
+        self.stage = stage["StageName"]
+        self.method_settings = {
+            (m["ResourcePath"], m["HttpMethod"]): (float(m["ThrottlingRateLimit"]), int(m["ThrottlingBurstLimit"]))
+            for m in stage.get("MethodSettings", [])
+            if "ThrottlingRateLimit" in m
+        }
         self.key_source = template.api_key_source()
         self.plans = [plan for plan in template.usage_plans() if self.stage in plan.stages]
+        self.rate_rules = template.rate_rules()
 
     # -- routing ---------------------------------------------------------------------------------
     def _match(self, method: str, path: str) -> tuple[Method, dict[str, str]] | None:
@@ -116,11 +127,9 @@ class Gateway:
             headers.setdefault("Content-Type", "application/json")
         if key is not None:
             headers["Authorization"] = f"Bearer {key}"
-        if body is not None and len(body.encode()) > MAX_PAYLOAD:
-            return self._gateway("REQUEST_TOO_LARGE", request_id)
-        matched = self._match(method, path)
-        if matched is None:
-            return self._gateway("MISSING_AUTHENTICATION_TOKEN", request_id)
+        matched = self._route(method, path, body, request_id)
+        if isinstance(matched, Response):
+            return matched
         route, path_params = matched
         method_arn = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:{API_ID}/{self.stage}/{method}{path}"
         authorizer_context, usage_key = None, None
@@ -152,6 +161,22 @@ class Gateway:
         if answer.get("isBase64Encoded"):
             text = base64.b64decode(text).decode()
         return Response(int(answer["statusCode"]), out_headers, text, route.function)
+
+    def _route(
+        self, method: str, path: str, body: str | None, request_id: str
+    ) -> tuple[Method, dict[str, str]] | Response:
+        """What happens before the authorizer: the web ACL, the payload limit, the route, its method limit."""
+        blocked = self._web_acl()
+        if blocked is not None:
+            return blocked
+        if body is not None and len(body.encode()) > MAX_PAYLOAD:
+            return self._gateway("REQUEST_TOO_LARGE", request_id)
+        matched = self._match(method, path)
+        if matched is None:
+            return self._gateway("MISSING_AUTHENTICATION_TOKEN", request_id)
+        if not self._method_admits(matched[0]):
+            return self._gateway("THROTTLED", request_id)
+        return matched
 
     # -- the authorizer --------------------------------------------------------------------------
     def _authorize(
@@ -186,23 +211,44 @@ class Gateway:
             return self._gateway("ACCESS_DENIED", request_id, context)
         return {**context, "principalId": answer["principalId"]}, answer.get("usageIdentifierKey")
 
-    # -- usage plans -----------------------------------------------------------------------------
+    # -- throttling ------------------------------------------------------------------------------
+    def _web_acl(self) -> Response | None:
+        """The stage's web ACL: None when its rate rules let the request through, else the rule's response."""
+        if not self.rate_rules:
+            return None
+        now = self.clock()
+        self.counted.append(now)
+        for rule in self.rate_rules:
+            if sum(1 for at in self.counted if now - at < rule.window_seconds) > rule.limit:
+                return Response(rule.status, {"Content-Type": "application/json"}, rule.body)
+        return None
+
+    def _method_admits(self, route: Method) -> bool:
+        """The stage's method settings: the method's own entry, else the stage default `/*` `*`, each a bucket
+        per method (a resource path in method settings is escaped: `/` as `~1`)."""
+        escaped = "/" + route.path.lstrip("/").replace("/", "~1")
+        limits = self.method_settings.get((escaped, route.http_method)) or self.method_settings.get(("/*", "*"))
+        if limits is None:
+            return True
+        return self._take_token(f"method {route.http_method} {route.path}", *limits)
+
     def _admit_key(self, key: str | None, request_id: str, authorizer: Mapping[str, str] | None) -> Response | None:
         """None when the key's plan lets the request through now; else the gateway's refusal."""
         plan = next((p for p in self.plans if key is not None and key in p.keys), None)
         if key is None or plan is None:
             return self._gateway("INVALID_API_KEY", request_id, authorizer)
-        return None if self._take_token(key, plan) else self._gateway("THROTTLED", request_id, authorizer)
+        admitted = self._take_token(f"key {key}", plan.rate_limit, plan.burst_limit)
+        return None if admitted else self._gateway("THROTTLED", request_id, authorizer)
 
-    def _take_token(self, key: str, plan: UsagePlan) -> bool:
-        """A token bucket per key: `burst_limit` tokens at most, refilled at `rate_limit` a second."""
+    def _take_token(self, bucket: str, rate_limit: float, burst_limit: int) -> bool:
+        """A token bucket: `burst_limit` tokens at most, refilled at `rate_limit` a second."""
         now = self.clock()
-        tokens, at = self.buckets.get(key, (float(plan.burst_limit), now))
-        tokens = min(float(plan.burst_limit), tokens + (now - at) * plan.rate_limit)
+        tokens, at = self.buckets.get(bucket, (float(burst_limit), now))
+        tokens = min(float(burst_limit), tokens + (now - at) * rate_limit)
         if tokens < 1:
-            self.buckets[key] = (tokens, now)
+            self.buckets[bucket] = (tokens, now)
             return False
-        self.buckets[key] = (tokens - 1, now)
+        self.buckets[bucket] = (tokens - 1, now)
         return True
 
     def flush_authorizer_cache(self) -> None:

@@ -183,26 +183,41 @@ def dynamodb_requests(operation: str, params: Mapping[str, Any], partition_key: 
     return [Request(f"dynamodb:{operation}", resource, leading([key]) if key else {})]
 
 
+# An application inference profile routes to the model it was created from, which its ARN does not name;
+# the tier's profiles route to this one.
+PROFILE_MODEL = "anthropic.claude-haiku-4-5-20251001-v1:0"
+
+
 def bedrock_model_arns(model_id: str) -> list[str]:
     """A model id, an inference profile id or an ARN → the ARNs InvokeModel is authorised on."""
-    if model_id.startswith("arn:"):
-        return [model_id]
+    return [request.resource for request in bedrock_requests("bedrock:InvokeModel", model_id)]
+
+
+def bedrock_requests(action: str, model_id: str) -> list[Request]:
+    """What Bedrock authorises a call to `model_id` on: the model, or the profile and the model it routes to
+    (through an application profile, with the profile in the request's `bedrock:InferenceProfileArn`)."""
     from infra.mneme_infra.access import is_inference_profile
 
-    if is_inference_profile(model_id):
-        base = model_id.split(".", 1)[1]
+    kind, name = model_id.split(":", 5)[5].split("/", 1) if model_id.startswith("arn:") else (None, model_id)
+    profile = name if kind == "inference-profile" or (kind is None and is_inference_profile(name)) else None
+    if kind == "application-inference-profile":
+        model = f"arn:aws:bedrock:{REGION}::foundation-model/{PROFILE_MODEL}"
+        return [Request(action, model_id), Request(action, model, {"bedrock:InferenceProfileArn": (model_id,)})]
+    if kind == "foundation-model":
+        return [Request(action, model_id)]
+    if profile is not None:
         return [
-            f"arn:aws:bedrock:{REGION}:{ACCOUNT}:inference-profile/{model_id}",
-            f"arn:aws:bedrock:{REGION}::foundation-model/{base}",  # one of the regions it routes to
+            Request(action, model_id if kind else f"arn:aws:bedrock:{REGION}:{ACCOUNT}:inference-profile/{model_id}"),
+            Request(action, f"arn:aws:bedrock:{REGION}::foundation-model/{profile.split('.', 1)[1]}"),  # a region
         ]
-    return [f"arn:aws:bedrock:{REGION}::foundation-model/{model_id}"]
+    return [Request(action, f"arn:aws:bedrock:{REGION}::foundation-model/{model_id}")]
 
 
 def requests_for(service: str, operation: str, params: Mapping[str, Any]) -> list[Request]:
     if service == "dynamodb":
         return dynamodb_requests(operation, params)
     if service == "bedrock-runtime":
-        return [Request(BEDROCK_ACTIONS[operation], arn) for arn in bedrock_model_arns(params["modelId"])]
+        return bedrock_requests(BEDROCK_ACTIONS[operation], params["modelId"])
     if service == "secretsmanager" and "SecretId" in params:
         secret = params["SecretId"]
         arn = (

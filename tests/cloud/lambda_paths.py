@@ -75,7 +75,8 @@ def copy_distribution(name: str, target: Path) -> int:
 def build(root: Path, *, leave_out: tuple[str, ...] = ()) -> LambdaPaths:
     """The three directories under `root`; `leave_out` drops locked distributions (to see a scenario fail)."""
     paths = LambdaPaths(root / "task", root / "opt" / "python", root / "runtime")
-    CopySources(CODE_SOURCES).try_bundle(str(paths.code), None)  # type: ignore[arg-type]
+    # sources only: the tier imports them with this interpreter, which a 3.12 pyc would not serve anyway
+    CopySources(CODE_SOURCES, source_only=True).try_bundle(str(paths.code), None)  # type: ignore[arg-type]
     for name in pins(LOCK_FILE):
         if name not in {normalize(n) for n in leave_out}:
             copy_distribution(name, paths.layer)

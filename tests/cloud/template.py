@@ -60,11 +60,31 @@ class UsagePlan:
     keys: set[str]  # API key values
 
 
+STACK_UUID = "51af3dc0-da77-11e4-872e-1234567db123"  # the last part of a stack id, made when it is created
+
+
+@dataclass(frozen=True)
+class RateRule:
+    """An AWS WAF rate-based rule of the stage's web ACL that counts every request together (CONSTANT)."""
+
+    limit: int  # requests in the window, past which requests are blocked
+    window_seconds: int
+    status: int
+    body: str
+
+
 class Template:
-    def __init__(self, raw: dict[str, Any], stack_name: str = "Mneme-dev", overrides: Mapping[Any, str] = {}) -> None:
+    def __init__(
+        self,
+        raw: dict[str, Any],
+        stack_name: str = "Mneme-dev",
+        overrides: Mapping[Any, str] = {},
+        stack_uuid: str = STACK_UUID,
+    ) -> None:
         self.raw = raw
         self.stack_name = stack_name
         self.overrides = dict(overrides)
+        self.stack_uuid = stack_uuid
 
     # -- resources -------------------------------------------------------------------------------
     @property
@@ -79,7 +99,7 @@ class Template:
         return found[0], found[1]["Properties"]
 
     def with_overrides(self, overrides: Mapping[Any, str]) -> Template:
-        return Template(self.raw, self.stack_name, {**self.overrides, **overrides})
+        return Template(self.raw, self.stack_name, {**self.overrides, **overrides}, self.stack_uuid)
 
     # -- references ------------------------------------------------------------------------------
     def physical_name(self, logical_id: str) -> str:
@@ -90,6 +110,8 @@ class Template:
             return PSEUDO[logical_id]
         if logical_id == "AWS::StackName":
             return self.stack_name
+        if logical_id == "AWS::StackId":
+            return f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/{self.stack_name}/{self.stack_uuid}"
         if logical_id in self.overrides:
             return self.overrides[logical_id]
         kind = self.resources[logical_id]["Type"]
@@ -150,8 +172,9 @@ class Template:
             if key == "Fn::GetAtt":
                 logical_id, attribute = arg if isinstance(arg, list) else arg.split(".", 1)
                 return self.get_att(logical_id, attribute)
-            if key == "Fn::Join":
-                return str(arg[0]).join(str(self.resolve(part)) for part in arg[1])
+            if key == "Fn::Join":  # of a list, or of an intrinsic that gives one (Fn::Split)
+                parts = self.resolve(arg[1]) if isinstance(arg[1], dict) else arg[1]
+                return str(arg[0]).join(str(self.resolve(part)) for part in parts)
             if key == "Fn::Select":
                 return self.resolve(arg[1])[int(self.resolve(arg[0]))]
             if key == "Fn::Split":
@@ -261,7 +284,9 @@ class Template:
 
     def usage_plans(self) -> list[UsagePlan]:
         stage_names = {lid: r["Properties"]["StageName"] for lid, r in self.of_type("AWS::ApiGateway::Stage").items()}
-        values = {lid: r["Properties"]["Value"] for lid, r in self.of_type("AWS::ApiGateway::ApiKey").items()}
+        values = {
+            lid: self.resolve(r["Properties"]["Value"]) for lid, r in self.of_type("AWS::ApiGateway::ApiKey").items()
+        }
         plan_keys = [r["Properties"] for r in self.of_type("AWS::ApiGateway::UsagePlanKey").values()]
         plans = []
         for lid, resource in self.of_type("AWS::ApiGateway::UsagePlan").items():
@@ -293,6 +318,26 @@ class Template:
 
     def stage(self) -> dict[str, Any]:
         return self.one("AWS::ApiGateway::Stage")[1]
+
+    def rate_rules(self) -> list[RateRule]:
+        """The rate-based rules of the web ACLs associated with the stage; a rule the tier cannot model raises."""
+        stage_id, _ = self.one("AWS::ApiGateway::Stage")
+        rules = []
+        for association in self.of_type("AWS::WAFv2::WebACLAssociation").values():
+            props = association["Properties"]
+            if {"Ref": stage_id} not in json.loads(json.dumps(props["ResourceArn"]))["Fn::Join"][1]:
+                continue
+            acl = self.resources[props["WebACLArn"]["Fn::GetAtt"][0]]["Properties"]
+            bodies = acl.get("CustomResponseBodies", {})
+            for rule in acl["Rules"]:
+                rate = rule["Statement"].get("RateBasedStatement")
+                if rate is None or rate["AggregateKeyType"] != "CONSTANT" or "Block" not in rule["Action"]:
+                    raise NotImplementedError(f"the tier models CONSTANT rate-based block rules only: {rule['Name']}")
+                custom = rule["Action"]["Block"].get("CustomResponse", {})
+                body = bodies.get(custom.get("CustomResponseBodyKey"), {}).get("Content", "")
+                rules.append(RateRule(int(rate["Limit"]), int(rate.get("EvaluationWindowSec", 300)),
+                                      int(custom.get("ResponseCode", 403)), body))  # fmt: skip
+        return rules
 
     # -- consolidation ---------------------------------------------------------------------------
     def state_machine(self) -> tuple[str, dict[str, Any]]:

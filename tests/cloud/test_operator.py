@@ -26,8 +26,7 @@ def operator(cloud: Cloud) -> calls.Principal:
     """docs/deploy.md 'Operators who rebuild the index': table reads and UpdateItem, aoss:APIAccessAll on the
     collection and a place in its data access policy (`mneme:search_operator_arns`)."""
     template = cloud.deployment.template
-    table_id, _ = template.one("AWS::DynamoDB::Table")
-    table_arn = template.get_att(table_id, "Arn")
+    table_arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{cloud.deployment.table_name}"
     (collection_id, collection), *_ = template.of_type("AWS::OpenSearchServerless::Collection").items()
     collection_arn, name = template.get_att(collection_id, "Arn"), collection["Properties"]["Name"]
     model = cloud.deployment.functions["curate"].environment["MNEME_EMBEDDER__MODEL_ID"]
@@ -42,6 +41,28 @@ def operator(cloud: Cloud) -> calls.Principal:
         "Rules": [{"ResourceType": "index", "Resource": [f"index/{name}/*"], "Permission": ["aoss:*"]}],
     }
     return calls.Principal("operator", OPERATOR, statements, collection_arn, name, [listed])
+
+
+def reindex_as_operator(
+    cloud: Cloud, tenant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, list[calls.Seen]]:
+    """`mneme reindex --tenant` in embedded mode with the functions' settings, as the operator; (exit code,
+    the AWS calls it made, each with the operator's verdict)."""
+    settings = cloud.deployment.functions["curate"].environment
+    for name, value in settings.items():
+        if name.startswith("MNEME_"):
+            monkeypatch.setenv(name, value)
+    monkeypatch.setenv("MNEME_HOME", str(tmp_path / "operator"))
+    (tmp_path / "empty.toml").write_text("")
+    monkeypatch.setenv("MNEME_CONFIG", str(tmp_path / "empty.toml"))
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    bootstrap.reset()
+    try:
+        with calls.WATCH.running(operator(cloud)) as seen:
+            code = cli.main(["reindex", "--tenant", tenant, "--quiet"])
+    finally:
+        bootstrap.reset()
+    return code, seen
 
 
 def test_the_operators_reindex_gives_older_turns_and_runs_their_keys_within_the_documented_permissions(
@@ -62,20 +83,7 @@ def test_the_operators_reindex_gives_older_turns_and_runs_their_keys_within_the_
     table.client.update_item(
         TableName=table.table_name, Key=run_key("acme", run_id), UpdateExpression="REMOVE GSI2PK, GSI2SK"
     )
-    settings = cloud.deployment.functions["curate"].environment
-    for name, value in settings.items():
-        if name.startswith("MNEME_"):
-            monkeypatch.setenv(name, value)
-    monkeypatch.setenv("MNEME_HOME", str(tmp_path / "operator"))
-    (tmp_path / "empty.toml").write_text("")
-    monkeypatch.setenv("MNEME_CONFIG", str(tmp_path / "empty.toml"))
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    bootstrap.reset()
-    try:
-        with calls.WATCH.running(operator(cloud)) as seen:
-            code = cli.main(["reindex", "--tenant", "acme", "--quiet"])
-    finally:
-        bootstrap.reset()
+    code, seen = reindex_as_operator(cloud, "acme", tmp_path, monkeypatch)
     out, err = capsys.readouterr()
 
     assert code == 0, err

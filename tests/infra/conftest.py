@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.infra.synth import DOMAIN, GSI_SCHEMA, VARIANT, Synth, synthesize
+from tests.infra.synth import BROUGHT_BACK, DOMAIN, GSI_SCHEMA, VARIANT, Synth, synthesize
 
 
 @pytest.fixture(scope="session")
@@ -22,3 +22,10 @@ def variant(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 def domain(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """`mneme:search=domain`: a managed OpenSearch domain instead of the Serverless collection."""
     return synthesize(tmp_path_factory.mktemp("domain"), DOMAIN)
+
+
+@pytest.fixture(scope="session")
+def brought_back(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """A stage redeployed on its retained table and secret, with pinned tenants, a whole-API rate limit and an
+    application inference profile as its reasoner."""
+    return synthesize(tmp_path_factory.mktemp("brought-back"), BROUGHT_BACK)

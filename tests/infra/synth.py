@@ -52,6 +52,20 @@ VARIANT = {
     "mneme:tenant_burst_limit": "10",
 }
 
+# A stage brought back on what its destroyed stack retained (docs/deploy.md 'Bring a stage back'), with
+# tenants pinned to buckets of their own, the whole-API rate limit and an application inference profile.
+RETAINED_TABLE = "Mneme-prod-StorageTableB43FDCE7-1A2B3C4D5E6F"
+RETAINED_SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:FunctionsCursorSecret1A2B3C-AbCdEf"
+APPLICATION_PROFILE = "arn:aws:bedrock:eu-west-1:123456789012:application-inference-profile/a1b2c3d4e5f6"
+BROUGHT_BACK = {
+    "mneme:stage": "prod",
+    "mneme:table_name": RETAINED_TABLE,
+    "mneme:cursor_secret_arn": RETAINED_SECRET,
+    "mneme:reasoner_model_id": APPLICATION_PROFILE,
+    "mneme:pinned_tenants": "acme,bigco=100/200",
+    "mneme:api_requests_per_minute": "6000",
+}
+
 OPERATOR = "arn:aws:iam::123456789012:role/mneme-operator"
 # The managed-domain search option (infra/mneme_infra/search_domain.py), with an operator to name.
 DOMAIN = {"mneme:search": "domain", "mneme:stage": "small", "mneme:search_operator_arns": OPERATOR}

@@ -46,3 +46,22 @@ def test_the_documented_function_count_and_failures_queue_match_the_template(def
     (word,) = re.findall(r"(\w+) functions share the account's pool", text)
     assert counts[word] == len(default.function_ids())
     assert "ScheduledFailures" in text and any("ScheduledFailures" in lid for lid in default.of_type("AWS::SQS::Queue"))
+
+
+def test_the_throttling_figures_are_what_the_limits_add_up_to() -> None:
+    """docs/deploy.md sizes Bedrock and OpenSearch from these: each figure is `throttling.ceilings`'s."""
+    from infra.mneme_infra.throttling import ceilings
+    from mneme.routes import PAGES, ROUTES
+
+    limits = ceilings(InfraConfig(), ROUTES + PAGES)
+    text = section("Throttling")
+    rows = {row[0]: row[1] for row in table_rows(text.split("### What the limits add up to")[1])}
+    assert rows["any one method, every caller"] == f"{limits.per_method:g}"
+    assert rows["every authenticated method together"] == f"{limits.authenticated:g}"
+    assert rows["the public routes together"] == f"{limits.per_method * limits.public_methods:g}"
+    methods = limits.keyed_methods + limits.public_methods
+    flat = " ".join(text.split())
+    assert f"the API's {methods} methods ({limits.keyed_methods} behind the authorizer" in flat
+    assert f"{methods} × {limits.per_method:g} = {limits.methods_summed:,.0f}" in flat
+    # the stage's limit is never called a bound on every caller together any more
+    assert "every caller together" not in " ".join(DOC.split())

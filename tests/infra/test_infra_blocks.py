@@ -242,15 +242,42 @@ def test_layer_ships_lambdas_bytecode_for_every_module(tmp_path: Path) -> None:
     assert lambda_bytecode_problems(site, "events") == []
 
 
-def test_without_lambdas_python_the_assets_ship_sources_and_say_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_without_lambdas_python_bundling_fails_and_says_how_to_get_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(layer_bundling, "build_python", lambda: None)
     local = FakePipLayer(tmp_path / "unused.txt")
+    with pytest.raises(layer_bundling.NoBuildPython, match=r"pyenv install 3\.12.*source_only_assets=true"):
+        local.try_bundle(str(tmp_path / "layer"), bundling(local))
+
+
+def test_source_only_assets_ship_sources_when_the_operator_asks_and_say_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(layer_bundling, "build_python", lambda: None)
+    local = FakePipLayer(tmp_path / "unused.txt", source_only=True)
     assert local.try_bundle(str(tmp_path / "layer"), bundling(local)) is True
     assert (tmp_path / "layer" / "python" / "events" / "core.py").is_file()
     assert not list(tmp_path.rglob("*.pyc"))
-    assert "no CPython 3.12 found" in capsys.readouterr().err
+    assert "ships sources only (mneme:source_only_assets)" in capsys.readouterr().err
+
+
+def test_a_synth_without_lambdas_python_fails_unless_source_only_assets_are_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole app, assets bundled as `cdk synth` bundles them (the layer's pip swapped for a tiny package)."""
+    from infra.mneme_infra.stack import build_app
+    from tests.infra.synth import CDK_JSON
+
+    monkeypatch.setattr(layer_bundling, "build_python", lambda: None)
+    monkeypatch.setattr(PipLayer, "install", FakePipLayer.install)
+    context = json.loads(CDK_JSON.read_text())["context"]
+    with pytest.raises(Exception, match=r"no CPython 3\.12"):
+        build_app(context, str(tmp_path / "refused"))
+    app, _ = build_app({**context, "mneme:source_only_assets": "true"}, str(tmp_path / "sources"))
+    app.synth()
+    code = [p.parent for p in (tmp_path / "sources").glob("asset.*/functions")]
+    assert code and (code[0] / "mneme" / "routes.py").is_file() and not list(code[0].rglob("*.pyc"))
 
 
 def test_build_python_is_a_runnable_cpython_312(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -185,6 +185,19 @@ CASES = [
     ),
     Case("archive-body", "POST", "/v1/memories/{memory_id}/archive", {"force": True}, code=INVALID),
     Case("revoke-body", "POST", "/v1/keys/{key_id}/revoke", {"reason": "x"}, code=INVALID),
+    # a boolean or a string where the schema says number or integer (pydantic would read true as 1)
+    Case("scoring-alpha-bool", "POST", "/v1/recall", {"query": "x", "scoring": {"alpha": True}}, code=INVALID),
+    Case("scoring-resonance-bool", "POST", "/v1/recall", {"query": "x", "scoring": {"resonance": False}}, code=INVALID),
+    Case("confidence-bool", "POST", "/v1/memories", memory(confidence=True), code=INVALID),
+    Case("confidence-text", "POST", "/v1/memories", memory(confidence="0.5"), code=INVALID),
+    Case("edit-version-bool", "PATCH", "/v1/memories/{memory_id}", {"body": "x", "version": True}, code=INVALID),
+    Case(
+        "rename-dry-run-text",
+        "POST",
+        "/v1/scopes/rename",
+        {"path": "root.acme", "new_path": "root.b", "dry_run": "yes"},
+        code=INVALID,
+    ),
     # bad memory keys
     Case("key-uppercase", "POST", "/v1/memories", memory(key="New-Note"), code="invalid_key"),
     Case("key-space", "POST", "/v1/memories", memory(key="new note"), code="invalid_key"),
@@ -536,8 +549,10 @@ def test_a_huge_body_is_refused_before_it_is_read(seeded: Seeded, with_key: bool
 @pytest.mark.parametrize("method", ["OPTIONS", "TRACE", "CONNECT", "FOO", "PROPFIND"])
 def test_every_method_gets_a_json_answer(seeded: Seeded, method: str) -> None:
     request = f"{method} /v1/health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".encode()
-    error = error_of(*exchange(seeded.api.base, request), 405)
+    status, headers, body = exchange(seeded.api.base, request)
+    error = error_of(status, headers, body, 405)
     assert error["details"] == {"allow": ["GET"]}
+    assert headers["allow"] == "GET"  # RFC 9110: a 405 says what is allowed in its Allow header
     unknown = f"{method} /v1/nothing HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".encode()
     error_of(*exchange(seeded.api.base, unknown), 404)
 
@@ -545,6 +560,7 @@ def test_every_method_gets_a_json_answer(seeded: Seeded, method: str) -> None:
 def test_head_gets_405_headers_without_a_body(seeded: Seeded) -> None:
     response = seeded.api.session.head(seeded.api.base + "/v1/health", timeout=10)
     assert response.status_code == 405 and response.headers["Content-Type"] == "application/json"
+    assert response.headers["Allow"] == "GET"
     assert response.content == b""
 
 

@@ -362,13 +362,35 @@ def test_export_and_import_with_progress_then_a_second_import_changes_nothing(ru
 
     code, out, err = run("import", str(target), "--tenant", "copy")
     assert code == 0, err
-    written = "1 scopes, 0 aliases, 1 memories, 120 episodes, 0 facts"  # root exists in every tenant
+    written = "1 scopes, 0 aliases, 1 memories, 0 revisions, 120 episodes, 0 facts"  # root exists in every tenant
     assert out == f"imported into tenant copy: {written}; 0 already present\n"
     assert f"import: {len(lines)}/{len(lines)} lines (100%)" in err
     assert "order 7" in ok(run, "recall", "Order 7: oak doors", "--tenant", "copy", "--limit", "1").lower()
     counts = json.loads(ok(run, "import", str(target), "--tenant", "copy", "--json"))
     assert counts["episodes"] == 0 and counts["memories"] == 0 and counts["skipped"] == 121
     assert ok(run, "export", "--tenant", "copy").count('"type":"episode"') == 120  # stdout by default
+
+
+def test_an_import_is_all_or_nothing_or_with_continue_reports_what_it_did_not_write(run: Any, tmp_path: Path) -> None:
+    # Given an export holding a memory whose key the importing tenant already uses
+    ok(run, "memories", "create", "--key", "tone", "--scope", "root", "Be brief.")
+    ok(run, "remember", "--jsonl", str(jsonl(tmp_path / "orders.jsonl", 30)), "--scope", "root.acme", "--create-scope")
+    target = tmp_path / "acme.jsonl"
+    ok(run, "export", "--output", str(target))
+    ok(run, "memories", "create", "--key", "tone", "--scope", "root", "Be kind.", "--tenant", "copy")
+    # When it is imported: refused, naming the line, and nothing written
+    code, out, err = run("import", str(target), "--tenant", "copy")
+    assert code == 2 and out == ""
+    assert "error: memory_exists: line " in err and "nothing was imported" in err
+    assert ok(run, "scopes", "list", "--tenant", "copy") == "root\n"
+    # With --continue: everything else written, the one record reported, exit 1
+    code, out, err = run("import", str(target), "--tenant", "copy", "--continue")
+    assert code == 1, err
+    assert out == "imported into tenant copy: 1 scopes, 0 aliases, 0 memories, 0 revisions, 30 episodes, 0 facts; " \
+                  "0 already present; 1 not imported\n"  # fmt: skip
+    assert "not imported: line " in err and "(memory " in err and ": memory_exists: " in err
+    counts = json.loads(run("import", str(target), "--tenant", "copy", "--continue", "--json")[1])
+    assert counts["skipped"] == 30 and [f["code"] for f in counts["failed"]] == ["memory_exists"]
 
 
 def test_an_interrupted_export_leaves_no_file(run: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

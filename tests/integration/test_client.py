@@ -299,7 +299,14 @@ def test_connection_failures_are_retried_then_raised(stub: Stub) -> None:
     # A read timeout is retried for a read, and the next attempt's answer is used
     stub.replies = [Reply(200, {"status": "ok"}, delay=0.5), Reply(200, {"status": "ok", "version": "x"})]
     client = MnemeClient(stub.url, "k", timeout=0.2, backoff=0.01, sleep=Sleeps())
-    assert client.health().model_dump() == {"status": "ok", "version": "x"}
+    assert client.health().model_dump(exclude_none=True) == {"status": "ok", "version": "x"}
+
+
+def test_a_degraded_health_is_read_with_what_is_degraded(stub: Stub) -> None:
+    why = "/srv/mneme/cursor.key is a directory"
+    stub.replies = [Reply(200, {"status": "degraded", "version": "x", "cursor_key": why})]
+    health = MnemeClient(stub.url, "k", sleep=Sleeps()).health()
+    assert health.status == "degraded" and health.model_dump()["cursor_key"] == why
 
 
 def test_change_feed_pages_resume_without_gaps_or_repeats(admin: MnemeClient) -> None:

@@ -220,7 +220,7 @@ def test_authorizer_denies_an_unknown_or_missing_key_without_raising(home: Path,
 def test_authorizer_denies_a_revoked_key(home: Path) -> None:
     # Given a key that was revoked
     keys = bootstrap.current().keys
-    secret, record = keys.create("acme", "alice", [Role.admin])
+    secret, record = keys.create("acme", "alice", [Role.writer])
     keys.revoke("acme", record.key_id)
     # When the authorizer sees it
     result = authorize(f"Bearer {secret}")
@@ -229,3 +229,12 @@ def test_authorizer_denies_a_revoked_key(home: Path) -> None:
     assert result["policyDocument"]["Statement"][0]["Resource"] == WILDCARD_ARN
     assert "tenant" not in result["context"]
     assert result["context"]["reason"] == "key_revoked"
+
+
+def test_a_wrong_method_is_a_405_with_an_allow_header(home: Path) -> None:
+    # Given the health event sent as a DELETE
+    event = {**load_event("health.json"), "httpMethod": "DELETE"}
+    # Then 405 in the error shape, and the Allow header names the methods the path takes
+    response = call("retrieve", event, 405)
+    assert json.loads(response["body"])["error"]["details"] == {"allow": ["GET"]}
+    assert response_header(response, "Allow") == "GET"

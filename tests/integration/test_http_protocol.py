@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import selectors
 import socket
 import threading
 import time
@@ -231,27 +232,6 @@ def test_a_body_cut_short_by_a_half_close_is_not_served(fast: tuple[str, int]) -
     assert episodes("acme") == 0
 
 
-def test_past_the_connection_limit_a_request_gets_503(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local, "MAX_CONNECTIONS", 4)
-    httpd = local.make_server("127.0.0.1", 0)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    address = ("127.0.0.1", int(httpd.server_address[1]))
-    held = [connect(address) for _ in range(4)]
-    try:
-        time.sleep(0.2)
-        response = health(address)
-        assert response.status_code == 503
-        for sock in held:
-            sock.close()
-        time.sleep(0.2)
-        assert health(address).status_code == 200
-    finally:
-        for sock in held:
-            sock.close()
-        httpd.shutdown()
-        httpd.server_close()
-
-
 # -- unexpected errors: a 5xx with a request id, logged at ERROR with its traceback -------------------------
 
 
@@ -307,3 +287,162 @@ def test_the_lambda_handler_answers_an_unexpected_error_with_api_gateways_reques
     assert response["statusCode"] == 500
     assert json.loads(response["body"])["error"]["details"] == {"request_id": "apigw-req-1"}
     assert any(r.levelno == logging.ERROR and getattr(r, "request_id", None) == "apigw-req-1" for r in caplog.records)
+
+
+# -- no secret in an error: h11's message quotes the line it refused ------------------------------------------
+
+
+SECRET = "mnk_never-echo-this-7Qx"
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        f"GET /v1/health HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {SECRET}\rX: y\r\n\r\n".encode(),
+        f"GET /v1/health HTTP/1.1\r\nHost: t\r\nAuthorization : Bearer {SECRET}\r\n\r\n".encode(),
+        f"GET /v1/changes?cursor={SECRET} HTTP/1.1 junk\r\nHost: t\r\n\r\n".encode(),
+        f"GET /v1/changes?cursor={SECRET}\x80 HTTP/1.1\r\nHost: t\r\n\r\n".encode("latin-1"),
+        f"GET /v1/health HTTP/1.1\r\nHost: t\r\nX-Token: {SECRET}\x00\r\n\r\n".encode(),
+    ],
+    ids=["bare-cr-in-authorization", "space-before-colon", "request-line", "non-ascii-target", "nul-in-value"],
+)
+def test_a_refused_head_names_the_problem_never_the_value(
+    fast: tuple[str, int], request_bytes: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a head h11 refuses, with a secret in the refused line
+    caplog.set_level(logging.DEBUG)
+    with connect(fast) as sock:
+        sock.sendall(request_bytes)
+        data = read_all(sock)
+    # Then a JSON 400 that says what is wrong, and neither the answer nor any log line holds the secret
+    assert error_code(data, 400) == "bad_request"
+    assert SECRET.encode() not in data and b"bytearray" not in data
+    assert not [r for r in caplog.records if SECRET in r.getMessage() or SECRET in str(r.exc_info)]
+
+
+def test_a_bare_cr_in_a_header_names_the_header(fast: tuple[str, int]) -> None:
+    with connect(fast) as sock:
+        sock.sendall(f"GET /v1/health HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {SECRET}\rX: y\r\n\r\n".encode())
+        message = json.loads(parse(read_all(sock))[2])["error"]["message"]
+    assert "Authorization" in message and SECRET not in message
+
+
+def test_a_malformed_content_length_is_refused_without_its_value(fast: tuple[str, int]) -> None:
+    with connect(fast) as sock:
+        sock.sendall(f"POST /v1/recall HTTP/1.1\r\nHost: t\r\nContent-Length: 1{SECRET}\r\n\r\n".encode())
+        data = read_all(sock)
+    assert parse(data)[0] == 400 and SECRET.encode() not in data
+
+
+# -- idle connections: the newest idle one makes room -----------------------------------------------------
+
+
+class Capped:
+    """A server whose connection cap is `cap`; what `connect` opens is closed with it."""
+
+    def __init__(self, cap: int, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(local, "MAX_CONNECTIONS", cap)
+        self.httpd = local.make_server("127.0.0.1", 0)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.address = ("127.0.0.1", int(self.httpd.server_address[1]))
+        self.opened: list[socket.socket] = []
+
+    def connect(self) -> socket.socket:
+        self.opened.append(connect(self.address, timeout=5))
+        return self.opened[-1]
+
+    def close(self) -> None:
+        for sock in self.opened:
+            sock.close()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def capped(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int], Capped]]:
+    servers: list[Capped] = []
+
+    def start(cap: int) -> Capped:
+        servers.append(Capped(cap, monkeypatch))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def test_idle_connections_at_the_cap_make_room_for_a_request(capped: Callable[[int], Capped]) -> None:
+    # Given as many idle connections as the server takes, which never send a byte
+    server = capped(8)
+    idle = [server.connect() for _ in range(8)]
+    time.sleep(local.NEW_GRACE + 0.3)  # past the moment a new connection has to send its request
+    # Then every health check is answered, one after another, each evicting the newest idle connection
+    assert [health(server.address).status_code for _ in range(5)] == [200] * 5
+    # And the oldest idle connections are still open (the newest went first)
+    idle[0].setblocking(False)
+    with pytest.raises(BlockingIOError):
+        idle[0].recv(1)
+
+
+def test_idle_connections_reopened_as_fast_as_they_close_never_shut_a_request_out(
+    capped: Callable[[int], Capped],
+) -> None:
+    # Given an attacker holding more idle connections than the cap, re-opening each one the server closes
+    server = capped(8)
+    watch = selectors.DefaultSelector()
+    for _ in range(12):
+        watch.register(server.connect(), selectors.EVENT_READ)
+    stop, reopened = threading.Event(), [0]
+
+    def attacker() -> None:
+        while not stop.is_set():
+            for ready, _ in watch.select(timeout=0.05):
+                watch.unregister(ready.fileobj)
+                with contextlib.suppress(OSError):
+                    watch.register(server.connect(), selectors.EVENT_READ)
+                    reopened[0] += 1
+
+    flood = threading.Thread(target=attacker, daemon=True)
+    flood.start()
+    try:
+        # Then every request in the meantime is served
+        answers = []
+        for _ in range(25):  # 2.5 s: past the grace, the attacker's connections are closed and come back
+            time.sleep(0.1)
+            answers.append(health(server.address).status_code)
+        assert answers == [200] * 25 and reopened[0] >= 4
+    finally:
+        stop.set()
+        flood.join()
+
+
+def test_a_keep_alive_connection_waiting_for_its_next_request_is_idle_too(capped: Callable[[int], Capped]) -> None:
+    server = capped(4)
+    url = f"http://{server.address[0]}:{server.address[1]}/v1/health"
+    with contextlib.ExitStack() as stack:
+        sessions = [stack.enter_context(requests.Session()) for _ in range(4)]
+        assert [s.get(url, timeout=5).status_code for s in sessions] == [200] * 4  # four kept-alive connections
+        assert health(server.address).status_code == 200  # a fifth client still gets in
+
+
+def test_past_twice_the_cap_with_every_connection_busy_the_answer_is_a_json_503(
+    capped: Callable[[int], Capped],
+) -> None:
+    # Given twice the cap of connections in the middle of a request (a body that has not arrived yet)
+    server = capped(4)
+    key = new_key("acme", "alice", Role.writer)
+    for _ in range(8):
+        server.connect().sendall(remember(key, "slow")[:-5])
+    time.sleep(0.3)
+    # Then a new request gets a 503 in the error shape
+    response = health(server.address)
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "service_unavailable"
+
+
+@pytest.mark.parametrize("target", [b"//[x", b"//[::1/v1/health", b"http://[x/v1/health"])
+def test_a_target_no_url_parser_reads_is_a_400_not_a_500(fast: tuple[str, int], target: bytes) -> None:
+    with connect(fast) as sock:
+        sock.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        data = read_all(sock)
+    assert parse(data)[0] in (400, 404), data[:200]

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import requests
 
 from mneme import cli
+from mneme.models import Role
 
-from .helpers import Api, assert_error, block, bundle
+from .helpers import Api, assert_error, block, bundle, new_key
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -200,3 +203,26 @@ def test_a_published_edit_changes_the_bundle(admin: Api, walkthrough: dict[str, 
 def test_unknown_route_and_wrong_method(admin: Api) -> None:
     assert_error(admin.get("/v1/nothing"), 404, "route_not_found")
     assert_error(admin.call("DELETE", "/v1/layers"), 405, "method_not_allowed")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [lambda path: path.write_bytes(b"\xff" * 64), lambda path: path.mkdir(), lambda path: path.write_text("")],
+    ids=["not-utf8", "directory", "empty"],
+)
+def test_a_damaged_cursor_key_is_a_503_that_health_reports(
+    server: str, home: Path, damage: Callable[[Path], object]
+) -> None:
+    # Given two episodes, and a cursor key damaged before the first page is asked for
+    headers = {"Authorization": f"Bearer {new_key('acme', 'alice', Role.writer)}"}
+    items = [{"scope": "root", "content": f"turn {i}"} for i in range(2)]
+    assert requests.post(server + "/v1/remember", json={"items": items}, headers=headers, timeout=30).ok
+    damage(home / "cursor.key")
+    # Then the routes that sign or read a cursor answer 503 key_file_damaged (never a 500), naming the file
+    for path in ("/v1/changes", "/v1/episodes?limit=1", "/v1/facts?cursor=abc.def"):
+        response = requests.get(server + path, headers=headers, timeout=10)
+        assert response.status_code == 503, (path, response.text)
+        assert response.json()["error"]["code"] == "key_file_damaged" and "cursor.key" in response.text
+    # And health says degraded, and why
+    health = requests.get(server + "/v1/health", timeout=10).json()
+    assert health["status"] == "degraded" and "cursor.key" in health["cursor_key"]

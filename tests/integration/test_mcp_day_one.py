@@ -104,6 +104,10 @@ def test_a_reader_is_told_nothing_is_remembered_yet_and_cannot_create_the_scope(
         ("retrieve", {"path": "root..x"}, "invalid_input", "path: 'root..x' is not a scope path"),
         ("remember_conversation", {"messages": [{"content": "who said it?"}]}, "invalid_message", "role or name"),
         ("propose_memory", {"key": "Bad Key", "body": "x"}, "invalid_input", "key"),
+        ("consolidate", {"wait": "yes"}, "invalid_input", "wait"),  # a boolean is true or false, not a word
+        ("recall", {"query": "x", "delta": "no", "session_id": "s"}, "invalid_input", "delta"),
+        ("remember", {"content": "x", "create_scope": "yes"}, "invalid_input", "create_scope"),
+        ("recall", {"query": "x", "limit": 5.5}, "invalid_input", "limit"),
     ],
 )
 def test_every_bad_argument_reads_code_then_message(

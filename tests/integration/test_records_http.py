@@ -82,6 +82,40 @@ def test_get_and_list_episodes_with_filters_and_a_signed_cursor(stack: Served) -
     assert reader.get("/v1/episodes/ep_nope").json()["error"]["code"] == "episode_not_found"
 
 
+def test_a_list_refuses_an_empty_period_as_recall_does(stack: Served) -> None:
+    reader = stack.key("viewer", Role.reader)
+    since, until = "2026-03-02T00:00:00%2B00:00", "2026-03-01T00:00:00%2B00:00"
+    for path in ("/v1/episodes", "/v1/facts"):
+        refused = reader.get(f"{path}?since={since}&until={until}")
+        assert refused.status_code == 400 and "empty" in refused.json()["error"]["message"], refused.text
+    recalled = reader.call("POST", "/v1/recall", {"query": "x", "since": "2026-03-02T00:00:00Z",
+                                                  "until": "2026-03-01T00:00:00Z"})  # fmt: skip
+    assert recalled.status_code == 400
+
+
+def test_a_conversation_lists_in_the_order_its_turns_were_given(stack: Served) -> None:
+    # Given three turns sent in one call, at one time (a pasted chat log)
+    writer = stack.key("agent", Role.writer)
+    turns = [{"name": "Sam", "content": f"garden turn {n}"} for n in range(3)]
+    body = {"scope": "root.chat", "create_scope": True, "session_id": "s1", "occurred_at": T.isoformat(),
+            "messages": turns}  # fmt: skip
+    ids = writer.ok("POST", "/v1/remember", body, 201)["episode_ids"]
+    # Then a list shows each turn's place and keeps their order (newest first: the last turn first), page by page
+    listed = writer.ok("GET", "/v1/episodes?scope=root.chat&session_id=s1")["episodes"]
+    assert [(e["id"], e["sequence"]) for e in listed] == [(ids[2], 2), (ids[1], 1), (ids[0], 0)]
+    paged, cursor = [], ""
+    for _ in range(3):
+        page = writer.ok("GET", f"/v1/episodes?scope=root.chat&limit=1{cursor}")
+        paged += [e["id"] for e in page["episodes"]]
+        cursor = f"&cursor={page['next_cursor']}" if page["has_more"] else ""
+    assert paged == ids[::-1] and not cursor
+    # And recall's results carry it too
+    found = writer.ok("POST", "/v1/recall", {"query": "garden turn", "scope": "root.chat"})
+    assert {r["id"]: r["sequence"] for r in found["results"] if r["kind"] == "episode"} == {
+        i: n for n, i in enumerate(ids)
+    }
+
+
 def test_recall_filters_on_metadata_inside_the_search(stack: Served) -> None:
     writer = stack.key("agent", Role.writer)
     alice = remember(writer, "I am vegetarian and love lentils", metadata={"user": "alice"})

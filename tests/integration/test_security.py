@@ -155,6 +155,7 @@ def test_tenant_b_cannot_revoke_or_list_a_keys(tenants: Tenants) -> None:
 @pytest.fixture
 def revoked_key(server: str) -> str:
     keys = bootstrap.current().keys
+    keys.create("tenant-a", "successor", [Role.admin])  # a tenant's last admin key cannot be revoked
     secret, record = keys.create("tenant-a", "former", [Role.admin])
     keys.revoke("tenant-a", record.key_id)
     return secret
@@ -194,6 +195,22 @@ def test_a_revoked_key_stops_working_at_once(server: str) -> None:
     }
     # Then the next request with it is refused
     assert_error(bot.retrieve("root"), 401, "key_revoked")
+
+
+def test_the_last_admin_key_of_a_tenant_cannot_be_revoked(server: str) -> None:
+    # Given a tenant whose only admin key is the one calling (as `mneme serve`'s first key is)
+    admin = Api(server, new_key("tenant-a", "alice", Role.admin))
+    own = admin.ok("GET", "/v1/keys")["keys"][0]["key_id"]
+    # Then revoking it is refused, and the key still works
+    refused = admin.call("POST", f"/v1/keys/{own}/revoke")
+    assert_error(refused, 409, "last_admin_key")
+    assert admin.ok("GET", "/v1/me")["principal"] == "alice"
+    # When another admin key exists, the first one can go
+    other = admin.as_key(admin.ok("POST", "/v1/keys", {"principal": "bob", "roles": ["admin"]})["api_key"])
+    assert admin.ok("POST", f"/v1/keys/{own}/revoke")["revoked"] is True
+    # And then bob's key is the last one: refused too
+    bobs = next(k["key_id"] for k in other.ok("GET", "/v1/keys")["keys"] if k["principal"] == "bob")
+    assert_error(other.call("POST", f"/v1/keys/{bobs}/revoke"), 409, "last_admin_key")
 
 
 # -- roles -----------------------------------------------------------------------------------

@@ -53,8 +53,12 @@ def functions_of(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def resolve(value: Any, tokens: dict[str, str]) -> str:
-    """A template value with Ref / GetAtt / Join replaced by what the doubles answer to."""
+# What the authorizer's throttle seed derives from (infra/mneme_infra/throttling.py: the stack's UUID).
+STACK_ID = f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/Mneme-bench/51af3dc0-da77-11e4-872e-1234567db123"
+
+
+def resolve(value: Any, tokens: dict[str, str]) -> Any:
+    """A template value with Ref / GetAtt / Join / Select / Split replaced by what the doubles answer to."""
     if isinstance(value, str):
         return value
     if "Ref" in value:
@@ -64,7 +68,14 @@ def resolve(value: Any, tokens: dict[str, str]) -> str:
         return tokens.get(f"{logical}.{attribute}", tokens.get(attribute, tokens["*"]))
     if "Fn::Join" in value:
         separator, parts = value["Fn::Join"]
-        return str(separator).join(resolve(part, tokens) for part in parts)
+        parts = resolve(parts, tokens) if isinstance(parts, dict) else parts  # a list, or Fn::Split's
+        return str(separator).join(str(resolve(part, tokens)) for part in parts)
+    if "Fn::Split" in value:
+        separator, text = value["Fn::Split"]
+        return str(resolve(text, tokens)).split(separator)
+    if "Fn::Select" in value:
+        index, items = value["Fn::Select"]
+        return resolve(items, tokens)[int(index)]
     raise ValueError(f"cannot resolve {value}")
 
 
@@ -130,6 +141,7 @@ def loopback_aws(template: dict[str, Any], search_url: str | None = None) -> Ite
         tokens = {
             "*": "unresolved",
             "AWS::Region": REGION,
+            "AWS::StackId": STACK_ID,
             table_id: "mneme-bench",
             secret_id: secret["ARN"],
             machine_id: machine["stateMachineArn"],

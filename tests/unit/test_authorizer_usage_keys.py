@@ -10,12 +10,13 @@ import pytest
 
 from mneme import bootstrap
 from mneme.adapters.sqlite_store import SqliteRecordStore
-from mneme.auth import UsageKeys
+from mneme.auth import UsageKeys, pinned_digest
 from mneme.models import Role
 from mneme.services.keys import KeyService
 from tests.conftest import FixedClock
 
 ARN = "arn:aws:execute-api:eu-west-1:123456789012:api123/dev/POST/v1/recall"
+SEED = "51af3dc0da7711e4872e1234567db123"  # the stack's UUID without hyphens (infra/mneme_infra/throttling.py)
 
 
 class Context:
@@ -25,10 +26,11 @@ class Context:
 
 @pytest.fixture
 def authorizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The authorizer function with its stack environment (16 buckets) on a fresh local store."""
+    """The authorizer function with its stack environment (16 buckets, one pinned tenant) on a fresh store."""
     monkeypatch.setenv("MNEME_HOME", str(tmp_path))
-    monkeypatch.setenv("MNEME_THROTTLE__SEED", "Mneme-dev")
+    monkeypatch.setenv("MNEME_THROTTLE__SEED", SEED)
     monkeypatch.setenv("MNEME_THROTTLE__BUCKETS", "16")
+    monkeypatch.setenv("MNEME_THROTTLE__PINNED", pinned_digest("bigco"))
     bootstrap.reset()
     import functions.authorizer
 
@@ -52,7 +54,7 @@ def ask(handler: Any, secret: str) -> dict[str, Any]:
 def test_an_allow_carries_its_tenants_bucket_key_the_same_for_every_key_of_the_tenant(
     authorizer: Any, tmp_path: Path
 ) -> None:
-    usage = UsageKeys("Mneme-dev", 16)
+    usage = UsageKeys(SEED, 16)
     tenants = [f"tenant-{n}" for n in range(40)]
     answers = {tenant: ask(authorizer, key(tmp_path, tenant)) for tenant in tenants}
     for tenant, answer in answers.items():
@@ -90,7 +92,30 @@ def test_without_the_stacks_buckets_an_allow_names_none(tmp_path: Path, monkeypa
     assert "usageIdentifierKey" not in answer
 
 
-def test_bucket_of_a_tenant_does_not_depend_on_the_process() -> None:
-    """A hash of the name, not Python's salted hash(): every authorizer instance agrees."""
-    assert UsageKeys("Mneme-dev", 16).bucket("acme") == 0
-    assert UsageKeys("Mneme-dev", 16).value(0) == UsageKeys("Mneme-dev", 16).of("acme")
+def test_a_pinned_tenant_gets_its_own_key_and_nobody_else_does(authorizer: Any, tmp_path: Path) -> None:
+    usage = UsageKeys(SEED, 16, frozenset({pinned_digest("bigco")}))
+    pinned = ask(authorizer, key(tmp_path, "bigco"))["usageIdentifierKey"]
+    assert pinned == usage.pinned_value("bigco") == f"mneme{SEED}p{pinned_digest('bigco')}"
+    shared = UsageKeys(SEED, 16).value(UsageKeys(SEED, 16).bucket("bigco"))
+    neighbours = [t for t in (f"tenant-{n}" for n in range(200)) if UsageKeys(SEED, 16).of(t) == shared]
+    assert neighbours and {ask(authorizer, key(tmp_path, t))["usageIdentifierKey"] for t in neighbours} == {shared}
+
+
+def test_bucket_of_a_tenant_does_not_depend_on_the_process_but_on_the_deployment() -> None:
+    """A hash of the deployment's seed and the name, not Python's salted hash(): every authorizer instance of
+    a deployment agrees, and another deployment spreads the same tenants differently."""
+    assert UsageKeys(SEED, 16).bucket("acme") == 9
+    assert UsageKeys(SEED, 16).value(9) == UsageKeys(SEED, 16).of("acme") == f"mneme{SEED}b09"
+    other = "0c9e2f6a4b1d4e8f9a3c5d7e8f901234"
+    tenants = [f"tenant-{n}" for n in range(100)]
+    assert [UsageKeys(SEED, 16).bucket(t) for t in tenants] != [UsageKeys(other, 16).bucket(t) for t in tenants]
+
+
+def test_a_seed_that_cannot_make_a_key_value_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import ValidationError
+
+    from mneme.settings import ThrottleSettings
+
+    with pytest.raises(ValidationError):
+        ThrottleSettings(seed="Mneme-dev", buckets=16)  # API Gateway key values are alphanumeric
+    assert ThrottleSettings(seed=SEED, buckets=16, pinned=" a1, b2 ,").pinned_digests == {"a1", "b2"}

@@ -254,7 +254,7 @@ def _bench() -> ModuleType:
     return bench
 
 
-@pytest.mark.parametrize("name", ["dev", "heldout", "conversational", "chat"])
+@pytest.mark.parametrize("name", ["dev", "heldout", "conversational", "chat", "traps"])
 def test_every_labelled_set_keeps_precision_at_0_95(name: str) -> None:
     bench = _bench()
     windows = bench.load_conversations(BENCH / bench.SETS[name])

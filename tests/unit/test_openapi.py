@@ -1,4 +1,7 @@
+import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from mneme import routes
 from mneme.http import openapi
@@ -48,3 +51,77 @@ def test_the_query_parameters_of_the_route_table_are_those_documented() -> None:
         parameters = paths[route.path][route.method.lower()].get("parameters", [])
         named = {name for name in route.query if not name.endswith(".")}  # `metadata.`: `metadata.<key>`, described
         assert {p["name"] for p in parameters if p["in"] == "query"} == named, route
+
+
+# -- the document speaks JSON Schema: every keyword is one of its vocabulary --------------------------------
+
+# OpenAPI 3.1's Schema Object is JSON Schema 2020-12 plus these (OpenAPI 3.1.0, "Fixed Fields" of the Schema Object).
+OPENAPI_SCHEMA_WORDS = {"discriminator", "xml", "externalDocs", "example"}
+SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+SCHEMA_LISTS = {"allOf", "anyOf", "oneOf", "prefixItems"}
+SCHEMA_ONE = {"items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+              "unevaluatedItems", "unevaluatedProperties", "contentSchema"}  # fmt: skip
+
+
+def json_schema_vocabulary() -> set[str]:
+    """Every keyword JSON Schema 2020-12 defines: the properties of its meta-schemas (as the jsonschema package
+    ships them), core, applicator, validation, meta-data, format, content and unevaluated."""
+    from jsonschema_specifications import REGISTRY
+
+    words: set[str] = set()
+    for uri in REGISTRY:
+        if uri.startswith("https://json-schema.org/draft/2020-12/"):
+            words |= set(REGISTRY.contents(uri).get("properties", {}))
+    assert {"minimum", "maximum", "anyOf", "$ref"} <= words
+    return words
+
+
+def keywords(schema: Any, where: str) -> Iterator[tuple[str, str]]:
+    """(where, keyword) for a schema and every schema inside it."""
+    if not isinstance(schema, dict):
+        return
+    for word, value in schema.items():
+        yield where, word
+        if word in SCHEMA_MAPS:
+            for name, inner in value.items():
+                yield from keywords(inner, f"{where}/{word}/{name}")
+        elif word in SCHEMA_LISTS:
+            for i, inner in enumerate(value):
+                yield from keywords(inner, f"{where}/{word}/{i}")
+        elif word in SCHEMA_ONE:
+            yield from keywords(value, f"{where}/{word}")
+
+
+def schemas(document: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """Every schema an OpenAPI document holds: components, parameters, request and response bodies, headers."""
+    for name, schema in document["components"]["schemas"].items():
+        yield f"#/components/schemas/{name}", schema
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            at = f"{method.upper()} {path}"
+            for parameter in operation.get("parameters", []):
+                yield f"{at} parameter {parameter['name']}", parameter["schema"]
+            for media, body in (operation.get("requestBody") or {}).get("content", {}).items():
+                yield f"{at} body {media}", body["schema"]
+            for status, response in operation["responses"].items():
+                for media, body in response.get("content", {}).items():
+                    yield f"{at} {status} {media}", body["schema"]
+                for name, header in response.get("headers", {}).items():
+                    yield f"{at} {status} header {name}", header["schema"]
+
+
+def test_every_schema_keyword_of_the_document_is_json_schemas() -> None:
+    vocabulary = json_schema_vocabulary() | OPENAPI_SCHEMA_WORDS
+    document = json.loads(COMMITTED.read_text())
+    foreign = [f"{where}: {word}" for at, schema in schemas(document) for where, word in keywords(schema, at)
+               if word not in vocabulary]  # fmt: skip
+    assert foreign == [], "not JSON Schema: " + "; ".join(foreign[:10])
+
+
+def test_no_request_body_is_declared_nullable_since_a_null_body_is_refused() -> None:
+    document = json.loads(COMMITTED.read_text())
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            for body in (operation.get("requestBody") or {}).get("content", {}).values():
+                alternatives = body["schema"].get("anyOf", []) + body["schema"].get("oneOf", [])
+                assert {"type": "null"} not in alternatives and body["schema"].get("type") != "null", (method, path)

@@ -93,7 +93,7 @@ def test_export_carries_rejected_memories_and_every_revision(services: Services)
     (revision,) = [line for line in lines if line["type"] == "revision"]
     assert revision["changes"] == {"body": "A pending edit."} and revision["author"] == "wendy"
     # And an import brings them back
-    counts = services.portability.import_("acme-copy", json.loads(json.dumps(lines)))
+    counts = services.portability.import_("acme-copy", json.loads(json.dumps(lines))).counts
     assert counts["memories"] == 2 and counts["revisions"] == 1
     copy = principal("acme-copy", "wendy", Role.writer)
     assert services.store.get_revision("acme-copy", published.memory_id, "wendy") is not None

@@ -1,5 +1,6 @@
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import boto3
@@ -80,3 +81,19 @@ def test_an_empty_admin_key_stops_serve_with_one_line(home: Path) -> None:
     (home / "admin.key").write_text("")
     with pytest.raises(KeyFileDamaged, match=r"admin\.key"):
         ensure_first_run()
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (lambda path: path.write_bytes(b"\xff\xfe" + b"\x80" * 64), "not UTF-8 text"),
+        (lambda path: path.mkdir(), "a directory"),
+    ],
+    ids=["not-utf8", "directory"],
+)
+def test_a_cursor_key_that_cannot_be_read_as_text_is_refused_not_a_500(
+    tmp_path: Path, damage: Callable[[Path], object], says: str
+) -> None:
+    damage(tmp_path / "cursor.key")
+    with pytest.raises(KeyFileDamaged, match=says):
+        cursor_secret(Settings(home=tmp_path))()  # type: ignore[call-arg]

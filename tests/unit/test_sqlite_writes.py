@@ -14,7 +14,7 @@ import pytest
 from mneme.adapters import sqlite_base
 from mneme.adapters.sqlite_index import SqliteSearchIndex
 from mneme.adapters.sqlite_store import SqliteRecordStore
-from mneme.errors import StoreUnavailable
+from mneme.errors import Conflict, StoreUnavailable
 from mneme.models import Episode
 from mneme.search_models import IndexDocument
 
@@ -131,3 +131,35 @@ def test_a_writer_gives_up_with_a_retryable_error_when_the_holder_never_lets_go(
         second.put_episodes([episode(1)])
     second.put_episodes([episode(2)])  # the lock is free again: the next write goes through
     assert set(second.get_episodes("acme", ["e1", "e2"])) == {"e2"}
+
+
+# -- atomic: many writes, one transaction --------------------------------------------------------------------
+
+
+def test_writes_inside_atomic_commit_together_or_not_at_all(tmp_path: Path) -> None:
+    store = SqliteRecordStore(tmp_path / "mneme.db")
+    # Given writes inside atomic() that then fail
+    with pytest.raises(RuntimeError), store.atomic():
+        store.put_episodes([episode(1)])
+        store.put_episodes([episode(2)])
+        assert set(store.get_episodes("acme", ["e1", "e2"])) == {"e1", "e2"}  # a read inside sees them
+        raise RuntimeError("the import failed")
+    # Then none of them was kept, and another process sees nothing either
+    assert store.get_episodes("acme", ["e1", "e2"]) == {}
+    assert SqliteRecordStore(tmp_path / "mneme.db").get_episodes("acme", ["e1", "e2"]) == {}
+    # When they succeed, they commit at the block's end
+    with store.atomic():
+        store.put_episodes([episode(1)])
+        store.put_episodes([episode(2)])
+    assert set(SqliteRecordStore(tmp_path / "mneme.db").get_episodes("acme", ["e1", "e2"])) == {"e1", "e2"}
+
+
+def test_a_write_that_fails_inside_atomic_is_undone_alone(tmp_path: Path) -> None:
+    store = SqliteRecordStore(tmp_path / "mneme.db")
+    reused = episode(2).model_copy(update={"episode_id": "e1", "content_hash": "other"})
+    with store.atomic():
+        store.put_episodes([episode(1)])
+        with pytest.raises(Conflict):  # e1 again, with other content: refused, in its own savepoint
+            store.put_episodes([episode(3), reused])
+        store.put_episodes([episode(4)])
+    assert set(store.get_episodes("acme", ["e1", "e3", "e4"])) == {"e1", "e4"}

@@ -976,7 +976,8 @@ export interface components {
         };
         /**
          * EpisodePage
-         * @description Episodes newest remembered first; `next_cursor` gives the next page (null: the end was reached).
+         * @description Episodes newest remembered first (the turns of one call by their `sequence`, the last first);
+         *     `next_cursor` gives the next page (null: the end was reached).
          */
         EpisodePage: {
             /** Episodes */
@@ -1031,6 +1032,12 @@ export interface components {
             occurred_at: string;
             /** Scope */
             scope: string;
+            /**
+             * Sequence
+             * @description its place among the turns one call gave (0, 1, 2, ...)
+             * @default 0
+             */
+            sequence?: number;
             /**
              * Session Id
              * @default null
@@ -1210,13 +1217,34 @@ export interface components {
             /** Settled */
             settled: components["schemas"]["Settled"][];
         };
-        /** Health */
+        /**
+         * Health
+         * @description `ok`, or `degraded` with a line for each part that is (the embedded engine only).
+         */
         Health: {
             /**
-             * Status
-             * @constant
+             * Cursor Key
+             * @description the cursor key that cannot be used (paging answers 503)
+             * @default null
              */
-            status: "ok";
+            cursor_key?: string | null;
+            /**
+             * Index
+             * @description the search index being rebuilt, and why
+             * @default null
+             */
+            index?: string | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "ok" | "degraded";
+            /**
+             * Store
+             * @description the store that cannot be read, and why
+             * @default null
+             */
+            store?: string | null;
             /** Version */
             version: string;
         };
@@ -1737,6 +1765,11 @@ export interface components {
             scores: {
                 [key: string]: number;
             };
+            /**
+             * Sequence
+             * @default null
+             */
+            sequence?: number | null;
             /**
              * Session Id
              * @default null
@@ -2582,7 +2615,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["NoBody"] | null;
+                "application/json": components["schemas"]["NoBody"];
             };
         };
         responses: {
@@ -2883,7 +2916,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["NoBody"] | null;
+                "application/json": components["schemas"]["NoBody"];
             };
         };
         responses: {
@@ -3323,7 +3356,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["NoBody"] | null;
+                "application/json": components["schemas"]["NoBody"];
             };
         };
         responses: {
@@ -3904,7 +3937,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["DecisionRequest"] | null;
+                "application/json": components["schemas"]["DecisionRequest"];
             };
         };
         responses: {
@@ -4011,7 +4044,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["NoBody"] | null;
+                "application/json": components["schemas"]["NoBody"];
             };
         };
         responses: {
@@ -5320,7 +5353,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["NoBody"] | null;
+                "application/json": components["schemas"]["NoBody"];
             };
         };
         responses: {

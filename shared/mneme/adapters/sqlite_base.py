@@ -245,11 +245,31 @@ class SqliteBase:
             copy.execute("PRAGMA journal_mode=DELETE")
 
     @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """One transaction around every write this thread makes inside the block (`ports.Atomic`): committed
+        together at its end, or rolled back together. It holds the writer for its length."""
+        with self._tx():
+            yield
+
+    @contextmanager
     def _tx(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
         """A write transaction. Its COMMIT syncs the WAL to disk (`synchronous=FULL`, ~4 ms here)
         unless `durable=False`: for a hint that costs at most a repeat if a power cut drops it (an
         application crash never does: the WAL is in the OS's cache), or whose sync rides on the
-        durable commit that follows it (the WAL is one file, synced in order)."""
+        durable commit that follows it (the WAL is one file, synced in order). Inside this thread's open
+        transaction (`atomic`) it is a savepoint of it: a failed write is undone alone, the rest commits
+        (or not) with the outer transaction."""
+        outer: sqlite3.Connection | None = getattr(self._writing, "conn", None)
+        if outer is not None:
+            outer.execute("SAVEPOINT nested")
+            try:
+                yield outer
+            except BaseException:
+                outer.execute("ROLLBACK TO nested")
+                outer.execute("RELEASE nested")
+                raise
+            outer.execute("RELEASE nested")
+            return
         with self._lock, self._connection() as conn, self._writer.held():
             if not durable:
                 conn.execute("PRAGMA synchronous=NORMAL")

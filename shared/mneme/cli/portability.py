@@ -7,11 +7,14 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from mneme.cli.app import Context, command
 from mneme.cli.output import Progress, emit_json, err, quiet_runtime
 from mneme.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from mneme.services.importing import Imported
 
 
 def cmd_export(ctx: Context) -> int:
@@ -69,7 +72,8 @@ def _import_lines(source: TextIO, read: Callable[[], None]) -> Iterator[dict[str
 
 
 def cmd_import(ctx: Context) -> int:
-    """Load an export into the tenant; records whose id exists are skipped, so a re-run is safe."""
+    """Load an export into the tenant, all or nothing (`--continue`: record by record, each one that fails
+    reported); records whose id exists are skipped, so a re-run is safe."""
     from mneme import bootstrap
 
     ctx.embedded_only("import")
@@ -92,26 +96,38 @@ def cmd_import(ctx: Context) -> int:
     progress = Progress("import", unit="lines", total=total, quiet=ctx.quiet, detail=detail)
     source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")  # noqa: SIM115
     try:
-        counts = bootstrap.current().portability.import_(
-            tenant, _import_lines(source, progress.advance), progress=counts.update
+        imported = bootstrap.current().portability.import_(
+            tenant, _import_lines(source, progress.advance), progress=counts.update, keep_going=args.keep_going
         )
     except KeyboardInterrupt:
         progress.interrupted()
-        err(
-            "interrupted: the records written so far stay; import the same file again to finish "
-            "(records already present are skipped)"
-        )
+        if args.keep_going:
+            err("interrupted: the records written so far stay; import the same file again to finish "
+                "(records already present are skipped)")  # fmt: skip
+        else:
+            err("interrupted: nothing was imported (an import is all or nothing)")
         return 130
     finally:
         if source is not sys.stdin:
             source.close()
     progress.done()
-    if args.json:
-        emit_json(counts)
+    return _report(tenant, imported, as_json=args.json)
+
+
+def _report(tenant: str, imported: Imported, *, as_json: bool) -> int:
+    """What was written (exactly), and each record that was not (`--continue`); 1 when some were not."""
+    counts, failed = imported.counts, imported.failed
+    if as_json:
+        emit_json({**counts, "failed": failed})
     else:
-        written = ", ".join(f"{counts.get(k, 0):,} {k}" for k in ("scopes", "aliases", "memories", "episodes", "facts"))
-        print(f"imported into tenant {tenant}: {written}; {counts.get('skipped', 0):,} already present")
-    return 0
+        written = ", ".join(f"{counts.get(k, 0):,} {k}" for k in ("scopes", "aliases", "memories", "revisions",
+                                                                   "episodes", "facts"))  # fmt: skip
+        print(f"imported into tenant {tenant}: {written}; {counts.get('skipped', 0):,} already present"
+              + (f"; {len(failed):,} not imported" if failed else ""))  # fmt: skip
+        for record in failed:
+            err(f"not imported: line {record['line']} ({record['type']} {record['id'] or ''}): "
+                f"{record['code']}: {record['message']}")  # fmt: skip
+    return 1 if failed else 0
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -137,11 +153,18 @@ mneme export --format sttp root.lab > lab.sttp          # episodes and roll-ups 
         "import",
         cmd_import,
         common,
-        help="import an export into a tenant; a second import changes nothing (embedded)",
+        help="import an export into a tenant, all or nothing; a second import changes nothing (embedded)",
         examples="""
 mneme import acme.jsonl --tenant acme-copy
 mneme --home /srv/mneme import - < acme.jsonl
+mneme import acme.jsonl --continue          # write every record that can be, report each one that cannot
 """,
     )
     imp.add_argument("file", help="an export file ('-': stdin)")
-    imp.add_argument("--json", action="store_true", help="the counts as JSON")
+    imp.add_argument("--json", action="store_true", help="the counts (and the records not imported) as JSON")
+    imp.add_argument(
+        "--continue",
+        dest="keep_going",
+        action="store_true",
+        help="record by record: skip a record that fails, report it (line, type, id, error) and exit 1",
+    )

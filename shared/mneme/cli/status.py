@@ -155,7 +155,7 @@ def cmd_status(ctx: Context) -> int:
     if ctx.config.remote:
         client = ctx.client(need_key=False)
         started = time.monotonic()
-        health = client.health().model_dump()
+        health = client.health().model_dump(exclude_none=True)
         report = {
             "mode": "remote",
             "url": ctx.config.url,
@@ -167,6 +167,9 @@ def cmd_status(ctx: Context) -> int:
         else:
             version, latency = health.get("version"), report["latency_ms"]
             print(f"remote {ctx.config.url}: {health.get('status')} (version {version}, {latency} ms)")
+            for part in ("index", "store", "cursor_key"):
+                if part in health:
+                    print(f"  {part}: {health[part]}")
             print("store details are shown by `mneme status` where the store is (embedded mode)")
         return 0
     report = status_report(ctx)

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from mneme.consolidation.claim_rules import CALLED_KIND, THAT, TOPIC, Found, clause_claims
 from mneme.consolidation.claim_turns import HEDGED, JOKING, NEGATED, Turn, normalise
-from mneme.consolidation.claim_values import FAMILY, NAME, is_entity, is_property, value
+from mneme.consolidation.claim_values import FAMILY, NAME, clean, is_entity, is_property, value
 
 GUARDED = re.compile(f"{HEDGED.pattern}|{NEGATED.pattern}|{JOKING.pattern}", re.I)
 
@@ -100,6 +100,15 @@ PETS = re.compile(r"\bdo you have (?:any )?(?:pets?|animals|a (?:dog|cat|pet))\W
 COURTESY = re.compile(
     r",?\s+(?:if (?:you don't|u dont) mind[\w ]*|out of (?:interest|curiosity)|if I may ask)\W*$", re.I
 )
+SCOFF = re.compile(
+    r"^(?:(?:yeah|yes|yep|sure|right),? (?:right|sure|yeah|no)\b|as if\b|i wish\b|if only\b|in my dreams\b)", re.I
+)
+PREDICATE = re.compile(
+    r"\s*(?:'s\b|(?:is|are|was|were|has|have|had|does|do|did|will|would|can|could|should|keeps?|goes|went|says|"
+    r"said|seems|looks|sounds|feels|loves|hates|gets|got|makes|made|never|always|just|really)\b)",
+    re.I,
+)
+PARTLY = re.compile(r"\b(?:mostly|partly|ish|more or less|almost|nearly|in a way|technically|half)\b", re.I)
 BOUNCE = re.compile(r"^(?:and |what about |how about )?(?:you|u|yourself)\W*$", re.I)
 
 
@@ -119,7 +128,7 @@ def _shape(question: str, answerer: str) -> Asked | None:
         if pattern.search(question):
             return Asked(None, prop, kind)
     if found := WHO_OWNS.search(question):
-        return Asked(None, "owns", "owner", found["x"])
+        return Asked(None, "owns", "owner", clean(found["x"]))  # "who's taking the X account now Sam's left"
     if (found := WHATS_THE.search(question)) and (
         found["x"] or found["p"].lower() in ("deadline", "due date", "budget")
     ):
@@ -142,16 +151,26 @@ def _addressed_elsewhere(question: str, answerer: str) -> bool:
 
 
 def _answer_value(asked: Asked, clause: str) -> str | None:
+    """The value the answer gives: the clause itself or its head ("Acme since May"), never the subject of a
+    sentence of its own ("Slack is down again" answers no "where do you live?")."""
     if asked.kind == "place":
         clause = re.sub(r"^(?:I am |we are |We are )?(?:in|near|just outside|outside|based in) ", "", clause)
     if asked.kind == "org":
         clause = re.sub(r"^(?:I am |We are |I work )?(?:at|for|with) ", "", clause)
-    return value(asked.kind, clause, asked.property)
+    said = value(asked.kind, clause, asked.property)
+    at = clause.find(said) if said else -1
+    return said if said and not (at >= 0 and PREDICATE.match(clause, at + len(said))) else None
 
 
 def _confirmed(question: str, answer: Turn, hints: str) -> list[Found]:
-    """'So you live in Berlin, right?' / 'Yes!': what the question says, said by the one who confirms it."""
-    if not YES.match(answer.first) or len(answer.first.split()) > 8 or GUARDED.search(answer.first):
+    """'So you live in Berlin, right?' / 'Yes!': what the question says, said by the one who confirms it
+    ('yeah right', 'as if', a yes that asks back are no yes)."""
+    first = answer.first.strip()
+    if not YES.match(first) or len(first.split()) > 8 or GUARDED.search(first) or SCOFF.match(first):
+        return []
+    if any(GUARDED.search(said) or PARTLY.search(said) for said in answer.said):
+        return []  # "yes! well, mostly"
+    if first.endswith("?"):
         return []
     statement = None
     if found := TAGGED.match(question):

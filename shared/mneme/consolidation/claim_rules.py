@@ -19,8 +19,11 @@ from mneme.consolidation.claim_values import (
     DIETS,
     FAMILY,
     HOME_HINTS,
+    KIN_TITLES,
     LIVING_HINTS,
     NAME,
+    SECRET,
+    STAND_INS,
     TOOL_HINTS,
     WORK_HINTS,
     is_entity,
@@ -106,7 +109,12 @@ RULES: tuple[tuple[str, ...], ...] = (
         rf"(?:at|for) (?P<o>.+?) as (?:an? |the )?(?P<r>.+)",
     ),
     ("works as", "org", rf"^{SUBJECT}{ADV}(?: joined| has joined| have joined) (?P<o>.+?) as (?:an? |the )?(?P<r>.+)"),
-    ("works at", "org", rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working) (?:at|for) (?P<v>.+)"),
+    (
+        "works at",
+        "org",
+        rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working| have worked| has worked|"
+        rf" have been working| has been working) (?:at|for) (?P<v>.+)",
+    ),
     (
         "works at",
         "org",
@@ -178,7 +186,11 @@ RULES: tuple[tuple[str, ...], ...] = (
     ),
     ("diet", "phrase", rf"^{SUBJECT}{BE}(?: now| also| strictly| fully| a)* (?P<v>{'|'.join(DIETS)})(?![\w-])"),
     ("diet", "phrase", rf"^{SUBJECT}{ADV}(?: went| have gone| has gone| turned) (?P<v>vegan|vegetarian|pescatarian)\b"),
-    ("allergic to", "phrase", rf"^{SUBJECT}{BE}(?: also| very| severely| really| quite| super)* allergic to (?P<v>.+)"),
+    (
+        "allergic to",
+        "allergen",
+        rf"^{SUBJECT}{BE}(?: also| very| severely| really| quite| super)* allergic to (?P<v>.+)",
+    ),
     ("has", "phrase", rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>{'|'.join(CONDITIONS)})$"),
     ("speaks", "name", rf"^{SUBJECT}{ADV} speaks? (?P<v>.+)"),
     (
@@ -214,7 +226,7 @@ RULES: tuple[tuple[str, ...], ...] = (
         rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>(?:two|three|four|five|six|\d) "
         rf"(?:{KEPT_MANY}))$",
     ),
-    ("has", "thing", rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>an? (?:{KEPT_ONE})) now$"),
+    ("has", "owned", rf"^{SUBJECT}{ADV}(?: have| has| have got| has got) (?P<v>an? (?:{KEPT_ONE})) now$"),
 )
 COMPILED = tuple((rule[0], rule[1], re.compile(rule[2]), rule[3] if len(rule) > 3 else "") for rule in RULES)
 TALK = {"work": WORK_HINTS, "home": LIVING_HINTS}
@@ -229,7 +241,7 @@ POSSESSIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # "my dog is called Biscuit", "Ruth's daughter is called Ada"
         (
             "called",
-            rf"^{POSSESSIVE} (?:new )?(?P<p>[a-z][\w'-]*(?: [a-z][\w'-]*){{0,2}}) (?:is|are) (?:called|named) "
+            rf"^{POSSESSIVE} (?:new )?(?P<p>[a-z][\w'-]*(?: [a-z][\w'-]*){{0,2}})(?: is| are|'s) (?:called|named) "
             r"(?P<v>.+)",
         ),
         # "my mum is a teacher": a relation's job
@@ -262,14 +274,24 @@ POSSESSIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
     )
 )
-# "a greyhound called Rocket": a named thing of the kind, as a fragment.
+# "a greyhound called Rocket": a named thing of the kind, as a fragment (all of its clause: "a guy called
+# Marco fitted it" names no one of the speaker's).
 CALLED_KIND = re.compile(
     r"^an? (?:(?:very|new|little|tiny|rescue|baby|big|old|young|gorgeous|beautiful|sweet|cute|lovely|fluffy) )*"
-    rf"(?P<k>[a-z]+(?: [a-z]+)?) (?:called|named) (?P<v>{NAME})"
+    rf"(?P<k>[a-z]+(?: [a-z]+)?) (?:called|named) (?P<v>{NAME})\W*$"
 )
+# "I've got a guy called Dave coming round": someone met, not someone one has.
+STRANGERS = frozenset("guy man woman bloke lad girl boy lady chap dude person fella fellow someone people".split())
 NAMED_RELATION = re.compile(rf"(?:[Mm]y|[Oo]ur|{NAME}'s) (?:{FAMILY_RE}) ({NAME})")
 APPOSITION = re.compile(rf"(?<![\w'])(?:(?P<my>[Mm]y|[Oo]ur)|(?P<o>{NAME})'s) (?P<rel>{FAMILY_RE}) (?P<n>{NAME})")
+PERSONAL_OBJECT = re.compile(r"(?:my|our|your|his|her|their|the family|family|friends|fun|free)\b", re.I)
 NOT_EMPLOYER = re.compile(r"(?:heart|the moment|home|night|nights|weekends|times|best|worst|most|least|first)\b")
+PERIOD_OF_TIME = re.compile(
+    r"(?:the |this |next |last )?(?:year|month|week|quarter|day|weekend|summer|winter|spring|autumn|term|"
+    r"semester|season|trip|holiday|holidays|event|party|night|evening|morning)",
+    re.I,
+)
+KIN_TITLE = re.compile(rf"^(?:{'|'.join(KIN_TITLES)}) (?=[A-Z])")
 OLD = re.compile(r"\b(?:old|previous|former|ex|last)\b", re.I)
 
 
@@ -278,6 +300,7 @@ def _entity(said: str, speaker: str | None) -> str | None:
     ("my partner Sam" and "Tom's wife Sarah" are Sam and Sarah, by name)."""
     if named := NAMED_RELATION.fullmatch(said):
         return named[1] if is_entity(named[1]) else None
+    said = KIN_TITLE.sub("", said)  # "Uncle Emeka" is Emeka
     word = said.split()[0].lower() if said else ""
     if word in ("i", "we", "my", "our"):
         if not speaker:
@@ -318,6 +341,7 @@ def _rule_claims(clause: str, speaker: str | None, hints: str) -> list[Found]:
             job = role(groups["r"].strip())
             employer = value("org", groups["o"]) if groups.get("o") else None
             loose = re.match(r"(?:the |an? )?[a-z]", groups.get("o") or "") and not NOT_EMPLOYER.match(groups["o"])
+            loose = loose and not PERSONAL_OBJECT.match(groups["o"])  # "a taxi driver for my kids"
             if job and (employer or prop == "works as" or loose):  # "joined the team as a platform engineer"
                 out.append(Found(entity, "works as", job))
                 if employer:
@@ -330,6 +354,8 @@ def _rule_claims(clause: str, speaker: str | None, hints: str) -> list[Found]:
             continue
         if not prop:
             continue
+        if prop == "{k}'s name" and (groups.get("k") or "").split()[-1] in STRANGERS | STAND_INS:
+            continue  # "a guy called Dave", "one called Rex"
         if prop == "teaches":  # "he teaches at Kingsway High": a teacher, and where
             if employer := value("org", groups["v"]):
                 out += [Found(entity, "works as", "teacher"), Found(entity, "works at", employer)]
@@ -357,8 +383,8 @@ def _possessive(clause: str, speaker: str | None) -> list[Found]:
             entity = TOPIC if shape == "topic" else speaker
         else:
             entity = _entity(re.sub(r"'s$", "", groups["e"]), speaker)
-        if not entity:
-            return []
+        if not entity or PERIOD_OF_TIME.fullmatch(entity):
+            return []  # "the events budget for the year is €120,000": the year owns nothing
         if shape == "relation":  # "my mum is a teacher"
             job = role(groups["r"])
             return [Found(f"{entity}'s {groups['rel']}", "works as", job)] if job else []
@@ -366,9 +392,11 @@ def _possessive(clause: str, speaker: str | None) -> list[Found]:
         if shape == "called":  # "my dog is called Biscuit", "Leon's cats are called Miso and Tofu"
             plural = prop.endswith("s") and not prop.endswith("ss")
             prop = f"{prop}' names" if plural else f"{prop}'s name"
-        bare = re.fullmatch(r"favou?rite", prop)  # "my favourite is the red one": of what?
+        bare = re.fullmatch(r"favou?rite(?: (?:one|bit|part|thing|moment|kind|type|sort))?", prop)  # of what?
         if (not shape.startswith("favourite") and not is_property(prop)) or OLD.search(prop) or bare:
             return []
+        if SECRET.search(prop):
+            return []  # "my password is hunter2": never kept, never repeated
         if shape == "is" and prop in FAMILY and re.match(r"\d", groups["v"]):
             return []  # "my son is 7": his age (a rule of its own), not who he is
         kind = "names" if shape == "called" or (shape == "is" and prop in FAMILY) else "thing"

@@ -4,8 +4,9 @@ clauses that assert something, with the people it mentions (whom a later "he" or
 Nothing asserts in a question ("We moved to Linear, did you get the invite?" keeps its first clause), a
 hedge or hypothetical (its clause and what follows; all of a sentence whose first clause hedges, or
 that ends in "…, I think"), a plan or suggestion ("I'll", "next week", "let's"), a negation or an old
-value ("no longer", "used to", "left"), a joke ("lol"), or what someone else said ("she said…", and
-all after it).
+value ("no longer", "used to", "left"), a temporary state ("for the summer", "until June"), a joke ("lol",
+"😂"), or what someone else said ("she said…", "he goes…", and all after it; a quoted sentence, a quoted
+message "> …").
 """
 
 from __future__ import annotations
@@ -14,11 +15,17 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from mneme.consolidation.claim_values import FAMILY, KNOWN_TOOLS, NAME, is_entity
+from mneme.consolidation.claim_values import FAMILY, KNOWN_TOOLS, NAME, PERSONAL, VERBISH, is_entity
 from mneme.grounding import split_speaker
 from mneme.text import STOPWORDS
 
 EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0f\u200d]+")
+JOKE_EMOJI = re.compile("[\U0001f602\U0001f923\U0001f61c\U0001f61d\U0001f609\U0001f643\U0001f60f\U0001f644\U0001f606"
+                        "\U0001f480\U0001f92a\U0001f639]|(?<!\\w)(?:xD|:P|;\\))(?!\\w)")  # fmt: skip
+# Someone else's words: a quoted message line ("> I live in Leeds"), a quoted sentence ('she goes "I'm
+# quitting"', "his words were 'I own it'"; unclosed, to the end). A quoted name or title stays: "Circe".
+QUOTED_LINE = re.compile(r"^\s*>.*$", re.M)
+QUOTED = re.compile(r'"([^"]*)(?:"|$)|(?<![\w\'])\'(?=\w)(.+?)(?<=[\w.!?,])\'(?!\w)')
 ABBREVIATION = re.compile(r"(?:\b(?:Dr|Mr|Mrs|Ms|Prof|St|Mt|vs|etc|approx|e\.g|i\.e|No|Jr|Sr)|\b[A-Z])\.$")
 SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|(?<=[!?])(?=[A-Za-z])")
 CLAUSE = re.compile(
@@ -40,12 +47,14 @@ HEDGED = re.compile(
     r"plan(?:s|ning)? (?:to|on)|thinking (?:of|about)|if|unless|probably|possibly|guess|think|thought|suppose|"
     r"assume|reckon|considering|imagine|pretend|hypothetically|someday|one day|not sure|unsure|dunno|no idea|"
     r"kind of|sort of|supposed to|fingers crossed|apparently|allegedly|supposedly|rumou?r|seems|pretty sure|"
-    r"i heard|they say|in theory|ideally|might've|could've|would've)\b|'d\b",
+    r"i heard|they say|in theory|ideally|might've|could've|would've|believe|believes|iirc|afaik|as far as i know|"
+    r"i gather|presumably|word is|bet|looks like|sounds like|must be|if i remember|doubt|except|apart from|"
+    r"other than|dream|dreams|dreaming|fantasy)\b|'d\b",
     re.I,
 )
 NEGATED = re.compile(
-    r"\b(?:not|never|no longer|no more|nope|anymore|any more|used to|stopped|quit|ex|former(?:ly)?|left|"
-    r"without|neither|nor|none)\b|n't\b|\bex-",
+    r"\b(?:not|never|no longer|no more|nope|anymore|any more|used to|stopped|quit|gave up|give up|ex|former(?:ly)?|"
+    r"left|without|neither|nor|none)\b|n't\b|\bex-",
     re.I,
 )
 PLANNED = re.compile(
@@ -54,8 +63,29 @@ PLANNED = re.compile(
     r"thursday|friday|saturday|sunday|term)|let's|lets|try|trying|hoping|might|once)\b|'ll\b",
     re.I,
 )
-REPORTED = re.compile(r"\b(?:said|says|saying|told me|tells me|mentioned|reckons|heard|claims|according to)\b", re.I)
-JOKING = re.compile(r"\b(?:lol|lmao|rofl|haha\w*|hehe\w*|jk|kidding|joking|/s)\b|;\)|:p\b", re.I)
+REPORTED = re.compile(
+    r"\b(?:said|says|saying|told|tells|mentioned|reckons|heard|claims|claimed|according to|swears|swore|"
+    r"insists|insisted)\b|"
+    r"\b(?:goes|went|wrote|writes|texted|posted|messaged|emailed|announced|(?:is|was|'s|are|were|am|be) like)"
+    r"(?=\s*[,:]|\s*$|\s+(?:I|I'm|me|my|we|our|he|she|they|his|her|that)\b)",  # 'she goes, I'm quitting'
+    re.I,
+)
+# A state that holds only for a while: "I'm living in Leeds for the summer", "my manager is Sam for now",
+# "I moved to Leeds for six months" (not "I've lived in Leeds for six months"); "I'm in the Leeds office this
+# week" (not "I moved to Leeds this week").
+FOR_A_WHILE = re.compile(
+    r"\b(?:until|till|'til|for now|for the time being|temporarily|for the (?:summer|winter|spring|autumn|week|"
+    r"weekend|month|holidays|term|semester|day|night)|for a (?:bit|while(?! now)|few days|few weeks|"
+    r"couple of (?:days|weeks)|week|fortnight)|"
+    r"for (?:\d+|one|two|three|four|five|six|a few|a couple of|several) (?:days|weeks|months))\b",
+    re.I,
+)
+THIS_WEEK = re.compile(r"\b(?:this (?:week|weekend|month|term|afternoon|morning|evening)|tonight)\b", re.I)
+PERFECT = re.compile(r"\b(?:have|has|had|since)\b|'ve\b", re.I)
+CHANGED = re.compile(r"\b(?:moved|relocated|started|joined|switched|got|began|turned|became|bought|adopted)\b", re.I)
+JOKING = re.compile(r"\b(?:lol|lmao|rofl|haha\w*|hehe\w*|jk|kidding|joking)\b|;\)|:p\b|/s\b", re.I)
+# What takes back all of its sentence: "I'm allergic to cats, jk", "I love Mondays, said no one ever".
+RETRACTED = re.compile(r"\b(?:jk|j/k|kidding|joking|said no one ever|said nobody ever)\b|/s\b|\bnot!", re.I)
 TAIL = re.compile(r"(?:,?\s+(?:btw|tbh|fyi|by the way|honestly|obviously|though|x+))+$", re.I)
 LAUGH = re.compile(r"^(?:ha+|hah|haha\w*|hehe\w*|lol|lmao)\b[\s,!.]*", re.I)
 FILLER = re.compile(
@@ -83,6 +113,7 @@ PERSON_VERB = re.compile(
     r"got|just|and I|and me|is from|texted|called|rang|messaged))\b"
 )
 NAMES = re.compile(rf"(?<![\w'])({NAME})")
+OWNED_RELATION = re.compile(rf" ({'|'.join(FAMILY)})\b")
 RELATION = re.compile(rf"\b[Mm]y ({'|'.join(FAMILY)})\b(?! {NAME})")
 SHE_WORDS = frozenset(
     "mum mom mother sister wife daughter girlfriend fiancée fiancee aunt niece grandma grandmother stepmum".split()
@@ -92,9 +123,11 @@ HE_WORDS = frozenset(
 )
 
 
+PERSONAL_WORDS = PERSONAL | VERBISH
 LABELS = frozenset(
     "note notes update reminder ps edit fyi q a re todo action summary decision risk next important warning tip "
-    "answer question context deadline owner status agenda minutes".split()
+    "answer question context deadline owner status agenda minutes noted done fixed confirmed tldr nb result "
+    "outcome correction example".split()
 )
 NOT_A_PERSON = re.compile(
     r"\b(?:in|at|to|from|near|into|for|on|via|the|with|by|of|my|our|use|using|uses|love|loved|like|watch|watched|"
@@ -102,7 +135,9 @@ NOT_A_PERSON = re.compile(
     r"listen to|listening to|switched|moved|joined|downloaded|installed)$",
     re.I,
 )
-ASSISTANTS = frozenset("assistant ai bot chatbot system agent model copilot".split())
+ASSISTANTS = frozenset(
+    "assistant ai bot chatbot system agent model copilot chatgpt gpt claude gemini siri alexa".split()
+)
 
 
 class Mention(NamedTuple):
@@ -127,16 +162,27 @@ class Turn:
     said: list[str] = field(default_factory=list)  # its sentences, as written
 
     @property
+    def assistant(self) -> bool:
+        """An assistant's turn states nothing to keep: not of itself ("I'm an AI assistant", "as your assistant
+        I use British spelling"), nor of the user or anyone ("Noted: Dave lives in Ripon") — that is the
+        user's to say."""
+        return (self.speaker or "").lower() in ASSISTANTS
+
+    @property
     def owner(self) -> str | None:
-        """Who owns the turn's "I": its speaker, unless an assistant ("I'm an AI assistant" is no fact to keep,
-        and "as your assistant I use British spelling" none about the user)."""
-        return None if (self.speaker or "").lower() in ASSISTANTS else self.speaker
+        """Who owns the turn's "I": its speaker, unless an assistant."""
+        return None if self.assistant else self.speaker
 
 
 def _speaker(speaker: str | None, text: str) -> tuple[str | None, str]:
-    """The turn's speaker and its words: a `Name:` prefix wins, a label ("Reminder:", "Note:") is no one."""
+    """The turn's speaker and its words: a `Name:` prefix wins, a label ("Reminder:", "Note:") is no one, and
+    an assistant's words stay its own whatever they open with ("Noted: Dave lives in Ripon")."""
     prefixed, body = split_speaker(text)
+    if speaker and speaker.lower() in ASSISTANTS:
+        return speaker, body
     if prefixed and prefixed.lower() in LABELS:
+        if prefixed.lower() == "correction":
+            body = text.strip()  # "Correction: Bristol" corrects (`claim_corrections`)
         prefixed = None
     who = prefixed or speaker
     if who and who[:1].islower():
@@ -144,8 +190,18 @@ def _speaker(speaker: str | None, text: str) -> tuple[str | None, str]:
     return who, body
 
 
+def _unquoted(match: re.Match[str]) -> str:
+    """A quoted sentence is someone else's words (a sentence break in its place); a quoted name stays."""
+    quoted = match[1] if match[1] is not None else match[2]
+    words = quoted.split()
+    speech = len(words) > 4 or any(w.lower().strip(",.!?") in PERSONAL_WORDS for w in words)
+    return ". " if speech else quoted
+
+
 def sentences(body: str) -> list[str]:
-    body = EMOJI.sub(". ", body.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"'))
+    body = body.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')
+    body = QUOTED.sub(_unquoted, QUOTED_LINE.sub(". ", body))
+    body = EMOJI.sub(". ", JOKE_EMOJI.sub(" lol", body))
     pieces: list[str] = []
     for piece in SENTENCE.split(body):
         piece = piece.strip()
@@ -191,14 +247,28 @@ def _asserting(sentence: str) -> tuple[list[str], str | None]:
     return _kept(clauses[:-1]), sentence  # "We moved to Linear, did you get the invite?": the question goes
 
 
+def passing(clause: str) -> bool:
+    """Does the clause say its state holds only for a while?"""
+    return bool(FOR_A_WHILE.search(clause) and not PERFECT.search(clause)) or bool(
+        THIS_WEEK.search(clause) and not CHANGED.search(clause)
+    )
+
+
 def _kept(clauses: list[str]) -> list[str]:
+    """The clauses that assert: not what someone said (nor all after it), a negation, a plan, a joke or a
+    passing state; a clause that only says for how long ("…, for now") takes the one before it, and a
+    retraction ("I'm allergic to cats, jk") all of the sentence."""
+    said = [LAUGH.sub("", clause) for clause in clauses]  # "haha I'm from Slough": a laugh at what went before
+    if any(RETRACTED.search(clause) for clause in said):
+        return []
     kept: list[str] = []
-    for clause in clauses:
+    for clause in said:
         if REPORTED.search(clause):
             break  # what someone said, and all that follows it
-        said = LAUGH.sub("", clause)  # "haha I'm from Slough": a laugh at what was said before, not a joke
-        if not (NEGATED.search(said) or PLANNED.search(said) or JOKING.search(said)):
-            kept.append(normalise(said))
+        if passing(clause) and len(clause.split()) <= 4 and kept:
+            kept.pop()  # "I work at Acme, for now"
+        if not (NEGATED.search(clause) or PLANNED.search(clause) or JOKING.search(clause) or passing(clause)):
+            kept.append(normalise(clause))
     return [c for c in kept if c]
 
 
@@ -218,11 +288,16 @@ def mentions(sentence: str, speaker: str | None) -> list[Mention]:
         certain = start > 0 or bool(PERSON_VERB.match(sentence, len(name)))
         if certain or name.lower() not in STOPWORDS:  # "Did you hear…" names nobody; "Sam and Tom…" may
             found.append(Mention(name, certain))
+        if match[1].endswith("'s") and (owned := OWNED_RELATION.match(sentence, match.end())):
+            found.append(Mention(f"{name}'s {owned[1]}", True, _pronoun(owned[1])))  # "Tom's brother": a 'he' too
     if speaker:
         for relation in RELATION.finditer(sentence):
-            pronoun = "she" if relation[1] in SHE_WORDS else "he" if relation[1] in HE_WORDS else ""
-            found.append(Mention(f"{speaker}'s {relation[1]}", True, pronoun))
+            found.append(Mention(f"{speaker}'s {relation[1]}", True, _pronoun(relation[1])))
     return found
+
+
+def _pronoun(relation: str) -> str:
+    return "she" if relation in SHE_WORDS else "he" if relation in HE_WORDS else ""
 
 
 def read(speaker: str | None, text: str) -> Turn:

@@ -82,16 +82,24 @@ EVALUATIVE = frozenset(
     "deal thing type worry delay mess mistake error outage accident damage incident confusion chaos fault "
     "bill".split()
 )
-NOT_NAMES = frozenset(
-    "I I'm I've I'd I'll We You He She They It My Our Your His Her Their Its The A An This That These Those There "
-    "Here What Who Where When Why How Which Let Let's Yes Yeah Yep Yup No Nope Not So And But Or Also Just Oh Ok "
-    "Okay OK Hi Hey Hello Lol LOL Haha Thanks Thank Please Sorry Well Today Tomorrow Yesterday Tonight Everyone "
-    "Everybody Anyone Someone Nobody Nothing Something Everything Same Sure Nice Great Cool Good Bad Wow Omg OMG "
-    "Btw BTW Fyi FYI Morning Evening Night Congrats Happy Mum Mom Dad Also Maybe Perhaps Then Now Still Definitely "
-    "Honestly Actually Anyway Ugh Ooh Aww Love Damn God Jesus Christmas Easter Me Him Her Us Them Mine Yours "
-    "Home Nowhere Everywhere Somewhere Anywhere Elsewhere Abroad Around Retired Unemployed Freelance Remote "
-    "Remotely Online Uni School Work Office Downtown Various Several Different Tough Hard Long Fine Not Life "
-    "Coffee Lunch Dinner Breakfast Weekend Weekends".split()
+# A kin word said as a name ("Nan lives in Hull", "Uncle Emeka"): whose nan? The title is no part of the name.
+KIN_TITLES = frozenset(
+    "Nan Nana Nanna Gran Granny Grandma Grandad Granddad Grandpa Grandmother Grandfather Mam Mammy Mummy Mommy "
+    "Daddy Papa Mama Auntie Aunty Aunt Uncle Cousin".split()
+)
+NOT_NAMES = (
+    frozenset(
+        "I I'm I've I'd I'll We You He She They It My Our Your His Her Their Its The A An This That These Those There "
+        "Here What Who Where When Why How Which Let Let's Yes Yeah Yep Yup No Nope Not So And But Or Also Just Oh Ok "
+        "Okay OK Hi Hey Hello Lol LOL Haha Thanks Thank Please Sorry Well Today Tomorrow Yesterday Tonight Everyone "
+        "Everybody Anyone Someone Nobody Nothing Something Everything Same Sure Nice Great Cool Good Bad Wow Omg OMG "
+        "Btw BTW Fyi FYI Morning Evening Night Congrats Happy Mum Mom Dad Also Maybe Perhaps Then Now Still Definitely "
+        "Honestly Actually Anyway Ugh Ooh Aww Love Damn God Jesus Christmas Easter Me Him Her Us Them Mine Yours "
+        "Home Nowhere Everywhere Somewhere Anywhere Elsewhere Abroad Around Retired Unemployed Freelance Remote "
+        "Remotely Online Uni School Work Office Downtown Various Several Different Tough Hard Long Fine Not Life "
+        "Coffee Lunch Dinner Breakfast Weekend Weekends".split()
+    )
+    | KIN_TITLES
 )
 ADJECTIVAL = re.compile(r"\w-(?:based|ish|like|style|friendly|free|heavy|first|only|native|ready|powered)\b")
 DAYS_MONTHS = frozenset((DAY + "|" + MONTH).split("|"))
@@ -124,7 +132,8 @@ NOT_ROLE_MODIFIERS = frozenset(
     good great bad terrible amazing brilliant lovely nice proper real total decent fantastic awful wonderful
     excellent kind strict busy tired better best worse worst natural born big little huge massive failed
     wannabe aspiring frustrated typical fellow former retired ex future would-be amateur hobby trainee-to-be
-    useless terrible lazy rubbish crap shit hopeless glorified
+    useless terrible lazy rubbish crap shit hopeless glorified keen avid hard designated casual occasional secret
+    closet budding serial compulsive accidental reluctant unpaid self-appointed self-taught weekend home free
     """.split()
 )
 # Said of oneself, "I'm an artist" is who one is as often as one's job: only "I work as an artist" says the job.
@@ -229,7 +238,8 @@ TRANSIENT = frozenset(
     dinner breakfast coffee round turn day week weekend morning evening night holiday trip plans ride taxi
     uber delivery parcel package room eta answer guess bet excuse problem point question issue mood head back
     knee stomach throat battery signal wifi connection internet car's battery seat ticket score result results
-    dream goal hope wish idea fear worry favourite news story
+    dream goal hope wish idea fear worry favourite news story vote pick prediction tip advice suggestion
+    recommendation theory verdict opinion view take
     """.split()
 )
 
@@ -253,9 +263,15 @@ HEADS = {  # a value of these kinds is the name at the start of the text: "Strip
 }
 
 
+INTRODUCED_AS = re.compile(
+    r"^(?:an?|this|some) (?:guy|man|woman|bloke|lad|girl|lady|chap|person|fella|dude) (?:called|named) (?=[A-Z])"
+)
+
+
 def clean(value: str) -> str:
     """The value up to its first qualifier, without trailing punctuation or filler words."""
     value = re.sub(r"^(?:now|currently|still)\s+", "", value.strip(), flags=re.I)
+    value = INTRODUCED_AS.sub("", value)  # "a guy called Tomasz" is Tomasz
     value = QUALIFIER.split(value, maxsplit=1)[0]
     value = TRAILING.sub("", value.strip(" .'\"’“”")).strip(" .'\"’“”")
     return value
@@ -283,19 +299,58 @@ def is_name(text: str, *, allow_days: bool = False) -> bool:
 
 
 def _article_phrase(text: str, prop: str) -> bool:
-    """'a blue Fiat', 'the green one', 'the Pro plan': an article and a short noun phrase, no judgement."""
+    """'a blue Fiat', 'the Pro plan': an article and a short noun phrase, no judgement, and not a stand-in
+    for something said before ('the old one', 'the other thing')."""
     found = re.fullmatch(r"(?:a|an|the) ([\w'’&.+-]+(?: [\w'’&.+-]+){0,4})", text, re.I)
     if not found or re.search(r"\b(?:at|in|on|from|with|for|to|by|near|about|who|that|which|than|as|and)\b", found[1]):
         return False
     last = found[1].split()[-1].lower()
-    return last not in EVALUATIVE and not (last.endswith("ing") and not CATEGORY.search(prop))
+    if last in EVALUATIVE or last in STAND_INS:
+        return False
+    return not (last.endswith("ing") and not CATEGORY.search(prop))
+
+
+def _named_phrase(text: str, prop: str) -> bool:
+    """An article phrase that names what it is ('a blue Fiat', 'the Pro plan', 'a 2019 Golf'), or one of a
+    category ('seat preference | the aisle'): 'my car is a wreck', 'my flat is a tip', 'my spirit animal is
+    a sloth' say what one thinks of a thing, not which thing it is."""
+    named = any(TITLE_WORD.fullmatch(w) or re.search(r"\d", w) or w.isupper() for w in text.split()[1:])
+    return _article_phrase(text, prop) and (named or bool(CATEGORY.search(prop)))
 
 
 def _bare_phrase(text: str, prop: str) -> bool:
     """A lowercase phrase as a value: only where the property names a category ("favourite food | ramen")."""
     if text.lower() in FREQUENCY:
         return True
-    return bool(CATEGORY.search(prop)) and len(text.split()) <= 4 and text.lower() not in EVALUATIVE
+    words = text.lower().split()
+    if not words or words[0] in ("a", "an", "the") or any(w in EVALUATIVE for w in words):
+        return False  # "our team is the best": a judgement
+    return bool(CATEGORY.search(prop)) and len(words) <= 4
+
+
+PRODUCT_NOUN = re.compile(
+    r"\b(?:app|apps|plan|tier|subscription|membership|licen[cs]e|package|service|tariff|version|edition|model|"
+    r"platform|software|tool|framework|library|database|editor|browser|client|provider|account|card)$",
+    re.I,
+)
+STAND_INS = frozenset("one ones thing things stuff way kind type sort bit lot version option bits".split())
+# A time of day or week, a shift: when one does something, not a thing one uses ("switched to nights").
+TIMES = re.compile(
+    r"(?:mornings?|afternoons?|evenings?|nights?|days?|weeks?|weekends?|weekdays?|lates|earlies|shifts?|"
+    rf"(?:{DAY})s)$",
+    re.I,
+)
+
+
+def is_tool(text: str) -> bool:
+    """What one uses: a name ('Linear', 'Postgres 16'), a named article phrase ('a MacBook Air'), or a short
+    lowercase phrase ('oat milk', 'decaf') that is no activity ('working from home') or time ('nights')."""
+    if is_name(text):
+        return not TIMES.fullmatch(text)
+    if _article_phrase(text, "") and (_named_phrase(text, "") or PRODUCT_NOUN.search(text)):
+        return True  # "a MacBook Air", "the annual plan", not "the stairs"
+    first = text.split()[0].lower() if text.split() else ""
+    return is_phrase(text, 3) and not first.endswith("ing") and not TIMES.search(text) and not QUANTITY.search(text)
 
 
 def is_thing(text: str, prop: str = "", *, bare: bool = True) -> bool:
@@ -311,7 +366,7 @@ def is_thing(text: str, prop: str = "", *, bare: bool = True) -> bool:
         return False
     if LITERAL.fullmatch(text):
         return True
-    return is_name(text, allow_days=True) or _article_phrase(text, prop) or (bare and _bare_phrase(text, prop))
+    return is_name(text, allow_days=True) or _named_phrase(text, prop) or (bare and _bare_phrase(text, prop))
 
 
 def is_role(text: str) -> bool:
@@ -346,9 +401,22 @@ def is_workplace(text: str) -> bool:
     return found is not None and found[1] in WORKPLACES
 
 
+ORGANISATION = re.compile(
+    r"\b(?:Ltd|Limited|Inc|plc|PLC|LLC|LLP|GmbH|Gas|Energy|Bank|Group|Insurance|Telecom|Media|Services|Solutions|"
+    r"Systems|Technologies|Labs|Software|Consulting|Partners|Holdings)\.?$"
+)
+
+
+# What one "lives in" that is no place: "I live in Crocs", "she lives in joggers".
+CLOTHES = frozenset(
+    "crocs uggs joggers trackies pyjamas pjs hoodies hoodie leggings trainers sweatpants jeans slippers "
+    "onesies onesie sliders flip-flops birkenstocks".split()
+)
+
+
 def is_place(text: str) -> bool:
-    """A place: a name, not a department ('I moved to Marketing')."""
-    if text.lower() in DEPARTMENTS:
+    """A place: a name, not a department ('I moved to Marketing') or a company ('I'm from British Gas')."""
+    if text.lower() in DEPARTMENTS or text.lower() in CLOTHES or ORGANISATION.search(text) or known_tool(text):
         return False
     return bool(NAME_RE.fullmatch(text)) and is_name(text) and len(text.split()) <= 5
 
@@ -370,14 +438,43 @@ def is_phrase(text: str, max_words: int = 4) -> bool:
     )
 
 
+# What no one is allergic to but in jest: "allergic to Mondays", "allergic to effort", "allergic to running".
+NOT_ALLERGENS = frozenset(
+    "effort work people mornings exercise commitment responsibility adulting homework housework chores fun life "
+    "school maths math cardio gyms gym meetings emails email small talk children kids men women vegetables "
+    "sunlight daylight early starts".split()
+)
+
+
+def is_allergen(text: str) -> bool:
+    """What one may be allergic to: a short phrase ('peanuts', 'cats', 'penicillin'), no time ('Mondays'), no
+    activity ('running') and none of the things people claim in jest."""
+    first = text.split()[0].lower() if text.split() else ""
+    return (
+        is_phrase(text) and not TIMES.search(text) and not first.endswith("ing") and text.lower() not in NOT_ALLERGENS
+    )
+
+
+# A secret is never a property: kept, it would be repeated to whoever recalls it.
+SECRET = re.compile(
+    r"\b(?:password|passcode|passphrase|passwd|pin|pin code|pin number|cvv|cvc|security (?:code|answer|question)|"
+    r"memorable (?:word|answer|date)|one-time code|otp|verification code|login code|api key|access key|token|"
+    r"secret|credentials)\b",
+    re.I,
+)
+
+
 def is_property(text: str) -> bool:
     """A property is a short noun phrase: no verbs, pronouns, time words or names ('make sure the trail',
-    'brother Pádraig' are none); an acronym may be one ('CI', 'VAT scheme')."""
+    'brother Pádraig' are none); an acronym may be one ('CI', 'VAT scheme'); never a secret ('password')."""
+    if SECRET.search(text):
+        return False
     parts = text.split()
     if any(TITLE_WORD.fullmatch(p) for p in parts):
         return False
     parts = text.lower().split()
-    if not parts or parts[-1] in TRANSIENT:
+    head = parts[:-1] if len(parts) > 1 and parts[-1] in ("home", "back", "out", "over", "there", "away") else parts
+    if not head or head[-1] in TRANSIENT:  # "my flight home": a flight
         return False
     return len(parts) <= 4 and not any(p in VERBISH or p in PERSONAL or p in TIME_OF_SPEECH for p in parts)
 
@@ -416,15 +513,16 @@ def value(kind: str, text: str, prop: str = "") -> str | None:
         "org": is_workplace,
         "name": lambda v: is_name(v) and not personal_or_vague(v),
         "product": lambda v: (is_name(v) or bool(PRODUCT_RE.fullmatch(v))) and not personal_or_vague(v),
-        "tool": lambda v: is_name(v) or _article_phrase(v, "") or is_phrase(v, 3),
+        "tool": is_tool,
         "thing": lambda v: is_thing(v, prop),
         "answer": lambda v: is_thing(v, prop, bare=False),  # an answer's "Tough one." is no favourite film
         "owned": lambda v: is_name(v) or _article_phrase(v, "owns") or (is_phrase(v, 3) and not QUANTITY.search(v)),
         "phrase": is_phrase,
+        "allergen": is_allergen,
         "age": lambda v: bool(re.fullmatch(r"\d{1,3}", v)) and 0 < int(v) < 120,
         "names": lambda v: all(is_name(n) for n in re.split(r", | and | & ", v)),
         "amount": lambda v: bool(AMOUNT_RE.fullmatch(v)) and bool(re.search(r"[£$€¥₹k]|pounds|euros|dollars", v)),
-        "date": lambda v: bool(DATE_RE.fullmatch(v)),
+        "date": lambda v: bool(DATE_RE.fullmatch(v)) and v.lower() not in DAYS_MONTHS,  # "born on Saturday"
         "school": lambda v: is_name(v) and v.split()[-1] in SCHOOLS,
     }
     return found if checks[kind](found) and not personal_or_vague(found) else None

@@ -4,16 +4,17 @@ by measurement; bench/claims.py gives precision and recall on labelled utterance
 A claim is (entity, property, value). The speaker owns first-person statements: "I work at Acme" said
 by Sol is Sol / works at / Acme; the speaker comes from the turn's `Name:` prefix or its given speaker,
 and without one first-person statements yield nothing. Nothing comes from questions, hedges,
-hypotheticals, plans, negations and old values, jokes or what others said (`claim_turns` reads a turn
-down to the clauses that assert something); the rules are in `claim_rules`, what a value may be in
-`claim_values`.
+hypotheticals, plans, negations and old values, passing states, jokes, what others said (retold or
+quoted), or an assistant's turn (`claim_turns` reads a turn down to the clauses that assert something);
+the rules are in `claim_rules`, what a value may be in `claim_values`.
 
 `window_claims` reads a window of turns (a session in order) and may use the turns before a turn, only
 where the reading is plain: the answer to a question or a confirmation of one (`claim_answers`: "Where
 are you working these days?" / "Acme, since May." -> the answerer works at Acme), "he"/"she" when exactly
 one person was named in the turns just before, "she's called Pickle" from whoever just said "we got a
-kitten", "the deadline is 14 March" from whoever just named the one piece of work it belongs to. When
-unsure, nothing: a wrong fact is worse than none.
+kitten", "the deadline is 14 March" from whoever just named the one piece of work it belongs to; and a
+speaker's correction or retraction ("sorry, I meant Bristol", "jk": `claim_corrections`) replaces or
+takes back what they just said. When unsure, nothing: a wrong fact is worse than none.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from mneme.consolidation.claim_answers import answer_claims, asked, bounced
+from mneme.consolidation.claim_corrections import corrected
 from mneme.consolidation.claim_rules import CALLED_KIND, HE, SHE, THAT, TOPIC, Found, appositions, clause_claims
 from mneme.consolidation.claim_turns import Mention, Turn, mentions, read
 from mneme.consolidation.claim_values import NAME, value
@@ -66,6 +68,8 @@ class _Reader:
 
     def turn(self, i: int) -> list[Found]:
         turn, out = self.turns[i], []
+        if turn.assistant:
+            return []
         for s, clauses in enumerate(turn.sentences):
             for c, clause in enumerate(clauses):
                 out.extend(self._clause(i, clause, [*(", ".join(x) for x in turn.sentences[:s]), *clauses[:c]]))
@@ -156,10 +160,17 @@ def window_claims(turns: Sequence[tuple[str | None, str]]) -> list[tuple[int, Cl
 
     Each turn is (speaker, text); the speaker may also be the text's `Name:` prefix (which wins). A turn
     may take its meaning from the turns just before it where the reading is plain (see the module's
-    docstring); a claim stated twice is returned for each turn that states it."""
+    docstring), and corrects what the speaker just said ("sorry, I meant Bristol": `claim_corrections`); a
+    claim stated twice is returned for each turn that states it."""
     read_turns = [read(speaker, text) for speaker, text in turns]
     reader = _Reader(read_turns)
-    return [(i, Claim(*claim)) for i in range(len(read_turns)) for claim in reader.turn(i)]
+    found = [(i, claim) for i in range(len(read_turns)) for claim in reader.turn(i)]
+
+    def before(i: int, words: str) -> list[Found]:  # what turn i says before its correction
+        words = words.rstrip(" ,;:-–—")
+        return [Found(*c) for j, c in window_claims([*turns[:i], (read_turns[i].speaker, words)]) if j == i]
+
+    return [(i, Claim(*claim)) for i, claim in corrected(read_turns, found, before)]
 
 
 def claims(text: str, speaker: str | None = None) -> list[Claim]:

@@ -18,7 +18,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import ServiceError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
-from mneme.errors import InvalidInput, MnemeError, NotFound, PayloadTooLarge
+from mneme.errors import InvalidInput, MethodNotAllowed, MnemeError, NotFound, PayloadTooLarge
 from mneme.http.admission import admit
 from mneme.models import Principal
 from mneme.observability import logger
@@ -31,10 +31,14 @@ def error_response(error: MnemeError) -> Response[str]:
 
 
 def proxy_error(error: MnemeError) -> dict[str, Any]:
-    """An error as a Lambda proxy response (for answers given before the resolver runs)."""
+    """An error as a Lambda proxy response (for answers given before the resolver runs); a 405 names the
+    methods the path takes in its `Allow` header too."""
+    headers = {"Content-Type": ["application/json"]}
+    if isinstance(error, MethodNotAllowed) and isinstance(error.details, dict) and error.details.get("allow"):
+        headers["Allow"] = [", ".join(error.details["allow"])]
     return {
         "statusCode": error.status,
-        "multiValueHeaders": {"Content-Type": ["application/json"]},
+        "multiValueHeaders": headers,
         "body": json.dumps(error.to_body()),
         "isBase64Encoded": False,
     }

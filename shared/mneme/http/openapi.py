@@ -127,6 +127,18 @@ def _responses(route: routes.Route, refs: dict[str, Any]) -> dict[str, Any]:
     return responses
 
 
+def _optional_body(operation: dict[str, Any]) -> None:
+    """A body a route may go without (`Annotated[Model | None, Body()] = None`) is declared optional, never
+    nullable: Powertools writes `anyOf [Model, null]`, but a JSON `null` body is refused (400) like any body
+    that is not an object; no body at all is what the route takes."""
+    for media in (operation.get("requestBody") or {}).get("content", {}).values():
+        alternatives = media.get("schema", {}).get("anyOf", [])
+        if {"type": "null"} in alternatives:
+            (kept,) = [alternative for alternative in alternatives if alternative != {"type": "null"}]
+            media["schema"] = kept
+            operation["requestBody"]["required"] = False
+
+
 def document() -> dict[str, Any]:
     merged: dict[str, Any] = {
         "openapi": "3.1.0",
@@ -148,6 +160,7 @@ def document() -> dict[str, Any]:
     for route in routes.ROUTES:
         operation = merged["paths"][route.path][route.method.lower()]
         operation["responses"] = _responses(route, refs)
+        _optional_body(operation)
         if route.role is not None:
             operation["security"] = [{"apiKey": []}]
             operation.setdefault("description", f"Needs the {route.role.value!r} role.")

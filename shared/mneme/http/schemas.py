@@ -16,10 +16,13 @@ from pydantic import (
     Discriminator,
     Field,
     StrictBool,
+    StrictFloat,
+    StrictInt,
     StringConstraints,
     Tag,
     TypeAdapter,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -61,7 +64,15 @@ def _whole_number(value: object) -> object:
     return value
 
 
-QueryInt = Annotated[int, BeforeValidator(_whole_number)]
+MAX_PAGE = 200
+# A page size in the query string: digits only, 1..200. Its schema is written out: for a type with a validator
+# of its own, Powertools puts pydantic's `ge` / `le` in the document, which JSON Schema does not know.
+QueryLimit = Annotated[
+    int,
+    BeforeValidator(_whole_number),
+    Field(ge=1, le=MAX_PAGE),
+    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_PAGE}),
+]
 
 
 class Strict(BaseModel):
@@ -80,7 +91,7 @@ class CreateScopeRequest(Strict):
 class RenameScopeRequest(Strict):
     path: Path_
     new_path: Path_
-    dry_run: bool = False  # answer with the preview a structure draft of this rename would show
+    dry_run: StrictBool = False  # answer with the preview a structure draft of this rename would show
 
 
 class LayersRequest(Strict):
@@ -91,7 +102,7 @@ class MemoryFields(Strict):
     summary: Annotated[str, StringConstraints(max_length=1024)] | None = None
     tags: ShortList | None = None
     triggers: ShortList | None = None
-    confidence: Annotated[float, Field(ge=0, le=1)] | None = None
+    confidence: Annotated[StrictFloat, Field(ge=0, le=1)] | None = None
     # With a timezone: a naive time cannot be compared with the clock (it used to fail retrieve with a 500).
     valid_until: AwareTimestamp | None = None
     review_due: AwareTimestamp | None = None
@@ -107,7 +118,7 @@ class CreateMemoryRequest(MemoryFields):
 
 class EditMemoryRequest(MemoryFields):
     body: MemoryBody | None = None
-    version: Annotated[int, Field(ge=1)] | None = None
+    version: Annotated[StrictInt, Field(ge=1)] | None = None
 
 
 class NoBody(Strict):
@@ -139,12 +150,12 @@ class CreateKeyRequest(Strict):
 class CorrectFactRequest(Strict):
     """A correction of a fact at `version` (a stale version is a 409); at least one field besides `reason`."""
 
-    version: Annotated[int, Field(ge=1)]
+    version: Annotated[StrictInt, Field(ge=1)]
     summary: Annotated[str, StringConstraints(min_length=1, max_length=4096)] | None = None
     entity: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
     property: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
     value: Annotated[str, StringConstraints(min_length=1, max_length=2048)] | None = None
-    confidence: Annotated[float, Field(ge=0, le=1)] | None = None
+    confidence: Annotated[StrictFloat, Field(ge=0, le=1)] | None = None
     valid_until: AwareTimestamp | None = None
     reason: Annotated[str, StringConstraints(min_length=1, max_length=2000)] | None = None  # kept in the history
 

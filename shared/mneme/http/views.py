@@ -29,8 +29,13 @@ class ErrorBody(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok"]
+    """`ok`, or `degraded` with a line for each part that is (the embedded engine only)."""
+
+    status: Literal["ok", "degraded"]
     version: str
+    index: str | None = Field(None, description="the search index being rebuilt, and why")
+    store: str | None = Field(None, description="the store that cannot be read, and why")
+    cursor_key: str | None = Field(None, description="the cursor key that cannot be used (paging answers 503)")
 
 
 class Caller(BaseModel):
@@ -221,6 +226,7 @@ class EpisodeRecord(BaseModel):
     occurred_at: datetime
     created_at: datetime
     session_id: str | None = None
+    sequence: int = Field(0, description="its place among the turns one call gave (0, 1, 2, ...)")
     tier: str
     metadata: dict[str, Any] = {}
     format: str
@@ -258,7 +264,8 @@ class FactRecord(BaseModel):
 
 
 class EpisodePage(BaseModel):
-    """Episodes newest remembered first; `next_cursor` gives the next page (null: the end was reached)."""
+    """Episodes newest remembered first (the turns of one call by their `sequence`, the last first);
+    `next_cursor` gives the next page (null: the end was reached)."""
 
     episodes: list[EpisodeRecord]
     next_cursor: str | None = None

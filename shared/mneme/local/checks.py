@@ -26,7 +26,7 @@ from pathlib import Path
 
 from mneme.adapters.sqlite_base import STORE_VERSION
 from mneme.errors import MnemeError
-from mneme.local.keyfiles import MINIMUMS
+from mneme.local.keyfiles import CURSOR_KEY_MINIMUM, MINIMUMS, key_problem
 from mneme.observability import logger
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -134,11 +134,14 @@ def rebuilding(index: Path) -> str | None:
     return _reason(index) or "rebuilding"
 
 
-def components(store: Path, index: Path) -> dict[str, str]:
-    """What `/v1/health` reports as degraded: the index while it is rebuilt, a store that cannot be read."""
+def components(store: Path, index: Path, cursor_key: Path | None = None) -> dict[str, str]:
+    """What `/v1/health` reports as degraded: the index while it is rebuilt, a store that cannot be read, a
+    cursor key that cannot be used (the routes that page answer 503 `key_file_damaged` meanwhile)."""
     found: dict[str, str] = {}
     if why := rebuilding(index):
         found["index"] = f"rebuilding: {why}"
+    if cursor_key is not None and (why := key_problem(cursor_key, CURSOR_KEY_MINIMUM)):
+        found["cursor_key"] = why
     if not os.path.lexists(store):
         return found  # a new home: the store is created by the first write
     try:

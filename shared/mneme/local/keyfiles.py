@@ -66,8 +66,15 @@ def _synced_beside(path: Path, text: str) -> str:
 
 
 def read_key(path: Path, minimum: int) -> str:
-    """The key in `path`, refused (KeyFileDamaged, one clear line) when it is shorter than `minimum`."""
-    text = path.read_text().strip()
+    """The key in `path`, refused (KeyFileDamaged, one clear line) when it is shorter than `minimum`, not
+    UTF-8 text, or not a file that can be read (a directory, a permission)."""
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except UnicodeDecodeError:
+        raise _damaged(path, "is not UTF-8 text: it was damaged or overwritten") from None
+    except OSError as e:
+        what = "is a directory" if isinstance(e, IsADirectoryError) else f"cannot be read ({e.strerror})"
+        raise _damaged(path, f"{what}, not the key file Mneme writes") from None
     if len(text) < minimum:
         raise KeyFileDamaged(
             f"{path} holds {'no key' if not text else f'a {len(text)}-character key'} (at least {minimum} "
@@ -75,6 +82,23 @@ def read_key(path: Path, minimum: int) -> str:
             details={"path": str(path)},
         )
     return text
+
+
+def key_problem(path: Path, minimum: int) -> str | None:
+    """Why the key in `path` cannot be used (what `/v1/health` reports), or None: fine, or not created yet."""
+    if not os.path.lexists(path):
+        return None
+    try:
+        read_key(path, minimum)
+    except KeyFileDamaged as e:
+        return e.message
+    return None
+
+
+def _damaged(path: Path, what: str) -> KeyFileDamaged:
+    return KeyFileDamaged(
+        f"{path} {what}; restore it from a backup, or remove it to have a new one created", details={"path": str(path)}
+    )
 
 
 def sync_directory(directory: Path) -> None:

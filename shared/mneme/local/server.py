@@ -8,20 +8,26 @@ half-closes) is dropped, never served. On top of it (`StrictProtocol`, `app`):
 - deadlines: a request's head must arrive within HEAD_TIMEOUT of its first byte (or of the connection,
   however slowly it trickles in), its body within BODY_TIMEOUT: a 408, and the connection closed; an
   idle keep-alive connection is closed after IDLE_TIMEOUT;
-- limits: the head's size, its number of headers and the target's length (431 / 414), at most
-  MAX_CONNECTIONS connections per process (503 past it), THREADS requests served at once;
+- limits: the head's size, its number of headers and the target's length (431 / 414), THREADS requests
+  served at once, and MAX_CONNECTIONS connections per process: a connection past it closes the newest idle
+  one (no request under way: never used, or kept alive between requests), else the newest whose head is
+  still arriving, of those open NEW_GRACE or longer; connections serving requests or just opened may take a
+  process to twice the cap, past which a new one is answered 503;
 - admission before the body: the route and the API key are checked, and `Content-Length` against the
   route's limit, before a byte of the body is read; a chunked body is refused (411);
 - with `MNEME_SERVE__TENANT_RATE_LIMIT` set, each tenant's requests pass a token bucket (mneme.local.throttle):
   past it a 429 `throttled` with `Retry-After`, as API Gateway's usage plan refuses a tenant in AWS;
 - every answer, protocol errors included, is JSON in the error shape, with an `X-Request-Id`; an
-  unexpected error is logged at ERROR with its traceback and that id (`http.api.unexpected`).
+  unexpected error is logged at ERROR with its traceback and that id (`http.api.unexpected`). A protocol
+  error names the problem (and the header), never the refused text: h11 quotes the line it refuses, and
+  that line can hold an API key (`protocol_message`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -37,7 +43,6 @@ from functools import partial
 from http import HTTPStatus
 from socket import SOMAXCONN
 from typing import Any
-from urllib.parse import urlsplit
 
 import h11
 import uvicorn
@@ -48,6 +53,7 @@ from mneme.errors import InvalidInput, MnemeError, PayloadTooLarge, Throttled
 from mneme.http.api import proxy_error, unexpected
 from mneme.local import gateway, runtime
 from mneme.local.events import proxy_event
+from mneme.local.heads import protocol_message, request_path
 from mneme.local.throttle import TenantThrottle
 from mneme.observability import logger
 from mneme.services.indexing import Indexer
@@ -61,7 +67,8 @@ IDLE_TIMEOUT = 15.0  # seconds a keep-alive connection may wait for its next req
 MAX_HEAD = 16 * 1024  # bytes of request line and headers
 MAX_HEADERS = 100
 MAX_TARGET = 8 * 1024  # bytes of the request target (path and query)
-MAX_CONNECTIONS = 256  # open connections per process; past it a request is answered 503
+MAX_CONNECTIONS = 256  # connections per process past which an idle one is closed (503 past twice as many)
+NEW_GRACE = 1.0  # seconds a new connection has to send its first byte before it counts as idle
 LINGER = 2.0  # seconds a connection refused with a protocol error is read and dropped before it closes
 THREADS = 32  # requests served at once per process (the handlers are blocking: SQLite, the model)
 GRACE = 5.0  # seconds a stopping server waits for the requests in progress before it closes their connections
@@ -105,7 +112,7 @@ def content_length(headers: dict[str, str]) -> int:
     if value is None:
         return 0
     if not value.strip().isdigit() or not value.strip().isascii():
-        raise InvalidInput(f"Content-Length must be a non-negative integer, not {value[:40]!r}")
+        raise InvalidInput("Content-Length must be a non-negative integer (its value is not repeated here)")
     return int(value)
 
 
@@ -180,7 +187,7 @@ class Mneme:
         declared = any(k in (b"content-length", b"transfer-encoding") and v.strip(b"0 ") for k, v in scope["headers"])
         try:
             headers = check_head(scope)
-            path = urlsplit(scope["raw_path"].decode("latin-1")).path
+            path = request_path(scope["raw_path"])
             # On the loop's thread: a route match and one key lookup (a cached SQLite read), cheaper than a
             # hop to a worker thread and back, which on a busy machine waits for a CPU each way.
             admitted = admit_head(method, path, headers)
@@ -288,10 +295,14 @@ class _OneSend:
 
 class StrictProtocol(H11Protocol):
     """uvicorn's h11 protocol with a deadline on the request head (uvicorn has none: a client that
-    trickles its headers would hold a connection for ever) and protocol errors in the JSON error shape."""
+    trickles its headers would hold a connection for ever), protocol errors in the JSON error shape, and
+    the connection cap (uvicorn's answers a plain-text 503 to every request while idle sockets hold it)."""
 
     head_timer: asyncio.TimerHandle | None = None
     lingering = False  # an error was sent: what the client still sends is read and dropped, then we close
+    opened = 0  # the connection's place in the order connections were made (the newest is the largest)
+    since = 0.0  # the loop's time when it was made
+    _order = itertools.count(1)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -300,7 +311,10 @@ class StrictProtocol(H11Protocol):
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
         self.transport = _OneSend(transport, self)  # type: ignore[assignment]
+        self.opened, self.since = next(self._order), self.loop.time()
         self._await_head()
+        if sum(1 for c in self.connections if _counted(c)) > MAX_CONNECTIONS:
+            self._make_room()
 
     def data_received(self, data: bytes) -> None:
         if self.lingering:
@@ -315,6 +329,40 @@ class StrictProtocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head()
         super().connection_lost(exc)
+
+    def waiting(self) -> str | None:
+        """`idle` (no request under way and no byte of the next), `head` (a head still arriving), or None
+        (a request is being read or served)."""
+        if self.conn.their_state is not h11.IDLE or not (self.cycle is None or self.cycle.response_complete):
+            return None
+        return "head" if self.conn.trailing_data[0] else "idle"
+
+    def _make_room(self) -> None:
+        """Past the cap: close the newest idle connection, else the newest whose head is still arriving, of
+        those open NEW_GRACE or longer (a client's own connection is never closed in the moment between its
+        connect and its request, however fast others connect). With none, connections serving a request or
+        just opened take the process past the cap, up to twice it; past that this one is answered 503."""
+        settled = self.loop.time() - NEW_GRACE
+        others = [c for c in self.connections if c is not self and isinstance(c, StrictProtocol) and _counted(c)]
+        old = [c for c in others if c.since <= settled]
+        for state in ("idle", "head"):
+            waiting = [c for c in old if c.waiting() == state]
+            if waiting:
+                max(waiting, key=lambda c: c.opened).drop()
+                return
+        if len(others) >= 2 * MAX_CONNECTIONS:
+            self._write_error(503, f"the server is serving {len(others)} connections: retry shortly")
+
+    def drop(self) -> None:
+        """Close to make room: silently when no request is under way (as a keep-alive timeout closes), else (a
+        head half sent) with a 503."""
+        self._cancel_head()
+        if self.conn.trailing_data[0]:
+            self._write_error(503, "the server is at its connection limit and closed this connection")
+            return
+        with contextlib.suppress(h11.LocalProtocolError):
+            self.conn.send(h11.ConnectionClosed())
+        self.transport.close()
 
     def _await_head(self) -> None:
         waiting = self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
@@ -338,10 +386,11 @@ class StrictProtocol(H11Protocol):
         status = error.error_status_hint if error is not None else 400
         if status == 431 and b"\n" not in self.conn.trailing_data[0]:
             status = 414  # the request line alone is past the limit
-        self._write_error(status, str(error) if error is not None else msg)
+        self._write_error(status, protocol_message(error, msg))
 
     def _write_error(self, status: int, message: str) -> None:
         """A protocol error written straight to the socket (h11 has no request to answer), then close."""
+        self._cancel_head()
         payload = error_payload(status, message)
         head = (
             f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: application/json\r\n"
@@ -356,6 +405,11 @@ class StrictProtocol(H11Protocol):
             self.loop.call_later(LINGER, self.transport.close)
         else:
             self.transport.close()
+
+
+def _counted(connection: Any) -> bool:
+    """Whether a connection holds a place under the cap (one answered with an error lingers, then closes)."""
+    return not getattr(connection, "lingering", False) and not connection.transport.is_closing()
 
 
 class _Uvicorn(uvicorn.Server):
@@ -395,7 +449,7 @@ class LocalServer:
             ws="none",
             interface="asgi3",
             timeout_keep_alive=int(IDLE_TIMEOUT),
-            limit_concurrency=MAX_CONNECTIONS,
+            limit_concurrency=None,  # the cap is StrictProtocol's (uvicorn's answers in plain text, idle or not)
             backlog=1,  # connections accepted per wake-up (see _Uvicorn.startup)
             timeout_graceful_shutdown=int(GRACE),
             server_header=False,

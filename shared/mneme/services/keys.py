@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from mneme.errors import InvalidInput, NotFound, Unauthorized
+from mneme.errors import Conflict, InvalidInput, NotFound, Unauthorized
 from mneme.identity import ApiKey, Principal, Role
 
 if TYPE_CHECKING:  # the authorizer imports this module: keep the ports (and numpy) out of its cold start
@@ -93,5 +93,19 @@ class KeyService:
         return self.store.list_api_keys(tenant)
 
     def revoke(self, tenant: str, key_id: str) -> None:
+        """Revoke a key; never a tenant's last live admin key (409 `last_admin_key`), which would leave no
+        one to manage its keys and scopes but the host. Two admins revoking each other's keys at the very same
+        moment can still both succeed: the check and the write are not one transaction."""
+        keys = {key.key_id: key for key in self.store.list_api_keys(tenant)}
+        target = keys.get(key_id)
+        if target is None:
+            raise NotFound(f"key {key_id} does not exist", code="key_not_found")
+        admins = [k for k in keys.values() if Role.admin in k.roles and k.revoked_at is None]
+        if admins == [target]:
+            raise Conflict(
+                f"key {key_id} is the tenant's last admin key: create another admin key first (POST /v1/keys), "
+                "then revoke this one",
+                code="last_admin_key",
+            )
         if not self.store.revoke_api_key(tenant, key_id, self.clock.now()):
             raise NotFound(f"key {key_id} does not exist", code="key_not_found")

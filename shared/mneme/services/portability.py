@@ -12,14 +12,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mneme import paths, sttp
-from mneme.errors import InvalidInput, ScopeNotFound
-from mneme.models import Episode, HistoryEntry, Memory, Revision
+from mneme.errors import InvalidInput
+from mneme.models import Episode
 from mneme.ports import Clock, EpisodeStore, ErasureStore, FactStore, MemoryStore, ScopeStore
-from mneme.records import Fact
+from mneme.services.importing import FORMAT, Imported, Importer
 from mneme.services.indexing import Indexer
 from mneme.services.scopes import ScopeService
 
-FORMAT = "mneme-export/1"
 # What an export does not carry (the header lists it): credentials and the working state of the service.
 LEAVES_OUT = [
     "API keys (create new ones for the tenant that imports)",
@@ -104,124 +103,16 @@ class PortabilityService:
                     yield sttp.render(node)
 
     def import_(
-        self, tenant: str, lines: Iterable[dict[str, Any]], progress: Callable[[dict[str, int]], None] | None = None
-    ) -> dict[str, int]:
-        """Write what is missing; records whose id exists are left alone (a second import changes nothing)."""
-        counts = {"scopes": 0, "aliases": 0, "memories": 0, "revisions": 0, "episodes": 0, "facts": 0, "skipped": 0}
-        scope_ids: dict[str, str] = {}
-        pending_episodes: list[Episode] = []
-        pending_facts: list[Fact] = []
-
-        def scope_id(path: str) -> str:
-            if path not in scope_ids:
-                scope_ids[path] = self._scope(tenant, path, counts)
-            return scope_ids[path]
-
-        for number, line in enumerate(lines, start=1):
-            kind = line.get("type")
-            if kind == "header":
-                _check_header(number, line)
-            elif kind == "layers":
-                self._layers(tenant, line)
-            elif kind == "scope":
-                scope_id(line["path"])
-            elif kind == "alias":
-                parent_path, _, segment = line["path"].rpartition(".")
-                counts["aliases"] += self.store.put_alias(
-                    tenant, scope_id(parent_path), segment, scope_id(line["target"])
-                )
-            elif kind == "memory":
-                self._memory(tenant, line, scope_id, counts)
-            elif kind == "revision":
-                self._revision(tenant, line, counts)
-            elif kind == "episode":
-                pending_episodes.append(
-                    Episode.model_validate(
-                        {**_fields(line), "tenant": tenant, "scope_id": scope_id(line["scope"]), "indexed": False}
-                    )
-                )
-                if len(pending_episodes) >= 100:
-                    self._episodes(tenant, pending_episodes, counts)
-            elif kind == "fact":
-                self._episodes(tenant, pending_episodes, counts)
-                pending_facts.append(
-                    Fact.model_validate({**_fields(line), "tenant": tenant, "scope_id": scope_id(line["scope"])})
-                )
-                if len(pending_facts) >= 100:
-                    self._facts(tenant, pending_facts, counts)
-            else:
-                raise InvalidInput(f"line {number}: unknown record type {kind!r}", code="invalid_export")
-            if progress and number % 100 == 0:
-                progress(counts)
-        self._episodes(tenant, pending_episodes, counts)
-        self._facts(tenant, pending_facts, counts)
-        return counts
-
-    def _scope(self, tenant: str, path: str, counts: dict[str, int]) -> str:
-        """The id of the scope at `path`, created (with its parents) when missing."""
-        try:
-            return self.scopes.resolve(tenant, path).scope.scope_id
-        except ScopeNotFound:
-            created = self.scopes.create(tenant, path, parents=True).scope.scope_id
-            counts["scopes"] += 1
-            return created
-
-    def _layers(self, tenant: str, line: dict[str, Any]) -> None:
-        if not self.store.get_layers(tenant):
-            self.scopes.set_layers(tenant, {int(k): v for k, v in line["layers"].items()})
-
-    def _revision(self, tenant: str, line: dict[str, Any], counts: dict[str, int]) -> None:
-        revision = Revision.model_validate({**_fields(line), "tenant": tenant})
-        if self.store.get_revision(tenant, revision.memory_id, revision.author) is not None:
-            counts["skipped"] += 1
-            return
-        self.store.put_revision(revision)
-        counts["revisions"] += 1
-
-    def _memory(
-        self, tenant: str, line: dict[str, Any], scope_id: Callable[[str], str], counts: dict[str, int]
-    ) -> None:
-        fields = _fields(line, drop={"history", "scope", "target"})
-        memory = Memory.model_validate(
-            {**fields, "tenant": tenant, "scope_id": scope_id(line["scope"]) if line.get("scope") else None}
-        )
-        if self.store.get_memory(tenant, memory.memory_id) is not None:
-            counts["skipped"] += 1
-            return
-        self.store.create_memory(memory)
-        for entry in line.get("history", []):
-            self.store.add_history(HistoryEntry.model_validate({**entry, "tenant": tenant}))
-        self.indexer.on_memory_change(memory)
-        counts["memories"] += 1
-
-    def _episodes(self, tenant: str, episodes: list[Episode], counts: dict[str, int]) -> None:
-        if not episodes:
-            return
-        existing = self.store.get_episodes(tenant, [e.episode_id for e in episodes])
-        new = [e for e in episodes if e.episode_id not in existing]
-        counts["skipped"] += len(episodes) - len(new)
-        stored, _ = self.store.put_episodes(new)
-        self.indexer.index_episodes(stored)
-        counts["episodes"] += len(new)
-        episodes.clear()
-
-    def _facts(self, tenant: str, facts: list[Fact], counts: dict[str, int]) -> None:
-        """Store the new ones, embedded when the export carried no vectors of this model (else recall's
-        vector channel and consolidation's reconcile would never see them)."""
-        existing = self.store.get_facts(tenant, [f.fact_id for f in facts]) if facts else {}
-        new = [f for f in facts if f.fact_id not in existing]
-        counts["skipped"] += len(facts) - len(new)
-        model = self.indexer.embedder.model_id
-        stale = [i for i, f in enumerate(new) if f.vector is None or f.model_id != model]
-        if stale:
-            vectors = self.indexer.embedder.embed([new[i].summary for i in stale])
-            for i, vector in zip(stale, vectors, strict=True):
-                new[i] = new[i].model_copy(update={"vector": vector.tolist(), "model_id": model})
-        if new:
-            self.store.put_facts(new)
-            self.indexer.index_facts(new)
-        counts["facts"] += len(new)
-        facts.clear()
+        self,
+        tenant: str,
+        lines: Iterable[dict[str, Any]],
+        progress: Callable[[dict[str, int]], None] | None = None,
+        *,
+        keep_going: bool = False,
+    ) -> Imported:
+        """Write what is missing, all or nothing (or, with `keep_going`, record by record: each record that fails
+        is reported); records whose id exists are left alone. See `mneme.services.importing`."""
+        return Importer(self, tenant, keep_going).run(lines, progress)
 
     def erase(self, tenant: str, path: str, *, dry_run: bool = True) -> dict[str, Any]:
         """Delete a subtree's scopes, memories, episodes and facts for good (right to erasure)."""
@@ -232,11 +123,6 @@ class PortabilityService:
         if ids:
             self.indexer.index.delete(tenant, ids)
         return {"path": tree[0][0], "dry_run": dry_run, "counts": counts}
-
-
-def _check_header(number: int, line: dict[str, Any]) -> None:
-    if line.get("format") != FORMAT:
-        raise InvalidInput(f"line {number}: not a {FORMAT} file", code="invalid_export")
 
 
 def episode_node(episode: Episode) -> str:
@@ -250,7 +136,3 @@ def episode_node(episode: Episode) -> str:
         episode.structured,
     )
     return sttp.render(node)
-
-
-def _fields(line: dict[str, Any], drop: set[str] | None = None) -> dict[str, Any]:
-    return {k: v for k, v in line.items() if k not in {"type", "scope", *(drop or set())}}

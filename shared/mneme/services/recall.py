@@ -13,6 +13,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
+    StrictFloat,
     StrictInt,
     model_validator,
 )
@@ -56,10 +57,10 @@ def _within_query_limit(value: str | None) -> str | None:
 
 class Scoring(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    alpha: float = Field(0.7, ge=0, le=1, description="vector weight")
-    beta: float = Field(0.3, ge=0, le=1, description="lexical (BM25) weight")
+    alpha: StrictFloat = Field(0.7, ge=0, le=1, description="vector weight")
+    beta: StrictFloat = Field(0.3, ge=0, le=1, description="lexical (BM25) weight")
     fallback: Literal["never", "on_empty", "always"] = "on_empty"
-    resonance: float = Field(0.0, ge=0, le=1, description="weight of AVEC resonance (needs `avec`)")
+    resonance: StrictFloat = Field(0.0, ge=0, le=1, description="weight of AVEC resonance (needs `avec`)")
     strictness: Literal["precision", "balanced", "recall"] = "balanced"
 
     @model_validator(mode="after")
@@ -73,10 +74,10 @@ class Avec(BaseModel):
     """An attractor state (Locus): each dimension in [0, 1]."""
 
     model_config = ConfigDict(extra="forbid")
-    stability: float = Field(ge=0, le=1)
-    friction: float = Field(ge=0, le=1)
-    logic: float = Field(ge=0, le=1)
-    autonomy: float = Field(ge=0, le=1)
+    stability: StrictFloat = Field(ge=0, le=1)
+    friction: StrictFloat = Field(ge=0, le=1)
+    logic: StrictFloat = Field(ge=0, le=1)
+    autonomy: StrictFloat = Field(ge=0, le=1)
 
     def resonance(self, other: dict[str, Any] | None) -> float | None:
         """1 − mean absolute difference over the four dimensions; None when `other` has no AVEC."""

@@ -36,6 +36,7 @@ class Result(BaseModel):
     created_at: datetime
     metadata: dict[str, Any] = {}
     session_id: str | None = None
+    sequence: int | None = None  # an episode's place among the turns its call gave (0, 1, 2, ...)
     tier: str | None = None
     key: str | None = None
     status: str | None = None
@@ -162,6 +163,7 @@ def to_result(
             created_at=record.created_at,
             metadata=record.metadata,
             session_id=record.session_id,
+            sequence=record.sequence,
             tier=record.tier,
             sttp=record.structured,
             **common,

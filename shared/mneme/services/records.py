@@ -20,6 +20,16 @@ from mneme.services.scopes import ScopeService
 MAX_LIMIT = 200
 SCAN_PAGE = 200  # records read per store call while filling a page
 MAX_SCAN = 2000  # records read per request at most: a sparse filter answers a short page and a cursor to go on
+HIGHEST_ID = "\uffff"  # sorts after every record id: a store page "below (t, HIGHEST_ID)" holds all of time t
+HIGHEST_SEQUENCE = 1 << 31  # above any turn's place in its call
+
+EPISODE_FIELDS = {"content", "occurred_at", "created_at", "session_id", "sequence", "tier", "metadata", "format",
+                  "author"}  # fmt: skip
+Position = tuple[datetime, int, str]  # an episode's place in a list: (created_at, sequence, episode_id)
+
+
+def position(episode: Episode) -> Position:
+    return episode.created_at, episode.sequence, episode.episode_id
 
 
 class ListingStore(EpisodeStore, FactStore, ErasureStore, MemoryStore, Protocol):
@@ -37,6 +47,10 @@ class Listing:
     metadata: dict[str, list[Any]] | None = None  # top-level key -> accepted values
     cursor: str | None = None
     limit: int = 50
+
+    def __post_init__(self) -> None:
+        if self.since is not None and self.until is not None and self.since > self.until:
+            raise InvalidInput("since is after until: the period is empty", code="invalid_period")
 
     def passes(self, when: datetime, terms: list[str], session_id: str | None = None) -> bool:
         """Whether a record of this time, metadata terms (`search_models.metadata_terms`) and session is listed."""
@@ -102,26 +116,36 @@ class RecordsService:
     # -- lists ----------------------------------------------------------------------------
     @per_request
     def list_episodes(self, caller: Principal, listing: Listing) -> dict[str, Any]:
+        """Newest remembered first; the turns one call gave (one `created_at`) by their place in it, the last
+        first, so a conversation reads in order. The store pages by (created_at, id): a call's turns are read
+        whole before any of them is listed, and the cursor is a position (created_at, sequence, id)."""
         tenant, scope_ids = caller.tenant, self._subtree(caller.tenant, listing)
-        before = self._before(tenant, listing.cursor, "episodes")
+        after = self._position(tenant, listing.cursor)
+        before = (after[0], HIGHEST_ID) if after else None
         found: list[Episode] = []
-        scanned, more = 0, True
-        while more and len(found) < listing.limit and scanned < MAX_SCAN:
+        scanned, exhausted, first, last = 0, False, None, None
+        while not exhausted and not (scanned >= MAX_SCAN and last != first):  # the bound, once past a call
             page = self.store.list_episodes(tenant, scope_ids, before, SCAN_PAGE)
-            more = len(page) == SCAN_PAGE
-            for at, episode in enumerate(page):
-                scanned += 1
+            exhausted, scanned = len(page) < SCAN_PAGE, scanned + len(page)
+            for episode in page:
                 before = (episode.created_at, episode.episode_id)
-                terms = metadata_terms(episode.metadata)
-                if not episode.archived and listing.passes(episode.occurred_at, terms, episode.session_id):
+                if (after is None or position(episode) < after) and self._listed(episode, listing):
                     found.append(episode)
-                if len(found) == listing.limit:
-                    more = more or at < len(page) - 1
-                    break
-        return {
-            "episodes": [self.episode_view(tenant, e) for e in found],
-            **self._page(tenant, before if more else None, "episodes"),
-        }
+            first, last = (first or page[0].created_at, page[-1].created_at) if page else (first, last)
+            if sum(1 for e in found if e.created_at != last) > listing.limit:
+                break
+        whole = sorted((e for e in found if exhausted or e.created_at != last), key=position, reverse=True)
+        shown = whole[: listing.limit]
+        if len(whole) > listing.limit or (not exhausted and len(shown) == listing.limit):
+            resume: Position | None = position(shown[-1])
+        else:  # stopped short of a page (the scan's bound): resume with the call it was reading, whole
+            resume = None if exhausted or last is None else (last, HIGHEST_SEQUENCE, "")
+        return {"episodes": [self.episode_view(tenant, e) for e in shown], **self._position_page(tenant, resume)}
+
+    @staticmethod
+    def _listed(episode: Episode, listing: Listing) -> bool:
+        terms = metadata_terms(episode.metadata)
+        return not episode.archived and listing.passes(episode.occurred_at, terms, episode.session_id)
 
     @per_request
     def list_facts(self, caller: Principal, listing: Listing) -> dict[str, Any]:
@@ -146,8 +170,7 @@ class RecordsService:
 
     # -- views ----------------------------------------------------------------------------
     def episode_view(self, tenant: str, episode: Episode) -> dict[str, Any]:
-        view = episode.model_dump(mode="json", include={"content", "occurred_at", "created_at", "session_id", "tier",
-                                                        "metadata", "format", "author"})  # fmt: skip
+        view = episode.model_dump(mode="json", include=EPISODE_FIELDS)
         if episode.structured:
             view["sttp"] = episode.structured
         return {"id": episode.episode_id, "kind": "episode", "scope": self._path(tenant, episode.scope_id), **view}
@@ -172,6 +195,24 @@ class RecordsService:
             return datetime.fromisoformat(at), str(record_id)
         except (ValueError, TypeError) as e:
             raise InvalidInput("invalid cursor", code="invalid_cursor") from e
+
+    def _position(self, tenant: str, cursor: str | None) -> Position | None:
+        """An episode list's cursor: the position of the last episode listed (a cursor from before positions,
+        (created_at, id), resumes with that call's turns, whole)."""
+        if cursor is None:
+            return None
+        values = self.cursors.decode(tenant, cursor, "episodes")
+        try:
+            at, sequence, record_id = values if len(values) == 3 else (values[0], HIGHEST_SEQUENCE, "")
+            return datetime.fromisoformat(at), int(sequence), str(record_id)
+        except (ValueError, TypeError) as e:
+            raise InvalidInput("invalid cursor", code="invalid_cursor") from e
+
+    def _position_page(self, tenant: str, last: Position | None) -> dict[str, Any]:
+        if last is None:
+            return {"next_cursor": None, "has_more": False}
+        values = [last[0].isoformat(), last[1], last[2]]
+        return {"next_cursor": self.cursors.encode(tenant, values, "episodes"), "has_more": True}
 
     def _page(self, tenant: str, last: tuple[datetime, str] | None, purpose: str) -> dict[str, Any]:
         """`next_cursor` resumes after `last`; without one the listing reached the end."""

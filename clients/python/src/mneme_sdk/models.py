@@ -257,8 +257,13 @@ class ErrorBody(Response):
 
 
 class Health(Response):
-    status: Literal["ok"]
+    """`ok`, or `degraded` with a line for each part that is (`index`, `store`, `cursor_key`)."""
+
+    status: Literal["ok", "degraded"]
     version: str
+    index: str | None = None
+    store: str | None = None
+    cursor_key: str | None = None
 
 
 class Caller(Response):
@@ -314,6 +319,7 @@ class Result(Response):
     created_at: datetime
     tier: str | None = None
     session_id: str | None = None
+    sequence: int | None = None  # an episode's place among the turns its call gave (0, 1, 2, ...)
     metadata: dict[str, Any] = {}
     key: str | None = None
     status: str | None = None
@@ -530,6 +536,7 @@ class EpisodeRecord(Response):
     occurred_at: datetime
     created_at: datetime
     session_id: str | None = None
+    sequence: int = 0  # its place among the turns its call gave (0, 1, 2, ...)
     tier: str
     metadata: dict[str, Any] = {}
     format: str
