@@ -17,9 +17,14 @@ an element or key outside that (capitals, `_`, `@`, …) or starting with `x--` 
 and its UTF-8 bytes in lower-case base32, and read back as it was given. A namespace has at most
 8 elements, fewer when `scope` is below root.
 
-**Search.** With a `query`, Mneme's ranked recall (vector + BM25) over the memories under the
-namespace prefix, with its score; without one, every item under the prefix, by namespace and key.
-`filter` is applied to the values: `{"field": value}` or `{"field": {"$eq"|"$ne"|"$gt"|"$gte"|"$lt"|"$lte": value}}`.
+**Search.** With a `query`, every item under the namespace prefix that passes the filter, ranked: what
+Mneme's recall (vector + BM25, at the store's `strictness`) scores first, with its score, then the rest
+by namespace and key, with score 0.0; `offset` and `limit` page that one ranking. Without a query, every
+item under the prefix, by namespace and key. `filter` is applied to the values: `{"field": value}` or
+`{"field": {"$eq"|"$ne"|"$gt"|"$gte"|"$lt"|"$lte": value}}`.
+
+**Indexing.** `put(..., index=False)` stores an item that recall never finds (the memory's `search_text`
+is empty); `index=["field", "a.b", "items[*].name"]` makes the text at those paths what recall searches.
 The key's role decides what it may do: an approver's writes are published at once; a writer's stay
 pending, visible to it alone, until an approver publishes them.
 """
