@@ -3,10 +3,10 @@
 Starts `python -m mneme.cli serve --port 0` on a temp MNEME_HOME (bench/load.py's `start_server`), then
 runs `--ops` operations at once through one store's async methods (each an `abatch` of one op, as
 LangGraph calls them): `aput` of distinct keys over `--namespaces` namespaces, all started together;
-then as many `aget` and `asearch` (without a query: a listing) at once. Each phase is bounded by
-`--timeout` seconds; it prints the seconds each phase took, how many operations finished and how many
-failed, and the server's CPU seconds in the phase (a client that is the bottleneck leaves the server
-idle). Figures only: nothing is asserted.
+then one `abatch` holding as many `PutOp`s of other keys; then as many `aget` and `asearch` (without a
+query: a listing) at once. Each phase is bounded by `--timeout` seconds; it prints the seconds each
+phase took, how many calls finished and how many failed, and the server's CPU seconds in the phase (a
+client that is the bottleneck leaves the server idle). Figures only: nothing is asserted.
 
     .venv/bin/python bench/store_concurrency.py [--ops 6000] [--namespaces 20] [--timeout 300]
 """
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import _common as c
+from langgraph.store.base import PutOp
 from load import cpu_seconds, start_server
 
 from mneme_sdk import AsyncClient, Client
@@ -39,7 +40,7 @@ async def phase(name: str, calls: list[Callable[[], Awaitable[Any]]], timeout: f
     await asyncio.gather(*pending, return_exceptions=True)
     errors = collections.Counter(type(e).__name__ for t in done if (e := t.exception()) is not None)
     print(
-        f"{name:>6}: {len(calls)} at once: {len(done)} finished in {seconds:.1f} s "
+        f"{name:>6}: {len(calls)} call(s) at once: {len(done)} finished in {seconds:.1f} s "
         f"({len(pending)} unfinished, errors {dict(errors) or 0}); server CPU {cpu_seconds(server) - cpu:.1f} s"
     )
 
@@ -54,6 +55,8 @@ async def run(url: str, key: str, ops: int, namespaces: int, timeout: float, ser
             for i in range(ops)
         ]
         await phase("aput", puts, timeout, server)
+        batch = [PutOp(spaces[i % namespaces], f"b{i}", {"text": f"batched note {i}"}) for i in range(ops)]
+        await phase("abatch", [lambda: store.abatch(batch)], timeout, server)
         reads = [
             (lambda i=i: store.aget(spaces[i % namespaces], f"k{i}"))
             if i % 2

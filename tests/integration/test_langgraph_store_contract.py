@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp
 
 from mneme import cli
 from mneme_sdk import AsyncClient, Client
 from mneme_sdk.errors import MnemeError
-from mneme_sdk.langgraph import MnemeStore
+from mneme_sdk.langgraph import MnemeStore, runs
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -153,3 +156,57 @@ def test_concurrent_abatch_calls_through_the_store(store: MnemeStore) -> None:
     # Then every one finishes, and every item reads back
     assert [d for d in done if d is not None] == []
     assert [getattr(item, "value", item) for item in read] == [{"text": f"note {i}", "i": i} for i in range(300)]
+
+
+class Counting(httpx.AsyncHTTPTransport):
+    """The real transport, counting the requests under way at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = self.most = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.now += 1
+        self.most = max(self.most, self.now)
+        try:
+            return await super().handle_async_request(request)
+        finally:
+            self.now -= 1
+
+
+def test_one_abatch_runs_its_operations_at_once_with_the_results_of_running_them_in_order(
+    server: str, key: str
+) -> None:
+    # Given a store whose async client counts the requests under way
+    transport = Counting()
+    store = MnemeStore(aclient=AsyncClient(server, key, transport=transport), scope="root.agents")
+    ordered = [
+        PutOp(("seq",), "a", {"v": 1}), GetOp(("seq",), "a"), PutOp(("seq",), "a", {"v": 2}), GetOp(("seq",), "a"),
+        SearchOp(("seq",)), PutOp(("seq",), "b", {"v": 3}), SearchOp(("seq",)), ListNamespacesOp(),
+        PutOp(("seq",), "a", None), GetOp(("seq",), "a"),
+    ]  # fmt: skip
+
+    async def run() -> tuple[list[Any], list[Any], list[Any]]:
+        # When one abatch holds 40 puts of distinct items, then one holds their 40 gets
+        puts = await store.abatch([PutOp(("many", f"n{i % 4}"), f"k{i}", {"i": i}) for i in range(40)])
+        got = await store.abatch([GetOp(("many", f"n{i % 4}"), f"k{i}") for i in range(40)])
+        return puts, got, await store.abatch(ordered)
+
+    puts, got, results = asyncio.run(run())
+    # Then they went at once, and each get read its item
+    assert transport.most > 1
+    assert puts == [None] * 40 and [item.value for item in got] == [{"i": i} for i in range(40)]
+    # And operations on the same items see each other in the order given, as one after another would
+    assert results[1].value == {"v": 1} and results[3].value == {"v": 2}
+    assert [i.key for i in results[4]] == ["a"] and [i.key for i in results[6]] == ["a", "b"]
+    assert ("seq",) in results[7] and results[9] is None
+
+
+def test_runs_split_only_where_an_operation_depends_on_an_earlier_one() -> None:
+    a, b = (("u", "x"), "a"), (("u", "y"), "b")
+    ops = [PutOp(*a, {}), PutOp(*b, {}), GetOp(("u", "z"), "c"), GetOp(*a)]  # the get of a waits for its put
+    assert runs(ops) == [[0, 1, 2], [3]]
+    assert runs([GetOp(*a), GetOp(*a), PutOp(*a, {})]) == [[0, 1], [2]]  # a put waits for the reads before it
+    assert runs([SearchOp(("u",)), PutOp(*b, {}), SearchOp(("v",))]) == [[0], [1, 2]]  # under the search's prefix
+    assert runs([PutOp(*a, {}), ListNamespacesOp(), GetOp(*b)]) == [[0], [1, 2]]
+    assert runs([]) == []

@@ -153,9 +153,21 @@ class MnemeStore(BaseStore):
         return [self.client._run(self._flow(o)) for o in ops]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """The operations concurrently, with the results of running them one after another (`runs`);
+        the `AsyncClient` queues their requests for its connections. A failure is raised once every
+        operation of its run has ended (the first failing operation's, in the given order)."""
+        ops = list(ops)
         if self.aclient is None:
-            return await asyncio.to_thread(self.batch, list(ops))
-        return [await self.aclient._run(self._flow(o)) for o in ops]
+            return await asyncio.to_thread(self.batch, ops)
+        aclient = self.aclient
+        results: list[Result] = [None] * len(ops)
+        for run in runs(ops):
+            outcomes = await asyncio.gather(*(aclient._run(self._flow(ops[i])) for i in run), return_exceptions=True)
+            for i, outcome in zip(run, outcomes, strict=True):
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                results[i] = outcome
+        return results
 
     def _flow(self, o: Op) -> Flow[Any]:
         if isinstance(o, GetOp):
@@ -296,6 +308,37 @@ class MnemeStore(BaseStore):
         if o.max_depth is not None:
             namespaces = sorted({ns[: o.max_depth] for ns in namespaces})
         return namespaces[o.offset : o.offset + o.limit]
+
+
+def runs(ops: list[Op]) -> list[list[int]]:
+    """The operations' indexes in consecutive runs whose operations may go at once with the results of going
+    one after another: a run ends before an operation that reads what the run writes (a get of a put item,
+    a search or listing over its namespace), or writes what the run reads or writes."""
+    found: list[list[int]] = []
+    written: set[tuple[tuple[str, ...], str]] = set()
+    read: set[tuple[tuple[str, ...], str]] = set()
+    scanned: list[tuple[str, ...]] = []  # the prefixes the run's searches and listings read
+    for i, o in enumerate(ops):
+        if isinstance(o, PutOp):
+            item = (o.namespace, o.key)
+            clash = item in written or item in read or any(o.namespace[: len(p)] == p for p in scanned)
+        elif isinstance(o, GetOp):
+            item = (o.namespace, o.key)
+            clash = item in written
+        else:
+            prefix = o.namespace_prefix if isinstance(o, SearchOp) else ()
+            clash = any(namespace[: len(prefix)] == prefix for namespace, _ in written)
+        if clash or not found:
+            found.append([])
+            written, read, scanned = set(), set(), []
+        found[-1].append(i)
+        if isinstance(o, PutOp):
+            written.add((o.namespace, o.key))
+        elif isinstance(o, GetOp):
+            read.add((o.namespace, o.key))
+        else:
+            scanned.append(o.namespace_prefix if isinstance(o, SearchOp) else ())
+    return found
 
 
 def _match(namespace: tuple[str, ...], path: tuple[str, ...], kind: str) -> bool:
