@@ -97,7 +97,6 @@ def test_search_lists_filters_and_ranks(store: MnemeStore) -> None:
 
 
 def test_batch_and_the_async_forms(store: MnemeStore) -> None:
-
     async def agent() -> tuple[Any, ...]:
         await store.aput(("memories", "u1"), "m1", {"text": "prefers email"})
         got = await store.aget(("memories", "u1"), "m1")
