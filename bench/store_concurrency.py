@@ -5,8 +5,8 @@ runs `--ops` operations at once through one store's async methods (each an `abat
 LangGraph calls them): `aput` of distinct keys over `--namespaces` namespaces, all started together;
 then one `abatch` holding as many `PutOp`s of other keys; then as many `aget` and `asearch` (without a
 query: a listing) at once. Each phase is bounded by `--timeout` seconds; it prints the seconds each
-phase took, how many calls finished and how many failed, and the server's CPU seconds in the phase (a
-client that is the bottleneck leaves the server idle). Figures only: nothing is asserted.
+phase took, how many calls finished and how many failed, and the CPU seconds the server and this client
+used in the phase (a client that is the bottleneck leaves the server idle). Figures only: nothing is asserted.
 
     .venv/bin/python bench/store_concurrency.py [--ops 6000] [--namespaces 20] [--timeout 300]
 """
@@ -31,7 +31,7 @@ from mneme_sdk.langgraph import MnemeStore
 
 
 async def phase(name: str, calls: list[Callable[[], Awaitable[Any]]], timeout: float, server: int) -> None:
-    cpu, start = cpu_seconds(server), time.perf_counter()
+    cpu, mine, start = cpu_seconds(server), time.process_time(), time.perf_counter()
     tasks = [asyncio.ensure_future(call()) for call in calls]
     done, pending = await asyncio.wait(tasks, timeout=timeout)
     seconds = time.perf_counter() - start
@@ -41,7 +41,8 @@ async def phase(name: str, calls: list[Callable[[], Awaitable[Any]]], timeout: f
     errors = collections.Counter(type(e).__name__ for t in done if (e := t.exception()) is not None)
     print(
         f"{name:>6}: {len(calls)} call(s) at once: {len(done)} finished in {seconds:.1f} s "
-        f"({len(pending)} unfinished, errors {dict(errors) or 0}); server CPU {cpu_seconds(server) - cpu:.1f} s"
+        f"({len(pending)} unfinished, errors {dict(errors) or 0}); CPU: server {cpu_seconds(server) - cpu:.1f} s, "
+        f"this client {time.process_time() - mine:.1f} s"
     )
 
 
