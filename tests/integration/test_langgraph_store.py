@@ -19,7 +19,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, Item, ListNamespa
 
 from mneme import cli
 from mneme_sdk import AsyncClient, Client
-from mneme_sdk.errors import MnemeError
+from mneme_sdk.errors import MnemeError, ScopeNotFound
 from mneme_sdk.langgraph import MnemeStore, decode, encode, runs
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
@@ -123,6 +123,24 @@ def test_another_tenant_sees_nothing(store: MnemeStore, server: str, capsys: pyt
     assert other.get(("secrets",), "k") is None
     assert other.search(("secrets",)) == [] and other.search((), query="only for tenant default") == []
     assert other.list_namespaces() == []
+
+
+def test_a_writer_key_puts_into_scopes_that_exist(
+    store: MnemeStore, server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a namespace an admin's store created, and a writer's key (which may not create scopes)
+    store.put(("team",), "handbook", {"text": "published by the admin"})
+    assert cli.main(["keys", "create", "--principal", "bot", "--roles", "writer", "--json"]) == 0
+    writer = MnemeStore(Client(server, json.loads(capsys.readouterr().out)["api_key"]), scope="root.agents")
+    # When the writer puts a new item there
+    writer.put(("team",), "draft", {"text": "proposed by the bot"})
+    # Then it is the writer's pending memory: the writer reads it, the admin does not (yet)
+    mine = writer.get(("team",), "draft")
+    assert mine is not None and mine.value == {"text": "proposed by the bot"}
+    assert store.get(("team",), "draft") is None
+    # And a namespace that does not exist stays an error for it
+    with pytest.raises(ScopeNotFound):
+        writer.put(("elsewhere",), "draft", {"text": "no scope here"})
 
 
 class State(TypedDict):

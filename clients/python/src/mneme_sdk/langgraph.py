@@ -56,7 +56,7 @@ from langgraph.store.base import (
 from mneme_sdk import _operations as op
 from mneme_sdk._flow import Flow
 from mneme_sdk.client import AsyncClient, Client
-from mneme_sdk.errors import Conflict, ScopeNotFound
+from mneme_sdk.errors import Conflict, Forbidden, ScopeNotFound
 from mneme_sdk.models import Strictness
 
 SEGMENT = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
@@ -234,25 +234,25 @@ class MnemeStore(BaseStore):
     def _put(
         self, namespace: tuple[str, ...], key: str, value: Any, index: Literal[False] | list[str] | None
     ) -> Flow[None]:
+        """A new key is one write (no read of the scope's bundle, which grows with the scope); a taken one
+        (a Conflict) is found and edited, and the server writes nothing when nothing changed."""
         scope, memory_key = self.scope_of(namespace), encode(key, KEY)
-        block = yield from self._find(scope, memory_key)
         if value is None:
+            block = yield from self._find(scope, memory_key)
             if block is not None:
                 yield from op.archive_memory(block.memory_id)
             return None
         body = json.dumps(value, ensure_ascii=False, sort_keys=True)
         searched = search_text(value, index)
-        if block is not None:  # the server writes nothing when neither the body nor what is searched changed
-            yield from op.edit_memory(block.memory_id, body=body, search_text=searched)
-            return None
         fields = {} if searched is None else {"search_text": searched}
         if scope not in self._scopes:
-            with contextlib.suppress(Conflict):  # it exists already
+            # it exists already, or the key may not create scopes (an admin's may): then it must exist
+            with contextlib.suppress(Conflict, Forbidden):
                 yield from op.create_scope(scope, parents=True)
             self._scopes.add(scope)
         try:
             yield from op.create_memory(memory_key, body, scope=scope, **fields)
-        except Conflict:  # written meanwhile by another writer: this put is the later one
+        except Conflict:  # the key is taken: this put overwrites it
             block = yield from self._find(scope, memory_key)
             if block is None:
                 raise
