@@ -3,7 +3,7 @@
 Starts `python -m mneme.cli serve --port 0` on a temp MNEME_HOME (bench/load.py's `start_server`), then
 runs `--ops` operations at once through one store's async methods (each an `abatch` of one op, as
 LangGraph calls them): `aput` of distinct keys over `--namespaces` namespaces, all started together;
-then one `abatch` holding as many `PutOp`s of other keys; then as many `aget` and `asearch` (without a
+then one `abatch` holding as many `PutOp`s (in other namespaces); then as many `aget` and `asearch` (without a
 query: a listing) at once. Each phase is bounded by `--timeout` seconds; it prints the seconds each
 phase took, how many calls finished and how many failed, and the CPU seconds the server and this client
 used in the phase (a client that is the bottleneck leaves the server idle). Figures only: nothing is asserted.
@@ -56,7 +56,7 @@ async def run(url: str, key: str, ops: int, namespaces: int, timeout: float, ser
             for i in range(ops)
         ]
         await phase("aput", puts, timeout, server)
-        batch = [PutOp(spaces[i % namespaces], f"b{i}", {"text": f"batched note {i}"}) for i in range(ops)]
+        batch = [PutOp(("batch", f"b{i % namespaces}"), f"b{i}", {"text": f"note {i}"}) for i in range(ops)]
         await phase("abatch", [lambda: store.abatch(batch)], timeout, server)
         reads = [
             (lambda i=i: store.aget(spaces[i % namespaces], f"k{i}"))

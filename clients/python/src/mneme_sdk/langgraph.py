@@ -64,6 +64,7 @@ KEY = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
 ENCODED = "x--"
 MAX_DEPTH = 8
 RANKED = 200  # memories recall ranks for a search with a query (its most); the rest follow, unscored
+PACK = 32  # the least context pack (tokens) recall builds: the store reads its results, never its pack
 OPERATORS = {
     "$eq": lambda a, b: a == b,
     "$ne": lambda a, b: a != b,
@@ -216,7 +217,7 @@ class MnemeStore(BaseStore):
         `scores`, search items scored from it (`unscored` for a memory it does not hold)."""
         items = []
         for start in range(0, len(memory_ids), 200):
-            answer = yield from op.recall(ids=memory_ids[start : start + 200], limit=200)
+            answer = yield from op.recall(ids=memory_ids[start : start + 200], limit=200, budget_tokens=PACK)
             for result in answer.results:
                 if result.kind != "memory" or result.key is None:
                     continue
@@ -283,8 +284,9 @@ class MnemeStore(BaseStore):
         if o.query:
             try:  # always the same number of hits, so that every page is cut from one ranking
                 answer = yield from op.recall(
-                    o.query, scope=prefix, kinds=["memory"], limit=RANKED, expand_top=0, strictness=self.strictness
-                )
+                    o.query, scope=prefix, kinds=["memory"], limit=RANKED, strictness=self.strictness,
+                    budget_tokens=PACK,
+                )  # fmt: skip
             except ScopeNotFound:
                 return []
             hits = [r for r in answer.results if r.kind == "memory" and r.key is not None and r.scope != self.scope]
