@@ -74,18 +74,9 @@ def main() -> None:
         for offset in range(0, len(items), 100):
             services.remember.remember(writer, items[offset : offset + 100])
         ingest = time.perf_counter() - started
-        calls = 0
-        reasoner = services.consolidation.deps.reasoner
-        propose = reasoner.propose
-
-        def counting(texts, feedback=None):  # type: ignore[no-untyped-def]
-            nonlocal calls
-            calls += 1
-            return propose(texts, feedback)
-
-        reasoner.propose = counting  # type: ignore[method-assign]
         started = time.perf_counter()
         run = services.consolidation.start(writer, None)
+        calls = run.counter("extract", "reasoner_calls")
         elapsed = time.perf_counter() - started
         read = run.stages["collect"].counters.get("episodes_read", 0)
         facts = services.store.list_facts("bench")

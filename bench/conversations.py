@@ -479,13 +479,36 @@ def consolidate(api: httpx.Client, scopes: list[str], timeout: float = 1800) -> 
     raise SystemExit(f"run {run_id} still running after {timeout:.0f} s")
 
 
-def written(home: Path) -> tuple[int, int]:
-    """(facts, roll-ups) in the store: extracted facts are tier raw, roll-ups daily, weekly, ..."""
+def written(home: Path) -> list[dict[str, Any]]:
+    """Every fact and roll-up in the store (extracted facts are tier raw, roll-ups daily, weekly, ...)."""
     import sqlite3
 
     with sqlite3.connect(home / "mneme.db") as db:
-        tiers = [json.loads(doc).get("tier", "raw") for (doc,) in db.execute("SELECT doc FROM facts")]
-    return sum(1 for t in tiers if t == "raw"), sum(1 for t in tiers if t != "raw")
+        return sorted((json.loads(doc) for (doc,) in db.execute("SELECT doc FROM facts")), key=lambda f: f["fact_id"])
+
+
+def show_written(facts: list[dict[str, Any]], run: dict[str, Any], turns: int) -> None:
+    """What one run wrote, for a reader: reasoner calls and tokens per 100 episodes, facts and roll-ups per 100
+    turns, a sample of 30 facts (every n-th by id) and three roll-ups (the longest daily, a weekly, another)."""
+    read = max(run["stages"].get("collect", {}).get("counters", {}).get("episodes_read", 0), 1)
+    extract = run["stages"].get("extract", {}).get("counters", {})
+    tokens = extract.get("input_tokens", 0) + extract.get("output_tokens", 0)
+    calls, windows = extract.get("reasoner_calls", 0), run["stages"].get("cluster", {}).get("counters", {})
+    print(f"  reasoner: {calls} calls for {read} episodes ({calls / read * 100:.1f} per 100), {tokens} tokens "
+          f"({tokens / read * 100:.0f} per 100); cluster {windows}")  # fmt: skip
+    claims = [f for f in facts if f.get("tier", "raw") == "raw"]
+    rollups = [f for f in facts if f.get("tier", "raw") != "raw"]
+    print(f"  written: {len(claims)} facts, {len(rollups)} roll-ups; per 100 turns {len(claims) / turns * 100:.1f} "
+          f"facts, {len(rollups) / turns * 100:.1f} roll-ups")  # fmt: skip
+    step = max(1, len(claims) // 30)
+    print(f"  a sample of facts (every {step}-th by id):")
+    for fact in claims[::step][:30]:
+        print(f"    - {fact['summary']}  [{fact.get('status')}{', stale' if fact.get('stale') else ''}]")
+    dailies = sorted((f for f in rollups if f["tier"] == "daily"), key=lambda f: -len(f["summary"]))
+    weeklies = [f for f in rollups if f["tier"] == "weekly"]
+    for fact in [*dailies[:1], *weeklies[:1], *dailies[len(dailies) // 2 : len(dailies) // 2 + 1]]:
+        print(f"  roll-up ({fact['tier']}, from {fact['valid_from'][:10]}, {len(fact['source_episode_ids'])} turns):")
+        print("    " + fact["summary"].replace("\n", "\n    "))
 
 
 def show_misses(rows: list[dict[str, Any]], kind: str, turns: dict[str, Turn]) -> None:
@@ -569,7 +592,7 @@ def main() -> None:
             took = time.perf_counter() - started
             api.post("/v1/recall", json={"query": "warm up", "scope": conversations[0].scope})
             after, unconsolidated = alternated(api, list(zip(conversations, controls, strict=True)), ids, turns)
-            facts, rollups = written(home)
+            facts = written(home)
     finally:
         server.stop()
         if cached is None:
@@ -585,9 +608,7 @@ def main() -> None:
         print(f"\none run: {run['status']} in {took:.1f} s; errors {errors}")
         print(f"after consolidation:\n{report(after)}\n")
         print(compare(rows, after, unconsolidated))
-        n = sum(len(conv.turns) for conv in conversations)
-        print(f"  written: {facts} facts, {rollups} roll-ups; per 100 turns {facts / n * 100:.1f} facts, "
-              f"{rollups / n * 100:.1f} roll-ups")  # fmt: skip
+        show_written(facts, run, sum(len(conv.turns) for conv in conversations))
         for b, a in zip(rows, after, strict=True):
             if a["r10"] < b["r10"] or a["r20"] < b["r20"]:
                 print(f"  worse: {b['conv']} {b['q'].qid} [{b['q'].kind}] {b['q'].text!r} R@10 {b['r10']:.2f} -> "

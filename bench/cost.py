@@ -16,14 +16,17 @@ through API Gateway's shape, and prices what the functions asked of AWS:
   not per request), CloudWatch Logs bytes (LOG_BYTES a request, an assumption).
 
 Operations: a single remember; a retrieve; a quiet recall (a tenant of QUIET episodes, all indexed) and a
-busy recall (a tenant that wrote BUSY episodes in the last minutes). Then the idle cost a month.
+busy recall (a tenant that wrote BUSY episodes in the last minutes). Then the idle cost a month. Then
+consolidation per million episodes: a conversational set remembered turn by turn and consolidated by the
+deployed state machine, with the reasoner's tokens counted from the prompts the code sends and priced with
+Claude Haiku (see `consolidation_cost`).
 
 Consolidation runs (`--scopes`, default 1 10 1000): the Step Functions state transitions a run costs by its
 count of dirty scopes, counted by executing the deployed definition (moto's interpreter) with every state
 it enters recorded; the stage tasks are answered by a script (one small batch per scope: what a tick over
 many lightly dirty scopes sees), since transitions follow the control flow only. And X-Ray, by traffic.
 
-    PYTHONPATH=shared:. python bench/cost.py [--busy 300] [--scopes 1 10 1000]
+    PYTHONPATH=shared:. python bench/cost.py [--busy 300] [--scopes 1 10 1000] [--conversations DIR]
 
 Prices: us-east-1, on-demand, read from the pages cited beside each constant (check them again before you
 quote a figure).
@@ -158,6 +161,9 @@ class Meter:
     embed_calls: int = 0
     embed_words: int = 0
     bedrock_seconds: float = 0.0
+    converse_calls: int = 0  # the reasoner's (consolidation)
+    converse_input_tokens: float = 0.0  # estimated from the prompt the code built (CHARS_PER_TOKEN)
+    converse_output_tokens: float = 0.0  # estimated from the answer the double gave
 
     def reset(self) -> None:
         self.__init__()  # type: ignore[misc]
@@ -202,6 +208,9 @@ def metered(tier_call: Any) -> Any:
             started = time.perf_counter()
             answer = tier_call(self, operation, params)
             METER.bedrock_seconds += time.perf_counter() - started
+            if operation == "Converse":
+                converse_tokens(params, answer)
+                return answer
             METER.embed_calls += 1
             METER.embed_words += len(json.loads(params["body"]).get("inputText", "").split())
             return answer
@@ -368,6 +377,7 @@ def measure(cloud: Any, name: str, act: Any) -> Operation:
 
     def timed(function: str, event: Any) -> Any:
         started, bedrock_before, calls_before = time.perf_counter(), METER.bedrock_seconds, METER.embed_calls
+        converse_before = METER.converse_calls
         try:
             return real_invoke(function, event)
         finally:
@@ -375,6 +385,7 @@ def measure(cloud: Any, name: str, act: Any) -> Operation:
             bedrock = METER.bedrock_seconds - bedrock_before
             calls = METER.embed_calls - calls_before
             billed = max(0.001, wall - bedrock) + BEDROCK_LATENCY * calls
+            billed += (METER.converse_calls - converse_before) * converse_seconds()
             invoked.append((function, deployment.functions[function].memory_mb, billed))
 
     METER.reset()
@@ -573,7 +584,7 @@ def idle_month(ticks: list[Operation], template: Any) -> float:
     return scheduled + sum(fixed_monthly(template).values())
 
 
-def consolidation_report(runs: list[RunTransitions], ticks: list[Operation], template: Any) -> str:
+def runs_report(runs: list[RunTransitions], ticks: list[Operation], template: Any) -> str:
     lines = [
         "Consolidation, Step Functions (Standard): the dirty scopes one schedule tick consolidates, one small batch "
         "each. A run takes at most 200 (one run per tenant a tick): 1,000 a tick is five tenants of 200, or one "
@@ -677,10 +688,181 @@ def report(operations: list[Operation], ticks: list[Operation], template: Any) -
     return "\n".join(lines)
 
 
+# -- consolidation per million episodes ---------------------------------------------------------------
+# https://aws.amazon.com/bedrock/pricing/ : Anthropic Claude Haiku 4.5 (the stack's default reasoner,
+# mneme.settings.BedrockReasonerSettings) $0.001 per 1,000 input tokens, $0.005 per 1,000 output tokens; Claude 3
+# Haiku $0.00025 and $0.00125
+HAIKU_45_1K = (0.001, 0.005)
+HAIKU_3_1K = (0.00025, 0.00125)
+CONVERSATIONS = ROOT / "bench" / "conversations" / "long"
+ANSWERS = ROOT / "bench" / "cost_answers.json"
+# Assumptions, not prices: a Converse call keeps the stage function waiting this long, plus its output at this
+# rate (Haiku-class models write 100 to 200 tokens a second)
+CONVERSE_LATENCY = 0.6
+OUTPUT_TOKENS_PER_SECOND = 120.0
+# The system prompt a Claude model is given for tool use, beside ours: 313 tokens with a forced tool (Anthropic's
+# tool-use pricing notes for Claude Haiku 3.5 / 4.5-era models; billed as input, not in the request we build)
+TOOL_USE_TOKENS = 313
+
+
+def stage_names() -> tuple[str, ...]:
+    from mneme.consolidation.stages import STAGE_NAMES
+
+    return STAGE_NAMES
+
+
+def converse_tokens(params: dict[str, Any], answer: dict[str, Any]) -> None:
+    """A reasoner call's tokens, estimated as the code's budgets are (`CHARS_PER_TOKEN`): the prompt it sent
+    (system, messages and the tool's schema) and the tool input the double answered."""
+    from mneme.consolidation.reasoning import CHARS_PER_TOKEN
+
+    sent = json.dumps([params.get("system"), params.get("messages"), params.get("toolConfig")])
+    content = answer.get("output", {}).get("message", {}).get("content", [])
+    said = json.dumps([block.get("toolUse", {}).get("input") for block in content])
+    METER.converse_calls += 1
+    METER.converse_input_tokens += len(sent) / CHARS_PER_TOKEN + TOOL_USE_TOKENS
+    METER.converse_output_tokens += len(said) / CHARS_PER_TOKEN
+
+
+def converse_seconds() -> float:
+    """How long one reasoner call keeps a stage function waiting: CONVERSE_LATENCY and a recorded answer's output."""
+    return CONVERSE_LATENCY + recorded_output_tokens() / OUTPUT_TOKENS_PER_SECOND
+
+
+def recorded_output_tokens() -> float:
+    """The mean output of the answers an LLM would give a window (bench/cost_answers.json), in tokens."""
+    from mneme.consolidation.reasoning import CHARS_PER_TOKEN
+
+    answers = json.loads(ANSWERS.read_text())["answers"]
+    return sum(len(json.dumps(a["answer"])) / CHARS_PER_TOKEN for a in answers) / len(answers)
+
+
+@dataclass
+class Consolidated:
+    episodes: int
+    run: dict[str, Any]
+    operation: Operation
+    tasks: Counter[str]  # stage tasks the state machine ran, by stage ("begin" counts the batches)
+
+    @property
+    def transitions(self) -> int:
+        """The states the run's executions entered (what Standard workflows bill), from the definition
+        (infra/mneme_infra/workflow.py): per batch Begin, a task per stage, Summarize and MoreEpisodes; per scope
+        Target and TargetDone; per run Targets and Finish (moto records no child execution's history)."""
+        scopes = len(self.run["scopes"])
+        return self.tasks["begin"] * (3 + len(stage_names())) + 2 * scopes + 2
+
+
+def consolidation_cost(folder: Path) -> Consolidated:
+    """A conversational set remembered as the bench does (`bench/conversations.py --shape minutes`: each
+    turn at its session's time plus a minute per turn, the speaker in metadata, a session id), then one run of
+    the deployed state machine over its scopes (the schedule's tick), metered: Lambda, DynamoDB, Bedrock (the
+    reasoner's Converse calls and the embeddings of what it wrote) and the execution's state transitions."""
+    sys.path.append(str(ROOT / "bench"))
+    from conversations import parse  # bench/conversations.py
+
+    from tests.cloud.test_consolidation import execution_arn
+
+    conversations = [conv for path in sorted(folder.glob("*.txt")) for conv in parse(path)]
+    with stack() as cloud:
+        key = cloud.operator_key("talk", "agent", "admin")
+        episodes = 0
+        for conv in conversations:
+            sessions: dict[str, list[Any]] = {}
+            for turn in conv.turns:
+                sessions.setdefault(turn.session, []).append(turn)
+            for session, turns in sessions.items():
+                for start in range(0, len(turns), 100):
+                    items = [{"scope": conv.scope, "content": t.text, "create_scope": True,
+                              "occurred_at": t.occurred_at.isoformat(), "session_id": f"{conv.name}-{session}",
+                              "metadata": {"speaker": t.speaker}} for t in turns[start : start + 100]]  # fmt: skip
+                    answer = cloud.api("POST", "/v1/remember", {"items": items}, key=key)
+                    assert answer.status == 201, str(answer)
+                    episodes += len(items)
+        cloud.later(minutes=15)  # the next tick, past the settle time
+        started: list[str] = []
+        tasks: Counter[str] = Counter()
+        real_task = cloud.deployment.invoke_from_state_machine
+
+        def task(parameters: dict[str, Any]) -> dict[str, Any]:
+            payload = parameters.get("Payload")
+            event = json.loads(payload) if isinstance(payload, (str, bytes)) else payload
+            tasks[str((event or {}).get("stage"))] += 1
+            return real_task(parameters)
+
+        cloud.deployment.invoke_from_state_machine = task  # type: ignore[method-assign]
+
+        def tick() -> int:
+            runs = cloud.fire_schedule().payload["runs"]
+            for run in runs:
+                started.append(run["run_id"])
+                cloud.deployment.wait_for_execution(execution_arn(cloud, run["run_id"]), timeout=3600)
+            return 200
+
+        operation = measure(cloud, "consolidation", tick)
+        (run_id,) = started
+        record = cloud.api("GET", f"/v1/consolidations/{run_id}", key=key).json()
+    return Consolidated(episodes, record, operation, tasks)
+
+
+def consolidation_report(result: Consolidated) -> str:
+    """Consolidation per million episodes, by service, with Haiku 4.5 (and Claude 3 Haiku), and what one run did."""
+    op, run, n = result.operation, result.run, result.episodes
+    extract = run["stages"].get("extract", {}).get("counters", {})
+    calls = op.meter.converse_calls
+    per = 1e6 / n
+    tokens_in = op.meter.converse_input_tokens
+    tokens_out = calls * recorded_output_tokens()
+    base = op.costs()
+    lines = [
+        "",
+        f"Consolidation, per million episodes ({n} turns of {len(run['scopes'])} conversations in one run: "
+        f"{run['status']}, {calls} reasoner calls = {calls / n * 100:.1f} per 100 episodes; "
+        f"{run['stages'].get('cluster', {}).get('counters', {}).get('clusters', 0)} windows; "
+        f"{result.transitions} state transitions):",
+        "",
+        f"- reasoner input: {tokens_in / n:.0f} tokens an episode (the prompts the code built, "
+        f"{tokens_in / max(calls, 1):.0f} a call); output {tokens_out / n:.1f} an episode "
+        f"({recorded_output_tokens():.0f} a call: the mean of "
+        f"{ANSWERS.name}; the double's own answers averaged {op.meter.converse_output_tokens / max(calls, 1):.0f})",
+        f"- run counters: extract {extract}",
+        "",
+        "| item | Claude Haiku 4.5 | Claude 3 Haiku |",
+        "|---|---|---|",
+    ]
+    rows = {
+        "reasoner (Bedrock Converse)": [
+            tokens_in / 1000 * i + tokens_out / 1000 * o for i, o in (HAIKU_45_1K, HAIKU_3_1K)
+        ],
+        f"Lambda ({len(op.invocations)} invocations, {op.lambda_gb_seconds():.2f} GB-s)": [base["lambda"]] * 2,
+        f"Step Functions ({result.transitions} transitions)": [result.transitions * SFN_TRANSITION] * 2,
+        f"DynamoDB ({op.meter.read_units:g} read, {op.meter.write_units:g} write units)": [base["dynamodb"]] * 2,
+        f"Bedrock embeddings of facts and roll-ups ({op.meter.embed_calls} calls)": [base["bedrock"]] * 2,
+        "CloudWatch Logs": [base["logs"]] * 2,
+    }
+    totals = [0.0, 0.0]
+    for item, costs in rows.items():
+        lines.append(f"| {item} | {costs[0] * per:,.2f} | {costs[1] * per:,.2f} |")
+        totals = [t + c for t, c in zip(totals, costs, strict=True)]
+    lines.append(f"| **total per million episodes** | **{totals[0] * per:,.2f}** | **{totals[1] * per:,.2f}** |")
+    lines.append("")
+    lines.append(
+        f"Assumptions: tokens are characters / {3.5} (no tokenizer is shipped), plus {TOOL_USE_TOKENS} a call for "
+        f"Claude's tool-use prompt; a Converse call bills "
+        f"{CONVERSE_LATENCY} s plus its output at {OUTPUT_TOKENS_PER_SECOND:.0f} tokens/s of stage-function time; "
+        f"Lambda is the stage function's wall time on the cloud tier's doubles (moto is slower than DynamoDB: "
+        f"an upper bound); Step Functions Standard ${SFN_TRANSITION * 1000:.3f}/1,000 transitions; Haiku 4.5 "
+        f"${HAIKU_45_1K[0] * 1000:.2f}/${HAIKU_45_1K[1] * 1000:.2f} per million input/output tokens, Claude 3 Haiku "
+        f"${HAIKU_3_1K[0] * 1000:.2f}/${HAIKU_3_1K[1] * 1000:.2f}."
+    )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--busy", type=int, default=BUSY, help="episodes the busy tenant wrote just before")
     parser.add_argument("--trace", action="store_true", help="print every item write and its units (stderr)")
+    parser.add_argument("--conversations", type=Path, default=CONVERSATIONS, help="the set consolidation is priced on")
     parser.add_argument("--scopes", type=int, nargs="*", default=list(RUN_SCOPES),
                         help="dirty scopes a consolidation tick finds (none: skip the runs)")  # fmt: skip
     args = parser.parse_args()
@@ -689,7 +871,8 @@ def main() -> None:
     operations, ticks, template = run(args.busy)
     print(report(operations, ticks, template))
     if args.scopes:
-        print("\n" + consolidation_report(measure_runs(tuple(args.scopes)), ticks, template))
+        print("\n" + runs_report(measure_runs(tuple(args.scopes)), ticks, template))
+    print(consolidation_report(consolidation_cost(args.conversations)))
 
 
 if __name__ == "__main__":

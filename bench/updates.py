@@ -423,7 +423,8 @@ def measure(cases: list[Case], shapes: list[str], consolidating: bool) -> list[t
             runs = consolidate_all(api, cases, shapes)
             took = time.perf_counter() - start
             errors = sum(len(stage.get("errors", [])) for run in runs for stage in run["stages"].values())
-            facts, rollups = written(home)
+            tiers = [fact.get("tier", "raw") for fact in written(home)]
+            facts, rollups = tiers.count("raw"), len(tiers) - tiers.count("raw")
             statuses = ", ".join(sorted({run["status"] for run in runs}))
             scopes = sum(len(run["scopes"]) for run in runs)
             print(f"consolidated: {len(runs)} run{'s' * (len(runs) > 1)} ({statuses}) over {scopes} scopes in "

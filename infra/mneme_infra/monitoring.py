@@ -179,3 +179,11 @@ class Monitoring(Construct):
             graph(title="Index repair backlog (app metric IndexRepairBacklog)", width=8,
                   left=[app_metric(INDEX_REPAIR_BACKLOG, "Maximum").with_(label="unindexed records")]),
         )  # fmt: skip
+        self.dashboard.add_widgets(
+            graph(title="Consolidation reasoner: calls and tokens (app metrics)", width=12,
+                  left=[app_metric("ConsolidationReasonerCalls").with_(label="calls")],
+                  right=[app_metric("ConsolidationReasonerTokens").with_(label="tokens")]),
+            graph(title="Consolidation windows set aside and offered again (app metrics)", width=12,
+                  left=[app_metric("ConsolidationClustersSetAside").with_(label="set aside"),
+                        app_metric("ConsolidationClustersReturned").with_(label="offered again")]),
+        )  # fmt: skip

@@ -60,11 +60,11 @@ def _forgot_text(forgot: Forgot) -> str:
     text = f"Forgot {forgot.kind} {forgot.id} for good: it no longer appears in recall or list."
     for settled in forgot.settled:
         meaning = {
-            "retracted": "retracted (every episode it was drawn from is forgotten)",
+            "retracted": "retracted (nothing it rested on is left, or it stated what was forgotten)",
             "regrounded": "kept, on its other source episodes (it still states the same: forget it too if it must go)",
             "stale": "marked stale (its other sources do not state it; it still appears, ranked lower: forget it "
             "too if it must go)",
-            "rebuilt": "rebuilt from the episodes left",
+            "rebuilt": "rebuilt from what is left",
         }[settled.action]
         text += f"\nfact {settled.id}: {meaning}"
     return text

@@ -23,21 +23,70 @@ def norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+MAX_ENTITY, MAX_PROPERTY, MAX_VALUE, MAX_SUMMARY = 120, 80, 200, 400  # characters (a reasoner's answer)
+MAX_CITED = 50  # turns one proposal may cite
+
+
 class Proposal(BaseModel):
-    """What a reasoner proposes for one cluster. Entity/property/value may be absent (summary only).
-    `sources`: the episodes that state it, by their number in the cluster (None: every one); the fact's
-    sources are those episodes, the others stay episodes. The LLM reasoners' JSON schema is generated from
-    this model (`adapters.reasoners.PROPOSAL_SCHEMA`)."""
+    """One fact a reasoner proposes for a window of turns. Entity/property/value may be absent (a summary
+    only, which only a generative reasoner's summary of two or more turns turns into a fact). `sources`: the
+    turns that state it, by their number in the window (from 1); the fact's sources are those episodes.
+    `supersedes`: an earlier fact this one updates, by the key it was given under ("F2"; after the extract
+    stage, that fact's id). The LLM reasoners' JSON schema is generated from this model
+    (`adapters.reasoners.ANSWER_SCHEMA`); the lengths are limits an answer is held to."""
 
     entity: str | None = Field(
-        None, description="Who or what the fact is about, exactly as the episodes name it (the speaker for 'I')."
+        None,
+        max_length=MAX_ENTITY,
+        description="Who or what it is about, by name (the speaker for 'I', 'my').",
     )
-    property: str | None = Field(None, description="The attribute of the entity, e.g. 'VAT scheme', 'lives in'.")
-    value: str | None = Field(None, description="The attribute's value, exactly as the episodes state it.")
-    summary: str = Field(description="The fact as one self-contained sentence.")
-    sources: list[int] | None = Field(
-        None, description="The numbers of the episodes (as numbered, from 1) that state this fact."
+    property: str | None = Field(
+        None, max_length=MAX_PROPERTY, description="The attribute, e.g. 'lives in', 'manager'."
     )
+    value: str | None = Field(None, max_length=MAX_VALUE, description="Its value, in the turns' words.")
+    summary: str = Field(max_length=MAX_SUMMARY, description="One self-contained sentence, with names.")
+    sources: list[int] = Field(
+        default_factory=list, max_length=MAX_CITED, description="The numbers of the turns that state it."
+    )
+    supersedes: str | None = Field(
+        None, max_length=40, description="The key of the known fact it updates ('F2'), or null."
+    )
+
+
+class Turn(BaseModel):
+    """One turn of a window as a reasoner reads it: its number in the window (from 1), its speaker (from its
+    `speaker` metadata or a `Name:` prefix; None when unknown), its text and when it was said."""
+
+    number: int
+    speaker: str | None = None
+    text: str
+    at: datetime
+
+    def said(self) -> str:
+        """'Maya: I moved to Berlin.' (the text alone without a speaker)."""
+        return f"{self.speaker}: {self.text}" if self.speaker else self.text
+
+
+class KnownFact(BaseModel):
+    """A current fact of the scope given to a reasoner with a window, under a short key ("F1"): a proposal
+    that updates it names that key in `supersedes`."""
+
+    key: str
+    fact_id: str
+    summary: str
+    since: datetime
+
+
+class Reading(BaseModel):
+    """A reasoner's answer for one window: the facts it proposes, a generative reasoner's account of the
+    window (`summary`, for roll-ups), what of its answer was refused by the schema (`problems`: the rest is
+    kept) and the tokens the call used (0 for a reasoner without a model)."""
+
+    facts: list[Proposal] = Field(default_factory=list)
+    summary: str | None = None
+    problems: list[str] = Field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
 
 
 def is_claim(proposal: Proposal | Fact) -> bool:
@@ -107,6 +156,10 @@ class Fact(BaseModel):
     superseded_by: str | None = None
     status: FactStatus = "active"
     stale: bool = False
+    # A later episode that changes the fact's subject ("I moved to York" after "lives in Leeds") when the new value
+    # could not be read from it: the fact is stale since `changed_at`, and recall ranks that episode above it.
+    changed_by: str | None = None
+    changed_at: datetime | None = None
     created_at: datetime
     updated_at: datetime
     reinforced_at: datetime
@@ -140,12 +193,23 @@ class Contradiction(BaseModel):
     created_at: datetime
 
 
+class Waiting(BaseModel):
+    """A window set aside, waiting to be offered to the reasoner again at `due` (its episodes were read past:
+    the checkpoint moved on). `attempts`: how many times it was set aside (the backoff grows with it)."""
+
+    episode_ids: list[str]
+    reason: str
+    attempts: int = 1
+    due: datetime
+
+
 class Checkpoint(BaseModel):
     """How far consolidation has read a scope's episodes: the last (created_at, episode_id) taken.
     `held`: how many runs in a row held it at this place (a batch with errors); bounded by
     `stages.MAX_HOLDS`, after which the clusters that still fail are set aside and it moves on.
-    `set_aside`: the latest MAX_KEPT clusters set aside when it moved, each with its run's id (what the
-    Step Functions `finish` task copies into the run record, so no payload carries them)."""
+    `set_aside` / `returned`: the latest MAX_KEPT windows set aside, and offered again, when it moved, each
+    with its run's id (what the Step Functions `finish` task copies into the run record, so no payload
+    carries them). `waiting`: the windows set aside that will be offered again (`extract.backoff`)."""
 
     tenant: str
     scope_id: str
@@ -155,6 +219,8 @@ class Checkpoint(BaseModel):
     processed: int = 0
     held: int = 0
     set_aside: list[dict[str, Any]] = Field(default_factory=list)  # the latest clusters set aside, with run_id
+    returned: list[dict[str, Any]] = Field(default_factory=list)  # the latest offered again, with run_id
+    waiting: list[Waiting] = Field(default_factory=list)
 
 
 class StageReport(BaseModel):
@@ -187,11 +253,18 @@ class Run(BaseModel):
     # None on runs stored before it: they never lapse.
     lease_until: datetime | None = None
     set_aside: list[dict[str, Any]] = Field(default_factory=list)  # clusters given up on: scope, reason, episodes
+    # windows set aside before, offered again: scope, episodes, attempts, outcome (consolidated, set aside again,
+    # given up)
+    returned: list[dict[str, Any]] = Field(default_factory=list)
     facts: list[dict[str, Any]] = Field(default_factory=list)  # facts it wrote: fact_id, scope_id, summary
 
     def record_set_aside(self, entries: list[dict[str, Any]]) -> None:
         """Add clusters set aside (the first MAX_SET_ASIDE are listed; `extract.set_aside` counts them all)."""
         self.set_aside = [*self.set_aside, *entries][:MAX_SET_ASIDE]
+
+    def record_returned(self, entries: list[dict[str, Any]]) -> None:
+        """Add windows offered again (the first MAX_SET_ASIDE are listed; `extract.returned` counts them all)."""
+        self.returned = [*self.returned, *entries][:MAX_SET_ASIDE]
 
     @property
     def errors(self) -> list[dict[str, Any]]:

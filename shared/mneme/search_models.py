@@ -17,6 +17,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     StringConstraints,
+    field_serializer,
 )
 
 DocKind = Literal["episode", "fact", "memory"]
@@ -98,9 +99,13 @@ def holds(terms: Iterable[str], flt: SearchFilter) -> bool:
     return all(held.intersection(clause) for clause in flt.metadata_clauses())
 
 
-def merged_terms(metadatas: Iterable[Mapping[str, Any] | None]) -> list[str]:
-    """The terms of several records (a fact carries those of every source episode)."""
-    return sorted({term for metadata in metadatas for term in metadata_terms(metadata)})
+def shared_terms(metadatas: Iterable[Mapping[str, Any] | None]) -> list[str]:
+    """The terms every one of several records holds: a derived record's (a fact, a roll-up), so that a metadata
+    filter finds it only when every source matches, never through one source of several (their union would
+    hand one user's words to another through a roll-up). A filter naming several values of a key (`in`) finds
+    it only when its sources agree on one of them. None for no record."""
+    held = [set(metadata_terms(metadata)) for metadata in metadatas]
+    return sorted(set.intersection(*held)) if held else []
 
 
 class IndexDocument(BaseModel):
@@ -122,7 +127,7 @@ class IndexDocument(BaseModel):
     tier: str = "raw"
     session_id: str | None = None
     visible_to: str | None = None  # None: every principal of the tenant; else only this one
-    metadata_terms: list[str] = Field(default_factory=list)  # `metadata_terms` of its metadata (facts: sources')
+    metadata_terms: list[str] = Field(default_factory=list)  # `metadata_terms` of its metadata (facts: `shared_terms`)
 
 
 class SearchFilter(BaseModel):
@@ -145,6 +150,13 @@ class SearchFilter(BaseModel):
         ]
 
     rollups: bool = True  # False: no roll-ups (facts of a tier other than raw), whatever `kinds`/`tiers` say
+    # Roll-ups of these tiers only (None: any); other documents are untouched by it. Recall names the tiers coarse
+    # enough for a period, so a finer roll-up never takes a candidate's place in the top k.
+    rollup_tiers: frozenset[str] | None = None
+
+    @field_serializer("kinds", "tiers", "rollup_tiers")
+    def _sorted(self, values: frozenset[str] | None) -> list[str] | None:
+        return None if values is None else sorted(values)  # an explain trace reads the same on every run
 
 
 class Hit(BaseModel):

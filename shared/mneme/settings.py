@@ -14,7 +14,14 @@ class ConsolidationSettings(BaseModel):
     """How consolidation batches, clusters, decays and leases (mneme.consolidation.stages)."""
 
     batch_size: int = Field(200, ge=1, le=1000)
-    cluster_threshold: float = Field(0.80, gt=0, le=1)
+    # A window (what the reasoner reads in one call): one session's turns in order (a day's without a session),
+    # cut at this many tokens (about 3.5 characters each).
+    window_tokens: int = Field(3000, ge=100, le=100_000)
+    # Metadata keys whose values never mix in a window, a fact or a roll-up: a scope shared by several users
+    # (metadata.user) gets each user's roll-ups apart (docs/architecture.md, "Privacy of derived records").
+    partition_keys: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
+        default_factory=lambda: ["user"], max_length=16
+    )
     dedupe_threshold: float = Field(0.92, gt=0, le=1)
     decay: float = 0.95  # per `decay_hours` untouched (Stash's defaults)
     decay_hours: float = 168

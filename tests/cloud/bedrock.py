@@ -2,9 +2,9 @@
 
 InvokeModel: the local all-MiniLM-L6-v2 (384 dimensions) padded with zeros to the requested `dimensions`
 (zero padding keeps every cosine exact). Converse: a queue of scripted answers (`script`), else the
-extractive reasoner's proposal for the episodes in the request, returned as the forced `record_fact`
-tool call with a summary sentence of its own, so the Bedrock reasoner's parsing and the grounding check
-run on a realistic answer.
+extractive reasoner's reading of the turns in the request, returned as the forced `record_facts` tool
+call with a summary of the window, so the Bedrock reasoner's parsing and the grounding check run on a
+realistic answer.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import json
 import re
 from collections import deque
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -21,24 +22,31 @@ from botocore.exceptions import ClientError
 from botocore.response import StreamingBody
 
 from mneme.consolidation.reasoning import ExtractiveReasoner
+from mneme.grounding import split_speaker
 from mneme.ports import Embedder
+from mneme.records import Turn
 
-_EPISODE = re.compile(r"^(\d+)\. (?:\[[0-9-]+\] )?(.*)$")  # "1. [2026-03-01] text": the day is context
+_TURN = re.compile(r"^(\d+)\. \[([0-9-]+ [0-9:]+)\] (.*)$")  # "1. [2026-03-01 09:30] Maya: text"
 Answer = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]] | Exception
 
 
-def episodes_of(request: dict[str, Any]) -> list[str]:
-    """The episode texts of a Converse request built by BedrockReasoner (its user message)."""
+def turns_of(request: dict[str, Any]) -> list[Turn]:
+    """The turns of a Converse request built by BedrockReasoner (its user message)."""
     text = request["messages"][-1]["content"][0]["text"]
-    block = text.split("Episodes:\n", 1)[1].split("\n\n", 1)[0]
-    episodes: list[str] = []
+    block = text.split("Turns:\n", 1)[1].split("\n\n", 1)[0]
+    turns: list[Turn] = []
     for line in block.split("\n"):
-        found = _EPISODE.match(line)
+        found = _TURN.match(line)
         if found:
-            episodes.append(found.group(2))
-        elif episodes:
-            episodes[-1] += "\n" + line.removeprefix("   ")
-    return episodes
+            speaker, said = split_speaker(found.group(3))
+            at = datetime.fromisoformat(found.group(2)).replace(tzinfo=UTC)
+            turns.append(Turn(number=int(found.group(1)), speaker=speaker, text=said, at=at))
+    return turns
+
+
+def episodes_of(request: dict[str, Any]) -> list[str]:
+    """The turns' texts as said ('Maya: I moved to Berlin.')."""
+    return [turn.said() for turn in turns_of(request)]
 
 
 def tool_answer(fact: dict[str, Any]) -> dict[str, Any]:
@@ -46,7 +54,7 @@ def tool_answer(fact: dict[str, Any]) -> dict[str, Any]:
         "output": {
             "message": {
                 "role": "assistant",
-                "content": [{"toolUse": {"toolUseId": "tooluse_1", "name": "record_fact", "input": fact}}],
+                "content": [{"toolUse": {"toolUseId": "tooluse_1", "name": "record_facts", "input": fact}}],
             }
         },
         "stopReason": "tool_use",
@@ -94,12 +102,9 @@ class BedrockDouble:
             if isinstance(answer, Exception):
                 raise answer
             return answer(params) if callable(answer) else answer
-        texts = episodes_of(params)
-        proposal = ExtractiveReasoner().propose(texts)
-        fact = proposal.model_dump(include={"entity", "property", "value", "summary"})
-        if proposal.entity:  # a model writes its own sentence: the grounding check refuses a copied episode
-            fact["summary"] = (
-                f"Consolidated from {len(texts)} observations: {proposal.entity} has "
-                f"{proposal.property} {proposal.value}."
-            )
-        return tool_answer(fact)
+        turns = turns_of(params)
+        reading = ExtractiveReasoner().propose(turns)
+        speakers = sorted({t.speaker for t in turns if t.speaker})
+        summary = f"{' and '.join(speakers) or 'Notes'}: {len(turns)} turns" if reading.facts else None
+        answer = {"summary": summary, "facts": [p.model_dump() for p in reading.facts]}
+        return tool_answer(answer)

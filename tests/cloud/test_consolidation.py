@@ -177,19 +177,21 @@ def _episodes(params: dict[str, Any]) -> list[str]:
     return episodes_of(params)
 
 
-def test_a_cluster_that_always_fails_is_set_aside_and_the_checkpoint_moves(cloud: Cloud, admin: str) -> None:
-    """A cluster whose every answer is refused by grounding, over three ticks: the first run sets it aside
-    with its reason (the run is `partial`, the other cluster's fact is written), the scope's checkpoint
+def test_a_window_that_always_fails_is_set_aside_and_the_checkpoint_moves(cloud: Cloud, admin: str) -> None:
+    """A window whose every answer is refused by grounding, over three ticks: the first run sets it aside
+    with its reason (the run is `partial`, the other window's fact is written), the scope's checkpoint
     moves past it, and the next ticks call the reasoner only for what is new."""
     from tests.cloud.bedrock import tool_answer
 
     stuck = ["Pallet 7 was damaged in transit again.", "Pallet 7 damaged in transit, the driver said."]
-    ungrounded = {"entity": "Globex", "property": "pallet", "value": "nowhere", "summary": "Globex lost a pallet."}
+    ungrounded = {"entity": "Globex", "property": "pallet", "value": "nowhere", "summary": "Globex lost a pallet.",
+                  "sources": [1], "supersedes": None}  # fmt: skip
+    answer = {"summary": None, "facts": [ungrounded]}
     cloud.bedrock.rules.append(
-        lambda params: tool_answer(ungrounded) if any("Pallet" in t for t in _episodes(params)) else None
+        lambda params: tool_answer(answer) if any("Pallet" in t for t in _episodes(params)) else None
     )
     episode_ids = remember(cloud, admin)
-    items = [{"scope": SCOPE, "content": text} for text in stuck]
+    items = [{"scope": SCOPE, "content": text, "session_id": "pallets"} for text in stuck]  # a window of its own
     assert cloud.api("POST", "/v1/remember", {"items": items}, key=admin).status == 201
     records, calls = [], []
     for tick in range(3):
@@ -210,10 +212,10 @@ def test_a_cluster_that_always_fails_is_set_aside_and_the_checkpoint_moves(cloud
     assert "Globex" in aside["reason"]  # why: the grounding check's refusal
     assert first["stages"]["checkpoint"]["counters"] == {"advanced": len(episode_ids) + 2}
     assert first["stages"]["commit"]["counters"]["facts_written"] >= 1  # the rest of the batch committed
-    assert calls[0] <= 2 * first["stages"]["cluster"]["counters"]["clusters"]  # bounded: 2 per cluster
+    assert calls[0] <= 2 * first["stages"]["cluster"]["counters"]["clusters"]  # bounded: 2 per window
     assert [r["status"] for r in records[1:]] == ["succeeded", "succeeded"]
     assert all(r["stages"]["collect"]["counters"]["episodes_read"] == 1 for r in records[1:])  # only the new
-    assert calls[1:] == [1, 1]  # the stuck cluster is never asked about again
+    assert calls[1:] == [1, 1]  # the stuck window is not asked about again before its backoff
 
 
 def test_an_execution_that_times_out_concludes_its_run(cloud: Cloud, admin: str) -> None:

@@ -25,7 +25,7 @@ from mneme.adapters.sqlite_store import SqliteRecordStore
 from mneme.errors import Conflict, StoreUnavailable
 from mneme.models import ApiKey, Episode, HistoryEntry, Memory, Revision, Role, Scope, session_position
 from mneme.ports import RecordStore
-from mneme.records import Checkpoint, Contradiction, Fact, Run, StageReport
+from mneme.records import Checkpoint, Contradiction, Fact, Run, StageReport, Waiting
 from tests.support.legacy import forget_sessions
 from tests.support.moto import one_call_at_a_time
 from tests.support.sessions import said_before
@@ -911,8 +911,10 @@ def test_checkpoints_advance_only_from_the_expected_version(store: RecordStore) 
             "version": 2,
             "held": 2,
             "set_aside": set_aside,
+            "returned": [{**set_aside[0], "outcome": "set aside again", "attempts": 2}],
+            "waiting": [Waiting(episode_ids=["e2", "e3"], reason="ungrounded", attempts=2, due=minutes(240))],
         }
-    )  # the runs that held it and the clusters set aside when it moved are kept with it
+    )  # the runs that held it, the windows set aside (and waiting to come back) when it moved are kept with it
     store.save_checkpoint(second, expected_version=1)
     with pytest.raises(Conflict):
         store.save_checkpoint(second.model_copy(update={"version": 3, "processed": 99}), expected_version=1)
@@ -951,6 +953,8 @@ def test_facts_and_contradictions_round_trip_upsert_and_list(store: RecordStore)
         confidence=0.1 + 0.2,
         tier="daily",
         stale=True,
+        changed_by="ep_later",  # the later episode that changed its subject
+        changed_at=minutes(5),
     )
     f2, f3 = fact("f2", scope_id="s2"), fact("f3")
     c1 = contradiction("c1")

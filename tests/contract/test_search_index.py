@@ -23,7 +23,7 @@ import pytest
 
 from mneme.adapters.sqlite_index import SqliteSearchIndex
 from mneme.errors import InvalidInput, StoreUnavailable
-from mneme.search_models import Hit, IndexDocument, SearchFilter, metadata_terms
+from mneme.search_models import Hit, IndexDocument, SearchFilter, metadata_terms, shared_terms
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 MODEL = "test-hash@16"
@@ -279,6 +279,10 @@ def test_rollups_can_be_left_out(index: Any, channel: Channel) -> None:
     assert ids(search(index, channel, flt(rollups=False))) == ["d", "e", "f"]
     assert ids(search(index, channel, flt(rollups=False, kinds=frozenset({"fact"})))) == ["f"]
     assert search(index, channel, flt(rollups=False, tiers=frozenset({"weekly"}))) == []
+    # roll-ups of some tiers only (a period too long for a day's digest): the rest untouched
+    assert ids(search(index, channel, flt(rollup_tiers=frozenset({"weekly"})))) == ["d", "e", "f", "w"]
+    assert ids(search(index, channel, flt(rollup_tiers=frozenset()))) == ["d", "e", "f"]
+    assert ids(search(index, channel, flt(rollups=False, rollup_tiers=frozenset({"weekly"})))) == ["d", "e", "f"]
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
@@ -320,6 +324,25 @@ def test_metadata_filter_is_equality_or_in_per_key_and_every_key(index: Any, cha
     assert search(index, channel, flt(metadata={"flag": [1]})) == []  # true is not 1
     assert search(index, channel, flt(metadata={"user": ["carol"]})) == []
     assert len(search(index, channel, flt())) == 4
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_a_derived_record_passes_a_metadata_filter_only_when_every_source_does(index: Any, channel: Channel) -> None:
+    """A fact or roll-up is indexed with the terms its sources share (`shared_terms`): one source of Ines's
+    among Bob's never lets Bob's filter find it, and never Ines's either."""
+    bob, ines = {"user": "bob", "speaker": "Bob"}, {"user": "ines", "speaker": "Ines"}
+    index.upsert(
+        [
+            doc("bobs", kind="fact", tier="daily", metadata_terms=shared_terms([bob, {**bob, "speaker": "Al"}])),
+            doc("mixed", kind="fact", tier="daily", metadata_terms=shared_terms([bob, ines, ines])),
+            doc("unsourced", kind="fact", metadata_terms=shared_terms([])),
+        ]
+    )
+    assert ids(search(index, channel, flt(metadata={"user": ["bob"]}))) == ["bobs"]
+    assert search(index, channel, flt(metadata={"user": ["ines"]})) == []
+    assert search(index, channel, flt(metadata={"speaker": ["Bob"]})) == []  # one of its sources is Al's
+    assert ids(search(index, channel, flt(metadata={"user": ["bob", "ines"]}))) == ["bobs"]  # agreeing sources only
+    assert len(search(index, channel, flt())) == 3
 
 
 @pytest.mark.parametrize("channel", CHANNELS)

@@ -68,6 +68,14 @@ def test_dashboard_charts_latency_errors_paths_fallback_runs_stage_errors_and_re
     assert '\\"stat\\":\\"p95\\"' in body and '\\"stat\\":\\"p50\\"' in body
 
 
+def test_dashboard_charts_the_reasoners_calls_and_tokens_and_windows_set_aside_and_returned(default: Synth) -> None:
+    (dashboard,) = default.of_type("AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    for metric in ("ConsolidationReasonerCalls", "ConsolidationReasonerTokens", "ConsolidationClustersSetAside",
+                   "ConsolidationClustersReturned"):  # fmt: skip
+        assert f'\\"Mneme\\",\\"{metric}\\",\\"service\\",\\"mneme\\"' in body, metric
+
+
 def test_dashboard_name_carries_the_region_since_dashboards_are_global_to_the_account(default: Synth) -> None:
     """The same stage deployed in a second region must not collide with the first one's dashboard."""
     (dashboard,) = default.of_type("AWS::CloudWatch::Dashboard").values()

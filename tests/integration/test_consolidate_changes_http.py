@@ -1,5 +1,5 @@
 """End to end over HTTP, with the default settle window and no sleeps by the caller: a value that changes
-is superseded, omitted by default, found again with as_of, and leaves the weekly roll-up."""
+is superseded, omitted by default, found again with as_of, and leaves the roll-up."""
 
 from __future__ import annotations
 
@@ -58,6 +58,6 @@ def test_a_changed_value_supersedes_and_leaves_the_rollup(writer: Api) -> None:
     # And as_of before the change returns Basic
     then = [r["fact"]["value"] for r in facts(writer, as_of=before_change) if r["tier"] == "raw"]
     assert then == ["Basic"]
-    # And the weekly roll-up no longer states Basic as current
-    [weekly] = [r for r in facts(writer, tiers=["weekly"])]
-    assert "Premium" in weekly["content"] and "Basic" not in weekly["content"]
+    # And the day's roll-up no longer states Basic (the week's would repeat the day's: it is not written)
+    [daily] = [r for r in facts(writer, tiers=["daily", "weekly"])]
+    assert daily["tier"] == "daily" and "Premium" in daily["content"] and "Basic" not in daily["content"]

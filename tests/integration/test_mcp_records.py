@@ -23,7 +23,7 @@ def test_a_writer_lists_and_forgets_an_episode_but_not_a_fact(tmp_path: Path) ->
         assert tools["correct_fact"].input_schema["required"] == ["id", "version"]
         said = []
         for n in range(3):
-            done = await client.call_tool("remember", {"content": f"Ines: I am vegetarian, note {n}.",
+            done = await client.call_tool("remember", {"content": f"Ines: I am vegetarian and cook lentils, note {n}.",
                                                        "create_scope": True, "metadata": {"user": "ines"}})  # fmt: skip
             said.append(structured(done)["episode_id"])
         assert structured(await client.call_tool("consolidate", {}))["status"] == "succeeded"

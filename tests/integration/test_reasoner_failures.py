@@ -1,8 +1,8 @@
 """Reasoner failures (malformed output, timeouts, throttling) never lose an episode.
 
-The extract stage gives a cluster two attempts. A cluster the reasoner was unavailable for is a run error
+The extract stage gives a window two attempts. A window the reasoner was unavailable for is a run error
 naming its episodes, the checkpoint holds, and a later run with a healthy reasoner consolidates the same
-episodes; a cluster whose answers were rejected twice is set aside (listed in the run) and its episodes
+episodes; a window whose answers were refused twice is set aside (listed in the run) and its episodes
 stay episodes.
 """
 
@@ -22,7 +22,7 @@ from mneme.adapters.sqlite_index import SqliteSearchIndex
 from mneme.adapters.sqlite_store import SqliteRecordStore
 from mneme.errors import MnemeError, StoreUnavailable, Throttled
 from mneme.models import Role
-from mneme.records import Proposal
+from mneme.records import Proposal, Reading, Turn
 from mneme.services.recall import RecallRequest
 from mneme.services.remember import RememberItem
 from tests.conftest import FixedClock, principal
@@ -38,15 +38,19 @@ BOILER = [
     "Dale serviced the boiler in unit 4 again.",
 ]
 VAT_FACT = Proposal(
-    entity="Acme", property="VAT scheme", value="flat rate", summary="Acme accounts for VAT on the flat rate scheme."
+    entity="Acme",
+    property="VAT scheme",
+    value="flat rate",
+    summary="Acme accounts for VAT on the flat rate scheme.",
+    sources=[1, 2],
 )
-BOILER_FACT = Proposal(summary="Dale looks after servicing the boiler in unit 4.")
+BOILER_FACT = Proposal(summary="Dale looks after servicing the boiler in unit 4.", sources=[1, 2])
 
 Outcome = Proposal | MnemeError
 
 
 class Scripted:
-    """A generative reasoner that plays a script per topic (the first script whose keyword the cluster contains)."""
+    """A generative reasoner that plays a script per topic (the first script whose keyword the window contains)."""
 
     name = "scripted"
     generative = True
@@ -55,13 +59,14 @@ class Scripted:
         self.scripts = scripts
         self.calls: list[tuple[list[str], str | None]] = []
 
-    def propose(self, texts: Sequence[str], feedback: str | None = None) -> Proposal:
-        self.calls.append((list(texts), feedback))
+    def propose(self, turns: Sequence[Turn], known: Sequence[Any] = (), feedback: str | None = None) -> Reading:
+        texts = [t.text for t in turns]
+        self.calls.append((texts, feedback))
         topic = next(k for k in self.scripts if any(k in t.lower() for t in texts))
         outcome = self.scripts[topic].pop(0)
         if isinstance(outcome, MnemeError):
             raise outcome
-        return outcome
+        return Reading(facts=[outcome])
 
 
 @pytest.fixture
@@ -85,7 +90,9 @@ def build(tmp_path: Path, clock: FixedClock) -> Callable[[Any], bootstrap.Servic
 
 
 def remember(services: bootstrap.Services, *texts: str) -> list[str]:
-    items = [RememberItem(scope="root.acme", content=text, create_scope=True) for text in texts]
+    """One conversation (a session of its own: a window)."""
+    session = texts[0].split()[1]
+    items = [RememberItem(scope="root.acme", content=text, create_scope=True, session_id=session) for text in texts]
     return [r.episode_id for r in services.remember.remember(WRITER, items)]
 
 
@@ -123,7 +130,7 @@ def test_an_unavailable_reasoner_holds_the_checkpoint_and_a_later_run_consolidat
     [error] = run.errors
     assert error["stage"] == "extract"
     assert sorted(error["episode_ids"]) == sorted(ids)
-    assert error["message"].startswith("cluster not consolidated, the reasoner was unavailable")
+    assert error["message"].startswith("window not consolidated, the reasoner was unavailable")
     assert UNAVAILABLE[failure]().code in error["message"]
     assert run.stages["extract"].counters == {"reasoner_calls": 2, "reasoner_failures": 2, "proposals": 0, "errors": 1}
     (_, first), (_, second) = broken.calls
@@ -231,7 +238,8 @@ def test_the_bedrock_adapter_end_to_end(
     stubber = Stubber(client)
     meta = {"usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, "metrics": {"latencyMs": 1}}
     text_only = {"output": {"message": {"role": "assistant", "content": [{"text": "Acme is on flat rate."}]}}}
-    tool_use = {"toolUseId": "t1", "name": "record_fact", "input": VAT_FACT.model_dump()}
+    answer = {"summary": "Sam confirmed Acme's VAT scheme.", "facts": [VAT_FACT.model_dump()]}
+    tool_use = {"toolUseId": "t1", "name": "record_facts", "input": answer}
     good = {"output": {"message": {"role": "assistant", "content": [{"toolUse": tool_use}]}}}
     expected = {"modelId": "m", "system": ANY, "messages": ANY, "inferenceConfig": ANY, "toolConfig": ANY}
     stubber.add_response("converse", {**text_only, "stopReason": "end_turn", **meta}, expected)
@@ -254,4 +262,4 @@ def test_the_bedrock_adapter_end_to_end(
     assert aside.status == "partial" and aside.errors == []
     [entry] = aside.set_aside
     assert sorted(entry["episode_ids"]) == sorted(boiler)
-    assert "reasoner_output_invalid" in entry["reason"] and "did not call record_fact" in entry["reason"]
+    assert "reasoner_output_invalid" in entry["reason"] and "did not call record_facts" in entry["reason"]

@@ -47,6 +47,7 @@ def build_home(home: Path) -> None:
     finally:
         bootstrap.current = original  # type: ignore[assignment]
         bootstrap.reset()
+        services.close()  # else a connection the collector closes later deletes the -wal mid-copy of this home
     for name in ("mneme.db", "index.db"):  # as a server leaves them when it stops: the WAL written back
         with sqlite3.connect(home / name) as db:
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -4,6 +4,7 @@ the larger of the old and new item, and one unit per KEYS_ONLY index entry writt
 
 from __future__ import annotations
 
+import json
 from types import ModuleType
 
 import pytest
@@ -58,3 +59,27 @@ def test_the_domain_option_idles_at_its_node_hours_and_volume(cost: ModuleType) 
     assert cost.domain_monthly() == pytest.approx(0.036 * 730 + 0.122 * 10)
     assert cost.domain_monthly() == pytest.approx(27.50, abs=0.01)
     assert cost.domain_monthly() < 1 * cost.OCU_HOUR * cost.HOURS_A_MONTH / 6
+
+
+def test_a_reasoner_call_is_priced_from_the_prompt_the_code_builds(cost: ModuleType) -> None:
+    """Consolidation's tokens: the Converse request BedrockReasoner builds for a window (system, turns, tool
+    schema) and the answer, at the code's characters per token; output from the recorded answers."""
+    from datetime import UTC, datetime
+
+    from mneme.adapters.reasoners import BedrockReasoner
+    from mneme.consolidation.reasoning import CHARS_PER_TOKEN
+    from mneme.records import Turn
+
+    at = datetime(2026, 3, 2, tzinfo=UTC)
+    turns = [
+        Turn(number=n, speaker="Ana", text=f"Turn {n}: I moved to Porto last spring.", at=at) for n in range(1, 21)
+    ]
+    request = BedrockReasoner("m", client=object()).request(turns)
+    answer = {"output": {"message": {"content": [{"toolUse": {"input": {"summary": "s", "facts": []}}}]}}}
+    cost.METER.reset()
+    cost.converse_tokens(request, answer)
+    assert cost.METER.converse_calls == 1
+    sent = len(json.dumps([request["system"], request["messages"], request["toolConfig"]])) / CHARS_PER_TOKEN
+    assert cost.METER.converse_input_tokens == sent + cost.TOOL_USE_TOKENS  # and Claude's own tool-use prompt
+    assert 600 < sent < 2000  # our system prompt and schema, then 20 turns
+    assert 100 < cost.recorded_output_tokens() < 300  # bench/cost_answers.json: three windows' answers

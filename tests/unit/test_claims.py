@@ -5,6 +5,7 @@ sets' precision floor."""
 from __future__ import annotations
 
 import importlib.util
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
@@ -13,7 +14,7 @@ import pytest
 from mneme.consolidation.claims import Claim, claims, window_claims
 from mneme.consolidation.reasoning import ExtractiveReasoner
 from mneme.grounding import split_speaker
-from mneme.records import sentence
+from mneme.records import Turn, sentence
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -237,13 +238,16 @@ def test_the_speaker_comes_from_the_prefix_or_the_caller() -> None:
 
 
 def test_the_extractive_reasoner_states_the_claim_in_a_sentence_of_its_own() -> None:
-    proposal = ExtractiveReasoner().propose(["Maya: I moved to Berlin last year."])
+    def said(*texts: str) -> list[Turn]:
+        return [Turn(number=n, text=text, at=datetime(2026, 3, 1, tzinfo=UTC)) for n, text in enumerate(texts, 1)]
+
+    [proposal] = ExtractiveReasoner().propose(said("Maya: I moved to Berlin last year.")).facts
     assert (proposal.entity, proposal.property, proposal.value) == ("Maya", "lives in", "Berlin")
     assert proposal.summary == "Maya lives in Berlin."  # not a copy of the turn
-    dog = ExtractiveReasoner().propose(["Tom: My dog is called Biscuit."])
+    [dog] = ExtractiveReasoner().propose(said("Tom: My dog is called Biscuit.")).facts
     assert dog.summary == "Tom's dog's name is Biscuit."
-    chat = ExtractiveReasoner().propose(["Maya: Haha, that's hilarious.", "Maya: Haha that's hilarious!"])
-    assert chat.entity is None  # small talk states no claim: reconcile keeps it as episodes
+    chat = ExtractiveReasoner().propose(said("Maya: Haha, that's hilarious.", "Maya: Haha that's hilarious!"))
+    assert chat.facts == []  # small talk states no claim: it stays episodes
 
 
 def _bench() -> ModuleType:

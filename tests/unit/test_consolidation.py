@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -10,10 +10,10 @@ import pytest
 from mneme.bootstrap import Services
 from mneme.consolidation.reasoning import ExtractiveReasoner
 from mneme.consolidation.service import run_batch, run_stage
-from mneme.consolidation.stages import STAGE_NAMES, Batch, cluster, collect
+from mneme.consolidation.stages import STAGE_NAMES, Batch, Working, cluster, collect
 from mneme.grounding import confidence, grounding_error
 from mneme.models import Role
-from mneme.records import Proposal
+from mneme.records import Proposal, Turn
 from mneme.services.recall import RecallRequest
 from mneme.services.remember import RememberItem
 from tests.conftest import principal
@@ -35,35 +35,42 @@ def test_the_stage_list_is_the_designs() -> None:
     assert STAGE_NAMES == ("collect", "cluster", "extract", "reconcile", "commit", "rollup", "checkpoint")
 
 
-def test_grounding_rejects_unsupported_entities_values_and_verbatim_copies() -> None:
+def turns(*said: str) -> list[Turn]:
+    """A window of turns: 'Name: text' gives the speaker."""
+    out = []
+    for n, text in enumerate(said, 1):
+        speaker, _, rest = text.partition(": ") if ": " in text else ("", "", text)
+        out.append(Turn(number=n, speaker=speaker or None, text=rest, at=datetime(2026, 3, 1, 12, n, tzinfo=UTC)))
+    return out
+
+
+def test_grounding_checks_each_proposal_against_the_turns_it_cites() -> None:
     texts = ["Acme's VAT scheme is flat rate.", "Acme moved to the flat rate scheme in 2024."]
-    assert (
-        grounding_error(
-            Proposal(entity="Acme", property="VAT scheme", value="flat rate", summary="s"), texts, generative=False
-        )
-        is None
-    )
-    assert "entity" in grounding_error(
-        Proposal(entity="Globex", property="p", value="flat rate", summary="s"), texts, generative=False
-    )
-    assert "value" in grounding_error(
-        Proposal(entity="Acme", property="p", value="standard", summary="s"), texts, generative=False
-    )
-    copy = Proposal(summary="Acme's VAT scheme is flat rate.")
+    claim = Proposal(entity="Acme", property="VAT scheme", value="flat rate", summary="s", sources=[1])
+    assert grounding_error(claim, texts, generative=False) is None
+    assert "entity" in grounding_error(claim.model_copy(update={"entity": "Globex"}), texts, generative=False)
+    assert "value" in grounding_error(claim.model_copy(update={"value": "standard"}), texts, generative=False)
+    assert "value" in grounding_error(claim.model_copy(update={"value": "2024"}), texts, generative=False)
+    for outside in ([3], [0], []):  # a turn outside the window, or none: refused
+        assert "sources" in grounding_error(claim.model_copy(update={"sources": outside}), texts, generative=False)
+    copy = Proposal(summary="Acme's VAT scheme is flat rate.", sources=[1, 2])
     assert grounding_error(copy, texts, generative=False) is None
     assert "verbatim" in grounding_error(copy, texts, generative=True)
 
 
-def test_extractive_reasoner_is_honest_about_what_it_extracts() -> None:
+def test_extractive_reasoner_reads_each_turn_with_its_speaker() -> None:
     reasoner = ExtractiveReasoner()
-    structured = reasoner.propose(["The invoice contact for Pennine Joinery is Sam Patel."])
-    assert (structured.entity, structured.property, structured.value) == (
-        "Pennine Joinery",
-        "invoice contact",
-        "Sam Patel",
-    )
-    vague = reasoner.propose(["Had a good chat about the roadmap.", "Roadmap chat went well."])
-    assert vague.entity is None and vague.value is None and vague.summary
+    reading = reasoner.propose(
+        turns("Where do you live these days?", "Maya: I moved to Berlin last year.",
+              "The invoice contact for Pennine Joinery is Sam Patel.", "Maya: Yes, I live in Berlin.")
+    )  # fmt: skip
+    assert [(p.entity, p.property, p.value, p.sources) for p in reading.facts] == [
+        ("Maya", "lives in", "Berlin", [2, 4]),  # one claim stated twice: one proposal citing both turns
+        ("Pennine Joinery", "invoice contact", "Sam Patel", [3]),
+    ]
+    assert reading.facts[0].summary == "Maya lives in Berlin." and reading.input_tokens == 0
+    vague = turns("Had a good chat about the roadmap.", "Roadmap chat went well.")
+    assert ExtractiveReasoner().propose(vague).facts == []
 
 
 def test_confidence_follows_support() -> None:
@@ -75,12 +82,12 @@ def test_clustering_is_deterministic(services: Services, clock: Any) -> None:
     remember(services, *[f"Pallet {i} damaged in transit, forklift {i % 3}." for i in range(12)])
     settle(services, clock)
     deps = services.consolidation.deps
-    first = cluster(
-        deps, collect(deps, Batch(tenant="acme", scope_id=_scope(services), run_id="r", started_at=clock.now()))
-    )
-    second = cluster(
-        deps, collect(deps, Batch(tenant="acme", scope_id=_scope(services), run_id="r", started_at=clock.now()))
-    )
+    runs = []
+    for _ in range(2):
+        batch = Batch(tenant="acme", scope_id=_scope(services), run_id="r", started_at=clock.now())
+        work = Working.of(deps, batch)
+        runs.append(cluster(deps, collect(deps, batch, work), work))
+    first, second = runs
     assert first.clusters == second.clusters and sum(len(c) for c in first.clusters) == 12
 
 
@@ -168,7 +175,7 @@ def test_a_failed_stage_holds_the_checkpoint_and_the_run_says_so(services: Servi
     class Broken:
         name, generative = "broken", True
 
-        def propose(self, texts: Any, feedback: Any = None) -> Any:
+        def propose(self, turns: Any, known: Any = (), feedback: Any = None) -> Any:
             from mneme.errors import StoreUnavailable
 
             raise StoreUnavailable("model down")
@@ -191,22 +198,27 @@ def test_a_leased_scope_is_skipped_and_a_stale_batch_cannot_move_the_checkpoint(
     run = services.consolidation.start(WRITER, None)
     assert run.stages["collect"].counters == {"skipped_leased": 1}
     deps = services.consolidation.deps
-    stale = collect(deps, Batch(tenant="acme", scope_id=scope_id, run_id="a", started_at=clock.now()))
+    old = Batch(tenant="acme", scope_id=scope_id, run_id="a", started_at=clock.now())
+    stale = collect(deps, old, Working.of(deps, old))
     fresh = run_batch(deps, Batch(tenant="acme", scope_id=scope_id, run_id="b", started_at=clock.now()))
     assert fresh.errors == []
     from mneme.consolidation.stages import checkpoint
 
-    assert checkpoint(deps, stale).errors[0]["stage"] == "checkpoint"
+    assert checkpoint(deps, stale, Working.of(deps, stale)).errors[0]["stage"] == "checkpoint"
     assert services.store.get_checkpoint("acme", scope_id).processed == 1
 
 
 def test_rollups_summarise_days_and_weeks_with_sources(services: Services, clock: Any) -> None:
-    ids = remember(services, "Delivery to York arrived.", "Delivery to Hull arrived late.", occurred_at=clock.now())
+    saturday = remember(services, "Delivery to York arrived with two pallets.", occurred_at=clock.now() - timedelta(1))
+    sunday = remember(services, "Delivery to Hull arrived late, one crate broken.", occurred_at=clock.now())
     settle(services, clock)
     services.consolidation.start(WRITER, None)
-    rollups = {f.tier: f for f in services.store.list_facts("acme") if f.tier != "raw"}
-    assert set(rollups) == {"daily", "weekly"}
-    assert all(sorted(f.source_episode_ids) == sorted(ids) for f in rollups.values())
+    rollups = [f for f in services.store.list_facts("acme") if f.tier != "raw"]
+    rollups.sort(key=lambda f: (f.valid_from, f.tier == "daily"))
+    assert [f.tier for f in rollups] == ["weekly", "daily", "daily"]  # the ISO week, 2026-10-31, 2026-11-01
+    assert [f.source_episode_ids for f in rollups] == [sorted(saturday + sunday), saturday, sunday]
+    week = "Delivery to York arrived with two pallets.\nDelivery to Hull arrived late, one crate broken."
+    assert rollups[0].summary == week
 
 
 def test_maintain_decays_untouched_facts_and_expires_faint_ones(services: Services, clock: Any) -> None:
@@ -230,12 +242,22 @@ def test_no_fact_without_new_knowledge(services: Services, clock: Any) -> None:
     settle(services, clock)
     # When consolidation runs
     run = services.consolidation.start(WRITER, None)
-    # Then only the claim is a fact: the chatty turn and the pair stay episodes (an extractive summary of
-    # two turns would only copy one of them)
+    # Then only the claim is a fact: the chatty turn and the pair stay episodes (the extractive reasoner
+    # proposes claims only: a summary of two turns would only copy one of them)
     facts = [f for f in services.store.list_facts("acme") if f.tier == "raw"]
     by_scope = {services.scopes.chain_of("acme", f.scope_id).path: f for f in facts}
     assert set(by_scope) == {"root.claim"}
     assert by_scope["root.claim"].value == "flat rate"
     assert by_scope["root.claim"].summary == "Acme's VAT scheme is flat rate."
-    assert run.stages["reconcile"].counters["kept_as_episode"] == 2
+    assert run.counter("extract", "proposals") == 1 and run.counter("reconcile", "create") == 1
     assert run.status == "succeeded" and services.store.list_dirty("acme", 10) == []
+
+
+def test_a_claim_read_with_the_turns_before_it_cites_them_too() -> None:
+    """'She's a paramedic.' after Sofia was named: the claim's entity comes from an earlier turn, which it
+    cites, so the grounding check holds it (it refused the claim citing its own turn alone)."""
+    window = turns("Lucas: I met Sofia at the climbing wall.", "Amara: I already like her. What does she do?",
+                   "Lucas: She's a paramedic.")  # fmt: skip
+    [proposal] = ExtractiveReasoner().propose(window).facts
+    assert (proposal.entity, proposal.value, proposal.sources) == ("Sofia", "paramedic", [1, 3])
+    assert grounding_error(proposal, [t.said() for t in window], generative=False) is None

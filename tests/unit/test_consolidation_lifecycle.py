@@ -13,7 +13,7 @@ from mneme.consolidation.service import maintain
 from mneme.consolidation.stages import STAGE_NAMES, Batch
 from mneme.errors import ReasonerRefused, StoreUnavailable
 from mneme.models import Forgotten, Role
-from mneme.records import Run, StageReport
+from mneme.records import Proposal, Reading, Run, StageReport, Turn
 from mneme.services.remember import RememberItem
 from tests.conftest import principal
 
@@ -191,8 +191,8 @@ def test_a_refused_reasoner_stops_the_stage_at_once(services: Services, clock: A
     class Refusing:
         name, generative = "refusing", True
 
-        def propose(self, texts: Any, feedback: Any = None) -> Any:
-            calls.append(texts)
+        def propose(self, turns: Any, known: Any = (), feedback: Any = None) -> Any:
+            calls.append(turns)
             raise ReasonerRefused("access denied", code="reasoner_access_denied")
 
     remember(services, "Acme's VAT scheme is flat rate.", "The boiler in unit 4 was serviced by Dale.")
@@ -203,32 +203,37 @@ def test_a_refused_reasoner_stops_the_stage_at_once(services: Services, clock: A
     assert run.errors[0]["message"].startswith("reasoner_access_denied")
 
 
-def test_llm_reasoners_read_each_episode_with_its_speaker_and_date(services: Services, clock: Any) -> None:
-    seen: list[list[str]] = []
+def test_llm_reasoners_read_each_turn_with_its_speaker_and_time(services: Services, clock: Any) -> None:
+    seen: list[list[Turn]] = []
 
     class Recording:
         name, generative = "recording", True
 
-        def propose(self, texts: Any, feedback: Any = None) -> Any:
-            from mneme.records import Proposal
-
-            seen.append(list(texts))
-            return Proposal(entity="Maya", property="lives in", value="Berlin", summary="Maya lives in Berlin now.")
+        def propose(self, turns: Any, known: Any = (), feedback: Any = None) -> Reading:
+            seen.append(list(turns))
+            fact = Proposal(entity="Maya", property="lives in", value="Berlin", summary="Maya lives in Berlin now.",
+                            sources=[2])  # fmt: skip
+            return Reading(facts=[fact])
 
     items = [
-        RememberItem(scope="root.acme", content="I moved to Berlin.", create_scope=True, metadata={"speaker": "Maya"})
+        RememberItem(scope="root.acme", content=text, create_scope=True, session_id="s1", metadata={"speaker": who})
+        for who, text in (("tom", "Where did you end up?"), ("Maya", "I moved to Berlin."))
     ]
     services.remember.remember(WRITER, items)
     settle(services, clock)
     services.consolidation.deps.reasoner = Recording()
     services.consolidation.start(WRITER, None)
-    assert seen == [[f"[{clock.now():%Y-%m-%d}] Maya: I moved to Berlin."]]
+    at = seen[0][0].at
+    assert seen == [[Turn(number=1, speaker="Tom", text="Where did you end up?", at=at),
+                     Turn(number=2, speaker="Maya", text="I moved to Berlin.", at=at)]]  # fmt: skip
+    [fact] = [f for f in services.store.list_facts("acme") if f.tier == "raw"]
+    assert fact.summary == "Maya lives in Berlin now." and len(fact.source_episode_ids) == 1
 
 
 def test_the_llm_schema_is_generated_from_the_proposal_model() -> None:
-    from mneme.adapters.reasoners import PROPOSAL_SCHEMA
-    from mneme.records import Proposal
+    from mneme.adapters.reasoners import ANSWER_SCHEMA, PROPOSAL_SCHEMA
 
+    assert ANSWER_SCHEMA["properties"]["facts"]["items"] is PROPOSAL_SCHEMA
     assert list(PROPOSAL_SCHEMA["properties"]) == list(Proposal.model_fields)
     assert PROPOSAL_SCHEMA["required"] == list(Proposal.model_fields)
     assert PROPOSAL_SCHEMA["properties"]["entity"]["type"] == ["string", "null"]

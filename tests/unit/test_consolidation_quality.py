@@ -3,13 +3,13 @@ roll-ups for time only and without boilerplate, replays that write nothing, clus
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from mneme.bootstrap import Services
 from mneme.consolidation.stages import MAX_HOLDS, OUTAGE
 from mneme.errors import ReasonerOutputInvalid, StoreUnavailable
-from mneme.grounding import digest
-from mneme.records import MAX_LISTED_IDS, Proposal
+from mneme.records import MAX_LISTED_IDS, Proposal, Reading
 from mneme.services.recall import RecallRequest
 from tests.unit.test_consolidation import WRITER, _scope, remember, settle
 
@@ -82,10 +82,10 @@ def test_small_talk_makes_no_fact_and_rollups_carry_no_boilerplate(services: Ser
     facts = services.store.list_facts("acme")
     assert [f.summary for f in facts if f.tier == "raw"] == ["Tom is allergic to peanuts."]
     rollups = [f for f in facts if f.tier != "raw"]
-    assert {f.tier for f in rollups} == {"daily", "weekly"}
+    assert [f.tier for f in rollups] == ["daily"]  # the week would repeat its one day: not written
     for rollup in rollups:
         assert "summary" not in rollup.summary and "observations" not in rollup.summary
-        assert rollup.summary.startswith("Tom is allergic to peanuts.")  # the period's claims, then topics
+        assert rollup.summary == "Tom is allergic to peanuts."  # the period's claims; small talk is not quoted
     precise = RecallRequest.model_validate(
         {"query": "observations", "scoring": {"strictness": "precision", "fallback": "never"}, "limit": 50}
     )
@@ -94,17 +94,36 @@ def test_small_talk_makes_no_fact_and_rollups_carry_no_boilerplate(services: Ser
     assert services.recall.recall(WRITER, summary).results == []
 
 
-def test_digest_names_the_periods_claims_and_topics_not_one_turn() -> None:
-    text = digest(
-        ["Maya lives in Berlin."],
-        ["Maya: The flat in Berlin has a balcony.", "Tom: A balcony! Lucky.", "Maya: The balcony faces the canal."],
-    )
-    assert text.startswith("Maya lives in Berlin. ")
-    assert "balcony" in text and "maya" not in text.split(". ", 1)[1]  # speakers are no topic
+def test_a_roll_up_states_the_claims_then_quotes_the_informative_sentences_with_their_speakers() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from mneme.digests import Standing, compose
+    from mneme.models import Episode
+    from mneme.records import Fact
+
+    at = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    said = ["Maya: I moved to Berlin.", "Maya: The flat in Berlin has a balcony over the canal.",
+            "Tom: A balcony! Lucky.", "Tom: Did you paint it?",
+            "Maya: We painted the kitchen sage green and the hallway white."]  # fmt: skip
+    stamps = {"content_hash": "h", "created_at": at, "author": "a", "tenant": "t", "scope_id": "s"}
+    turns = [Episode(episode_id=f"ep{n}", content=text, occurred_at=at + timedelta(minutes=n), **stamps)
+             for n, text in enumerate(said)]  # fmt: skip
+    claim = Fact(tenant="t", fact_id="fa", scope_id="s", entity="Maya", property="lives in", value="Berlin",
+                 summary="Maya lives in Berlin.", confidence=0.5, source_episode_ids=["ep0"], valid_from=at,
+                 created_at=at, updated_at=at, reinforced_at=at)  # fmt: skip
+    text = compose("daily", Standing.of([claim]), turns)
+    assert text.split("\n") == [
+        "Maya lives in Berlin.",  # the claim, then what no claim says: no question, no small talk
+        "Maya: The flat in Berlin has a balcony over the canal.",
+        "Maya: We painted the kitchen sage green and the hallway white.",
+    ]
+    moved = claim.model_copy(update={"status": "superseded"})
+    assert "Berlin." not in compose("daily", Standing.of([moved]), turns[:1])  # a superseded value is not restated
 
 
 def test_rollups_are_returned_only_for_a_period_or_their_tier(services: Services, clock: Any) -> None:
-    remember(services, "The kiln firing went well.", "Kiln firing again on Friday.", occurred_at=clock.now())
+    remember(services, "The kiln firing went well.", occurred_at=clock.now() - timedelta(days=1))  # a Saturday
+    remember(services, "Kiln firing again on Friday.", occurred_at=clock.now())  # and the Sunday: one ISO week
     consolidate(services, clock)
     plain = services.recall.recall(WRITER, RecallRequest(query="kiln firing", explain=True))
     assert all(r.tier in (None, "raw") or r.kind == "episode" for r in plain.results)
@@ -116,7 +135,8 @@ def test_rollups_are_returned_only_for_a_period_or_their_tier(services: Services
     assert {r.tier for r in period.results if r.kind == "fact"} == {"weekly"}  # a day's digest is too fine
     year = services.recall.recall(WRITER, RecallRequest(query=f"kiln firing in {clock.now():%Y}", explain=True))
     assert all(r.tier in (None, "raw") for r in year.results)  # a year is not answered by a week's digest
-    assert "rollup_finer_than_period" in {o["reason"] for o in year.explain["omitted"]}
+    assert year.explain["filters"]["rollup_tiers"] == ["quarterly", "yearly"]  # a week's is too fine for a year:
+    assert not any(o["id"].startswith("ro_") for o in year.explain["omitted"])  # never a candidate taking a place
     asked = services.recall.recall(WRITER, RecallRequest(query=f"kiln firing in {clock.now():%Y}", tiers=["weekly"]))
     assert [r.tier for r in asked.results] == ["weekly"]
 
@@ -160,31 +180,71 @@ class Rejected:
     def __init__(self) -> None:
         self.calls = 0
 
-    def propose(self, texts: Any, feedback: Any = None) -> Proposal:
+    def propose(self, turns: Any, known: Any = (), feedback: Any = None) -> Reading:
         self.calls += 1
         if self.calls % 2:
             raise ReasonerOutputInvalid("not JSON")
-        return Proposal(entity="Globex", property="p", value="nowhere", summary="Globex is nowhere.")
+        return Reading(facts=[Proposal(entity="Globex", property="p", value="nowhere", summary="Globex is nowhere.",
+                                       sources=[1])])  # fmt: skip
 
 
-def test_a_cluster_that_always_fails_is_set_aside_and_the_checkpoint_moves(services: Services, clock: Any) -> None:
+def test_a_window_that_always_fails_is_set_aside_and_the_checkpoint_moves(services: Services, clock: Any) -> None:
     ids = remember(services, *[f"Pallet {i} damaged in transit at dock {i}." for i in range(12)])
     reasoner = services.consolidation.deps.reasoner = Rejected()
     run = consolidate(services, clock)
-    assert run.status == "partial" and run.errors == []  # done, but clusters were given up on: set_aside says why
-    clusters = run.counter("cluster", "clusters")
-    assert run.counter("extract", "set_aside") == clusters and reasoner.calls == 2 * clusters
+    assert run.status == "partial" and run.errors == []  # done, but windows were given up on: set_aside says why
+    windows = run.counter("cluster", "clusters")
+    assert run.counter("extract", "set_aside") == windows == 1 and reasoner.calls == 2
     assert services.store.get_checkpoint("acme", _scope(services)).processed == len(ids)
-    assert services.store.list_dirty("acme", 10) == []
     entry = run.set_aside[0]
     assert entry["scope_id"] == _scope(services) and "not consolidated after 2 attempts" in entry["reason"]
-    assert len(entry["episode_ids"]) <= MAX_LISTED_IDS and entry["episodes"] >= 1
+    assert len(entry["episode_ids"]) <= MAX_LISTED_IDS and entry["episodes"] == len(ids)
     stored = services.consolidation.get(WRITER, run.run_id)
     assert stored.set_aside == run.set_aside
-    calls = reasoner.calls
+    assert services.store.list_dirty("acme", 10) == [("acme", _scope(services))]  # it waits to come back
     clock.advance(minutes=15)
-    assert consolidate(services, clock).counter("extract", "reasoner_calls") == 0  # nothing retried
-    assert reasoner.calls == calls
+    assert consolidate(services, clock).counter("extract", "reasoner_calls") == 0  # not before its backoff
+    assert reasoner.calls == 2
+
+
+def test_a_window_set_aside_comes_back_after_a_bounded_backoff(services: Services, clock: Any) -> None:
+    from mneme.consolidation.backoff import BACKOFF, MAX_RETURNS
+
+    # Given a window set aside (every answer refused)
+    ids = remember(services, *[f"Crate {i} of tiles left at bay {i}." for i in range(6)])
+    reasoner = services.consolidation.deps.reasoner = Rejected()
+    consolidate(services, clock)
+    # When runs come after each backoff (1, 4, 16 hours)
+    runs = []
+    for n in range(MAX_RETURNS):
+        clock.advance(seconds=(BACKOFF * 4**n).total_seconds() + 60)
+        runs.append(consolidate(services, clock))
+    # Then each offers the window again, lists it in the run, and the last gives up on it for good
+    assert [r.counter("extract", "returned") for r in runs] == [1, 1, 1] and reasoner.calls == 2 * (1 + MAX_RETURNS)
+    assert [r.returned[0]["outcome"] for r in runs] == ["set aside again", "set aside again", "given up"]
+    assert runs[-1].returned[0]["attempts"] == MAX_RETURNS + 1 and runs[-1].returned[0]["episodes"] == len(ids)
+    assert services.store.get_checkpoint("acme", _scope(services)).waiting == []
+    assert services.store.list_dirty("acme", 10) == []  # nothing waits: the scope is clean
+    clock.advance(days=30)
+    assert consolidate(services, clock).counter("extract", "reasoner_calls") == 0
+
+
+def test_a_window_that_comes_back_to_a_working_reasoner_is_consolidated(services: Services, clock: Any) -> None:
+    from mneme.consolidation.backoff import BACKOFF
+    from mneme.consolidation.reasoning import ExtractiveReasoner
+
+    [said] = remember(services, "Tom: I'm allergic to peanuts.")
+    services.consolidation.deps.reasoner = Rejected()
+    consolidate(services, clock)
+    services.consolidation.deps.reasoner = ExtractiveReasoner()  # the outage is over, the prompt fixed...
+    remember(services, "Tom: I live in Leeds.")  # and something new came meanwhile
+    clock.advance(seconds=BACKOFF.total_seconds() + 60)
+    run = consolidate(services, clock)
+    assert run.status == "succeeded" and run.counter("extract", "recovered") == 1
+    assert [(r["outcome"], r["episode_ids"]) for r in run.returned] == [("consolidated", [said])]
+    facts = {f.summary for f in services.store.list_facts("acme") if f.tier == "raw"}
+    assert facts == {"Tom is allergic to peanuts.", "Tom lives in Leeds."}
+    assert services.store.get_checkpoint("acme", _scope(services)).waiting == []
 
 
 class Down:
@@ -193,7 +253,7 @@ class Down:
     def __init__(self) -> None:
         self.calls = 0
 
-    def propose(self, texts: Any, feedback: Any = None) -> Proposal:
+    def propose(self, turns: Any, known: Any = (), feedback: Any = None) -> Reading:
         self.calls += 1
         raise StoreUnavailable("model endpoint unavailable")
 
@@ -225,26 +285,27 @@ def _scope_of(services: Services, path: str) -> str:
 def test_out_of_time_extract_commits_the_clusters_it_tried_and_leaves_the_rest_for_the_next_batch(
     services: Services, clock: Any, monkeypatch: Any
 ) -> None:
-    from mneme.consolidation import stages
+    from mneme.consolidation import extract, stages
     from mneme.consolidation.reasoning import ExtractiveReasoner
     from mneme.consolidation.service import run_batch
 
     schemes = [("Acme", "flat rate"), ("Globex", "standard rate"), ("Initech", "cash accounting"), ("Hooli", "flat")]
-    remember(services, *[f"{name}'s VAT scheme is {scheme}." for name, scheme in schemes])
+    for name, scheme in schemes:  # four sessions: four windows
+        remember(services, f"{name}'s VAT scheme is {scheme}.", session_id=f"call-{name}")
     settle(services, clock)
     deps = services.consolidation.deps
     now = [0.0]
-    monkeypatch.setattr(stages.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(extract.time, "monotonic", lambda: now[0])
     calls = 0
 
     class Slow:
         name, generative = "slow", False
 
-        def propose(self, texts: Any, feedback: Any = None) -> Proposal:
+        def propose(self, turns: Any, known: Any = (), feedback: Any = None) -> Reading:
             nonlocal calls
             calls += 1
-            now[0] += 60 if calls < 2 else 600  # the second cluster uses the task's time up
-            return ExtractiveReasoner().propose(texts, feedback)
+            now[0] += 60 if calls < 2 else 600  # the second window uses the task's time up
+            return ExtractiveReasoner().propose(turns, known, feedback)
 
     deps.reasoner = Slow()
     token = stages.DEADLINE.set(300.0)
@@ -303,13 +364,13 @@ def test_a_fact_takes_as_sources_the_episodes_it_cites(services: Services, clock
         name, generative = "citing", True
         calls = 0
 
-        def propose(self, texts: Any, feedback: Any = None) -> Proposal:
+        def propose(self, turns: Any, known: Any = (), feedback: Any = None) -> Reading:
             self.calls += 1
             assert (feedback is None) == (self.calls == 1)
-            said = next(n for n, text in enumerate(texts, 1) if "says Sam" in text)
-            cited = [3] if self.calls == 1 else [said]  # first a third episode that is not there: rejected
-            return Proposal(entity="Acme", property="VAT scheme", value="flat rate", summary="Acme pays flat-rate VAT.",
-                            sources=cited)  # fmt: skip
+            said = next(t.number for t in turns if "says Sam" in t.text)
+            cited = [3] if self.calls == 1 else [said]  # first a third turn that is not there: refused
+            return Reading(facts=[Proposal(entity="Acme", property="VAT scheme", value="flat rate",
+                                           summary="Acme pays flat-rate VAT.", sources=cited)])  # fmt: skip
 
     services.consolidation.deps.reasoner = Citing()
     run = consolidate(services, clock)
@@ -322,3 +383,17 @@ def test_a_period_of_nothing_but_small_talk_gets_no_rollup(services: Services, c
     remember(services, "Lol.", "Night!", "Haha yes.", occurred_at=clock.now())
     consolidate(services, clock)
     assert services.store.list_facts("acme") == []
+
+
+def test_an_execution_failed_on_its_data_limit_concludes_its_run(services: Services, clock: Any) -> None:
+    """States.DataLimitExceeded is terminal: no catcher sees it, the EventBridge rule hands the failure over."""
+    import json
+
+    run, targets = services.consolidation.open(WRITER, None)
+    started = json.dumps({"tenant": "acme", "run_id": run.run_id, "targets": targets})
+    why = "The state/task returned a result larger than allowed"
+    detail = {"status": "FAILED", "input": started, "error": "States.DataLimitExceeded", "cause": why}
+    event = {"detail-type": "Step Functions Execution Status Change", "detail": detail}
+    assert services.consolidation.ended(event)["status"] == "failed"
+    [error] = services.consolidation.get(WRITER, run.run_id).errors
+    assert error["message"].startswith("execution failed: States.DataLimitExceeded")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from mneme.digests import Standing
 from mneme.models import Episode
 from mneme.records import Fact
 from mneme.services.forgetting import _settlement
@@ -41,14 +42,15 @@ def test_a_claim_its_other_sources_do_not_state_is_marked_stale_and_keeps_its_so
     assert (action, update) == ("stale", {"stale": True})  # the forgotten id stays listed: maintenance keeps it stale
 
 
-def test_a_rollup_is_digested_again_from_the_claims_standing_and_the_turns_left() -> None:
-    rollup = fact(fact_id="ro_1", tier="daily", summary="Maya's favourite colour is teal. secret, fence, gate")
-    left = [episode("ep_2", "Maya painted the fence.", 5), episode("ep_3", "Maya painted the gate.", 9)]
-    action, update = _settlement(rollup, left, ("Maya's favourite colour is teal.",))
+def test_a_rollup_is_composed_again_from_the_claims_standing_and_the_turns_left() -> None:
+    rollup = fact(fact_id="ro_1", tier="daily", summary="Maya's favourite colour is teal.\nThe secret gate code.")
+    left = [episode("ep_2", "Maya painted the fence teal.", 5), episode("ep_3", "Maya painted the gate blue.", 9)]
+    standing = Standing.of([fact(**CLAIM, source_episode_ids=["ep_1", "ep_2"])])
+    action, update = _settlement(rollup, left, standing)
     assert action == "rebuilt" and update["source_episode_ids"] == ["ep_2", "ep_3"]
-    assert update["summary"] == "Maya's favourite colour is teal. maya, painted, fence, gate"
+    assert update["summary"] == "Maya's favourite colour is teal.\nMaya painted the gate blue."  # ep_2: the claim's
     assert "secret" not in update["summary"] and update["valid_from"] == T + timedelta(minutes=5)
-    assert _settlement(rollup, [episode("ep_2", "Lol, thanks!")]) == ("retracted", {})  # small talk: no digest
+    assert _settlement(rollup, [episode("ep_2", "Lol, thanks!")]) == ("retracted", {})  # small talk: no roll-up
 
 
 def test_a_summary_is_regrounded_rebuilt_or_retracted_by_what_is_left() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -15,38 +16,58 @@ from botocore.stub import ANY, Stubber
 from mneme.adapters.reasoners import BedrockReasoner, ReasonerOutputInvalid
 from mneme.consolidation.reasoning import Reasoner
 from mneme.errors import MnemeError, ReasonerRefused, StoreUnavailable, Throttled
-from mneme.records import Proposal
+from mneme.records import KnownFact, Proposal, Reading, Turn
 from tests.support.bedrock import ScriptedBedrock
 
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
-TEXTS = ["Pennine Joinery's VAT scheme is flat rate.", "Sam confirmed Pennine Joinery uses the flat rate scheme."]
+AT = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
+TURNS = [
+    Turn(number=1, speaker="Sam", text="Pennine Joinery's VAT scheme is flat rate.", at=AT),
+    Turn(number=2, speaker="Ines", text="Good. And I moved to York last week, by the way.", at=AT),
+]
+KNOWN = [KnownFact(key="F1", fact_id="fa_1", summary="Ines lives in Leeds.", since=datetime(2025, 6, 1, tzinfo=UTC))]
 GOOD = {
     "entity": "Pennine Joinery",
     "property": "VAT scheme",
     "value": "flat rate",
     "summary": "Pennine Joinery is on the flat rate VAT scheme.",
+    "sources": [1],
+    "supersedes": None,
 }
+MOVED = {"entity": "Ines", "property": "lives in", "value": "York", "summary": "Ines lives in York.", "sources": [2],
+         "supersedes": "F1"}  # fmt: skip
+ANSWER = {"summary": "Sam confirmed Pennine Joinery's VAT scheme; Ines said she moved to York.", "facts": [GOOD, MOVED]}
 # Written out here, not imported: the test pins the wire contract.
+FACT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "entity": {"type": ["string", "null"]},
+        "property": {"type": ["string", "null"]},
+        "value": {"type": ["string", "null"]},
+        "summary": {"type": "string"},
+        "sources": {"type": "array", "items": {"type": "integer"}},
+        "supersedes": {"type": ["string", "null"]},
+    },
+    "required": ["entity", "property", "value", "summary", "sources", "supersedes"],
+    "additionalProperties": False,
+}
 SCHEMA = {
     "type": "object",
     "properties": {
-        "entity": {"type": ["string", "null"], "description": ANY},
-        "property": {"type": ["string", "null"], "description": ANY},
-        "value": {"type": ["string", "null"], "description": ANY},
-        "summary": {"type": "string", "description": ANY},
-        "sources": {"type": ["array", "null"], "description": ANY, "items": {"type": "integer"}},
+        "summary": {"type": ["string", "null"], "description": ANY},
+        "facts": {"type": "array", "items": FACT_SCHEMA},
     },
-    "required": ["entity", "property", "value", "summary", "sources"],
+    "required": ["summary", "facts"],
     "additionalProperties": False,
 }
 EXPECTED = {
     "modelId": MODEL,
     "system": [{"text": ANY}],
     "messages": [{"role": "user", "content": [{"text": ANY}]}],
-    "inferenceConfig": {"maxTokens": 512, "temperature": 0.0},
+    "inferenceConfig": {"maxTokens": 2048, "temperature": 0.0},
     "toolConfig": {
-        "tools": [{"toolSpec": {"name": "record_fact", "description": ANY, "inputSchema": {"json": SCHEMA}}}],
-        "toolChoice": {"tool": {"name": "record_fact"}},
+        "tools": [{"toolSpec": {"name": "record_facts", "description": ANY, "inputSchema": {"json": SCHEMA}}}],
+        "toolChoice": {"tool": {"name": "record_facts"}},
     },
 }
 
@@ -81,8 +102,8 @@ class Recorder:
         }
         self.stubber.add_response("converse", response, expected)
 
-    def tool(self, data: Any, name: str = "record_fact") -> None:
-        self.answer({"toolUse": {**_use(data), "name": name}})
+    def tool(self, data: Any, name: str = "record_facts", stop: str = "tool_use") -> None:
+        self.answer({"toolUse": {**_use(data), "name": name}}, stop=stop)
 
     def error(self, code: str, status: int = 400) -> None:
         self.stubber.add_client_error(
@@ -107,55 +128,76 @@ def test_identity_and_port() -> None:
     assert reasoner.generative is True
 
 
-def test_request_shape_and_good_answer(bedrock: Recorder) -> None:
-    bedrock.tool(GOOD)
-    proposal = bedrock.reasoner().propose(TEXTS)
-    assert proposal == Proposal(**GOOD)
+def test_request_shape_and_a_good_answer_of_several_facts(bedrock: Recorder) -> None:
+    bedrock.tool(ANSWER)
+    reading = bedrock.reasoner().propose(TURNS, KNOWN)
+    assert reading == Reading(facts=[Proposal(**GOOD), Proposal(**MOVED)], summary=ANSWER["summary"],
+                              input_tokens=10, output_tokens=5)  # fmt: skip
     (request,) = bedrock.requests
     assert request["modelId"] == MODEL
-    assert request["toolConfig"]["toolChoice"] == {"tool": {"name": "record_fact"}}
     system = request["system"][0]["text"]
-    assert "ONE durable fact" in system and "null" in system and "own words" in system
+    assert "atomic" in system and "true as written" in system and "supersedes" in system and "sources" in system
     text = bedrock.user_text()
-    assert f"1. {TEXTS[0]}" in text and f"2. {TEXTS[1]}" in text
-    assert "rejected" not in text
+    assert "1. [2026-03-02 09:30] Sam: Pennine Joinery's VAT scheme is flat rate." in text
+    assert "2. [2026-03-02 09:30] Ines: Good. And I moved to York last week, by the way." in text
+    assert "F1: Ines lives in Leeds. (since 2025-06-01)" in text
+    assert text.index("Known facts:") < text.index("Turns:") and "refused" not in text
 
 
 def test_feedback_is_appended_on_retry(bedrock: Recorder) -> None:
-    bedrock.tool(GOOD)
-    bedrock.reasoner().propose(TEXTS, feedback="the value 'quarterly' does not appear in the episodes")
+    bedrock.tool(ANSWER)
+    bedrock.reasoner().propose(TURNS, feedback="fact 1: the value 'quarterly' does not appear in the turns it cites")
     text = bedrock.user_text()
-    assert text.index(TEXTS[1]) < text.index("Your previous answer was rejected:")
-    assert text.rstrip().splitlines()[-2].endswith("the value 'quarterly' does not appear in the episodes")
+    assert text.index(TURNS[1].text) < text.index("Your previous answer was refused:")
+    assert text.rstrip().splitlines()[-2].endswith("the value 'quarterly' does not appear in the turns it cites")
 
 
 def _use(data: Any) -> dict[str, Any]:
-    return {"toolUseId": "tooluse_1", "name": "record_fact", "input": data}
+    return {"toolUseId": "tooluse_1", "name": "record_facts", "input": data}
 
 
 def test_options_reach_the_request(bedrock: Recorder) -> None:
     expected = {**EXPECTED, "inferenceConfig": {"maxTokens": 256, "temperature": 0.2}}
-    bedrock.answer({"toolUse": _use(GOOD)}, expected=expected)
-    bedrock.reasoner(max_tokens=256, temperature=0.2).propose(TEXTS)
+    bedrock.answer({"toolUse": _use(ANSWER)}, expected=expected)
+    bedrock.reasoner(max_tokens=256, temperature=0.2).propose(TURNS)
 
 
 def test_summary_only_and_blank_fields_become_null(bedrock: Recorder) -> None:
-    bedrock.tool({"entity": " ", "property": "", "value": None, "summary": "  The team deploys on Tuesdays. "})
-    assert bedrock.reasoner().propose(TEXTS) == Proposal(summary="The team deploys on Tuesdays.")
+    fact = {"entity": " ", "property": "", "value": None, "summary": "  The team deploys on Tuesdays. ", "sources": [1],
+            "supersedes": ""}  # fmt: skip
+    bedrock.tool({"summary": " ", "facts": [fact]})
+    assert bedrock.reasoner().propose(TURNS).facts == [Proposal(summary="The team deploys on Tuesdays.", sources=[1])]
 
 
 def test_text_before_the_tool_call_is_ignored(bedrock: Recorder) -> None:
-    bedrock.answer({"text": "Let me record that."}, {"toolUse": _use(GOOD)})
-    assert bedrock.reasoner().propose(TEXTS).value == "flat rate"
+    bedrock.answer({"text": "Let me record that."}, {"toolUse": _use(ANSWER)})
+    assert [f.value for f in bedrock.reasoner().propose(TURNS).facts] == ["flat rate", "York"]
 
 
 def test_stringified_tool_input_is_accepted(bedrock: Recorder) -> None:
-    bedrock.tool(json.dumps(GOOD))
-    assert bedrock.reasoner().propose(TEXTS) == Proposal(**GOOD)
+    bedrock.tool(json.dumps(ANSWER))
+    assert bedrock.reasoner().propose(TURNS).facts == [Proposal(**GOOD), Proposal(**MOVED)]
+
+
+def test_a_partly_malformed_answer_keeps_its_valid_facts(bedrock: Recorder) -> None:
+    bad = [{**GOOD, "value": 20}, {"entity": "Ines", "summary": None, "sources": [2]}, "a sentence", {**GOOD,
+           "summary": "x" * 401}]  # fmt: skip
+    bedrock.tool({"summary": None, "facts": [*bad, MOVED]})
+    reading = bedrock.reasoner().propose(TURNS)
+    assert reading.facts == [Proposal(**MOVED)]
+    assert [p.split(" is not valid")[0] for p in reading.problems] == ["fact 1", "fact 2", "fact 3", "fact 4"]
+
+
+def test_an_answer_cut_at_max_tokens_keeps_the_facts_before_the_cut(bedrock: Recorder) -> None:
+    cut = json.dumps(ANSWER)[:-40]  # the second fact is cut off
+    bedrock.tool(cut, stop="max_tokens")
+    reading = bedrock.reasoner().propose(TURNS)
+    assert reading.facts == [Proposal(**GOOD)] and reading.summary == ANSWER["summary"]
+    assert reading.problems and "cut short" in reading.problems[0]
 
 
 def converse_reply(data: Any) -> dict[str, Any]:
-    use = {"toolUseId": "t1", "name": "record_fact", "input": data}
+    use = {"toolUseId": "t1", "name": "record_facts", "input": data}
     message = {"role": "assistant", "content": [{"toolUse": use}]}
     return {"output": {"message": message}, "stopReason": "tool_use", "usage": {}, "metrics": {"latencyMs": 1}}
 
@@ -164,8 +206,10 @@ def test_throttled_twice_then_success_backs_off_without_sleeping(monkeypatch: py
     scripted = ScriptedBedrock(monkeypatch, max_attempts=4)
     scripted.error("ThrottlingException", 429)
     scripted.error("ThrottlingException", 429)
-    scripted.ok(converse_reply(GOOD))
-    assert BedrockReasoner(MODEL, client=scripted.client).propose(TEXTS) == Proposal(**GOOD)
+    scripted.ok(converse_reply(ANSWER))
+    reading = BedrockReasoner(MODEL, client=scripted.client).propose(TURNS)
+    assert reading.facts == [Proposal(**GOOD), Proposal(**MOVED)]
+    assert reading.input_tokens > 100 and reading.output_tokens == 0  # no usage given: the prompt's size, estimated
     assert scripted.sent == 3
     assert len(scripted.delays) == 2  # botocore's backoff, recorded instead of slept
 
@@ -175,7 +219,7 @@ def test_throttling_exhausted_is_throttled(monkeypatch: pytest.MonkeyPatch) -> N
     for _ in range(4):
         scripted.error("ThrottlingException", 429)
     with pytest.raises(Throttled) as info:
-        BedrockReasoner(MODEL, client=scripted.client).propose(TEXTS)
+        BedrockReasoner(MODEL, client=scripted.client).propose(TURNS)
     assert "4 attempts" in info.value.message
     assert scripted.sent == 4
 
@@ -191,7 +235,7 @@ def test_transient_errors_are_retried_then_store_unavailable(
     for _ in range(2):
         scripted.error(code, status)
     with pytest.raises(StoreUnavailable) as info:
-        BedrockReasoner(MODEL, client=scripted.client).propose(TEXTS)
+        BedrockReasoner(MODEL, client=scripted.client).propose(TURNS)
     assert code in info.value.message
     assert scripted.sent == calls  # botocore does not retry a model timeout
 
@@ -207,7 +251,7 @@ def test_transient_errors_are_retried_then_store_unavailable(
 def test_request_and_permission_faults_are_not_retried(bedrock: Recorder, code: str, mapped: str) -> None:
     bedrock.error(code, 403 if code == "AccessDeniedException" else 400)
     with pytest.raises(MnemeError) as info:
-        bedrock.reasoner().propose(TEXTS)
+        bedrock.reasoner().propose(TURNS)
     assert type(info.value) is ReasonerRefused
     assert info.value.code == mapped
     assert MODEL in info.value.message
@@ -216,10 +260,10 @@ def test_request_and_permission_faults_are_not_retried(bedrock: Recorder, code: 
 def test_text_only_answer_is_invalid_output(bedrock: Recorder) -> None:
     bedrock.answer({"text": "Pennine Joinery uses the flat rate scheme."}, stop="end_turn")
     with pytest.raises(ReasonerOutputInvalid) as info:
-        bedrock.reasoner().propose(TEXTS)
+        bedrock.reasoner().propose(TURNS)
     assert info.value.code == "reasoner_output_invalid"
     assert info.value.status == 502
-    assert "did not call record_fact" in info.value.message
+    assert "did not call record_facts" in info.value.message
     assert "end_turn" in info.value.message
     assert len(bedrock.requests) == 1  # not retried here: the extract stage retries with feedback
 
@@ -227,22 +271,22 @@ def test_text_only_answer_is_invalid_output(bedrock: Recorder) -> None:
 @pytest.mark.parametrize(
     "data",
     [
-        {"entity": "Pennine Joinery", "property": "VAT scheme", "value": "flat rate"},  # summary missing
-        {**GOOD, "value": 20},  # not a string
+        {"summary": "s", "facts": [{**GOOD, "summary": None}]},  # its one fact has no summary
+        {"summary": "s", "facts": "not a list"},
         ["not", "an", "object"],
         "{not json",
     ],
 )
-def test_malformed_tool_input_is_invalid_output(bedrock: Recorder, data: Any) -> None:
+def test_an_answer_without_one_valid_fact_is_invalid_output(bedrock: Recorder, data: Any) -> None:
     bedrock.tool(data)
     with pytest.raises(ReasonerOutputInvalid):
-        bedrock.reasoner().propose(TEXTS)
+        bedrock.reasoner().propose(TURNS)
 
 
 def test_another_tool_is_not_an_answer(bedrock: Recorder) -> None:
-    bedrock.tool(GOOD, name="something_else")
+    bedrock.tool(ANSWER, name="something_else")
     with pytest.raises(ReasonerOutputInvalid):
-        bedrock.reasoner().propose(TEXTS)
+        bedrock.reasoner().propose(TURNS)
 
 
 def test_network_failures_are_retried_then_store_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -251,7 +295,7 @@ def test_network_failures_are_retried_then_store_unavailable(monkeypatch: pytest
     scripted.unreachable()
     scripted.unreachable()
     with pytest.raises(StoreUnavailable, match="unreachable"):
-        BedrockReasoner(MODEL, client=scripted.client).propose(TEXTS)
+        BedrockReasoner(MODEL, client=scripted.client).propose(TURNS)
     assert scripted.sent == 3 and len(scripted.delays) == 2
 
 
@@ -266,40 +310,19 @@ def test_client_is_created_lazily_with_botocore_standard_retries(monkeypatch: py
     monkeypatch.setattr(boto3, "client", fake_client)
     reasoner = BedrockReasoner(MODEL, region_name="eu-west-2")
     assert created == []
-    stubbed.tool(GOOD)
-    stubbed.tool(GOOD)
+    stubbed.tool(ANSWER)
+    stubbed.tool(ANSWER)
     with stubbed.stubber:
-        reasoner.propose(TEXTS)
-        reasoner.propose(TEXTS)
+        reasoner.propose(TURNS)
+        reasoner.propose(TURNS)
     assert len(created) == 1
     assert created[0]["service"] == "bedrock-runtime" and created[0]["region_name"] == "eu-west-2"
     assert created[0]["config"].retries == {"mode": "standard", "total_max_attempts": 4}
 
 
-def test_long_clusters_are_cut_to_the_prompt_budget(bedrock: Recorder) -> None:
-    bedrock.tool(GOOD)
-    bedrock.reasoner(max_prompt_chars=2_000).propose(["word " * 1000, "short one"])
+def test_long_windows_are_cut_to_the_prompt_budget(bedrock: Recorder) -> None:
+    bedrock.tool(ANSWER)
+    long = [Turn(number=1, speaker="Sam", text="word " * 1000, at=AT), Turn(number=2, text="short one", at=AT)]
+    bedrock.reasoner(max_prompt_chars=2_000).propose(long)
     text = bedrock.user_text()
-    assert len(text) < 2_000 and "[…]" in text and "2. short one" in text
-
-
-def test_the_answer_cites_the_episodes_that_state_the_fact(bedrock: Recorder) -> None:
-    bedrock.tool({**GOOD, "sources": [1]})
-    proposal = bedrock.reasoner().propose(TEXTS)
-    assert proposal.sources == [1]
-    system = bedrock.requests[0]["system"][0]["text"]
-    assert "atomic" in system and "self-contained" in system and "sources" in system
-
-
-@pytest.mark.parametrize(
-    "data",
-    [
-        {"entity": "Pennine Joinery", "property": "VAT scheme", "value": "flat rate"},  # cut off before the summary
-        {**GOOD, "sources": "1"},  # not a list of numbers
-        {**GOOD, "sources": ["first"]},
-    ],
-)
-def test_a_partial_or_malformed_answer_is_invalid_output(bedrock: Recorder, data: Any) -> None:
-    bedrock.answer({"toolUse": _use(data)}, stop="max_tokens")
-    with pytest.raises(ReasonerOutputInvalid):
-        bedrock.reasoner().propose(TEXTS)
+    assert len(text) < 2_000 and "[…]" in text and "2. [2026-03-02 09:30] short one" in text

@@ -1114,6 +1114,16 @@ export interface components {
          *     fetched alone. `version` is what a correction (PATCH) sends back.
          */
         FactRecord: {
+            /**
+             * Changed At
+             * @default null
+             */
+            changed_at?: string | null;
+            /**
+             * Changed By
+             * @default null
+             */
+            changed_by?: string | null;
             /** Confidence */
             confidence: number;
             /**
@@ -1157,6 +1167,11 @@ export interface components {
             reinforced_at: string;
             /** Scope */
             scope: string;
+            /**
+             * Settled
+             * @default null
+             */
+            settled?: components["schemas"]["Settled"][] | null;
             /** Source Episode Ids */
             source_episode_ids: string[];
             /**
@@ -1879,8 +1894,8 @@ export interface components {
         };
         /**
          * RunView
-         * @description A consolidation run: status, per-stage counters and errors, the facts it wrote and the clusters
-         *     it set aside (with why).
+         * @description A consolidation run: status, per-stage counters and errors (extract counts reasoner calls and tokens),
+         *     the facts it wrote, the windows it set aside (with why) and those set aside before that it offered again.
          */
         RunView: {
             /**
@@ -1898,6 +1913,14 @@ export interface components {
             finished_at?: string | null;
             /** Requested By */
             requested_by: string;
+            /**
+             * Returned
+             * @description windows set aside before that it offered again (the first 50): scope_id, outcome (consolidated, set aside again, given up), attempts, episodes, episode_ids (first 5)
+             * @default []
+             */
+            returned?: {
+                [key: string]: unknown;
+            }[];
             /** Run Id */
             run_id: string;
             /**
@@ -1907,7 +1930,7 @@ export interface components {
             scopes?: string[];
             /**
              * Set Aside
-             * @description clusters it gave up on (the first 50): scope_id, stage, reason, episodes, episode_ids (first 5)
+             * @description windows it set aside, to be offered again after a backoff (the first 50): scope_id, stage, reason, episodes, episode_ids (first 5)
              * @default []
              */
             set_aside?: {

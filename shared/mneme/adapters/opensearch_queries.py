@@ -128,8 +128,9 @@ def filter_clauses(flt: SearchFilter) -> list[dict[str, Any]]:
     if flt.session_id is not None:
         clauses.append({"term": {"session_id": flt.session_id}})
     clauses += [{"terms": {"metadata": terms}} for terms in flt.metadata_clauses()]
-    if not flt.rollups:  # no fact of a tier other than raw
-        other_tier = {"bool": {"must_not": [{"term": {"tier": "raw"}}]}}
+    if not flt.rollups or flt.rollup_tiers is not None:  # no fact of a tier other than raw (or those named)
+        kept = sorted(flt.rollup_tiers or []) if flt.rollups else []
+        other_tier = {"bool": {"must_not": [{"terms": {"tier": ["raw", *kept]}}]}}
         clauses.append({"bool": {"must_not": [{"bool": {"filter": [{"term": {"kind": "fact"}}, other_tier]}}]}})
     public: dict[str, Any] = {"bool": {"must_not": [{"exists": {"field": "visible_to"}}]}}
     if flt.principal is None:

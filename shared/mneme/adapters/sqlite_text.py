@@ -144,6 +144,11 @@ def filter_sql(flt: SearchFilter, params: dict[str, object]) -> str:
         clauses.append(f"d.id IN (SELECT doc FROM doc_meta WHERE tenant = :tenant AND term IN ({marks}))")
     if not flt.rollups:
         clauses.append("NOT (d.kind = 'fact' AND d.tier <> 'raw')")
+    elif flt.rollup_tiers is not None:
+        names = [f"rollup_tier{i}" for i in range(len(flt.rollup_tiers))]
+        params.update(zip(names, sorted(flt.rollup_tiers), strict=True))
+        kept = f" AND d.tier NOT IN ({', '.join(':' + n for n in names)})" if names else ""
+        clauses.append(f"NOT (d.kind = 'fact' AND d.tier <> 'raw'{kept})")
     params["principal"] = flt.principal
     clauses.append("(d.visible_to IS NULL OR d.visible_to = :principal)")
     return "".join(f" AND {c}" for c in clauses)

@@ -419,8 +419,13 @@ class VectorCache:
             mask &= self._occ[:n] < utc_micros(flt.until)
         if flt.session_id is not None:
             mask &= self._session[:n] == self._codes.get(flt.session_id, -2)
-        if not flt.rollups:
-            mask &= (self._kind[:n] != self._codes.get("fact", -2)) | (self._tier[:n] == self._codes.get("raw", -2))
+        if not flt.rollups or flt.rollup_tiers is not None:
+            kept = among(flt.rollup_tiers) if flt.rollups and flt.rollup_tiers else []
+            mask &= (
+                (self._kind[:n] != self._codes.get("fact", -2))
+                | (self._tier[:n] == self._codes.get("raw", -2))
+                | np.isin(self._tier[:n], kept)
+            )
         principal = -2 if flt.principal is None else self._codes.get(flt.principal, -2)
         mask &= (self._visible[:n] == -1) | (self._visible[:n] == principal)
         if allowed is not None:

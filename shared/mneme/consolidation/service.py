@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
 
-from mneme.consolidation.stages import DEADLINE, STAGES, Batch, Deps, maintain_facts
+from mneme.consolidation.stages import DEADLINE, STAGES, Batch, Deps, Working, maintain_facts
 from mneme.errors import InvalidInput, MnemeError, NotFound
 from mneme.models import Principal
 from mneme.observability import logger
@@ -222,6 +222,7 @@ class ConsolidationService:
                 _merge(run, stage, counters, [e for e in batch.errors if e["stage"] == stage])
             if not batch.errors:  # the checkpoint moved past them (a held batch tries them again)
                 run.record_set_aside(batch.set_aside)
+                run.record_returned(batch.returned)
             if batch.errors or not batch.full:
                 break
 
@@ -229,11 +230,12 @@ class ConsolidationService:
 def run_batch(deps: Deps, batch: Batch, progress: Progress | None = None) -> Batch:
     """Every stage in order. A stage that raises is recorded; only the checkpoint (which holds) runs after it."""
     failed = False
+    work = Working.of(deps, batch)
     for name, stage in STAGES:
         if failed and name != "checkpoint":
             continue
         try:
-            batch = stage(deps, batch)
+            batch = stage(deps, batch, work)
         except MnemeError as e:
             batch.fail(name, f"{e.code}: {e.message}", episode_ids=batch.episode_ids)
             failed = True
@@ -305,10 +307,11 @@ def finish(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
         for name, counters in batch.counters.items():
             _merge(run, name, counters, [e for e in batch.errors if e["stage"] == name])
     scope_ids = sorted({b.scope_id for b in batches} - {"*"})
-    if run.counter("extract", "set_aside"):  # listed by each scope's checkpoint, not carried by the Map
-        for scope_id in scope_ids:
-            kept = deps.store.get_checkpoint(run.tenant, scope_id).set_aside
-            run.record_set_aside([e for e in kept if e.get("run_id") == run.run_id])
+    if run.counter("extract", "set_aside") or run.counter("extract", "returned"):  # listed by each scope's
+        for scope_id in scope_ids:  # checkpoint, not carried by the Map
+            kept = deps.store.get_checkpoint(run.tenant, scope_id)
+            run.record_set_aside([e for e in kept.set_aside if e.get("run_id") == run.run_id])
+            run.record_returned([e for e in kept.returned if e.get("run_id") == run.run_id])
     list_written(deps, run, scope_ids)
     run.conclude(deps.clock.now())
     deps.store.put_run(run)
@@ -320,4 +323,5 @@ def run_stage(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
     stages = dict(STAGES)
     if event["stage"] not in stages:
         raise InvalidInput(f"unknown stage {event['stage']!r}", code="unknown_stage")
-    return stages[event["stage"]](deps, Batch.model_validate(event["batch"])).model_dump(mode="json")
+    batch = Batch.model_validate(event["batch"])
+    return stages[event["stage"]](deps, batch, Working.of(deps, batch)).model_dump(mode="json")

@@ -184,8 +184,8 @@ class RunStarted(BaseModel):
 
 
 class RunView(BaseModel):
-    """A consolidation run: status, per-stage counters and errors, the facts it wrote and the clusters
-    it set aside (with why)."""
+    """A consolidation run: status, per-stage counters and errors (extract counts reasoner calls and tokens),
+    the facts it wrote, the windows it set aside (with why) and those set aside before that it offered again."""
 
     run_id: str
     status: RunStatus
@@ -199,7 +199,13 @@ class RunView(BaseModel):
     )
     set_aside: list[dict[str, Any]] = Field(
         default=[],
-        description="clusters it gave up on (the first 50): scope_id, stage, reason, episodes, episode_ids (first 5)",
+        description="windows it set aside, to be offered again after a backoff (the first 50): scope_id, stage, "
+        "reason, episodes, episode_ids (first 5)",
+    )
+    returned: list[dict[str, Any]] = Field(
+        default=[],
+        description="windows set aside before that it offered again (the first 50): scope_id, outcome "
+        "(consolidated, set aside again, given up), attempts, episodes, episode_ids (first 5)",
     )
 
     @property
@@ -255,6 +261,8 @@ class FactRecord(BaseModel):
     superseded_by: str | None = None
     status: str
     stale: bool
+    changed_by: str | None = None  # the later episode that changed its subject (then stale)
+    changed_at: datetime | None = None
     version: int
     created_at: datetime
     updated_at: datetime
@@ -262,6 +270,7 @@ class FactRecord(BaseModel):
     sources: list[EpisodeRecord] | None = None  # GET /v1/facts/{id}: its source episodes still remembered
     missing_sources: list[str] | None = None  # ... and the ids of those forgotten or erased since
     history: list[dict[str, Any]] | None = None  # ... and its corrections: who, when, before and after, why
+    settled: list[Settled] | None = None  # PATCH: the roll-ups composed again, the summaries retracted
 
 
 class EpisodePage(BaseModel):

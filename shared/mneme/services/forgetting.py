@@ -10,8 +10,13 @@ feed and a record of who forgot it, when and why, and settles what was derived f
 - a summary is re-grounded when the remaining sources hold all its words, else rebuilt from them (the most
   central text, as the extractive reasoner would), or retracted when one source is left (a lone episode with no
   claim stays an episode);
-- a roll-up is digested again from the claims still standing and the turns left in its period (no word of the
+- a roll-up is composed again from the claims still standing and the turns left in its period (no word of the
   forgotten turn stays in it), or retracted when none is left or only small talk.
+
+Forgetting or correcting a fact settles what carried its value: each roll-up built from its sources is composed
+again without the turns that stated the forgotten (or corrected) value, which it no longer quotes or counts as
+sources, and a generative reasoner's summary of a conversation that states that value is retracted; they are
+listed in `settled`. No forgotten or corrected value can be read back through a derived record.
 
 The turns that followed a forgotten turn in its session are indexed again: their search text held it as context.
 """
@@ -22,11 +27,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from mneme.digests import Standing, compose
 from mneme.errors import Forbidden
-from mneme.grounding import central, confidence, digest, grounding_error, utterance
+from mneme.grounding import central, confidence, supported, utterance
 from mneme.models import Episode, Forgotten, HistoryEntry, Principal, Role, SessionPosition, session_position
 from mneme.ports import Clock, Embedder, EpisodeStore, ErasureStore, FactStore, MemoryStore
-from mneme.records import Fact, Proposal, is_claim
+from mneme.records import Fact, is_claim
 from mneme.services.indexing import CONTEXT_WINDOW, Indexer
 from mneme.services.records import RecordsService, not_found
 from mneme.text import terms
@@ -66,8 +72,10 @@ class ForgetService:
     def forget_fact(self, caller: Principal, fact_id: str, reason: str | None = None) -> dict[str, Any]:
         if not caller.has(Role.approver):
             raise Forbidden("forgetting a fact needs the approver role")
+        fact = self.store.get_facts(caller.tenant, [fact_id]).get(fact_id)
         self._retract(caller, fact_id, reason)
-        return {"id": fact_id, "kind": "fact", "forgotten": True, "settled": []}  # nothing derives from a fact
+        settled = self._unsay(caller, fact, f"fact {fact_id} forgotten") if fact is not None else []
+        return {"id": fact_id, "kind": "fact", "forgotten": True, "settled": settled}
 
     def correct_fact(self, caller: Principal, fact_id: str, version: int, changes: dict[str, Any]) -> dict[str, Any]:
         """Change a fact's fields (summary, entity, property, value, confidence, valid_until) at `version`;
@@ -93,7 +101,10 @@ class ForgetService:
                          changes={k: [_plain(b), _plain(a)] for k, (b, a) in diff.items()})
         )  # fmt: skip
         self.indexer.index_facts([corrected])
-        return self.records.fact_view(caller.tenant, corrected)
+        settled = []
+        if {"summary", "entity", "property", "value"} & diff.keys():
+            settled = self._unsay(caller, fact, f"fact {fact_id} corrected", corrected)
+        return {**self.records.fact_view(caller.tenant, corrected), "settled": settled}
 
     # -- settling what derives from a forgotten episode -------------------------------------
     def _settle(self, caller: Principal, episode: Episode) -> list[dict[str, str]]:
@@ -107,27 +118,74 @@ class ForgetService:
         for fact in touched:
             present = self.store.get_episodes(tenant, [i for i in fact.source_episode_ids if i != gone], vectors=False)
             left = [present[i] for i in fact.source_episode_ids if i in present]
-            claims = () if fact.tier == "raw" else _claims_standing(facts, standing, left)
-            action, update = _settlement(fact, left, claims)
+            now = Standing.of([f for f in (standing.get(f.fact_id, f) for f in facts) if f is not None])
+            action, update = _settlement(fact, left, now)
             if action == "retracted":
                 standing[fact.fact_id] = None
                 why = f"every episode it was drawn from was forgotten ({gone})"
                 settled += self._retract(caller, fact.fact_id, why)
                 continue
             settled.append({"id": fact.fact_id, "action": action})
-            after = fact.model_copy(update={**update, "version": fact.version + 1, "updated_at": self.clock.now()})
+            after = self._changed(caller, fact, update, f"{action}: source episode {gone} forgotten")
             standing[fact.fact_id] = after
-            changed.append(self._embedded(after) if "summary" in update else after)
-            self.store.add_history(
-                HistoryEntry(tenant=tenant, memory_id=fact.fact_id, version=fact.version + 1, action="corrected",
-                             actor=caller.principal, status=fact.status, at=self.clock.now(),
-                             reason=f"{action}: source episode {gone} forgotten",
-                             changes={"source_episode_ids": [fact.source_episode_ids, after.source_episode_ids]})
-            )  # fmt: skip
+            changed.append(after)
+        for fact in facts:  # a claim marked changed by the forgotten turn stands as current again
+            if fact.changed_by == gone and fact.fact_id not in standing:
+                changed.append(fact.model_copy(update={"changed_by": None, "changed_at": None, "stale": False}))
         if changed:
             self.store.put_facts(changed)
             self.indexer.index_facts(changed)
         return settled
+
+    # -- settling what carried a forgotten or corrected fact's value --------------------------
+    def _unsay(self, caller: Principal, fact: Fact, why: str, corrected: Fact | None = None) -> list[dict[str, str]]:
+        """Compose again every roll-up built from the fact's sources, and retract the conversation summaries that
+        state its value. A forgotten fact's turns that state its value leave the roll-ups (neither quoted nor
+        counted as their sources); a corrected one's stay, stated by its corrected claim (a roll-up never
+        quotes the turns a standing claim rests on)."""
+        tenant = caller.tenant
+        facts = [f for f in self.store.list_facts(tenant, fact.scope_id) if f.fact_id != fact.fact_id]
+        facts += [corrected] if corrected is not None else []
+        withheld: set[str] = set()
+        if corrected is None:
+            sources = self.store.get_episodes(tenant, fact.source_episode_ids, vectors=False)
+            stating = {i for i, e in sources.items() if _states(fact, utterance(e))}
+            withheld = stating if is_claim(fact) else set(fact.source_episode_ids)
+        settled: list[dict[str, str]] = []
+        for summary in [f for f in facts if f.tier == "raw" and not f.entity and f.status == "active"]:
+            if is_claim(fact) and _states(fact, summary.summary):
+                settled += self._retract(caller, summary.fact_id, f"it stated the value of {why}")
+                facts.remove(summary)
+        standing, changed = Standing.of(facts), []
+        carried = [f for f in facts if f.tier != "raw" and set(f.source_episode_ids) & set(fact.source_episode_ids)]
+        for rollup in carried:
+            kept = [i for i in rollup.source_episode_ids if i not in withheld]
+            found = self.store.get_episodes(tenant, kept, vectors=False)
+            left = sorted(found.values(), key=lambda e: (e.occurred_at, e.created_at, e.sequence))
+            text = compose(rollup.tier, standing, left) if left else ""
+            if not text:
+                settled += self._retract(caller, rollup.fact_id, f"nothing of its period is left once {why}")
+                continue
+            update = {"summary": text, "source_episode_ids": [e.episode_id for e in left],
+                      "confidence": confidence(len(left), False), "valid_from": left[0].occurred_at}  # fmt: skip
+            changed.append(self._changed(caller, rollup, update, f"rebuilt: {why}"))
+            settled.append({"id": rollup.fact_id, "action": "rebuilt"})
+        if changed:
+            self.store.put_facts(changed)
+            self.indexer.index_facts(changed)
+        return settled
+
+    def _changed(self, caller: Principal, fact: Fact, update: dict[str, Any], reason: str) -> Fact:
+        """The fact with `update` applied (a new version, embedded again when its summary changed), its history
+        entry written."""
+        now = self.clock.now()
+        after = fact.model_copy(update={**update, "version": fact.version + 1, "updated_at": now})
+        self.store.add_history(
+            HistoryEntry(tenant=caller.tenant, memory_id=fact.fact_id, version=after.version, action="corrected",
+                         actor=caller.principal, status=fact.status, at=now, reason=reason,
+                         changes={"source_episode_ids": [fact.source_episode_ids, after.source_episode_ids]})
+        )  # fmt: skip
+        return self._embedded(after) if "summary" in update else after
 
     def _retract(self, caller: Principal, fact_id: str, reason: str | None) -> list[dict[str, str]]:
         tenant = caller.tenant
@@ -168,34 +226,30 @@ class ForgetService:
         return fact.model_copy(update={"vector": vector, "model_id": self.embedder.model_id})
 
 
-def _claims_standing(facts: list[Fact], standing: dict[str, Fact | None], left: list[Episode]) -> tuple[str, ...]:
-    """The claims a roll-up rebuilt on `left` states: active, not stale, drawn from one of those episodes, as
-    settled by this forgetting (a retracted or stale claim is not restated), oldest first."""
-    ids = {e.episode_id for e in left}
-    now = [standing.get(f.fact_id, f) for f in facts]
-    stated = [f for f in now if f is not None and f.tier == "raw" and f.status == "active" and not f.stale]
-    stated = [f for f in stated if is_claim(f) and ids & set(f.source_episode_ids)]
-    return tuple(f.summary for f in sorted(stated, key=lambda f: (f.valid_from, f.fact_id)))
+def _states(fact: Fact, text: str) -> bool:
+    """Does the text state the fact's value about its entity (a claim), or hold its summary's words?"""
+    if is_claim(fact):
+        return supported(fact.entity, fact.value, [text])
+    return terms(fact.summary) <= terms(text)
 
 
-def _settlement(fact: Fact, left: list[Episode], claims: tuple[str, ...] = ()) -> tuple[str, dict[str, Any]]:
+def _settlement(fact: Fact, left: list[Episode], standing: Standing | None = None) -> tuple[str, dict[str, Any]]:
     """What becomes of a fact one of whose sources was forgotten: (action, the fields to change). A roll-up
-    is digested again from `claims` and the turns left, so no word of the forgotten turn stays in it."""
+    is composed again from the facts standing and the turns left, so no word of the forgotten turn stays in it."""
     if not left:
         return "retracted", {}
     kept = [e.episode_id for e in left]
     texts = [utterance(e) for e in left]
     if fact.tier != "raw":
-        summary = digest(list(claims), texts)
-        if not summary:  # nothing but small talk is left: no digest to keep
+        turns = sorted(left, key=lambda e: (e.occurred_at, e.created_at, e.sequence))
+        summary = compose(fact.tier, standing or Standing.of([]), turns)
+        if not summary:  # nothing but small talk is left: no roll-up to keep
             return "retracted", {}
-        valid_from = min(e.occurred_at for e in left)
-        return "rebuilt", {"summary": summary, "source_episode_ids": kept, "valid_from": valid_from,
+        return "rebuilt", {"summary": summary, "source_episode_ids": kept, "valid_from": turns[0].occurred_at,
                            "confidence": confidence(len(left), False)}  # fmt: skip
     if fact.entity and fact.value:
-        claim = Proposal(entity=fact.entity, property=fact.property, value=fact.value, summary=fact.summary)
-        if grounding_error(claim, texts, generative=False) is None:
-            return "regrounded", {"source_episode_ids": kept, "stale": False}
+        if supported(fact.entity, fact.value, texts):
+            return "regrounded", {"source_episode_ids": kept, "stale": fact.changed_by is not None}
         return "stale", {"stale": True}
     if terms(fact.summary) <= set().union(*(terms(t) for t in texts)):
         return "regrounded", {"source_episode_ids": kept}

@@ -20,7 +20,7 @@ from mneme.models import Episode, Memory, session_position
 from mneme.observability import logger, metrics
 from mneme.ports import ConsolidationStore, Embedder, EpisodeStore, FactStore, MemoryStore, SearchIndex
 from mneme.records import Fact
-from mneme.search_models import IndexDocument, merged_terms, metadata_terms
+from mneme.search_models import IndexDocument, metadata_terms, shared_terms
 from mneme.services.scopes import ScopeService
 from mneme.text import date_words
 
@@ -96,7 +96,7 @@ class Indexer:
     def _ancestors(self, tenant: str, scope_id: str) -> list[str]:
         return [scope.scope_id for scope in self.scopes.chain_of(tenant, scope_id).chain]
 
-    def _ancestors_of(self, scopes: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[str]]:
+    def ancestors_of(self, scopes: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[str]]:
         """The ancestor ids (root first, the scope last) of every (tenant, scope_id) in `scopes`: one store
         read per tree level and tenant (`ScopeService.chains_of`), not one per scope and level."""
         by_tenant: dict[str, list[str]] = {}
@@ -130,7 +130,7 @@ class Indexer:
 
     def _documents(self, episodes: Sequence[Episode], vectors: dict[str, list[float]]) -> list[IndexDocument]:
         context = self.session_context(episodes)
-        ancestors = self._ancestors_of((e.tenant, e.scope_id) for e in episodes)
+        ancestors = self.ancestors_of((e.tenant, e.scope_id) for e in episodes)
         return [
             IndexDocument(
                 tenant=episode.tenant,
@@ -216,21 +216,28 @@ class Indexer:
             return False
         return True
 
-    def index_facts(self, facts: Sequence[Fact]) -> None:
+    def index_facts(
+        self,
+        facts: Sequence[Fact],
+        sources: Mapping[str, Episode] | None = None,
+        ancestors: Mapping[tuple[str, str], list[str]] | None = None,
+    ) -> None:
         """Facts carry their vectors (embedded at commit) and the metadata of their source episodes (a
-        metadata filter finds the facts drawn from what it selects); a failed write is repaired by `rebuild`."""
-        ancestors = self._ancestors_of((f.tenant, f.scope_id) for f in facts)
+        metadata filter finds the facts drawn from what it selects); `sources`: those episodes when the caller
+        has read them (a source absent from it is gone), else they are read here; `ancestors`: their scopes'
+        ancestor ids (`ancestors_of`) when the caller has them. A failed write is repaired by `rebuild`."""
+        ancestors = ancestors or self.ancestors_of((f.tenant, f.scope_id) for f in facts)
         try:
-            sources: dict[str, Episode] = {}
-            for tenant in {f.tenant for f in facts}:
+            found: dict[str, Episode] = dict(sources or {})
+            for tenant in {f.tenant for f in facts} if sources is None else ():
                 wanted = [i for f in facts if f.tenant == tenant for i in f.source_episode_ids]
-                sources.update(self.store.get_episodes(tenant, wanted, vectors=False))
+                found.update(self.store.get_episodes(tenant, wanted, vectors=False))
             docs = [
                 IndexDocument(
                     tenant=fact.tenant, doc_id=fact.fact_id, kind="fact", scope_id=fact.scope_id,
                     ancestor_ids=ancestors[(fact.tenant, fact.scope_id)], text=fact_text(fact), vector=fact.vector,
                     model_id=fact.model_id, occurred_at=fact.valid_from, tier=fact.tier,
-                    metadata_terms=merged_terms([sources[i].metadata for i in fact.source_episode_ids if i in sources]),
+                    metadata_terms=shared_terms([found[i].metadata for i in fact.source_episode_ids if i in found]),
                 )
                 for fact in facts
             ]  # fmt: skip

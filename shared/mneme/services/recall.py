@@ -193,8 +193,10 @@ class RecallService:
             metadata=as_filter(request.metadata),
         )
         when = query_time(request.query, request.as_of or self.clock.now())
-        # roll-ups are for time: searched only when the query names a period or `tiers` names theirs
-        flt = flt.model_copy(update={"rollups": recall_select.rollups_asked(request, when)})
+        # roll-ups are for time: searched only when the query names a period (those coarse enough for it) or
+        # `tiers` names theirs
+        flt = flt.model_copy(update={"rollups": recall_select.rollups_asked(request, when),
+                                     "rollup_tiers": recall_select.rollup_tiers(request, when)})  # fmt: skip
         run = Run(
             deps=self.deps(),
             caller=caller,

@@ -26,7 +26,8 @@ GROUNDING_LINES = 3  # source turns a claim fact shows beside it, at most
 # -- select --------------------------------------------------------------------------------------
 def select(run: Run) -> None:
     """Roll-ups only when asked for (`rollups_asked`); a claim fact folds the source turns that state it
-    (its grounding turns: the fact shows them beside it and outranks them), a summary folds nothing; then
+    (its grounding turns: the fact shows them beside it and outranks them, unless it has since changed), a
+    summary folds nothing; then
     one place per observation (`one_place`) and the best `limit` are selected; the rest are omitted with
     reason `limit` (and may show as cards)."""
     took = len(run.candidates)
@@ -43,7 +44,8 @@ def select(run: Run) -> None:
             source = run.candidates.get(source_id)
             if source is None or source_id in gone or not _grounds(fact.record, source.record):
                 continue
-            fact.score = max(fact.score, source.score)  # ties go to facts (KIND_ORDER)
+            if not fact.changed:  # a claim since changed keeps the place time gave it, below the change
+                fact.score = max(fact.score, source.score)  # ties go to facts (KIND_ORDER)
             dropped.append((source_id, f"source_of:{fact.id}"))
             gone[source_id] = dropped[-1][1]
             folded.setdefault(fact.id, []).append(source_id)
@@ -65,6 +67,16 @@ def rollups_asked(request: RecallRequest, when: QueryTime) -> bool:
 # periods long (a day's digest for "last week", not for "in 2023"), unless `tiers` asks for its tier.
 TIER_DAYS = {"daily": 1, "weekly": 7, "monthly": 31, "quarterly": 92, "yearly": 366}
 ROLLUP_SPAN = 8
+
+
+def rollup_tiers(request: RecallRequest, when: QueryTime) -> frozenset[str] | None:
+    """The roll-up tiers a search takes for a query naming a period (without `tiers`): those coarse enough for
+    it, so a roll-up that `_too_fine` would drop never takes a candidate's place in the search's top k (None:
+    any)."""
+    since, until = when.since, when.until
+    if request.tiers or since is None or until is None:
+        return None
+    return frozenset(t for t, days in TIER_DAYS.items() if days * ROLLUP_SPAN >= (until - since).days)
 
 
 def _too_fine(run: Run, candidate: Candidate) -> bool:

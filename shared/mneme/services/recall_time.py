@@ -305,10 +305,13 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
         (i, j)
         for j in range(len(pool))
         for i in range(j)
-        if _position(records[pool[i].id]) < _position(records[pool[j].id]) and reason(i, j, 1.0)
+        if _position(records[pool[i].id]) < _position(records[pool[j].id])
+        and not _grounds(records, pool[i].id, pool[j].id)
+        and reason(i, j, 1.0)
     ]
+    marked = _consolidated(run, mode)
     if not pairs:
-        return []
+        return marked
     involved = [pool[k] for pair in pairs for k in pair]
     run.with_vectors(involved)
     vectors = stored_vectors(run, involved)
@@ -332,10 +335,38 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
         later = pool[j]
         pool[i].changed = {"by": later.id, "at": _position(records[later.id])[0].date().isoformat(), "why": why}
         out.append({"id": pool[i].id, "by": later.id, "why": why, "similarity": round(similarity, 6)})
+    found = {pool[i].id for i in winner}
+    return [m for m in marked if m["id"] not in found] + out
+
+
+def _consolidated(run: Run, mode: str) -> list[dict[str, object]]:
+    """Claim facts consolidation found changed by a later turn (`Fact.changed_by`, where the turn gave no value
+    a claim could hold) are marked `since_changed` whether or not that turn was found; when it was, it ranks
+    just above the claim for a question about the present, just below it for one about the past."""
+    out: list[dict[str, object]] = []
+    for candidate in list(run.candidates.values()):
+        fact = candidate.record
+        if not isinstance(fact, Fact) or fact.changed_by is None or fact.changed_at is None:
+            continue
+        candidate.changed = {"by": fact.changed_by, "at": fact.changed_at.date().isoformat(), "why": "consolidation"}
+        later = run.candidates.get(fact.changed_by)
+        if later is not None and mode == "present":
+            _above(later, candidate, "newer", "superseded")
+        elif later is not None:
+            _above(candidate, later, "earlier", "later")
+        out.append({"id": candidate.id, "by": fact.changed_by, "why": "consolidation"})
     return out
 
 
 FIRST_TIME = re.compile(r"\b(original(?:ly)?|initially|at first|to begin with|first)\b")
+
+
+def _grounds(records: dict[str, Episode | Fact], a: str, b: str) -> bool:
+    """One of the two is a claim fact drawn from the other: a turn never updates the fact it states."""
+    first, second = records[a], records[b]
+    return (isinstance(first, Fact) and b in first.source_episode_ids) or (
+        isinstance(second, Fact) and a in second.source_episode_ids
+    )
 
 
 def _head(winner: dict[int, tuple[int, str, float]], i: int) -> int:

@@ -12,7 +12,7 @@ from mneme.errors import InvalidInput, NotFound
 from mneme.models import Episode, Principal
 from mneme.ports import EpisodeStore, ErasureStore, FactStore, MemoryStore
 from mneme.records import Fact
-from mneme.search_models import SearchFilter, holds, merged_terms, metadata_terms
+from mneme.search_models import SearchFilter, holds, metadata_terms, shared_terms
 from mneme.services.cursors import Cursors
 from mneme.services.request_cache import per_request
 from mneme.services.scopes import ScopeService
@@ -161,7 +161,7 @@ class RecordsService:
         terms: dict[str, list[str]] = {}
         if listing.metadata:  # a fact carries its sources' metadata (as the index does)
             sources = self.store.get_episodes(tenant, [i for f in facts for i in f.source_episode_ids], vectors=False)
-            terms = {f.fact_id: merged_terms([sources[i].metadata for i in f.source_episode_ids if i in sources])
+            terms = {f.fact_id: shared_terms([sources[i].metadata for i in f.source_episode_ids if i in sources])
                      for f in facts}  # fmt: skip
         kept = [f for f in facts if listing.passes(f.valid_from, terms.get(f.fact_id, []))]
         page = kept[: listing.limit]

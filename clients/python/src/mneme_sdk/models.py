@@ -364,7 +364,8 @@ class RunView(Response):
     finished_at: datetime | None = None
     requested_by: str
     facts: list[dict[str, Any]] = []  # the facts it wrote or reinforced (the first 100)
-    set_aside: list[dict[str, Any]] = []  # the clusters it gave up on, each with its reason and episodes
+    set_aside: list[dict[str, Any]] = []  # the windows it set aside, each with its reason and episodes
+    returned: list[dict[str, Any]] = []  # the windows set aside before that it offered again, with the outcome
 
     @property
     def finished(self) -> bool:
@@ -567,6 +568,8 @@ class FactRecord(Response):
     superseded_by: str | None = None
     status: str
     stale: bool
+    changed_by: str | None = None  # the later episode that changed its subject (the fact is then stale)
+    changed_at: datetime | None = None
     version: int
     created_at: datetime
     updated_at: datetime
@@ -574,6 +577,7 @@ class FactRecord(Response):
     sources: list[EpisodeRecord] | None = None
     missing_sources: list[str] | None = None
     history: list[dict[str, Any]] | None = None
+    settled: list[Settled] | None = None  # a correction: what carried the old value, settled
 
 
 class EpisodePage(Response):

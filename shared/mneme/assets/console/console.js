@@ -400,8 +400,12 @@ function renderRun(r) {
       : null,
     runList("Facts written", "run-facts", r.facts, (f) => [el("code", { text: f.fact_id }), ` ${f.summary}`,
       f.status !== "active" ? ` (${f.status})` : ""]),
-    runList("Clusters set aside", "run-set-aside", r.set_aside, (c) => [`${c.reason} — ${c.episodes} episodes: `,
-      el("code", { text: (c.episode_ids || []).join(", ") }), c.episodes > (c.episode_ids || []).length ? " …" : ""]));
+    runList("Windows set aside (offered again after a backoff)", "run-set-aside", r.set_aside, (c) => [
+      `${c.reason} — ${c.episodes} episodes: `, el("code", { text: (c.episode_ids || []).join(", ") }),
+      c.episodes > (c.episode_ids || []).length ? " …" : ""]),
+    runList("Windows offered again", "run-returned", r.returned, (c) => [
+      `${c.outcome} (attempt ${c.attempts}) — ${c.episodes} episodes: `, el("code", { text: (c.episode_ids || []).join(", ") }),
+      c.episodes > (c.episode_ids || []).length ? " …" : ""]));
 }
 // A run's facts or set-aside clusters: a titled list (items written as text only), or nothing when empty.
 function runList(title, cls, items, item) {

@@ -1,0 +1,93 @@
+"""A later turn that changes a claim without a value a claim could hold ("we moved house last week" after
+"I live in Leeds"): consolidation marks the claim changed by that turn, recall ranks the turn above it and
+says the claim has since changed, and forgetting the turn makes the claim current again."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from mneme.bootstrap import Services
+from mneme.records import Fact
+from mneme.services.recall import RecallRequest
+from tests.unit.test_consolidation import WRITER, settle
+from tests.unit.test_consolidation_windows import say
+
+
+def claims(services: Services) -> dict[str, Any]:
+    return {f.summary: f for f in services.store.list_facts("acme") if f.tier == "raw" and f.entity}
+
+
+def test_a_change_without_a_new_value_marks_the_claim_and_recall_puts_the_change_first(
+    services: Services, clock: Any
+) -> None:
+    # Given a claim consolidated from a first conversation
+    say(services, "s1", ("Ines", "I live in Leeds, near the station."), ("Sam", "Handy!"), occurred_at=clock.now())
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    assert claims(services)["Ines lives in Leeds."].changed_by is None
+    # And weeks later a turn that changes it without saying where to
+    clock.advance(days=40)
+    [moved, _] = say(services, "s2", ("Ines", "We finally moved house last week, the boxes are everywhere."),
+                     ("Sam", "Good luck unpacking!"), occurred_at=clock.now())  # fmt: skip
+    settle(services, clock)
+    # When consolidation runs again
+    run = services.consolidation.start(WRITER, None)
+    # Then the claim is marked changed by that turn, stale from its time, and the run counts it
+    leeds = claims(services)["Ines lives in Leeds."]
+    said_at = clock.now() - timedelta(seconds=services.consolidation.deps.settings.settle_seconds + 1)
+    assert (leeds.changed_by, leeds.changed_at, leeds.stale) == (moved, said_at, True)
+    assert run.counter("commit", "changed") == 1
+    # And recall for where she lives puts the change first and says the claim has since changed
+    response = services.recall.recall(WRITER, RecallRequest(query="Where does Ines live?", explain=True))
+    ids = [r.id for r in response.results]
+    assert ids.index(moved) < ids.index(leeds.fact_id)
+    [result] = [r for r in response.results if r.id == leeds.fact_id]
+    assert result.since_changed is not None and result.since_changed["by"] == moved
+    # And forgetting the turn makes the claim current again
+    services.forgetting.forget_episode(WRITER, moved)
+    leeds = claims(services)["Ines lives in Leeds."]
+    assert (leeds.changed_by, leeds.stale) == (None, False)
+
+
+def test_another_persons_turn_or_another_partitions_changes_nothing(services: Services, clock: Any) -> None:
+    # Given Ines's claim, from a conversation of user ines
+    say(services, "s1", ("Ines", "I live in Leeds."), occurred_at=clock.now(), metadata={"user": "ines"})
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    clock.advance(days=40)
+    # And later Sam moving house, and "Ines" moving house in another user's conversation
+    say(
+        services, "s2", ("Sam", "We finally moved house last week."), occurred_at=clock.now(), metadata={"user": "ines"}
+    )
+    say(
+        services, "s3", ("Ines", "We finally moved house last week."), occurred_at=clock.now(), metadata={"user": "bob"}
+    )
+    settle(services, clock)
+    # When consolidation runs
+    run = services.consolidation.start(WRITER, None)
+    # Then the claim stands unchanged
+    leeds = claims(services)["Ines lives in Leeds."]
+    assert (leeds.changed_by, leeds.stale, run.counter("commit", "changed")) == (None, False, 0)
+
+
+def test_the_fact_a_change_states_is_current_not_changed_by_its_own_turn(services: Services, clock: Any) -> None:
+    # Given a first statement and, weeks later, a change with its new value
+    say(services, "s1", ("Elif", "Gwen, my manager, signed off my holiday for Lisbon!"), occurred_at=clock.now())
+    clock.advance(days=70)
+    [turn] = say(services, "s2", ("Elif", "Big changes at work. Gwen went off to run the data team and my new manager "
+                                          "is a guy called Tomasz."), occurred_at=clock.now())  # fmt: skip
+    # And the claim consolidation draws from it, as close to its turn in meaning as a vector can be
+    episode = services.store.get_episodes("acme", [turn])[turn]
+    now = clock.now()
+    fact = Fact(tenant="acme", fact_id="fa_tomasz", scope_id=episode.scope_id, entity="Elif", property="manager",
+                value="Tomasz", summary="Elif's manager is Tomasz.", confidence=0.5, source_episode_ids=[turn],
+                valid_from=episode.occurred_at, created_at=now, updated_at=now, reinforced_at=now,
+                vector=episode.vector, model_id=services.consolidation.deps.embedder.model_id)  # fmt: skip
+    services.store.put_facts([fact])
+    services.consolidation.deps.indexer.index_facts([fact])
+    # When recall asks about the present
+    response = services.recall.recall(WRITER, RecallRequest(query="Who does Elif report to?", explain=True))
+    # Then the fact comes first, not marked as changed by the turn it was drawn from (which it folds)
+    top = response.results[0]
+    assert (top.id, top.since_changed) == ("fa_tomasz", None)
