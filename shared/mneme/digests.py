@@ -4,8 +4,9 @@ write a roll-up's text.
 
 A roll-up states the period's current claims ("Maya lives in Berlin."), then either the summaries a
 generative reasoner wrote of its conversations or, without one, its most informative sentences with their
-speakers ("Maya: The flat has a balcony over the canal.") among the turns no claim rests on (a claim says
-what they say, corrected if it was). Never a word list. A value that is no longer current (a claim
+speakers ("Maya: The flat has a balcony over the canal."), where a sentence a claim was drawn from is quoted
+only when it says more than its claims (and never from a turn whose claim was corrected: it says the old
+value). Never a word list. A value that is no longer current (a claim
 superseded, expired or marked stale since) is not restated, and the turns that stated it are not quoted; a
 period left with nothing to say gets no roll-up (small talk only) or says so.
 """
@@ -82,27 +83,33 @@ def compose(tier: str, standing: Standing, turns: Sequence[Episode]) -> str:
         for f in standing.summaries
         if ids & set(f.source_episode_ids) and not any(supported(e, v, [f.summary]) for e, v in standing.old_values)
     ]
-    stated = {i for f in standing.claims for i in f.source_episode_ids}  # their claims say what they say
-    quoted = [e for e in turns if e.episode_id not in standing.outdated and e.episode_id not in stated]
-    body = summaries or quotes(quoted, QUOTES.get(tier, 6))
+    said: dict[str, set[str]] = {}  # a turn's words its claims say: only a sentence saying more is quoted
+    for claim in standing.claims:
+        for i in claim.source_episode_ids:
+            said.setdefault(i, set()).update(words(claim.summary))
+    corrected = {i for f in standing.claims if f.version > 1 for i in f.source_episode_ids}  # the old value
+    quoted = [e for e in turns if e.episode_id not in standing.outdated and e.episode_id not in corrected]
+    body = summaries or quotes(quoted, QUOTES.get(tier, 6), said)
     lines = ([" ".join(claims)] if claims else []) + body
     if lines:
         return "\n".join(lines)
     return NOTHING_CURRENT if any(e.episode_id in standing.outdated for e in turns) else ""
 
 
-def quotes(turns: Sequence[Episode], limit: int) -> list[str]:
+def quotes(turns: Sequence[Episode], limit: int, claimed: dict[str, set[str]] | None = None) -> list[str]:
     """The `limit` most informative sentences of the turns, each with its speaker, in the order said: no
-    question, no small talk (fewer than MIN_WORDS content words), none over MAX_SENTENCE characters; a
-    sentence scores by how rare its words are in the period (what only it says), names and numbers a little
-    more; near-repeats of a sentence already taken are left out."""
+    question, no small talk (fewer than MIN_WORDS content words, not counting the words the claims drawn
+    from the turn say: `claimed`), none over MAX_SENTENCE characters; a sentence scores by how rare its words
+    are in the period (what only it says), names and numbers a little more; near-repeats of a sentence
+    already taken are left out."""
     candidates: list[tuple[int, str, set[str], float]] = []
     for position, episode in enumerate(turns):
         turn = turn_of(episode, 1)
+        known = (claimed or {}).get(episode.episode_id, set())
         for sentence in SENTENCE.split(turn.text):
             said = " ".join(sentence.split())
             content = {w for w in words(said) if len(w) > 2 and w not in STOPWORDS | GENERIC | CHATTER}
-            if said.endswith("?") or len(said) > MAX_SENTENCE or len(content) < MIN_WORDS:
+            if said.endswith("?") or len(said) > MAX_SENTENCE or len(content - known) < MIN_WORDS:
                 continue
             shown = f"{turn.speaker}: {said}" if turn.speaker else said
             candidates.append((position, shown, content, _salience(said)))

@@ -91,3 +91,29 @@ def test_the_fact_a_change_states_is_current_not_changed_by_its_own_turn(service
     # Then the fact comes first, not marked as changed by the turn it was drawn from (which it folds)
     top = response.results[0]
     assert (top.id, top.since_changed) == ("fa_tomasz", None)
+
+
+def test_a_claim_fact_is_updated_by_a_later_change_of_its_owner(services: Services, clock: Any) -> None:
+    # Given "Gwen, my manager, …" drawn into the claim "Elif's manager is Gwen."
+    [gwen] = say(
+        services, "s1", ("Elif", "Gwen, my manager, signed off my holiday for Lisbon!"), occurred_at=clock.now()
+    )
+    episode = services.store.get_episodes("acme", [gwen])[gwen]
+    now = clock.now()
+    fact = Fact(tenant="acme", fact_id="fa_gwen", scope_id=episode.scope_id, entity="Elif", property="manager",
+                value="Gwen", summary="Elif's manager is Gwen.", confidence=0.5, source_episode_ids=[gwen],
+                valid_from=episode.occurred_at, created_at=now, updated_at=now, reinforced_at=now,
+                vector=episode.vector, model_id=services.consolidation.deps.embedder.model_id)  # fmt: skip
+    services.store.put_facts([fact])
+    services.consolidation.deps.indexer.index_facts([fact])
+    # And weeks later a change, in Elif's words
+    clock.advance(days=70)
+    [change] = say(services, "s2", ("Elif", "Gwen went off to run the data team and my new manager is Tomasz."),
+                   occurred_at=clock.now())  # fmt: skip
+    # When recall asks about the present
+    response = services.recall.recall(WRITER, RecallRequest(query="Who is Elif's manager?", explain=True))
+    # Then the change comes first and the claim is marked as since changed by it
+    ids = [r.id for r in response.results]
+    assert ids.index(change) < ids.index("fa_gwen")
+    [claim] = [r for r in response.results if r.id == "fa_gwen"]
+    assert claim.since_changed is not None and claim.since_changed["by"] == change
