@@ -355,7 +355,8 @@ def metadata_partition(admin: Api) -> tuple[int, int]:
         body = {"query": query, "scope": "root.users", "metadata": {"user": "bob"}, "tiers": ["daily", "weekly"],
                 "scoring": {"strictness": "recall"}}  # fmt: skip
         found = admin.ok("POST", "/v1/recall", body)
-        texts = [result["content"] for result in found["results"]] + [found["context"]]
+        # the pack without the query its header repeats ("# recall: dairy")
+        texts = [result["content"] for result in found["results"]] + [found["context"].replace(query, "")]
         reads, leaks = reads + 1, leaks + any(word in text for text in texts for word in INES)
     facts = admin.ok("GET", "/v1/facts?scope=root.users&metadata.user=bob&limit=200")["facts"]
     reads, leaks = reads + 1, leaks + any(word in json.dumps(fact) for fact in facts for word in INES)
