@@ -13,7 +13,8 @@ results are scored against the question's evidence turns:
     MRR      1 / rank of the first evidence turn in the top 20 (0 if none)
     nDCG@10  binary relevance, ideal = all evidence turns first
 
-per kind of question (single, multi, temporal, update) and overall, plus the client-side latency of
+per kind of question (single, multi, temporal, update, open: what a person is like, would like or would
+do, answered by the turns where they say what they like, do and value) and overall, plus the client-side latency of
 `recall` (p50, p95). A fact is credited only with the turns whose words it shows the agent: a source
 turn whose text is the fact's text, or one of the grounding lines its `sources` carry (`text`); a
 roll-up likewise. Never with every id in its `sources`.
@@ -37,7 +38,7 @@ Set file format (one conversation per file):
     # speakers: <A>, <B>
     ## 2024-03-02 19:40                       a session (date, optional time)
     <A>: turn text [q3 q17]                   trailing tags = evidence of those questions
-    ? q1 single|multi|temporal|update | Question text?
+    ? q1 single|multi|temporal|update|open | Question text?
 
 Other '#' lines are comments. `--corpus FILE` reads the older corpus format instead (several
 '# conversation' blocks in one file, '? qN | question' with no kind: every question is 'single').
@@ -47,6 +48,9 @@ Other '#' lines are comments. `--corpus FILE` reads the older corpus format inst
 
 The conversations in bench/conversations/long/ (long sessions, many turns a day, several sessions a
 week) are the check `--consolidate` is reported on without tuning: `--set bench/conversations/long`.
+bench/conversations/heldout/ (three conversations written for issue 43, mostly multi-hop and open
+questions) was written before recall was tuned for those kinds and is never tuned on:
+`--set bench/conversations/heldout`.
 MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's (a before/after of code).
 """
 
@@ -73,7 +77,7 @@ import _common as c
 import httpx
 
 SET = c.ROOT / "bench" / "conversations" / "set"
-KINDS = ("single", "multi", "temporal", "update")
+KINDS = ("single", "multi", "temporal", "update", "open")
 KS = (5, 10, 20)
 LIMIT = 20
 TAGS = re.compile(r"\s*\[((?:q\d+[\s,]*)+)\]\s*$")

@@ -57,8 +57,8 @@ def remember(state: MessagesState, runtime: Runtime[Context]) -> dict[str, list[
 def answer(state: MessagesState, runtime: Runtime[Context]) -> dict[str, list[BaseMessage]]:
     assert runtime.store is not None
     question = str(state["messages"][-1].content)
-    memories = runtime.store.search(("users", runtime.context["user"]), query=question, limit=3)
-    known = "; ".join(m.value["text"] for m in memories) or "nothing yet"
+    ranked = runtime.store.search(("users", runtime.context["user"]), query=question, limit=3)
+    known = "; ".join(m.value["text"] for m in ranked if m.score) or "nothing yet"  # 0.0: below the floor
     prompt = SystemMessage(f"What you remember about the user: {known}")
     return {"messages": [model.invoke([prompt, *state["messages"]])]}
 
@@ -66,7 +66,8 @@ def answer(state: MessagesState, runtime: Runtime[Context]) -> dict[str, list[Ba
 def main() -> None:
     url = os.environ.get("MNEME_URL", "http://127.0.0.1:8080")
     key = os.environ.get("MNEME_API_KEY") or Path(".mneme/admin.key").read_text().strip()
-    store = MnemeStore(Client(url, key), AsyncClient(url, key), scope="root.examples")
+    # search ranks every item of the namespace; recall's balanced floor scores only those relevant to the question
+    store = MnemeStore(Client(url, key), AsyncClient(url, key), scope="root.examples", strictness="balanced")
 
     builder = StateGraph(MessagesState, context_schema=Context)
     builder.add_node("remember", remember)

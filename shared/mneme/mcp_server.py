@@ -33,6 +33,7 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, Field, StrictBool
 
 from mneme import __version__
 from mneme.paths import MAX_DEPTH
+from mneme.search_models import MetadataFilter
 from mneme_sdk import Client, invalid_input
 from mneme_sdk.errors import InvalidInput, MnemeError, ScopeNotFound
 from mneme_sdk.models import Bundle, MemoryRecord, MemoryView, Message, Remembered, RunView, ScopeView
@@ -408,6 +409,20 @@ def _add_recall_tool(server: MCPServer, client: Client, scope: str, read_only: T
                 json_schema_extra={"maxItems": 200},
             ),
         ] = None,
+        metadata: Annotated[
+            MetadataFilter | None,
+            Field(
+                description='Only what carries these top-level metadata values (given to remember), e.g. {"user":'
+                ' "alice"}; a list means any of them: {"user": ["alice", "bob"]}'
+            ),
+        ] = None,
+        strictness: Annotated[
+            Literal["precision", "balanced", "recall"] | None,
+            Field(
+                description="How relevant a result must be: precision (only what shares meaningful words with the"
+                " query), balanced (the default) or recall (the most, weaker matches included)"
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, RecallOutput]:
         fields: dict[str, Any] = {"scope": scope, "limit": limit}
         for name, value in (
@@ -416,6 +431,8 @@ def _add_recall_tool(server: MCPServer, client: Client, scope: str, read_only: T
             ("since", since),
             ("until", until),
             ("ids", ids),
+            ("metadata", metadata),
+            ("strictness", strictness),
         ):
             if value is not None:
                 fields[name] = value

@@ -86,6 +86,9 @@ class Memory(BaseModel):
     valid_until: datetime | None = None
     review_due: datetime | None = None
     depends_on: list[str] = Field(default_factory=list)
+    # What recall searches it by (BM25 and vector) instead of its key, summary, tags, triggers and body;
+    # "" keeps it out of search: retrieve, listings and fetches by id still show it.
+    search_text: str | None = None
 
     def uniqueness_key(self) -> str:
         """Where the key is held: one published memory per key and target, and beside it one pending

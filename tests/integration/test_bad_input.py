@@ -170,6 +170,9 @@ CASES = [
     Case("memory-16k+", "POST", "/v1/memories", memory(body="x" * (16 * KIB + 1)), 413, "body_too_large"),
     Case("memory-16k+-bytes", "POST", "/v1/memories", memory(body="€" * 6000), 413, "body_too_large"),
     Case("edit-16k+", "PATCH", "/v1/memories/{memory_id}", {"body": "x" * (16 * KIB + 1)}, 413, "body_too_large"),
+    Case("search-text-16k+", "POST", "/v1/memories", memory(search_text="€" * 6000), 413, "body_too_large"),
+    Case("edit-search-16k+", "PATCH", "/v1/memories/{memory_id}", {"search_text": "x" * 17000}, 413, "body_too_large"),
+    Case("search-text-list", "POST", "/v1/memories", memory(search_text=["a"]), code=INVALID),
     # unknown fields
     Case("retrieve-extra", "POST", "/v1/retrieve", {"path": "root", "depth": 1}, code=INVALID),
     Case("memory-status", "POST", "/v1/memories", memory(status="published"), code=INVALID),

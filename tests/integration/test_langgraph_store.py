@@ -1,4 +1,7 @@
-"""`mneme_sdk.langgraph.MnemeStore` with LangGraph itself (`langgraph` from PyPI) against the local server."""
+"""`mneme_sdk.langgraph.MnemeStore` with LangGraph itself (`langgraph` from PyPI) against the local server: its
+items, names and graphs; and what LangGraph's `BaseStore` promises: a search with a query ranks every item under
+the prefix that passes the filter (scored, paged consistently); `put`'s `index=False` and `index=[fields]`; the
+relevance floor; thousands of concurrent async calls, and one `abatch`'s operations at once."""
 
 from __future__ import annotations
 
@@ -7,15 +10,17 @@ import json
 from pathlib import Path
 from typing import Any, TypedDict
 
+import httpx
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
-from langgraph.store.base import InvalidNamespaceError, Item
+from langgraph.store.base import GetOp, InvalidNamespaceError, Item, ListNamespacesOp, PutOp, SearchOp
 
 from mneme import cli
 from mneme_sdk import AsyncClient, Client
-from mneme_sdk.langgraph import MnemeStore, decode, encode
+from mneme_sdk.errors import MnemeError, ScopeNotFound
+from mneme_sdk.langgraph import MnemeStore, decode, encode, runs
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -92,8 +97,6 @@ def test_search_lists_filters_and_ranks(store: MnemeStore) -> None:
 
 
 def test_batch_and_the_async_forms(store: MnemeStore) -> None:
-    from langgraph.store.base import GetOp, PutOp, SearchOp
-
     async def agent() -> tuple[Any, ...]:
         await store.aput(("memories", "u1"), "m1", {"text": "prefers email"})
         got = await store.aget(("memories", "u1"), "m1")
@@ -120,6 +123,24 @@ def test_another_tenant_sees_nothing(store: MnemeStore, server: str, capsys: pyt
     assert other.get(("secrets",), "k") is None
     assert other.search(("secrets",)) == [] and other.search((), query="only for tenant default") == []
     assert other.list_namespaces() == []
+
+
+def test_a_writer_key_puts_into_scopes_that_exist(
+    store: MnemeStore, server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a namespace an admin's store created, and a writer's key (which may not create scopes)
+    store.put(("team",), "handbook", {"text": "published by the admin"})
+    assert cli.main(["keys", "create", "--principal", "bot", "--roles", "writer", "--json"]) == 0
+    writer = MnemeStore(Client(server, json.loads(capsys.readouterr().out)["api_key"]), scope="root.agents")
+    # When the writer puts a new item there
+    writer.put(("team",), "draft", {"text": "proposed by the bot"})
+    # Then it is the writer's pending memory: the writer reads it, the admin does not (yet)
+    mine = writer.get(("team",), "draft")
+    assert mine is not None and mine.value == {"text": "proposed by the bot"}
+    assert store.get(("team",), "draft") is None
+    # And a namespace that does not exist stays an error for it
+    with pytest.raises(ScopeNotFound):
+        writer.put(("elsewhere",), "draft", {"text": "no scope here"})
 
 
 class State(TypedDict):
@@ -157,3 +178,185 @@ def test_a_langgraph_graph_keeps_memory_across_threads(store: MnemeStore) -> Non
     assert (
         graph.invoke({"user": "bob", "message": "what do I like?", "reply": ""}, later)["reply"] == "I don't know yet"
     )
+
+
+NOTES = [
+    ("pottery", {"text": "Maya signed up for a pottery class on Tuesday evenings.", "kind": "hobby", "n": 1}),
+    ("glaze", {"text": "The pottery studio fires glazed bowls once a week.", "kind": "hobby", "n": 2}),
+    ("boiler", {"text": "The boiler service is booked for the 14th.", "kind": "house", "n": 3}),
+    ("tyres", {"text": "Winter tyres go on the car in November.", "kind": "car", "n": 4}),
+    ("passport", {"text": "Renew the passport before it expires in May.", "kind": "admin", "n": 5}),
+    ("dentist", {"text": "Dentist check-up at half past nine.", "kind": "health", "n": 6}),
+    ("plants", {"text": "Water the ferns twice a week.", "kind": "house", "n": 7}),
+]
+
+
+def fill(store: MnemeStore) -> None:
+    for key, value in NOTES:
+        store.put(("notes", "maya"), key, value)
+    store.put(("elsewhere",), "pottery", {"text": "A pottery note outside the prefix.", "kind": "hobby", "n": 8})
+
+
+def test_a_search_with_a_query_ranks_every_item_under_the_prefix(store: MnemeStore) -> None:
+    # Given seven notes under ("notes",), two of them about pottery, and one more outside the prefix
+    fill(store)
+    # When searching with a query, at the server's default relevance floor (which admits only what matches)
+    strict = MnemeStore(store.client, scope="root.agents", strictness="balanced")
+    ranked = strict.search(("notes",), query="pottery class", limit=20)
+    # Then every item under the prefix comes back, each once, with a score: the matches first
+    assert sorted(i.key for i in ranked) == sorted(k for k, _ in NOTES)
+    assert ranked[0].key == "pottery" and {i.key for i in ranked[:2]} == {"pottery", "glaze"}
+    assert all(isinstance(i.score, float) for i in ranked)
+    assert [i.score for i in ranked] == sorted((i.score or 0.0 for i in ranked), reverse=True)
+    # And the pages of limit 2 are cut from that one ranking: no item twice, none left out
+    pages = [strict.search(("notes",), query="pottery class", limit=2, offset=o) for o in range(0, 8, 2)]
+    assert [i.key for page in pages for i in page] == [i.key for i in ranked]
+    # A filter keeps what it matches, wherever it ranks; the ranking is still every matching item
+    house = strict.search(("notes",), query="pottery class", filter={"kind": "house"})
+    assert sorted(i.key for i in house) == ["boiler", "plants"] and all(i.score == 0.0 for i in house)
+    above = strict.search(("notes",), query="pottery class", filter={"n": {"$gte": 2}}, limit=3, offset=1)
+    assert len(above) == 3 and "pottery" not in {i.key for i in above}
+
+
+def test_an_item_put_with_index_false_is_stored_listed_and_filtered_but_never_searched(
+    store: MnemeStore, server: str, key: str
+) -> None:
+    # Given a note about pottery that is not to be searched, and one that is
+    store.put(("notes",), "secret", {"text": "Pottery class voucher code 4411.", "kind": "voucher"}, index=False)
+    store.put(("notes",), "class", {"text": "Weekly pottery workshop on Thursday.", "kind": "hobby"})
+    # Then Mneme's recall never finds it, even at its loosest
+    found = Client(server, key).recall("pottery class voucher", scope="root.agents", strictness="recall", limit=50)
+    assert [r.key for r in found.results if r.kind == "memory"] == ["class"]
+    # And a search with a query still returns it (every item under the prefix), after what is scored
+    ranked = store.search(("notes",), query="pottery class voucher")
+    assert [i.key for i in ranked] == ["class", "secret"] and ranked[1].score == 0.0
+    # And it is stored, listed and found by a filter as any item
+    item = store.get(("notes",), "secret")
+    assert item is not None and item.value["text"] == "Pottery class voucher code 4411."
+    assert [i.key for i in store.search(("notes",))] == ["class", "secret"]
+    assert [i.key for i in store.search(("notes",), filter={"kind": "voucher"})] == ["secret"]
+    # And putting it again without index=False makes it searchable by its whole value again
+    store.put(("notes",), "secret", {"text": "Pottery class voucher code 4411.", "kind": "voucher"})
+    found = Client(server, key).recall("voucher code", scope="root.agents", strictness="precision")
+    assert [r.key for r in found.results if r.kind == "memory"] == ["secret"]
+
+
+def test_index_fields_are_what_is_searched(store: MnemeStore, server: str, key: str) -> None:
+    # Given an item whose title alone is indexed
+    value = {"title": "Dentist appointment", "notes": "bring the insurance card", "tags": [{"name": "health"}]}
+    store.put(("todo",), "dentist", value, index=["title", "tags[*].name"])
+    client = Client(server, key)
+
+    def precise(query: str) -> list[str | None]:
+        found = client.recall(query, scope="root.agents", strictness="precision")
+        return [r.key for r in found.results if r.kind == "memory"]
+
+    # Then recall finds it by words of the indexed fields, not by words only in the others
+    assert precise("dentist appointment") == ["dentist"]
+    assert precise("health") == ["dentist"]
+    assert precise("insurance card") == []
+    # And the item is the whole value
+    item = store.get(("todo",), "dentist")
+    assert item is not None and item.value == value
+    # And a later put with other fields indexes those instead
+    store.put(("todo",), "dentist", value, index=["notes"])
+    assert precise("insurance card") == ["dentist"] and precise("dentist appointment") == []
+
+
+def test_strictness_is_the_relevance_floor_of_the_store_and_the_sdk(store: MnemeStore, server: str, key: str) -> None:
+    # Given notes of which two share words with the query
+    fill(store)
+    client = Client(server, key)
+    # Then the SDK's recall takes strictness: precision admits only what shares meaningful words with the query
+    precise = client.recall("pottery", scope="root.agents.notes", strictness="precision", limit=20)
+    loose = client.recall("pottery", scope="root.agents.notes", strictness="recall", limit=20)
+    assert {r.key for r in precise.results} == {"pottery", "glaze"}
+    assert len(loose.results) > len(precise.results)
+    # And so does the store: what recall scores comes first with its score, the rest after with 0.0
+    strict = MnemeStore(client, scope="root.agents", strictness="precision")
+    ranked = strict.search(("notes",), query="pottery", limit=20)
+    assert {i.key for i in ranked[:2]} == {"pottery", "glaze"} and all(i.score == 0.0 for i in ranked[2:])
+    assert all(i.score and i.score > 0 for i in ranked[:2]) and len(ranked) == len(NOTES)
+    with pytest.raises(ValueError, match="strictness"):
+        MnemeStore(client, strictness="loose")  # type: ignore[arg-type]
+
+
+def test_thousands_of_concurrent_async_calls_queue_in_the_client_not_in_its_pool(server: str, key: str) -> None:
+    # Given an async client with a short timeout, no retries and few connections
+    async def run() -> list[object]:
+        async with AsyncClient(server, key, timeout=1.0, max_retries=0, max_connections=8) as client:
+            # When 3,000 calls are started at once (far more than 8 connections serve within the timeout)
+            return await asyncio.gather(*(client.health() for _ in range(3000)), return_exceptions=True)
+
+    outcomes = asyncio.run(run())
+    # Then each waits its turn and none times out waiting for a connection
+    failures = [o for o in outcomes if isinstance(o, MnemeError | Exception)]
+    assert failures == []
+
+
+def test_concurrent_abatch_calls_through_the_store(store: MnemeStore) -> None:
+    # Given a few hundred puts, gets and searches started at once through the store's async methods
+    async def run() -> tuple[list[object], list[object]]:
+        puts = [store.aput(("many", f"n{i % 5}"), f"k{i}", {"text": f"note {i}", "i": i}) for i in range(300)]
+        done = await asyncio.gather(*puts, return_exceptions=True)
+        reads = [store.aget(("many", f"n{i % 5}"), f"k{i}") for i in range(300)]
+        return done, await asyncio.gather(*reads, return_exceptions=True)
+
+    done, read = asyncio.run(run())
+    # Then every one finishes, and every item reads back
+    assert [d for d in done if d is not None] == []
+    assert [getattr(item, "value", item) for item in read] == [{"text": f"note {i}", "i": i} for i in range(300)]
+
+
+class Counting(httpx.AsyncHTTPTransport):
+    """The real transport, counting the requests under way at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = self.most = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.now += 1
+        self.most = max(self.most, self.now)
+        try:
+            return await super().handle_async_request(request)
+        finally:
+            self.now -= 1
+
+
+def test_one_abatch_runs_its_operations_at_once_with_the_results_of_running_them_in_order(
+    server: str, key: str
+) -> None:
+    # Given a store whose async client counts the requests under way
+    transport = Counting()
+    store = MnemeStore(aclient=AsyncClient(server, key, transport=transport), scope="root.agents")
+    ordered = [
+        PutOp(("seq",), "a", {"v": 1}), GetOp(("seq",), "a"), PutOp(("seq",), "a", {"v": 2}), GetOp(("seq",), "a"),
+        SearchOp(("seq",)), PutOp(("seq",), "b", {"v": 3}), SearchOp(("seq",)), ListNamespacesOp(),
+        PutOp(("seq",), "a", None), GetOp(("seq",), "a"),
+    ]  # fmt: skip
+
+    async def run() -> tuple[list[Any], list[Any], list[Any]]:
+        # When one abatch holds 40 puts of distinct items, then one holds their 40 gets
+        puts = await store.abatch([PutOp(("many", f"n{i % 4}"), f"k{i}", {"i": i}) for i in range(40)])
+        got = await store.abatch([GetOp(("many", f"n{i % 4}"), f"k{i}") for i in range(40)])
+        return puts, got, await store.abatch(ordered)
+
+    puts, got, results = asyncio.run(run())
+    # Then they went at once, and each get read its item
+    assert transport.most > 1
+    assert puts == [None] * 40 and [item.value for item in got] == [{"i": i} for i in range(40)]
+    # And operations on the same items see each other in the order given, as one after another would
+    assert results[1].value == {"v": 1} and results[3].value == {"v": 2}
+    assert [i.key for i in results[4]] == ["a"] and [i.key for i in results[6]] == ["a", "b"]
+    assert ("seq",) in results[7] and results[9] is None
+
+
+def test_runs_split_only_where_an_operation_depends_on_an_earlier_one() -> None:
+    a, b = (("u", "x"), "a"), (("u", "y"), "b")
+    ops = [PutOp(*a, {}), PutOp(*b, {}), GetOp(("u", "z"), "c"), GetOp(*a)]  # the get of a waits for its put
+    assert runs(ops) == [[0, 1, 2], [3]]
+    assert runs([GetOp(*a), GetOp(*a), PutOp(*a, {})]) == [[0, 1], [2]]  # a put waits for the reads before it
+    assert runs([SearchOp(("u",)), PutOp(*b, {}), SearchOp(("v",))]) == [[0], [1, 2]]  # under the search's prefix
+    assert runs([PutOp(*a, {}), ListNamespacesOp(), GetOp(*b)]) == [[0], [1, 2]]
+    assert runs([]) == []

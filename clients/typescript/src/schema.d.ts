@@ -811,6 +811,8 @@ export interface components {
             review_due?: string | null;
             /** Scope */
             scope?: string | null;
+            /** Search Text */
+            search_text?: string | null;
             /** Summary */
             summary?: string | null;
             /** Tag */
@@ -963,6 +965,8 @@ export interface components {
             depends_on?: string[] | null;
             /** Review Due */
             review_due?: string | null;
+            /** Search Text */
+            search_text?: string | null;
             /** Summary */
             summary?: string | null;
             /** Tags */
@@ -1379,6 +1383,11 @@ export interface components {
              * @default null
              */
             review_due?: string | null;
+            /**
+             * Search Text
+             * @default null
+             */
+            search_text?: string | null;
             /** Status */
             status: string;
             /**

@@ -48,12 +48,22 @@ def _within_memory_limit(value: str) -> str:
     return value
 
 
+def _within_search_text_limit(value: str) -> str:
+    if len(value.encode(errors="surrogatepass")) > MEMORY_BODY_BYTES:
+        raise PydanticCustomError("body_too_large", "search_text exceeds {limit} bytes", {"limit": MEMORY_BODY_BYTES})
+    return value
+
+
 # A size limit on content is a 413 (DESIGN: too large), like an oversized episode; the schema still says it.
 MemoryBody = Annotated[
     str,
     StringConstraints(min_length=1),
     AfterValidator(_within_memory_limit),
     Field(json_schema_extra={"maxLength": MEMORY_BODY_BYTES}),
+]
+# What recall searches a memory by, instead of its key, summary, tags, triggers and body; "" keeps it out of search.
+SearchText = Annotated[
+    str, AfterValidator(_within_search_text_limit), Field(json_schema_extra={"maxLength": MEMORY_BODY_BYTES})
 ]
 
 
@@ -107,6 +117,7 @@ class MemoryFields(Strict):
     valid_until: AwareTimestamp | None = None
     review_due: AwareTimestamp | None = None
     depends_on: ShortList | None = None
+    search_text: SearchText | None = None
 
 
 class CreateMemoryRequest(MemoryFields):

@@ -86,6 +86,7 @@ class MemoryRecord(MemoryView):
     valid_until: datetime | None = None
     review_due: datetime | None = None
     depends_on: list[str] = []
+    search_text: str | None = None  # what recall searches it by, when not its own text ("": not searched)
     pending_revision: dict[str, Any] | None = None  # an edit to a published memory, awaiting approval
     rejected_revision: dict[str, Any] | None = None
 

@@ -57,6 +57,10 @@ def episode_text(episode: Episode, context: Sequence[str] = ()) -> str:
 
 
 def memory_text(memory: Memory) -> str:
+    """What recall searches a memory by: its `search_text` when it has one, else its key, summary, tags,
+    triggers and body."""
+    if memory.search_text is not None:
+        return memory.search_text
     parts = [
         memory.key.replace("-", " "),
         memory.summary or "",
@@ -262,9 +266,10 @@ class Indexer:
         )
 
     def on_memory_change(self, memory: Memory) -> None:
-        """Called after every memory write; archived memories leave the index."""
+        """Called after every memory write; archived memories, and those with nothing to search by (an empty
+        `search_text`), leave the index."""
         try:
-            if memory.status == "archived":
+            if memory.status == "archived" or not memory_text(memory).strip():
                 self.index.delete(memory.tenant, [memory.memory_id])
             else:
                 self.index.upsert([self.memory_document(memory)])
@@ -311,6 +316,7 @@ class Indexer:
             self.index_facts(facts[start : start + 500])
         count += len(facts)
         for memory in self.store.list_memories(tenant):
-            self.index.upsert([self.memory_document(memory)])
-            count += 1
+            if memory_text(memory).strip():
+                self.index.upsert([self.memory_document(memory)])
+                count += 1
         return Rebuilt(documents=count, sessions=sessions, runs=runs)

@@ -18,7 +18,9 @@ from mneme.services.scopes import ScopeService
 
 KEY_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
 MAX_BODY_BYTES = 16 * 1024
-EDITABLE = ("body", "summary", "tags", "triggers", "confidence", "valid_until", "review_due", "depends_on")
+EDITABLE = (
+    "body", "summary", "tags", "triggers", "confidence", "valid_until", "review_due", "depends_on", "search_text",
+)  # fmt: skip
 NOT_NULL = ("body", "tags", "triggers", "depends_on")
 
 
@@ -87,6 +89,9 @@ def _check_fields(fields: dict[str, Any]) -> None:
                 "sections are never shown; add the guidance itself",
                 code="invalid_body",
             )
+    search_text = fields.get("search_text")
+    if search_text is not None and len(search_text.encode()) > MAX_BODY_BYTES:
+        raise PayloadTooLarge(f"search_text exceeds {MAX_BODY_BYTES} bytes", code="body_too_large")
     for dependency in fields.get("depends_on") or []:
         validate_key(dependency, field="depends_on key")
 

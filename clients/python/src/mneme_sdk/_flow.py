@@ -107,7 +107,7 @@ def exchange(call: Call, policy: RetryPolicy) -> Generator[Send | Sleep, Any, ht
     while True:
         outcome = yield send
         if isinstance(outcome, httpx.TransportError):
-            never_sent = isinstance(outcome, httpx.ConnectError | httpx.ConnectTimeout)
+            never_sent = isinstance(outcome, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
             if attempt < policy.max_retries and (call.idempotent or never_sent):
                 delay = policy.delay(attempt)
                 log.info("retrying %s %s in %.2fs: %r", call.method, call.path, delay, outcome)

@@ -203,10 +203,12 @@ def recall(query: str | None = None, *, request: RecallRequest | None = None, **
     """Ranked search under a scope: `recall("year end", scope="root.acme", limit=5)`, or pass a whole
     `RecallRequest`. `ids=[…]` fetches the full bodies of cards from an earlier answer. `metadata={"user":
     "alice", "topic": ["diet", "health"]}` keeps what holds those top-level values (inside the search).
-    `budget_tokens=` and `expand_top=` are the request's `disclosure` fields, by the same names."""
-    shortcuts = {name: fields.pop(name) for name in ("budget_tokens", "expand_top") if name in fields}
-    if shortcuts:
-        fields["disclosure"] = {**fields.get("disclosure", {}), **shortcuts}
+    `budget_tokens=` and `expand_top=` are the request's `disclosure` fields, and `strictness=` (the relevance
+    floor: "precision", "balanced" or "recall") its `scoring` field, by the same names."""
+    for group, names in (("disclosure", ("budget_tokens", "expand_top")), ("scoring", ("strictness",))):
+        shortcuts = {name: fields.pop(name) for name in names if name in fields}
+        if shortcuts:
+            fields[group] = {**fields.get(group, {}), **shortcuts}
     if request is None:
         request = model(RecallRequest, {"query": query, **fields} if query is not None else fields)
     return _json(RecallResponse, "POST", "/v1/recall", dump(request))

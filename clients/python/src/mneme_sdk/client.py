@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import functools
 import time
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
@@ -23,6 +24,9 @@ from mneme_sdk import __version__
 from mneme_sdk import _operations as op
 from mneme_sdk._flow import Emit, Flow, RetryPolicy, Send, Sleep, drive
 from mneme_sdk.models import Change, ChangesPage
+
+if TYPE_CHECKING:
+    import asyncio
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -220,6 +224,10 @@ class AsyncClient(_Base):
     """`Client`'s methods as coroutines (and async iterators for the change feed), over `httpx.AsyncClient`.
 
     `transport` is an `httpx.AsyncBaseTransport`. Use `async with AsyncClient(...) as mneme:`.
+    At most `max_connections` requests are under way at once, each on a kept-alive connection; the others
+    wait their turn, in order, and `timeout` starts when a request's turn comes: thousands of concurrent
+    calls (e.g. a LangGraph store's `abatch`es) queue here, not in httpx's pool, whose waiting requests
+    time out and whose bookkeeping grows with their number.
     """
 
     def __init__(
@@ -235,13 +243,31 @@ class AsyncClient(_Base):
         headers: dict[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
+        max_connections: int = 100,
     ) -> None:
         super().__init__(
             base_url, api_key, timeout=timeout, max_retries=max_retries, backoff=backoff,
             max_backoff=max_backoff, max_retry_after=max_retry_after, headers=headers,
         )  # fmt: skip
-        self.http = httpx.AsyncClient(transport=transport, **self._options)
+        if max_connections < 1:
+            raise ValueError("max_connections must be >= 1")
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        self.http = httpx.AsyncClient(transport=transport, limits=limits, **self._options)
         self._sleep = sleep or _asyncio_sleep
+        self.max_connections = max_connections
+        self._turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _turn(self) -> asyncio.Semaphore:
+        """The queue of requests waiting for one of the `max_connections` (one per event loop)."""
+        import asyncio  # here: a sync-only program does not pay for importing asyncio
+
+        loop = asyncio.get_running_loop()
+        turn = self._turns.get(loop)
+        if turn is None:
+            turn = self._turns[loop] = asyncio.Semaphore(self.max_connections)
+        return turn
 
     async def aclose(self) -> None:
         await self.http.aclose()
@@ -283,9 +309,10 @@ class AsyncClient(_Base):
         if isinstance(step, Emit):
             raise TypeError(f"the flow emitted {step.value!r}: iterate it")
         try:
-            return await self.http.request(
-                step.method, step.path, params=step.query, content=step.content, headers=step.headers
-            )
+            async with self._turn():
+                return await self.http.request(
+                    step.method, step.path, params=step.query, content=step.content, headers=step.headers
+                )
         except httpx.TransportError as e:
             return e
 

@@ -17,9 +17,14 @@ an element or key outside that (capitals, `_`, `@`, …) or starting with `x--` 
 and its UTF-8 bytes in lower-case base32, and read back as it was given. A namespace has at most
 8 elements, fewer when `scope` is below root.
 
-**Search.** With a `query`, Mneme's ranked recall (vector + BM25) over the memories under the
-namespace prefix, with its score; without one, every item under the prefix, by namespace and key.
-`filter` is applied to the values: `{"field": value}` or `{"field": {"$eq"|"$ne"|"$gt"|"$gte"|"$lt"|"$lte": value}}`.
+**Search.** With a `query`, every item under the namespace prefix that passes the filter, ranked: what
+Mneme's recall (vector + BM25, at the store's `strictness`) scores first, with its score, then the rest
+by namespace and key, with score 0.0; `offset` and `limit` page that one ranking. Without a query, every
+item under the prefix, by namespace and key. `filter` is applied to the values: `{"field": value}` or
+`{"field": {"$eq"|"$ne"|"$gt"|"$gte"|"$lt"|"$lte": value}}`.
+
+**Indexing.** `put(..., index=False)` stores an item that recall never finds (the memory's `search_text`
+is empty); `index=["field", "a.b", "items[*].name"]` makes the text at those paths what recall searches.
 The key's role decides what it may do: an approver's writes are published at once; a writer's stay
 pending, visible to it alone, until an approver publishes them.
 """
@@ -32,7 +37,7 @@ import contextlib
 import json
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal, get_args
 
 from langgraph.store.base import (
     BaseStore,
@@ -45,17 +50,21 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    get_text_at_path,
 )
 
 from mneme_sdk import _operations as op
 from mneme_sdk._flow import Flow
 from mneme_sdk.client import AsyncClient, Client
-from mneme_sdk.errors import Conflict, ScopeNotFound
+from mneme_sdk.errors import Conflict, Forbidden, ScopeNotFound
+from mneme_sdk.models import Strictness
 
 SEGMENT = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 KEY = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
 ENCODED = "x--"
 MAX_DEPTH = 8
+RANKED = 200  # memories recall ranks for a search with a query (its most); the rest follow, unscored
+PACK = 32  # the least context pack (tokens) recall builds: the store reads its results, never its pack
 OPERATORS = {
     "$eq": lambda a, b: a == b,
     "$ne": lambda a, b: a != b,
@@ -99,6 +108,17 @@ def matches(value: dict[str, Any], filter: dict[str, Any] | None) -> bool:
     return True
 
 
+def search_text(value: dict[str, Any], index: Literal[False] | list[str] | None) -> str | None:
+    """What Mneme searches an item by: None for the whole item (the memory's own text), "" for nothing
+    (`index=False`: stored, listed and filtered, never searched), else the text at the `index` paths
+    (LangGraph's path syntax: `"text"`, `"meta.title"`, `"items[*].name"`, `"$"`), one line each."""
+    if index is None:
+        return None
+    if index is False:
+        return ""
+    return "\n".join(text for path in index for text in get_text_at_path(value, path) if text.strip())
+
+
 class MnemeStore(BaseStore):
     """A LangGraph `BaseStore` over Mneme's curated memories (see the module's docstring).
 
@@ -108,11 +128,21 @@ class MnemeStore(BaseStore):
 
     supports_ttl = False
 
-    def __init__(self, client: Client | None = None, aclient: AsyncClient | None = None, *, scope: str = "root"):
+    def __init__(
+        self,
+        client: Client | None = None,
+        aclient: AsyncClient | None = None,
+        *,
+        scope: str = "root",
+        strictness: Strictness = "recall",
+    ):
         if client is None and aclient is None:
             raise ValueError("give a Client, an AsyncClient or both")
+        if strictness not in get_args(Strictness):
+            raise ValueError(f"strictness is one of {get_args(Strictness)}, not {strictness!r}")
         self.client, self.aclient = client, aclient
         self.scope = scope
+        self.strictness = strictness
         self.depth = len(scope.split(".")) - 1
         self._scopes: set[str] = set()  # created (or found) by this store
 
@@ -124,9 +154,21 @@ class MnemeStore(BaseStore):
         return [self.client._run(self._flow(o)) for o in ops]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """The operations concurrently, with the results of running them one after another (`runs`);
+        the `AsyncClient` queues their requests for its connections. A failure is raised once every
+        operation of its run has ended (the first failing operation's, in the given order)."""
+        ops = list(ops)
         if self.aclient is None:
-            return await asyncio.to_thread(self.batch, list(ops))
-        return [await self.aclient._run(self._flow(o)) for o in ops]
+            return await asyncio.to_thread(self.batch, ops)
+        aclient = self.aclient
+        results: list[Result] = [None] * len(ops)
+        for run in runs(ops):
+            outcomes = await asyncio.gather(*(aclient._run(self._flow(ops[i])) for i in run), return_exceptions=True)
+            for i, outcome in zip(run, outcomes, strict=True):
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                results[i] = outcome
+        return results
 
     def _flow(self, o: Op) -> Flow[Any]:
         if isinstance(o, GetOp):
@@ -134,7 +176,7 @@ class MnemeStore(BaseStore):
         if isinstance(o, SearchOp):
             return self._search(o)
         if isinstance(o, PutOp):
-            return self._put(o.namespace, o.key, o.value)
+            return self._put(o.namespace, o.key, o.value, o.index)
         if isinstance(o, ListNamespacesOp):
             return self._list_namespaces(o)
         raise ValueError(f"unknown operation {o!r}")
@@ -168,11 +210,14 @@ class MnemeStore(BaseStore):
         found: Item = item
         return found
 
-    def _items(self, memory_ids: list[str], scores: dict[str, float] | None = None) -> Flow[list[Any]]:
-        """Items for memories, with their times (read back through recall by id, 200 at a time)."""
+    def _items(
+        self, memory_ids: list[str], scores: dict[str, float] | None = None, unscored: float | None = None
+    ) -> Flow[list[Any]]:
+        """Items for memories, with their times (read back through recall by id, 200 at a time); with
+        `scores`, search items scored from it (`unscored` for a memory it does not hold)."""
         items = []
         for start in range(0, len(memory_ids), 200):
-            answer = yield from op.recall(ids=memory_ids[start : start + 200], limit=200)
+            answer = yield from op.recall(ids=memory_ids[start : start + 200], limit=200, budget_tokens=PACK)
             for result in answer.results:
                 if result.kind != "memory" or result.key is None:
                     continue
@@ -183,32 +228,36 @@ class MnemeStore(BaseStore):
                     "created_at": result.created_at,
                     "updated_at": result.occurred_at,
                 }
-                items.append(Item(**fields) if scores is None else SearchItem(**fields, score=scores.get(result.id)))
+                score = None if scores is None else scores.get(result.id, unscored)
+                items.append(Item(**fields) if scores is None else SearchItem(**fields, score=score))
         return items
 
-    def _put(self, namespace: tuple[str, ...], key: str, value: Any) -> Flow[None]:
+    def _put(
+        self, namespace: tuple[str, ...], key: str, value: Any, index: Literal[False] | list[str] | None
+    ) -> Flow[None]:
+        """A new key is one write (no read of the scope's bundle, which grows with the scope); a taken one
+        (a Conflict) is found and edited, and the server writes nothing when nothing changed."""
         scope, memory_key = self.scope_of(namespace), encode(key, KEY)
-        block = yield from self._find(scope, memory_key)
         if value is None:
+            block = yield from self._find(scope, memory_key)
             if block is not None:
                 yield from op.archive_memory(block.memory_id)
             return None
         body = json.dumps(value, ensure_ascii=False, sort_keys=True)
-        if block is not None:
-            if block.body != body:
-                yield from op.edit_memory(block.memory_id, body=body)
-            return None
+        searched = search_text(value, index)
+        fields = {} if searched is None else {"search_text": searched}
         if scope not in self._scopes:
-            with contextlib.suppress(Conflict):  # it exists already
+            # it exists already, or the key may not create scopes (an admin's may): then it must exist
+            with contextlib.suppress(Conflict, Forbidden):
                 yield from op.create_scope(scope, parents=True)
             self._scopes.add(scope)
         try:
-            yield from op.create_memory(memory_key, body, scope=scope)
-        except Conflict:  # written meanwhile by another writer: this put is the later one
+            yield from op.create_memory(memory_key, body, scope=scope, **fields)
+        except Conflict:  # the key is taken: this put overwrites it
             block = yield from self._find(scope, memory_key)
             if block is None:
                 raise
-            yield from op.edit_memory(block.memory_id, body=body)
+            yield from op.edit_memory(block.memory_id, body=body, search_text=searched)
         return None
 
     def _memories_under(self, prefix: str) -> Flow[list[Any]]:
@@ -224,25 +273,34 @@ class MnemeStore(BaseStore):
         return blocks
 
     def _search(self, o: SearchOp) -> Flow[list[SearchItem]]:
+        """Every item under the prefix that passes the filter, paged by `offset` and `limit`. With a query,
+        ranked: first those recall scores (its order, its scores), then the rest (by namespace and key,
+        score 0.0): recall leaves out what falls under its relevance floor and what is not searched
+        (`index=False`). The ranking does not depend on the page asked for, so pages never overlap."""
         prefix = self.scope_of(o.namespace_prefix) if o.namespace_prefix else self.scope
         wanted = o.offset + o.limit
+        scored: list[SearchItem] = []
+        ranked: set[str] = set()
         if o.query:
-            # Recall ranks every kind; ask for memories only, and more than needed when a filter will drop some.
-            limit = min(200, wanted * (4 if o.filter else 1))
-            try:
-                answer = yield from op.recall(o.query, scope=prefix, kinds=["memory"], limit=limit)
+            try:  # always the same number of hits, so that every page is cut from one ranking
+                answer = yield from op.recall(
+                    o.query, scope=prefix, kinds=["memory"], limit=RANKED, strictness=self.strictness,
+                    budget_tokens=PACK,
+                )  # fmt: skip
             except ScopeNotFound:
                 return []
-            hits = [r for r in answer.results if r.kind == "memory" and r.key is not None]
-            ids, scores = [r.id for r in hits], {r.id: r.score for r in hits}
-        else:
-            blocks = yield from self._memories_under(prefix)
-            ids, scores = [b.memory_id for b in blocks], {}
-        items = yield from self._items(ids, scores)
-        if not o.query:
-            items.sort(key=lambda item: (item.namespace, item.key))
-        found = [item for item in items if matches(item.value, o.filter)]
-        return found[o.offset : wanted]
+            hits = [r for r in answer.results if r.kind == "memory" and r.key is not None and r.scope != self.scope]
+            ranked = {r.id for r in hits}
+            items = yield from self._items([r.id for r in hits], {r.id: r.score for r in hits})
+            scored = [item for item in items if matches(item.value, o.filter)]
+            if len(scored) >= wanted:
+                return scored[o.offset : wanted]
+        blocks = yield from self._memories_under(prefix)
+        others = [b.memory_id for b in blocks if b.memory_id not in ranked]
+        rest = yield from self._items(others, {}, 0.0 if o.query else None)
+        rest = [item for item in rest if matches(item.value, o.filter)]
+        rest.sort(key=lambda item: (item.namespace, item.key))
+        return [*scored, *rest][o.offset : wanted]
 
     def _list_namespaces(self, o: ListNamespacesOp) -> Flow[list[tuple[str, ...]]]:
         blocks = yield from self._memories_under(self.scope)
@@ -252,6 +310,37 @@ class MnemeStore(BaseStore):
         if o.max_depth is not None:
             namespaces = sorted({ns[: o.max_depth] for ns in namespaces})
         return namespaces[o.offset : o.offset + o.limit]
+
+
+def runs(ops: list[Op]) -> list[list[int]]:
+    """The operations' indexes in consecutive runs whose operations may go at once with the results of going
+    one after another: a run ends before an operation that reads what the run writes (a get of a put item,
+    a search or listing over its namespace), or writes what the run reads or writes."""
+    found: list[list[int]] = []
+    written: set[tuple[tuple[str, ...], str]] = set()
+    read: set[tuple[tuple[str, ...], str]] = set()
+    scanned: list[tuple[str, ...]] = []  # the prefixes the run's searches and listings read
+    for i, o in enumerate(ops):
+        if isinstance(o, PutOp):
+            item = (o.namespace, o.key)
+            clash = item in written or item in read or any(o.namespace[: len(p)] == p for p in scanned)
+        elif isinstance(o, GetOp):
+            item = (o.namespace, o.key)
+            clash = item in written
+        else:
+            prefix = o.namespace_prefix if isinstance(o, SearchOp) else ()
+            clash = any(namespace[: len(prefix)] == prefix for namespace, _ in written)
+        if clash or not found:
+            found.append([])
+            written, read, scanned = set(), set(), []
+        found[-1].append(i)
+        if isinstance(o, PutOp):
+            written.add((o.namespace, o.key))
+        elif isinstance(o, GetOp):
+            read.add((o.namespace, o.key))
+        else:
+            scanned.append(o.namespace_prefix if isinstance(o, SearchOp) else ())
+    return found
 
 
 def _match(namespace: tuple[str, ...], path: tuple[str, ...], kind: str) -> bool:

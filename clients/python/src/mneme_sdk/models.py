@@ -20,6 +20,7 @@ Kind = Literal["episode", "fact", "memory"]
 RunStatus = Literal["running", "succeeded", "partial", "failed"]
 Role = Literal["reader", "writer", "approver", "admin"]
 Profile = Literal["strict", "tolerant"]
+Strictness = Literal["precision", "balanced", "recall"]  # recall's relevance floor, strictest first
 
 
 # defer_build: a model's validator is built on its first use, not at import (half of the import time).
@@ -107,7 +108,7 @@ class Scoring(Request):
     alpha: Annotated[float, Field(ge=0, le=1)] = 0.7
     beta: Annotated[float, Field(ge=0, le=1)] = 0.3
     resonance: Annotated[float, Field(ge=0, le=1)] = 0.0
-    strictness: Literal["precision", "balanced", "recall"] = "balanced"
+    strictness: Strictness = "balanced"
     fallback: Literal["never", "on_empty", "always"] = "on_empty"
 
 
@@ -161,6 +162,7 @@ class CreateMemoryRequest(Request):
     valid_until: AwareDatetime | None = None
     review_due: AwareDatetime | None = None
     depends_on: Annotated[list[Short], Field(max_length=32)] | None = None
+    search_text: Annotated[str, Field(max_length=16_384)] | None = None  # "": kept out of recall's search
 
 
 class EditMemoryRequest(Request):
@@ -172,6 +174,7 @@ class EditMemoryRequest(Request):
     valid_until: AwareDatetime | None = None
     review_due: AwareDatetime | None = None
     depends_on: Annotated[list[Short], Field(max_length=32)] | None = None
+    search_text: Annotated[str, Field(max_length=16_384)] | None = None  # null: searched by its own text again
     version: Annotated[int, Field(ge=1)] | None = None
 
 
@@ -424,6 +427,7 @@ class MemoryRecord(MemoryView):
     valid_until: datetime | None = None
     review_due: datetime | None = None
     depends_on: list[str] = []
+    search_text: str | None = None  # what recall searches it by, when not its own text ("": not searched)
     pending_revision: dict[str, Any] | None = None
     rejected_revision: dict[str, Any] | None = None
 
