@@ -161,8 +161,9 @@ FIRST = re.compile(r"^(?:i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us)\b", re
 THIRD = re.compile(r"^(?:he|she|they|his|her|their|him|them|you|you're|your)\b", re.I)
 MY = re.compile(r"\b(?:my|our)\s+(?:[\w'-]+\s+){0,2}$")  # just before a slot's word: the speaker's
 RELATIVE = re.compile(rf"^(?:my|our) ({'|'.join(sorted(PEOPLE))})\b", re.I)
+UPPER = "A-Z" + "".join(c for c in map(chr, range(0xC0, 0x250)) if c.isupper())  # "Łukasz", "Çağla", "Óscar"
 NAMED = re.compile(  # a person by name, then a verb ("Theo got hired", "Hannah runs the rota", "Priya's …")
-    r"^([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)(?:'s| (is|was|has|had|got|took|will|just|now|finally|never|still|"
+    rf"^([{UPPER}][\w'-]+(?: [{UPPER}][\w'-]+)?)(?:'s| (is|was|has|had|got|took|will|just|now|finally|never|still|"
     r"can|can't|won't|doesn't|didn't|[a-z]+ed|[a-z]+[^s\W]s))\b"
 )
 COMMON = (STOPWORDS - {"is", "was", "has", "had", "will", "just", "now", "can"}) | frozenset(
@@ -335,6 +336,8 @@ def _same(
     earlier statement is about them (`about`); for a thing's slot (a framework, a deadline, who owns a piece
     of work), the thing both name, whoever says it; a statement that names no one (a note) is anyone's."""
     mine, theirs = owners(earlier, slot), owners(later, slot)
+    if not (mine or theirs) and _apart(statement(earlier), statement(later)):
+        return False  # two notes about different named things ("Interviewed Ines Moreau …", "Interviewed Pavel …")
     shared = (mine & theirs) - {UNKNOWN}
     if mine & about:
         return bool(shared & about)
@@ -343,6 +346,31 @@ def _same(
     if shared or not (mine and theirs):
         return bool(shared) or not ({UNKNOWN} & (mine | theirs))
     return False
+
+
+CALENDAR = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays fridays "
+    "saturdays sundays january february march april may june july august september october november december".split()
+)
+
+
+def _mentions(text: str) -> frozenset[str]:
+    """The names a text mentions past the first word of each sentence: capitalised words, not acronyms, not
+    days or months, not common words."""
+    found = set()
+    for sentence in re.split(r"(?<=[.!?])\s+", text):
+        for word in re.findall(r"[\w'-]+", sentence)[1:]:
+            low = word.lower()
+            if word[:1].isupper() and not word.isupper() and low not in COMMON and low not in CALENDAR:
+                found.add(low.removesuffix("'s"))
+    return frozenset(found)
+
+
+def _apart(earlier: str, later: str) -> bool:
+    """Both mention names, and none in common: they are about different people, places or things (a name and
+    its longer form, "Postgres" and "PostgreSQL", are one)."""
+    old, new = _mentions(earlier), _mentions(later)
+    return bool(old and new) and not any(a[:5] == b[:5] for a in old for b in new)
 
 
 IDENTIFIER = re.compile(r"\b([a-z]+) #?(\d[\w-]*)")  # "order 1417", "ticket #204", "room 12b"

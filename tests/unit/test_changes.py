@@ -97,3 +97,22 @@ def test_statements_about_unrelated_things_need_similar_vectors() -> None:
     earlier, later = turn("I live in Leeds."), turn("We finally started the kitchen renovation.")
     assert changes.update_reason(earlier, later, 0.3) is None
     assert changes.update_reason(turn("My sport is climbing."), turn("I stopped climbing, I row now."), 0.7)
+
+
+NOTES_ABOUT_OTHERS = [  # notes without a speaker: whose they are is whom they name
+    ("Łukasz Wiśniewski is vegetarian, so check the menu.", "Anaïs Lefèvre is vegetarian, so check the menu."),
+    ("Çağla Öztürk reports to Mei Nakamura now.", "Çağla Usman reports to Oscar Dubois now."),
+    ("Interviewed Ines Moreau for the data role: strong on SQL.", "Interviewed Pavel Novak for the data role: good."),
+    ("The Krakow landlord wants 14 euros a metre.", "Signed the lease for the new Malmo floor; we move in June."),
+]
+
+
+@pytest.mark.parametrize(("earlier", "later"), NOTES_ABOUT_OTHERS)
+def test_notes_about_different_named_people_or_places_update_nothing(earlier: str, later: str) -> None:
+    assert changes.update_reason(turn(earlier, None), turn(later, None), 0.8, topical=True) is None
+
+
+def test_a_note_naming_the_same_thing_longer_still_updates() -> None:
+    before = turn("Production database: Postgres 13 on RDS, Multi-AZ.", None)
+    after = turn("Maintenance done: the prod cluster is now on PostgreSQL 16.", None)
+    assert changes.update_reason(before, after, 0.8, topical=True)
