@@ -195,7 +195,7 @@ def changed(deps: Deps, batch: Batch, work: Working, facts: dict[str, Fact], now
     changes a claim (`partition_keys`). Words first, then the cosine of the stored vectors, as recall does;
     with no question to say what is asked, the turn must say it changes something ("moved", "left", "new"):
     "Deploys move to Tuesdays after the billing cutover" names no change of the migration's deadline."""
-    turns = [  # without a query to say what is asked, only a change said as such ("moved", "left", "new")
+    turns = [
         e
         for e in sorted(work.episodes(batch.episode_ids).values(), key=lambda e: (session_position(e), e.episode_id))
         if (reading := changes.read(changes.statement(e))).cue or reading.ends
