@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mneme.cli.app import Context, command
+from mneme.cli.command import Context, command
 from mneme.cli.output import emit_json, err, quiet_runtime
 from mneme.errors import MnemeError
 

@@ -7,7 +7,7 @@ import json
 import textwrap
 from typing import Any
 
-from mneme.cli.app import Context, command, group
+from mneme.cli.command import Context, command, group
 from mneme.cli.output import emit_json
 from mneme.errors import InvalidInput
 

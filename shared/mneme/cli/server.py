@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from mneme.cli.app import Context, command
+from mneme.cli.command import Context, command
 from mneme.cli.config import DEFAULT_TENANT
 from mneme.errors import MnemeError
 
