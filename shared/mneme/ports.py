@@ -11,7 +11,17 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from mneme.models import ApiKey, Episode, Forgotten, HistoryEntry, Memory, Revision, Scope, SessionPosition
+from mneme.models import (
+    ApiKey,
+    Episode,
+    Forgotten,
+    HistoryEntry,
+    Memory,
+    Principal,
+    Revision,
+    Scope,
+    SessionPosition,
+)
 from mneme.records import Checkpoint, Contradiction, Fact, Run
 from mneme.search_models import Hit, IndexDocument, SearchFilter
 from mneme.structure_models import Draft, Plan
@@ -328,6 +338,15 @@ class ApiKeyStore(Protocol):
 
     def revoke_api_key(self, tenant: str, key_id: str, now: datetime) -> bool:
         """Mark revoked; False if no such key in this tenant."""
+        ...
+
+
+class KeyAuthenticator(Protocol):
+    """A bearer secret to the caller it names: what the authorizer holds (`mneme.auth.authorize`)."""
+
+    def authenticate(self, secret: str | None) -> Principal:
+        """Raises `Unauthorized` for a missing, unknown or revoked key (code `key_revoked`); never returns
+        a caller for one."""
         ...
 
 
