@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_lambda_powertools.metrics import MetricUnit
-
 from mneme.errors import ScopeNotFound
 from mneme.models import Principal
-from mneme.observability import logger, metrics
+from mneme.observability import count, logger
 from mneme.ports import Clock, Embedder, SearchIndex
 from mneme.search_models import SearchFilter, as_filter
 from mneme.services import anchors as anchor_rule
@@ -72,8 +70,8 @@ class RecallService:
         stages.run_stages(run)
         assert run.pack is not None
         path = run.path()
-        metrics.add_metric(name="RecallFallback", unit=MetricUnit.Count, value=1 if run.fallback["triggered"] else 0)
-        metrics.add_metric(name=f"RecallPath_{path}", unit=MetricUnit.Count, value=1)
+        count("RecallFallback", 1 if run.fallback["triggered"] else 0)
+        count(f"RecallPath_{path}")
         logger.info("recall", extra={"retrieval_path": path, "results": len(run.results)})
         return RecallResponse(
             results=run.results,
