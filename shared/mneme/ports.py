@@ -259,7 +259,8 @@ class FactStore(Protocol):
     """Facts consolidation wrote (and corrections to them), with the contradictions it found."""
 
     def put_facts(self, facts: Sequence[Fact], contradictions: Sequence[Contradiction] = ()) -> None:
-        """Upsert facts by their derived ids and add contradictions, atomically."""
+        """Upsert facts by their derived ids and add contradictions, atomically. Contradictions are a record
+        kept for an operator (erased with their scope, moved with it): nothing reads them through a port."""
         ...
 
     def get_facts(self, tenant: str, fact_ids: Sequence[str]) -> dict[str, Fact]: ...
@@ -267,8 +268,6 @@ class FactStore(Protocol):
     def list_facts(self, tenant: str, scope_id: str | None = None) -> list[Fact]:
         """Every fact of a scope (or tenant), any status, ordered by fact_id."""
         ...
-
-    def list_contradictions(self, tenant: str, scope_id: str) -> list[Contradiction]: ...
 
     def update_fact(self, fact: Fact, expected_version: int) -> None:
         """Replace a stored fact (moved to the feed's head) if its stored version equals `expected_version`;
