@@ -409,7 +409,8 @@ class RecordStore(
     in full (`mneme.bootstrap` builds one and hands each service the roles it asks for).
 
     Errors: uniqueness or optimistic-concurrency violations raise `mneme.errors.Conflict`;
-    vendor failures are translated to `StoreUnavailable`. Reads of absent records return None.
+    vendor failures are translated to `StoreUnavailable`, and a full, read-only or damaged disk to `StorageFull`,
+    `StoreReadOnly` or `StoreDamaged`. Reads of absent records return None.
     """
 
 
