@@ -30,7 +30,7 @@ def cmd_backup(ctx: Context) -> int:
     ctx.embedded_only("backup")
     quiet_runtime()
     settings = bootstrap.current_settings()
-    store = bootstrap.current().store
+    store = ctx.services.store
     if not isinstance(store, SqliteBase):
         raise MnemeError("`mneme backup` copies the embedded SQLite store; this home is configured for another")
     if not settings.sqlite_path.exists():

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from mneme.cli.config import Config, ConfigError
 
 if TYPE_CHECKING:
+    from mneme.bootstrap import Services
     from mneme.models import Principal
     from mneme_sdk import Client
 
@@ -19,11 +20,22 @@ Handler = Callable[["Context"], int]
 
 @dataclass
 class Context:
-    """What a command gets: its parsed arguments, the effective config and a client on demand."""
+    """What a command gets: its parsed arguments, the effective config, a client on demand and, in embedded
+    mode, the services the composition root hands it (`provide`: `bootstrap.current` unless given)."""
 
     args: argparse.Namespace
     config: Config
+    provide: Callable[[], Services] | None = None
     _clients: dict[tuple[str, ...], Client] = field(default_factory=dict)
+
+    @property
+    def services(self) -> Services:
+        """The embedded store's services (built on first use: a remote command never loads them)."""
+        if self.provide is None:
+            from mneme import bootstrap
+
+            self.provide = bootstrap.current
+        return self.provide()
 
     def embedded_only(self, name: str) -> None:
         if self.config.remote:

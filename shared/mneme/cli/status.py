@@ -33,16 +33,15 @@ def _progress(label: str, quiet: bool) -> Callable[[int], None]:
 
 def cmd_reindex(ctx: Context) -> int:
     """Rebuild a tenant's index from records, or retry episodes whose index write failed."""
-    from mneme import bootstrap
 
     ctx.embedded_only("reindex")
     quiet_runtime()
-    indexer = bootstrap.current().indexer
+    indexer = ctx.services.indexer
     tenant = ctx.config.tenant
     try:
         if ctx.args.pending:
             done = indexer.sweep(progress=_progress("indexing pending", ctx.quiet))
-            left = len(bootstrap.current().store.list_unindexed(1))
+            left = len(ctx.services.store.list_unindexed(1))
             print(f"\nindexed {done} pending episodes" + (" (the index still fails; retry later)" if left else ""))
             return 1 if left else 0
         rebuilt = indexer.rebuild(tenant, progress=_progress(f"rebuilding {tenant}", ctx.quiet))
@@ -93,7 +92,7 @@ def status_report(ctx: Context) -> dict[str, Any]:
     quiet_runtime()
     settings = bootstrap.current_settings()
     problem = check_home()  # a damaged or foreign store stops here, with one line
-    services = bootstrap.current()
+    services = ctx.services
     store = services.store
     report: dict[str, Any] = {
         "mode": "embedded",
