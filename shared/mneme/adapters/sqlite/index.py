@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from mneme.adapters.documents import normalised_vector
 from mneme.adapters.sqlite import vector_snapshot
 from mneme.adapters.sqlite import vectors as sqlite_vectors
 from mneme.adapters.sqlite.base import CLOSE_WAIT, ConnectionPool, WriterLock
@@ -65,7 +66,6 @@ from mneme.adapters.sqlite.vector_cache import (
     VectorCache,
     ann_available,
     blas_on_calling_thread,
-    normalised_vector,
 )
 from mneme.errors import InvalidInput, StoreUnavailable
 from mneme.search_models import Hit, IndexDocument, SearchFilter
