@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "shared" / "mneme"
@@ -24,39 +25,39 @@ def _is_module(name: str) -> bool:
     return (PACKAGE.parent / relative).with_suffix(".py").exists() or (PACKAGE.parent / relative).is_dir()
 
 
-def _imported(path: Path, *, external: bool = False) -> set[str]:
-    """The mneme modules `path` imports (`from mneme.x import y` names mneme.x.y when y is a module, and
-    mneme.x too); with `external`, every module it names, of any package."""
+def _import_names(path: Path) -> Iterator[tuple[str, str | None]]:
+    """(module, name) for each name an import of `path` takes: `import a.b` is (a.b, None), `from a import b`
+    (a, b), a relative import made absolute."""
     package = _module(path) if path.name == "__init__.py" else _module(path).rpartition(".")[0]
-    found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
+            yield from ((alias.name, None) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, *([node.module] if node.module else [])])
-            found.add(base)
-            found |= {f"{base}.{alias.name}" for alias in node.names if _is_module(f"{base}.{alias.name}")}
+            yield from ((base, alias.name) for alias in node.names)
+
+
+def _imported(path: Path, *, external: bool = False) -> set[str]:
+    """The mneme modules `path` imports (`from mneme.x import y` names mneme.x.y when y is a module, and
+    mneme.x too); with `external`, every module it names, of any package."""
+    found: set[str] = set()
+    for base, name in _import_names(path):
+        found.add(base)
+        if name is not None and _is_module(f"{base}.{name}"):
+            found.add(f"{base}.{name}")
     return found if external else {name for name in found if name == "mneme" or name.startswith("mneme.")}
 
 
 def _modules_imported(path: Path) -> set[str]:
     """The mneme modules `path` imports, a package only where a name is taken from its `__init__` itself
     (`from mneme.x import y` with y a module names mneme.x.y alone)."""
-    package = _module(path) if path.name == "__init__.py" else _module(path).rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, *([node.module] if node.module else [])])
-            for alias in node.names:
-                found.add(f"{base}.{alias.name}" if _is_module(f"{base}.{alias.name}") else base)
+    found = {
+        f"{base}.{name}" if name is not None and _is_module(f"{base}.{name}") else base
+        for base, name in _import_names(path)
+    }
     return {name for name in found if name.startswith("mneme.") and name != _module(path)}
 
 
