@@ -10,7 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from mneme.adapters.sqlite.errors import translated
+from mneme.adapters.sqlite.base import translated
 from mneme.errors import MnemeError
 
 ADMIN_KEY_MINIMUM = 32  # characters: a key Mneme creates is 47 (`keys.KEY_PREFIX` + 43)

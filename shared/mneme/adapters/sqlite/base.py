@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from mneme.adapters.sqlite.errors import translated
+from mneme.adapters.sqlite.errors import storage_error
 from mneme.errors import StoreUnavailable
 
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for another (SQLite's busy_timeout, below, is the same)
@@ -40,6 +40,19 @@ CREATE TABLE IF NOT EXISTS feed (
     tenant TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, ts TEXT NOT NULL, PRIMARY KEY (tenant, id));
 CREATE UNIQUE INDEX IF NOT EXISTS feed_order ON feed (tenant, ts, id);
 """
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """Raise a storage failure inside the block as the domain's error (`sqlite.errors`: full, read-only,
+    damaged), from the original; any other error passes unchanged."""
+    try:
+        yield
+    except (sqlite3.Error, OSError) as error:
+        found = storage_error(error)
+        if found is None:
+            raise
+        raise found from error
 
 
 class ConnectionPool:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import errno
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from mneme.errors import MnemeError, StorageFull, StoreDamaged, StoreReadOnly
 
@@ -40,16 +38,3 @@ def storage_error(error: BaseException) -> MnemeError | None:
         if isinstance(cause, OSError) and cause.errno in READ_ONLY:
             return StoreReadOnly(READ_ONLY_MESSAGE)
     return None
-
-
-@contextmanager
-def translated() -> Iterator[None]:
-    """Raise a storage failure inside the block as the domain's error (from the original); any other
-    error passes unchanged."""
-    try:
-        yield
-    except (sqlite3.Error, OSError) as error:
-        found = storage_error(error)
-        if found is None:
-            raise
-        raise found from error
