@@ -176,8 +176,12 @@ class CorrectFactRequest(Strict):
     summary: Annotated[str, StringConstraints(min_length=1, max_length=4096)] | None = Field(
         None, description="the fact as a sentence"
     )
-    entity: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
-    property: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
+    entity: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = Field(
+        None, description="what the fact is about"
+    )
+    property: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = Field(
+        None, description="what it states of the entity"
+    )
     value: Annotated[str, StringConstraints(min_length=1, max_length=2048)] | None = Field(
         None, description="the right value"
     )
