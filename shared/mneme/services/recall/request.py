@@ -48,7 +48,11 @@ class Scoring(BaseModel):
     beta: StrictFloat = Field(0.3, ge=0, le=1, description="lexical (BM25) weight")
     fallback: Literal["never", "on_empty", "always"] = "on_empty"
     resonance: StrictFloat = Field(0.0, ge=0, le=1, description="weight of AVEC resonance (needs `avec`)")
-    strictness: Literal["precision", "balanced", "recall"] = "balanced"
+    strictness: Literal["precision", "balanced", "recall"] = Field(
+        "balanced",
+        description="how relevant a result must be: precision (only what shares meaningful words with the query),"
+        " balanced or recall (the most, weaker matches included)",
+    )
 
     @model_validator(mode="after")
     def _some_weight(self) -> Scoring:
@@ -78,21 +82,23 @@ AVEC_DIMENSIONS = ("stability", "friction", "logic", "autonomy")
 
 class Disclosure(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    expand_top: StrictInt = Field(3, ge=0, le=50)
-    budget_tokens: StrictInt | None = Field(None, ge=32, le=200_000)
+    expand_top: StrictInt = Field(3, ge=0, le=50, description="results shown in full in the context pack")
+    budget_tokens: StrictInt | None = Field(
+        None, ge=32, le=200_000, description="cut the context pack to about this many tokens"
+    )
 
 
 class RecallRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     query: Annotated[str | None, AfterValidator(_within_query_limit)] = Field(
-        None, min_length=1, json_schema_extra={"maxLength": MAX_QUERY_BYTES}
+        None, min_length=1, json_schema_extra={"maxLength": MAX_QUERY_BYTES}, description="what to look for, in words"
     )
-    scope: str = Field("root", min_length=4, max_length=600)
-    limit: StrictInt = Field(10, ge=1, le=200)
-    kinds: list[DocKind] | None = Field(None, min_length=1)
+    scope: str = Field("root", min_length=4, max_length=600, description="search this scope and everything below it")
+    limit: StrictInt = Field(10, ge=1, le=200, description="the most results to return")
+    kinds: list[DocKind] | None = Field(None, min_length=1, description="only these kinds (default: all)")
     tiers: list[Tier] | None = Field(None, min_length=1)
-    since: Timestamp | None = None
-    until: Timestamp | None = None
+    since: Timestamp | None = Field(None, description="only what occurred at or after this time (with a timezone)")
+    until: Timestamp | None = Field(None, description="only what occurred before this time (with a timezone)")
     session_id: str | None = Field(
         None,
         max_length=128,
@@ -107,7 +113,9 @@ class RecallRequest(BaseModel):
     scoring: Scoring = Field(default_factory=Scoring)
     disclosure: Disclosure = Field(default_factory=Disclosure)
     explain: StrictBool = False
-    ids: list[str] | None = Field(None, min_length=1, max_length=200)
+    ids: list[str] | None = Field(
+        None, min_length=1, max_length=200, description="fetch these items in full (the ids of an answer's cards)"
+    )
     avec: Avec | None = Field(None, description="the agent's state, for resonance with STTP episodes")
     as_of: Timestamp | None = Field(
         None,
