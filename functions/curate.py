@@ -2,7 +2,7 @@
 
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from mneme import bootstrap
@@ -27,15 +27,12 @@ from mneme.models import Memory, Role
 from mneme.services.memories import tag_label
 from mneme.structure_models import Draft, Preview
 
-app = build_resolver()
-
 
 def _scope_view(path: str, scope_id: str, depth: int) -> dict[str, Any]:
     return {"path": path, "scope_id": scope_id, "depth": depth}
 
 
-def _memory_view(memory: Memory) -> dict[str, Any]:
-    services = bootstrap.current()
+def _memory_view(services: bootstrap.Services, memory: Memory) -> dict[str, Any]:
     if memory.kind == "scoped":
         assert memory.scope_id is not None
         target = services.scopes.chain_of(memory.tenant, memory.scope_id).path
@@ -45,183 +42,190 @@ def _memory_view(memory: Memory) -> dict[str, Any]:
     return {**view, "target": target}
 
 
-@app.get("/v1/me")
-def me() -> dict[str, Any]:
-    """The caller as its key names it: what the console shows and which actions it offers."""
-    who = caller(app)
-    return {"tenant": who.tenant, "principal": who.principal, "roles": [r.value for r in Role if r in who.roles]}
+def build_app(services: bootstrap.Provide) -> APIGatewayRestResolver:
+    """The routes over the services the composition root gives (`bootstrap.current` in Lambda)."""
+    app = build_resolver()
+    _caller_routes(app)
+    _scope_routes(app, services)
+    _memory_routes(app, services)
+    _draft_routes(app, services)
+    _key_routes(app, services)
+    _console_routes(app)
+    return app
 
 
-@app.get("/v1/scopes")
-def list_scopes(
-    path: Annotated[str, Query(max_length=600)] = "root", aliases: Annotated[bool, Query()] = False
-) -> dict[str, Any]:
-    """The subtree under `path`; with `aliases=true` each scope also lists the old paths that resolve to it."""
-    scopes, tenant = bootstrap.current().scopes, caller(app).tenant
-    tree = scopes.subtree(tenant, path)
-    if not aliases:
-        return {"scopes": [_scope_view(p, s.scope_id, s.depth) for p, s in tree]}
-    old = scopes.aliases(tenant, tree)
-    return {"scopes": [{**_scope_view(p, s.scope_id, s.depth), "aliases": old.get(s.scope_id, [])} for p, s in tree]}
+def _caller_routes(app: APIGatewayRestResolver) -> None:
+    @app.get("/v1/me")
+    def me() -> dict[str, Any]:
+        """The caller as its key names it: what the console shows and which actions it offers."""
+        who = caller(app)
+        return {"tenant": who.tenant, "principal": who.principal, "roles": [r.value for r in Role if r in who.roles]}
 
 
-@app.post("/v1/scopes")
-def create_scope(request: Annotated[CreateScopeRequest, Body()]) -> Response[Any]:
-    created = bootstrap.current().scopes.create(caller(app).tenant, request.path, parents=request.parents)
-    return json_response(201, _scope_view(created.path, created.scope.scope_id, created.scope.depth))
+def _scope_routes(app: APIGatewayRestResolver, services: bootstrap.Provide) -> None:
+    @app.get("/v1/scopes")
+    def list_scopes(
+        path: Annotated[str, Query(max_length=600)] = "root", aliases: Annotated[bool, Query()] = False
+    ) -> dict[str, Any]:
+        """The subtree under `path`; with `aliases=true` each scope also lists the old paths that resolve to it."""
+        scopes, tenant = services().scopes, caller(app).tenant
+        tree = scopes.subtree(tenant, path)
+        if not aliases:
+            return {"scopes": [_scope_view(p, s.scope_id, s.depth) for p, s in tree]}
+        old = scopes.aliases(tenant, tree)
+        return {
+            "scopes": [{**_scope_view(p, s.scope_id, s.depth), "aliases": old.get(s.scope_id, [])} for p, s in tree]
+        }
+
+    @app.post("/v1/scopes")
+    def create_scope(request: Annotated[CreateScopeRequest, Body()]) -> Response[Any]:
+        created = services().scopes.create(caller(app).tenant, request.path, parents=request.parents)
+        return json_response(201, _scope_view(created.path, created.scope.scope_id, created.scope.depth))
+
+    @app.delete("/v1/scopes")
+    def erase_scope(
+        path: Annotated[str, Query(min_length=4, max_length=600)], dry_run: Annotated[bool, Query()] = True
+    ) -> dict[str, Any]:
+        """Right to erasure: a dry run (the default) counts; `dry_run=false` deletes the subtree for good."""
+        return services().portability.erase(caller(app).tenant, path, dry_run=dry_run)
+
+    @app.post("/v1/scopes/rename")
+    def rename_scope(request: Annotated[RenameScopeRequest, Body()]) -> dict[str, Any]:
+        """Rename a scope's last segment; `dry_run` answers with the preview a structure draft would show."""
+        structure = services().structure
+        answer = structure.rename_without_draft(caller(app), request.path, request.new_path, dry_run=request.dry_run)
+        if isinstance(answer, Preview):
+            return {"dry_run": True, "preview": answer.model_dump(mode="json")}
+        renamed, old_path = answer
+        return {**_scope_view(renamed.path, renamed.scope.scope_id, renamed.scope.depth), "alias": old_path}
+
+    @app.get("/v1/layers")
+    def get_layers() -> dict[str, Any]:
+        return {"layers": services().scopes.layers(caller(app).tenant)}
+
+    @app.put("/v1/layers")
+    def put_layers(request: Annotated[LayersRequest, Body()]) -> dict[str, Any]:
+        return {"layers": services().structure.layers_without_draft(caller(app), request.layers)}
 
 
-@app.delete("/v1/scopes")
-def erase_scope(
-    path: Annotated[str, Query(min_length=4, max_length=600)], dry_run: Annotated[bool, Query()] = True
-) -> dict[str, Any]:
-    """Right to erasure: a dry run (the default) counts; `dry_run=false` deletes the subtree for good."""
-    return bootstrap.current().portability.erase(caller(app).tenant, path, dry_run=dry_run)
+def _memory_routes(app: APIGatewayRestResolver, services: bootstrap.Provide) -> None:
+    def shown(memory: Memory) -> dict[str, Any]:
+        return _memory_view(services(), memory)
+
+    @app.post("/v1/memories")
+    def create_memory(request: Annotated[CreateMemoryRequest, Body()]) -> Response[Any]:
+        memory, _ = services().memories.create(caller(app), **request.model_dump(exclude_none=True))
+        return json_response(201, shown(memory))
+
+    @app.patch("/v1/memories/<memory_id>")
+    def edit_memory(memory_id: str, request: Annotated[EditMemoryRequest, Body()]) -> dict[str, Any]:
+        changes = request.model_dump(exclude_unset=True)
+        version = changes.pop("version", None)
+        outcome = services().review.edit(caller(app), memory_id, version=version, **changes)
+        revision = outcome["revision"]
+        if revision is None:
+            return shown(outcome["memory"])
+        return {
+            **shown(outcome["memory"]),
+            "pending_revision": revision.model_dump(mode="json", exclude={"tenant"}),
+        }
+
+    @app.post("/v1/memories/<memory_id>/approve")
+    def approve_memory(memory_id: str, request: Annotated[DecisionRequest | None, Body()] = None) -> dict[str, Any]:
+        author, reason = (request.author, request.reason) if request else (None, None)
+        return shown(services().review.approve(caller(app), memory_id, author, reason))
+
+    @app.post("/v1/memories/<memory_id>/reject")
+    def reject_memory(memory_id: str, request: Annotated[RejectRequest, Body()]) -> dict[str, Any]:
+        outcome = services().review.reject(caller(app), memory_id, request.reason, request.author)
+        revision = outcome["revision"]
+        view = shown(outcome["memory"])
+        return {**view, "rejected_revision": revision.model_dump(mode="json", exclude={"tenant"})} if revision else view
+
+    @app.get("/v1/memories/<memory_id>/history")
+    def memory_history(memory_id: str) -> dict[str, Any]:
+        entries = services().review.history(caller(app), memory_id)
+        return {"memory_id": memory_id, "history": [e.model_dump(mode="json", exclude={"tenant"}) for e in entries]}
+
+    @app.get("/v1/reviews")
+    def reviews(path: Annotated[str | None, Query(max_length=600)] = None, mine: bool = False) -> dict[str, Any]:
+        """Approvers: the review queue. Everyone (or `mine=true`): their own revisions and decisions."""
+        review, who = services().review, caller(app)
+        if mine or not who.has(Role.approver):
+            return {"mine": review.mine(who)}
+        return {"queue": review.queue(who, path)}
+
+    @app.post("/v1/memories/<memory_id>/archive")
+    def archive_memory(memory_id: str, _: Annotated[NoBody | None, Body()] = None) -> dict[str, Any]:
+        """Archive by id only: the answer names the memory but never carries its body."""
+        view = shown(services().memories.archive(caller(app), memory_id))
+        return {field: view[field] for field in MemoryView.model_fields}
 
 
-@app.post("/v1/scopes/rename")
-def rename_scope(request: Annotated[RenameScopeRequest, Body()]) -> dict[str, Any]:
-    """Rename a scope's last segment; `dry_run` answers with the preview a structure draft would show."""
-    structure = bootstrap.current().structure
-    answer = structure.rename_without_draft(caller(app), request.path, request.new_path, dry_run=request.dry_run)
-    if isinstance(answer, Preview):
-        return {"dry_run": True, "preview": answer.model_dump(mode="json")}
-    renamed, old_path = answer
-    return {**_scope_view(renamed.path, renamed.scope.scope_id, renamed.scope.depth), "alias": old_path}
+def _draft_routes(app: APIGatewayRestResolver, services: bootstrap.Provide) -> None:
+    @app.post("/v1/structure/drafts")
+    def create_draft(request: Annotated[DraftRequest, Body()]) -> Response[Any]:
+        draft, preview = services().structure.create(caller(app), request.operations)
+        return json_response(201, _draft_view(draft, preview))
 
+    @app.get("/v1/structure/drafts/<draft_id>")
+    def get_draft(draft_id: str) -> dict[str, Any]:
+        return _draft_view(*services().structure.get(caller(app), draft_id))
 
-@app.get("/v1/layers")
-def get_layers() -> dict[str, Any]:
-    return {"layers": bootstrap.current().scopes.layers(caller(app).tenant)}
+    @app.post("/v1/structure/drafts/<draft_id>/publish")
+    def publish_draft(draft_id: str, request: Annotated[PublishRequest, Body()]) -> dict[str, Any]:
+        return _draft_view(*services().structure.publish(caller(app), draft_id, request.fingerprint))
 
-
-@app.put("/v1/layers")
-def put_layers(request: Annotated[LayersRequest, Body()]) -> dict[str, Any]:
-    return {"layers": bootstrap.current().structure.layers_without_draft(caller(app), request.layers)}
-
-
-@app.post("/v1/memories")
-def create_memory(request: Annotated[CreateMemoryRequest, Body()]) -> Response[Any]:
-    memory, _ = bootstrap.current().memories.create(caller(app), **request.model_dump(exclude_none=True))
-    return json_response(201, _memory_view(memory))
-
-
-@app.patch("/v1/memories/<memory_id>")
-def edit_memory(memory_id: str, request: Annotated[EditMemoryRequest, Body()]) -> dict[str, Any]:
-    changes = request.model_dump(exclude_unset=True)
-    version = changes.pop("version", None)
-    outcome = bootstrap.current().review.edit(caller(app), memory_id, version=version, **changes)
-    revision = outcome["revision"]
-    if revision is None:
-        return _memory_view(outcome["memory"])
-    return {**_memory_view(outcome["memory"]), "pending_revision": revision.model_dump(mode="json", exclude={"tenant"})}
-
-
-@app.post("/v1/memories/<memory_id>/approve")
-def approve_memory(memory_id: str, request: Annotated[DecisionRequest | None, Body()] = None) -> dict[str, Any]:
-    author, reason = (request.author, request.reason) if request else (None, None)
-    return _memory_view(bootstrap.current().review.approve(caller(app), memory_id, author, reason))
-
-
-@app.post("/v1/memories/<memory_id>/reject")
-def reject_memory(memory_id: str, request: Annotated[RejectRequest, Body()]) -> dict[str, Any]:
-    outcome = bootstrap.current().review.reject(caller(app), memory_id, request.reason, request.author)
-    revision = outcome["revision"]
-    view = _memory_view(outcome["memory"])
-    return {**view, "rejected_revision": revision.model_dump(mode="json", exclude={"tenant"})} if revision else view
-
-
-@app.get("/v1/memories/<memory_id>/history")
-def memory_history(memory_id: str) -> dict[str, Any]:
-    entries = bootstrap.current().review.history(caller(app), memory_id)
-    return {"memory_id": memory_id, "history": [e.model_dump(mode="json", exclude={"tenant"}) for e in entries]}
-
-
-@app.get("/v1/reviews")
-def reviews(path: Annotated[str | None, Query(max_length=600)] = None, mine: bool = False) -> dict[str, Any]:
-    """Approvers: the review queue. Everyone (or `mine=true`): their own revisions and decisions."""
-    review, who = bootstrap.current().review, caller(app)
-    if mine or not who.has(Role.approver):
-        return {"mine": review.mine(who)}
-    return {"queue": review.queue(who, path)}
-
-
-@app.post("/v1/memories/<memory_id>/archive")
-def archive_memory(memory_id: str, _: Annotated[NoBody | None, Body()] = None) -> dict[str, Any]:
-    """Archive by id only: the answer names the memory but never carries its body."""
-    view = _memory_view(bootstrap.current().memories.archive(caller(app), memory_id))
-    return {field: view[field] for field in MemoryView.model_fields}
-
-
-@app.post("/v1/structure/drafts")
-def create_draft(request: Annotated[DraftRequest, Body()]) -> Response[Any]:
-    draft, preview = bootstrap.current().structure.create(caller(app), request.operations)
-    return json_response(201, _draft_view(draft, preview))
-
-
-@app.get("/v1/structure/drafts/<draft_id>")
-def get_draft(draft_id: str) -> dict[str, Any]:
-    return _draft_view(*bootstrap.current().structure.get(caller(app), draft_id))
-
-
-@app.post("/v1/structure/drafts/<draft_id>/publish")
-def publish_draft(draft_id: str, request: Annotated[PublishRequest, Body()]) -> dict[str, Any]:
-    return _draft_view(*bootstrap.current().structure.publish(caller(app), draft_id, request.fingerprint))
-
-
-@app.post("/v1/structure/drafts/<draft_id>/discard")
-def discard_draft(draft_id: str, _: Annotated[NoBody | None, Body()] = None) -> dict[str, Any]:
-    return _draft_view(*bootstrap.current().structure.discard(caller(app), draft_id))
+    @app.post("/v1/structure/drafts/<draft_id>/discard")
+    def discard_draft(draft_id: str, _: Annotated[NoBody | None, Body()] = None) -> dict[str, Any]:
+        return _draft_view(*services().structure.discard(caller(app), draft_id))
 
 
 def _draft_view(draft: Draft, preview: Preview) -> dict[str, Any]:
     return {**draft.model_dump(mode="json", exclude={"tenant"}), "preview": preview.model_dump(mode="json")}
 
 
-@app.post("/v1/keys")
-def create_key(request: Annotated[CreateKeyRequest, Body()]) -> Response[Any]:
-    secret, record = bootstrap.current().keys.create(caller(app).tenant, request.principal, request.roles)
-    view = record.model_dump(mode="json", exclude={"key_hash"})
-    return json_response(201, {**view, "api_key": secret, "note": "store this key now: it is not shown again"})
+def _key_routes(app: APIGatewayRestResolver, services: bootstrap.Provide) -> None:
+    @app.post("/v1/keys")
+    def create_key(request: Annotated[CreateKeyRequest, Body()]) -> Response[Any]:
+        secret, record = services().keys.create(caller(app).tenant, request.principal, request.roles)
+        view = record.model_dump(mode="json", exclude={"key_hash"})
+        return json_response(201, {**view, "api_key": secret, "note": "store this key now: it is not shown again"})
+
+    @app.get("/v1/keys")
+    def list_keys() -> dict[str, Any]:
+        keys = services().keys.list(caller(app).tenant)
+        return {"keys": [key.model_dump(mode="json", exclude={"key_hash"}) for key in keys]}
+
+    @app.post("/v1/keys/<key_id>/revoke")
+    def revoke_key(key_id: str, _: Annotated[NoBody | None, Body()] = None) -> dict[str, Any]:
+        services().keys.revoke(caller(app).tenant, key_id)
+        return {"key_id": key_id, "revoked": True}
 
 
-@app.get("/v1/keys")
-def list_keys() -> dict[str, Any]:
-    keys = bootstrap.current().keys.list(caller(app).tenant)
-    return {"keys": [key.model_dump(mode="json", exclude={"key_hash"}) for key in keys]}
+def _console_routes(app: APIGatewayRestResolver) -> None:
+    @app.get("/console", include_in_schema=False)
+    def console_page() -> Response[str]:
+        return console.page()
+
+    @app.head("/console", include_in_schema=False)
+    def console_head() -> Response[str]:
+        """The page's headers (a monitor's or a proxy's check); the server sends no body for a HEAD."""
+        return console.page()
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response[str]:
+        return console.icon()
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi_document() -> Response[str]:
+        """docs/openapi.json, as committed (package data: `make openapi` writes both)."""
+        return console.contract()
+
+    @app.get("/console/<asset>", include_in_schema=False)
+    def console_asset(asset: str) -> Response[str]:
+        return console.asset(asset)
 
 
-@app.post("/v1/keys/<key_id>/revoke")
-def revoke_key(key_id: str, _: Annotated[NoBody | None, Body()] = None) -> dict[str, Any]:
-    bootstrap.current().keys.revoke(caller(app).tenant, key_id)
-    return {"key_id": key_id, "revoked": True}
-
-
-@app.get("/console", include_in_schema=False)
-def console_page() -> Response[str]:
-    return console.page()
-
-
-@app.head("/console", include_in_schema=False)
-def console_head() -> Response[str]:
-    """The page's headers (a monitor's or a proxy's check); the server sends no body for a HEAD."""
-    return console.page()
-
-
-@app.get("/favicon.ico", include_in_schema=False)
-def favicon() -> Response[str]:
-    return console.icon()
-
-
-@app.get("/openapi.json", include_in_schema=False)
-def openapi_document() -> Response[str]:
-    """docs/openapi.json, as committed (package data: `make openapi` writes both)."""
-    return console.contract()
-
-
-@app.get("/console/<asset>", include_in_schema=False)
-def console_asset(asset: str) -> Response[str]:
-    return console.asset(asset)
-
-
+app = build_app(bootstrap.current)
 handler = lambda_handler(app)

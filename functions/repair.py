@@ -13,14 +13,13 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from mneme import bootstrap
-from mneme.bootstrap import Services
 from mneme.observability import logger, metrics, tracer
 from mneme.services.repair import compaction_window, repair_index
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
-def repair_handler(services: Callable[[], Services]) -> Handler:
+def repair_handler(services: bootstrap.Provide) -> Handler:
     """The scheduled handler over the services the composition root gives (`bootstrap.current` in Lambda)."""
 
     @logger.inject_lambda_context(clear_state=True)

@@ -2,7 +2,7 @@
 
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from mneme import __version__, bootstrap
@@ -11,15 +11,26 @@ from mneme.http.lambda_entry import lambda_handler
 from mneme.http.schemas import RetrieveRequest
 from mneme.settings import Settings, SqliteIndex, SqliteStore
 
-app = build_resolver()
 
+def build_app(services: bootstrap.Provide) -> APIGatewayRestResolver:
+    """The routes over the services the composition root gives (`bootstrap.current` in Lambda)."""
+    app = build_resolver()
 
-@app.get("/v1/health")
-def health() -> dict[str, str]:
-    """`ok`, or `degraded` with what is (the embedded engine: an index being rebuilt, an unreadable store or
-    cursor key)."""
-    problems = degraded(bootstrap.current_settings())
-    return {"status": "degraded" if problems else "ok", "version": __version__, **problems}
+    @app.get("/v1/health")
+    def health() -> dict[str, str]:
+        """`ok`, or `degraded` with what is (the embedded engine: an index being rebuilt, an unreadable store
+        or cursor key)."""
+        problems = degraded(services().settings)
+        return {"status": "degraded" if problems else "ok", "version": __version__, **problems}
+
+    @app.post("/v1/retrieve")
+    def retrieve(request: Annotated[RetrieveRequest, Body()]) -> Response[Any]:
+        bundle = services().retrieval.retrieve(caller(app), request.path)
+        if "application/json" in (app.current_event.headers.get("accept") or ""):
+            return json_response(200, bundle.model_dump(mode="json"))
+        return Response(200, "text/markdown; charset=utf-8", bundle.markdown)
+
+    return app
 
 
 def degraded(settings: Settings) -> dict[str, str]:
@@ -30,12 +41,5 @@ def degraded(settings: Settings) -> dict[str, str]:
     return components(settings.sqlite_path, settings.index_path, bootstrap.cursor_key_file(settings))
 
 
-@app.post("/v1/retrieve")
-def retrieve(request: Annotated[RetrieveRequest, Body()]) -> Response[Any]:
-    bundle = bootstrap.current().retrieval.retrieve(caller(app), request.path)
-    if "application/json" in (app.current_event.headers.get("accept") or ""):
-        return json_response(200, bundle.model_dump(mode="json"))
-    return Response(200, "text/markdown; charset=utf-8", bundle.markdown)
-
-
+app = build_app(bootstrap.current)
 handler = lambda_handler(app)

@@ -363,6 +363,10 @@ def cursor_key_file(settings: Settings) -> Path | None:
     return None if isinstance(settings.store, DynamoStore) else settings.home / "cursor.key"
 
 
+Provide = Callable[[], Services]
+"""What a route, command or scheduled handler is given: the services to use, asked for on each call (in
+Lambda `current`, so a function's services are built on its first request, not on import)."""
+
 _handed: list[Services] = []  # the services `use` handed in (at most one)
 
 
