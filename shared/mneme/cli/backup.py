@@ -64,7 +64,7 @@ def cmd_restore(ctx: Context) -> int:
     def rebuild() -> None:
         if not ctx.quiet:
             err("rebuilding the search index from the restored store…")
-        rebuild_index("restored from a backup").join()
+        rebuild_index("restored from a backup", ctx.services).join()
 
     done = backup.restore(Path(ctx.args.src), settings.home, force=ctx.args.force, rebuild=rebuild)
     manifest = done.manifest

@@ -21,12 +21,7 @@ if TYPE_CHECKING:
     from mneme.local.home import ServerLock
     from mneme.local.server import LocalServer
     from mneme.local.workers import Workers
-
-
-def _admin_key_file() -> Path:
-    from mneme import bootstrap
-
-    return bootstrap.current_settings().home / "admin.key"
+    from mneme.settings import Settings
 
 
 def ensure_first_run(services: Services | None = None) -> tuple[Path, bool]:
@@ -35,8 +30,8 @@ def ensure_first_run(services: Services | None = None) -> tuple[Path, bool]:
     from mneme import bootstrap
     from mneme.local.keyfiles import ADMIN_KEY_MINIMUM, create_once, read_key
 
-    key_file = _admin_key_file()
     services = services or bootstrap.current()
+    key_file = services.settings.home / "admin.key"
     if key_file.exists():
         read_key(key_file, minimum=ADMIN_KEY_MINIMUM)  # an empty or cut key stops here, not as a 401 later
         return key_file, False
@@ -46,14 +41,12 @@ def ensure_first_run(services: Services | None = None) -> tuple[Path, bool]:
     return key_file, created
 
 
-def check_home() -> str | None:
+def check_home(settings: Settings) -> str | None:
     """The embedded store's start-up check (`local.checks`): raises on a store that must not be opened;
     returns why the index must be rebuilt, or None."""
-    from mneme import bootstrap
     from mneme.local import checks
     from mneme.settings import SqliteIndex, SqliteStore
 
-    settings = bootstrap.current_settings()
     if not isinstance(settings.store, SqliteStore):
         return None
     checks.check_store(settings.sqlite_path, settings.home)
@@ -62,13 +55,12 @@ def check_home() -> str | None:
     return checks.index_problem(settings.index_path, settings.sqlite_path)
 
 
-def rebuild_index(reason: str) -> threading.Thread:
-    """Rebuild every tenant's index from records in the background; recall reads records meanwhile."""
-    from mneme import bootstrap
+def rebuild_index(reason: str, services: Services) -> threading.Thread:
+    """Rebuild every tenant's index from records in the background, with `services`' indexer; recall reads
+    records meanwhile."""
     from mneme.local import checks
 
-    settings = bootstrap.current_settings()
-    indexer = bootstrap.current().indexer
+    settings, indexer = services.settings, services.indexer
 
     def rebuild() -> None:
         for tenant in checks.tenants(settings.sqlite_path):
@@ -86,28 +78,29 @@ def cmd_serve(ctx: Context) -> int:
     from mneme.local.workers import worker_count
 
     ctx.embedded_only("serve")
-    args = ctx.args
+    args, services = ctx.args, ctx.services
+    bootstrap.use(services)  # the routes (functions/*, over `bootstrap.current`) serve the command's services
     if args.listen_fd is not None:  # one of the processes `serve --workers N` started
-        return _serve_worker(args.host, args.port, args.listen_fd)
+        return _serve_worker(args.host, args.port, args.listen_fd, services)
     count = worker_count(args.workers)
-    home = bootstrap.current_settings().home.resolve()
+    home = services.settings.home.resolve()
     lock = hold_server(home, "mneme serve, starting")  # a second server on this home stops here, with one line
     try:
-        return _serve(args, count, home, lock)
+        return _serve(args, count, home, lock, services)
     finally:
         lock.release()  # when it could not start (serving ends the process in `_shut_down`)
 
 
-def _serve(args: argparse.Namespace, count: int, home: Path, lock: ServerLock) -> int:
+def _serve(args: argparse.Namespace, count: int, home: Path, lock: ServerLock, services: Services) -> int:
     from mneme import bootstrap
     from mneme.local.server import make_server, start_sweeper
     from mneme.local.workers import Workers
 
-    reindex = check_home()  # a damaged or foreign store stops here, with one line
+    reindex = check_home(services.settings)  # a damaged or foreign store stops here, with one line
     if reindex is not None:
         print(f"the search index is rebuilt in the background: {reindex}", file=sys.stderr)
-        rebuild_index(reindex)  # before any process opens the index
-    key_file, created = ensure_first_run()
+        rebuild_index(reindex, services)  # before any process opens the index
+    key_file, created = ensure_first_run(services)
     try:
         server = make_server(args.host, args.port)
     except OSError as e:  # the port is taken, or the address is not this machine's
@@ -120,19 +113,19 @@ def _serve(args: argparse.Namespace, count: int, home: Path, lock: ServerLock) -
     lock.describe(f"mneme serve on http://{host}:{port}")
     workers = None
     if count > 1:
-        bootstrap.cursor_secret(bootstrap.current_settings())()  # created once here, not raced by the workers
+        bootstrap.cursor_secret(services.settings)()  # created once here, not raced by the workers
         server.share()
         argv = ["serve", "--home", str(home), "--host", host, "--port", str(port)]
         workers = Workers(server.socket.fileno(), argv, count - 1, keep=(lock.fd,))
     for sig in (signal.SIGTERM, signal.SIGINT):  # `kill PID` stops the server (and its workers) like Ctrl-C
-        signal.signal(sig, _stopper(server))
-    start_sweeper(bootstrap.current().indexer, interval=30.0)
+        signal.signal(sig, _stopper(server, services))
+    start_sweeper(services.indexer, interval=30.0)
     try:
         pids = [os.getpid()]
         if workers is not None:
             workers.start()
             pids += workers.pids()
-        _warm()
+        _warm(services)
         processes = f"{count} process{'es' if count > 1 else ''} (pid {', '.join(map(str, pids))})"
         print(f"mneme serving on http://{host}:{port} (store: {home}; {processes}; see --workers)")
         print(
@@ -145,34 +138,33 @@ def _serve(args: argparse.Namespace, count: int, home: Path, lock: ServerLock) -
     except KeyboardInterrupt:
         print("\nshutting down", file=sys.stderr)
     finally:
-        _shut_down(server, workers)
+        _shut_down(server, workers, services)
     return 0
 
 
 DRAIN = 3.0  # seconds a stopping process waits for its request threads once their connections are closed
 
 
-def _stopper(server: LocalServer) -> Callable[..., None]:
+def _stopper(server: LocalServer, services: Services) -> Callable[..., None]:
     """What SIGTERM or Ctrl-C does (safe in a signal handler): the server stops taking connections and
     finishes the requests it holds; the local model refuses the batches not yet started, so they end in
     moments (a remember in flight is stored, its embedding left to the index sweep)."""
-    from mneme import bootstrap
 
     def stop(*_: Any) -> None:
         server.stop()
-        bootstrap.current().interrupt()
+        services.interrupt()
 
     return stop
 
 
-def _shut_down(server: LocalServer, workers: Workers | None) -> NoReturn:
+def _shut_down(server: LocalServer, workers: Workers | None, services: Services) -> NoReturn:
     """A clean stop's end: the request threads finish (up to DRAIN seconds), the workers stop, then every
     store and index connection closes, so at rest `mneme.db` and `index.db` alone hold everything; then the
     process ends. A request still running past DRAIN is left unanswered (nothing acknowledged is lost)."""
     from mneme import bootstrap
 
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second TERM does not cut the shutdown short
-    _stopper(server)()
+    _stopper(server, services)()
     drained = server.server_close(wait=DRAIN)
     if workers is not None:
         workers.stop()
@@ -188,7 +180,7 @@ def _shut_down(server: LocalServer, workers: Workers | None) -> NoReturn:
     os._exit(0)
 
 
-def _serve_worker(host: str, port: int, fd: int) -> NoReturn:
+def _serve_worker(host: str, port: int, fd: int, services: Services) -> NoReturn:
     """A worker process: serve the inherited socket until SIGTERM (from the parent) or the parent is gone.
     Ctrl-C in a terminal reaches the whole process group: the parent alone acts on it, and stops us."""
     from mneme.local.server import make_server, stop_when_orphaned
@@ -196,30 +188,29 @@ def _serve_worker(host: str, port: int, fd: int) -> NoReturn:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _interrupt)  # until it serves: then the server finishes what it holds
     server = make_server(host, port, listen_fd=fd)
-    stop_when_orphaned(_stopper(server), os.getppid())
+    stop_when_orphaned(_stopper(server, services), os.getppid())
     try:
-        _warm()
-        signal.signal(signal.SIGTERM, _stopper(server))
+        _warm(services)
+        signal.signal(signal.SIGTERM, _stopper(server, services))
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
-        _shut_down(server, None)
+        _shut_down(server, None, services)
 
 
-def _warm() -> None:
+def _warm(services: Services) -> None:
     """Before a process takes connections: build its engine (once: concurrent first requests would each
     build one), import every route's function and load a local embedding model, so that no request of
     a fresh process waits for them (a remote embedder is left alone)."""
-    from mneme import bootstrap, routes
+    from mneme import routes
     from mneme.local import gateway
     from mneme.settings import BedrockEmbedderSettings
 
-    services = bootstrap.current()
     services.build_all()
     for route in routes.ROUTES:
         gateway.function(route.function)
-    if not isinstance(bootstrap.current_settings().embedder, BedrockEmbedderSettings):
+    if not isinstance(services.settings.embedder, BedrockEmbedderSettings):
         try:
             services.embedder.embed(["warm up"])
         except Exception as exc:  # serve anyway: requests that need the model answer with the error

@@ -95,7 +95,7 @@ def status_report(ctx: Context) -> dict[str, Any]:
 
     quiet_runtime()
     settings = bootstrap.current_settings()
-    problem = check_home()  # a damaged or foreign store stops here, with one line
+    problem = check_home(settings)  # a damaged or foreign store stops here, with one line
     services = ctx.services
     store = services.store
     report: dict[str, Any] = {
