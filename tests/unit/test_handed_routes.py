@@ -1,0 +1,105 @@
+"""Routes receive their services: every function module builds its app (and consolidate its scheduled
+handlers, the authorizer its key lookup) over what its caller hands in, so a test passes its own services
+instead of handing them to the process (`bootstrap.use`) or patching a global."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mneme import bootstrap, routes
+from mneme.adapters.sqlite.index import SqliteSearchIndex
+from mneme.adapters.sqlite.store import SqliteRecordStore
+from mneme.bootstrap import Services
+from mneme.local.events import LocalContext, proxy_event, token_event
+from mneme.settings import Settings
+from tests.conftest import FixedClock
+from tests.support.embedding import HashEmbedder
+
+CALLER = {"tenant": "acme", "principal": "alice", "roles": "reader,writer,admin", "principalId": "alice"}
+
+
+def graph(home: Path) -> Services:
+    home.mkdir()
+    return bootstrap.build(
+        Settings(home=home, cursor_secret="unit-test-secret"),  # type: ignore[arg-type]
+        store=SqliteRecordStore(home / "mneme.db"),
+        clock=FixedClock(),
+        embedder=HashEmbedder(),
+        index=SqliteSearchIndex(home / "index.db"),
+        background=False,
+    )
+
+
+def call(app: Any, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+    route, params = routes.resolve(method, path)
+    text = json.dumps(body) if body is not None else None
+    headers = {"content-type": "application/json"} if body is not None else {}
+    answer = app.resolve(proxy_event(route, method, path, "", headers, text, params, CALLER), LocalContext("test"))
+    return answer["statusCode"], json.loads(answer["body"])
+
+
+@pytest.fixture
+def untouched() -> Any:
+    """The process-wide services stay unbuilt and nothing is handed to the process."""
+    bootstrap.reset()
+    yield
+    assert not bootstrap._handed and bootstrap._built.cache_info().currsize == 0
+    bootstrap.reset()
+
+
+def test_each_app_serves_the_services_it_was_given(tmp_path: Path, untouched: None) -> None:
+    from functions import recall, remember
+
+    # Given two service graphs on two homes, and the remember and recall routes built over each
+    first, second = graph(tmp_path / "first"), graph(tmp_path / "second")
+    # When an episode is remembered through the routes given the first
+    told = {"content": "the kiln fires at 1240 degrees", "scope": "root.studio", "create_scope": True}
+    status, _ = call(remember.build_app(lambda: first), "POST", "/v1/remember", told)
+    assert status == 201
+    # Then the recall routes given the first find it, those given the second do not
+    asked = {"query": "kiln degrees", "scope": "root.studio"}
+    status, found = call(recall.build_app(lambda: first), "POST", "/v1/recall", asked)
+    assert status == 200 and any("kiln" in (r.get("content") or "") for r in found["results"]), found
+    status, missing = call(recall.build_app(lambda: second), "POST", "/v1/recall", asked)
+    assert status == 404 or not missing.get("results"), missing
+    first.close()
+    second.close()
+
+
+@pytest.mark.parametrize("name", routes.FUNCTIONS)
+def test_an_app_built_over_given_services_declares_what_the_lambda_entry_point_serves(name: str) -> None:
+    module = importlib.import_module(f"functions.{name}")
+    given = module.build_app(bootstrap.current)
+    assert given is not module.app
+    assert given.get_openapi_json_schema() == module.app.get_openapi_json_schema()
+
+
+def test_the_scheduled_consolidation_and_the_authorizer_take_what_they_are_given(
+    tmp_path: Path, untouched: None
+) -> None:
+    from functions.authorizer import authorizer
+    from functions.consolidate import schedule_target
+    from mneme.services.keys import Authenticator
+    from mneme.services.remember import RememberItem
+    from tests.conftest import principal
+
+    # Given services whose tenant acme has a dirty scope and an API key
+    services = graph(tmp_path / "home")
+    item = RememberItem(content="glaze cone six", scope="root.studio", create_scope=True)
+    services.remember.remember(principal(), [item])
+    secret, _ = services.keys.create("acme", "alice", ["reader"])
+    # When the scheduled target and the authorizer run over them
+    ran = schedule_target(lambda: services)({"source": "aws.scheduler"}, LocalContext("schedule"))
+    route, _ = routes.resolve("GET", "/v1/keys")
+    event = token_event(route, "GET", "/v1/keys", f"Bearer {secret}")
+    allowed = authorizer(lambda: Authenticator(services.store), lambda: None)(event, LocalContext("authorizer"))
+    # Then a run was started for acme, and acme's key is allowed as alice
+    assert [run["tenant"] for run in ran["runs"]] == ["acme"]
+    assert allowed["policyDocument"]["Statement"][0]["Effect"] == "Allow"
+    assert allowed["context"]["tenant"] == "acme" and allowed["principalId"] == "acme/alice"
+    services.close()
