@@ -52,17 +52,22 @@ def clock() -> FixedClock:
     return FixedClock()
 
 
+def embedded(home: Path, clock: FixedClock) -> bootstrap.Services:
+    """The real services on SQLite and the embedded index in `home`, with the test-only hashing embedder."""
+    return bootstrap.build(
+        Settings(home=home),
+        store=SqliteRecordStore(home / "mneme.db"),
+        clock=clock,
+        embedder=HashEmbedder(),
+        index=SqliteSearchIndex(home / "index.db"),
+        background=False,
+    )
+
+
 @pytest.fixture
 def services(tmp_path: Path, clock: FixedClock) -> bootstrap.Services:
     """The real services on SQLite and the embedded index, with the test-only hashing embedder."""
-    return bootstrap.build(
-        Settings(home=tmp_path),
-        store=SqliteRecordStore(tmp_path / "mneme.db"),
-        clock=clock,
-        embedder=HashEmbedder(),
-        index=SqliteSearchIndex(tmp_path / "index.db"),
-        background=False,
-    )
+    return embedded(tmp_path, clock)
 
 
 @pytest.fixture

@@ -12,27 +12,16 @@ from typing import Any
 import pytest
 
 from mneme import bootstrap, routes
-from mneme.adapters.sqlite.index import SqliteSearchIndex
-from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.bootstrap import Services
 from mneme.local.events import LocalContext, proxy_event, token_event
-from mneme.settings import Settings
-from tests.conftest import FixedClock
-from tests.support.embedding import HashEmbedder
+from tests.conftest import FixedClock, embedded
 
 CALLER = {"tenant": "acme", "principal": "alice", "roles": "reader,writer,admin", "principalId": "alice"}
 
 
 def graph(home: Path) -> Services:
     home.mkdir()
-    return bootstrap.build(
-        Settings(home=home, cursor_secret="unit-test-secret"),  # type: ignore[arg-type]
-        store=SqliteRecordStore(home / "mneme.db"),
-        clock=FixedClock(),
-        embedder=HashEmbedder(),
-        index=SqliteSearchIndex(home / "index.db"),
-        background=False,
-    )
+    return embedded(home, FixedClock())
 
 
 def call(app: Any, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
