@@ -119,7 +119,7 @@ def test_retrieval_path_names_the_channels(services: Services) -> None:
 
 
 def test_every_result_carries_per_channel_scores(services: Services) -> None:
-    remember(services, "Gate 3 closes at six.")
+    remember(services, "Gate 3 closes at six tonight for the night shift's cleaning crew.")
     [result] = recall(services, "gate closes").results
     assert set(result.scores) == {"vector", "lexical", "bm25", "lifecycle"}
     assert 0 < result.score <= 1 and result.scores["lexical"] == 1.0

@@ -129,7 +129,8 @@ def test_query_time_reads_relative_periods_only_against_a_reference() -> None:
 def test_a_question_asking_when_favours_the_turn_that_says_when(services: Services) -> None:
     news = "The studio's takeover was the big news, everyone talks about the takeover."
     say(services, "Lucas", news, occurred_at=DAY)
-    said = say(services, "Amara", "They announced the takeover on Tuesday.", occurred_at=DAY.replace(hour=10))
+    announced = "They announced the takeover on Tuesday, at the all-hands meeting in the Leeds office, to a full room."
+    said = say(services, "Amara", announced, occurred_at=DAY.replace(hour=10))
     response = recall(services, "When was the studio's takeover announced?", explain=True)
     assert response.results[0].id == said and response.results[0].scores["says_when"] > 1
     assert "says_when" not in response.results[1].scores
@@ -204,3 +205,21 @@ def test_a_fact_is_placed_in_time_by_its_valid_from(services: Services, clock: A
     top = response.results[0]
     assert top.fact is not None and top.fact["value"] == "flat rate" and top.scores["window"] > 1
     assert all("window" not in r.scores for r in response.results[1:])
+
+
+def test_a_turn_that_says_something_outranks_filler_and_questions_about_it(services: Services) -> None:
+    asked = say(services, "Hilde", "How are the kids?", session_id="s1", occurred_at=DAY)
+    said = say(
+        services,
+        "Dario",
+        "Leo joined the chess club at school and Isla crawls everywhere, she climbed the stairs twice.",
+        session_id="s1",
+        occurred_at=DAY.replace(minute=1),
+    )
+    filler = say(services, "Hilde", "Ha! The kids!", session_id="s1", occurred_at=DAY.replace(minute=2))
+    response = recall(services, "What have the kids been up to?", explain=True)
+    ranked = [result.id for result in response.results]
+    assert ranked[0] == said and {asked, filler} <= set(ranked)
+    scores = {result.id: result.scores for result in response.results}
+    assert "substance" not in scores[said]
+    assert scores[asked]["substance"] < scores[filler]["substance"] < 1  # a question says least
