@@ -8,6 +8,7 @@ from typing import Any
 from mneme.bootstrap import Services
 from mneme.models import Role
 from mneme.services.recall import RecallRequest, RecallResponse
+from mneme.services.recall.profile import PROFILE_BOOST
 from mneme.services.remember import RememberItem
 from tests.conftest import principal
 
@@ -223,3 +224,18 @@ def test_a_turn_that_says_something_outranks_filler_and_questions_about_it(servi
     scores = {result.id: result.scores for result in response.results}
     assert "substance" not in scores[said]
     assert scores[asked]["substance"] < scores[filler]["substance"] < 1  # a question says least
+
+
+def test_a_question_about_what_a_person_is_like_favours_where_they_say_it(services: Services) -> None:
+    likes = say(services, "Ines", "I don't miss meat at all, the vegetarian canteen dinner is better.", occurred_at=DAY)
+    other = say(
+        services, "Ines", "The steakhouse dinner place on the corner closed after a kitchen fire.", occurred_at=DAY
+    )
+    response = recall(services, "Would Ines enjoy a steakhouse dinner?", explain=True)
+    ranked = {result.id: result for result in response.results}
+    assert ranked[likes].scores["profile"] == PROFILE_BOOST and "profile" not in ranked[other].scores
+    assert response.explain is not None
+    fuse = next(s for s in response.explain["stages"] if s["stage"] == "fuse")
+    assert fuse["speakers_named"] == ["ine"]
+    plain = recall(services, "Where did Ines have dinner?")  # where, not what she is like
+    assert all("profile" not in result.scores for result in plain.results)

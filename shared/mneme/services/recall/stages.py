@@ -30,6 +30,7 @@ from mneme.services import anchors as anchor_rule
 from mneme.services.indexing import episode_text, memory_text, speaker
 from mneme.services.recall import context as recall_context
 from mneme.services.recall import hop as recall_hop
+from mneme.services.recall import profile as recall_profile
 from mneme.services.recall import scope as recall_scope
 from mneme.services.recall.records import lifecycle, load, record_text, strong_text
 from mneme.services.recall.run import Candidate, Run, stored_vectors, with_vectors
@@ -211,6 +212,12 @@ def fuse(run: Run) -> None:
     scoring = run.scoring
     live = [c for c in run.candidates.values() if c.id not in dict(dropped)]
     names = _named_speakers(run, live)
+    profile = bool(names) and recall_profile.asks(run.request.query or "")  # what is <name> like?
+    added = _profile_candidates(run, names) if profile else []
+    if added:
+        dropped += _load(run, added)
+        gone = dict(dropped)
+        live += [c for c in added if c.id not in gone]
     if names:
         _without_names(run, live, names)
     if run.query_vector is not None:
@@ -227,8 +234,22 @@ def fuse(run: Run) -> None:
         _resonate(run, candidate)
         _speaker(run, candidate)
         _substance(candidate)
+        if profile:
+            recall_profile.boost(candidate, names)
     recall_context.below_context_owners(run, live)
-    run.note("fuse", took, dropped, **({"speakers_named": sorted(names)} if names else {}))
+    trace = {"speakers_named": sorted(names), "profile": len(added)}
+    run.note("fuse", took + len(added), dropped, **{key: value for key, value in trace.items() if value})
+
+
+def _profile_candidates(run: Run, names: set[str]) -> list[Candidate]:
+    """The named person's turns that the profile search finds (`profile`), not yet candidates."""
+    query = recall_profile.search_words(run.request.query or "", names)
+    added = []
+    for hit in run.deps.index.search_text(run.flt, query, recall_profile.PROFILE_HITS):
+        if hit.doc_id not in run.candidates:
+            candidate = run.candidates[hit.doc_id] = Candidate(hit.doc_id, channels={"profile"})
+            added.append(candidate)
+    return added
 
 
 def _named_speakers(run: Run, candidates: list[Candidate]) -> set[str]:
@@ -386,7 +407,7 @@ def admitted(strictness: str, candidate: Candidate, query_anchors: set[str]) -> 
         return True
     if strictness == "precision":
         return anchor_rule.admits(query_anchors, record_text(candidate.record), strong_text(candidate.record))
-    if "lexical" in candidate.channels:
+    if "lexical" in candidate.channels or "profile" in candidate.channels:
         return True
     # Engram: vector hits without a term overlap never admit a memory
     return not isinstance(candidate.record, Memory) and candidate.vector >= MIN_VECTOR
