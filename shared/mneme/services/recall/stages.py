@@ -52,6 +52,7 @@ SUBSTANCE_FLOOR = 0.3  # ... it ranks ×(FLOOR + (1 - FLOOR) × words / SUBSTANC
 QUESTION_FACTOR = 0.7  # an episode that ends by asking ("And Léa?", "How are the kids?") ranks this much lower
 NAME_WORD = re.compile(r"[^\W_]+(?:['’]s)?")  # a query word, with its possessive
 FALLBACK_WIDTH = 4  # the lexical fallback asks for this many times the channels' k
+TEXT_DEPTH = 2  # the text channel asks for this many times the vector channel's k (see `search`)
 
 
 Stage = Callable[[Run], None]
@@ -60,7 +61,10 @@ Stage = Callable[[Run], None]
 # -- search --------------------------------------------------------------------------------------
 def search(run: Run) -> None:
     """Vector kNN and BM25 over the anchor words, under the same filters; plus the fresh tail of an
-    eventually consistent index and the caller's own pending revisions. No anchors: no search."""
+    eventually consistent index and the caller's own pending revisions. No anchors: no search.
+    BM25 reads TEXT_DEPTH times deeper than kNN: a turn that shares one of the question's rarer words
+    but says the rest in other words is found there, and its cosine is read from its stored vector
+    (`fuse`); reading kNN deeper instead brings look-alikes that crowd out paraphrases."""
     counts: dict[str, int] = {}
     if not run.anchors:
         run.note("search", 0, [], channels=counts, skipped="no_anchors")
@@ -69,7 +73,7 @@ def search(run: Run) -> None:
     deps, scoring = run.deps, run.scoring
     text: Future[list[tuple[Hit, float]]] | None = None
     if scoring.alpha > 0 and scoring.beta > 0:  # the text search runs while the query is embedded
-        text = _channels().submit(contextvars.copy_context().run, _lexical, run, run.k)
+        text = _channels().submit(contextvars.copy_context().run, _lexical, run, run.k * TEXT_DEPTH)
     if scoring.alpha > 0:
         hits: list[Hit] = []
         try:
@@ -86,7 +90,7 @@ def search(run: Run) -> None:
             candidate.channels.add("vector")
         counts["vector"] = len(hits)
     if scoring.beta > 0:
-        lexical = text.result() if text is not None else _lexical(run, run.k)
+        lexical = text.result() if text is not None else _lexical(run, run.k * TEXT_DEPTH)
         for hit, normalised in lexical:
             candidate = run.candidates.setdefault(hit.doc_id, Candidate(hit.doc_id))
             candidate.lexical, candidate.raw_bm25 = normalised, hit.score
@@ -281,7 +285,7 @@ def _without_names(run: Run, candidates: list[Candidate], names: set[str]) -> No
     if not meaningful_words(rest):
         return
     if run.scoring.beta > 0:
-        hits = run.deps.index.search_text(run.flt, rest, run.k)
+        hits = run.deps.index.search_text(run.flt, rest, run.k * TEXT_DEPTH)
         top = max((hit.score for hit in hits), default=1.0) or 1.0
         found = {hit.doc_id: hit for hit in hits}
         for candidate in candidates:
