@@ -5,20 +5,14 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, Field
 
 from mneme import bootstrap
 from mneme.http.api import build_resolver, caller, json_response
 from mneme.http.lambda_entry import lambda_handler
-from mneme.http.schemas import QueryLimit
+from mneme.http.schemas import ConsolidateRequest, QueryLimit
 from mneme.observability import logger, metrics, tracer
 
 app = build_resolver()
-
-
-class ConsolidateRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    scopes: list[Annotated[str, Field(min_length=4, max_length=600)]] | None = Field(None, max_length=100)
 
 
 @app.post("/v1/consolidate")

@@ -3,25 +3,28 @@
 from datetime import datetime
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from mneme import bootstrap
 from mneme.errors import InvalidInput
 from mneme.http.api import build_resolver, caller
 from mneme.http.lambda_entry import lambda_handler
-from mneme.http.schemas import CorrectFactRequest, NoBody, QueryLimit, query_metadata
+from mneme.http.params import query
+from mneme.http.schemas import CorrectFactRequest, ForgetQuery, ListingQuery, NoBody, QueryLimit, query_metadata
 from mneme.services.records import Listing
 
 app = build_resolver()
 
-Scope = Annotated[str, Query(min_length=4, max_length=600)]
-Cursor = Annotated[str | None, Query(max_length=512)]
-Limit = Annotated[QueryLimit, Query()]
-# A forget's reason rides in the query string, and a request target is at most 8,192 bytes (413/414 beyond):
-# 500 characters of any script fit, percent-encoded.
-Reason = Annotated[str | None, Query(min_length=1, max_length=500)]
+# Declared by `ListingQuery` and `ForgetQuery` (bounds, descriptions; the defaults below are checked against them
+# by tests/unit/test_openapi.py).
+Scope = Annotated[str, query(ListingQuery, "scope")]
+SessionId = Annotated[str | None, query(ListingQuery, "session_id")]
+Cursor = Annotated[str | None, query(ListingQuery, "cursor")]
+Limit = Annotated[QueryLimit, query(ListingQuery, "limit", bounds=False)]  # QueryLimit: digits only, its own schema
+Reason = Annotated[str | None, query(ForgetQuery, "reason")]
 # ISO 8601 text with a zone; parsed here (pydantic would also take a number as epoch seconds)
-Time = Annotated[str | None, Query(max_length=64, json_schema_extra={"format": "date-time"})]
+Since = Annotated[str | None, query(ListingQuery, "since", max_length=64, json_schema_extra={"format": "date-time"})]
+Until = Annotated[str | None, query(ListingQuery, "until", max_length=64, json_schema_extra={"format": "date-time"})]
 
 
 def _time(name: str, text: str | None) -> datetime | None:
@@ -45,9 +48,9 @@ def _listing(scope: str, since: str | None, until: str | None, **fields: Any) ->
 @app.get("/v1/episodes")
 def list_episodes(
     scope: Scope = "root",
-    session_id: Annotated[str | None, Query(min_length=1, max_length=128)] = None,
-    since: Time = None,
-    until: Time = None,
+    session_id: SessionId = None,
+    since: Since = None,
+    until: Until = None,
     cursor: Cursor = None,
     limit: Limit = 50,
 ) -> dict[str, Any]:
@@ -76,8 +79,8 @@ def forget_episode(
 @app.get("/v1/facts")
 def list_facts(
     scope: Scope = "root",
-    since: Time = None,
-    until: Time = None,
+    since: Since = None,
+    until: Until = None,
     cursor: Cursor = None,
     limit: Limit = 50,
 ) -> dict[str, Any]:

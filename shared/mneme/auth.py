@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mneme.errors import Forbidden, Unauthorized
 from mneme.identity import Principal
-from mneme.services.keys import Authenticator, KeyService
+
+if TYPE_CHECKING:  # the port is a type only: the authorizer's cold start loads no more than it uses
+    from mneme.ports import KeyAuthenticator
 
 
 def bearer_token(event: dict[str, Any]) -> str | None:
@@ -94,9 +96,7 @@ class UsageKeys:
         return self.value(self.bucket(tenant))
 
 
-def authorize(
-    event: dict[str, Any], keys: Authenticator | KeyService, usage: UsageKeys | None = None
-) -> dict[str, Any]:
+def authorize(event: dict[str, Any], keys: KeyAuthenticator, usage: UsageKeys | None = None) -> dict[str, Any]:
     method_arn = event.get("methodArn", "*")
     try:
         caller = keys.authenticate(bearer_token(event))

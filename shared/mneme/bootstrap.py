@@ -363,16 +363,30 @@ def cursor_key_file(settings: Settings) -> Path | None:
     return None if isinstance(settings.store, DynamoStore) else settings.home / "cursor.key"
 
 
-@cache
+_handed: list[Services] = []  # the services `use` handed in (at most one)
+
+
 def current() -> Services:
-    """The process-wide services, built once per cold start."""
+    """The process-wide services: those handed in (`use`), else built from the settings once per cold start."""
+    return _handed[0] if _handed else _built()
+
+
+@cache
+def _built() -> Services:
     return build()
+
+
+def use(services: Services) -> None:
+    """Serve this process (its routes, commands and scheduled handlers) with `services`, built by the caller
+    (`build` with other adapters: a host that wires its own, a test with fakes), until `reset`. Whoever
+    built them closes them."""
+    _handed[:] = [services]
 
 
 def close_current() -> None:
     """Close the process-wide services if this process built them (`Services.close`)."""
-    if current.cache_info().currsize:
-        current().close()
+    if _built.cache_info().currsize:
+        _built().close()
 
 
 def build_authenticator(settings: Settings | None = None) -> Authenticator:
@@ -406,7 +420,8 @@ def current_settings() -> Settings:
 
 
 def reset() -> None:
-    """Forget the cached services and settings (tests, or after changing the environment)."""
-    current.cache_clear()
+    """Forget the services handed in or built, and the settings (tests, or after changing the environment)."""
+    _handed.clear()
+    _built.cache_clear()
     _table_authenticator.cache_clear()
     get_settings.cache_clear()

@@ -86,6 +86,27 @@ class StoreUnavailable(MnemeError):
     status = 503
 
 
+class StorageFull(MnemeError):
+    """The disk under the store is full: nothing was written; free space and retry."""
+
+    code = "storage_full"
+    status = 507
+
+
+class StoreReadOnly(MnemeError):
+    """The store cannot be written (a read-only disk or file): nothing was written."""
+
+    code = "store_read_only"
+    status = 503
+
+
+class StoreDamaged(MnemeError):
+    """A file of the store is damaged (pages SQLite cannot read): restore it from a backup."""
+
+    code = "store_damaged"
+    status = 503
+
+
 class ReasonerError(MnemeError):
     """The reasoner (an LLM behind an adapter) answered in a way consolidation cannot use."""
 

@@ -9,19 +9,28 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
-from pydantic import AwareDatetime, BaseModel, Field
+from pydantic import BaseModel, Field
 
+from mneme.http.schemas import CorrectFactRequest, ForgetQuery, ListingQuery
+from mneme.mcp_params import Param, extra, given, takes
+from mneme.search_models import MetadataFilter
 from mneme.services.recall.records import FACT_PREFIXES
 from mneme_sdk import Client
 from mneme_sdk.errors import InvalidInput
 from mneme_sdk.models import EpisodePage, EpisodeRecord, FactPage, FactRecord, Forgot
 
 Id = Annotated[str, Field(min_length=4, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
-MetadataArg = Annotated[
-    dict[str, Any] | None,
-    Field(description='Only records with these top-level metadata values, e.g. {"user": "alice"}; a list means'
-          ' any of them: {"user": ["alice", "bob"]}'),
-]  # fmt: skip
+# The listing's `metadata.<key>=<value>` query parameters, as one object (`http.schemas.query_metadata`).
+METADATA = extra(
+    "metadata",
+    Annotated[
+        MetadataFilter | None,
+        Field(description='only records with these top-level metadata values, e.g. {"user": "alice"}; a list'
+              ' means any of them: {"user": ["alice", "bob"]}'),
+    ],
+    None,
+)  # fmt: skip
+KIND = extra("kind", Annotated[Literal["episodes", "facts"], Field(description="What to list")], "episodes")
 
 
 class RecordsOutput(BaseModel):
@@ -85,25 +94,19 @@ def add_record_tools(server: MCPServer, client: Client, *, scope: str, call: Cal
         ),
         annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False),
     )
-    def list_records(
-        kind: Annotated[Literal["episodes", "facts"], Field(description="What to list")] = "episodes",
-        scope: Annotated[str, Field(min_length=4, max_length=600, description="The subtree to list")] = scope,
-        session_id: Annotated[str | None, Field(max_length=128, description="Episodes of this session only")] = None,
-        since: Annotated[AwareDatetime | None, Field(description="Only what occurred at or after this time")] = None,
-        until: Annotated[AwareDatetime | None, Field(description="Only what occurred before this time")] = None,
-        metadata: MetadataArg = None,
-        cursor: Annotated[str | None, Field(max_length=512, description="From the previous answer")] = None,
-        limit: Annotated[int, Field(ge=1, le=200, description="Records per page")] = 20,
-    ) -> Annotated[CallToolResult, RecordsOutput]:
-        given = {"since": since, "until": until, "metadata": metadata, "cursor": cursor, "limit": limit}
-        filters = {name: value for name, value in given.items() if value is not None}
-        if kind == "episodes":
+    # an agent's page is smaller than the API's 50: each line costs it tokens
+    @takes(ListingQuery, KIND, Param("scope", default=scope), "session_id", "since", "until", METADATA, "cursor",
+           Param("limit", default=20))  # fmt: skip
+    def list_records(**arguments: Any) -> Annotated[CallToolResult, RecordsOutput]:
+        filters = given(arguments, "kind", "scope", "session_id")
+        where, session_id = arguments["scope"], arguments["session_id"]
+        if arguments["kind"] == "episodes":
             if session_id is not None:
                 filters["session_id"] = session_id
-            return call(lambda: client.list_episodes(scope, **filters), _page)
+            return call(lambda: client.list_episodes(where, **filters), _page)
         if session_id is not None:
             return call(_refuse("facts have no session: list episodes by session_id"), lambda _: (_, ""))
-        return call(lambda: client.list_facts(scope, **filters), _page)
+        return call(lambda: client.list_facts(where, **filters), _page)
 
     @server.tool(
         name="forget",
@@ -118,10 +121,9 @@ def add_record_tools(server: MCPServer, client: Client, *, scope: str, call: Cal
         ),
         annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False),
     )
-    def forget(
-        id: Annotated[Id, Field(description="The episode's or fact's id")],
-        reason: Annotated[str | None, Field(min_length=1, max_length=500, description="Why (kept)")] = None,
-    ) -> Annotated[CallToolResult, Forgot]:
+    @takes(ForgetQuery, extra("id", Annotated[Id, Field(description="The episode's or fact's id")]), "reason")
+    def forget(**arguments: Any) -> Annotated[CallToolResult, Forgot]:
+        id, reason = arguments["id"], arguments["reason"]
         if id.startswith(FACT_PREFIXES):
             return call(lambda: client.forget_fact(id, reason=reason), lambda f: (f, _forgot_text(f)))
         if id.startswith("ep_"):
@@ -140,19 +142,11 @@ def add_record_tools(server: MCPServer, client: Client, *, scope: str, call: Cal
         ),
         annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False, open_world_hint=False),
     )
-    def correct_fact(
-        id: Annotated[Id, Field(description="The fact's id")],
-        version: Annotated[int, Field(ge=1, description="The version you read")],
-        value: Annotated[str | None, Field(min_length=1, max_length=2048, description="The right value")] = None,
-        summary: Annotated[
-            str | None, Field(min_length=1, max_length=4096, description="The fact as a sentence")
-        ] = None,
-        entity: Annotated[str | None, Field(min_length=1, max_length=512)] = None,
-        property: Annotated[str | None, Field(min_length=1, max_length=512)] = None,
-        reason: Annotated[str | None, Field(min_length=1, max_length=2000, description="Why (kept)")] = None,
-    ) -> Annotated[CallToolResult, FactRecord]:
-        changes = {name: v for name, v in (("value", value), ("summary", summary), ("entity", entity),
-                                           ("property", property)) if v is not None}  # fmt: skip
+    @takes(CorrectFactRequest, extra("id", Annotated[Id, Field(description="The fact's id")]), "version", "value",
+           "summary", "entity", "property", "reason")  # fmt: skip
+    def correct_fact(**arguments: Any) -> Annotated[CallToolResult, FactRecord]:
+        changes = given(arguments, "id", "version", "reason")
+        id, version, reason = arguments["id"], arguments["version"], arguments["reason"]
 
         def render(fact: FactRecord) -> tuple[BaseModel, str]:
             triple = " / ".join(p for p in (fact.entity, fact.property, fact.value) if p)

@@ -24,19 +24,22 @@ import re
 import sys
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
-from pydantic import AfterValidator, AwareDatetime, BaseModel, Field, StrictBool, ValidationError
+from pydantic import AfterValidator, BaseModel, Field, StrictBool, ValidationError
 
 from mneme import __version__
+from mneme.http.schemas import ConsolidateRequest, CreateMemoryRequest, RetrieveRequest
+from mneme.mcp_params import Param, extra, given, model_field, takes
 from mneme.paths import MAX_DEPTH
-from mneme.search_models import MetadataFilter
+from mneme.services.recall import RecallRequest
+from mneme.services.remember import Conversation, RememberItem
 from mneme_sdk import Client, invalid_input
 from mneme_sdk.errors import InvalidInput, MnemeError, ScopeNotFound
-from mneme_sdk.models import Bundle, MemoryRecord, MemoryView, Message, Remembered, RunView, ScopeView
+from mneme_sdk.models import Bundle, MemoryRecord, MemoryView, Remembered, RunView, ScopeView
 
 DEFAULT_PRINCIPAL = "mcp-agent"
 DEFAULT_ROLES: tuple[str, ...] = ("writer",)
@@ -55,16 +58,27 @@ def scope_path(value: str) -> str:
 
 
 # Checked by a validator, not a schema pattern, so that a bad path reads `invalid_input: scope: … is not a
-# scope path` like the API's errors; the schema still shows agents the pattern.
+# scope path` like the API's errors; the schema still shows agents the pattern. Added to the model's bounds.
+SCOPE_CHECKS = (AfterValidator(scope_path), Field(json_schema_extra={"pattern": PATH_PATTERN}))
 ScopePath = Annotated[
     str,
     AfterValidator(scope_path),
     Field(description=f"A scope path: {PATH_RULE}.", json_schema_extra={"pattern": PATH_PATTERN, "maxLength": 600}),
 ]
-CreateScope = Annotated[
-    StrictBool | None,
-    Field(description="Create the scope (and its parents) if missing; default: only your working scope"),
-]
+# The API's `create_scope` (default false) is, for an agent, true in its working scope: left out, the tool decides.
+CREATE_SCOPE = Param(
+    "create_scope", default=None, description="create the scope (and its parents) if missing; default: only your"
+    " working scope"
+)  # fmt: skip
+WAIT = Annotated[StrictBool, Field(description="Wait for the run to finish (up to 2 minutes)")]
+
+
+def scope_param(model: type[BaseModel], working_scope: str, *, field: str = "scope") -> Param:
+    """A request model's scope path, defaulting to the agent's working scope, with the path grammar checked."""
+    said = model_field(model, field).description
+    return Param(field, default=working_scope, description=f"{said}: {PATH_RULE}", checks=SCOPE_CHECKS)
+
+
 NOTHING_YET = "Nothing is remembered under {scope} yet: your working scope is created when you first remember in it."
 
 INSTRUCTIONS = """\
@@ -235,7 +249,10 @@ def _add_retrieve_tool(server: MCPServer, client: Client, scope: str, read_only:
         ),
         annotations=read_only,
     )
-    def retrieve(path: ScopePath = scope) -> Annotated[CallToolResult, Bundle]:
+    @takes(RetrieveRequest, scope_param(RetrieveRequest, scope, field="path"))
+    def retrieve(**arguments: Any) -> Annotated[CallToolResult, Bundle]:
+        path: str = arguments["path"]
+
         def work() -> Bundle:
             try:
                 return client.retrieve_json(path)
@@ -266,45 +283,20 @@ def _add_memory_tools(server: MCPServer, client: Client, scope: str) -> None:
         ),
         annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False, open_world_hint=False),
     )
-    def remember(
-        content: Annotated[str, Field(min_length=1, max_length=32_768, description="The observation, self-contained")],
-        scope: ScopePath = scope,
-        session_id: Annotated[
-            str | None,
-            Field(
-                max_length=128,
-                pattern=r"^[A-Za-z0-9._:@-]+$",
-                description="Groups the observations of one session",
-            ),
-        ] = None,
-        occurred_at: Annotated[
-            AwareDatetime | None, Field(description="When it happened, ISO 8601 with timezone; default now")
-        ] = None,
-        metadata: Annotated[
-            dict[str, Any] | None, Field(description="JSON object returned unchanged with every recall of it")
-        ] = None,
-        idempotency_key: Annotated[
-            str | None, Field(min_length=1, max_length=256, description="Makes a retry return the first result")
-        ] = None,
-        create_scope: CreateScope = None,
-    ) -> Annotated[CallToolResult, Remembered]:
-        fields: dict[str, Any] = {"create_scope": scope == working_scope if create_scope is None else create_scope}
-        for name, value in (
-            ("session_id", session_id),
-            ("occurred_at", occurred_at),
-            ("metadata", metadata),
-            ("idempotency_key", idempotency_key),
-        ):
-            if value is not None:
-                fields[name] = value
+    @takes(RememberItem, "content", scope_param(RememberItem, scope), "session_id", "occurred_at", "metadata",
+           "idempotency_key", CREATE_SCOPE)  # fmt: skip
+    def remember(**arguments: Any) -> Annotated[CallToolResult, Remembered]:
+        fields = given(arguments, "scope", "content")
+        where: str = arguments["scope"]
+        fields.setdefault("create_scope", where == working_scope)
 
         def render(r: Remembered) -> tuple[BaseModel, str]:
             state = "stored" if r.created else "already stored (a retry)"
             if "embedding_deferred" in r.warnings:
                 state += "; found by its words now, by meaning once the embedding service is back"
-            return r, f"remembered in {scope}: episode_id {r.episode_id}, {state}"
+            return r, f"remembered in {where}: episode_id {r.episode_id}, {state}"
 
-        return _call(lambda: client.remember(scope, content, **fields), render)
+        return _call(lambda: client.remember(where, arguments["content"], **fields), render)
 
     @server.tool(
         name="remember_conversation",
@@ -317,36 +309,20 @@ def _add_memory_tools(server: MCPServer, client: Client, scope: str) -> None:
         ),
         annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False),
     )
-    def remember_conversation(
-        messages: Annotated[
-            list[Message],
-            Field(description="The turns in order: {role or name, content, occurred_at?}, 1..100"),
-        ],
-        session_id: Annotated[
-            str | None,
-            Field(description="The conversation's id: its turns are searched with the turns said before them"),
-        ] = None,
-        scope: ScopePath = scope,
-        occurred_at: Annotated[
-            AwareDatetime | None,
-            Field(description="The time of messages that give none, ISO 8601 with timezone; default now"),
-        ] = None,
-        metadata: Annotated[
-            dict[str, Any] | None, Field(description="JSON object returned with every recall of these turns")
-        ] = None,
-        create_scope: CreateScope = None,
-    ) -> Annotated[CallToolResult, RememberedMany]:
-        fields: dict[str, Any] = {"create_scope": scope == working_scope if create_scope is None else create_scope}
-        for name, value in (("session_id", session_id), ("occurred_at", occurred_at), ("metadata", metadata)):
-            if value is not None:
-                fields[name] = value
+    @takes(Conversation, "messages", "session_id", scope_param(Conversation, scope), "occurred_at", "metadata",
+           CREATE_SCOPE)  # fmt: skip
+    def remember_conversation(**arguments: Any) -> Annotated[CallToolResult, RememberedMany]:
+        fields = given(arguments, "scope", "messages")
+        where: str = arguments["scope"]
+        fields.setdefault("create_scope", where == working_scope)
 
         def render(done: list[Remembered]) -> tuple[BaseModel, str]:
             stored = sum(r.created for r in done)
-            text = f"remembered {len(done)} message(s) in {scope}: {stored} stored, {len(done) - stored} already there"
+            text = f"remembered {len(done)} message(s) in {where}: {stored} stored, {len(done) - stored} already there"
             return RememberedMany(episode_ids=[r.episode_id for r in done], items=done), text
 
-        return _call(lambda: client.remember_messages(scope, messages, **fields), render)
+        messages = given({"messages": arguments["messages"]})["messages"]
+        return _call(lambda: client.remember_messages(where, messages, **fields), render)
 
 
 def _add_recall_tool(server: MCPServer, client: Client, scope: str, read_only: ToolAnnotations) -> None:
@@ -367,80 +343,30 @@ def _add_recall_tool(server: MCPServer, client: Client, scope: str, read_only: T
         ),
         annotations=read_only,
     )
-    def recall(
-        query: Annotated[
-            str | None, Field(min_length=1, max_length=2048, description="What to look for, in plain words")
-        ] = None,
-        scope: ScopePath = scope,
-        limit: Annotated[
-            int,
-            # bounds are the API's, checked by it so an error reads `invalid_input: …` like every other
-            Field(description="Most results to return, 1..200", json_schema_extra={"minimum": 1, "maximum": 200}),
-        ] = 10,
-        kinds: Annotated[
-            list[Literal["fact", "episode", "memory"]] | None,
-            Field(min_length=1, description="Only these kinds (default all)"),
-        ] = None,
-        since: Annotated[AwareDatetime | None, Field(description="Only what occurred at or after this time")] = None,
-        until: Annotated[AwareDatetime | None, Field(description="Only what occurred before this time")] = None,
-        session_id: Annotated[
-            str | None,
-            Field(
-                max_length=128,
-                description="Your session (as given to remember): recall remembers which bodies it delivered in it",
-            ),
-        ] = None,
-        delta: Annotated[
-            StrictBool,
-            Field(description="With session_id: collapse bodies already delivered in the session (default true)"),
-        ] = True,
-        budget_tokens: Annotated[
-            int | None,
-            Field(
-                description="Cut the context pack to about this many tokens, 32..200000",
-                json_schema_extra={"minimum": 32, "maximum": 200_000},  # the API's bounds, checked by it
-            ),
-        ] = None,
-        ids: Annotated[
-            list[str] | None,
-            Field(
-                min_length=1,
-                description="Fetch these items in full (ids from cards), at most 200",
-                json_schema_extra={"maxItems": 200},
-            ),
-        ] = None,
-        metadata: Annotated[
-            MetadataFilter | None,
-            Field(
-                description='Only what carries these top-level metadata values (given to remember), e.g. {"user":'
-                ' "alice"}; a list means any of them: {"user": ["alice", "bob"]}'
-            ),
-        ] = None,
-        strictness: Annotated[
-            Literal["precision", "balanced", "recall"] | None,
-            Field(
-                description="How relevant a result must be: precision (only what shares meaningful words with the"
-                " query), balanced (the default) or recall (the most, weaker matches included)"
-            ),
-        ] = None,
-    ) -> Annotated[CallToolResult, RecallOutput]:
-        fields: dict[str, Any] = {"scope": scope, "limit": limit}
-        for name, value in (
-            ("query", query),
-            ("kinds", kinds),
-            ("since", since),
-            ("until", until),
-            ("ids", ids),
-            ("metadata", metadata),
-            ("strictness", strictness),
-        ):
-            if value is not None:
-                fields[name] = value
-        if session_id is not None and (delta or ids is not None):
-            # the delivery session, never a filter: what the agent remembered in it stays findable
+    @takes(
+        RecallRequest,
+        "query",
+        scope_param(RecallRequest, scope),
+        "limit",
+        "kinds",
+        "since",
+        "until",
+        # the agent's session is where recall remembers what it delivered, never a filter: what the agent
+        # remembered in it stays findable
+        Param("session_id", description="your session (as given to remember): recall remembers which bodies it"
+              " delivered in it"),
+        Param("delta", default=True, description="with session_id: collapse bodies already delivered in the session"),
+        "disclosure.budget_tokens",
+        "ids",
+        "metadata",
+        "scoring.strictness",
+    )  # fmt: skip
+    def recall(**arguments: Any) -> Annotated[CallToolResult, RecallOutput]:
+        fields = given(arguments, "session_id", "delta")
+        where: str = arguments["scope"]
+        session_id, delta = arguments["session_id"], arguments["delta"]
+        if session_id is not None and (delta or arguments["ids"] is not None):
             fields.update(session_id=session_id, delta=delta)
-        if budget_tokens is not None:
-            fields["budget_tokens"] = budget_tokens
 
         def work() -> RecallOutput | None:
             response = client.recall(**fields)
@@ -452,10 +378,10 @@ def _add_recall_tool(server: MCPServer, client: Client, scope: str, read_only: T
         def render(output: RecallOutput | None) -> tuple[BaseModel, str]:
             if output is None:
                 empty = RecallOutput(retrieval_path="hybrid", context="", results=[])
-                if scope == working_scope:
-                    return empty, NOTHING_YET.format(scope=scope)
-                return empty, f"Nothing is remembered under {scope} yet: no one has written there."
-            text = output.context if output.results else f"Nothing remembered under {scope} matches this."
+                if where == working_scope:
+                    return empty, NOTHING_YET.format(scope=where)
+                return empty, f"Nothing is remembered under {where} yet: no one has written there."
+            text = output.context if output.results else f"Nothing remembered under {where} matches this."
             return output, text
 
         return _call(work, render)
@@ -476,15 +402,11 @@ def _add_curation_tools(server: MCPServer, client: Client, scope: str, read_only
         ),
         annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False),
     )
-    def consolidate(
-        scopes: Annotated[
-            list[ScopePath] | None, Field(max_length=100, description="Only these subtrees (default: every scope)")
-        ] = None,
-        wait: Annotated[StrictBool, Field(description="Wait for the run to finish (up to 2 minutes)")] = True,
-    ) -> Annotated[CallToolResult, RunView]:
+    @takes(ConsolidateRequest, "scopes", extra("wait", WAIT, True))
+    def consolidate(**arguments: Any) -> Annotated[CallToolResult, RunView]:
         def work() -> RunView:
-            started = client.consolidate(scopes)
-            if not wait:
+            started = client.consolidate(arguments["scopes"])
+            if not arguments["wait"]:
                 return client.get_run(started.run_id)
             try:
                 return client.wait_run(started.run_id, timeout=CONSOLIDATE_WAIT_SECONDS)
@@ -520,34 +442,26 @@ def _add_curation_tools(server: MCPServer, client: Client, scope: str, read_only
         ),
         annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False, open_world_hint=False),
     )
-    def propose_memory(
-        key: Annotated[
-            str,
-            Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$", description="Stable key, e.g. 'vat-policy'"),
-        ],
-        body: Annotated[str, Field(min_length=1, max_length=16_384, description="The guidance, in Markdown")],
-        scope: Annotated[ScopePath | None, Field(description="Attach to this scope (default: working scope)")] = None,
-        tag: Annotated[
-            str | None,
-            Field(
-                pattern=r"^[a-z0-9][a-z0-9-]{0,62}=([a-z0-9][a-z0-9-]{0,62}|\*)$",
-                description="Attach to a layer instead: 'layer=value' or 'layer=*'",
-            ),
-        ] = None,
-        summary: Annotated[str | None, Field(max_length=1024, description="One line shown on cards")] = None,
-        tags: Annotated[list[str] | None, Field(max_length=32, description="Labels for search")] = None,
-        valid_until: Annotated[AwareDatetime | None, Field(description="Left out of bundles after this time")] = None,
-    ) -> Annotated[CallToolResult, MemoryRecord]:
-        if tag is not None and scope is not None:
+    @takes(
+        CreateMemoryRequest,
+        "key",
+        "body",
+        Param("scope", default=None, description="attach it to this scope (default: your working scope)",
+              checks=SCOPE_CHECKS),
+        "tag",
+        "summary",
+        "tags",
+        "valid_until",
+    )  # fmt: skip
+    def propose_memory(**arguments: Any) -> Annotated[CallToolResult, MemoryRecord]:
+        fields = given(arguments, "key", "body", "scope", "tag")
+        tag, where = arguments["tag"], arguments["scope"]
+        if tag is not None and where is not None:
             return error_result(InvalidInput("give either scope or tag, not both", code="invalid_target"))
-        target: dict[str, Any] = {"tag": tag} if tag is not None else {"scope": scope or working_scope}
-        fields: dict[str, Any] = {
-            name: value
-            for name, value in (("summary", summary), ("tags", tags), ("valid_until", valid_until))
-            if value is not None
-        }
+        target: dict[str, Any] = {"tag": tag} if tag is not None else {"scope": where or working_scope}
         return _call(
-            lambda: client.create_memory(key, body, **target, **fields), lambda m: (m, _memory_text("proposed", m))
+            lambda: client.create_memory(arguments["key"], arguments["body"], **target, **fields),
+            lambda m: (m, _memory_text("proposed", m)),
         )
 
     @server.tool(

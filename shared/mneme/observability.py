@@ -1,4 +1,5 @@
-"""Logger, tracer and metrics for every function, created once at the package root.
+"""Logger, tracer and metrics for every function, created once at the package root. The domain counts
+through `count` and never imports Powertools itself.
 
 The tracer is created on first use (PEP 562 `__getattr__`): creating it loads the X-Ray SDK and botocore's
 session, which a function that traces nothing (the authorizer) should not pay for in its cold start.
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
@@ -20,6 +22,11 @@ NAMESPACE = "Mneme"
 
 logger = Logger(service=SERVICE)
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
+
+
+def count(name: str, value: int = 1) -> None:
+    """Add `value` to the count metric `name` (unit Count) of this invocation; `log_metrics` sends it."""
+    metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
 
 
 def __getattr__(name: str) -> Any:

@@ -11,7 +11,17 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from mneme.models import ApiKey, Episode, Forgotten, HistoryEntry, Memory, Revision, Scope, SessionPosition
+from mneme.models import (
+    ApiKey,
+    Episode,
+    Forgotten,
+    HistoryEntry,
+    Memory,
+    Principal,
+    Revision,
+    Scope,
+    SessionPosition,
+)
 from mneme.records import Checkpoint, Contradiction, Fact, Run
 from mneme.search_models import Hit, IndexDocument, SearchFilter
 from mneme.structure_models import Draft, Plan
@@ -249,7 +259,8 @@ class FactStore(Protocol):
     """Facts consolidation wrote (and corrections to them), with the contradictions it found."""
 
     def put_facts(self, facts: Sequence[Fact], contradictions: Sequence[Contradiction] = ()) -> None:
-        """Upsert facts by their derived ids and add contradictions, atomically."""
+        """Upsert facts by their derived ids and add contradictions, atomically. Contradictions are a record
+        kept for an operator (erased with their scope, moved with it): nothing reads them through a port."""
         ...
 
     def get_facts(self, tenant: str, fact_ids: Sequence[str]) -> dict[str, Fact]: ...
@@ -257,8 +268,6 @@ class FactStore(Protocol):
     def list_facts(self, tenant: str, scope_id: str | None = None) -> list[Fact]:
         """Every fact of a scope (or tenant), any status, ordered by fact_id."""
         ...
-
-    def list_contradictions(self, tenant: str, scope_id: str) -> list[Contradiction]: ...
 
     def update_fact(self, fact: Fact, expected_version: int) -> None:
         """Replace a stored fact (moved to the feed's head) if its stored version equals `expected_version`;
@@ -331,6 +340,15 @@ class ApiKeyStore(Protocol):
         ...
 
 
+class KeyAuthenticator(Protocol):
+    """A bearer secret to the caller it names: what the authorizer holds (`mneme.auth.authorize`)."""
+
+    def authenticate(self, secret: str | None) -> Principal:
+        """Raises `Unauthorized` for a missing, unknown or revoked key (code `key_revoked`); never returns
+        a caller for one."""
+        ...
+
+
 class ChangeFeed(Protocol):
     """The change feed connectors page through."""
 
@@ -391,7 +409,8 @@ class RecordStore(
     in full (`mneme.bootstrap` builds one and hands each service the roles it asks for).
 
     Errors: uniqueness or optimistic-concurrency violations raise `mneme.errors.Conflict`;
-    vendor failures are translated to `StoreUnavailable`. Reads of absent records return None.
+    vendor failures are translated to `StoreUnavailable`, and a full, read-only or damaged disk to `StorageFull`,
+    `StoreReadOnly` or `StoreDamaged`. Reads of absent records return None.
     """
 
 

@@ -29,6 +29,7 @@ from mneme.records import Checkpoint, Contradiction, Fact, Run, StageReport, Wai
 from tests.support.legacy import forget_sessions
 from tests.support.moto import one_call_at_a_time
 from tests.support.sessions import said_before
+from tests.support.stored import contradictions
 
 TABLE = "mneme-contract"
 T0 = datetime(2025, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
@@ -964,16 +965,16 @@ def test_facts_and_contradictions_round_trip_upsert_and_list(store: RecordStore)
     assert store.get_facts(A, ["f1", "f3", "missing", "f1"]) == {"f1": f1, "f3": f3}
     assert [f.fact_id for f in store.list_facts(A)] == ["f1", "f2", "f3"]
     assert store.list_facts(A, "s1") == [f1, f3]
-    assert store.list_contradictions(A, "s1") == [c1]
-    assert store.list_contradictions(A, "s2") == []
+    assert contradictions(store, A, "s1") == [c1]
+    assert contradictions(store, A, "s2") == []
 
     superseded = f1.model_copy(update={"status": "superseded", "superseded_by": "f4", "updated_at": minutes(3)})
     store.put_facts([superseded], [c1.model_copy(update={"resolution": "unresolved"}), contradiction("c0")])
 
     assert store.get_facts(A, ["f1"]) == {"f1": superseded}
     assert store.list_facts(A, "s1") == [superseded, f3]
-    assert store.list_contradictions(A, "s1") == [contradiction("c0"), c1]  # c1 is added once, never rewritten
-    assert store.get_facts(B, ["f1"]) == {} and store.list_facts(B) == [] and store.list_contradictions(B, "s1") == []
+    assert contradictions(store, A, "s1") == [contradiction("c0"), c1]  # c1 is added once, never rewritten
+    assert store.get_facts(B, ["f1"]) == {} and store.list_facts(B) == [] and contradictions(store, B, "s1") == []
 
 
 def test_many_facts_are_all_stored(store: RecordStore) -> None:
@@ -1317,7 +1318,7 @@ def test_big_batches_reach_the_feed_whole(store: RecordStore) -> None:
     listed = feed(store)
 
     assert listed == [("episode", f"e{n:03d}") for n in range(120)] + [("fact", f"f{n:03d}") for n in range(60)]
-    assert len(store.list_contradictions(A, "s1")) == 90
+    assert len(contradictions(store, A, "s1")) == 90
     assert {f.summary for f in store.list_facts(A)} == {"again"}
 
 

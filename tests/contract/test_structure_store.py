@@ -45,6 +45,7 @@ from tests.contract.test_record_store import (
 )
 from tests.support.legacy import forget_sessions
 from tests.support.sessions import said_before
+from tests.support.stored import contradictions
 
 OTHER_TABLE = "mneme-contract-uninterrupted"
 T1 = T0 + timedelta(hours=1)
@@ -230,7 +231,7 @@ def test_erasure_deletes_every_kind_for_good_and_only_in_the_subtree(store: Reco
     assert store.list_history(A, "m-pros") == []
     assert store.get_episodes(A, ["e-p", "e-pi", "e-pin"]) == {}
     assert store.get_facts(A, ["f-p", "f-pi"]) == {}
-    assert store.list_facts(A, "pi") == [] and store.list_contradictions(A, "pi") == []
+    assert store.list_facts(A, "pi") == [] and contradictions(store, A, "pi") == []
     assert store.get_checkpoint(A, "pi").version == 0
     assert store.acquire_lease(A, "pi", "w2", T0, timedelta(hours=1)) is True  # the old lease is gone
     assert store.list_dirty(A, 10) == [(A, "cav")]
@@ -256,7 +257,7 @@ def test_erasure_deletes_every_kind_for_good_and_only_in_the_subtree(store: Reco
     assert store.list_aliases(A, "r") == []
     assert set(store.get_episodes(A, ["e-cav", "e-ar"])) == {"e-cav", "e-ar"}
     assert [f.fact_id for f in store.list_facts(A)] == ["f-ar", "f-cav"]
-    assert [x.contradiction_id for x in store.list_contradictions(A, "cav")] == ["x-cav"]
+    assert [x.contradiction_id for x in contradictions(store, A, "cav")] == ["x-cav"]
     assert store.get_checkpoint(A, "cav").version == 1
     assert store.acquire_lease(A, "cav", "w2", T0, timedelta(hours=1)) is False
     assert len(store.list_revisions(A, memory_id="m-vat", status=None)) == 2 and store.list_history(A, "m-vat")

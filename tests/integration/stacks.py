@@ -72,7 +72,7 @@ def served(
             index=SqliteSearchIndex(tmp_path / "index.db"),
             background=False,
         )
-        monkeypatch.setattr(bootstrap, "current", lambda: services)
+        bootstrap.use(services)  # the server's routes run on these
         httpd = make_server("127.0.0.1", 0)
         thread = threading.Thread(target=httpd.serve_forever, daemon=True)
         thread.start()
@@ -83,3 +83,4 @@ def served(
         finally:
             httpd.shutdown()
             httpd.server_close()
+            bootstrap.reset()

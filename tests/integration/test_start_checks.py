@@ -36,16 +36,12 @@ def build_home(home: Path) -> None:
     bootstrap.reset()
     services = bootstrap.build(Settings(home=home), embedder=HashEmbedder(), background=False)  # type: ignore[call-arg]
     try:
-        bootstrap.current.cache_clear()
-        original = bootstrap.current
-        bootstrap.current = lambda: services  # type: ignore[assignment]
-        ensure_first_run()
+        ensure_first_run(services)
         bootstrap.cursor_secret(Settings(home=home))()  # type: ignore[call-arg]
         caller = Principal(tenant="default", principal="local-admin", roles=frozenset({Role.admin}))
         items = [RememberItem(content=text, scope="root.studio", create_scope=True) for text in EPISODES]
         services.remember.remember(caller, items)
     finally:
-        bootstrap.current = original  # type: ignore[assignment]
         bootstrap.reset()
         services.close()  # else a connection the collector closes later deletes the -wal mid-copy of this home
     for name in ("mneme.db", "index.db"):  # as a server leaves them when it stops: the WAL written back
@@ -228,7 +224,7 @@ def test_while_the_index_is_rebuilt_health_is_degraded_and_recall_reads_records(
     monkeypatch.setenv("MNEME_HOME", str(home))
     bootstrap.reset()
     services = bootstrap.build(Settings(home=home), embedder=HashEmbedder(), background=False)  # type: ignore[call-arg]
-    monkeypatch.setattr(bootstrap, "current", lambda: services)
+    bootstrap.use(services)  # the server's routes run on these (the test's embedder)
     httpd = make_server("127.0.0.1", 0)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_address[1]}"
@@ -262,3 +258,4 @@ def test_while_the_index_is_rebuilt_health_is_degraded_and_recall_reads_records(
         release.set()
         httpd.shutdown()
         httpd.server_close()
+        bootstrap.reset()

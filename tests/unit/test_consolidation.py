@@ -17,6 +17,7 @@ from mneme.records import Proposal, Turn
 from mneme.services.recall import RecallRequest
 from mneme.services.remember import RememberItem
 from tests.conftest import principal
+from tests.support.stored import contradictions
 
 WRITER = principal("acme", "wendy", Role.writer)
 
@@ -135,7 +136,7 @@ def test_a_new_value_supersedes_the_old_fact_and_as_of_still_finds_it(services: 
     facts = {f.value: f for f in services.store.list_facts("acme") if f.entity}
     old, new = facts["flat rate"], facts["standard rate"]
     assert old.status == "superseded" and old.superseded_by == new.fact_id and old.valid_until == new.valid_from
-    [contradiction] = services.store.list_contradictions("acme", _scope(services))
+    [contradiction] = contradictions(services.store, "acme", _scope(services))
     assert (contradiction.old_value, contradiction.new_value, contradiction.resolution) == (
         "flat rate",
         "standard rate",

@@ -125,3 +125,32 @@ def test_no_request_body_is_declared_nullable_since_a_null_body_is_refused() -> 
             for body in (operation.get("requestBody") or {}).get("content", {}).values():
                 alternatives = body["schema"].get("anyOf", []) + body["schema"].get("oneOf", [])
                 assert {"type": "null"} not in alternatives and body["schema"].get("type") != "null", (method, path)
+
+
+def test_the_listing_and_forget_query_parameters_are_their_request_models() -> None:
+    """`GET /v1/episodes`, `GET /v1/facts` and the forgets take `ListingQuery` / `ForgetQuery` as the MCP `list`
+    and `forget` tools and the CLI do: the same default, bounds and description."""
+    from mneme.http.schemas import ForgetQuery, ListingQuery
+
+    def facts(schema: dict[str, Any]) -> dict[str, Any]:
+        value = next((b for b in schema.get("anyOf", []) if b.get("type") != "null"), schema)
+        keys = ("minLength", "maxLength", "minimum", "maximum")
+        return {"default": schema.get("default"), **{k: value[k] for k in keys if k in value}}
+
+    paths = openapi.document()["paths"]
+    for path, method, model in (
+        ("/v1/episodes", "get", ListingQuery),
+        ("/v1/facts", "get", ListingQuery),
+        ("/v1/episodes/{episode_id}", "delete", ForgetQuery),
+        ("/v1/facts/{fact_id}", "delete", ForgetQuery),
+    ):
+        declared = model.model_json_schema()["properties"]
+        for parameter in paths[path][method]["parameters"]:
+            if parameter["in"] != "query":
+                continue
+            name, documented = parameter["name"], parameter["schema"]
+            assert parameter.get("description") == declared[name].get("description"), (path, name)
+            if name in ("since", "until"):  # text in the query string, parsed by the handler: only the default
+                assert documented.get("default") == declared[name].get("default"), (path, name)
+                continue
+            assert facts(documented) == facts(declared[name]), (path, name)

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from mneme import bootstrap
 from mneme.bootstrap import Services
 from mneme.errors import StoreUnavailable
 from mneme.models import Role
@@ -85,14 +84,12 @@ def test_compaction_windows_start_at_the_previous_compaction_tick(scheduled: str
     assert compaction_window(scheduled, 30, NOW) == since
 
 
-def test_repair_handler_sweeps_every_tick_and_compacts_on_the_due_ones(
-    services: Services, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_repair_handler_sweeps_every_tick_and_compacts_on_the_due_ones(services: Services) -> None:
     index = remember_while_down(services, 1)
     index.down = False
-    monkeypatch.setattr(bootstrap, "current", lambda: services)
-    from functions.repair import handler
+    from functions.repair import repair_handler
 
+    handler = repair_handler(lambda: services)
     tick = {"source": "mneme.repair", "compact_every_minutes": 30}
     assert handler({**tick, "scheduled_time": "2026-12-03T04:31:00Z"}, LambdaContext())["indexed"] == 1
     assert index.compacted == []
@@ -105,11 +102,12 @@ def test_repair_handler_emits_the_backlog_metric_the_dashboard_charts(
 ) -> None:
     # Given three episodes the index refused, and an index still down
     remember_while_down(services, 3)
-    monkeypatch.setattr(bootstrap, "current", lambda: services)
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Mneme")
-    from functions.repair import handler
+    from functions.repair import repair_handler
     from mneme.observability import metrics
+
+    handler = repair_handler(lambda: services)
 
     metrics.clear_metrics()  # the process-wide Metrics keeps what earlier tests added
     capsys.readouterr()

@@ -10,7 +10,7 @@ from botocore.stub import Stubber
 from mneme.adapters.secrets import fetch_secret
 from mneme.bootstrap import cursor_secret
 from mneme.cli import ensure_first_run
-from mneme.errors import StoreUnavailable
+from mneme.errors import StorageFull, StoreUnavailable
 from mneme.local.keyfiles import KeyFileDamaged, create_once
 from mneme.settings import DynamoStore, Settings
 
@@ -71,7 +71,7 @@ def test_a_key_file_that_cannot_be_written_leaves_nothing(tmp_path: Path, monkey
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", full)
-    with pytest.raises(OSError):
+    with pytest.raises(StorageFull):
         create_once(tmp_path / "cursor.key", "x" * 64)
     assert list(tmp_path.iterdir()) == []
 

@@ -22,8 +22,7 @@ from mneme import bootstrap
 from mneme.adapters.models.embedders import LocalEmbedder
 from mneme.adapters.sqlite.index import SqliteSearchIndex
 from mneme.adapters.sqlite.store import SqliteRecordStore
-from mneme.errors import StoreUnavailable
-from mneme.http.api import StorageFull, storage_error
+from mneme.errors import StorageFull, StoreUnavailable
 from mneme.models import Role
 from mneme.services.remember import RememberItem
 from mneme.settings import Settings
@@ -40,9 +39,10 @@ class FullDisk(SqliteRecordStore):
 
     def mark_dirty(self, tenant: str, scope_ids: Sequence[str], now: datetime) -> None:
         if self.full:
-            error = sqlite3.OperationalError("database or disk is full")
-            error.sqlite_errorcode = 13  # type: ignore[attr-defined]  # SQLITE_FULL
-            raise error
+            with self._tx():  # the write fails inside its transaction, as SQLite reports a full disk
+                error = sqlite3.OperationalError("database or disk is full")
+                error.sqlite_errorcode = 13  # type: ignore[attr-defined]  # SQLITE_FULL
+                raise error
         super().mark_dirty(tenant, scope_ids, now)
 
 
@@ -69,10 +69,10 @@ def test_a_remember_refused_by_a_full_disk_never_starts_the_model(tmp_path: Path
     store.full = True
     items = [RememberItem(scope="root.acme", content=f"note {n} about the boiler") for n in range(100)]
     # When a batch of 100 is remembered
-    with pytest.raises(sqlite3.OperationalError) as refused:
+    with pytest.raises(StorageFull) as refused:
         services.remember.remember(WRITER, items)
-    # Then it is refused as a full disk (507), and no text was ever embedded for it, then or later
-    assert isinstance(storage_error(refused.value), StorageFull)
+    # Then the store refuses it as a full disk (507), and no text was ever embedded for it, then or later
+    assert refused.value.status == 507
     time.sleep(0.5)  # a background embedding would have started by now
     assert embedder.texts == 0
 

@@ -733,7 +733,10 @@ export interface components {
         };
         /** ConsolidateRequest */
         ConsolidateRequest: {
-            /** Scopes */
+            /**
+             * Scopes
+             * @description only the scopes under these paths (default: every scope with new episodes)
+             */
             scopes?: string[] | null;
         };
         /**
@@ -744,12 +747,19 @@ export interface components {
         Conversation: {
             /**
              * Create Scope
+             * @description create the scope (and its parents) if missing
              * @default false
              */
             create_scope?: boolean;
-            /** Idempotency Key */
+            /**
+             * Idempotency Key
+             * @description a retry with the same key writes nothing twice
+             */
             idempotency_key?: string | null;
-            /** Messages */
+            /**
+             * Messages
+             * @description the turns in the order they were said: role or name, content
+             */
             messages: components["schemas"]["Message"][];
             /**
              * Metadata
@@ -763,9 +773,15 @@ export interface components {
              * @description the time of the messages that give none
              */
             occurred_at?: string | null;
-            /** Scope */
+            /**
+             * Scope
+             * @description the scope to store it in
+             */
             scope: string;
-            /** Session Id */
+            /**
+             * Session Id
+             * @description the conversation's id: its turns are searched with the turns said just before them
+             */
             session_id?: string | null;
         };
         /**
@@ -775,19 +791,37 @@ export interface components {
         CorrectFactRequest: {
             /** Confidence */
             confidence?: number | null;
-            /** Entity */
+            /**
+             * Entity
+             * @description what the fact is about
+             */
             entity?: string | null;
-            /** Property */
+            /**
+             * Property
+             * @description what it states of the entity
+             */
             property?: string | null;
-            /** Reason */
+            /**
+             * Reason
+             * @description why: kept in the history
+             */
             reason?: string | null;
-            /** Summary */
+            /**
+             * Summary
+             * @description the fact as a sentence
+             */
             summary?: string | null;
             /** Valid Until */
             valid_until?: string | null;
-            /** Value */
+            /**
+             * Value
+             * @description the right value
+             */
             value?: string | null;
-            /** Version */
+            /**
+             * Version
+             * @description the version you read
+             */
             version: number;
         };
         /** CreateKeyRequest */
@@ -799,29 +833,50 @@ export interface components {
         };
         /** CreateMemoryRequest */
         CreateMemoryRequest: {
-            /** Body */
+            /**
+             * Body
+             * @description the guidance, in Markdown
+             */
             body: string;
             /** Confidence */
             confidence?: number | null;
             /** Depends On */
             depends_on?: string[] | null;
-            /** Key */
+            /**
+             * Key
+             * @description names it, unique per target, e.g. 'vat-policy'
+             */
             key: string;
             /** Review Due */
             review_due?: string | null;
-            /** Scope */
+            /**
+             * Scope
+             * @description attach it to this scope (give scope or tag)
+             */
             scope?: string | null;
             /** Search Text */
             search_text?: string | null;
-            /** Summary */
+            /**
+             * Summary
+             * @description one line shown on cards
+             */
             summary?: string | null;
-            /** Tag */
+            /**
+             * Tag
+             * @description attach it to a layer instead: 'layer=value', or 'layer=*' for every scope at that layer
+             */
             tag?: string | null;
-            /** Tags */
+            /**
+             * Tags
+             * @description labels recall searches it by
+             */
             tags?: string[] | null;
             /** Triggers */
             triggers?: string[] | null;
-            /** Valid Until */
+            /**
+             * Valid Until
+             * @description left out of bundles after this time
+             */
             valid_until?: string | null;
         };
         /** CreateScopeRequest */
@@ -912,10 +967,14 @@ export interface components {
         };
         /** Disclosure */
         Disclosure: {
-            /** Budget Tokens */
+            /**
+             * Budget Tokens
+             * @description cut the context pack to about this many tokens
+             */
             budget_tokens?: number | null;
             /**
              * Expand Top
+             * @description results shown in full in the context pack
              * @default 3
              */
             expand_top?: number;
@@ -967,13 +1026,22 @@ export interface components {
             review_due?: string | null;
             /** Search Text */
             search_text?: string | null;
-            /** Summary */
+            /**
+             * Summary
+             * @description one line shown on cards
+             */
             summary?: string | null;
-            /** Tags */
+            /**
+             * Tags
+             * @description labels recall searches it by
+             */
             tags?: string[] | null;
             /** Triggers */
             triggers?: string[] | null;
-            /** Valid Until */
+            /**
+             * Valid Until
+             * @description left out of bundles after this time
+             */
             valid_until?: string | null;
             /** Version */
             version?: number | null;
@@ -1557,12 +1625,19 @@ export interface components {
              * @default false
              */
             explain?: boolean;
-            /** Ids */
+            /**
+             * Ids
+             * @description fetch these items in full (the ids of an answer's cards)
+             */
             ids?: string[] | null;
-            /** Kinds */
+            /**
+             * Kinds
+             * @description only these kinds (default: all)
+             */
             kinds?: ("episode" | "fact" | "memory")[] | null;
             /**
              * Limit
+             * @description the most results to return
              * @default 10
              */
             limit?: number;
@@ -1573,10 +1648,14 @@ export interface components {
             metadata?: {
                 [key: string]: string | boolean | number | (string | boolean | number)[];
             } | null;
-            /** Query */
+            /**
+             * Query
+             * @description what to look for, in words
+             */
             query?: string | null;
             /**
              * Scope
+             * @description search this scope and everything below it
              * @default root
              */
             scope?: string;
@@ -1586,11 +1665,17 @@ export interface components {
              * @description only episodes of this session; with delta, the delivery session instead
              */
             session_id?: string | null;
-            /** Since */
+            /**
+             * Since
+             * @description only what occurred at or after this time (with a timezone)
+             */
             since?: string | null;
             /** Tiers */
             tiers?: ("raw" | "daily" | "weekly" | "monthly" | "quarterly" | "yearly")[] | null;
-            /** Until */
+            /**
+             * Until
+             * @description only what occurred before this time (with a timezone)
+             */
             until?: string | null;
         };
         /** RecallResponse */
@@ -1631,10 +1716,14 @@ export interface components {
         };
         /** RememberItem */
         RememberItem: {
-            /** Content */
+            /**
+             * Content
+             * @description the observation, self-contained: name the subject, include dates and specifics
+             */
             content: string;
             /**
              * Create Scope
+             * @description create the scope (and its parents) if missing
              * @default false
              */
             create_scope?: boolean;
@@ -1644,7 +1733,10 @@ export interface components {
              * @enum {string}
              */
             format?: "text" | "sttp";
-            /** Idempotency Key */
+            /**
+             * Idempotency Key
+             * @description a retry with the same key returns the first result
+             */
             idempotency_key?: string | null;
             /**
              * Metadata
@@ -1653,7 +1745,10 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
-            /** Occurred At */
+            /**
+             * Occurred At
+             * @description when it happened, with a timezone (default: now)
+             */
             occurred_at?: string | null;
             /**
              * Profile
@@ -1661,7 +1756,10 @@ export interface components {
              * @enum {string}
              */
             profile?: "strict" | "tolerant";
-            /** Scope */
+            /**
+             * Scope
+             * @description the scope to store it in
+             */
             scope: string;
             /**
              * Session Id
@@ -1833,7 +1931,10 @@ export interface components {
         };
         /** RetrieveRequest */
         RetrieveRequest: {
-            /** Path */
+            /**
+             * Path
+             * @description the scope whose guidance to return, from root down to it
+             */
             path: string;
         };
         /**
@@ -2006,6 +2107,7 @@ export interface components {
             resonance?: number;
             /**
              * Strictness
+             * @description how relevant a result must be: precision (only what shares meaningful words with the query), balanced or recall (the most, weaker matches included)
              * @default balanced
              * @enum {string}
              */
@@ -2444,11 +2546,17 @@ export interface operations {
     list_episodes_v1_episodes_get: {
         parameters: {
             query?: {
+                /** @description list this scope and everything below it */
                 scope?: string;
+                /** @description episodes of this session only */
                 session_id?: string | null;
+                /** @description only what occurred (a fact: was valid from) at or after this time */
                 since?: string | null;
+                /** @description only what occurred (a fact: was valid from) before this time */
                 until?: string | null;
+                /** @description the previous page's next_cursor */
                 cursor?: string | null;
+                /** @description records per page */
                 limit?: number;
             };
             header?: never;
@@ -2637,6 +2745,7 @@ export interface operations {
     forget_episode_v1_episodes__episode_id__delete: {
         parameters: {
             query?: {
+                /** @description why it is forgotten: kept with who forgot it and when */
                 reason?: string | null;
             };
             header?: never;
@@ -2746,10 +2855,15 @@ export interface operations {
     list_facts_v1_facts_get: {
         parameters: {
             query?: {
+                /** @description list this scope and everything below it */
                 scope?: string;
+                /** @description only what occurred (a fact: was valid from) at or after this time */
                 since?: string | null;
+                /** @description only what occurred (a fact: was valid from) before this time */
                 until?: string | null;
+                /** @description the previous page's next_cursor */
                 cursor?: string | null;
+                /** @description records per page */
                 limit?: number;
             };
             header?: never;
@@ -2938,6 +3052,7 @@ export interface operations {
     forget_fact_v1_facts__fact_id__delete: {
         parameters: {
             query?: {
+                /** @description why it is forgotten: kept with who forgot it and when */
                 reason?: string | null;
             };
             header?: never;

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mneme.cli.app import Context, command
+from mneme.cli.command import Context, command
 from mneme.cli.output import emit_json, err, quiet_runtime
 from mneme.errors import MnemeError
 
@@ -30,7 +30,7 @@ def cmd_backup(ctx: Context) -> int:
     ctx.embedded_only("backup")
     quiet_runtime()
     settings = bootstrap.current_settings()
-    store = bootstrap.current().store
+    store = ctx.services.store
     if not isinstance(store, SqliteBase):
         raise MnemeError("`mneme backup` copies the embedded SQLite store; this home is configured for another")
     if not settings.sqlite_path.exists():

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from mneme.cli.app import Context, command
+from mneme.cli.command import Context, command
 from mneme.cli.output import emit_json, err, quiet_runtime
 
 if TYPE_CHECKING:
@@ -23,10 +23,9 @@ def cmd_consolidate(ctx: Context) -> int:
 
 def _consolidate_local(ctx: Context) -> int:
     """Run consolidation in this process, batch by batch, with a progress line per stage."""
-    from mneme import bootstrap
 
     quiet_runtime()
-    services = bootstrap.current()
+    services = ctx.services
     caller = ctx.principal()
     tenant = caller.tenant
     service = services.consolidation

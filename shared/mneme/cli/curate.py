@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from mneme.cli.app import Context, command, group
+from mneme.cli.command import Context, command, group
 from mneme.cli.memory import read_text
 from mneme.cli.output import emit_json, err
 from mneme.errors import InvalidInput

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mneme.cli import backup, consolidate, portability, status
-from mneme.cli.app import Context, command
+from mneme.cli.command import Context, command
 from mneme.cli.config import DEFAULTS, KEYS
 from mneme.cli.output import emit_json
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mneme.cli.app import Context, command
+from mneme.cli.command import Context, command
 from mneme.cli.output import Progress, emit_json, err
 from mneme.errors import InvalidInput
 from mneme.models import TIERS
@@ -333,7 +333,7 @@ mneme recall --ids fa_1c2… ep_9d8…                         # full bodies of 
     recall.add_argument("--scope", default="root", help="search this subtree (default root)")
     recall.add_argument("--limit", type=int, default=10, help="1..200 (default 10)")
     recall.add_argument("--kind", dest="kinds", action="append", choices=["fact", "episode", "memory"])
-    recall.add_argument("--tier", dest="tiers", action="append")
+    recall.add_argument("--tier", dest="tiers", action="append", type=str.lower, choices=TIERS)
     recall.add_argument("--since", metavar="ISO8601")
     recall.add_argument("--until", metavar="ISO8601")
     recall.add_argument("--as-of", metavar="ISO8601", help="facts as they were valid then")
@@ -341,8 +341,8 @@ mneme recall --ids fa_1c2… ep_9d8…                         # full bodies of 
     recall.add_argument("--where", action="append", metavar="KEY=VALUE", help="metadata (repeat a key: any of)")
     recall.add_argument("--strictness", choices=["precision", "balanced", "recall"])
     recall.add_argument("--fallback", choices=["never", "on_empty", "always"])
-    recall.add_argument("--expand-top", type=int, help="bodies in the context pack (default 3)")
-    recall.add_argument("--budget-tokens", type=int, help="cut the context pack to this size")
+    recall.add_argument("--expand-top", type=int, help="bodies in full in the context pack, 0..50 (default 3)")
+    recall.add_argument("--budget-tokens", type=int, help="cut the context pack to about this many tokens, 32..200000")
     recall.add_argument("--ids", nargs="+", metavar="ID", help="fetch these items' full bodies")
     recall.add_argument("--explain", action="store_true", help="show how the ranking was made")
     recall.add_argument("--context", action="store_true", help="print the Markdown context pack")

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from mneme.cli.app import Context, command
+from mneme.cli.command import Context, command
 from mneme.cli.output import Progress, emit_json, err, quiet_runtime
 from mneme.errors import InvalidInput
 
@@ -19,12 +19,11 @@ if TYPE_CHECKING:
 
 def cmd_export(ctx: Context) -> int:
     """Write a subtree as JSON lines (or STTP nodes); to a file via FILE.partial, renamed when complete."""
-    from mneme import bootstrap
 
     ctx.embedded_only("export")
     quiet_runtime()
     args = ctx.args
-    portability = bootstrap.current().portability
+    portability = ctx.services.portability
     tenant = ctx.config.tenant
     if args.format == "sttp":
         lines: Iterator[str] = portability.export_sttp(tenant, args.path)
@@ -74,7 +73,6 @@ def _import_lines(source: TextIO, read: Callable[[], None]) -> Iterator[dict[str
 def cmd_import(ctx: Context) -> int:
     """Load an export into the tenant, all or nothing (`--continue`: record by record, each one that fails
     reported); records whose id exists are skipped, so a re-run is safe."""
-    from mneme import bootstrap
 
     ctx.embedded_only("import")
     quiet_runtime()
@@ -96,7 +94,7 @@ def cmd_import(ctx: Context) -> int:
     progress = Progress("import", unit="lines", total=total, quiet=ctx.quiet, detail=detail)
     source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")  # noqa: SIM115
     try:
-        imported = bootstrap.current().portability.import_(
+        imported = ctx.services.portability.import_(
             tenant, _import_lines(source, progress.advance), progress=counts.update, keep_going=args.keep_going
         )
     except KeyboardInterrupt:

@@ -7,7 +7,7 @@ import json
 import textwrap
 from typing import Any
 
-from mneme.cli.app import Context, command, group
+from mneme.cli.command import Context, command, group
 from mneme.cli.output import emit_json
 from mneme.errors import InvalidInput
 
@@ -159,5 +159,5 @@ mneme {kind} forget {"ep" if one == "episode" else "fa"}_1c2… --reason "the us
     correct.add_argument("--version", type=int, required=True, help="the version you read (`facts show`)")
     for name in ("summary", "entity", "property", "value"):
         correct.add_argument(f"--{name}")
-    correct.add_argument("--confidence", type=float)
+    correct.add_argument("--confidence", type=float, help="0..1")
     correct.add_argument("--reason", help="kept in the history")

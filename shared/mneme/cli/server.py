@@ -12,11 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from mneme.cli.app import Context, command
+from mneme.cli.command import Context, command
 from mneme.cli.config import DEFAULT_TENANT
 from mneme.errors import MnemeError
 
 if TYPE_CHECKING:
+    from mneme.bootstrap import Services
     from mneme.local.home import ServerLock
     from mneme.local.server import LocalServer
     from mneme.local.workers import Workers
@@ -28,13 +29,14 @@ def _admin_key_file() -> Path:
     return bootstrap.current_settings().home / "admin.key"
 
 
-def ensure_first_run() -> tuple[Path, bool]:
-    """Create the store and, once, an admin key for the default tenant. Returns (key file, created)."""
+def ensure_first_run(services: Services | None = None) -> tuple[Path, bool]:
+    """Create the store and, once, an admin key for the default tenant, with `services` (default: the
+    process's, `bootstrap.current`). Returns (key file, created)."""
     from mneme import bootstrap
     from mneme.local.keyfiles import ADMIN_KEY_MINIMUM, create_once, read_key
 
     key_file = _admin_key_file()
-    services = bootstrap.current()
+    services = services or bootstrap.current()
     if key_file.exists():
         read_key(key_file, minimum=ADMIN_KEY_MINIMUM)  # an empty or cut key stops here, not as a 401 later
         return key_file, False

@@ -8,10 +8,14 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mneme.cli.app import Context, command
+from mneme.cli.command import Context, command
 from mneme.cli.output import emit_json, err, quiet_runtime
+
+if TYPE_CHECKING:
+    from mneme.bootstrap import Services
+    from mneme.models import Episode
 
 
 def _progress(label: str, quiet: bool) -> Callable[[int], None]:
@@ -33,16 +37,15 @@ def _progress(label: str, quiet: bool) -> Callable[[int], None]:
 
 def cmd_reindex(ctx: Context) -> int:
     """Rebuild a tenant's index from records, or retry episodes whose index write failed."""
-    from mneme import bootstrap
 
     ctx.embedded_only("reindex")
     quiet_runtime()
-    indexer = bootstrap.current().indexer
+    indexer = ctx.services.indexer
     tenant = ctx.config.tenant
     try:
         if ctx.args.pending:
             done = indexer.sweep(progress=_progress("indexing pending", ctx.quiet))
-            left = len(bootstrap.current().store.list_unindexed(1))
+            left = len(ctx.services.store.list_unindexed(1))
             print(f"\nindexed {done} pending episodes" + (" (the index still fails; retry later)" if left else ""))
             return 1 if left else 0
         rebuilt = indexer.rebuild(tenant, progress=_progress(f"rebuilding {tenant}", ctx.quiet))
@@ -93,7 +96,7 @@ def status_report(ctx: Context) -> dict[str, Any]:
     quiet_runtime()
     settings = bootstrap.current_settings()
     problem = check_home()  # a damaged or foreign store stops here, with one line
-    services = bootstrap.current()
+    services = ctx.services
     store = services.store
     report: dict[str, Any] = {
         "mode": "embedded",
@@ -122,33 +125,39 @@ def status_report(ctx: Context) -> dict[str, Any]:
     dirty = store.list_dirty(None, limit + 1)
     tenants = sorted(set(tables) | {tenant for tenant, _ in dirty} | {ctx.config.tenant})
     report["index_backlog"] = {"episodes": min(len(backlog), limit), "capped": len(backlog) > limit}
-    report["tenants"] = {}
-    for tenant in tenants:
-        memories = store.list_memories(tenant, archived=True)
-        keys = store.list_api_keys(tenant)
-        by_status = {s: sum(1 for m in memories if m.status == s) for s in ("published", "pending", "archived")}
-        dirty_paths = []
-        for t, scope_id in dirty:
-            if t == tenant:
-                try:
-                    dirty_paths.append(services.scopes.chain_of(tenant, scope_id).path)
-                except Exception:  # a scope deleted since: show its id
-                    dirty_paths.append(scope_id)
-        counted = tables.get(tenant, {})
-        report["tenants"][tenant] = {
-            "scopes": counted.get("scopes"),
-            "episodes": counted.get("episodes"),
-            "facts": counted.get("facts"),
-            "memories": by_status,
-            "keys": {
-                "active": sum(1 for k in keys if not k.revoked_at),
-                "revoked": sum(1 for k in keys if k.revoked_at),
-            },
-            "index_documents": services.index.count(tenant),
-            "dirty_scopes": sorted(dirty_paths),
-            "unindexed_episodes": sum(1 for e in backlog if e.tenant == tenant),
-        }
+    report["tenants"] = {tenant: _tenant_report(services, tenant, tables, dirty, backlog) for tenant in tenants}
     return report
+
+
+def _tenant_report(
+    services: Services,
+    tenant: str,
+    tables: dict[str, dict[str, int]],
+    dirty: list[tuple[str, str]],
+    backlog: list[Episode],
+) -> dict[str, Any]:
+    """One tenant's counts: records, memories by status, keys, index documents, dirty scopes, backlog."""
+    store = services.store
+    memories = store.list_memories(tenant, archived=True)
+    keys = store.list_api_keys(tenant)
+    dirty_paths = []
+    for t, scope_id in dirty:
+        if t == tenant:
+            try:
+                dirty_paths.append(services.scopes.chain_of(tenant, scope_id).path)
+            except Exception:  # a scope deleted since: show its id
+                dirty_paths.append(scope_id)
+    counted = tables.get(tenant, {})
+    return {
+        "scopes": counted.get("scopes"),
+        "episodes": counted.get("episodes"),
+        "facts": counted.get("facts"),
+        "memories": {s: sum(1 for m in memories if m.status == s) for s in ("published", "pending", "archived")},
+        "keys": {"active": sum(1 for k in keys if not k.revoked_at), "revoked": sum(1 for k in keys if k.revoked_at)},
+        "index_documents": services.index.count(tenant),
+        "dirty_scopes": sorted(dirty_paths),
+        "unindexed_episodes": sum(1 for e in backlog if e.tenant == tenant),
+    }
 
 
 def cmd_status(ctx: Context) -> int:

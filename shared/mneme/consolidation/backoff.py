@@ -10,10 +10,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit
-
 from mneme.consolidation.batch import Batch
-from mneme.observability import metrics
+from mneme.observability import count
 from mneme.records import MAX_KEPT, Checkpoint, Waiting, listed
 
 BACKOFF = timedelta(hours=1)  # before a window set aside the first time is offered again; x4 each time after
@@ -85,7 +83,7 @@ def offered(batch: Batch) -> None:
     """Count the windows this batch offers again (`returned`, and the metric)."""
     if batch.returning:
         batch.count("extract", "returned", len(batch.returning))
-        metrics.add_metric(name="ConsolidationClustersReturned", unit=MetricUnit.Count, value=len(batch.returning))
+        count("ConsolidationClustersReturned", len(batch.returning))
 
 
 def recorded(checkpoint: Checkpoint, batch: Batch, outcomes: list[dict[str, Any]]) -> dict[str, Any]:

@@ -9,12 +9,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel
 
 from mneme.consolidation.reasoning import Reasoner
 from mneme.models import Episode
-from mneme.observability import metrics
+from mneme.observability import count
 from mneme.ports import Clock, ConsolidationStore, Embedder, EpisodeStore, FactStore
 from mneme.records import MAX_SET_ASIDE, Fact, Proposal, Waiting, listed
 from mneme.services.indexing import Indexer
@@ -105,7 +104,7 @@ def set_aside(batch: Batch, window: int, reason: str, stage: str = "extract") ->
         batch.set_aside.append(entry)
     batch.aside[window] = reason[:160]
     batch.count(stage, "set_aside")
-    metrics.add_metric(name="ConsolidationClustersSetAside", unit=MetricUnit.Count, value=1)
+    count("ConsolidationClustersSetAside")
 
 
 @dataclass

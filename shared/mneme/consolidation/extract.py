@@ -17,13 +17,11 @@ import re
 import time
 from contextvars import ContextVar
 
-from aws_lambda_powertools.metrics import MetricUnit
-
 from mneme.consolidation.batch import Batch, Deps, Working, set_aside
 from mneme.errors import ReasonerOutputInvalid, StoreUnavailable, Throttled
 from mneme.grounding import grounding_error, turn_of
 from mneme.models import Episode
-from mneme.observability import logger, metrics
+from mneme.observability import count, logger
 from mneme.records import MAX_SUMMARY, Fact, KnownFact, Proposal, Reading, Turn, is_claim, norm
 
 MAX_HOLDS = 3  # runs in a row a scope's checkpoint may be held by an unavailable reasoner
@@ -121,13 +119,13 @@ def _read(
 
 def _call(deps: Deps, batch: Batch, turns: list[Turn], known: list[KnownFact], feedback: str | None) -> Reading:
     batch.count("extract", "reasoner_calls")
-    metrics.add_metric(name="ConsolidationReasonerCalls", unit=MetricUnit.Count, value=1)
+    count("ConsolidationReasonerCalls")
     reading = deps.reasoner.propose(turns, known, feedback)
     used = reading.input_tokens + reading.output_tokens
     if used:  # a reasoner without a model uses none: no counter
         batch.count("extract", "input_tokens", reading.input_tokens)
         batch.count("extract", "output_tokens", reading.output_tokens)
-        metrics.add_metric(name="ConsolidationReasonerTokens", unit=MetricUnit.Count, value=used)
+        count("ConsolidationReasonerTokens", used)
     return reading
 
 

@@ -7,9 +7,7 @@ lives in `MnemeResolver.resolve`.
 
 from __future__ import annotations
 
-import errno
 import json
-import sqlite3
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -44,45 +42,10 @@ def proxy_error(error: MnemeError) -> dict[str, Any]:
     }
 
 
-class StorageFull(MnemeError):
-    """The disk under the store is full: nothing was written; free space and retry."""
-
-    code = "storage_full"
-    status = 507
-
-
-class StoreReadOnly(MnemeError):
-    code = "store_read_only"
-    status = 503
-
-
-FULL = (errno.ENOSPC, errno.EDQUOT)
-READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
-SQLITE_FULL, SQLITE_READONLY, SQLITE_CANTOPEN = 13, 8, 14  # primary result codes (the low byte)
-
-
-def storage_error(error: BaseException) -> MnemeError | None:
-    """A full or read-only disk under the store, as the error that says so (None for anything else).
-    SQLite rolls the transaction back in both cases: nothing is half-written."""
-    for cause in (error, error.__cause__, error.__context__):
-        if isinstance(cause, sqlite3.Error):
-            primary = (getattr(cause, "sqlite_errorcode", 0) or 0) & 0xFF
-            if primary == SQLITE_FULL:
-                return StorageFull("the disk under the store is full: nothing was written; free space and retry")
-            if primary in (SQLITE_READONLY, SQLITE_CANTOPEN):
-                return StoreReadOnly("the store cannot be written (a read-only disk or file): nothing was written")
-        if isinstance(cause, OSError) and cause.errno in FULL:
-            return StorageFull("the disk under the store is full: nothing was written; free space and retry")
-        if isinstance(cause, OSError) and cause.errno in READ_ONLY:
-            return StoreReadOnly("the store cannot be written (a read-only disk or file): nothing was written")
-    return None
-
-
 def unexpected(error: BaseException, request_id: str | None) -> MnemeError:
     """An error no handler expected, as the 5xx to answer: logged at ERROR with its traceback and the
     request id, which the answer carries (`details.request_id`) so that a report can be matched to the log."""
-    answer = storage_error(error) or MnemeError("internal error")
-    answer.details = {"request_id": request_id}
+    answer = MnemeError("internal error", details={"request_id": request_id})
     logger.error(
         f"{answer.status} {answer.code}: {type(error).__name__}: {error}",
         exc_info=error,

@@ -30,6 +30,7 @@ from pydantic_core import PydanticCustomError
 from mneme.errors import InvalidInput
 from mneme.models import Role, convertible_to_utc, not_a_number
 from mneme.search_models import MetadataFilter, as_filter
+from mneme.services.memories import KEY_PATTERN, TAG_PATTERN
 from mneme.services.remember import Conversation, RememberItem
 from mneme.structure_models import Operation
 
@@ -90,7 +91,7 @@ class Strict(BaseModel):
 
 
 class RetrieveRequest(Strict):
-    path: Path_
+    path: Path_ = Field(description="the scope whose guidance to return, from root down to it")
 
 
 class CreateScopeRequest(Strict):
@@ -109,22 +110,32 @@ class LayersRequest(Strict):
 
 
 class MemoryFields(Strict):
-    summary: Annotated[str, StringConstraints(max_length=1024)] | None = None
-    tags: ShortList | None = None
+    summary: Annotated[str, StringConstraints(max_length=1024)] | None = Field(
+        None, description="one line shown on cards"
+    )
+    tags: ShortList | None = Field(None, description="labels recall searches it by")
     triggers: ShortList | None = None
     confidence: Annotated[StrictFloat, Field(ge=0, le=1)] | None = None
     # With a timezone: a naive time cannot be compared with the clock (it used to fail retrieve with a 500).
-    valid_until: AwareTimestamp | None = None
+    valid_until: AwareTimestamp | None = Field(None, description="left out of bundles after this time")
     review_due: AwareTimestamp | None = None
     depends_on: ShortList | None = None
     search_text: SearchText | None = None
 
 
 class CreateMemoryRequest(MemoryFields):
-    key: Key
-    body: MemoryBody
-    scope: Path_ | None = None
-    tag: Annotated[str, StringConstraints(min_length=3, max_length=130)] | None = None
+    # The key's and the tag's grammar is checked by the service (its errors `invalid_key`, `invalid_tag`); the
+    # schema still says it.
+    key: Key = Field(
+        description="names it, unique per target, e.g. 'vat-policy'", json_schema_extra={"pattern": KEY_PATTERN}
+    )
+    body: MemoryBody = Field(description="the guidance, in Markdown")
+    scope: Path_ | None = Field(None, description="attach it to this scope (give scope or tag)")
+    tag: Annotated[str, StringConstraints(min_length=3, max_length=130)] | None = Field(
+        None,
+        description="attach it to a layer instead: 'layer=value', or 'layer=*' for every scope at that layer",
+        json_schema_extra={"pattern": TAG_PATTERN},
+    )
 
 
 class EditMemoryRequest(MemoryFields):
@@ -161,20 +172,65 @@ class CreateKeyRequest(Strict):
 class CorrectFactRequest(Strict):
     """A correction of a fact at `version` (a stale version is a 409); at least one field besides `reason`."""
 
-    version: Annotated[StrictInt, Field(ge=1)]
-    summary: Annotated[str, StringConstraints(min_length=1, max_length=4096)] | None = None
-    entity: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
-    property: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
-    value: Annotated[str, StringConstraints(min_length=1, max_length=2048)] | None = None
+    version: Annotated[StrictInt, Field(ge=1)] = Field(description="the version you read")
+    summary: Annotated[str, StringConstraints(min_length=1, max_length=4096)] | None = Field(
+        None, description="the fact as a sentence"
+    )
+    entity: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = Field(
+        None, description="what the fact is about"
+    )
+    property: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = Field(
+        None, description="what it states of the entity"
+    )
+    value: Annotated[str, StringConstraints(min_length=1, max_length=2048)] | None = Field(
+        None, description="the right value"
+    )
     confidence: Annotated[StrictFloat, Field(ge=0, le=1)] | None = None
     valid_until: AwareTimestamp | None = None
-    reason: Annotated[str, StringConstraints(min_length=1, max_length=2000)] | None = None  # kept in the history
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=2000)] | None = Field(
+        None, description="why: kept in the history"
+    )
 
     @model_validator(mode="after")
     def _changes_something(self) -> CorrectFactRequest:
         if not self.model_fields_set - {"version", "reason"}:
             raise ValueError("give a field to correct: summary, entity, property, value, confidence or valid_until")
         return self
+
+
+class ConsolidateRequest(Strict):
+    scopes: list[Path_] | None = Field(
+        None, max_length=100, description="only the scopes under these paths (default: every scope with new episodes)"
+    )
+
+
+class ListingQuery(Strict):
+    """The query of `GET /v1/episodes` and `GET /v1/facts` (besides `metadata.<key>=<value>`): the declaration
+    their handlers, the MCP `list` tool and the CLI's `list` read; the service takes it as a `Listing`."""
+
+    scope: Path_ = Field("root", description="list this scope and everything below it")
+    session_id: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = Field(
+        None, description="episodes of this session only"
+    )
+    since: AwareTimestamp | None = Field(
+        None, description="only what occurred (a fact: was valid from) at or after this time"
+    )
+    until: AwareTimestamp | None = Field(
+        None, description="only what occurred (a fact: was valid from) before this time"
+    )
+    cursor: Annotated[str, StringConstraints(max_length=512)] | None = Field(
+        None, description="the previous page's next_cursor"
+    )
+    limit: Annotated[StrictInt, Field(ge=1, le=MAX_PAGE)] = Field(50, description="records per page")
+
+
+class ForgetQuery(Strict):
+    """The query of `DELETE /v1/episodes/{id}` and `/v1/facts/{id}`. The reason rides in the query string, and a
+    request target is at most 8,192 bytes (413/414 beyond): 500 characters of any script fit, percent-encoded."""
+
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=500)] | None = Field(
+        None, description="why it is forgotten: kept with who forgot it and when"
+    )
 
 
 def query_metadata(params: Mapping[str, Sequence[str]]) -> dict[str, list[Any]] | None:

@@ -1,6 +1,7 @@
 """The secrets the embedded engine keeps in MNEME_HOME (`cursor.key`, `admin.key`): written atomically
 (a temporary file, synced, then linked into place: a full disk or a crash leaves no empty or partial key),
-created once even when several processes race, and refused when empty or short instead of used."""
+created once even when several processes race, and refused when empty or short instead of used. A full or
+read-only disk is the domain's storage error (`StorageFull`, `StoreReadOnly`), as for the store."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from mneme.adapters.sqlite.base import translated
 from mneme.errors import MnemeError
 
 ADMIN_KEY_MINIMUM = 32  # characters: a key Mneme creates is 47 (`keys.KEY_PREFIX` + 43)
@@ -23,29 +25,31 @@ class KeyFileDamaged(MnemeError):
 
 def create_once(path: Path, text: str) -> bool:
     """Write `text` to `path` (mode 600) unless it exists; True when this call created it. The file
-    appears whole or not at all: on a full disk the OSError is raised and nothing is left behind."""
-    temporary = _synced_beside(path, text)
-    try:
+    appears whole or not at all: on a full disk `StorageFull` is raised and nothing is left behind."""
+    with translated():
+        temporary = _synced_beside(path, text)
         try:
-            os.link(temporary, path)  # create-only: a file another process linked first wins
-        except FileExistsError:
-            return False
-        sync_directory(path.parent)
-        return True
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
+            try:
+                os.link(temporary, path)  # create-only: a file another process linked first wins
+            except FileExistsError:
+                return False
+            sync_directory(path.parent)
+            return True
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
 
 
 def replace_whole(path: Path, text: str) -> None:
     """Write `text` to `path` (mode 600) over what it held: the old text or the new, never a part."""
-    temporary = _synced_beside(path, text)
-    try:
-        os.replace(temporary, path)
-        sync_directory(path.parent)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
+    with translated():
+        temporary = _synced_beside(path, text)
+        try:
+            os.replace(temporary, path)
+            sync_directory(path.parent)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
 
 
 def _synced_beside(path: Path, text: str) -> str:

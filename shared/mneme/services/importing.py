@@ -16,21 +16,24 @@ import contextlib
 import copy
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
 from mneme.errors import InvalidInput, MnemeError, ScopeNotFound
 from mneme.models import Episode, HistoryEntry, Memory, Revision
-from mneme.ports import Atomic
+from mneme.ports import Atomic, EpisodeStore, ErasureStore, FactStore, MemoryStore, ScopeStore
 from mneme.records import Fact
-
-if TYPE_CHECKING:
-    from mneme.services.portability import PortabilityService
+from mneme.services.indexing import Indexer
+from mneme.services.scopes import ScopeService
 
 FORMAT = "mneme-export/1"
 BATCH = 100  # episodes or facts written (and, record by record, indexed) together
 KINDS = ("scopes", "aliases", "memories", "revisions", "episodes", "facts")
+
+
+class PortableStore(ScopeStore, MemoryStore, EpisodeStore, FactStore, ErasureStore, Protocol):
+    """The record store's roles export, import and erasure use."""
 
 
 @dataclass
@@ -50,7 +53,9 @@ class _Pending:
 
 @dataclass
 class Importer:
-    service: PortabilityService
+    store: PortableStore
+    scopes: ScopeService
+    indexer: Indexer
     tenant: str
     keep_going: bool
     report: Imported = field(default_factory=Imported)
@@ -61,7 +66,7 @@ class Importer:
     to_index: dict[str, list[str]] = field(default_factory=lambda: {"memories": [], "episodes": [], "facts": []})
 
     def run(self, lines: Iterable[dict[str, Any]], progress: Callable[[dict[str, int]], None] | None) -> Imported:
-        store = self.service.store
+        store = self.store
         if self.keep_going:
             self._read(lines, progress)
         else:
@@ -103,14 +108,14 @@ class Importer:
             if line.get("format") != FORMAT:
                 raise InvalidInput(f"not a {FORMAT} file", code="invalid_export")
         elif kind == "layers":
-            if not self.service.store.get_layers(self.tenant):
-                self.service.scopes.set_layers(self.tenant, {int(k): v for k, v in line["layers"].items()})
+            if not self.store.get_layers(self.tenant):
+                self.scopes.set_layers(self.tenant, {int(k): v for k, v in line["layers"].items()})
         elif kind == "scope":
             self._scope_id(line["path"])
         elif kind == "alias":
             parent_path, _, segment = line["path"].rpartition(".")
             parent, target = self._scope_id(parent_path), self._scope_id(line["target"])
-            self.report.counts["aliases"] += self.service.store.put_alias(self.tenant, parent, segment, target)
+            self.report.counts["aliases"] += self.store.put_alias(self.tenant, parent, segment, target)
         elif kind == "memory":
             self._memory(line)
         elif kind == "revision":
@@ -138,7 +143,7 @@ class Importer:
             with self._savepoint():
                 yield
         except (MnemeError, ValidationError, KeyError, TypeError, ValueError) as e:
-            if isinstance(self.service.store, Atomic):  # the line's scopes were rolled back with it
+            if isinstance(self.store, Atomic):  # the line's scopes were rolled back with it
                 self.scope_ids, self.report.counts["scopes"] = scopes, created
             self._failed(number, line, e)
 
@@ -158,7 +163,7 @@ class Importer:
     def _scope_id(self, path: str) -> str:
         """The id of the scope at `path`, created (with its parents) when missing."""
         if path not in self.scope_ids:
-            scopes = self.service.scopes
+            scopes = self.scopes
             try:
                 self.scope_ids[path] = scopes.resolve(self.tenant, path).scope.scope_id
             except ScopeNotFound:
@@ -170,7 +175,7 @@ class Importer:
         scope_id = self._scope_id(line["scope"]) if line.get("scope") else None
         memory = Memory.model_validate({**_fields(line, {"history", "target"}), "tenant": self.tenant,
                                         "scope_id": scope_id})  # fmt: skip
-        store = self.service.store
+        store = self.store
         if store.get_memory(self.tenant, memory.memory_id) is not None:
             self.report.counts["skipped"] += 1
             return
@@ -184,7 +189,7 @@ class Importer:
         revision = Revision.model_validate({**_fields(line), "tenant": self.tenant})
         if revision.memory_id in self.missing_memories:
             raise InvalidInput(f"its memory {revision.memory_id} was not imported", code="memory_not_imported")
-        store = self.service.store
+        store = self.store
         if store.get_revision(self.tenant, revision.memory_id, revision.author) is not None:
             self.report.counts["skipped"] += 1
             return
@@ -195,7 +200,7 @@ class Importer:
         batch, self.episodes = self.episodes, []
         if not batch:
             return
-        store = self.service.store
+        store = self.store
         existing = store.get_episodes(self.tenant, [p.record.episode_id for p in batch], vectors=False)
         new = [p for p in batch if p.record.episode_id not in existing]
         self.report.counts["skipped"] += len(batch) - len(new)
@@ -207,10 +212,10 @@ class Importer:
         batch, self.facts = self.facts, []
         if not batch:
             return
-        existing = self.service.store.get_facts(self.tenant, [p.record.fact_id for p in batch])
+        existing = self.store.get_facts(self.tenant, [p.record.fact_id for p in batch])
         new = [p for p in batch if p.record.fact_id not in existing]
         self.report.counts["skipped"] += len(batch) - len(new)
-        embedder = self.service.indexer.embedder
+        embedder = self.indexer.embedder
         stale = [p for p in new if p.record.vector is None or p.record.model_id != embedder.model_id]
         if stale:
             vectors = embedder.embed([p.record.summary for p in stale])
@@ -218,7 +223,7 @@ class Importer:
                 pending.record = pending.record.model_copy(
                     update={"vector": vector.tolist(), "model_id": embedder.model_id}
                 )
-        self._write(new, lambda records: self.service.store.put_facts(records), "facts")
+        self._write(new, lambda records: self.store.put_facts(records), "facts")
 
     def _write(self, batch: list[_Pending], put: Callable[[list[Any]], object], kind: str) -> None:
         """A batch in one write; when it fails, record by record (to name the line, and with keep_going to
@@ -240,12 +245,12 @@ class Importer:
         self.report.counts[kind] += len(written)
 
     def _savepoint(self) -> contextlib.AbstractContextManager[None]:
-        store = self.service.store
+        store = self.store
         return store.atomic() if isinstance(store, Atomic) else contextlib.nullcontext()
 
     # -- the index, once the records are written ------------------------------------------------------
     def _index(self) -> None:
-        store, indexer = self.service.store, self.service.indexer
+        store, indexer = self.store, self.indexer
         memories, episodes, facts = (self.to_index[kind] for kind in ("memories", "episodes", "facts"))
         for memory in store.get_memories(self.tenant, memories).values():
             indexer.on_memory_change(memory)

@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
-from aws_lambda_powertools.metrics import MetricUnit
-
 from mneme.errors import MnemeError
 from mneme.models import Episode, Memory, session_position
-from mneme.observability import logger, metrics
+from mneme.observability import count, logger
 from mneme.ports import ConsolidationStore, Embedder, EpisodeStore, FactStore, MemoryStore, SearchIndex
 from mneme.records import Fact
 from mneme.search_models import IndexDocument, metadata_terms, shared_terms
@@ -287,7 +285,7 @@ class Indexer:
             if progress:
                 progress(done)
         backlog = len(self.store.list_unindexed(1000))
-        metrics.add_metric(name="IndexRepairBacklog", unit=MetricUnit.Count, value=backlog)
+        count("IndexRepairBacklog", backlog)
         return done
 
     def rebuild(self, tenant: str, progress: Callable[[int], None] | None = None) -> Rebuilt:

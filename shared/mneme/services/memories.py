@@ -17,6 +17,8 @@ from mneme.services.context_pack import agent_view
 from mneme.services.scopes import ScopeService
 
 KEY_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
+KEY_PATTERN = f"^{KEY_RE.pattern}$"
+TAG_PATTERN = rf"^{paths.SEGMENT_RE.pattern}=({paths.SEGMENT_RE.pattern}|\*)$"  # what `parse_tag` takes
 MAX_BODY_BYTES = 16 * 1024
 EDITABLE = (
     "body", "summary", "tags", "triggers", "confidence", "valid_until", "review_due", "depends_on", "search_text",

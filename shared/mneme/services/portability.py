@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from mneme import paths, sttp
 from mneme.errors import InvalidInput
 from mneme.models import Episode
-from mneme.ports import Clock, EpisodeStore, ErasureStore, FactStore, MemoryStore, ScopeStore
-from mneme.services.importing import FORMAT, Imported, Importer
+from mneme.ports import Clock
+from mneme.services.importing import FORMAT, Imported, Importer, PortableStore
 from mneme.services.indexing import Indexer
 from mneme.services.scopes import ScopeService
 
@@ -26,10 +26,6 @@ LEAVES_OUT = [
     "consolidation runs, checkpoints and leases (the importing tenant's next run starts afresh)",
     "recall session deliveries (which ids a session was already given)",
 ]
-
-
-class PortableStore(ScopeStore, MemoryStore, EpisodeStore, FactStore, ErasureStore, Protocol):
-    """The record store's roles export, import and erasure use."""
 
 
 @dataclass
@@ -112,7 +108,7 @@ class PortabilityService:
     ) -> Imported:
         """Write what is missing, all or nothing (or, with `keep_going`, record by record: each record that fails
         is reported); records whose id exists are left alone. See `mneme.services.importing`."""
-        return Importer(self, tenant, keep_going).run(lines, progress)
+        return Importer(self.store, self.scopes, self.indexer, tenant, keep_going).run(lines, progress)
 
     def erase(self, tenant: str, path: str, *, dry_run: bool = True) -> dict[str, Any]:
         """Delete a subtree's scopes, memories, episodes and facts for good (right to erasure)."""

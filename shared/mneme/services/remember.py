@@ -48,9 +48,14 @@ class RememberStore(EpisodeStore, ConsolidationStore, Protocol):
 class RememberItem(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    scope: str = Field(min_length=4, max_length=600)
-    content: str = Field(min_length=1)
-    occurred_at: Timestamp | None = None
+    scope: str = Field(min_length=4, max_length=600, description="the scope to store it in")
+    # The size limit is in bytes, a 413 (DESIGN: too large) like every content limit; the schema still says it.
+    content: str = Field(
+        min_length=1,
+        json_schema_extra={"maxLength": MAX_CONTENT_BYTES},
+        description="the observation, self-contained: name the subject, include dates and specifics",
+    )
+    occurred_at: Timestamp | None = Field(default=None, description="when it happened, with a timezone (default: now)")
     session_id: str | None = Field(
         default=None,
         min_length=1,
@@ -69,8 +74,10 @@ class RememberItem(BaseModel):
             "is also searched, and a recall query naming that person favours their turns"
         ),
     )
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=256)
-    create_scope: StrictBool = False
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=256, description="a retry with the same key returns the first result"
+    )
+    create_scope: StrictBool = Field(default=False, description="create the scope (and its parents) if missing")
     format: Literal["text", "sttp"] = "text"
     profile: Literal["strict", "tolerant"] = "strict"  # how an STTP node is validated
 
@@ -96,13 +103,23 @@ class Conversation(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    scope: str = Field(min_length=4, max_length=600)
-    messages: list[Message] = Field(min_length=1, max_length=MAX_BATCH)
-    session_id: str | None = Field(default=None, min_length=1, max_length=128, pattern=SESSION_ID_PATTERN)
+    scope: str = Field(min_length=4, max_length=600, description="the scope to store it in")
+    messages: list[Message] = Field(
+        min_length=1, max_length=MAX_BATCH, description="the turns in the order they were said: role or name, content"
+    )
+    session_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        pattern=SESSION_ID_PATTERN,
+        description="the conversation's id: its turns are searched with the turns said just before them",
+    )
     occurred_at: Timestamp | None = Field(default=None, description="the time of the messages that give none")
     metadata: dict[str, Any] = Field(default_factory=dict, description="returned with every message's recall")
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=256)
-    create_scope: StrictBool = False
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=256, description="a retry with the same key writes nothing twice"
+    )
+    create_scope: StrictBool = Field(default=False, description="create the scope (and its parents) if missing")
 
     def items(self) -> list[RememberItem]:
         """One item a message. Each message's idempotency key derives from the call's key, or absent one

@@ -104,12 +104,35 @@ def episode_to_node(
     user = _avec(avec.get("user"), DEFAULT_AVEC)
     model = _avec(avec.get("model"), DEFAULT_AVEC)
     compression = _avec(avec.get("compression"), model)
-    instant = _datetime(occurred_at)
-    env_meta = _dict(meta.get("envelope"))
-    original = env_meta.get("timestamp")
-    same = isinstance(original, str) and _parses(original) and _datetime(original) == instant
-    stamp = original if same else instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    prov_meta = _dict(meta.get("provenance"))
+    provenance = _provenance(_dict(meta.get("provenance")), text, tier, session_id, user)
+    envelope = _envelope(_dict(meta.get("envelope")), occurred_at, tier, session_id, user, model)
+    met_meta = _dict(meta.get("metrics"))
+    metrics = _ordered(
+        "metrics",
+        met_meta,
+        {
+            "rho": met_meta.get("rho", 1.0),
+            "kappa": met_meta.get("kappa", 1.0),
+            "psi": met_meta.get("psi", compression["psi"]),
+            "compression_avec": compression,
+        },
+    )
+    ordinal = _dict(meta.get("sttp")).get("ordinal", 0)
+    return _strict(
+        Node(
+            provenance=_obj(provenance, _ENUMS["provenance"]),
+            envelope=_obj(envelope, _ENUMS["envelope"]),
+            content=_content(meta.get("content"), text),
+            metrics=_obj(metrics),
+            ordinal=ordinal if isinstance(ordinal, int) and not isinstance(ordinal, bool) and ordinal >= 0 else 0,
+        )
+    )
+
+
+def _provenance(
+    prov_meta: dict[str, Any], text: str, tier: str, session_id: str, user: dict[str, Any]
+) -> dict[str, Any]:
+    """The provenance layer: what the episode's metadata kept of it, the rest from the episode."""
     prime_meta = _dict(prov_meta.get("prime"))
     first_line = text.strip().splitlines()[0] if text.strip() else ""
     prime = _ordered_obj(
@@ -122,7 +145,7 @@ def episode_to_node(
             "retrieval_budget": prime_meta.get("retrieval_budget", DEFAULT_RETRIEVAL_BUDGET),
         },
     )
-    provenance = _ordered(
+    return _ordered(
         "provenance",
         prov_meta,
         {
@@ -134,30 +157,29 @@ def episode_to_node(
             "prime": prime,
         },
     )
+
+
+def _envelope(
+    env_meta: dict[str, Any],
+    occurred_at: datetime | str,
+    tier: str,
+    session_id: str,
+    user: dict[str, Any],
+    model: dict[str, Any],
+) -> dict[str, Any]:
+    """The envelope layer; its timestamp is the metadata's own text when it names the same instant."""
+    instant = _datetime(occurred_at)
+    original = env_meta.get("timestamp")
+    same = isinstance(original, str) and _parses(original) and _datetime(original) == instant
+    stamp = original if same else instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
     known = {"timestamp": stamp, "tier": tier, "session_id": env_meta.get("session_id", session_id)}
     if "schema_version" in env_meta:
         known["schema_version"] = env_meta["schema_version"]
-    envelope = _ordered("envelope", env_meta, known | {"user_avec": user, "model_avec": model})
-    met_meta = _dict(meta.get("metrics"))
-    metrics = _ordered(
-        "metrics",
-        met_meta,
-        {
-            "rho": met_meta.get("rho", 1.0),
-            "kappa": met_meta.get("kappa", 1.0),
-            "psi": met_meta.get("psi", compression["psi"]),
-            "compression_avec": compression,
-        },
-    )
-    content = _content(meta.get("content"), text)
-    ordinal = _dict(meta.get("sttp")).get("ordinal", 0)
-    node = Node(
-        provenance=_obj(provenance, _ENUMS["provenance"]),
-        envelope=_obj(envelope, _ENUMS["envelope"]),
-        content=content,
-        metrics=_obj(metrics),
-        ordinal=ordinal if isinstance(ordinal, int) and not isinstance(ordinal, bool) and ordinal >= 0 else 0,
-    )
+    return _ordered("envelope", env_meta, known | {"user_avec": user, "model_avec": model})
+
+
+def _strict(node: Node) -> Node:
+    """`node`, once it renders and parses back strict-valid; ValueError naming what fails otherwise."""
     try:
         check = parse(render(node), "strict")
     except (TypeError, ValueError) as exc:

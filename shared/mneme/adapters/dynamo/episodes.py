@@ -488,10 +488,6 @@ class DynamoEpisodes(DynamoTable):
         facts = [to_model(Fact, item, **FACT_CODEC) for item in self._query(pk)]
         return sorted(facts, key=lambda fact: fact.fact_id)
 
-    def list_contradictions(self, tenant: str, scope_id: str) -> list[Contradiction]:
-        found = [to_model(Contradiction, item) for item in self._query(tenant_pk(tenant, "CONTRA", scope_id))]
-        return sorted(found, key=lambda contradiction: contradiction.contradiction_id)
-
     def put_run(self, run: Run) -> None:
         listed = run_keys(run.tenant, run.run_id, run.started_at)
         item = to_item(run, run_key(run.tenant, run.run_id), **RUN_CODEC, item_type="run", **listed)

@@ -4,6 +4,7 @@ of `mneme.adapters.dynamo.store`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mneme.adapters.dynamo.codec import (
     ALIAS,
@@ -36,6 +37,16 @@ from mneme.models import Memory, Scope
 CHANGED = "a record changed during the erasure; erase again"
 
 
+@dataclass
+class _Attached:
+    """What hangs off each erased scope, by scope id."""
+
+    memories: dict[str, list[Item]]
+    episodes: dict[str, list[Item]]
+    facts: dict[str, list[Item]]
+    copies: dict[str, list[Item]]  # the scope's copies of its facts (SCOPEFACTS)
+
+
 class DynamoErasure(DynamoTable):
     """Erasing scopes and everything attached to them, for good."""
 
@@ -47,64 +58,60 @@ class DynamoErasure(DynamoTable):
         not erased: they sit in per-session partitions no key leads to from a record (a Scan would), and
         hold only the opaque id of a record that no longer exists."""
         ids = list(dict.fromkeys(scope_ids))
-        erased = set(ids)
-        memories: dict[str, list[Item]] = {scope_id: [] for scope_id in ids}
-        for item in self._query(tenant_pk(tenant, "MEMS")):
-            if text_of(item, "scope_id") in erased:
-                memories[str(text_of(item, "scope_id"))].append(item)
-        projection = f"PK, SK, scope_id, episode_id, fact_id, {FEED_POSITION}"
-        episodes: dict[str, list[Item]] = {}
-        facts: dict[str, list[Item]] = {}
-        copies: dict[str, list[Item]] = {}
-        for scope_id in ids:
-            found = self._batch_get(self._scope_episode_keys(tenant, scope_id), projection)
-            episodes[scope_id] = [item for item in found if text_of(item, "scope_id") == scope_id]
-            copies[scope_id] = self._query(tenant_pk(tenant, "SCOPEFACTS", scope_id))
-            fact_keys = [fact_key(tenant, str(copy["fact_id"]["S"])) for copy in copies[scope_id]]
-            facts[scope_id] = [
-                item for item in self._items(fact_keys, projection).values() if text_of(item, "scope_id") == scope_id
-            ]
+        found = self._attached(tenant, ids)
         counts = {
             "scopes": len(ids),
-            "memories": sum(map(len, memories.values())),
-            "episodes": sum(map(len, episodes.values())),
-            "facts": sum(map(len, facts.values())),
+            "memories": sum(map(len, found.memories.values())),
+            "episodes": sum(map(len, found.episodes.values())),
+            "facts": sum(map(len, found.facts.values())),
         }
         if dry_run:
             return counts, []
         gone = list(ids)
-        for scope_id in ids:
-            gone += [str(i["memory_id"]["S"]) for i in memories[scope_id]]
-        for scope_id in ids:
-            gone += [str(i["episode_id"]["S"]) for i in episodes[scope_id]]
-        for scope_id in ids:
-            gone += [str(i["fact_id"]["S"]) for i in facts[scope_id]]
+        for name, group in (("memory_id", found.memories), ("episode_id", found.episodes), ("fact_id", found.facts)):
+            gone += [str(i[name]["S"]) for scope_id in ids for i in group[scope_id]]
         for scope_id in reversed(ids):
-            records = [
-                (str(i[name]["S"]), i)
-                for name, group in (("memory_id", memories), ("episode_id", episodes), ("fact_id", facts))
-                for i in group[scope_id]
-            ]
-            keys = [*(item for _, item in records), *copies[scope_id]]
-            keys += [feed_key(tenant, pos, i) for i, item in records if (pos := position_of(item)) is not None]
-            for item in memories[scope_id]:
-                keys += self._memory_attachments(tenant, to_model(Memory, item))
-            keys += self._query(tenant_pk(tenant, "CONTRA", scope_id))
-            for fact in facts[scope_id]:  # a fact's corrections
-                keys += self._query(history_pk(tenant, str(fact["fact_id"]["S"])))
-            for copy in self._query(tenant_pk(tenant, "SCOPEFORGOT", scope_id)):  # who forgot what, and why
-                keys += [copy, forgotten_key(tenant, str(copy["record_id"]["S"]))]
-            keys += [checkpoint_key(tenant, scope_id), lease_key(tenant, scope_id), dirty_key(tenant, scope_id)]
-            keys += self._alias_keys(tenant, scope_id)
-            kinded = [
-                (kind, str(i[f"{kind}_id"]["S"]))
-                for kind, group in (("memory", memories), ("episode", episodes), ("fact", facts))
-                for i in group[scope_id]
-            ]
-            self._put_tombstones(tenant, kinded, [position_of(item) for _, item in records])
-            self._delete_all(keys)
-            self._erase_scope_item(tenant, scope_id)
+            self._erase_scope(tenant, scope_id, found)
         return counts, gone
+
+    def _attached(self, tenant: str, ids: list[str]) -> _Attached:
+        """The memories, episodes and facts of each scope (keys, ids and feed positions), and its fact copies."""
+        erased = set(ids)
+        found = _Attached({scope_id: [] for scope_id in ids}, {}, {}, {})
+        for item in self._query(tenant_pk(tenant, "MEMS")):
+            if text_of(item, "scope_id") in erased:
+                found.memories[str(text_of(item, "scope_id"))].append(item)
+        projection = f"PK, SK, scope_id, episode_id, fact_id, {FEED_POSITION}"
+        for scope_id in ids:
+            episodes = self._batch_get(self._scope_episode_keys(tenant, scope_id), projection)
+            found.episodes[scope_id] = [item for item in episodes if text_of(item, "scope_id") == scope_id]
+            found.copies[scope_id] = self._query(tenant_pk(tenant, "SCOPEFACTS", scope_id))
+            fact_keys = [fact_key(tenant, str(copy["fact_id"]["S"])) for copy in found.copies[scope_id]]
+            found.facts[scope_id] = [
+                item for item in self._items(fact_keys, projection).values() if text_of(item, "scope_id") == scope_id
+            ]
+        return found
+
+    def _erase_scope(self, tenant: str, scope_id: str, found: _Attached) -> None:
+        """One scope's records, what hangs off them, its tombstones, then (last) its scope item."""
+        groups = (("memory", found.memories), ("episode", found.episodes), ("fact", found.facts))
+        records = [(kind, str(i[f"{kind}_id"]["S"]), i) for kind, group in groups for i in group[scope_id]]
+        keys = [*(item for _, _, item in records), *found.copies[scope_id]]
+        keys += [feed_key(tenant, pos, i) for _, i, item in records if (pos := position_of(item)) is not None]
+        for item in found.memories[scope_id]:
+            keys += self._memory_attachments(tenant, to_model(Memory, item))
+        keys += self._query(tenant_pk(tenant, "CONTRA", scope_id))
+        for fact in found.facts[scope_id]:  # a fact's corrections
+            keys += self._query(history_pk(tenant, str(fact["fact_id"]["S"])))
+        for copy in self._query(tenant_pk(tenant, "SCOPEFORGOT", scope_id)):  # who forgot what, and why
+            keys += [copy, forgotten_key(tenant, str(copy["record_id"]["S"]))]
+        keys += [checkpoint_key(tenant, scope_id), lease_key(tenant, scope_id), dirty_key(tenant, scope_id)]
+        keys += self._alias_keys(tenant, scope_id)
+        self._put_tombstones(
+            tenant, [(kind, i) for kind, i, _ in records], [position_of(item) for _, _, item in records]
+        )
+        self._delete_all(keys)
+        self._erase_scope_item(tenant, scope_id)
 
     def _put_tombstones(self, tenant: str, records: Sequence[tuple[str, str]], previous: Sequence[str | None]) -> None:
         """Feed entries `deleted:<kind>` (the id, nothing else) past every erased record's old entry, and the

@@ -124,7 +124,6 @@ Copies are written in the transaction of their original. Base-table reads are st
 |                        | Puts new contradictions, the rest a hundred per transaction); a fact moved      |
 |                        | meanwhile (concurrent upsert) fails the condition: read again and retry         |
 | get_facts / list_facts | BatchGetItem facts / Query PK = `T#<t>#FACTS` or `T#<t>#SCOPEFACTS#<scope>`     |
-| list_contradictions    | Query PK = `T#<t>#CONTRA#<scope_id>`                                            |
 | put_run / get_run      | Put / GetItem run                                                               |
 | list_runs              | Query GSI2 `GSI2PK = T#<t>#RUNS`, newest first, Limit `limit`; BatchGetItem the |
 |                        | hits. Fewer than `limit` found: Query PK = `T#<t>#RUNS`, SK begins_with `RUN#`  |

@@ -36,8 +36,8 @@ from typing import Any
 
 from numpy.typing import NDArray
 
+from mneme.adapters.documents import as_utc, normalised_vector
 from mneme.adapters.opensearch.lifecycle import SPACE
-from mneme.adapters.sqlite.vector_cache import as_utc, normalised_vector
 from mneme.errors import InvalidInput, StoreUnavailable
 from mneme.search_models import IndexDocument, SearchFilter
 

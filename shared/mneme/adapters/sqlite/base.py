@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from mneme.adapters.sqlite.errors import storage_error
 from mneme.errors import StoreUnavailable
 
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for another (SQLite's busy_timeout, below, is the same)
@@ -39,6 +40,19 @@ CREATE TABLE IF NOT EXISTS feed (
     tenant TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, ts TEXT NOT NULL, PRIMARY KEY (tenant, id));
 CREATE UNIQUE INDEX IF NOT EXISTS feed_order ON feed (tenant, ts, id);
 """
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """Raise a storage failure inside the block as the domain's error (`sqlite.errors`: full, read-only,
+    damaged), from the original; any other error passes unchanged."""
+    try:
+        yield
+    except (sqlite3.Error, OSError) as error:
+        found = storage_error(error)
+        if found is None:
+            raise
+        raise found from error
 
 
 class ConnectionPool:
@@ -209,13 +223,15 @@ class SqliteBase:
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
         """An idle connection (or a new one) for the duration of one call; inside this thread's
-        transaction, that transaction's connection (so a read there sees its writes)."""
+        transaction, that transaction's connection (so a read there sees its writes). A full, read-only or
+        damaged disk leaves it as the domain's storage error (`sqlite.errors`)."""
         current: sqlite3.Connection | None = getattr(self._writing, "conn", None)
-        if current is not None:
-            yield current
-            return
-        with self._pool.borrow() as conn:
-            yield conn
+        with translated():
+            if current is not None:
+                yield current
+                return
+            with self._pool.borrow() as conn:
+                yield conn
 
     def close(self) -> None:
         """Checkpoint the WAL and close the idle connections (the next call reopens). When no other
@@ -258,7 +274,12 @@ class SqliteBase:
         application crash never does: the WAL is in the OS's cache), or whose sync rides on the
         durable commit that follows it (the WAL is one file, synced in order). Inside this thread's open
         transaction (`atomic`) it is a savepoint of it: a failed write is undone alone, the rest commits
-        (or not) with the outer transaction."""
+        (or not) with the outer transaction. Its storage failures are the domain's errors, as `_connection`'s."""
+        with translated(), self._write(durable=durable) as conn:
+            yield conn
+
+    @contextmanager
+    def _write(self, *, durable: bool) -> Iterator[sqlite3.Connection]:
         outer: sqlite3.Connection | None = getattr(self._writing, "conn", None)
         if outer is not None:
             outer.execute("SAVEPOINT nested")

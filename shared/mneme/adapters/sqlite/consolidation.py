@@ -140,10 +140,6 @@ class SqliteConsolidationStore(SqliteBase):
             rows = self._rows("SELECT doc FROM facts WHERE tenant=? AND scope_id=? ORDER BY fact_id", tenant, scope_id)
         return [Fact.model_validate_json(row[0]) for row in rows]
 
-    def list_contradictions(self, tenant: str, scope_id: str) -> list[Contradiction]:
-        rows = self._rows("SELECT doc FROM contradictions WHERE tenant=? AND scope_id=? ORDER BY id", tenant, scope_id)
-        return [Contradiction.model_validate_json(row[0]) for row in rows]
-
     def put_run(self, run: Run) -> None:
         with self._tx() as conn:
             conn.execute(

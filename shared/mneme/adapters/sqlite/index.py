@@ -49,9 +49,11 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from mneme.adapters.documents import normalised_vector
 from mneme.adapters.sqlite import vector_snapshot
 from mneme.adapters.sqlite import vectors as sqlite_vectors
 from mneme.adapters.sqlite.base import CLOSE_WAIT, ConnectionPool, WriterLock
+from mneme.adapters.sqlite.errors import storage_error
 from mneme.adapters.sqlite.index_schema import META_SCHEMA, PUT, SCHEMA, migrate, split_dates
 from mneme.adapters.sqlite.text import (
     BIG_TEXT,
@@ -64,7 +66,6 @@ from mneme.adapters.sqlite.vector_cache import (
     VectorCache,
     ann_available,
     blas_on_calling_thread,
-    normalised_vector,
 )
 from mneme.errors import InvalidInput, StoreUnavailable
 from mneme.search_models import Hit, IndexDocument, SearchFilter
@@ -170,8 +171,13 @@ class SqliteSearchIndex:
                 return
             with self._pool.borrow() as conn:
                 yield conn
-        except sqlite3.OperationalError as exc:
-            raise StoreUnavailable(f"search index unavailable: {exc}") from exc
+        except (sqlite3.Error, OSError) as exc:
+            found = storage_error(exc)  # a full, read-only or damaged disk says so
+            if found is not None:
+                raise found from exc
+            if isinstance(exc, sqlite3.OperationalError):
+                raise StoreUnavailable(f"search index unavailable: {exc}") from exc
+            raise
 
     def _open(self) -> sqlite3.Connection:
         if self.path != ":memory:":

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
-from mneme.adapters.sqlite.vector_cache import as_utc
+from mneme.adapters.documents import as_utc
 from mneme.search_models import Hit, SearchFilter
 from mneme.text import MONTH, MONTHS, meaningful_words, words
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from mneme.errors import InvalidInput
+from mneme.adapters.documents import as_utc
 from mneme.search_models import Hit, IndexDocument, SearchFilter
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -38,24 +38,8 @@ EXACT_MAX = 20_000  # a mask keeping at most this many rows is scanned exactly (
 ANN_OVERFETCH = 4  # approximate candidates per wanted hit, rescored exactly
 
 
-def as_utc(value: datetime) -> datetime:
-    """Aware UTC; a naive datetime is taken to be UTC already."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
 def utc_micros(value: datetime) -> int:
     return (as_utc(value) - EPOCH) // timedelta(microseconds=1)
-
-
-def normalised_vector(doc: IndexDocument) -> NDArray[np.float32] | None:
-    """The document's vector scaled to unit length (a zero vector stays zero), as float32."""
-    if doc.vector is None:
-        return None
-    vec = np.asarray(doc.vector, dtype=np.float64)
-    if vec.size == 0 or not np.isfinite(vec).all():
-        raise InvalidInput(f"document {doc.doc_id} has an empty or non-finite vector")
-    norm = np.linalg.norm(vec)
-    return (vec / norm if norm > 0 else vec).astype(np.float32)
 
 
 @dataclass(slots=True)

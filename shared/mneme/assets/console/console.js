@@ -336,12 +336,14 @@ async function loadDrafts() {}  // drafts are opened by id or made by the form
 // -- recall -------------------------------------------------------------------------------------------
 async function recall(form) {
   const d = Object.fromEntries(new FormData(form));
+  // The form's fields carry the request model's defaults and bounds (tests/unit/test_console_forms.py); a field
+  // left empty is left out (undefined is not sent), so the API's default applies.
+  const number = (name) => (d[name] ? Number(d[name]) : undefined);
   const request = {
-    query: d.query, scope: d.scope || "root", limit: Number(d.limit || 10), explain: true,
-    scoring: { alpha: Number(d.alpha), beta: Number(d.beta), strictness: d.strictness, fallback: d.fallback },
-    disclosure: { expand_top: Number(d.expand_top || 3) },
+    query: d.query, scope: d.scope || undefined, limit: number("limit"), explain: true,
+    scoring: { alpha: number("alpha"), beta: number("beta"), strictness: d.strictness, fallback: d.fallback },
+    disclosure: { expand_top: number("expand_top"), budget_tokens: number("budget_tokens") },
   };
-  if (d.budget_tokens) request.disclosure.budget_tokens = Number(d.budget_tokens);
   renderRecall(await api("POST", "recall", request));
 }
 function bars(scores, top) {

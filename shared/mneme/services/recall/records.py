@@ -142,6 +142,10 @@ def sources_metadata(metadata: list[dict[str, Any]]) -> dict[str, Any]:
     return {key: value for key, value in values.items() if key not in conflicting}
 
 
+FACT_FIELDS = {"entity", "property", "value", "confidence", "valid_from", "valid_until", "superseded_by", "status",
+               "stale"}  # fmt: skip
+
+
 def to_result(
     record: Record,
     score: float,
@@ -152,61 +156,11 @@ def to_result(
 ) -> Result:
     """The result of a record. A fact's `sources` list its episodes found in `episodes` (`fact_sources`);
     those in `grounding` (the turns that state it, shown beside it) carry their `text`."""
-    common = {"score": round(score, 6), "scores": scores}
+    common: dict[str, Any] = {"score": round(score, 6), "scores": scores}
     if isinstance(record, Episode):
-        return Result(
-            id=record.episode_id,
-            kind="episode",
-            scope=path_of(record.scope_id),
-            content=record.content,
-            occurred_at=record.occurred_at,
-            created_at=record.created_at,
-            metadata=record.metadata,
-            session_id=record.session_id,
-            sequence=record.sequence,
-            tier=record.tier,
-            sttp=record.structured,
-            **common,
-        )
+        return _episode_result(record, path_of, common)
     if isinstance(record, Fact):
-        own = set(record.source_episode_ids)
-        sources = {i: e for i, e in episodes.items() if i in own}  # in the store's order, as read alone
-        fact = record.model_dump(
-            mode="json",
-            include={
-                "entity",
-                "property",
-                "value",
-                "confidence",
-                "valid_from",
-                "valid_until",
-                "superseded_by",
-                "status",
-                "stale",
-            },
-        )
-        return Result(
-            id=record.fact_id,
-            kind="fact",
-            scope=path_of(record.scope_id),
-            content=record.summary,
-            occurred_at=record.valid_from,
-            created_at=record.created_at,
-            tier=record.tier,
-            status=record.status,
-            fact=fact,
-            metadata=sources_metadata([e.metadata for e in sources.values()]),
-            sources=[
-                {
-                    "id": e.episode_id,
-                    "occurred_at": e.occurred_at.isoformat(),
-                    "metadata": e.metadata,
-                    **({"text": e.content} if e.episode_id in (grounding or ()) else {}),
-                }
-                for e in sources.values()
-            ],
-            **common,
-        )
+        return _fact_result(record, path_of, episodes, grounding or [], common)
     scope = path_of(record.scope_id) if record.scope_id else f"{record.layer}={record.value or '*'}"
     return Result(
         id=record.memory_id,
@@ -218,5 +172,55 @@ def to_result(
         key=record.key,
         status=record.status,
         metadata={"summary": record.summary, "tags": record.tags, "depends_on": record.depends_on},
+        **common,
+    )
+
+
+def _episode_result(record: Episode, path_of: Callable[[str], str], common: dict[str, Any]) -> Result:
+    return Result(
+        id=record.episode_id,
+        kind="episode",
+        scope=path_of(record.scope_id),
+        content=record.content,
+        occurred_at=record.occurred_at,
+        created_at=record.created_at,
+        metadata=record.metadata,
+        session_id=record.session_id,
+        sequence=record.sequence,
+        tier=record.tier,
+        sttp=record.structured,
+        **common,
+    )
+
+
+def _fact_result(
+    record: Fact,
+    path_of: Callable[[str], str],
+    episodes: Mapping[str, Episode],
+    grounding: list[str],
+    common: dict[str, Any],
+) -> Result:
+    own = set(record.source_episode_ids)
+    sources = {i: e for i, e in episodes.items() if i in own}  # in the store's order, as read alone
+    return Result(
+        id=record.fact_id,
+        kind="fact",
+        scope=path_of(record.scope_id),
+        content=record.summary,
+        occurred_at=record.valid_from,
+        created_at=record.created_at,
+        tier=record.tier,
+        status=record.status,
+        fact=record.model_dump(mode="json", include=FACT_FIELDS),
+        metadata=sources_metadata([e.metadata for e in sources.values()]),
+        sources=[
+            {
+                "id": e.episode_id,
+                "occurred_at": e.occurred_at.isoformat(),
+                "metadata": e.metadata,
+                **({"text": e.content} if e.episode_id in grounding else {}),
+            }
+            for e in sources.values()
+        ],
         **common,
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -17,10 +17,8 @@ from mneme.ports import Clock, Embedder, SearchIndex
 from mneme.search_models import SearchFilter
 from mneme.services.context_pack import Pack
 from mneme.services.recall.records import RecallStore, Record, Result
+from mneme.services.recall.request import RecallRequest
 from mneme.services.scopes import ScopeService
-
-if TYPE_CHECKING:
-    from mneme.services.recall.service import RecallRequest
 
 
 @dataclass(frozen=True)

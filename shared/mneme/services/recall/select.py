@@ -5,18 +5,14 @@ the `depends_on` prerequisites that join them, and the context pack (`stages` li
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from mneme.grounding import grounds
 from mneme.models import Episode, Memory
 from mneme.records import Fact, is_claim
 from mneme.services.context_pack import PackItem, build_pack
 from mneme.services.indexing import speaker
 from mneme.services.recall.records import Record, Result, fact_sources, lifecycle, to_result
+from mneme.services.recall.request import RecallRequest
 from mneme.services.recall.run import Candidate, QueryTime, Run
-
-if TYPE_CHECKING:
-    from mneme.services.recall.service import RecallRequest
 
 RELATED_CARDS = 5  # Engram: up to 5 omitted-but-relevant candidates are shown as cards
 RELATED_SHARE = 0.5  # ... those scoring at least this share of the best result

@@ -321,15 +321,7 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
         similarity = float(np.dot(a, b)) if a is not None and b is not None else 0.0
         if why := reason(i, j, similarity):
             winner[i] = (j, why, similarity)  # pairs come in order of the later one: the last is the latest
-    head = {i: _head(winner, i) for i in winner}  # the current statement each chain ends at
-    if mode == "present":
-        for i in sorted(winner):  # oldest first
-            _above(pool[head[i]], pool[i], "newer", "superseded")
-    else:
-        first = run.when.prefer == "earliest" or bool(FIRST_TIME.search((run.request.query or "").lower()))
-        for h in set(head.values()):
-            chain = sorted(i for i in winner if head[i] == h)
-            _above(pool[chain[0] if first else chain[-1]], pool[h], "earlier", "later")
+    _rank_chains(run, pool, winner, mode)
     out: list[dict[str, object]] = []
     for i, (j, why, similarity) in sorted(winner.items()):
         later = pool[j]
@@ -337,6 +329,20 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
         out.append({"id": pool[i].id, "by": later.id, "why": why, "similarity": round(similarity, 6)})
     found = {pool[i].id for i in winner}
     return [m for m in marked if m["id"] not in found] + out
+
+
+def _rank_chains(run: Run, pool: list[Candidate], winner: dict[int, tuple[int, str, float]], mode: str) -> None:
+    """For the present, each chain's current statement just above every one it superseded; for the past, the
+    statement just before the current one (the first, for "originally") just above the current one."""
+    head = {i: _head(winner, i) for i in winner}  # the current statement each chain ends at
+    if mode == "present":
+        for i in sorted(winner):  # oldest first
+            _above(pool[head[i]], pool[i], "newer", "superseded")
+        return
+    first = run.when.prefer == "earliest" or bool(FIRST_TIME.search((run.request.query or "").lower()))
+    for h in set(head.values()):
+        chain = sorted(i for i in winner if head[i] == h)
+        _above(pool[chain[0] if first else chain[-1]], pool[h], "earlier", "later")
 
 
 def _consolidated(run: Run, mode: str) -> list[dict[str, object]]:
