@@ -6,7 +6,7 @@ subprocess on a temporary data folder, over loopback): one scope per conversatio
 in `metadata.speaker` (`--shape minutes`, the default). Two other shapes are how exported chat logs
 arrive, with one time per session: `--shape session-time` remembers every turn alone with its
 session's time; `--shape messages` sends each session as one conversation (`messages`, the session's
-time for all of them). Every question then goes to `recall` in its conversation's scope, and the
+time for all of them); `--shape log` is `session-time` without session ids (a log that only has times). Every question then goes to `recall` in its conversation's scope, and the
 results are scored against the question's evidence turns:
 
     R@k      share of the question's evidence turns in the top k (k = 5, 10, 20)
@@ -247,7 +247,7 @@ class Server:
             self.proc.kill()
 
 
-SHAPES = ("minutes", "session-time", "messages")
+SHAPES = ("minutes", "session-time", "messages", "log")
 
 
 def ingest(api: httpx.Client, conversations: list[Conversation], shape: str = "minutes") -> dict[str, str]:
@@ -289,9 +289,10 @@ def ingest_log(api: httpx.Client, conv: Conversation, session: str, turns: list[
     common = {"scope": conv.scope, "session_id": f"{conv.scope.removeprefix('root.')}-{session}", "create_scope": True}
     ids: dict[str, str] = {}
     calls: list[tuple[list[Turn], dict[str, Any]]]
-    if shape == "session-time":
+    if shape in ("session-time", "log"):
+        bare = {key: value for key, value in common.items() if key != "session_id" or shape == "session-time"}
         calls = [
-            ([t], {**common, "content": t.text, "occurred_at": at, "metadata": {"speaker": t.speaker}}) for t in turns
+            ([t], {**bare, "content": t.text, "occurred_at": at, "metadata": {"speaker": t.speaker}}) for t in turns
         ]
     else:
         calls = [
