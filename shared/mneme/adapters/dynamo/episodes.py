@@ -51,7 +51,7 @@ from mneme.adapters.dynamo.table import (
     unmoved,
 )
 from mneme.errors import Conflict, StoreUnavailable
-from mneme.models import Episode, SessionPosition, session_position
+from mneme.models import Episode, SessionPosition, context_session, session_position
 from mneme.records import Checkpoint, Contradiction, Fact, Run
 
 UNINDEXED = "UNINDEXED"
@@ -145,8 +145,8 @@ class DynamoEpisodes(DynamoTable):
             "GSI3PK": tenant_pk(tenant, "SCOPEEPS", episode.scope_id),
             "GSI3SK": f"{created}#{episode_id}",
         }
-        if episode.session_id is not None:  # a session's turns in time order (sparse)
-            attributes.update(session_keys(tenant, episode.session_id, session_position(episode), episode_id))
+        if (session := context_session(episode)) is not None:  # a session's turns in time order (sparse)
+            attributes.update(session_keys(tenant, session, session_position(episode), episode_id))
         if not episode.indexed:
             attributes.update(
                 GSI1PK=marker_partition(UNINDEXED, tenant), GSI1SK=f"{created}#{esc(tenant)}#{episode_id}"
