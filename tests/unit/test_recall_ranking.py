@@ -8,6 +8,7 @@ from typing import Any
 from mneme.bootstrap import Services
 from mneme.models import Role
 from mneme.services.recall import RecallRequest, RecallResponse
+from mneme.services.recall.prior import ASSISTANT_FACTOR
 from mneme.services.recall.profile import PROFILE_BOOST
 from mneme.services.remember import RememberItem
 from tests.conftest import principal
@@ -239,3 +240,14 @@ def test_a_question_about_what_a_person_is_like_favours_where_they_say_it(servic
     assert fuse["speakers_named"] == ["ine"]
     plain = recall(services, "Where did Ines have dinner?")  # where, not what she is like
     assert all("profile" not in result.scores for result in plain.results)
+
+
+def test_what_the_user_said_outranks_the_assistants_advice_unless_the_advice_is_asked_for(services: Services) -> None:
+    told = say(services, "user", "I switched my phone contract to Giffgaff, twelve pounds a month.", occurred_at=DAY)
+    advice = "Many phone contract deals cost twelve pounds a month; Giffgaff is one, and the phone contract is monthly."
+    advised = say(services, "assistant", advice, occurred_at=DAY.replace(minute=1))
+    about_user = recall(services, "Which phone contract does the user have?")
+    assert [r.id for r in about_user.results] == [told, advised]
+    assert about_user.results[1].scores["assistant"] == ASSISTANT_FACTOR
+    about_advice = recall(services, "Which phone contract did you recommend?")
+    assert all("assistant" not in r.scores for r in about_advice.results)

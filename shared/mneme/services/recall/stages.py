@@ -30,6 +30,7 @@ from mneme.services import anchors as anchor_rule
 from mneme.services.indexing import episode_text, memory_text, speaker
 from mneme.services.recall import context as recall_context
 from mneme.services.recall import hop as recall_hop
+from mneme.services.recall import prior as recall_prior
 from mneme.services.recall import profile as recall_profile
 from mneme.services.recall import scope as recall_scope
 from mneme.services.recall.records import lifecycle, load, record_text, strong_text
@@ -47,9 +48,6 @@ MIN_VECTOR = 0.25  # balanced strictness admits vector-only episodes and facts a
 FETCHED_BOOST = 1.05  # Engram: a memory an agent fetched in full (`ids`) ranks a little higher
 FETCHED = ("", "fetched")  # (principal, session) of the per-tenant record of fetched memory ids
 SPEAKER_BOOST = 1.5  # a turn spoken by a person the query names
-SUBSTANCE_WORDS = 7  # an episode with fewer meaningful words than this says little (see `_substance`)
-SUBSTANCE_FLOOR = 0.3  # ... it ranks ×(FLOOR + (1 - FLOOR) × words / SUBSTANCE_WORDS)
-QUESTION_FACTOR = 0.7  # an episode that ends by asking ("And Léa?", "How are the kids?") ranks this much lower
 NAME_WORD = re.compile(r"[^\W_]+(?:['’]s)?")  # a query word, with its possessive
 FALLBACK_WIDTH = 4  # the lexical fallback asks for this many times the channels' k
 TEXT_DEPTH = 2  # the text channel asks for this many times the vector channel's k (see `search`)
@@ -237,7 +235,8 @@ def fuse(run: Run) -> None:
         }
         _resonate(run, candidate)
         _speaker(run, candidate)
-        _substance(candidate)
+        recall_prior.substance(candidate)
+        recall_prior.assistant(run.request.query or "", candidate)
         if profile:
             recall_profile.boost(candidate, names)
     recall_context.below_context_owners(run, live)
@@ -310,24 +309,6 @@ def _speaker(run: Run, candidate: Candidate) -> None:
     if who and terms(who) & run.anchors:
         candidate.scores["speaker"] = SPEAKER_BOOST
         candidate.score *= SPEAKER_BOOST
-
-
-def _substance(candidate: Candidate) -> None:
-    """What an episode says, as a prior: a turn of a few words ("Ha! Poor Leo.", "Tell me everything.")
-    or one that hands the conversation over with a question shares the query's words and meaning with the
-    turns that answer it, and rarely answers anything itself. An episode with fewer than SUBSTANCE_WORDS
-    meaningful words ranks lower in proportion, one that ends with a question ×QUESTION_FACTOR
-    (`scores.substance`: the factor)."""
-    record = candidate.record
-    if not isinstance(record, Episode):
-        return
-    text = (record.search_text or record.content).strip()
-    factor = min(1.0, SUBSTANCE_FLOOR + (1 - SUBSTANCE_FLOOR) * len(meaningful_words(text)) / SUBSTANCE_WORDS)
-    if text.endswith("?"):
-        factor *= QUESTION_FACTOR
-    if factor < 1:
-        candidate.scores["substance"] = round(factor, 6)
-        candidate.score *= factor
 
 
 def _load(run: Run, candidates: list[Candidate]) -> list[tuple[str, str]]:
@@ -494,7 +475,7 @@ def fallback(run: Run) -> None:
         candidate.score = candidate.lexical
         candidate.scores = {"vector": 0.0, "lexical": round(candidate.lexical, 6), "bm25": round(candidate.raw_bm25, 6)}
         _speaker(run, candidate)
-        _substance(candidate)
+        recall_prior.substance(candidate)
     strictness = scoring.strictness
     dropped += [(c.id, f"not_admitted:{strictness}") for c in live if not admitted(strictness, c, run.anchors)]
     gone = dict(dropped)
