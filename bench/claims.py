@@ -113,7 +113,7 @@ def key(claim: Triple) -> Triple:
 
 
 def patterns() -> Extractor:
-    from mneme.consolidation.claims import claims
+    from mneme.consolidation.claims.window import claims
 
     return lambda text, speaker: [tuple(c) for c in claims(text, speaker)]  # type: ignore[misc]
 
@@ -131,7 +131,7 @@ def one_at_a_time(extract: Extractor) -> WindowExtractor:
 
 
 def windowed() -> WindowExtractor:
-    from mneme.consolidation import claims as module
+    from mneme.consolidation.claims import window as module
 
     if not hasattr(module, "window_claims"):  # the code before issue 42: every turn alone
         return one_at_a_time(patterns())

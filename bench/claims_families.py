@@ -3,7 +3,7 @@
 Run: .venv/bin/python bench/claims_families.py [--set NAME ...] [--errors]
 
 A claim belongs to a family when it disappears with that family switched off (one family at a time: a
-pattern of `claim_rules.RULES`, a shape of `claim_rules.POSSESSIVES`, the "called" reading, appositions,
+pattern of `rules.RULES`, a shape of `rules.POSSESSIVES`, the "called" reading, appositions,
 answers, confirmations); a claim two families both find belongs to neither ("shared"). Families that find
 nothing on the sets are listed too: nothing vouches for them. Meant for the dev sets (`dev`, `chat`, `traps`);
 never run it on a held-out set, whose errors must not be read.
@@ -23,8 +23,9 @@ sys.path[:0] = [str(ROOT / "shared"), str(ROOT / "bench")]
 
 from claims import SETS, key, load_conversations  # noqa: E402
 
-from mneme.consolidation import claim_answers, claim_rules  # noqa: E402
-from mneme.consolidation import claims as module  # noqa: E402
+from mneme.consolidation.claims import answers as claim_answers  # noqa: E402
+from mneme.consolidation.claims import rules as claim_rules  # noqa: E402
+from mneme.consolidation.claims import window as module  # noqa: E402
 
 Found = tuple[str, int, int, tuple[str, str, str]]  # (set, window, turn, claim)
 

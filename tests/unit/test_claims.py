@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from mneme.consolidation.claims import Claim, claims, window_claims
+from mneme.consolidation.claims.window import Claim, claims, window_claims
 from mneme.consolidation.reasoning import ExtractiveReasoner
 from mneme.grounding import split_speaker
 from mneme.records import Turn, sentence

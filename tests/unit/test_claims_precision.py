@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mneme.consolidation.claims import Claim, claims, window_claims
+from mneme.consolidation.claims.window import Claim, claims, window_claims
 
 
 @pytest.mark.parametrize(

@@ -350,7 +350,7 @@ def test_an_execution_that_ended_without_finish_concludes_its_run(services: Serv
 
 
 def test_relative_places_and_times_are_no_values() -> None:
-    from mneme.consolidation.claims import claims
+    from mneme.consolidation.claims.window import claims
 
     assert claims("Niamh: Aoife's wedding was last weekend, down in Kenmare.") == []
     assert claims("Kavya: Ewan's whole life is here.") == []

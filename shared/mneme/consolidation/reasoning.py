@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Protocol
 
-from mneme.consolidation.claims import Claim, window_claims
+from mneme.consolidation.claims.window import Claim, window_claims
 from mneme.grounding import supported
 from mneme.records import KnownFact, Proposal, Reading, Turn, norm, sentence
 from mneme.text import terms
@@ -44,7 +44,7 @@ class Reasoner(Protocol):
 
 def turn_claims(turns: Sequence[Turn]) -> list[tuple[int, Claim]]:
     """Every claim of the window, with the index of the turn that states it: the turns read in order with
-    their speakers (`mneme.consolidation.claims.window_claims`: the speaker owns "I" and "my"; an answer to
+    their speakers (`mneme.consolidation.claims.window.window_claims`: the speaker owns "I" and "my"; an answer to
     the question just asked, or "he"/"she" with one person just named, read with the turn before it)."""
     return window_claims([(turn.speaker, turn.said()) for turn in turns])
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from mneme.consolidation.claim_rules import Found
-from mneme.consolidation.claim_turns import Turn
-from mneme.consolidation.claim_values import AMOUNT_RE, DATE_RE, clean, is_name, is_role
+from mneme.consolidation.claims.rules import Found
+from mneme.consolidation.claims.turns import Turn
+from mneme.consolidation.claims.values import AMOUNT_RE, DATE_RE, clean, is_name, is_role
 
 Claims = list[tuple[int, Found]]  # (turn, claim)
 Before = Callable[[int, str], list[Found]]  # the claims of turn i's words before a marker

@@ -4,7 +4,7 @@ A clause reaches these rules only when it asserts something (`claims` drops ques
 negations, jokes and reported speech first). Its subject is "I"/"we" (the speaker), "my sister" (the
 speaker's sister), a name ("Priya"), "the gateway" (a thing, for a few rules), or "he"/"she", which
 `claims` resolves from the turns before or drops. Each rule names the kind of value it expects
-(`claim_values.value`); a clause whose words fill no rule with a value of its kind yields nothing.
+(`values.value`); a clause whose words fill no rule with a value of its kind yields nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from mneme.consolidation.claim_values import (
+from mneme.consolidation.claims.values import (
     AMOUNT,
     CONDITIONS,
     DATE,

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from mneme.consolidation.claim_values import FAMILY, KNOWN_TOOLS, NAME, PERSONAL, VERBISH, is_entity
+from mneme.consolidation.claims.values import FAMILY, KNOWN_TOOLS, NAME, PERSONAL, VERBISH, is_entity
 from mneme.grounding import split_speaker
 from mneme.text import STOPWORDS
 
@@ -182,7 +182,7 @@ def _speaker(speaker: str | None, text: str) -> tuple[str | None, str]:
         return speaker, body
     if prefixed and prefixed.lower() in LABELS:
         if prefixed.lower() == "correction":
-            body = text.strip()  # "Correction: Bristol" corrects (`claim_corrections`)
+            body = text.strip()  # "Correction: Bristol" corrects (`corrections`)
         prefixed = None
     who = prefixed or speaker
     if who and who[:1].islower():

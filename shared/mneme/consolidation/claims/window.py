@@ -5,15 +5,15 @@ A claim is (entity, property, value). The speaker owns first-person statements: 
 by Sol is Sol / works at / Acme; the speaker comes from the turn's `Name:` prefix or its given speaker,
 and without one first-person statements yield nothing. Nothing comes from questions, hedges,
 hypotheticals, plans, negations and old values, passing states, jokes, what others said (retold or
-quoted), or an assistant's turn (`claim_turns` reads a turn down to the clauses that assert something);
-the rules are in `claim_rules`, what a value may be in `claim_values`.
+quoted), or an assistant's turn (`turns` reads a turn down to the clauses that assert something);
+the rules are in `rules`, what a value may be in `values`.
 
 `window_claims` reads a window of turns (a session in order) and may use the turns before a turn, only
-where the reading is plain: the answer to a question or a confirmation of one (`claim_answers`: "Where
+where the reading is plain: the answer to a question or a confirmation of one (`answers`: "Where
 are you working these days?" / "Acme, since May." -> the answerer works at Acme), "he"/"she" when exactly
 one person was named in the turns just before, "she's called Pickle" from whoever just said "we got a
 kitten", "the deadline is 14 March" from whoever just named the one piece of work it belongs to; and a
-speaker's correction or retraction ("sorry, I meant Bristol", "jk": `claim_corrections`) replaces or
+speaker's correction or retraction ("sorry, I meant Bristol", "jk": `corrections`) replaces or
 takes back what they just said. When unsure, nothing: a wrong fact is worse than none.
 """
 
@@ -23,11 +23,11 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from mneme.consolidation.claim_answers import answer_claims, asked, bounced
-from mneme.consolidation.claim_corrections import corrected
-from mneme.consolidation.claim_rules import CALLED_KIND, HE, SHE, THAT, TOPIC, Found, appositions, clause_claims
-from mneme.consolidation.claim_turns import Mention, Turn, mentions, read
-from mneme.consolidation.claim_values import NAME, value
+from mneme.consolidation.claims.answers import answer_claims, asked, bounced
+from mneme.consolidation.claims.corrections import corrected
+from mneme.consolidation.claims.rules import CALLED_KIND, HE, SHE, THAT, TOPIC, Found, appositions, clause_claims
+from mneme.consolidation.claims.turns import Mention, Turn, mentions, read
+from mneme.consolidation.claims.values import NAME, value
 
 
 class Claim(NamedTuple):
@@ -160,7 +160,7 @@ def window_claims(turns: Sequence[tuple[str | None, str]]) -> list[tuple[int, Cl
 
     Each turn is (speaker, text); the speaker may also be the text's `Name:` prefix (which wins). A turn
     may take its meaning from the turns just before it where the reading is plain (see the module's
-    docstring), and corrects what the speaker just said ("sorry, I meant Bristol": `claim_corrections`); a
+    docstring), and corrects what the speaker just said ("sorry, I meant Bristol": `corrections`); a
     claim stated twice is returned for each turn that states it."""
     read_turns = [read(speaker, text) for speaker, text in turns]
     reader = _Reader(read_turns)

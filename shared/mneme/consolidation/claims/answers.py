@@ -14,9 +14,9 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from mneme.consolidation.claim_rules import CALLED_KIND, THAT, TOPIC, Found, clause_claims
-from mneme.consolidation.claim_turns import HEDGED, JOKING, NEGATED, Turn, normalise
-from mneme.consolidation.claim_values import FAMILY, NAME, clean, is_entity, is_property, value
+from mneme.consolidation.claims.rules import CALLED_KIND, THAT, TOPIC, Found, clause_claims
+from mneme.consolidation.claims.turns import HEDGED, JOKING, NEGATED, Turn, normalise
+from mneme.consolidation.claims.values import FAMILY, NAME, clean, is_entity, is_property, value
 
 GUARDED = re.compile(f"{HEDGED.pattern}|{NEGATED.pattern}|{JOKING.pattern}", re.I)
 

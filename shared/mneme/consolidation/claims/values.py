@@ -2,7 +2,7 @@
 
 A value is a name, a place, an amount, a date, a code or a thing, cut at its first qualifier ("Acme
 since May" -> "Acme"); never a pronoun, a first- or second-person word, a time-of-speech word
-("today", "here"), an opinion ("lovely") or a clause. Each rule in `claim_rules` says which kind of value
+("today", "here"), an opinion ("lovely") or a clause. Each rule in `rules` says which kind of value
 it expects; `value(kind, text, prop)` returns the value as written, or None when the text is not one.
 Leading articles stay ("the billing migration", "a blue Fiat") so a sentence built on the value reads as
 English; a role drops its "a"/"an" (the sentence adds it back).
