@@ -3,11 +3,12 @@
 Every conversation in bench/conversations/set/*.txt is ingested into `mneme serve` (started here as a
 subprocess on a temporary data folder, over loopback): one scope per conversation, every turn one
 `remember` with `occurred_at` = the session's date and time plus one minute per turn and the speaker
-in `metadata.speaker` (`--shape minutes`, the default). Two other shapes are how exported chat logs
+in `metadata.speaker` (`--shape minutes`, the default). Three other shapes are how exported chat logs
 arrive, with one time per session: `--shape session-time` remembers every turn alone with its
 session's time; `--shape messages` sends each session as one conversation (`messages`, the session's
-time for all of them); `--shape log` is `session-time` without session ids (a log that only has times). Every question then goes to `recall` in its conversation's scope, and the
-results are scored against the question's evidence turns:
+time for all of them); `--shape log` is `session-time` without session ids (a log that only has
+times). Every question then goes to `recall` in its conversation's scope, and the results are scored
+against the question's evidence turns:
 
     R@k      share of the question's evidence turns in the top k (k = 5, 10, 20)
     MRR      1 / rank of the first evidence turn in the top 20 (0 if none)
