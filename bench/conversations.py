@@ -52,7 +52,8 @@ week) are the check `--consolidate` is reported on without tuning: `--set bench/
 bench/conversations/heldout/ (three conversations written for issue 43, mostly multi-hop and open
 questions) was written before recall was tuned for those kinds and is never tuned on:
 `--set bench/conversations/heldout`.
-MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's (a before/after of code).
+MNEME_BENCH_CODE=DIR serves the `shared` folder DIR (and the `functions` beside it) instead of this
+checkout's (a before/after of code).
 """
 
 from __future__ import annotations
@@ -205,8 +206,8 @@ class Server:
     """`mneme serve --port 0` on `home`, over loopback; stopped with the process."""
 
     def __init__(self, home: Path) -> None:
-        code = os.environ.get("MNEME_BENCH_CODE") or str(c.ROOT / "shared")
-        env = {**os.environ, "PYTHONPATH": f"{code}{os.pathsep}{c.ROOT}", "PYTHONUNBUFFERED": "1"}
+        code = Path(os.environ.get("MNEME_BENCH_CODE") or c.ROOT / "shared")  # its checkout's functions/ too
+        env = {**os.environ, "PYTHONPATH": f"{code}{os.pathsep}{code.parent}", "PYTHONUNBUFFERED": "1"}
         env.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
         self.proc = subprocess.Popen(
             # one process (--workers 1): figures comparable from run to run
