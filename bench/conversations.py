@@ -3,11 +3,12 @@
 Every conversation in bench/conversations/set/*.txt is ingested into `mneme serve` (started here as a
 subprocess on a temporary data folder, over loopback): one scope per conversation, every turn one
 `remember` with `occurred_at` = the session's date and time plus one minute per turn and the speaker
-in `metadata.speaker` (`--shape minutes`, the default). Two other shapes are how exported chat logs
+in `metadata.speaker` (`--shape minutes`, the default). Three other shapes are how exported chat logs
 arrive, with one time per session: `--shape session-time` remembers every turn alone with its
 session's time; `--shape messages` sends each session as one conversation (`messages`, the session's
-time for all of them). Every question then goes to `recall` in its conversation's scope, and the
-results are scored against the question's evidence turns:
+time for all of them); `--shape log` is `session-time` without session ids (a log that only has
+times). Every question then goes to `recall` in its conversation's scope, and the results are scored
+against the question's evidence turns:
 
     R@k      share of the question's evidence turns in the top k (k = 5, 10, 20)
     MRR      1 / rank of the first evidence turn in the top 20 (0 if none)
@@ -51,7 +52,8 @@ week) are the check `--consolidate` is reported on without tuning: `--set bench/
 bench/conversations/heldout/ (three conversations written for issue 43, mostly multi-hop and open
 questions) was written before recall was tuned for those kinds and is never tuned on:
 `--set bench/conversations/heldout`.
-MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's (a before/after of code).
+MNEME_BENCH_CODE=DIR serves the `shared` folder DIR (and the `functions` beside it) instead of this
+checkout's (a before/after of code).
 """
 
 from __future__ import annotations
@@ -204,8 +206,8 @@ class Server:
     """`mneme serve --port 0` on `home`, over loopback; stopped with the process."""
 
     def __init__(self, home: Path) -> None:
-        code = os.environ.get("MNEME_BENCH_CODE") or str(c.ROOT / "shared")
-        env = {**os.environ, "PYTHONPATH": f"{code}{os.pathsep}{c.ROOT}", "PYTHONUNBUFFERED": "1"}
+        code = Path(os.environ.get("MNEME_BENCH_CODE") or c.ROOT / "shared")  # its checkout's functions/ too
+        env = {**os.environ, "PYTHONPATH": f"{code}{os.pathsep}{code.parent}", "PYTHONUNBUFFERED": "1"}
         env.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
         self.proc = subprocess.Popen(
             # one process (--workers 1): figures comparable from run to run
@@ -247,7 +249,7 @@ class Server:
             self.proc.kill()
 
 
-SHAPES = ("minutes", "session-time", "messages")
+SHAPES = ("minutes", "session-time", "messages", "log")
 
 
 def ingest(api: httpx.Client, conversations: list[Conversation], shape: str = "minutes") -> dict[str, str]:
@@ -289,9 +291,10 @@ def ingest_log(api: httpx.Client, conv: Conversation, session: str, turns: list[
     common = {"scope": conv.scope, "session_id": f"{conv.scope.removeprefix('root.')}-{session}", "create_scope": True}
     ids: dict[str, str] = {}
     calls: list[tuple[list[Turn], dict[str, Any]]]
-    if shape == "session-time":
+    if shape in ("session-time", "log"):
+        bare = {key: value for key, value in common.items() if key != "session_id" or shape == "session-time"}
         calls = [
-            ([t], {**common, "content": t.text, "occurred_at": at, "metadata": {"speaker": t.speaker}}) for t in turns
+            ([t], {**bare, "content": t.text, "occurred_at": at, "metadata": {"speaker": t.speaker}}) for t in turns
         ]
     else:
         calls = [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, NamedTuple, get_args
 
@@ -144,6 +146,24 @@ class SessionPosition(NamedTuple):
 
 def session_position(episode: Episode) -> SessionPosition:
     return SessionPosition(episode.occurred_at, episode.created_at, episode.sequence)
+
+
+IMPLICIT_SESSION = "~at:"  # outside the session id pattern: no given session id reads as one
+TURN_KEYS = frozenset({"speaker", "role"})  # what differs between the turns of one conversation
+
+
+def context_session(episode: Episode) -> str | None:
+    """The session a turn is searched with (`Indexer.session_context`): its `session_id`; else, for a turn
+    of a conversation (a `metadata.speaker`), the instant it was said with the rest of its metadata. An
+    exported chat log that gives every turn of a session the session's one time, and no id, keeps each
+    reply with the question before it; turns of another partition (other metadata) never share context."""
+    if episode.session_id is not None:
+        return episode.session_id
+    if not isinstance(episode.metadata.get("speaker"), str):
+        return None
+    rest = {key: value for key, value in episode.metadata.items() if key not in TURN_KEYS}
+    digest = hashlib.sha256(json.dumps(rest, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return f"{IMPLICIT_SESSION}{episode.occurred_at.astimezone(UTC).isoformat()}:{digest}"
 
 
 class Revision(BaseModel):

@@ -32,15 +32,15 @@ def stack(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Mo
         yield running
 
 
-def say(api: Api, content: str, speaker: str, at: datetime, session: str = "van-1", **fields: Any) -> str:
-    """One turn, remembered alone (not in a batch with the turn before it)."""
+def say(api: Api, content: str, speaker: str, at: datetime, session: str | None = "van-1", **fields: Any) -> str:
+    """One turn, remembered alone (not in a batch with the turn before it); `session` None: no session id."""
     item = {
         "scope": "root.chat",
         "content": content,
         "occurred_at": at.isoformat(),
-        "session_id": session,
-        "metadata": {"speaker": speaker},
+        "metadata": {"speaker": speaker, **fields.pop("metadata", {})},
         "create_scope": True,
+        **({"session_id": session} if session is not None else {}),
         **fields,
     }
     return str(api.ok("POST", "/v1/remember", item, 201)["episode_id"])
@@ -138,6 +138,37 @@ def test_a_chat_log_with_one_time_per_session_gives_each_turn_the_turns_given_be
     assert reply in results and said_after in results
     assert stack.services.indexer.rebuild("acme").documents > 0  # a reindex keeps the order they were given in
     assert reply in found(stack.admin, QUESTION)
+
+
+def test_a_chat_log_without_session_ids_keeps_a_session_by_its_one_time(stack: Served) -> None:
+    given = []
+    for content, speaker in ((ASKED, "Ines"), (REPLY, "Tobias")):
+        given.append(say(stack.admin, content, speaker, T, session=None))  # times, and no session ids
+        stack.clock.advance(seconds=1)
+    elsewhere = say(stack.admin, REPLY, "Tobias", T + timedelta(minutes=5), session=None)  # another time
+    _, reply = given
+
+    results = found(stack.admin, QUESTION)
+
+    assert reply in results and elsewhere not in results
+    assert stack.services.indexer.rebuild("acme").documents > 0
+    assert reply in found(stack.admin, QUESTION)
+    stack.admin.ok("DELETE", f"/v1/episodes/{given[0]}")  # the question forgotten: the reply indexed without it
+    assert reply not in found(stack.admin, QUESTION)
+
+
+def test_turns_without_session_ids_of_other_metadata_share_no_context(stack: Served) -> None:
+    say(stack.admin, ASKED, "Ines", T, session=None, metadata={"user": "ines"})
+    stack.clock.advance(seconds=1)
+    reply = say(stack.admin, REPLY, "Tobias", T, session=None, metadata={"user": "tobias"})
+    note = {"scope": "root.chat", "content": ASKED, "occurred_at": T.isoformat()}  # no speaker: not a turn
+    stack.admin.ok("POST", "/v1/remember", note, 201)
+    stack.clock.advance(seconds=1)
+    other = say(stack.admin, REPLY, "Tobias", T, session=None, metadata={"user": "maya"})
+
+    results = found(stack.admin, QUESTION)
+
+    assert reply not in results and other not in results
 
 
 def test_a_turn_given_before_the_question_at_the_same_time_is_not_its_reply(stack: Served) -> None:

@@ -126,4 +126,5 @@ def test_a_turn_with_no_content_of_its_own_never_outranks_one_that_has_it(admin:
     lexical = {"alpha": 0.0, "beta": 1.0}  # the context's words alone decide: the case the rule is for
     query = {"query": "was the kettle refund approved", "scope": "root.support", "scoring": lexical}
     found = [r["content"] for r in admin.ok("POST", "/v1/recall", query)["results"]]
-    assert found == [turns[0][1], turns[2][1], turns[1][1]]  # found through its context, ranked after both
+    assert found == [turns[2][1], turns[0][1], turns[1][1]]  # found through its context, ranked after both
+    # (the answer above the question: a turn that ends with a question says less, `scores.substance`)

@@ -119,7 +119,7 @@ def test_retrieval_path_names_the_channels(services: Services) -> None:
 
 
 def test_every_result_carries_per_channel_scores(services: Services) -> None:
-    remember(services, "Gate 3 closes at six.")
+    remember(services, "Gate 3 closes at six tonight for the night shift's cleaning crew.")
     [result] = recall(services, "gate closes").results
     assert set(result.scores) == {"vector", "lexical", "bm25", "lifecycle"}
     assert 0 < result.score <= 1 and result.scores["lexical"] == 1.0
@@ -381,3 +381,15 @@ def test_a_fact_folds_its_sources_and_a_stale_fact_is_marked_on_its_card(service
     assert {"id": episode, "reason": f"source_of:{response.results[0].id}"} in (response.explain or {})["omitted"]
     cards = [line for line in response.context.splitlines() if line.startswith("- fa_")]
     assert cards and all(line.endswith(" (stale)") for line in cards)
+
+
+def test_the_text_channel_reads_deeper_than_the_vector_channel(services: Services) -> None:
+    items = [f"Invoice {i} for the harbour crane was paid by transfer on day {i}." for i in range(130)]
+    for batch in (items[:100], items[100:]):  # a batch holds at most 100
+        services.remember.remember(
+            ALICE, [RememberItem(scope="root.acme", content=t, create_scope=True) for t in batch]
+        )
+    response = recall(services, "harbour crane invoice", limit=10, explain=True)
+    assert response.explain is not None
+    search = next(stage for stage in response.explain["stages"] if stage["stage"] == "search")
+    assert search["channels"]["vector"] == 50 and search["channels"]["lexical"] == 100  # TEXT_DEPTH

@@ -8,6 +8,8 @@ from typing import Any
 from mneme.bootstrap import Services
 from mneme.models import Role
 from mneme.services.recall import RecallRequest, RecallResponse
+from mneme.services.recall.prior import ASSISTANT_FACTOR
+from mneme.services.recall.profile import PROFILE_BOOST
 from mneme.services.remember import RememberItem
 from tests.conftest import principal
 
@@ -129,7 +131,8 @@ def test_query_time_reads_relative_periods_only_against_a_reference() -> None:
 def test_a_question_asking_when_favours_the_turn_that_says_when(services: Services) -> None:
     news = "The studio's takeover was the big news, everyone talks about the takeover."
     say(services, "Lucas", news, occurred_at=DAY)
-    said = say(services, "Amara", "They announced the takeover on Tuesday.", occurred_at=DAY.replace(hour=10))
+    announced = "They announced the takeover on Tuesday, at the all-hands meeting in the Leeds office, to a full room."
+    said = say(services, "Amara", announced, occurred_at=DAY.replace(hour=10))
     response = recall(services, "When was the studio's takeover announced?", explain=True)
     assert response.results[0].id == said and response.results[0].scores["says_when"] > 1
     assert "says_when" not in response.results[1].scores
@@ -204,3 +207,47 @@ def test_a_fact_is_placed_in_time_by_its_valid_from(services: Services, clock: A
     top = response.results[0]
     assert top.fact is not None and top.fact["value"] == "flat rate" and top.scores["window"] > 1
     assert all("window" not in r.scores for r in response.results[1:])
+
+
+def test_a_turn_that_says_something_outranks_filler_and_questions_about_it(services: Services) -> None:
+    asked = say(services, "Hilde", "How are the kids?", session_id="s1", occurred_at=DAY)
+    said = say(
+        services,
+        "Dario",
+        "Leo joined the chess club at school and Isla crawls everywhere, she climbed the stairs twice.",
+        session_id="s1",
+        occurred_at=DAY.replace(minute=1),
+    )
+    filler = say(services, "Hilde", "Ha! The kids!", session_id="s1", occurred_at=DAY.replace(minute=2))
+    response = recall(services, "What have the kids been up to?", explain=True)
+    ranked = [result.id for result in response.results]
+    assert ranked[0] == said and {asked, filler} <= set(ranked)
+    scores = {result.id: result.scores for result in response.results}
+    assert "substance" not in scores[said]
+    assert scores[asked]["substance"] < scores[filler]["substance"] < 1  # a question says least
+
+
+def test_a_question_about_what_a_person_is_like_favours_where_they_say_it(services: Services) -> None:
+    likes = say(services, "Ines", "I don't miss meat at all, the vegetarian canteen dinner is better.", occurred_at=DAY)
+    other = say(
+        services, "Ines", "The steakhouse dinner place on the corner closed after a kitchen fire.", occurred_at=DAY
+    )
+    response = recall(services, "Would Ines enjoy a steakhouse dinner?", explain=True)
+    ranked = {result.id: result for result in response.results}
+    assert ranked[likes].scores["profile"] == PROFILE_BOOST and "profile" not in ranked[other].scores
+    assert response.explain is not None
+    fuse = next(s for s in response.explain["stages"] if s["stage"] == "fuse")
+    assert fuse["speakers_named"] == ["ine"]
+    plain = recall(services, "Where did Ines have dinner?")  # where, not what she is like
+    assert all("profile" not in result.scores for result in plain.results)
+
+
+def test_what_the_user_said_outranks_the_assistants_advice_unless_the_advice_is_asked_for(services: Services) -> None:
+    told = say(services, "user", "I switched my phone contract to Giffgaff, twelve pounds a month.", occurred_at=DAY)
+    advice = "Many phone contract deals cost twelve pounds a month; Giffgaff is one, and the phone contract is monthly."
+    advised = say(services, "assistant", advice, occurred_at=DAY.replace(minute=1))
+    about_user = recall(services, "Which phone contract does the user have?")
+    assert [r.id for r in about_user.results] == [told, advised]
+    assert about_user.results[1].scores["assistant"] == ASSISTANT_FACTOR
+    about_advice = recall(services, "Which phone contract did you recommend?")
+    assert all("assistant" not in r.scores for r in about_advice.results)

@@ -9,7 +9,7 @@ from typing import Any
 
 from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.bootstrap import Services
-from mneme.models import Episode
+from mneme.models import Episode, context_session
 from mneme.services.indexing import episode_text
 from tests.support.sessions import said_before
 
@@ -52,3 +52,18 @@ def test_a_store_file_from_before_the_session_listing_lists_its_sessions_on_open
     assert [e.episode_id for e in found] == ["t1", "t0"]
     with sqlite3.connect(path) as conn:
         assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'episode_sessions'").fetchall()
+
+
+def test_turns_without_a_session_id_are_listed_by_their_one_time_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "mneme.db"
+    log = [turn(n, session=None, occurred_at=T, sequence=n, metadata={"speaker": "Ines"}) for n in range(3)]
+    SqliteRecordStore(path).put_episodes([*log, turn(9, session=None)])  # the last: a note, not a turn
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE session_turns")
+
+    reopened = SqliteRecordStore(path)
+
+    session = context_session(log[2])
+    assert session is not None and session == context_session(log[0]) and context_session(turn(9, session=None)) is None
+    found = reopened.session_episodes("acme", "chat", session, said_before(T + timedelta(hours=1)), 5)
+    assert [e.episode_id for e in found] == ["t2", "t1", "t0"]

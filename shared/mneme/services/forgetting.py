@@ -30,7 +30,16 @@ from typing import Any, Protocol
 from mneme.digests import Standing, compose
 from mneme.errors import Forbidden
 from mneme.grounding import central, confidence, supported, utterance
-from mneme.models import Episode, Forgotten, HistoryEntry, Principal, Role, SessionPosition, session_position
+from mneme.models import (
+    Episode,
+    Forgotten,
+    HistoryEntry,
+    Principal,
+    Role,
+    SessionPosition,
+    context_session,
+    session_position,
+)
 from mneme.ports import Clock, Embedder, EpisodeStore, ErasureStore, FactStore, MemoryStore
 from mneme.records import Fact, is_claim
 from mneme.services.indexing import CONTEXT_WINDOW, Indexer
@@ -200,13 +209,14 @@ class ForgetService:
 
     def _reindex_following(self, episode: Episode) -> None:
         """The turns after it in its session were indexed with it as context: index them again without it."""
-        if episode.session_id is None:
+        session_id = context_session(episode)
+        if session_id is None:
             return
         try:
             until = episode.occurred_at + CONTEXT_WINDOW
         except OverflowError:  # a turn in the year 9999
             until = datetime.max.replace(tzinfo=UTC)
-        session = (episode.tenant, episode.scope_id, episode.session_id)
+        session = (episode.tenant, episode.scope_id, session_id)
         latest = SessionPosition(until, datetime.max.replace(tzinfo=UTC), 0)  # every turn said by `until`
         turns = self.store.session_episodes(*session, latest, FOLLOWING_TURNS)
         after = session_position(episode)

@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Protocol
 
 from mneme.errors import MnemeError
-from mneme.models import Episode, Memory, session_position
+from mneme.models import Episode, Memory, context_session, session_position
 from mneme.observability import count, logger
 from mneme.ports import ConsolidationStore, Embedder, EpisodeStore, FactStore, MemoryStore, SearchIndex
 from mneme.records import Fact
@@ -158,8 +158,8 @@ class Indexer:
         per episode that read did not reach below."""
         groups: dict[tuple[str, str, str], list[Episode]] = {}
         for episode in episodes:
-            if episode.session_id is not None:
-                groups.setdefault((episode.tenant, episode.scope_id, episode.session_id), []).append(episode)
+            if (session := context_session(episode)) is not None:
+                groups.setdefault((episode.tenant, episode.scope_id, session), []).append(episode)
         context: dict[str, list[str]] = {}
         for (tenant, scope_id, session_id), group in groups.items():
             known = {e.episode_id: e for e in group}

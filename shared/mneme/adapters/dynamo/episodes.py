@@ -51,7 +51,7 @@ from mneme.adapters.dynamo.table import (
     unmoved,
 )
 from mneme.errors import Conflict, StoreUnavailable
-from mneme.models import Episode, SessionPosition, session_position
+from mneme.models import Episode, SessionPosition, context_session, session_position
 from mneme.records import Checkpoint, Contradiction, Fact, Run
 
 UNINDEXED = "UNINDEXED"
@@ -119,6 +119,20 @@ def _session_keys_update(tenant: str, item: Item) -> Write:
     return Write({"Update": {**update, **expression(values, same, change)}}, "episode_changed", "")
 
 
+def _backfill_query(
+    pk: str, *, missing: str, wanted: str, values: dict[str, Any], key: str = "#PK = :pk"
+) -> dict[str, Any]:
+    """A Query of partition `pk` (narrowed by `key`) for the items lacking keys (`missing`, the filter), each
+    projected to `wanted`, a page of `BACKFILL_PAGE` at a time; `values` binds the expressions' other `:x`."""
+    return {
+        "KeyConditionExpression": key,
+        "FilterExpression": missing,
+        "ProjectionExpression": wanted,
+        "Limit": BACKFILL_PAGE,  # eventually consistent: each update's condition checks the item again
+        **expression({"pk": pk, **values}, key, missing, wanted),
+    }
+
+
 def run_keys(tenant: str, run_id: str, started_at: datetime) -> dict[str, str]:
     """A run's GSI2 keys: the tenant's runs in start order."""
     return {"GSI2PK": tenant_pk(tenant, "RUNS"), "GSI2SK": f"{iso_utc(started_at)}#{run_id}"}
@@ -145,8 +159,8 @@ class DynamoEpisodes(DynamoTable):
             "GSI3PK": tenant_pk(tenant, "SCOPEEPS", episode.scope_id),
             "GSI3SK": f"{created}#{episode_id}",
         }
-        if episode.session_id is not None:  # a session's turns in time order (sparse)
-            attributes.update(session_keys(tenant, episode.session_id, session_position(episode), episode_id))
+        if (session := context_session(episode)) is not None:  # a session's turns in time order (sparse)
+            attributes.update(session_keys(tenant, session, session_position(episode), episode_id))
         if not episode.indexed:
             attributes.update(
                 GSI1PK=marker_partition(UNINDEXED, tenant), GSI1SK=f"{created}#{esc(tenant)}#{episode_id}"
@@ -295,15 +309,12 @@ class DynamoEpisodes(DynamoTable):
         and each page's missing keys are SET by conditional updates, a hundred per transaction. The condition
         keeps an erased episode erased and never overwrites a concurrent write; a transaction it cancels is
         done again one update at a time, skipping the episodes that changed (the next run looks again)."""
-        missing = "attribute_type(#session_id, :string) AND attribute_not_exists(#GSI4PK)"
-        wanted = "#PK, #SK, #episode_id, #session_id, #occurred_at, #created_at, #sequence"
-        query = {
-            "KeyConditionExpression": "#PK = :pk",
-            "FilterExpression": missing,
-            "ProjectionExpression": wanted,
-            "Limit": BACKFILL_PAGE,  # eventually consistent: each update's condition checks the item again
-            **expression({"pk": tenant_pk(tenant, "EPISODES"), "string": "S"}, "#PK", missing, wanted),
-        }
+        query = _backfill_query(
+            tenant_pk(tenant, "EPISODES"),
+            missing="attribute_type(#session_id, :string) AND attribute_not_exists(#GSI4PK)",
+            wanted="#PK, #SK, #episode_id, #session_id, #occurred_at, #created_at, #sequence",
+            values={"string": "S"},
+        )
         return self._backfill(query, lambda item: _session_keys_update(tenant, item))
 
     def _backfill(self, query: dict[str, Any], update: Callable[[Item], Write]) -> int:
@@ -515,13 +526,11 @@ class DynamoEpisodes(DynamoTable):
         """GSI2 keys for the tenant's runs written before runs were listed by start time, as
         `backfill_sessions` does for episodes (condition: the run exists, still lacks GSI2PK and started when
         read)."""
-        missing = "attribute_not_exists(#GSI2PK)"
-        wanted = "#PK, #SK, #run_id, #started_at"
-        query = {
-            "KeyConditionExpression": "#PK = :pk AND begins_with(#SK, :prefix)",
-            "FilterExpression": missing,
-            "ProjectionExpression": wanted,
-            "Limit": BACKFILL_PAGE,  # eventually consistent: each update's condition checks the item again
-            **expression({"pk": tenant_pk(tenant, "RUNS"), "prefix": "RUN#"}, "#PK #SK", missing, wanted),
-        }
+        query = _backfill_query(
+            tenant_pk(tenant, "RUNS"),
+            missing="attribute_not_exists(#GSI2PK)",
+            wanted="#PK, #SK, #run_id, #started_at",
+            values={"prefix": "RUN#"},
+            key="#PK = :pk AND begins_with(#SK, :prefix)",
+        )
         return self._backfill(query, lambda item: _run_keys_update(tenant, item))

@@ -104,6 +104,7 @@ Copies are written in the transaction of their original. Base-table reads are st
 | list_recent_episodes   | Query PK = `T#<t>#FEED` AND SK >= `<since>`, newest first, filter kind episode  |
 |                        | (or GSI3 per given scope); BatchGetItem the hits, eventually consistent         |
 | session_episodes       | Query GSI4 `GSI4PK = T#<t>#SESSION#<session> AND GSI4SK < <before>`, latest     |
+|                        | (`<session>`: `models.context_session`, the id or a turn's instant and metadata)|
 |                        | first; BatchGetItem the hits, keep the scope's (page on until `limit` are kept) |
 | backfill_sessions      | Query PK = `T#<t>#EPISODES`, filter a string session_id and no GSI4PK, project the |
 |                        | key sources; per 100: Transact UpdateItem SET GSI4PK, GSI4SK if the episode     |

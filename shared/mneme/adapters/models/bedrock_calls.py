@@ -11,6 +11,7 @@ connection failures and timeouts; not `ModelTimeoutException` nor `ServiceQuotaE
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
@@ -35,6 +36,28 @@ def bedrock_client(region_name: str | None, *, max_attempts: int, retry_mode: Re
     retries: Any = {"mode": retry_mode, "total_max_attempts": max_attempts}
     config = Config(retries=retries, read_timeout=read_timeout, connect_timeout=CONNECT_TIMEOUT)
     return boto3.client("bedrock-runtime", region_name=region_name, config=config)
+
+
+class LazyBedrockClient:
+    """The client handed in, or one `bedrock_client` makes on first use (once, whichever thread asks first)."""
+
+    def __init__(
+        self, client: Any, region_name: str | None, *, max_attempts: int, retry_mode: RetryMode, read_timeout: float
+    ) -> None:
+        self._client = client
+        self._settings: dict[str, Any] = {
+            "max_attempts": max_attempts,
+            "retry_mode": retry_mode,
+            "read_timeout": read_timeout,
+        }
+        self._region_name = region_name
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = bedrock_client(self._region_name, **self._settings)
+            return self._client
 
 
 def attempts_of(error: ClientError) -> int:

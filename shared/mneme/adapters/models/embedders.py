@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from mneme.adapters.models.bedrock_calls import RetryMode, bedrock_client, call_bedrock
+from mneme.adapters.models.bedrock_calls import LazyBedrockClient, RetryMode, call_bedrock
 from mneme.errors import InvalidInput, MnemeError, StoreUnavailable, Throttled
 
 __all__ = ["BedrockEmbedder", "E5SmallEmbedder", "LocalEmbedder", "local_embedder"]
@@ -418,9 +418,9 @@ class BedrockEmbedder:
         self.max_workers = max_workers
         self.read_timeout = read_timeout
         self.retry_mode: RetryMode = retry_mode
-        self._region_name = region_name
-        self._client = client
-        self._client_lock = threading.Lock()
+        self._client = LazyBedrockClient(
+            client, region_name, max_attempts=max_attempts, retry_mode=retry_mode, read_timeout=read_timeout
+        )
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         _check_texts(texts)
@@ -429,24 +429,13 @@ class BedrockEmbedder:
                 raise InvalidInput(f"text #{i} must have 1 to {_TITAN_MAX_CHARS} characters for Titan")
         if not texts:
             return np.empty((0, self.dimension), dtype=np.float32)
-        client = self._get_client()
+        client = self._client.get()
         if self.max_workers == 1 or len(texts) == 1:
             rows = [self._embed_one(client, text) for text in texts]
         else:
             with ThreadPoolExecutor(max_workers=min(self.max_workers, len(texts))) as pool:
                 rows = list(pool.map(lambda text: self._embed_one(client, text), texts))
         return _l2_normalise(np.stack(rows))
-
-    def _get_client(self) -> Any:
-        with self._client_lock:
-            if self._client is None:
-                self._client = bedrock_client(
-                    self._region_name,
-                    max_attempts=self.max_attempts,
-                    retry_mode=self.retry_mode,
-                    read_timeout=self.read_timeout,
-                )
-            return self._client
 
     def _embed_one(self, client: Any, text: str) -> NDArray[np.float32]:
         body = json.dumps({"inputText": text, "dimensions": self.dimension, "normalize": True})

@@ -20,7 +20,6 @@ import http.client
 import json
 import random
 import re
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -30,7 +29,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mneme.adapters.models.bedrock_calls import RetryMode, bedrock_client, call_bedrock
+from mneme.adapters.models.bedrock_calls import LazyBedrockClient, RetryMode, call_bedrock
 from mneme.errors import MnemeError, ReasonerOutputInvalid, ReasonerRefused, StoreUnavailable, Throttled
 from mneme.records import MAX_SUMMARY, KnownFact, Proposal, Reading, Turn
 
@@ -227,17 +226,9 @@ class BedrockReasoner:
         self.temperature = temperature
         self.max_prompt_chars = max_prompt_chars
         self.retry_mode: RetryMode = retry_mode
-        self._region_name = region_name
-        self._client = client
-        self._client_lock = threading.Lock()
-
-    def _get_client(self) -> Any:
-        with self._client_lock:
-            if self._client is None:
-                self._client = bedrock_client(
-                    self._region_name, max_attempts=self.max_attempts, retry_mode=self.retry_mode, read_timeout=60
-                )
-            return self._client
+        self._client = LazyBedrockClient(
+            client, region_name, max_attempts=max_attempts, retry_mode=retry_mode, read_timeout=60
+        )
 
     def request(
         self, turns: Sequence[Turn], known: Sequence[KnownFact] = (), feedback: str | None = None
@@ -255,7 +246,7 @@ class BedrockReasoner:
 
     def propose(self, turns: Sequence[Turn], known: Sequence[KnownFact] = (), feedback: str | None = None) -> Reading:
         request = self.request(turns, known, feedback)
-        client = self._get_client()
+        client = self._client.get()
         response = call_bedrock(lambda: client.converse(**request), translate=self._translate)
         reading = self._parse(response)
         usage = response.get("usage") or {}

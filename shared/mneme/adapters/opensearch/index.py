@@ -33,7 +33,7 @@ The parts: `queries` (documents, `_bulk` lines, filters and search bodies, score
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,8 @@ from opensearchpy import OpenSearchException
 from mneme.adapters.opensearch.errors import bulk_failure, index_missing, translate_error
 from mneme.adapters.opensearch.lifecycle import IndexLifecycle
 from mneme.adapters.opensearch.queries import (
+    BodyFor,
+    Scorer,
     bulk_bodies,
     document_id,
     matches_nothing,
@@ -228,13 +230,7 @@ class OpenSearchIndex(IndexLifecycle):
             hit["sort"][0] for hits in self._pages({"term": {"tenant": tenant}}, "listing documents") for hit in hits
         }
 
-    def _ranked(
-        self,
-        k: int,
-        body_for: Callable[[int | None], dict[str, Any] | None],
-        action: str,
-        score: Callable[[Any], float],
-    ) -> list[Hit]:
+    def _ranked(self, k: int, body_for: BodyFor, action: str, score: Scorer) -> list[Hit]:
         """Hits from the sort values [score, doc_id] of `body_for(None)` (the size the body sets itself)."""
         body = body_for(None)
         if body is None:

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeAlias
 
 from numpy.typing import NDArray
 
@@ -44,6 +44,11 @@ from mneme.search_models import IndexDocument, SearchFilter
 MAX_K = 10_000  # index.max_result_window and the kNN plugin's largest k
 TIE_SLACK = 16  # extra kNN candidates, so exact ties at the k-th place break by doc_id
 _SORT: list[dict[str, Any]] = [{"_score": {"order": "desc"}}, {"doc_id": {"order": "asc"}}]
+BodyFor: TypeAlias = Callable[[int | None], dict[str, Any] | None]
+"""A ranked search's body for a size (None: the size the body sets itself), or None when nothing can match."""
+Scorer: TypeAlias = Callable[[Any], float]
+"""A hit's score from the first of its sort values."""
+
 _WORD = re.compile(r"[^\W_]")
 _MAX_QUERY_WORDS = 128
 _BULK_ACTIONS = 500

@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any
 from mneme.adapters.opensearch.copies import Copy, Key, RecentWrites, WriteClock, content_digest
 from mneme.adapters.opensearch.errors import index_not_built
 from mneme.adapters.opensearch.index import OpenSearchIndex
-from mneme.adapters.opensearch.queries import MAX_K, TIE_SLACK, document_source
+from mneme.adapters.opensearch.queries import MAX_K, TIE_SLACK, BodyFor, Scorer, document_source
 from mneme.errors import MnemeError, StoreUnavailable
 from mneme.search_models import Hit, IndexDocument
 
@@ -371,13 +371,7 @@ class ServerlessOpenSearchIndex(OpenSearchIndex):
     def doc_ids(self, tenant: str) -> set[str]:
         return {b["key"]["doc_id"] for buckets in self._doc_id_buckets(tenant, "listing documents") for b in buckets}
 
-    def _ranked(
-        self,
-        k: int,
-        body_for: Callable[[int | None], dict[str, Any] | None],
-        action: str,
-        score: Callable[[Any], float],
-    ) -> list[Hit]:
+    def _ranked(self, k: int, body_for: BodyFor, action: str, score: Scorer) -> list[Hit]:
         """The top k distinct doc_ids (best-scoring copy of each), widening while duplicates crowd them out."""
         size = candidates(k)
         while True:

@@ -21,7 +21,7 @@ from mneme.adapters.sqlite.records import RECORDS_SCHEMA, SqliteRecordsStore
 from mneme.adapters.sqlite.review import REVIEW_SCHEMA, SqliteReviewStore
 from mneme.adapters.sqlite.structure import STRUCTURE_SCHEMA, UNIQ, SqliteStructureStore
 from mneme.errors import Conflict
-from mneme.models import ApiKey, Episode, Memory, Scope, SessionPosition, session_position
+from mneme.models import ApiKey, Episode, Memory, Scope, SessionPosition, context_session, session_position
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scopes (
@@ -69,7 +69,7 @@ def position_text(position: SessionPosition) -> str:
 
 
 def session_row(episode: Episode) -> tuple[str, str | None, str, str]:
-    return episode.tenant, episode.session_id, position_text(session_position(episode)), episode.episode_id
+    return episode.tenant, context_session(episode), position_text(session_position(episode)), episode.episode_id
 
 
 ROOT_PARENT = ""  # the slot table's parent for a tenant's root scope
@@ -105,7 +105,8 @@ class SqliteRecordStore(
         where = "WHERE (?1 = '' OR tenant = ?1)"
         listed = set(conn.execute(f"SELECT tenant, episode_id FROM session_turns {where}", (tenant,)))
         with_session = conn.execute(
-            f"SELECT tenant, episode_id FROM episodes {where} AND json_extract(doc, '$.session_id') IS NOT NULL",
+            f"SELECT tenant, episode_id FROM episodes {where} AND (json_extract(doc, '$.session_id') IS NOT NULL "
+            "OR json_extract(doc, '$.metadata.speaker') IS NOT NULL)",
             (tenant,),
         )
         missing = [key for key in with_session if key not in listed]
@@ -114,7 +115,8 @@ class SqliteRecordStore(
             chunk = missing[start : start + 500]
             marks = " OR ".join(["(tenant = ? AND episode_id = ?)"] * len(chunk))
             rows = conn.execute(f"SELECT {rows_of.COLUMNS} FROM episodes WHERE {marks}", [v for k in chunk for v in k])
-            turns += [session_row(rows_of.from_row(row, vector=False)) for row in rows]
+            episodes = [rows_of.from_row(row, vector=False) for row in rows]
+            turns += [session_row(e) for e in episodes if context_session(e) is not None]
         conn.executemany("INSERT OR IGNORE INTO session_turns VALUES (?,?,?,?)", turns)
         return len(turns)
 
@@ -314,7 +316,7 @@ class SqliteRecordStore(
             )
             conn.executemany(
                 "INSERT OR IGNORE INTO session_turns VALUES (?,?,?,?)",
-                [session_row(e) for e in rows.values() if e.session_id is not None],
+                [session_row(e) for e in rows.values() if context_session(e) is not None],
             )
             for tenant in dict.fromkeys(t for t, _ in rows):
                 self._feed(conn, tenant, "episode", [i for t, i in rows if t == tenant])

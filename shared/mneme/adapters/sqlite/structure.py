@@ -129,13 +129,7 @@ class SqliteStructureStore(SqliteBase):
 
     def _records(self, conn: sqlite3.Connection, tenant: str, plan: Plan, stamp: str) -> None:
         for source, target in plan.record_moves.items():
-            ids = [
-                r[0]
-                for r in conn.execute("SELECT episode_id FROM episodes WHERE tenant=? AND scope_id=?", (tenant, source))
-            ]
-            facts = [
-                r[0] for r in conn.execute("SELECT fact_id FROM facts WHERE tenant=? AND scope_id=?", (tenant, source))
-            ]
+            ids, facts = _scope_records(conn, tenant, source)
             conn.execute(
                 "UPDATE episodes SET scope_id=?, doc=json_set(doc, '$.scope_id', ?) WHERE tenant=? AND scope_id=?",
                 (target, target, tenant, source),
@@ -148,16 +142,7 @@ class SqliteStructureStore(SqliteBase):
             self._feed(conn, tenant, "episode", ids)
             self._feed(conn, tenant, "fact", facts)
         for scope_id in plan.record_archives:
-            ids = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT episode_id FROM episodes WHERE tenant=? AND scope_id=?", (tenant, scope_id)
-                )
-            ]
-            facts = [
-                r[0]
-                for r in conn.execute("SELECT fact_id FROM facts WHERE tenant=? AND scope_id=?", (tenant, scope_id))
-            ]
+            ids, facts = _scope_records(conn, tenant, scope_id)
             conn.execute(
                 "UPDATE episodes SET doc=json_set(doc, '$.archived', json('true')) WHERE tenant=? AND scope_id=?",
                 (tenant, scope_id),
@@ -185,3 +170,11 @@ class SqliteStructureStore(SqliteBase):
                 f"UPDATE memories SET uniq={UNIQ} WHERE tenant=? AND memory_id=?", [(tenant, m) for m in ids]
             )
             self._feed(conn, tenant, "memory", ids)
+
+
+def _scope_records(conn: sqlite3.Connection, tenant: str, scope_id: str) -> tuple[list[str], list[str]]:
+    """The ids of the episodes and of the facts filed in one scope."""
+    where = (tenant, scope_id)
+    episodes = [r[0] for r in conn.execute("SELECT episode_id FROM episodes WHERE tenant=? AND scope_id=?", where)]
+    facts = [r[0] for r in conn.execute("SELECT fact_id FROM facts WHERE tenant=? AND scope_id=?", where)]
+    return episodes, facts

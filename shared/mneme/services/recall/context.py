@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mneme.models import Episode
+from mneme.models import Episode, context_session
 from mneme.services import anchors as anchor_rule
 from mneme.services.indexing import episode_text
 from mneme.services.recall.hop import LINK_FLOOR
@@ -25,7 +25,7 @@ CONTEXT_ONLY_BELOW = 0.99  # a context-only turn's score, under the weakest turn
 
 
 def below_context_owners(run: Run, candidates: list[Candidate]) -> None:
-    turns = [c for c in candidates if isinstance(c.record, Episode) and c.record.session_id]
+    turns = [c for c in candidates if isinstance(c.record, Episode) and context_session(c.record)]
     own = {c.id: anchor_rule.anchor_hits(run.anchors, _own_words(c)) > 0 for c in turns}
     floor: dict[tuple[str, str | None], float] = {}
     for candidate in turns:
@@ -42,7 +42,7 @@ def below_context_owners(run: Run, candidates: list[Candidate]) -> None:
 
 def _session(candidate: Candidate) -> tuple[str, str | None]:
     assert isinstance(candidate.record, Episode)
-    return candidate.record.scope_id, candidate.record.session_id
+    return candidate.record.scope_id, context_session(candidate.record)
 
 
 def _own_words(candidate: Candidate) -> str:

@@ -156,19 +156,21 @@ def to_result(
 ) -> Result:
     """The result of a record. A fact's `sources` list its episodes found in `episodes` (`fact_sources`);
     those in `grounding` (the turns that state it, shown beside it) carry their `text`."""
-    common: dict[str, Any] = {"score": round(score, 6), "scores": scores}
+    common: dict[str, Any] = {
+        "scope": _scope_path(record, path_of),
+        "created_at": record.created_at,
+        "score": round(score, 6),
+        "scores": scores,
+    }
     if isinstance(record, Episode):
-        return _episode_result(record, path_of, common)
+        return _episode_result(record, common)
     if isinstance(record, Fact):
-        return _fact_result(record, path_of, episodes, grounding or [], common)
-    scope = path_of(record.scope_id) if record.scope_id else f"{record.layer}={record.value or '*'}"
+        return _fact_result(record, episodes, grounding or [], common)
     return Result(
         id=record.memory_id,
         kind="memory",
-        scope=scope,
         content=record.body,
         occurred_at=record.updated_at,
-        created_at=record.created_at,
         key=record.key,
         status=record.status,
         metadata={"summary": record.summary, "tags": record.tags, "depends_on": record.depends_on},
@@ -176,14 +178,20 @@ def to_result(
     )
 
 
-def _episode_result(record: Episode, path_of: Callable[[str], str], common: dict[str, Any]) -> Result:
+def _scope_path(record: Record, path_of: Callable[[str], str]) -> str:
+    """Where a record is filed: its scope's path, or `layer=value` for a memory tagged to a layer."""
+    if isinstance(record, Memory) and not record.scope_id:
+        return f"{record.layer}={record.value or '*'}"
+    assert record.scope_id is not None  # every episode and fact, and a scoped memory, has a scope
+    return path_of(record.scope_id)
+
+
+def _episode_result(record: Episode, common: dict[str, Any]) -> Result:
     return Result(
         id=record.episode_id,
         kind="episode",
-        scope=path_of(record.scope_id),
         content=record.content,
         occurred_at=record.occurred_at,
-        created_at=record.created_at,
         metadata=record.metadata,
         session_id=record.session_id,
         sequence=record.sequence,
@@ -193,22 +201,14 @@ def _episode_result(record: Episode, path_of: Callable[[str], str], common: dict
     )
 
 
-def _fact_result(
-    record: Fact,
-    path_of: Callable[[str], str],
-    episodes: Mapping[str, Episode],
-    grounding: list[str],
-    common: dict[str, Any],
-) -> Result:
+def _fact_result(record: Fact, episodes: Mapping[str, Episode], grounding: list[str], common: dict[str, Any]) -> Result:
     own = set(record.source_episode_ids)
     sources = {i: e for i, e in episodes.items() if i in own}  # in the store's order, as read alone
     return Result(
         id=record.fact_id,
         kind="fact",
-        scope=path_of(record.scope_id),
         content=record.summary,
         occurred_at=record.valid_from,
-        created_at=record.created_at,
         tier=record.tier,
         status=record.status,
         fact=record.model_dump(mode="json", include=FACT_FIELDS),

@@ -30,6 +30,8 @@ from mneme.services import anchors as anchor_rule
 from mneme.services.indexing import episode_text, memory_text, speaker
 from mneme.services.recall import context as recall_context
 from mneme.services.recall import hop as recall_hop
+from mneme.services.recall import prior as recall_prior
+from mneme.services.recall import profile as recall_profile
 from mneme.services.recall import scope as recall_scope
 from mneme.services.recall.records import lifecycle, load, record_text, strong_text
 from mneme.services.recall.run import Candidate, Run, stored_vectors, with_vectors
@@ -48,6 +50,7 @@ FETCHED = ("", "fetched")  # (principal, session) of the per-tenant record of fe
 SPEAKER_BOOST = 1.5  # a turn spoken by a person the query names
 NAME_WORD = re.compile(r"[^\W_]+(?:['’]s)?")  # a query word, with its possessive
 FALLBACK_WIDTH = 4  # the lexical fallback asks for this many times the channels' k
+TEXT_DEPTH = 2  # the text channel asks for this many times the vector channel's k (see `search`)
 
 
 Stage = Callable[[Run], None]
@@ -56,7 +59,10 @@ Stage = Callable[[Run], None]
 # -- search --------------------------------------------------------------------------------------
 def search(run: Run) -> None:
     """Vector kNN and BM25 over the anchor words, under the same filters; plus the fresh tail of an
-    eventually consistent index and the caller's own pending revisions. No anchors: no search."""
+    eventually consistent index and the caller's own pending revisions. No anchors: no search.
+    BM25 reads TEXT_DEPTH times deeper than kNN: a turn that shares one of the question's rarer words
+    but says the rest in other words is found there, and its cosine is read from its stored vector
+    (`fuse`); reading kNN deeper instead brings look-alikes that crowd out paraphrases."""
     counts: dict[str, int] = {}
     if not run.anchors:
         run.note("search", 0, [], channels=counts, skipped="no_anchors")
@@ -65,7 +71,7 @@ def search(run: Run) -> None:
     deps, scoring = run.deps, run.scoring
     text: Future[list[tuple[Hit, float]]] | None = None
     if scoring.alpha > 0 and scoring.beta > 0:  # the text search runs while the query is embedded
-        text = _channels().submit(contextvars.copy_context().run, _lexical, run, run.k)
+        text = _channels().submit(contextvars.copy_context().run, _lexical, run, run.k * TEXT_DEPTH)
     if scoring.alpha > 0:
         hits: list[Hit] = []
         try:
@@ -82,7 +88,7 @@ def search(run: Run) -> None:
             candidate.channels.add("vector")
         counts["vector"] = len(hits)
     if scoring.beta > 0:
-        lexical = text.result() if text is not None else _lexical(run, run.k)
+        lexical = text.result() if text is not None else _lexical(run, run.k * TEXT_DEPTH)
         for hit, normalised in lexical:
             candidate = run.candidates.setdefault(hit.doc_id, Candidate(hit.doc_id))
             candidate.lexical, candidate.raw_bm25 = normalised, hit.score
@@ -208,6 +214,12 @@ def fuse(run: Run) -> None:
     scoring = run.scoring
     live = [c for c in run.candidates.values() if c.id not in dict(dropped)]
     names = _named_speakers(run, live)
+    profile = bool(names) and recall_profile.asks(run.request.query or "")  # what is <name> like?
+    added = _profile_candidates(run, names) if profile else []
+    if added:
+        dropped += _load(run, added)
+        gone = dict(dropped)
+        live += [c for c in added if c.id not in gone]
     if names:
         _without_names(run, live, names)
     if run.query_vector is not None:
@@ -223,8 +235,24 @@ def fuse(run: Run) -> None:
         }
         _resonate(run, candidate)
         _speaker(run, candidate)
+        recall_prior.substance(candidate)
+        recall_prior.assistant(run.request.query or "", candidate)
+        if profile:
+            recall_profile.boost(candidate, names)
     recall_context.below_context_owners(run, live)
-    run.note("fuse", took, dropped, **({"speakers_named": sorted(names)} if names else {}))
+    trace = {"speakers_named": sorted(names), "profile": len(added)}
+    run.note("fuse", took + len(added), dropped, **{key: value for key, value in trace.items() if value})
+
+
+def _profile_candidates(run: Run, names: set[str]) -> list[Candidate]:
+    """The named person's turns that the profile search finds (`profile`), not yet candidates."""
+    query = recall_profile.search_words(run.request.query or "", names)
+    added = []
+    for hit in run.deps.index.search_text(run.flt, query, recall_profile.PROFILE_HITS):
+        if hit.doc_id not in run.candidates:
+            candidate = run.candidates[hit.doc_id] = Candidate(hit.doc_id, channels={"profile"})
+            added.append(candidate)
+    return added
 
 
 def _named_speakers(run: Run, candidates: list[Candidate]) -> set[str]:
@@ -256,7 +284,7 @@ def _without_names(run: Run, candidates: list[Candidate], names: set[str]) -> No
     if not meaningful_words(rest):
         return
     if run.scoring.beta > 0:
-        hits = run.deps.index.search_text(run.flt, rest, run.k)
+        hits = run.deps.index.search_text(run.flt, rest, run.k * TEXT_DEPTH)
         top = max((hit.score for hit in hits), default=1.0) or 1.0
         found = {hit.doc_id: hit for hit in hits}
         for candidate in candidates:
@@ -364,7 +392,7 @@ def admitted(strictness: str, candidate: Candidate, query_anchors: set[str]) -> 
         return True
     if strictness == "precision":
         return anchor_rule.admits(query_anchors, record_text(candidate.record), strong_text(candidate.record))
-    if "lexical" in candidate.channels:
+    if "lexical" in candidate.channels or "profile" in candidate.channels:
         return True
     # Engram: vector hits without a term overlap never admit a memory
     return not isinstance(candidate.record, Memory) and candidate.vector >= MIN_VECTOR
@@ -447,6 +475,7 @@ def fallback(run: Run) -> None:
         candidate.score = candidate.lexical
         candidate.scores = {"vector": 0.0, "lexical": round(candidate.lexical, 6), "bm25": round(candidate.raw_bm25, 6)}
         _speaker(run, candidate)
+        recall_prior.substance(candidate)
     strictness = scoring.strictness
     dropped += [(c.id, f"not_admitted:{strictness}") for c in live if not admitted(strictness, c, run.anchors)]
     gone = dict(dropped)

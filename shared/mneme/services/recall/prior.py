@@ -1,0 +1,57 @@
+"""Priors on what a candidate says, whatever the query's words: recall's fuse stage applies them.
+
+A conversation's turns are not all memories. A turn of a few words or one that hands the conversation
+over with a question ("Ha! Poor Leo.", "How are the kids?") shares the query's words and meaning with
+the turns that answer it and rarely answers anything itself (`substance`); a chat assistant's turn
+advises, echoes and asks, while what the user said is what a memory of the conversation is for
+(`assistant`). Both only lower a score, only for episodes, and say so in `scores`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from mneme.models import Episode
+from mneme.services.indexing import speaker
+from mneme.text import meaningful_words
+
+if TYPE_CHECKING:
+    from mneme.services.recall.run import Candidate
+
+SUBSTANCE_WORDS = 7  # an episode with fewer meaningful words than this says little (see `substance`)
+SUBSTANCE_FLOOR = 0.3  # ... it ranks ×(FLOOR + (1 - FLOOR) × words / SUBSTANCE_WORDS)
+QUESTION_FACTOR = 0.7  # an episode that ends by asking ("And Léa?", "How are the kids?") ranks this much lower
+ASSISTANT_FACTOR = 0.6  # a chat assistant's turn, unless the query asks about what the assistant said
+ASKS_ASSISTANT = re.compile(r"\b(you|your|recommend\w*|suggest\w*|assistant|advi[cs]e\w*)\b", re.IGNORECASE)
+
+
+def assistant(query: str, candidate: Candidate) -> None:
+    """A chat assistant's turn (role or speaker `assistant`) advises, echoes and asks; what the user said
+    is what a memory of the conversation is for. It ranks ×ASSISTANT_FACTOR, unless the query asks about
+    the assistant's own words ("what did you recommend", `ASKS_ASSISTANT`) (`scores.assistant`)."""
+    record = candidate.record
+    if not isinstance(record, Episode) or ASKS_ASSISTANT.search(query):
+        return
+    if "assistant" not in (record.metadata.get("role"), (speaker(record) or "").lower()):
+        return
+    candidate.scores["assistant"] = ASSISTANT_FACTOR
+    candidate.score *= ASSISTANT_FACTOR
+
+
+def substance(candidate: Candidate) -> None:
+    """What an episode says, as a prior: a turn of a few words ("Ha! Poor Leo.", "Tell me everything.")
+    or one that hands the conversation over with a question shares the query's words and meaning with the
+    turns that answer it, and rarely answers anything itself. An episode with fewer than SUBSTANCE_WORDS
+    meaningful words ranks lower in proportion, one that ends with a question ×QUESTION_FACTOR
+    (`scores.substance`: the factor)."""
+    record = candidate.record
+    if not isinstance(record, Episode):
+        return
+    text = (record.search_text or record.content).strip()
+    factor = min(1.0, SUBSTANCE_FLOOR + (1 - SUBSTANCE_FLOOR) * len(meaningful_words(text)) / SUBSTANCE_WORDS)
+    if text.endswith("?"):
+        factor *= QUESTION_FACTOR
+    if factor < 1:
+        candidate.scores["substance"] = round(factor, 6)
+        candidate.score *= factor
