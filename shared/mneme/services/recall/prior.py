@@ -26,12 +26,24 @@ ASSISTANT_FACTOR = 0.6  # a chat assistant's turn, unless the query asks about w
 ASKS_ASSISTANT = re.compile(r"\b(you|your|recommend\w*|suggest\w*|assistant|advi[cs]e\w*)\b", re.IGNORECASE)
 
 
-def assistant(query: str, candidate: Candidate) -> None:
+def weigh(candidate: Candidate, about_assistant: bool) -> None:
+    """Both priors; `about_assistant` (`asks_about_assistant`, read once a query) spares the assistant's turns."""
+    substance(candidate)
+    if not about_assistant:
+        assistant(candidate)
+
+
+def asks_about_assistant(query: str) -> bool:
+    """Does the query ask about the assistant's own words ("what did you recommend")?"""
+    return ASKS_ASSISTANT.search(query) is not None
+
+
+def assistant(candidate: Candidate) -> None:
     """A chat assistant's turn (role or speaker `assistant`) advises, echoes and asks; what the user said
-    is what a memory of the conversation is for. It ranks ×ASSISTANT_FACTOR, unless the query asks about
-    the assistant's own words ("what did you recommend", `ASKS_ASSISTANT`) (`scores.assistant`)."""
+    is what a memory of the conversation is for. It ranks ×ASSISTANT_FACTOR (`scores.assistant`); `weigh`
+    leaves it alone when the query asks about the assistant's own words."""
     record = candidate.record
-    if not isinstance(record, Episode) or ASKS_ASSISTANT.search(query):
+    if not isinstance(record, Episode):
         return
     if "assistant" not in (record.metadata.get("role"), (speaker(record) or "").lower()):
         return

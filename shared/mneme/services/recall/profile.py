@@ -41,7 +41,7 @@ def asks(query: str) -> bool:
 
 def search_words(query: str, names: set[str]) -> str:
     """The query's words that name the person (as written), and the cue words."""
-    named = [word for word in re.findall(r"[^\W_]+", query) if stem(word.lower()) in names]
+    named = [word for word in words(query) if stem(word) in names]
     return " ".join([*named, CUES])
 
 

@@ -225,6 +225,7 @@ def fuse(run: Run) -> None:
     if run.query_vector is not None:
         _fill_vector_scores(run, live)
     weight = (scoring.alpha if any("vector" in c.channels for c in live) else 0) + scoring.beta
+    about_assistant = recall_prior.asks_about_assistant(run.request.query or "")
     for candidate in live:
         fused = (scoring.alpha * candidate.vector + scoring.beta * candidate.lexical) / (weight or 1)
         candidate.score = fused
@@ -235,8 +236,7 @@ def fuse(run: Run) -> None:
         }
         _resonate(run, candidate)
         _speaker(run, candidate)
-        recall_prior.substance(candidate)
-        recall_prior.assistant(run.request.query or "", candidate)
+        recall_prior.weigh(candidate, about_assistant)
         if profile:
             recall_profile.boost(candidate, names)
     recall_context.below_context_owners(run, live)
@@ -471,11 +471,12 @@ def fallback(run: Run) -> None:
         fresh.append(candidate)
     dropped = _load(run, fresh)
     live = [c for c in fresh if c.record is not None]
+    about_assistant = recall_prior.asks_about_assistant(run.request.query or "")
     for candidate in live:
         candidate.score = candidate.lexical
         candidate.scores = {"vector": 0.0, "lexical": round(candidate.lexical, 6), "bm25": round(candidate.raw_bm25, 6)}
         _speaker(run, candidate)
-        recall_prior.substance(candidate)
+        recall_prior.weigh(candidate, about_assistant)
     strictness = scoring.strictness
     dropped += [(c.id, f"not_admitted:{strictness}") for c in live if not admitted(strictness, c, run.anchors)]
     gone = dict(dropped)
