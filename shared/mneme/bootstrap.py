@@ -32,19 +32,19 @@ if TYPE_CHECKING:
     from mneme.consolidation.service import ConsolidationService, Orchestrator
     from mneme.models import Memory
     from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
+    from mneme.services.curation.memories import MemoryService
+    from mneme.services.curation.retrieval import RetrievalService
+    from mneme.services.curation.review import ReviewService
+    from mneme.services.curation.structure import StructureService
     from mneme.services.feed import FeedService
     from mneme.services.forgetting import ForgetService
     from mneme.services.indexing import Indexer
     from mneme.services.keys import KeyService
-    from mneme.services.memories import MemoryService
     from mneme.services.portability import PortabilityService
     from mneme.services.recall import RecallService
     from mneme.services.records import RecordsService
     from mneme.services.remember import RememberService
-    from mneme.services.retrieval import RetrievalService
-    from mneme.services.review import ReviewService
     from mneme.services.scopes import ScopeService
-    from mneme.services.structure import StructureService
 
 
 class SystemClock:
@@ -232,7 +232,7 @@ class Services:
 
     @built
     def memories(self) -> MemoryService:
-        from mneme.services.memories import MemoryService
+        from mneme.services.curation.memories import MemoryService
 
         # the indexer (embedder, index) is built when a memory first changes, not to read one
         return MemoryService(self.store, self.clock, self.scopes, on_change=self._memory_changed)
@@ -242,7 +242,7 @@ class Services:
 
     @built
     def retrieval(self) -> RetrievalService:
-        from mneme.services.retrieval import RetrievalService
+        from mneme.services.curation.retrieval import RetrievalService
 
         return RetrievalService(self.store, self.clock, self.scopes, self.memories)
 
@@ -278,7 +278,7 @@ class Services:
 
     @built
     def review(self) -> ReviewService:
-        from mneme.services.review import ReviewService
+        from mneme.services.curation.review import ReviewService
 
         return ReviewService(self.store, self.clock, self.memories, self.scopes)
 
@@ -300,7 +300,7 @@ class Services:
 
     @built
     def structure(self) -> StructureService:
-        from mneme.services.structure import StructureService
+        from mneme.services.curation.structure import StructureService
 
         return StructureService(self.store, self.clock, self.scopes, self.indexer)
 

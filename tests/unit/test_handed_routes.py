@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from mneme import bootstrap, routes
+from mneme import bootstrap
 from mneme.bootstrap import Services
+from mneme.http import routes
 from mneme.local.events import LocalContext, proxy_event, token_event
 from tests.conftest import FixedClock, embedded
 

@@ -203,7 +203,7 @@ def _warm(services: Services) -> None:
     """Before a process takes connections: build its engine (once: concurrent first requests would each
     build one), import every route's function and load a local embedding model, so that no request of
     a fresh process waits for them (a remote embedder is left alone)."""
-    from mneme import routes
+    from mneme.http import routes
     from mneme.local import gateway
     from mneme.settings import BedrockEmbedderSettings
 
@@ -223,7 +223,7 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 def cmd_mcp(ctx: Context) -> int:
     try:
-        from mneme import mcp_server
+        from mneme.mcp import server as mcp_server
     except ImportError as e:
         message = f"`mneme mcp` needs the MCP SDK: pip install 'mneme[mcp]' ({e})"
         raise MnemeError(message, code="missing_dependency") from None

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from mneme import auth, routes
+from mneme import auth
 from mneme.errors import MnemeError
+from mneme.http import routes
 from mneme.local import gateway, runtime
 from mneme.local.events import proxy_event
 from mneme_sdk import Client

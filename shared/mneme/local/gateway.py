@@ -6,8 +6,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from mneme import routes
 from mneme.errors import Unauthorized
+from mneme.http import routes
 from mneme.local.events import LocalContext, token_event
 
 

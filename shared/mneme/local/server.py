@@ -48,8 +48,8 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from mneme import routes
 from mneme.errors import InvalidInput, MnemeError, PayloadTooLarge, Throttled
+from mneme.http import routes
 from mneme.http.api import proxy_error, unexpected
 from mneme.local import gateway, runtime
 from mneme.local.events import proxy_event
