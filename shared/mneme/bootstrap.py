@@ -347,7 +347,7 @@ def cursor_secret(settings: Settings) -> Callable[[], bytes]:
         path = cursor_key_file(settings)
         if path is None:
             raise StoreUnavailable("set MNEME_CURSOR_SECRET_ARN (or MNEME_CURSOR_SECRET) to sign feed cursors")
-        from mneme.local.keyfiles import create_once, read_key
+        from mneme.adapters.keyfiles import create_once, read_key
 
         if not os.path.lexists(path):
             create_once(path, secrets.token_hex(CURSOR_KEY_BYTES))
@@ -367,24 +367,16 @@ Provide = Callable[[], Services]
 """What a route, command or scheduled handler is given: the services to use, asked for on each call (in
 Lambda `current`, so a function's services are built on its first request, not on import)."""
 
-_handed: list[Services] = []  # the services `use` handed in (at most one)
-
 
 def current() -> Services:
-    """The process-wide services: those handed in (`use`), else built from the settings once per cold start."""
-    return _handed[0] if _handed else _built()
+    """The process-wide services, built from the settings once per cold start (a Lambda function's; a host
+    that wires its own hands them to the routes, the gateway or the command instead)."""
+    return _built()
 
 
 @cache
 def _built() -> Services:
     return build()
-
-
-def use(services: Services) -> None:
-    """Serve this process (its routes, commands and scheduled handlers) with `services`, built by the caller
-    (`build` with other adapters: a host that wires its own, a test with fakes), until `reset`. Whoever
-    built them closes them."""
-    _handed[:] = [services]
 
 
 def close_current() -> None:
@@ -414,8 +406,12 @@ def current_authenticator() -> Authenticator:
 
 
 def current_usage_keys() -> UsageKeys | None:
+    return usage_keys(get_settings())
+
+
+def usage_keys(settings: Settings) -> UsageKeys | None:
     """The stage's throttle buckets (API Gateway usage-plan keys), when the stack configured them."""
-    throttle = get_settings().throttle
+    throttle = settings.throttle
     return UsageKeys(throttle.seed, throttle.buckets, throttle.pinned_digests) if throttle is not None else None
 
 
@@ -424,8 +420,7 @@ def current_settings() -> Settings:
 
 
 def reset() -> None:
-    """Forget the services handed in or built, and the settings (tests, or after changing the environment)."""
-    _handed.clear()
+    """Forget the services built and the settings (tests, or after changing the environment)."""
     _built.cache_clear()
     _table_authenticator.cache_clear()
     get_settings.cache_clear()
