@@ -48,15 +48,17 @@ def _slot(name: str, *cues: str, values: str = "", flags: str = "") -> Slot:
 
 # fmt: off
 SLOTS: tuple[Slot, ...] = (
-    _slot("home", r"li(?:ve|ves|ved|ving) (?:in|at|near|with|on)",
+    _slot("home", r"li(?:ve|ves|ved|ving) (?:in|at|near|with|on|here|there)",
           r"mov(?:e|ed|ing) (?:to|into|back|out|house|away|in)", r"relocat\w*", r"flat(?! rate| tyre| tire)",
           "apartment", "address", r"neighbou?rhood", "based in",
           "home ?town", "residents?", "got the keys", "moved in", "(?:new|our|my) (?:place|house|home)",
           "(?:one|two|three)-bed", "house in", "rent(?:ing)? a"),
-    _slot("employer", r"work(?:s|ed|ing)? (?:at|for)",
+    _slot("employer", r"work(?:s|ed|ing)? (?:(?:nights|days|shifts|weekends|late|full-time|part-time|remotely|again|still) )?(?:at|for)",
           r"(?:my|our|new|current|old|his|her|their|a|the) (?:[\w-]+ ){0,2}job", "employer",
           "(?:my|our|new|current|his|her|their) (?:company|firm)", "joined", "hired", r"start(?:s|ed|ing)? at",
-          "first day (?:at|as)", "resigned", "quit", r"freelanc\w*", "laid off", r"redundan\w*"),
+          "(?:first|last|final) day (?:at|as|with)", "resigned", "quit", r"freelanc\w*", "laid off", r"redundan\w*",
+          r"(?:hand|handed|handing|hands|gave|give|giving|put) in (?:my|his|her|their|our) notice", "notice period",
+          "signed (?:on )?with", "job offer", r"offer(?:ed|s)? (?:me |him |her |them |us )?(?:the|a|an) (?:[\w-]+ ){0,3}job"),
     _slot("role", "role", "position", "title", r"promot\w*", r"work(?:s|ed|ing)? as", "career", "part-time",
           "full-time", "contract(?:or)?"),
     _slot("manager", "manager", "boss", "supervisor", "report(?:s|ing)? to", "team lead"),
@@ -101,6 +103,11 @@ SLOTS: tuple[Slot, ...] = (
 # fmt: on
 SLOT_NAMES = {slot.name: slot for slot in SLOTS}
 VALUE_WORDS = frozenset().union(*(slot.values for slot in SLOTS))
+AMOUNT = re.compile(r"[£$€¥₹]\s?\d|\b\d[\d,.]*\s?(?:k|grand|pounds|quid|dollars|euros)\b")  # money, whatever it is for
+FOR_ME = re.compile(  # someone else's doing, to the speaker: "they offered me the job", "the agency put us on"
+    r"\b(?:offer(?:ed|s)?|gave|give[sn]?|giving|paid|pay(?:s|ing)?|promoted|hired|moved|put|raised|transferred|"
+    r"signed|took on|taken on|made|switched|upgraded)\s+(?:me|us)\b"
+)
 
 # Change language, both directions. ENDS end or replace a value: they change a subject with many values too.
 ENDS = re.compile(
@@ -108,13 +115,15 @@ ENDS = re.compile(
     r"gave up|given up|dropped|ditched|got rid of|sold|passed away|put (?:him |her |it |them )?down|died|rehomed|"
     r"switch(?:ed|ing)?|swapped|replaced|replacing|migrated|migrating|moved (?:over|away|on|out)|instead|"
     r"hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}(?:over|off)|t(?:ook|aking|aken) over|broke up|divorced|separated|"
-    r"former(?:ly)?|previously|from [\w.,$£€-]+(?: [\w.,$£€-]+)? to)\b"
+    r"former(?:ly)?|previously|from [\w.,$£€-]+(?: [\w.,$£€-]+)? to|resign(?:ed|ing)|"
+    r"(?:hand|handed|handing|hands|gave|put) in (?:my|his|her|their|our) notice|(?:last|final) day (?:at|as|with))\b"
 )
 CHANGES = re.compile(  # a change said as such: enough beside a subject the earlier statement shares
     r"\b(?:moved|moving|relocated|changed|changing|upgraded|downgraded|pushed|postponed|delayed|rescheduled|"
     r"brought forward|raised|increased|went up|gone up|goes up|dropped|cut|reduced|lowered|promoted|transferred|"
     r"joined|hired|became|become|back to|returned|went (?:vegan|vegetarian|back)|adopted|took up|taking up|"
-    r"signed (?:up|with|for)|enrolled|renamed|got (?:married|engaged)|slip(?:s|ped)|relocated|bought)\b"
+    r"signed (?:up|with|for|on)|enrolled|renamed|got (?:married|engaged)|slip(?:s|ped)|relocated|bought|"
+    r"offered (?:me|him|her|them|us)|accepted|got the job|took the job|first day)\b"
 )
 WEAK = re.compile(  # words that often come with a change but also without one: they need a new value beside them
     r"\b(?:now|new|started|starting|begun|began|finally|turned|as of|these days|got an?|"
@@ -252,7 +261,7 @@ class Reading:
     content: frozenset[str]  # its meaningful words, stemmed, without filler and change words
     asks: bool
     adds: bool  # one more of something ("too", "another")
-    hedged: bool  # a maybe, a plan, a wish: "thinking of moving to York", "might switch"
+    hedged: bool  # a maybe, a plan, a wish: "thinking of moving to York", "might switch" (where the change is said)
     ends: str | None  # words that end or replace a value, anywhere in it
     identifiers: tuple[tuple[str, str], ...]  # ("order", "1417"): things named by a number
     cue: str | None  # the first change word anywhere in it, ENDS, CHANGES or WEAK
@@ -265,6 +274,20 @@ class Reading:
         """The values named in the clauses about `slot` (numbers only for a slot that takes them)."""
         found = frozenset().union(*(c.values for c in self.clauses if slot in c.slots))
         return found if SLOT_NAMES[slot].numeric else frozenset(v for v in found if not NUMBER.fullmatch(v))
+
+
+def _hedged(flat: str, clauses: list[Clause]) -> bool:
+    """A maybe, a plan or a wish where the change is said: in a clause that says a change, or anywhere when
+    none does ("moved to Brighton on Saturday, I can see the pier if I lean out" is no maybe)."""
+    parts = [part for part, clause in zip(CLAUSE.split(flat), clauses, strict=True) if clause.change]
+    return any(HEDGE.search(part.lower()) for part in parts or [flat])
+
+
+def _touched(lowered: str) -> list[Slot]:
+    """The slots a lower-cased text touches: by their cue words, and money by an amount of it ("at £37,000")."""
+    found = [s for s in SLOTS if s.cues.search(lowered)]
+    money = SLOT_NAMES["money"]
+    return [*found, money] if money not in found and AMOUNT.search(lowered) else found
 
 
 def _values(text: str) -> frozenset[str]:
@@ -288,18 +311,22 @@ def read(text: str) -> Reading:
     flat = " ".join(text.split())
     lowered = flat.lower()
     clauses = []
-    subject = IMPLIED
+    subject, for_me = IMPLIED, False
     for part in CLAUSE.split(flat):
         low = part.lower()
-        subject = _subject(part.strip(), subject)
+        before, subject = subject, _subject(part.strip(), subject)
         change = ENDS.search(low) or CHANGES.search(low)
-        named = [s for s in SLOTS if s.cues.search(low)]
+        named = _touched(low)
+        # someone else's doing to the speaker, in this clause or carried on ("offered me the job, at £37,000")
+        for_me = subject != SPEAKER and (bool(FOR_ME.search(low)) or (for_me and subject == before))
         clauses.append(
             Clause(
                 subject=subject,
                 slots=frozenset(s.name for s in named),
                 mine=frozenset(
-                    s.name for s in named if any(MY.search(low, 0, m.start()) for m in s.cues.finditer(low))
+                    s.name
+                    for s in named
+                    if for_me or any(MY.search(low, 0, m.start()) for m in s.cues.finditer(low))
                 ),
                 values=_values(part),
                 change=change[0] if change else None,
@@ -312,12 +339,12 @@ def read(text: str) -> Reading:
     ends = ENDS.search(lowered)
     return Reading(
         clauses=tuple(clauses),
-        slots=frozenset(s.name for s in SLOTS if s.cues.search(lowered)),
+        slots=frozenset(s.name for s in _touched(lowered)),
         values=_values(flat),
         content=frozenset(meaningful - cue_words),
         asks=_asks(lowered),
         adds=bool(ADDS.search(lowered)),
-        hedged=bool(HEDGE.search(lowered)),
+        hedged=_hedged(flat, clauses),
         ends=ends[0] if ends else None,
         identifiers=tuple((m[1], m[2]) for m in IDENTIFIER.finditer(lowered) if m[1] not in STOPWORDS),
         cue=min(cues, key=lambda m: m.start())[0] if cues else None,
@@ -334,7 +361,9 @@ def _same(
 ) -> bool:
     """One subject: a person both are about (of `slot`, when given) — one the question asks about, when the
     earlier statement is about them (`about`); for a thing's slot (a framework, a deadline, who owns a piece
-    of work), the thing both name, whoever says it; a statement that names no one (a note) is anyone's."""
+    of work), the thing both name, whoever says it, or the one thing of its kind both say is the same
+    person's ("our standup is at 9:30" … "they moved our standup to 10"); a statement that names no one (a
+    note) is anyone's."""
     mine, theirs = owners(earlier, slot), owners(later, slot)
     if not (mine or theirs) and _apart(statement(earlier), statement(later)):
         return False  # two notes about different named things ("Interviewed Ines Moreau …", "Interviewed Pavel …")
@@ -342,10 +371,16 @@ def _same(
     if mine & about:
         return bool(shared & about)
     if slot is not None and not SLOT_NAMES[slot].personal:
-        return any(not SLOT_NAMES[slot].cues.fullmatch(word) for word in topic)
+        owned = shared and topic and all(_possessed(record, slot) for record in (earlier, later))
+        return any(not SLOT_NAMES[slot].cues.fullmatch(word) for word in topic) or bool(owned)
     if shared or not (mine and theirs):
         return bool(shared) or not ({UNKNOWN} & (mine | theirs))
     return False
+
+
+def _possessed(record: Episode | Fact, slot: str) -> bool:
+    """The statement says the slot's thing is the speaker's ("our standup", "they moved my shifts")."""
+    return any(slot in clause.mine for clause in read(statement(record)).clauses)
 
 
 CALENDAR = frozenset(
