@@ -53,12 +53,14 @@ SLOTS: tuple[Slot, ...] = (
           "apartment", "address", r"neighbou?rhood", "based in",
           "home ?town", "residents?", "got the keys", "moved in", "(?:new|our|my) (?:place|house|home)",
           "(?:one|two|three)-bed", "house in", "rent(?:ing)? a"),
-    _slot("employer", r"work(?:s|ed|ing)? (?:(?:nights|days|shifts|weekends|late|full-time|part-time|remotely|again|still) )?(?:at|for)",
+    _slot("employer",
+          r"work(?:s|ed|ing)? (?:(?:nights|days|shifts|weekends|late|full-time|part-time|remotely|still) )?(?:at|for)",
           r"(?:my|our|new|current|old|his|her|their|a|the) (?:[\w-]+ ){0,2}job", "employer",
           "(?:my|our|new|current|his|her|their) (?:company|firm)", "joined", "hired", r"start(?:s|ed|ing)? at",
           "(?:first|last|final) day (?:at|as|with)", "resigned", "quit", r"freelanc\w*", "laid off", r"redundan\w*",
           r"(?:hand|handed|handing|hands|gave|give|giving|put) in (?:my|his|her|their|our) notice", "notice period",
-          "signed (?:on )?with", "job offer", r"offer(?:ed|s)? (?:me |him |her |them |us )?(?:the|a|an) (?:[\w-]+ ){0,3}job"),
+          "signed (?:on )?with", "job offer",
+          r"offer(?:ed|s)? (?:me |him |her |them |us )?(?:the|a|an) (?:[\w-]+ ){0,3}job"),
     _slot("role", "role", "position", "title", r"promot\w*", r"work(?:s|ed|ing)? as", "career", "part-time",
           "full-time", "contract(?:or)?"),
     _slot("manager", "manager", "boss", "supervisor", "report(?:s|ing)? to", "team lead"),
@@ -276,6 +278,13 @@ class Reading:
         return found if SLOT_NAMES[slot].numeric else frozenset(v for v in found if not NUMBER.fullmatch(v))
 
 
+def _my(lowered: str, at: int) -> bool:
+    """The words just before `at` say "my"/"our", of no relative between ("my old phone", not "my sister's
+    notice": hers)."""
+    found = MY.search(lowered, 0, at)
+    return found is not None and not set(found[0].split()) & PEOPLE
+
+
 def _hedged(flat: str, clauses: list[Clause]) -> bool:
     """A maybe, a plan or a wish where the change is said: in a clause that says a change, or anywhere when
     none does ("moved to Brighton on Saturday, I can see the pier if I lean out" is no maybe)."""
@@ -324,9 +333,7 @@ def read(text: str) -> Reading:
                 subject=subject,
                 slots=frozenset(s.name for s in named),
                 mine=frozenset(
-                    s.name
-                    for s in named
-                    if for_me or any(MY.search(low, 0, m.start()) for m in s.cues.finditer(low))
+                    s.name for s in named if for_me or any(_my(low, m.start()) for m in s.cues.finditer(low))
                 ),
                 values=_values(part),
                 change=change[0] if change else None,

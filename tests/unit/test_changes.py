@@ -116,3 +116,38 @@ def test_a_note_naming_the_same_thing_longer_still_updates() -> None:
     before = turn("Production database: Postgres 13 on RDS, Multi-AZ.", None)
     after = turn("Maintenance done: the prod cluster is now on PostgreSQL 16.", None)
     assert changes.update_reason(before, after, 0.8, topical=True)
+
+
+IMPLIED = [  # a change only an event says, or someone else's doing; at a cosine below SAME_KIND the slot decides
+    ("I work for Calder Logistics in the planning office.", "Handed in my notice today, last day is the 30th."),
+    ("I work for Oakfield Primary as a TA.", "First day at Brookside Academy today, the staff room is huge."),
+    ("I'm working weekends at the garden centre on Mill Lane.", "I've signed with Hargreaves Builders."),
+    ("I'm on £41k at the moment.", "Norwell Health offered me the analyst role, at £46,500!"),
+    ("Our standup is at 9:15 every morning.", "They moved our standup to 10 because of the new US team."),
+    ("I've lived here since uni and Norwich suits me fine.", "Packed the van and moved to Ipswich last week."),
+    ("We live in Shrewsbury, near the abbey.", "We moved to Ludlow in May, I'd go back if the trains were better."),
+]  # fmt: skip
+NOT_IMPLIED = [  # events of someone else, or a change said only as a maybe
+    ("I work for Calder Logistics.", "My sister handed in her notice at the bakery."),
+    ("I'm on £41k at the moment.", "They offered my brother £50k at the bank."),
+    ("We live in Shrewsbury, near the abbey.", "If we moved to Ludlow, the commute would be awful."),
+    ("Our standup is at 9:15 every morning.", "Their design review moved to 3pm on Thursdays."),
+]
+
+
+@pytest.mark.parametrize(("earlier", "later"), IMPLIED)
+def test_a_change_implied_by_an_event_or_done_by_someone_else_updates(earlier: str, later: str) -> None:
+    assert changes.update_reason(turn(earlier), turn(later), similarity=0.3) is not None
+
+
+@pytest.mark.parametrize(("earlier", "later"), NOT_IMPLIED)
+def test_someone_elses_event_or_a_maybe_updates_nothing(earlier: str, later: str) -> None:
+    assert changes.update_reason(turn(earlier), turn(later), similarity=0.3) is None
+
+
+def test_an_offer_to_the_speaker_is_the_speakers_salary_even_after_a_comma() -> None:
+    salary = fact("Ravi", "salary", "£41k", "Ravi's salary is £41k.")
+    offer = turn("Norwell Health offered me the analyst role, at £46,500!", "Ravi")
+    assert changes.read(changes.statement(offer)).slots >= {"money"}
+    assert changes.owners(offer, "money") >= {"ravi"}
+    assert changes.update_reason(salary, offer, 0.3) is not None
