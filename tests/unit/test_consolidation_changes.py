@@ -114,3 +114,31 @@ def claim_of(services: Services, turn: str, fact_id: str, manager: str, now: dat
                 vector=episode.vector, model_id=services.consolidation.deps.embedder.model_id)  # fmt: skip
     services.store.put_facts([fact])
     services.consolidation.deps.indexer.index_facts([fact])
+
+
+def test_an_implied_change_supersedes_a_claim_when_its_value_reads_and_marks_it_stale_when_not(
+    services: Services, clock: Any
+) -> None:
+    # Given claims consolidated from a first conversation: where Noor works, and her pay
+    say(services, "s1", ("Noor", "I work at Fenwick Print as a planner."), ("Noor", "I'm on £31k, which is tight."),
+        ("Jo", "Ouch."), occurred_at=clock.now())  # fmt: skip
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    assert {"Noor works at Fenwick Print.", "Noor's salary is £31k."} <= set(claims(services))
+    # And months later an offer with a new pay (no claim reads it), then a first day somewhere new
+    clock.advance(days=60)
+    [offer, _] = say(services, "s2", ("Noor", "Tallis Maps offered me the GIS job, at £36,000!"),
+                     ("Jo", "Take it!"), occurred_at=clock.now())  # fmt: skip
+    clock.advance(days=30)
+    say(services, "s3", ("Noor", "Said bye to the team on Friday. First day at Tallis Maps today!"), ("Jo", "Go on!"),
+        occurred_at=clock.now())  # fmt: skip
+    settle(services, clock)
+    # When consolidation runs again
+    services.consolidation.start(WRITER, None)
+    facts = claims(services)
+    # Then the employer is superseded by the new claim, history kept
+    old, new = facts["Noor works at Fenwick Print."], facts["Noor works at Tallis Maps."]
+    assert (old.status, old.superseded_by, new.status) == ("superseded", new.fact_id, "active")
+    # And the pay, whose new value no claim reads, is marked changed by the offer and stale
+    pay = facts["Noor's salary is £31k."]
+    assert (pay.status, pay.changed_by, pay.stale) == ("active", offer, True)
