@@ -57,7 +57,9 @@ SLOTS: tuple[Slot, ...] = (
           r"work(?:s|ed|ing)? (?:(?:nights|days|shifts|weekends|late|full-time|part-time|remotely|still) )?(?:at|for)",
           r"(?:my|our|new|current|old|his|her|their|a|the) (?:[\w-]+ ){0,2}job", "employer",
           "(?:my|our|new|current|his|her|their) (?:company|firm)", "joined", "hired", r"start(?:s|ed|ing)? at",
-          "(?:first|last|final) day (?:at|as|with)", "resigned", "quit", r"freelanc\w*", "laid off", r"redundan\w*",
+          "(?:first|last|final) day (?:at|as|with)",
+          r"(?:i'm|i am|he's|she's|he is|she is) an? (?:[\w-]+ ){1,2}(?:at|for)",
+          "resigned", "quit", r"freelanc\w*", "laid off", r"redundan\w*",
           r"(?:hand|handed|handing|hands|gave|give|giving|put) in (?:my|his|her|their|our) notice", "notice period",
           "signed (?:on )?with", "job offer",
           r"offer(?:ed|s)? (?:me |him |her |them |us )?(?:the|a|an) (?:[\w-]+ ){0,3}job"),
@@ -275,7 +277,8 @@ class Reading:
     def valued(self, slot: str) -> frozenset[str]:
         """The values named in the clauses about `slot` (numbers only for a slot that takes them)."""
         found = frozenset().union(*(c.values for c in self.clauses if slot in c.slots))
-        return found if SLOT_NAMES[slot].numeric else frozenset(v for v in found if not NUMBER.fullmatch(v))
+        numeric = SLOT_NAMES[slot].numeric
+        return found if numeric else frozenset(v for v in found if not NUMBER.fullmatch(v) and v not in NUMBER_WORDS)
 
 
 def _my(lowered: str, at: int) -> bool:
@@ -385,6 +388,15 @@ def _same(
     return False
 
 
+KEPT = re.compile(r"\b(?:same|unchanged|no change to (?:my|our|the))\s+([\w-]+)")
+
+
+def _kept(text: str, asked: frozenset[str]) -> bool:
+    """The text says a subject asked about stayed as it was ("same job", "same school")."""
+    kept = [f"my {m[1]}" for m in KEPT.finditer(text.lower())]
+    return any(SLOT_NAMES[name].cues.search(thing) for name in asked for thing in kept)
+
+
 def _possessed(record: Episode | Fact, slot: str) -> bool:
     """The statement says the slot's thing is the speaker's ("our standup", "they moved my shifts")."""
     return any(slot in clause.mine for clause in read(statement(record)).clauses)
@@ -450,6 +462,8 @@ def update_reason(
         return None  # one more of something, or an echo: nothing the earlier did not say
     if {v for v in old.values & about if NUMBER.fullmatch(v)} - new.values or _other_thing(old, new):
         return None  # the earlier one names the thing the question asks about ("order 1417"), the later one not
+    if asked and _kept(statement(later), asked):
+        return None  # a partial change that says the subject asked about stayed: "moved to Wokingham, same job"
     topic = (old.content & new.content) - old.values - new.values
     many = False  # a subject with many values at a time (pets, tools): only an end is a change
     for name in sorted(old.slots & new.slots) if similarity >= SLOT_FLOOR else ():

@@ -126,12 +126,14 @@ IMPLIED = [  # a change only an event says, or someone else's doing; at a cosine
     ("Our standup is at 9:15 every morning.", "They moved our standup to 10 because of the new US team."),
     ("I've lived here since uni and Norwich suits me fine.", "Packed the van and moved to Ipswich last week."),
     ("We live in Shrewsbury, near the abbey.", "We moved to Ludlow in May, I'd go back if the trains were better."),
+    ("I'm a barista at Kettle & Co on the corner.", "I quit the café, I'm doing a coding course now."),
 ]  # fmt: skip
 NOT_IMPLIED = [  # events of someone else, or a change said only as a maybe
     ("I work for Calder Logistics.", "My sister handed in her notice at the bakery."),
     ("I'm on £41k at the moment.", "They offered my brother £50k at the bank."),
     ("We live in Shrewsbury, near the abbey.", "If we moved to Ludlow, the commute would be awful."),
     ("Our standup is at 9:15 every morning.", "Their design review moved to 3pm on Thursdays."),
+    ("Our bank is Monzo, the app is great.", "The bank app takes ten seconds to open now."),  # "ten" names nothing
 ]
 
 
@@ -151,3 +153,12 @@ def test_an_offer_to_the_speaker_is_the_speakers_salary_even_after_a_comma() -> 
     assert changes.read(changes.statement(offer)).slots >= {"money"}
     assert changes.owners(offer, "money") >= {"ravi"}
     assert changes.update_reason(salary, offer, 0.3) is not None
+
+
+def test_a_partial_change_leaves_the_subject_asked_about() -> None:
+    """The earlier statement says where she works and lives; the later changes only where she lives."""
+    earlier = turn("I'm a nurse at Leighton Hospital and I live in Crewe.")
+    later = turn("We've moved to Nantwich for the schools, still the same job though.")
+    work, home = changes.question_slots("Where does she work?"), changes.question_slots("Where does she live?")
+    assert changes.update_reason(earlier, later, 0.6, topical=True, asked=work) is None
+    assert changes.update_reason(earlier, later, 0.6, topical=True, asked=home) is not None
