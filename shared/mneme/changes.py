@@ -466,7 +466,10 @@ def update_reason(
         return None  # a partial change that says the subject asked about stayed: "moved to Wokingham, same job"
     topic = (old.content & new.content) - old.values - new.values
     many = False  # a subject with many values at a time (pets, tools): only an end is a change
-    for name in sorted(old.slots & new.slots) if similarity >= SLOT_FLOOR else ():
+    shared = old.slots & new.slots
+    if asked & new.slots and not asked & old.slots:
+        shared &= asked  # asked about work, the earlier says only the pay: a new pay is no answer to the question
+    for name in sorted(shared) if similarity >= SLOT_FLOOR else ():
         if not _same(earlier, later, name, topic, about):
             continue
         if not SLOT_NAMES[name].single:

@@ -142,3 +142,31 @@ def test_an_implied_change_supersedes_a_claim_when_its_value_reads_and_marks_it_
     # And the pay, whose new value no claim reads, is marked changed by the offer and stale
     pay = facts["Noor's salary is £31k."]
     assert (pay.status, pay.changed_by, pay.stale) == ("active", offer, True)
+
+
+def test_a_stale_claim_is_placed_below_its_change_only_for_a_question_about_its_subject(
+    services: Services, clock: Any
+) -> None:
+    # Given a pay claim consolidation marked stale by a later offer
+    say(services, "s1", ("Noor", "I'm on £31k and I love the map-making side of the job."), ("Jo", "Nice."),
+        occurred_at=clock.now())  # fmt: skip
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    clock.advance(days=60)
+    [offer, _] = say(services, "s2", ("Noor", "Tallis Maps offered me the GIS job, at £36,000!"), ("Jo", "Take it!"),
+                     occurred_at=clock.now())  # fmt: skip
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    pay = claims(services)["Noor's salary is £31k."]
+    assert (pay.changed_by, pay.stale) == (offer, True)
+
+    def found(query: str) -> Any:
+        response = services.recall.recall(WRITER, RecallRequest(query=query, limit=10))
+        return next(r for r in response.results if r.id == pay.fact_id)
+
+    # When recall asks about her pay, the claim is marked as since changed by the offer
+    assert found("What is Noor's salary?").since_changed["by"] == offer
+    # When it asks about another subject the claim's grounding turn answers (what she loves in a job), the
+    # claim stands where that turn would, flagged stale, not placed below the offer
+    other = found("What does Noor love about the job?")
+    assert other.since_changed is None and other.fact is not None and other.fact["stale"]
