@@ -81,7 +81,8 @@ SLOTS: tuple[Slot, ...] = (
     _slot("framework", "framework", "library", "stack", "built (?:on|with|in)", "written in", r"rewrit\w*", "react",
           "vue", "angular", "svelte", "django", "rails", "flask", "fastapi", "laravel", flags="thing"),
     _slot("money", "budget", "rent", "landlord", "lease", "salary", "pay (?:rise|raise|cut)", "price", "costs?", "fee",
-          "(?:hourly|day) rate", "rate is", "charged?", "subscription", "mortgage", "earn(?:s|ing)?", flags="numeric"),
+          "(?:hourly|day) rate", "rate is", "charged?", "subscription", "mortgage", "earn(?:s|ing)?",
+          r"on [£$€]\s?\d[\d,.]*k?", r"\d[\d,.]*k? (?:a|per) (?:year|annum|hour)", flags="numeric"),
     _slot("version", "version", r"upgrad\w*", r"downgrad\w*", r"v\d[\w.]*", flags="numeric thing"),
     _slot("hours", "opening hours", "open(?:s|ing)? (?:at|from|until|till|on)", "clos(?:e|es|ing) (?:at|from|on)",
           "hours", "shifts?", flags="numeric thing"),
@@ -295,18 +296,23 @@ def _hedged(flat: str, clauses: list[Clause]) -> bool:
     return any(HEDGE.search(part.lower()) for part in parts or [flat])
 
 
-def _touched(lowered: str) -> list[Slot]:
-    """The slots a lower-cased text touches: by their cue words, and money by an amount of it ("at £37,000")."""
+JOB = frozenset({"employer", "role"})
+
+
+def _touched(lowered: str, whole: str) -> list[Slot]:
+    """The slots a lower-cased clause touches: by their cue words, and money by an amount where the whole
+    statement (`whole`, lower-cased) talks of a job: a pay ("offered me the job, at £37,000")."""
     found = [s for s in SLOTS if s.cues.search(lowered)]
     money = SLOT_NAMES["money"]
-    return [*found, money] if money not in found and AMOUNT.search(lowered) else found
+    paid = AMOUNT.search(lowered) and any(SLOT_NAMES[name].cues.search(whole) for name in JOB)
+    return [*found, money] if money not in found and paid else found
 
 
 def _values(text: str) -> frozenset[str]:
     """What a text names as values: names (capitalised words, not common ones), value words, numbers."""
     names = {m[0].lower() for m in re.finditer(r"[\w'-]+", text) if m[0][:1].isupper()}
     lowered = set(words(text))
-    found = {n for n in names - COMMON - FILLER if not n.startswith("i'") and not n.endswith(VERBAL)}
+    found = {n for n in names - COMMON - FILLER if not n.startswith("i'") and (n in CALENDAR or not n.endswith(VERBAL))}
     numbers = {m[0].rstrip(".,:") for m in NUMBER.finditer(text)} | (lowered & NUMBER_WORDS)
     return frozenset(found | numbers | (lowered & VALUE_WORDS))
 
@@ -328,7 +334,7 @@ def read(text: str) -> Reading:
         low = part.lower()
         before, subject = subject, _subject(part.strip(), subject)
         change = ENDS.search(low) or CHANGES.search(low)
-        named = _touched(low)
+        named = _touched(low, lowered)
         # someone else's doing to the speaker, in this clause or carried on ("offered me the job, at £37,000")
         for_me = subject != SPEAKER and (bool(FOR_ME.search(low)) or (for_me and subject == before))
         clauses.append(
@@ -349,7 +355,7 @@ def read(text: str) -> Reading:
     ends = ENDS.search(lowered)
     return Reading(
         clauses=tuple(clauses),
-        slots=frozenset(s.name for s in _touched(lowered)),
+        slots=frozenset(s.name for s in _touched(lowered, lowered)),
         values=_values(flat),
         content=frozenset(meaningful - cue_words),
         asks=_asks(lowered),
@@ -427,7 +433,9 @@ def _apart(earlier: str, later: str) -> bool:
     return bool(old and new) and not any(a[:5] == b[:5] for a in old for b in new)
 
 
-IDENTIFIER = re.compile(r"\b([a-z]+) #?(\d[\w-]*)")  # "order 1417", "ticket #204", "room 12b"
+IDENTIFIER = re.compile(  # "order 1417", "ticket #204", "room 12b"; not a date ("due 12 may")
+    rf"\b([a-z]+) #?(\d[\w-]*)(?!\w| (?:{'|'.join(sorted(CALENDAR))})\b)"
+)
 
 
 def _other_thing(old: Reading, new: Reading) -> bool:

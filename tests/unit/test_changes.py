@@ -134,6 +134,7 @@ NOT_IMPLIED = [  # events of someone else, or a change said only as a maybe
     ("We live in Shrewsbury, near the abbey.", "If we moved to Ludlow, the commute would be awful."),
     ("Our standup is at 9:15 every morning.", "Their design review moved to 3pm on Thursdays."),
     ("Our bank is Monzo, the app is great.", "The bank app takes ten seconds to open now."),  # "ten" names nothing
+    ("My rent is £950 a month.", "I paid £40 for the concert tickets last night."),  # an amount of something else
 ]
 
 
@@ -162,3 +163,12 @@ def test_a_partial_change_leaves_the_subject_asked_about() -> None:
     work, home = changes.question_slots("Where does she work?"), changes.question_slots("Where does she live?")
     assert changes.update_reason(earlier, later, 0.6, topical=True, asked=work) is None
     assert changes.update_reason(earlier, later, 0.6, topical=True, asked=home) is not None
+
+
+def test_a_date_is_a_value_not_the_name_of_a_thing() -> None:
+    """ "due 12 May" and "due 26 July" are two dates of one deadline, not two things numbered 12 and 26; and
+    a month that ends like an adverb ("July") is a value still."""
+    before = turn("Board pack for the Q3 review due 12 May. Owner: Tom.", None)
+    after = turn("Finance agreed an extension: the board pack is now due 26 July.", None)
+    assert "july" in changes.read(changes.statement(after)).values
+    assert changes.update_reason(before, after, 0.3) is not None
