@@ -64,7 +64,8 @@ SLOTS: tuple[Slot, ...] = (
           "signed (?:on )?with", "job offer",
           r"offer(?:ed|s)? (?:me |him |her |them |us )?(?:the|a|an) (?:[\w-]+ ){0,3}job"),
     _slot("role", "role", "position", "title", r"promot\w*", r"work(?:s|ed|ing)? as", "career", "part-time",
-          "full-time", "contract(?:or)?"),
+          "full-time", "contract(?:or)?",
+          values="junior senior lead principal chief head trainee apprentice intern associate deputy assistant"),
     _slot("manager", "manager", "boss", "supervisor", "report(?:s|ing)? to", "team lead"),
     _slot("diet", "diet", "vegetarian", "vegan", "pescatarian", "meat", "dairy", "gluten", "keto", "eat(?:s|ing)?",
           "plant-based", "lactose",
@@ -136,8 +137,9 @@ WEAK = re.compile(  # words that often come with a change but also without one: 
 )
 HEDGE = re.compile(
     r"\b(?:might|maybe|perhaps|thinking (?:of|about)|considering|if|would|could|planning to|going to|"
-    r"want(?:s|ed)? to|hoping|hope to|tempted|debating|not sure|rumou?r|apparently)\b"
-)
+    r"want(?:s|ed)? to|hoping|hope to|tempted|debating|not sure|rumou?r|apparently|"
+    r"discuss(?:ed|es|ing)?|talk(?:ed|ing)? (?:about|of)|propos(?:ed|es|ing|al)|suggest(?:ed|s|ing|ion)|floated)\b"
+)  # talk of a change is no change: "owners discussed opening on Sundays"
 ADDS = re.compile(r"\b(?:too|also|as well|another|second|third|one more|extra|added|plus)\b")
 QUESTION_START = re.compile(
     r"^(?:do|does|did|is|are|was|were|can|could|will|would|have|has|had|what|where|when|who|why|how|which|"
@@ -426,6 +428,13 @@ def _mentions(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def _openers(text: str) -> frozenset[str]:
+    """The first words of a text's sentences that it does not also name further in ("Much", "Brand" of "Much.
+    Brand new boiler"): capitalised by their place, not as names."""
+    first = {m[1].lower() for m in re.finditer(r"(?:^|[.!?]\s+)([\w'-]+)", text)}
+    return frozenset(first - _mentions(text))
+
+
 def _apart(earlier: str, later: str) -> bool:
     """Both mention names, and none in common: they are about different people, places or things (a name and
     its longer form, "Postgres" and "PostgreSQL", are one)."""
@@ -433,8 +442,8 @@ def _apart(earlier: str, later: str) -> bool:
     return bool(old and new) and not any(a[:5] == b[:5] for a in old for b in new)
 
 
-IDENTIFIER = re.compile(  # "order 1417", "ticket #204", "room 12b"; not a date ("due 12 may")
-    rf"\b([a-z]+) #?(\d[\w-]*)(?!\w| (?:{'|'.join(sorted(CALENDAR))})\b)"
+IDENTIFIER = re.compile(  # "order 1417", "ticket #204", "room 12b"; not a date ("due 12 may"), a time ("opens 8 to 3")
+    rf"\b([a-z]+) #?(\d[\w-]*)(?<!am)(?<!pm)(?!\w|[:.]\d| to \d| (?:{'|'.join(sorted(CALENDAR))})\b)"
 )
 
 
@@ -473,29 +482,44 @@ def update_reason(
     if asked and _kept(statement(later), asked):
         return None  # a partial change that says the subject asked about stayed: "moved to Wokingham, same job"
     topic = (old.content & new.content) - old.values - new.values
-    many = False  # a subject with many values at a time (pets, tools): only an end is a change
     shared = old.slots & new.slots
     if asked & new.slots and not asked & old.slots:
         shared &= asked  # asked about work, the earlier says only the pay: a new pay is no answer to the question
-    for name in sorted(shared) if similarity >= SLOT_FLOOR else ():
-        if not _same(earlier, later, name, topic, about):
-            continue
-        if not SLOT_NAMES[name].single:
-            if new.ends:
-                return f"{name}: {new.ends}"
-            many = True
-        elif change := new.changed(name):
-            return f"{name}: {change}"
-        elif fresh := new.valued(name) - old.values:
-            return f"{name}: {sorted(fresh)[0]} instead of {', '.join(sorted(old.valued(name))) or '?'}"
+    many, why = _slot_change(earlier, later, sorted(shared) if similarity >= SLOT_FLOOR else [], topic, about)
+    if why is not None:
+        return why
     if many or (similarity < SAME_KIND and not topical) or not _same(earlier, later, None, topic, about):
         return None
     if similarity < SAME_KIND and asked and new.slots and not (asked & new.slots):
         return None  # two answers to a question about a subject, but the later one is about another
+    if similarity < SAME_KIND:
+        added -= _openers(statement(later)) - VALUE_WORDS  # "Much. Brand new boiler": a capital by its place
     if new.ends or (added and (new.cue or (latest and similarity >= SAME_KIND))):
         why = "same answer" if similarity < SAME_KIND else f"same kind ({similarity:.2f})"
         return f"{why}: {new.ends or new.cue or ', '.join(sorted(added)) or 'something new'}"
     return None
+
+
+def _slot_change(
+    earlier: Episode | Fact, later: Episode | Fact, shared: list[str], topic: frozenset[str], about: frozenset[str]
+) -> tuple[bool, str | None]:
+    """The change of a slot both statements touch, of one subject: change words in the slot's clause, or for a
+    slot with one value at a time another value. Also whether a slot with many values (pets, tools) was
+    shared without an end of one, which no other reading may then call a change."""
+    old, new = read(statement(earlier)), read(statement(later))
+    many = False
+    for name in shared:
+        if not _same(earlier, later, name, topic, about):
+            continue
+        if not SLOT_NAMES[name].single:
+            if new.ends:
+                return many, f"{name}: {new.ends}"
+            many = True
+        elif change := new.changed(name):
+            return many, f"{name}: {change}"
+        elif fresh := new.valued(name) - old.values:
+            return many, f"{name}: {sorted(fresh)[0]} instead of {', '.join(sorted(old.valued(name))) or '?'}"
+    return many, None
 
 
 POSSESSIVE = re.compile(rf"\b((?:the )?[\w'-]+)'s ({'|'.join(sorted(PEOPLE))})\b")

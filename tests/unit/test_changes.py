@@ -172,3 +172,23 @@ def test_a_date_is_a_value_not_the_name_of_a_thing() -> None:
     after = turn("Finance agreed an extension: the board pack is now due 26 July.", None)
     assert "july" in changes.read(changes.statement(after)).values
     assert changes.update_reason(before, after, 0.3) is not None
+
+
+def test_talk_of_a_change_is_no_change() -> None:
+    hours = turn("The café opens 8 to 3, Tuesday to Sunday.", None)
+    talk = turn("The owners discussed opening on Mondays 9 to 2 in the school holidays.", None)
+    assert changes.update_reason(hours, talk, 0.55) is None
+    assert changes.update_reason(hours, turn("From next week the café opens 9 to 2, Wednesday to Sunday.", None), 0.55)
+
+
+def test_the_capital_that_opens_a_sentence_names_no_new_value() -> None:
+    """A reply that only says something is new ("Shiny new kettle") changes nothing of a move just told."""
+    moved = turn("I moved to Derby for the new job, I'm in Darley Abbey now.")
+    reply = turn("Lovely. Shiny new kettle, and the flat came with a dishwasher.")
+    assert changes.update_reason(moved, reply, 0.3, topical=True) is None
+
+
+def test_a_grade_is_a_value_of_a_role_even_where_a_sentence_starts_with_it() -> None:
+    junior = turn("I'm a junior analyst at Kestrel Bank, mostly fraud reports.")
+    senior = turn("Great review, I got the step up. Senior analyst from this month.")
+    assert changes.update_reason(junior, senior, 0.3, topical=True) is not None
