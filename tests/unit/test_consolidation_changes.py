@@ -170,3 +170,18 @@ def test_a_stale_claim_is_placed_below_its_change_only_for_a_question_about_its_
     # claim stands where that turn would, flagged stale, not placed below the offer
     other = found("What does Noor love about the job?")
     assert other.since_changed is None and other.fact is not None and other.fact["stale"]
+
+
+def test_an_age_is_flagged_stale_a_year_after_it_was_said(services: Services, clock: Any) -> None:
+    # Given an age consolidated from a turn
+    say(services, "s1", ("Noor", "I'm 41, and my knees know it."), ("Jo", "Ha."), occurred_at=clock.now())
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    assert not claims(services)["Noor is 41."].stale
+    # When a run's maintenance sweep comes more than a year later
+    clock.advance(days=370)
+    say(services, "s2", ("Jo", "Happy new year!"), occurred_at=clock.now())
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    # Then the age is flagged stale: true once, not now
+    assert claims(services)["Noor is 41."].stale
