@@ -431,7 +431,7 @@ def _mentions(text: str) -> frozenset[str]:
 def _openers(text: str) -> frozenset[str]:
     """The first words of a text's sentences that it does not also name further in ("Much", "Brand" of "Much.
     Brand new boiler"): capitalised by their place, not as names."""
-    first = {m[1].lower() for m in re.finditer(r"(?:^|[.!?]\s+)([\w'-]+)", text)}
+    first = {m[1].lower() for m in re.finditer(r"(?:^|[.!?]\s+)([\w'-]+)", text) if m[1][:1].isupper()}
     return frozenset(first - _mentions(text))
 
 

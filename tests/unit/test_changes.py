@@ -192,3 +192,9 @@ def test_a_grade_is_a_value_of_a_role_even_where_a_sentence_starts_with_it() -> 
     junior = turn("I'm a junior analyst at Kestrel Bank, mostly fraud reports.")
     senior = turn("Great review, I got the step up. Senior analyst from this month.")
     assert changes.update_reason(junior, senior, 0.3, topical=True) is not None
+
+
+def test_a_number_that_opens_a_sentence_is_a_value_still() -> None:
+    talk = turn("we keep talking about keeping chickens in the garden.")
+    bought = turn("we bought them yesterday! 4 hens, all laying already.")
+    assert changes.update_reason(talk, bought, 0.3, topical=True) is not None
