@@ -129,7 +129,7 @@ CHANGES = re.compile(  # a change said as such: enough beside a subject the earl
     r"brought forward|raised|increased|went up|gone up|goes up|dropped|cut|reduced|lowered|promoted|transferred|"
     r"joined|hired|became|become|back to|returned|went (?:vegan|vegetarian|back)|adopted|took up|taking up|"
     r"signed (?:up|with|for|on)|enrolled|renamed|got (?:married|engaged)|slip(?:s|ped)|relocated|bought|"
-    r"offered (?:me|him|her|them|us)|accepted|got the job|took the job|first day)\b"
+    r"offered (?:me|him|her|them|us)|accepted|got the job|took the job)\b"
 )
 WEAK = re.compile(  # words that often come with a change but also without one: they need a new value beside them
     r"\b(?:now|new|started|starting|begun|began|finally|turned|as of|these days|got an?|"

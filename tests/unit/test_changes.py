@@ -198,3 +198,10 @@ def test_a_number_that_opens_a_sentence_is_a_value_still() -> None:
     talk = turn("we keep talking about keeping chickens in the garden.")
     bought = turn("we bought them yesterday! 4 hens, all laying already.")
     assert changes.update_reason(talk, bought, 0.3, topical=True) is not None
+
+
+def test_a_first_day_somewhere_changes_a_job_not_every_subject() -> None:
+    project = turn("My side project is on river levels now, there's ten years of sensor data.")
+    first_day = turn("My first day as a junior analyst was last Monday, everyone was lovely.")
+    assert changes.update_reason(project, first_day, 0.3, topical=True) is None
+    assert changes.update_reason(turn("I work at Pellow & Hart."), turn("First day at Carrick Surveys today!"), 0.3)
