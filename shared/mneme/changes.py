@@ -430,9 +430,9 @@ def _mentions(text: str) -> frozenset[str]:
 
 def _openers(text: str) -> frozenset[str]:
     """The first words of a text's sentences that it does not also name further in ("Much", "Brand" of "Much.
-    Brand new boiler"): capitalised by their place, not as names."""
+    Brand new boiler"): capitalised by their place, not as names; a day or month ("Mid-May") names a time."""
     first = {m[1].lower() for m in re.finditer(r"(?:^|[.!?]\s+)([\w'-]+)", text) if m[1][:1].isupper()}
-    return frozenset(first - _mentions(text))
+    return frozenset(w for w in first - _mentions(text) if not CALENDAR & set(w.split("-")))
 
 
 def _apart(earlier: str, later: str) -> bool:

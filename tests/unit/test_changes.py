@@ -205,3 +205,9 @@ def test_a_first_day_somewhere_changes_a_job_not_every_subject() -> None:
     first_day = turn("My first day as a junior analyst was last Monday, everyone was lovely.")
     assert changes.update_reason(project, first_day, 0.3, topical=True) is None
     assert changes.update_reason(turn("I work at Pellow & Hart."), turn("First day at Carrick Surveys today!"), 0.3)
+
+
+def test_a_time_that_opens_a_sentence_is_a_value_still() -> None:
+    beer = turn("Still brewing. Batch six is a porter.")
+    cheese = turn("Early-June. Until then I'm free, so I've started making cheese in the cellar.")
+    assert changes.update_reason(beer, cheese, 0.3, topical=True) is not None
