@@ -58,8 +58,8 @@ from load import start_server
 
 from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.bootstrap import SystemClock
+from mneme.http.routes import ROUTES, Route
 from mneme.identity import ROLE_RANK, Role
-from mneme.routes import ROUTES, Route
 from mneme.services.keys import KeyService
 
 A, B = "default", "tenant-b"

@@ -104,7 +104,7 @@ def rest_event(method: str, path: str, body: dict[str, Any] | None = None) -> di
 
 
 def goal_ms(name: str) -> float | None:
-    from mneme.routes import FUNCTIONS
+    from mneme.http.routes import FUNCTIONS
 
     return AUTHORIZER_GOAL_MS if name == "authorizer" else HTTP_GOAL_MS if name in FUNCTIONS else None
 

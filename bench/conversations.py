@@ -86,7 +86,7 @@ TAGS = re.compile(r"\s*\[((?:q\d+[\s,]*)+)\]\s*$")
 SESSION = re.compile(r"^##\s*(\d{4}-\d{2}-\d{2})(?:[ T](\d{1,2}:\d{2}))?\s*$")
 QUESTION = re.compile(r"^\?\s*(q\d+)\s*(?:(\w+)\s*)?\|\s*(.+?)\s*$")
 # what decides the stored and indexed data (a change here re-ingests under --reuse)
-INGEST_CODE = ("adapters", "models.py", "text.py", "services/indexing.py", "services/remember.py")
+INGEST_CODE = ("adapters", "models.py", "language/text.py", "services/indexing.py", "services/remember.py")
 
 
 @dataclass

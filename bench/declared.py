@@ -22,8 +22,8 @@ import anyio
 from mcp import Client
 
 from mneme.cli.app import parser as cli_parser
-from mneme.mcp_params import model_field
-from mneme.mcp_server import build_server
+from mneme.mcp.params import model_field
+from mneme.mcp.server import build_server
 from mneme.services.recall import RecallRequest
 from mneme_sdk import Client as MnemeClient
 

@@ -34,13 +34,13 @@ import numpy as np
 
 from mneme.adapters.sqlite import index as sqlite_index
 from mneme.adapters.sqlite import store as sqlite_store
+from mneme.language.text import GENERIC, STOPWORDS
 from mneme.observability import metrics
 from mneme.ports import Embedder, embed_query
 from mneme.search_models import SearchFilter
-from mneme.services.anchors import anchor_words
 from mneme.services.recall import RecallRequest, Scoring
+from mneme.services.recall.anchors import anchor_words
 from mneme.services.recall.stages import MIN_VECTOR
-from mneme.text import GENERIC, STOPWORDS
 
 DATASET = c.ROOT / "bench" / "quality" / "dataset.jsonl"
 INDEXING = c.ROOT / "shared" / "mneme" / "services" / "indexing.py"  # what an episode is indexed with

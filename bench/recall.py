@@ -138,7 +138,7 @@ def grow(eng: c.Engine, base: int, size: int) -> None:
     from mneme.adapters.sqlite.base import utc_text
     from mneme.adapters.sqlite.text import iso_utc
     from mneme.errors import MnemeError
-    from mneme.text import date_words
+    from mneme.language.text import date_words
 
     store, index = eng.store._target, eng.services.index._target  # type: ignore[attr-defined]
     with index._db() as conn:

@@ -16,7 +16,9 @@ first, unprofiled, so imports and model loading are not counted. For each it pri
 Then, from the source: each port's methods (`shared/mneme/ports.py`: its own and with the ports it extends),
 product modules (`shared/mneme`, `functions`) over 400 and 600 lines, and functions over 60 lines.
 
-    PYTHONPATH=shared:. python bench/structure.py [--top 5]
+    PYTHONPATH=shared:. python bench/structure.py [--top 5] [--modules]
+
+`--modules` also lists each phase's modules, by package.
 """
 
 from __future__ import annotations
@@ -110,16 +112,18 @@ def short(module: str) -> str:
     return module.removeprefix("mneme.")
 
 
-def report(name: str, walk: Walk, top: int) -> None:
+def report(name: str, walk: Walk, top: int, modules: bool) -> None:
     back = sum(walk.back.values())
     print(f"{name}: {len(walk.modules)} modules entered, {walk.hops} hops between modules, {back} calls back")
+    if modules:
+        print("  " + ", ".join(short(module) for module in sorted(walk.modules)))
     for (caller, module), count in walk.back.most_common(top):
         print(f"    {count:4d}  {short(caller)} -> {short(module)}")
     calls = ", ".join(f"{name} {count}" for name, count in sorted(walk.adapters.items()))
     print(f"  calls into adapters: {sum(walk.adapters.values())} ({calls})")
 
 
-def profile(top: int) -> None:
+def profile(top: int, modules: bool) -> None:
     home = Path(tempfile.mkdtemp(prefix="mneme-structure-"))
     os.environ.update(MNEME_HOME=str(home), MNEME_CONSOLIDATION__SETTLE_SECONDS="0")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
@@ -144,17 +148,19 @@ def profile(top: int) -> None:
         for query in ("boiler pressure", "VAT scheme", "forklift inspection"):  # the pools' connections opened
             api.post("/v1/recall", json={"query": query, "scope": "root"}, timeout=60).raise_for_status()
         with profiler.phase() as recall:
-            api.post("/v1/recall", json={"query": "who is the invoice contact", "scope": "root"}).raise_for_status()
+            api.post(
+                "/v1/recall", json={"query": "who is the invoice contact", "scope": "root"}, timeout=60
+            ).raise_for_status()
         with profiler.phase() as remember_walk:
             body = {"scope": SCOPE, "content": "Pennine Joinery pays invoices within 30 days.", "create_scope": True}
-            api.post("/v1/remember", json=body).raise_for_status()
+            api.post("/v1/remember", json=body, timeout=60).raise_for_status()
             for thread in threading.enumerate():  # and its embedding thread, if the index write went there
                 if thread.name == "remember-embed":
                     thread.join(30)
         with profiler.phase(lambda name: name.startswith("consolidate-")) as run:
-            run_id = api.post("/v1/consolidate", json={}).raise_for_status().json()["run_id"]
+            run_id = api.post("/v1/consolidate", json={}, timeout=60).raise_for_status().json()["run_id"]
             deadline = time.monotonic() + 120
-            while api.get(f"/v1/consolidations/{run_id}").json()["status"] == "running":
+            while api.get(f"/v1/consolidations/{run_id}", timeout=60).json()["status"] == "running":
                 if time.monotonic() > deadline:
                     raise SystemExit("the consolidation run did not finish in 120 s")
                 time.sleep(0.1)
@@ -165,9 +171,9 @@ def profile(top: int) -> None:
         server.shutdown()
         server.server_close()
     print("## the profile (product modules: mneme.*, functions.*)")
-    report("recall (POST /v1/recall)", recall, top)
-    report("remember (POST /v1/remember)", remember_walk, top)
-    report("background consolidation run (its thread)", run, top)
+    report("recall (POST /v1/recall)", recall, top, modules)
+    report("remember (POST /v1/remember)", remember_walk, top, modules)
+    report("background consolidation run (its thread)", run, top, modules)
 
 
 def ports() -> None:
@@ -213,8 +219,9 @@ def sizes() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--top", type=int, default=5, help="calls-back pairs to list per phase")
+    parser.add_argument("--modules", action="store_true", help="list each phase's modules")
     args = parser.parse_args()
-    profile(args.top)
+    profile(args.top, args.modules)
     ports()
     sizes()
 

@@ -24,7 +24,7 @@ from mneme.http.schemas import (
     RenameScopeRequest,
 )
 from mneme.models import Memory, Role
-from mneme.services.memories import tag_label
+from mneme.services.curation.memories import tag_label
 from mneme.structure_models import Draft, Preview
 
 

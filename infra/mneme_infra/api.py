@@ -25,7 +25,7 @@ from constructs import Construct
 
 from infra.mneme_infra.config import InfraConfig
 from infra.mneme_infra.throttling import ApiRateLimit, throttle_tenants
-from mneme.routes import PAGES, ROUTES, Route
+from mneme.http.routes import PAGES, ROUTES, Route
 
 F = apigw.AccessLogField
 ACCESS_LOG_FIELDS = {

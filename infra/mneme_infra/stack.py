@@ -20,7 +20,7 @@ from infra.mneme_infra.search_domain import SearchDomain
 from infra.mneme_infra.specs import AUTHORIZER, REPAIR, SCHEDULE, STAGES
 from infra.mneme_infra.storage import Storage
 from mneme.adapters.dynamo.store import TABLE_SCHEMA
-from mneme.routes import FUNCTIONS
+from mneme.http.routes import FUNCTIONS
 
 
 class MnemeStack(Stack):

@@ -33,7 +33,7 @@ from constructs import Construct
 
 from infra.mneme_infra.config import InfraConfig, PinnedTenant
 from mneme.auth import pinned_digest
-from mneme.routes import Route
+from mneme.http.routes import Route
 
 # The stack's own UUID (the last part of its stack id), without hyphens: unique to a deployment, made by
 # CloudFormation when the stack is created, so the bucket a tenant lands in differs between deployments.

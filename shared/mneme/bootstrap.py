@@ -32,19 +32,19 @@ if TYPE_CHECKING:
     from mneme.consolidation.service import ConsolidationService, Orchestrator
     from mneme.models import Memory
     from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
+    from mneme.services.curation.memories import MemoryService
+    from mneme.services.curation.retrieval import RetrievalService
+    from mneme.services.curation.review import ReviewService
+    from mneme.services.curation.structure import StructureService
     from mneme.services.feed import FeedService
     from mneme.services.forgetting import ForgetService
     from mneme.services.indexing import Indexer
     from mneme.services.keys import KeyService
-    from mneme.services.memories import MemoryService
     from mneme.services.portability import PortabilityService
     from mneme.services.recall import RecallService
     from mneme.services.records import RecordsService
     from mneme.services.remember import RememberService
-    from mneme.services.retrieval import RetrievalService
-    from mneme.services.review import ReviewService
     from mneme.services.scopes import ScopeService
-    from mneme.services.structure import StructureService
 
 
 class SystemClock:
@@ -232,7 +232,7 @@ class Services:
 
     @built
     def memories(self) -> MemoryService:
-        from mneme.services.memories import MemoryService
+        from mneme.services.curation.memories import MemoryService
 
         # the indexer (embedder, index) is built when a memory first changes, not to read one
         return MemoryService(self.store, self.clock, self.scopes, on_change=self._memory_changed)
@@ -242,7 +242,7 @@ class Services:
 
     @built
     def retrieval(self) -> RetrievalService:
-        from mneme.services.retrieval import RetrievalService
+        from mneme.services.curation.retrieval import RetrievalService
 
         return RetrievalService(self.store, self.clock, self.scopes, self.memories)
 
@@ -278,7 +278,7 @@ class Services:
 
     @built
     def review(self) -> ReviewService:
-        from mneme.services.review import ReviewService
+        from mneme.services.curation.review import ReviewService
 
         return ReviewService(self.store, self.clock, self.memories, self.scopes)
 
@@ -300,7 +300,7 @@ class Services:
 
     @built
     def structure(self) -> StructureService:
-        from mneme.services.structure import StructureService
+        from mneme.services.curation.structure import StructureService
 
         return StructureService(self.store, self.clock, self.scopes, self.indexer)
 
@@ -347,7 +347,7 @@ def cursor_secret(settings: Settings) -> Callable[[], bytes]:
         path = cursor_key_file(settings)
         if path is None:
             raise StoreUnavailable("set MNEME_CURSOR_SECRET_ARN (or MNEME_CURSOR_SECRET) to sign feed cursors")
-        from mneme.local.keyfiles import create_once, read_key
+        from mneme.adapters.keyfiles import create_once, read_key
 
         if not os.path.lexists(path):
             create_once(path, secrets.token_hex(CURSOR_KEY_BYTES))
@@ -367,24 +367,16 @@ Provide = Callable[[], Services]
 """What a route, command or scheduled handler is given: the services to use, asked for on each call (in
 Lambda `current`, so a function's services are built on its first request, not on import)."""
 
-_handed: list[Services] = []  # the services `use` handed in (at most one)
-
 
 def current() -> Services:
-    """The process-wide services: those handed in (`use`), else built from the settings once per cold start."""
-    return _handed[0] if _handed else _built()
+    """The process-wide services, built from the settings once per cold start (a Lambda function's; a host
+    that wires its own hands them to the routes, the gateway or the command instead)."""
+    return _built()
 
 
 @cache
 def _built() -> Services:
     return build()
-
-
-def use(services: Services) -> None:
-    """Serve this process (its routes, commands and scheduled handlers) with `services`, built by the caller
-    (`build` with other adapters: a host that wires its own, a test with fakes), until `reset`. Whoever
-    built them closes them."""
-    _handed[:] = [services]
 
 
 def close_current() -> None:
@@ -414,8 +406,18 @@ def current_authenticator() -> Authenticator:
 
 
 def current_usage_keys() -> UsageKeys | None:
+    return usage_keys(get_settings())
+
+
+def authorizer_over(services: Provide) -> tuple[Callable[[], Authenticator], Callable[[], UsageKeys | None]]:
+    """What the authorizer is given over `services` instead of the process's: the key lookup on their
+    store and the throttle buckets their settings name (the local gateway)."""
+    return (lambda: Authenticator(services().store)), (lambda: usage_keys(services().settings))
+
+
+def usage_keys(settings: Settings) -> UsageKeys | None:
     """The stage's throttle buckets (API Gateway usage-plan keys), when the stack configured them."""
-    throttle = get_settings().throttle
+    throttle = settings.throttle
     return UsageKeys(throttle.seed, throttle.buckets, throttle.pinned_digests) if throttle is not None else None
 
 
@@ -424,8 +426,7 @@ def current_settings() -> Settings:
 
 
 def reset() -> None:
-    """Forget the services handed in or built, and the settings (tests, or after changing the environment)."""
-    _handed.clear()
+    """Forget the services built and the settings (tests, or after changing the environment)."""
     _built.cache_clear()
     _table_authenticator.cache_clear()
     get_settings.cache_clear()

@@ -22,7 +22,7 @@ from botocore.exceptions import ClientError
 from botocore.response import StreamingBody
 
 from mneme.consolidation.reasoning import ExtractiveReasoner
-from mneme.grounding import split_speaker
+from mneme.language.grounding import split_speaker
 from mneme.ports import Embedder
 from mneme.records import Turn
 

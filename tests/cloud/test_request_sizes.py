@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from mneme.routes import ROUTES
+from mneme.http.routes import ROUTES
 from tests.cloud.conftest import Cloud
 
 QUOTES = '"' * 32 * 1024  # an episode's content at its 32 KiB limit, every byte escaped in JSON

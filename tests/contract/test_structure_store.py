@@ -25,8 +25,8 @@ from mneme.adapters.sqlite.store import SqliteRecordStore
 from mneme.errors import Conflict, ScopeNotFound
 from mneme.ports import RecordStore
 from mneme.records import Checkpoint
+from mneme.services.curation.structure import StructureService
 from mneme.services.scopes import ScopeService
-from mneme.services.structure import StructureService
 from mneme.structure_models import Draft, Operation, Plan
 from tests.conftest import FixedClock
 from tests.contract.test_record_store import (

@@ -51,7 +51,7 @@ def test_the_documented_function_count_and_failures_queue_match_the_template(def
 def test_the_throttling_figures_are_what_the_limits_add_up_to() -> None:
     """docs/deploy.md sizes Bedrock and OpenSearch from these: each figure is `throttling.ceilings`'s."""
     from infra.mneme_infra.throttling import ceilings
-    from mneme.routes import PAGES, ROUTES
+    from mneme.http.routes import PAGES, ROUTES
 
     limits = ceilings(InfraConfig(), ROUTES + PAGES)
     text = section("Throttling")

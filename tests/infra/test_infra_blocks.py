@@ -19,7 +19,7 @@ from infra.mneme_infra.config import InfraConfig
 from infra.mneme_infra.functions import Functions
 from infra.mneme_infra.search import Search
 from infra.mneme_infra.specs import EXTRA_FUNCTIONS, REPO, SPECS
-from mneme.routes import FUNCTIONS
+from mneme.http.routes import FUNCTIONS
 from mneme.settings import BedrockEmbedderSettings, BedrockReasonerSettings
 
 PYPROJECT = REPO / "pyproject.toml"
@@ -218,7 +218,7 @@ def test_code_asset_holds_functions_and_the_domain_package_compiled(tmp_path: Pa
     local = CopySources(sources)
     assert local.try_bundle(str(tmp_path), bundling(local)) is True
     assert (tmp_path / "functions" / "retrieve.py").is_file()
-    assert (tmp_path / "mneme" / "routes.py").is_file()
+    assert (tmp_path / "mneme" / "http/routes.py").is_file()
     assert lambda_bytecode_problems(tmp_path, "mneme.errors") == []
 
 
@@ -277,7 +277,7 @@ def test_a_synth_without_lambdas_python_fails_unless_source_only_assets_are_aske
     app, _ = build_app({**context, "mneme:source_only_assets": "true"}, str(tmp_path / "sources"))
     app.synth()
     code = [p.parent for p in (tmp_path / "sources").glob("asset.*/functions")]
-    assert code and (code[0] / "mneme" / "routes.py").is_file() and not list(code[0].rglob("*.pyc"))
+    assert code and (code[0] / "mneme" / "http/routes.py").is_file() and not list(code[0].rglob("*.pyc"))
 
 
 def test_build_python_is_a_runnable_cpython_312(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ def test_the_sdk_stays_out_of_the_layer_and_out_of_every_lambda() -> None:
         for source in [*root.joinpath("shared", "mneme").rglob("*.py"), *root.joinpath("functions").glob("*.py")]
         if "mneme_sdk" in source.read_text()
     }
-    allowed = {"shared/mneme/mcp_server.py", "shared/mneme/mcp_records.py", "shared/mneme/local/embedded.py"}
+    allowed = {"shared/mneme/mcp/server.py", "shared/mneme/mcp/records.py", "shared/mneme/local/embedded.py"}
     assert importers and all(path in allowed or path.startswith("shared/mneme/cli/") for path in importers), importers
 
 

@@ -13,8 +13,8 @@ from aws_cdk.assertions import Match
 
 from infra.mneme_infra.specs import AUTHORIZER, EXTRA_FUNCTIONS, REPAIR, SCHEDULE, SPECS, STAGES
 from infra.mneme_infra.storage import TABLE_SCHEMA
+from mneme.http.routes import FUNCTIONS, PAGES, ROUTES
 from mneme.models import Role
-from mneme.routes import FUNCTIONS, PAGES, ROUTES
 from tests.infra.synth import GSI_SCHEMA, VARIANT, Synth, as_list, synthesize
 
 WRITE_ACTIONS = {

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from infra.mneme_infra.config import InfraConfig
 from mneme.auth import UsageKeys
-from mneme.routes import PAGES, ROUTES
+from mneme.http.routes import PAGES, ROUTES
 from tests.cloud.template import Template
 from tests.infra.synth import Synth
 from tests.infra.test_synth import api_methods

@@ -11,9 +11,9 @@ from typing import Any
 import requests
 
 from mneme import bootstrap
+from mneme.http.routes import Route
 from mneme.local.events import LocalContext
 from mneme.models import Role
-from mneme.routes import Route
 
 # Written out by hand (not imported from the service) so a change to the contract text fails here.
 OPENING = (

@@ -72,8 +72,7 @@ def served(
             index=SqliteSearchIndex(tmp_path / "index.db"),
             background=False,
         )
-        bootstrap.use(services)  # the server's routes run on these
-        httpd = make_server("127.0.0.1", 0)
+        httpd = make_server("127.0.0.1", 0, services=lambda: services)  # the server's routes run on these
         thread = threading.Thread(target=httpd.serve_forever, daemon=True)
         thread.start()
         try:

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from mneme.http import schemas
+from mneme.http.routes import ROUTES, Route, match
 from mneme.local.events import proxy_event
 from mneme.models import Role
-from mneme.routes import ROUTES, Route, match
 
 from .helpers import Api, assert_error, fill, invoke, new_key, response_header, snapshot
 

@@ -73,10 +73,11 @@ def test_remember_during_a_bedrock_brownout_answers_201_and_the_repair_embeds_it
     assert again["episode_ids"] == batch["episode_ids"] and not any(r["created"] for r in again["items"])
     # And the repair tick waits for the model, then embeds and indexes them: found by meaning alone
     tick = {"source": "mneme.repair", "compact_every_minutes": 30, "scheduled_time": "2026-12-03T04:31:00Z"}
-    assert repair.handler(tick, Context())["indexed"] == 0
+    handler = repair.repair_handler(lambda: stack.services)  # the scheduled function over the stack's services
+    assert handler(tick, Context())["indexed"] == 0
     embedder.down = False
     assert recall(writer, alpha=1.0, beta=0.0, fallback="never")["results"] == []
-    assert repair.handler(tick, Context())["indexed"] == 4
+    assert handler(tick, Context())["indexed"] == 4
     by_meaning = recall(writer, alpha=1.0, beta=0.0, fallback="never")
     assert by_meaning["retrieval_path"] == "vector" and {r["id"] for r in by_meaning["results"]} == stored
     changes = writer.ok("GET", "/v1/changes?limit=50")["changes"]

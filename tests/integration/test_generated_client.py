@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from mneme import cli, routes
+from mneme import cli
+from mneme.http import routes
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENT = ROOT / "docs" / "openapi.json"

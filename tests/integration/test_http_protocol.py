@@ -238,7 +238,7 @@ def test_a_body_cut_short_by_a_half_close_is_not_served(fast: tuple[str, int]) -
 def test_an_unexpected_error_is_a_500_with_a_request_id_that_the_error_log_carries(
     server: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from mneme.services.retrieval import RetrievalService
+    from mneme.services.curation.retrieval import RetrievalService
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
@@ -267,9 +267,9 @@ def test_the_lambda_handler_answers_an_unexpected_error_with_api_gateways_reques
     home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     from functions import retrieve
+    from mneme.http.routes import resolve
     from mneme.local.events import LocalContext, proxy_event
-    from mneme.routes import resolve
-    from mneme.services.retrieval import RetrievalService
+    from mneme.services.curation.retrieval import RetrievalService
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")

@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 from mcp_types import CallToolResult
 
-from mneme.mcp_server import build_server
+from mneme.mcp.server import build_server
 from mneme.models import Role
 from mneme_sdk import Client as MnemeClient
 from tests.integration.stacks import STORES, Served, served

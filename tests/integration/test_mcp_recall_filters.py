@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 
 from mneme import cli
-from mneme.mcp_server import build_server
+from mneme.mcp.server import build_server
 from mneme_sdk import Client as MnemeClient
 from tests.integration.test_mcp import structured, text
 

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from functions import consolidate, repair
-from mneme import bootstrap, routes
+from mneme import bootstrap
 from mneme.consolidation.stages import STAGE_NAMES
+from mneme.http import routes
 from mneme.local.events import LocalContext
 from tests.conftest import EVENTS, load_event, principal
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from mneme import bootstrap
+from mneme.http.routes import ROUTES, Route
 from mneme.models import Role
-from mneme.routes import ROUTES, Route
 
 from .helpers import Api, assert_error, fill, lower_roles, new_key, snapshot, tenant_is_untouched
 

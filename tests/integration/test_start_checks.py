@@ -224,8 +224,7 @@ def test_while_the_index_is_rebuilt_health_is_degraded_and_recall_reads_records(
     monkeypatch.setenv("MNEME_HOME", str(home))
     bootstrap.reset()
     services = bootstrap.build(Settings(home=home), embedder=HashEmbedder(), background=False)  # type: ignore[call-arg]
-    bootstrap.use(services)  # the server's routes run on these (the test's embedder)
-    httpd = make_server("127.0.0.1", 0)
+    httpd = make_server("127.0.0.1", 0, services=lambda: services)  # its routes run on these (the test's embedder)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_address[1]}"
     headers = {"Authorization": f"Bearer {(home / 'admin.key').read_text().strip()}"}

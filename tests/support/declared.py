@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mneme.mcp_params import model_field
+from mneme.mcp.params import model_field
 
 REQUIRED = object()  # the default of a field that has none
 

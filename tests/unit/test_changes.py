@@ -1,4 +1,5 @@
-"""What a change is, in words (`mneme.changes`): the pairs a later statement updates and the ones it does not."""
+"""What a change is, in words (`mneme.language.changes`): the pairs a later statement updates and the ones it
+does not."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mneme import changes
+from mneme.language import changes
 from mneme.models import Episode
 from mneme.records import Fact
 

@@ -13,7 +13,7 @@ import pytest
 
 from mneme.consolidation.claims.window import Claim, claims, window_claims
 from mneme.consolidation.reasoning import ExtractiveReasoner
-from mneme.grounding import split_speaker
+from mneme.language.grounding import split_speaker
 from mneme.records import Turn, sentence
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"

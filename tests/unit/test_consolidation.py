@@ -11,7 +11,7 @@ from mneme.bootstrap import Services
 from mneme.consolidation.reasoning import ExtractiveReasoner
 from mneme.consolidation.service import run_batch, run_stage
 from mneme.consolidation.stages import STAGE_NAMES, Batch, Working, cluster, collect
-from mneme.grounding import confidence, grounding_error
+from mneme.language.grounding import confidence, grounding_error
 from mneme.models import Role
 from mneme.records import Proposal, Turn
 from mneme.services.recall import RecallRequest

@@ -97,7 +97,7 @@ def test_small_talk_makes_no_fact_and_rollups_carry_no_boilerplate(services: Ser
 def test_a_roll_up_states_the_claims_then_quotes_the_informative_sentences_with_their_speakers() -> None:
     from datetime import UTC, datetime, timedelta
 
-    from mneme.digests import Standing, compose
+    from mneme.language.digests import Standing, compose
     from mneme.models import Episode
     from mneme.records import Fact
 

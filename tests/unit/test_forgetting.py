@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mneme.digests import Standing
+from mneme.language.digests import Standing
 from mneme.models import Episode
 from mneme.records import Fact
 from mneme.services.forgetting import _settlement

@@ -1,6 +1,6 @@
 """Routes receive their services: every function module builds its app (and consolidate its scheduled
 handlers, the authorizer its key lookup) over what its caller hands in, so a test passes its own services
-instead of handing them to the process (`bootstrap.use`) or patching a global."""
+instead of patching a global; and `mneme serve`'s gateway serves the services it is handed."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from mneme import bootstrap, routes
+from mneme import bootstrap
 from mneme.bootstrap import Services
+from mneme.http import routes
 from mneme.local.events import LocalContext, proxy_event, token_event
 from tests.conftest import FixedClock, embedded
 
@@ -34,10 +35,10 @@ def call(app: Any, method: str, path: str, body: dict[str, Any] | None = None) -
 
 @pytest.fixture
 def untouched() -> Any:
-    """The process-wide services stay unbuilt and nothing is handed to the process."""
+    """The process-wide services stay unbuilt."""
     bootstrap.reset()
     yield
-    assert not bootstrap._handed and bootstrap._built.cache_info().currsize == 0
+    assert bootstrap._built.cache_info().currsize == 0
     bootstrap.reset()
 
 
@@ -92,3 +93,32 @@ def test_the_scheduled_consolidation_and_the_authorizer_take_what_they_are_given
     assert allowed["policyDocument"]["Statement"][0]["Effect"] == "Allow"
     assert allowed["context"]["tenant"] == "acme" and allowed["principalId"] == "acme/alice"
     services.close()
+
+
+def test_the_local_gateway_authorizes_and_serves_over_the_services_it_is_handed(
+    tmp_path: Path, untouched: None
+) -> None:
+    from mneme.errors import Unauthorized
+    from mneme.local.gateway import Gateway
+
+    # Given two service graphs, each with its own admin key, and a gateway handed the first
+    first, second = graph(tmp_path / "first"), graph(tmp_path / "second")
+    mine, _ = first.keys.create("acme", "alice", ["admin"])
+    theirs, _ = second.keys.create("acme", "alice", ["admin"])
+    gateway = Gateway(lambda: first)
+    route, params = routes.resolve("POST", "/v1/remember")
+    # When each key calls remember through it
+    caller = gateway.authorize(route, "POST", "/v1/remember", f"Bearer {mine}")
+    with pytest.raises(Unauthorized):
+        gateway.authorize(route, "POST", "/v1/remember", f"Bearer {theirs}")
+    told = json.dumps({"content": "the kiln fires at 1240 degrees", "scope": "root.studio", "create_scope": True})
+    headers = {"content-type": "application/json"}
+    event = proxy_event(route, "POST", "/v1/remember", "", headers, told, params, caller)
+    answer = gateway.invoke(route, event)
+    # Then only the first store's key is let in, and the episode is stored in the first store alone
+    assert answer["statusCode"] == 201, answer
+    assert caller is not None and caller["tenant"] == "acme"
+    episode_id = json.loads(answer["body"])["episode_id"]
+    assert first.store.get_episodes("acme", [episode_id]) and not second.store.get_episodes("acme", [episode_id])
+    first.close()
+    second.close()

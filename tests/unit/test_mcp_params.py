@@ -1,6 +1,6 @@
 """The MCP tools' input schemas are their request models' fields, read through the `mcp` package's own in-memory
 client: each property has the model's type, bounds, default and description, except what a tool declares it
-changes (below, with the reason in `mneme.mcp_server`). A bad value is refused before anything is sent, as the
+changes (below, with the reason in `mneme.mcp.server`). A bad value is refused before anything is sent, as the
 API's `invalid_input` error naming the argument."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from mneme.http.schemas import (
     ListingQuery,
     RetrieveRequest,
 )
-from mneme.mcp_params import model_field
-from mneme.mcp_server import build_server
+from mneme.mcp.params import model_field
+from mneme.mcp.server import build_server
 from mneme.services.recall import RecallRequest
 from mneme.services.remember import Conversation, RememberItem
 from mneme_sdk import Client as MnemeClient

@@ -3,8 +3,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mneme import routes
-from mneme.http import openapi
+from mneme.http import openapi, routes
 
 COMMITTED = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 

@@ -1,6 +1,6 @@
 """The package's layers, read from the imports of every module under shared/mneme (lazy and type-only
 imports included): the ports, services and adapters never import the consolidation package (its records
-and grounding rules live in the core, `mneme.records` and `mneme.grounding`), no two of mneme's parts (a
+and grounding rules live in the core, `mneme.records` and `mneme.language.grounding`), no two of mneme's parts (a
 subpackage, or a module at its root) import each other, directly or round a longer loop, nor do any two
 modules; and only the HTTP layer and `mneme.observability` import Powertools."""
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from mneme.bootstrap import Services
 from mneme.errors import Conflict, ScopeNotFound
 from mneme.models import Role
-from mneme.services.retrieval import CONTRACT, priority
+from mneme.services.curation.retrieval import CONTRACT, priority
 from tests.conftest import principal
 
 GOLDEN = Path(__file__).parent / "golden"

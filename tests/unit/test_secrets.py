@@ -7,11 +7,11 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from mneme.adapters.keyfiles import KeyFileDamaged, create_once
 from mneme.adapters.secrets import fetch_secret
 from mneme.bootstrap import cursor_secret
 from mneme.cli import ensure_first_run
 from mneme.errors import StorageFull, StoreUnavailable
-from mneme.local.keyfiles import KeyFileDamaged, create_once
 from mneme.settings import DynamoStore, Settings
 
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:mneme-cursor-AbCdEf"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mneme.mcp_server import build_server
+from mneme.mcp.server import build_server
 from mneme_sdk import Client
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -82,7 +82,7 @@ class Context:
             from mneme.local.embedded import embedded_client
 
             quiet_runtime()
-            client = embedded_client(self.principal(principal=principal, roles=roles))
+            client = embedded_client(self.principal(principal=principal, roles=roles), services=lambda: self.services)
         self._clients[cache_key] = client
         return client
 

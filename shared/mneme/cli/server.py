@@ -28,7 +28,7 @@ def ensure_first_run(services: Services | None = None) -> tuple[Path, bool]:
     """Create the store and, once, an admin key for the default tenant, with `services` (default: the
     process's, `bootstrap.current`). Returns (key file, created)."""
     from mneme import bootstrap
-    from mneme.local.keyfiles import ADMIN_KEY_MINIMUM, create_once, read_key
+    from mneme.adapters.keyfiles import ADMIN_KEY_MINIMUM, create_once, read_key
 
     services = services or bootstrap.current()
     key_file = services.settings.home / "admin.key"
@@ -73,13 +73,11 @@ def rebuild_index(reason: str, services: Services) -> threading.Thread:
 
 
 def cmd_serve(ctx: Context) -> int:
-    from mneme import bootstrap
     from mneme.local.home import hold_server
     from mneme.local.workers import worker_count
 
     ctx.embedded_only("serve")
     args, services = ctx.args, ctx.services
-    bootstrap.use(services)  # the routes (functions/*, over `bootstrap.current`) serve the command's services
     if args.listen_fd is not None:  # one of the processes `serve --workers N` started
         return _serve_worker(args.host, args.port, args.listen_fd, services)
     count = worker_count(args.workers)
@@ -102,7 +100,7 @@ def _serve(args: argparse.Namespace, count: int, home: Path, lock: ServerLock, s
         rebuild_index(reindex, services)  # before any process opens the index
     key_file, created = ensure_first_run(services)
     try:
-        server = make_server(args.host, args.port)
+        server = make_server(args.host, args.port, services=lambda: services)
     except OSError as e:  # the port is taken, or the address is not this machine's
         raise MnemeError(
             f"cannot listen on {args.host}:{args.port}: {e.strerror or e} (choose another port with --port N; "
@@ -125,7 +123,7 @@ def _serve(args: argparse.Namespace, count: int, home: Path, lock: ServerLock, s
         if workers is not None:
             workers.start()
             pids += workers.pids()
-        _warm(services)
+        _warm(server)
         processes = f"{count} process{'es' if count > 1 else ''} (pid {', '.join(map(str, pids))})"
         print(f"mneme serving on http://{host}:{port} (store: {home}; {processes}; see --workers)")
         print(
@@ -161,14 +159,12 @@ def _shut_down(server: LocalServer, workers: Workers | None, services: Services)
     """A clean stop's end: the request threads finish (up to DRAIN seconds), the workers stop, then every
     store and index connection closes, so at rest `mneme.db` and `index.db` alone hold everything; then the
     process ends. A request still running past DRAIN is left unanswered (nothing acknowledged is lost)."""
-    from mneme import bootstrap
-
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second TERM does not cut the shutdown short
     _stopper(server, services)()
     drained = server.server_close(wait=DRAIN)
     if workers is not None:
         workers.stop()
-    bootstrap.close_current()
+    services.close()
     if not drained:
         print(f"mneme serve: requests still running {DRAIN:.0f} s after the stop were left", file=sys.stderr)
     logging.shutdown()
@@ -187,10 +183,10 @@ def _serve_worker(host: str, port: int, fd: int, services: Services) -> NoReturn
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _interrupt)  # until it serves: then the server finishes what it holds
-    server = make_server(host, port, listen_fd=fd)
+    server = make_server(host, port, listen_fd=fd, services=lambda: services)
     stop_when_orphaned(_stopper(server, services), os.getppid())
     try:
-        _warm(services)
+        _warm(server)
         signal.signal(signal.SIGTERM, _stopper(server, services))
         server.serve_forever()
     except KeyboardInterrupt:
@@ -199,14 +195,15 @@ def _serve_worker(host: str, port: int, fd: int, services: Services) -> NoReturn
         _shut_down(server, None, services)
 
 
-def _warm(services: Services) -> None:
+def _warm(server: LocalServer) -> None:
     """Before a process takes connections: build its engine (once: concurrent first requests would each
-    build one), import every route's function and load a local embedding model, so that no request of
+    build one), build every route's function and load a local embedding model, so that no request of
     a fresh process waits for them (a remote embedder is left alone)."""
-    from mneme import routes
-    from mneme.local import gateway
+    from mneme.http import routes
     from mneme.settings import BedrockEmbedderSettings
 
+    gateway = server.app.gateway
+    services = gateway.services()
     services.build_all()
     for route in routes.ROUTES:
         gateway.function(route.function)
@@ -223,7 +220,7 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 def cmd_mcp(ctx: Context) -> int:
     try:
-        from mneme import mcp_server
+        from mneme.mcp import server as mcp_server
     except ImportError as e:
         message = f"`mneme mcp` needs the MCP SDK: pip install 'mneme[mcp]' ({e})"
         raise MnemeError(message, code="missing_dependency") from None

@@ -19,7 +19,7 @@ from contextvars import ContextVar
 
 from mneme.consolidation.batch import Batch, Deps, Working, set_aside
 from mneme.errors import ReasonerOutputInvalid, StoreUnavailable, Throttled
-from mneme.grounding import grounding_error, turn_of
+from mneme.language.grounding import grounding_error, turn_of
 from mneme.models import Episode
 from mneme.observability import count, logger
 from mneme.records import MAX_SUMMARY, Fact, KnownFact, Proposal, Reading, Turn, is_claim, norm

@@ -1,5 +1,5 @@
 """The reasoner port and the deterministic extractive reasoner (the local default); grounding is in
-`mneme.grounding`."""
+`mneme.language.grounding`."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from mneme.consolidation.claims.window import Claim, window_claims
-from mneme.grounding import supported
+from mneme.language.grounding import supported
+from mneme.language.text import terms
 from mneme.records import KnownFact, Proposal, Reading, Turn, norm, sentence
-from mneme.text import terms
 
 CHARS_PER_TOKEN = 3.5  # English prose in a Claude-class tokenizer, about; for budgets and estimates only
 TURN_OVERHEAD = 12  # tokens a turn adds beyond its text: its number, time and speaker

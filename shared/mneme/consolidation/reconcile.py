@@ -15,10 +15,10 @@ from datetime import datetime
 
 import numpy as np
 
-from mneme import changes
 from mneme.consolidation.batch import Batch, Decision, Deps, Working
 from mneme.consolidation.windows import partition
-from mneme.grounding import confidence
+from mneme.language import changes
+from mneme.language.grounding import confidence
 from mneme.models import Episode, session_position
 from mneme.records import Contradiction, Fact, Proposal, derived_id, is_claim, norm
 
@@ -188,7 +188,7 @@ def _contradiction(batch: Batch, old: Fact, new: Fact, resolution: str, now: dat
 
 
 def changed(deps: Deps, batch: Batch, work: Working, facts: dict[str, Fact], now: datetime) -> dict[str, Fact]:
-    """The standing claims a later turn of this batch changes (`mneme.changes.update_reason`: one owner, one
+    """The standing claims a later turn of this batch changes (`mneme.language.changes.update_reason`: one owner, one
     subject, a change) that no proposal superseded, because the turn gives no new value a claim could hold
     ("Greg left the company", "we moved out last week"), each marked `changed_by` its latest such turn and
     stale from then; recall ranks that turn above the claim and says so. A turn of another partition never

@@ -1,4 +1,4 @@
-"""The rollup stage: daily and weekly roll-ups a person can read (`mneme.digests.compose`), one per period
+"""The rollup stage: daily and weekly roll-ups a person can read (`mneme.language.digests.compose`), one per period
 and partition.
 
 A roll-up never mixes sources whose partition metadata differ (`ConsolidationSettings.partition_keys`:
@@ -17,8 +17,8 @@ from datetime import datetime
 
 from mneme.consolidation.batch import Batch, Deps, Working
 from mneme.consolidation.windows import partition
-from mneme.digests import Standing, compose, periods, rollup_id
-from mneme.grounding import confidence
+from mneme.language.digests import Standing, compose, periods, rollup_id
+from mneme.language.grounding import confidence
 from mneme.models import Episode
 from mneme.records import Fact
 

@@ -25,7 +25,7 @@ from mneme.consolidation.reconcile import commit, reconcile
 from mneme.consolidation.rollup import rollup
 from mneme.consolidation.windows import cluster
 from mneme.errors import Conflict, MnemeError
-from mneme.grounding import confidence
+from mneme.language.grounding import confidence
 from mneme.records import Fact
 
 __all__ = ["DEADLINE", "MAX_HOLDS", "OUTAGE", "STAGES", "STAGE_NAMES", "Batch", "ConsolidatingStore", "Decision",

@@ -14,8 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mneme import routes
 from mneme.errors import Forbidden, InvalidInput, PayloadTooLarge, Unauthorized, UnsupportedMediaType
+from mneme.http import routes
 from mneme.models import Principal, Role
 
 MAX_DEPTH = 32

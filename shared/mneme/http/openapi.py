@@ -11,12 +11,12 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from mneme import __version__, routes
-from mneme.http import views
+from mneme import __version__
+from mneme.http import routes, views
 from mneme.http.schemas import MemoryView
+from mneme.services.curation.retrieval import Bundle
 from mneme.services.recall import RecallResponse
 from mneme.services.remember import Remembered
-from mneme.services.retrieval import Bundle
 
 ERROR = "#/components/schemas/ErrorBody"
 Success = tuple[int, type[BaseModel] | tuple[type[BaseModel], ...]]

@@ -30,7 +30,7 @@ from pydantic_core import PydanticCustomError
 from mneme.errors import InvalidInput
 from mneme.models import Role, convertible_to_utc, not_a_number
 from mneme.search_models import MetadataFilter, as_filter
-from mneme.services.memories import KEY_PATTERN, TAG_PATTERN
+from mneme.services.curation.memories import KEY_PATTERN, TAG_PATTERN
 from mneme.services.remember import Conversation, RememberItem
 from mneme.structure_models import Operation
 

@@ -35,11 +35,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from mneme.adapters.keyfiles import MINIMUMS, create_once, read_key, replace_whole, sync_directory
 from mneme.adapters.sqlite.base import SqliteBase
 from mneme.adapters.sqlite.store import row_counts
 from mneme.errors import MnemeError
 from mneme.local import checks, home
-from mneme.local.keyfiles import MINIMUMS, create_once, read_key, replace_whole, sync_directory
 
 FORMAT = "mneme-backup"
 VERSION = 1

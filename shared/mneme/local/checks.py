@@ -24,9 +24,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mneme.adapters.keyfiles import CURSOR_KEY_MINIMUM, MINIMUMS, key_problem
 from mneme.adapters.sqlite.base import STORE_VERSION
 from mneme.errors import MnemeError
-from mneme.local.keyfiles import CURSOR_KEY_MINIMUM, MINIMUMS, key_problem
 from mneme.observability import logger
 
 SQLITE_HEADER = b"SQLite format 3\x00"

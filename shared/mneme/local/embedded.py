@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from mneme import auth, routes
+from mneme import auth, bootstrap
 from mneme.errors import MnemeError
-from mneme.local import gateway, runtime
+from mneme.http import routes
+from mneme.local import runtime
 from mneme.local.events import proxy_event
+from mneme.local.gateway import Gateway
 from mneme_sdk import Client
 
 if TYPE_CHECKING:
@@ -29,13 +31,15 @@ EMBEDDED_URL = "http://embedded.mneme"
 
 
 class EmbeddedTransport(httpx.BaseTransport):
-    """Answers each request by invoking the route's handler with an API Gateway event for `principal`.
+    """Answers each request by invoking the route's handler over `services` (the process's unless given)
+    with an API Gateway event for `principal`.
 
-    Calls are serialised: the handlers' resolvers keep the current event on a module-level object.
+    Calls are serialised: each function's resolver keeps the current event on itself.
     """
 
-    def __init__(self, principal: Principal) -> None:
+    def __init__(self, principal: Principal, services: bootstrap.Provide = bootstrap.current) -> None:
         self.principal = principal
+        self.gateway = Gateway(services)
         self._lock = threading.Lock()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -54,16 +58,20 @@ class EmbeddedTransport(httpx.BaseTransport):
         event = proxy_event(route, request.method, path, query, headers, body, params, authorizer)
         runtime.configure()
         with self._lock:
-            answer = gateway.invoke(route, event)
+            answer = self.gateway.invoke(route, event)
         out = dict(answer.get("headers") or {})
         for name, values in (answer.get("multiValueHeaders") or {}).items():
             out.setdefault(name, values[-1])
         return httpx.Response(int(answer["statusCode"]), headers=out, content=(answer.get("body") or "").encode())
 
 
-def embedded_client(principal: Principal, *, max_retries: int = 1) -> Client:
-    """An SDK client over the local store (MNEME_HOME) acting as `principal`."""
-    return Client(EMBEDDED_URL, None, transport=EmbeddedTransport(principal), max_retries=max_retries)
+def embedded_client(
+    principal: Principal, *, services: bootstrap.Provide = bootstrap.current, max_retries: int = 1
+) -> Client:
+    """An SDK client over `services` (the process's: the local store at MNEME_HOME, unless given) acting as
+    `principal`."""
+    transport = EmbeddedTransport(principal, services)
+    return Client(EMBEDDED_URL, None, transport=transport, max_retries=max_retries)
 
 
 __all__ = ["EMBEDDED_URL", "EmbeddedTransport", "embedded_client"]

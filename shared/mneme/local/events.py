@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
-from mneme.routes import Route
+from mneme.http.routes import Route
 
 
 @dataclass

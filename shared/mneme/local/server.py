@@ -48,11 +48,13 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from mneme import routes
+from mneme import bootstrap
 from mneme.errors import InvalidInput, MnemeError, PayloadTooLarge, Throttled
+from mneme.http import routes
 from mneme.http.api import proxy_error, unexpected
-from mneme.local import gateway, runtime
+from mneme.local import runtime
 from mneme.local.events import proxy_event
+from mneme.local.gateway import Gateway
 from mneme.local.heads import protocol_message, request_path
 from mneme.local.throttle import TenantThrottle
 from mneme.observability import logger
@@ -143,7 +145,7 @@ class Admitted:
     length: int
 
 
-def admit_head(method: str, path: str, headers: dict[str, str]) -> Admitted:
+def admit_head(gateway: Gateway, method: str, path: str, headers: dict[str, str]) -> Admitted:
     """Everything that needs no body: the route, the caller and the declared length (raises MnemeError)."""
     route, params = routes.resolve(method, path)
     authorizer = gateway.authorize(route, method, path, headers.get("authorization"))
@@ -163,7 +165,8 @@ def answer(error: MnemeError) -> dict[str, Any]:
 class Mneme:
     """The ASGI application: one request → admission → the route's function on a worker thread."""
 
-    def __init__(self, threads: int, throttle: TenantThrottle | None = None) -> None:
+    def __init__(self, gateway: Gateway, threads: int, throttle: TenantThrottle | None = None) -> None:
+        self.gateway = gateway
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mneme-http")  # threads start lazily
         self.throttle = throttle
 
@@ -190,7 +193,7 @@ class Mneme:
             path = request_path(scope["raw_path"])
             # On the loop's thread: a route match and one key lookup (a cached SQLite read), cheaper than a
             # hop to a worker thread and back, which on a busy machine waits for a CPU each way.
-            admitted = admit_head(method, path, headers)
+            admitted = admit_head(self.gateway, method, path, headers)
             if self.throttle is not None and admitted.authorizer is not None:
                 self.throttle.admit(admitted.authorizer["tenant"])
         except MnemeError as error:  # the body, if any, is left unread: the connection closes after the answer
@@ -213,7 +216,7 @@ class Mneme:
             admitted.route, method, path, query, headers, text, admitted.params, admitted.authorizer, request_id
         )
         try:
-            response = await run(gateway.invoke, admitted.route, event)
+            response = await run(self.gateway.invoke, admitted.route, event)
         except Exception as error:  # a bug, not a client error: answer like API Gateway does, and log it
             return answer(unexpected(error, request_id)), False
         return response, False
@@ -435,13 +438,14 @@ class LocalServer:
     def __init__(
         self,
         address: tuple[str, int],
+        gateway: Gateway,
         threads: int = THREADS,
         listen_fd: int | None = None,
         throttle: TenantThrottle | None = None,
     ) -> None:
         self.socket = bind(address) if listen_fd is None else socket_from_fd(listen_fd)
         self.server_address = self.socket.getsockname()
-        self.app = Mneme(threads, throttle)
+        self.app = Mneme(gateway, threads, throttle)
         config = uvicorn.Config(
             self.app,
             http=StrictProtocol,
@@ -517,11 +521,18 @@ def bind(address: tuple[str, int]) -> sockets.socket:
 
 
 def make_server(
-    host: str, port: int, threads: int = THREADS, listen_fd: int | None = None, throttle: TenantThrottle | None = None
+    host: str,
+    port: int,
+    threads: int = THREADS,
+    listen_fd: int | None = None,
+    throttle: TenantThrottle | None = None,
+    *,
+    services: bootstrap.Provide = bootstrap.current,
 ) -> LocalServer:
-    """The server; its per-tenant limit is `throttle`, else the one `MNEME_SERVE__*` sets (none by default)."""
+    """The server over `services` (the process's, built from its settings, unless given); its per-tenant
+    limit is `throttle`, else the one `MNEME_SERVE__*` sets (none by default)."""
     runtime.configure()
-    return LocalServer((host, port), threads, listen_fd, throttle or configured_throttle())
+    return LocalServer((host, port), Gateway(services), threads, listen_fd, throttle or configured_throttle())
 
 
 def configured_throttle() -> TenantThrottle | None:

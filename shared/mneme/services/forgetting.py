@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from mneme.digests import Standing, compose
 from mneme.errors import Forbidden
-from mneme.grounding import central, confidence, supported, utterance
+from mneme.language.digests import Standing, compose
+from mneme.language.grounding import central, confidence, supported, utterance
+from mneme.language.text import terms
 from mneme.models import (
     Episode,
     Forgotten,
@@ -44,7 +45,6 @@ from mneme.ports import Clock, Embedder, EpisodeStore, ErasureStore, FactStore, 
 from mneme.records import Fact, is_claim
 from mneme.services.indexing import CONTEXT_WINDOW, Indexer
 from mneme.services.records import RecordsService, not_found
-from mneme.text import terms
 
 FOLLOWING_TURNS = 200  # turns after a forgotten one (within CONTEXT_WINDOW) indexed again, at most
 CORRECTABLE = ("summary", "entity", "property", "value", "confidence", "valid_until")

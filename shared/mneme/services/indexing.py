@@ -14,13 +14,13 @@ from datetime import timedelta
 from typing import Protocol
 
 from mneme.errors import MnemeError
+from mneme.language.text import date_words
 from mneme.models import Episode, Memory, context_session, session_position
 from mneme.observability import count, logger
 from mneme.ports import ConsolidationStore, Embedder, EpisodeStore, FactStore, MemoryStore, SearchIndex
 from mneme.records import Fact
 from mneme.search_models import IndexDocument, metadata_terms, shared_terms
 from mneme.services.scopes import ScopeService
-from mneme.text import date_words
 
 
 class IndexingStore(EpisodeStore, MemoryStore, FactStore, ConsolidationStore, Protocol):

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from mneme.adapters.documents import as_utc
+from mneme.language.text import MONTH, MONTHS, meaningful_words, words
 from mneme.search_models import Hit, SearchFilter
-from mneme.text import MONTH, MONTHS, meaningful_words, words
 
 # Text search. A cut: FTS5 ranks the matches (from rowid :start on) and keeps the best :n; the filters
 # run on those n in the same statement, whose last row (doc_id NULL) carries the cut's size and lowest score.
@@ -88,7 +88,8 @@ def date_phrases(text: str) -> list[str]:
 
 
 def query_terms(text: str) -> list[str]:
-    """The query's meaningful words (`mneme.text`: no stopwords; all words if nothing else is left), once each."""
+    """The query's meaningful words (`mneme.language.text`: no stopwords; all words if nothing else is left),
+    once each."""
     return list(dict.fromkeys(meaningful_words(text) or words(text)))[:MAX_TERMS]
 
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from mneme.consolidation.claims.values import FAMILY, KNOWN_TOOLS, NAME, PERSONAL, VERBISH, is_entity
-from mneme.grounding import split_speaker
-from mneme.text import STOPWORDS
+from mneme.language.grounding import split_speaker
+from mneme.language.text import STOPWORDS
 
 EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0f\u200d]+")
 JOKE_EMOJI = re.compile("[\U0001f602\U0001f923\U0001f61c\U0001f61d\U0001f609\U0001f643\U0001f60f\U0001f644\U0001f606"

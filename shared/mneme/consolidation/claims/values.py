@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from mneme.text import MONTH, MONTHS
+from mneme.language.text import MONTH, MONTHS
 
 UPPER = "A-ZÀ-ÖØ-ÞĀĂĄĆČĎĐĒĘĚĞĪİŁŃŇŌŐŒŘŚŞŠŢŤŪŮŰŹŻŽ"
 WORD = rf"(?:(?:Dr|Mr|Mrs|Ms|Mx|St|Prof)\.|[{UPPER}](?:[\w&'’+-]|\.(?=\w))*)"  # "Acme", "Co-op", "Miles&Go", "Dr."

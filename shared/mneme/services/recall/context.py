@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mneme.models import Episode, context_session
-from mneme.services import anchors as anchor_rule
 from mneme.services.indexing import episode_text
+from mneme.services.recall import anchors as anchor_rule
 from mneme.services.recall.hop import LINK_FLOOR
 
 if TYPE_CHECKING:

@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from mneme.language.text import MONTHS, STOPWORDS, stem, terms
 from mneme.models import Episode, Memory
 from mneme.services.recall.records import record_text
-from mneme.text import MONTHS, STOPWORDS, stem, terms
 
 if TYPE_CHECKING:
     from mneme.services.recall.run import Candidate, Run

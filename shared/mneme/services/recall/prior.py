@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from mneme.language.text import meaningful_words
 from mneme.models import Episode
 from mneme.services.indexing import speaker
-from mneme.text import meaningful_words
 
 if TYPE_CHECKING:
     from mneme.services.recall.run import Candidate

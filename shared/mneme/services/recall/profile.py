@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from mneme.language.text import stem, terms, words
 from mneme.models import Episode
 from mneme.services.indexing import speaker
-from mneme.text import stem, terms, words
 
 if TYPE_CHECKING:
     from mneme.services.recall.run import Candidate

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mneme.models import Memory
-from mneme.services.retrieval import priority
+from mneme.services.curation.retrieval import priority
 
 if TYPE_CHECKING:
     from mneme.services.recall.run import Candidate, Run

@@ -5,7 +5,7 @@ the `depends_on` prerequisites that join them, and the context pack (`stages` li
 
 from __future__ import annotations
 
-from mneme.grounding import grounds
+from mneme.language.grounding import grounds
 from mneme.models import Episode, Memory
 from mneme.records import Fact, is_claim
 from mneme.services.context_pack import PackItem, build_pack

@@ -9,8 +9,8 @@ from mneme.models import Principal
 from mneme.observability import count, logger
 from mneme.ports import Clock, Embedder, SearchIndex
 from mneme.search_models import SearchFilter, as_filter
-from mneme.services import anchors as anchor_rule
 from mneme.services.context_pack import build_pack
+from mneme.services.recall import anchors as anchor_rule
 from mneme.services.recall import select as recall_select
 from mneme.services.recall import stages
 from mneme.services.recall.records import RecallStore, fact_sources, load, to_result

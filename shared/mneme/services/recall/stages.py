@@ -22,12 +22,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mneme.errors import MnemeError
+from mneme.language.text import meaningful_words, stem, terms
 from mneme.models import Episode, Memory
 from mneme.observability import logger
 from mneme.ports import EpisodeStore, embed_query
 from mneme.search_models import Hit, has_metadata
-from mneme.services import anchors as anchor_rule
 from mneme.services.indexing import episode_text, memory_text, speaker
+from mneme.services.recall import anchors as anchor_rule
 from mneme.services.recall import context as recall_context
 from mneme.services.recall import hop as recall_hop
 from mneme.services.recall import prior as recall_prior
@@ -37,7 +38,6 @@ from mneme.services.recall.records import lifecycle, load, record_text, strong_t
 from mneme.services.recall.run import Candidate, Run, stored_vectors, with_vectors
 from mneme.services.recall.select import pack, prerequisites, select
 from mneme.services.recall.time import time_stage
-from mneme.text import meaningful_words, stem, terms
 
 FRESH_LIMIT = 50  # the newest episodes the fresh tail reads from records (Serverless makes older ones visible)
 FRESH_SCOPES = 8  # a subtree of at most this many scopes has its fresh tail read scope by scope
@@ -110,7 +110,7 @@ def _channels() -> ThreadPoolExecutor:
 
 def _lexical(run: Run, k: int) -> list[tuple[Hit, float]]:
     """BM25 hits, each with its score scaled by the top score. The raw query goes to the index: it
-    drops stopwords and generic words (`mneme.text`) and reads date phrases; a query without anchors
+    drops stopwords and generic words (`mneme.language.text`) and reads date phrases; a query without anchors
     never gets here."""
     hits = run.deps.index.search_text(run.flt, run.request.query or "", k) if run.anchors else []
     top = max((hit.score for hit in hits), default=1.0) or 1.0

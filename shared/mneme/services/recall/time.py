@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mneme import changes
+from mneme.language import changes
+from mneme.language.text import MONTH, MONTHS
 from mneme.models import Episode, session_position
 from mneme.records import Fact
 from mneme.services.recall.records import Record
 from mneme.services.recall.run import QueryTime, stored_vectors
-from mneme.text import MONTH, MONTHS
 
 if TYPE_CHECKING:
     from mneme.services.recall.run import Candidate, Run
@@ -278,7 +278,7 @@ def _position(record: Record) -> tuple[datetime, datetime, int]:
 
 def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
     """Among the SUPERSEDE_POOL best episodes and claim facts, a later statement that updates an earlier one
-    (`mneme.changes.update_reason`: one owner, one subject, a change) supersedes it, and the earlier one is
+    (`mneme.language.changes.update_reason`: one owner, one subject, a change) supersedes it, and the earlier one is
     marked `since_changed`. Chains end at the latest statement, the current one. For a question about the
     present the current statement ranks just above every statement it superseded (`scores.newer`), which rank
     just below it (`scores.superseded`); for one about the past, the statement just before the current one

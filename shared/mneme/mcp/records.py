@@ -1,5 +1,5 @@
 """The MCP tools over episodes and facts as records: `list`, `forget` and `correct_fact` (added by
-`mneme.mcp_server.build_server`; errors are the API's, as for every tool there)."""
+`mneme.mcp.server.build_server`; errors are the API's, as for every tool there)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from mneme.http.schemas import CorrectFactRequest, ForgetQuery, ListingQuery
-from mneme.mcp_params import Param, extra, given, takes
+from mneme.mcp.params import Param, extra, given, takes
 from mneme.search_models import MetadataFilter
 from mneme.services.recall.records import FACT_PREFIXES
 from mneme_sdk import Client

@@ -18,10 +18,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mneme.grounding import supported, turn_of
+from mneme.language.grounding import supported, turn_of
+from mneme.language.text import GENERIC, STOPWORDS, words
 from mneme.models import Episode
 from mneme.records import Fact, derived_id, is_claim
-from mneme.text import GENERIC, STOPWORDS, words
 
 QUOTES = {"daily": 4, "weekly": 6}  # sentences a roll-up quotes (other tiers: the weekly figure)
 MAX_CLAIMS = 12  # claims a roll-up states, the earliest first

@@ -33,7 +33,7 @@ from pydantic import AfterValidator, BaseModel, Field, StrictBool, ValidationErr
 
 from mneme import __version__
 from mneme.http.schemas import ConsolidateRequest, CreateMemoryRequest, RetrieveRequest
-from mneme.mcp_params import Param, extra, given, model_field, takes
+from mneme.mcp.params import Param, extra, given, model_field, takes
 from mneme.paths import MAX_DEPTH
 from mneme.services.recall import RecallRequest
 from mneme.services.remember import Conversation, RememberItem
@@ -227,7 +227,7 @@ def build_server(client: Client, *, scope: str = "root") -> MCPServer:
     _add_memory_tools(server, client, scope)
     _add_recall_tool(server, client, scope, read_only)
     _add_curation_tools(server, client, scope, read_only)
-    from mneme.mcp_records import add_record_tools
+    from mneme.mcp.records import add_record_tools
 
     add_record_tools(server, client, scope=scope, call=_call)  # list, forget, correct_fact
     return server

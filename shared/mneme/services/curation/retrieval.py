@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from mneme.models import Memory, Principal
 from mneme.ports import Clock, MemoryStore, ScopeStore
 from mneme.services.context_pack import fenced
-from mneme.services.memories import MemoryService, tag_label
+from mneme.services.curation.memories import MemoryService, tag_label
 from mneme.services.scopes import ScopeService
 
 Bucket = Literal["scoped", "layer", "value"]

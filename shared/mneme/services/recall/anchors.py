@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mneme.text import meaningful_words, stem, terms
+from mneme.language.text import meaningful_words, stem, terms
 
 
 def anchor_words(query: str) -> set[str]:

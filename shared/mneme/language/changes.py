@@ -25,9 +25,9 @@ import functools
 import re
 from dataclasses import dataclass
 
+from mneme.language.text import STOPWORDS, stem, words
 from mneme.models import Episode
 from mneme.records import Fact
-from mneme.text import STOPWORDS, stem, words
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 from mneme.errors import Conflict, Forbidden, InvalidInput, MemoryNotFound, NotFound
 from mneme.models import HistoryEntry, Memory, Principal, Revision, Role
 from mneme.ports import Clock, MemoryStore
-from mneme.services.memories import EDITABLE, MemoryService, check_changes, check_version, tag_label
+from mneme.services.curation.memories import EDITABLE, MemoryService, check_changes, check_version, tag_label
 from mneme.services.scopes import ScopeService
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from mneme.language.text import terms
 from mneme.models import Episode
 from mneme.records import Proposal, Turn
-from mneme.text import terms
 
 SPEAKER = re.compile(r"^\s*(?P<name>[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+(?P<text>\S.*)$", re.S)
 
