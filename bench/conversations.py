@@ -45,7 +45,7 @@ Other '#' lines are comments. `--corpus FILE` reads the older corpus format inst
 '# conversation' blocks in one file, '? qN | question' with no kind: every question is 'single').
 
     .venv/bin/python bench/conversations.py [--set DIR | --corpus FILE] [--shape SHAPE] [--reuse] [--misses KIND]
-        [--consolidate] [--same-time]
+        [--consolidate] [--same-time] [--facts FILE]
 
 The conversations in bench/conversations/long/ (long sessions, many turns a day, several sessions a
 week) are the check `--consolidate` is reported on without tuning: `--set bench/conversations/long`.
@@ -551,6 +551,7 @@ def main() -> None:
     parser.add_argument("--shape", choices=SHAPES, default="minutes", help="how the turns are remembered")
     parser.add_argument("--consolidate", action="store_true", help="recall, consolidate once, recall again")
     parser.add_argument("--same-time", action="store_true", help="every turn of a session at the session's time")
+    parser.add_argument("--facts", type=Path, help="with --consolidate: write every fact the run wrote here (JSON)")
     args = parser.parse_args()
     files = [args.corpus] if args.corpus else sorted(args.set.glob("*.txt"))
     if not files:
@@ -617,6 +618,8 @@ def main() -> None:
                 print(f"  worse: {b['conv']} {b['q'].qid} [{b['q'].kind}] {b['q'].text!r} R@10 {b['r10']:.2f} -> "
                       f"{a['r10']:.2f}; top 10 after: {' '.join(a['top'][:10])}")  # fmt: skip
         rows = after
+        if args.facts:
+            args.facts.write_text(json.dumps(facts, indent=1, default=str))
     if args.misses:
         show_misses(rows, args.misses, turns)
     if args.json:

@@ -117,3 +117,98 @@ def test_a_note_naming_the_same_thing_longer_still_updates() -> None:
     before = turn("Production database: Postgres 13 on RDS, Multi-AZ.", None)
     after = turn("Maintenance done: the prod cluster is now on PostgreSQL 16.", None)
     assert changes.update_reason(before, after, 0.8, topical=True)
+
+
+IMPLIED = [  # a change only an event says, or someone else's doing; at a cosine below SAME_KIND the slot decides
+    ("I work for Calder Logistics in the planning office.", "Handed in my notice today, last day is the 30th."),
+    ("I work for Oakfield Primary as a TA.", "First day at Brookside Academy today, the staff room is huge."),
+    ("I'm working weekends at the garden centre on Mill Lane.", "I've signed with Hargreaves Builders."),
+    ("I'm on £41k at the moment.", "Norwell Health offered me the analyst role, at £46,500!"),
+    ("Our standup is at 9:15 every morning.", "They moved our standup to 10 because of the new US team."),
+    ("I've lived here since uni and Norwich suits me fine.", "Packed the van and moved to Ipswich last week."),
+    ("We live in Shrewsbury, near the abbey.", "We moved to Ludlow in May, I'd go back if the trains were better."),
+    ("I'm a barista at Kettle & Co on the corner.", "I quit the café, I'm doing a coding course now."),
+]  # fmt: skip
+NOT_IMPLIED = [  # events of someone else, or a change said only as a maybe
+    ("I work for Calder Logistics.", "My sister handed in her notice at the bakery."),
+    ("I'm on £41k at the moment.", "They offered my brother £50k at the bank."),
+    ("We live in Shrewsbury, near the abbey.", "If we moved to Ludlow, the commute would be awful."),
+    ("Our standup is at 9:15 every morning.", "Their design review moved to 3pm on Thursdays."),
+    ("Our bank is Monzo, the app is great.", "The bank app takes ten seconds to open now."),  # "ten" names nothing
+    ("My rent is £950 a month.", "I paid £40 for the concert tickets last night."),  # an amount of something else
+]
+
+
+@pytest.mark.parametrize(("earlier", "later"), IMPLIED)
+def test_a_change_implied_by_an_event_or_done_by_someone_else_updates(earlier: str, later: str) -> None:
+    assert changes.update_reason(turn(earlier), turn(later), similarity=0.3) is not None
+
+
+@pytest.mark.parametrize(("earlier", "later"), NOT_IMPLIED)
+def test_someone_elses_event_or_a_maybe_updates_nothing(earlier: str, later: str) -> None:
+    assert changes.update_reason(turn(earlier), turn(later), similarity=0.3) is None
+
+
+def test_an_offer_to_the_speaker_is_the_speakers_salary_even_after_a_comma() -> None:
+    salary = fact("Ravi", "salary", "£41k", "Ravi's salary is £41k.")
+    offer = turn("Norwell Health offered me the analyst role, at £46,500!", "Ravi")
+    assert changes.read(changes.statement(offer)).slots >= {"money"}
+    assert changes.owners(offer, "money") >= {"ravi"}
+    assert changes.update_reason(salary, offer, 0.3) is not None
+
+
+def test_a_partial_change_leaves_the_subject_asked_about() -> None:
+    """The earlier statement says where she works and lives; the later changes only where she lives."""
+    earlier = turn("I'm a nurse at Leighton Hospital and I live in Crewe.")
+    later = turn("We've moved to Nantwich for the schools, still the same job though.")
+    work, home = changes.question_slots("Where does she work?"), changes.question_slots("Where does she live?")
+    assert changes.update_reason(earlier, later, 0.6, topical=True, asked=work) is None
+    assert changes.update_reason(earlier, later, 0.6, topical=True, asked=home) is not None
+
+
+def test_a_date_is_a_value_not_the_name_of_a_thing() -> None:
+    """ "due 12 May" and "due 26 July" are two dates of one deadline, not two things numbered 12 and 26; and
+    a month that ends like an adverb ("July") is a value still."""
+    before = turn("Board pack for the Q3 review due 12 May. Owner: Tom.", None)
+    after = turn("Finance agreed an extension: the board pack is now due 26 July.", None)
+    assert "july" in changes.read(changes.statement(after)).values
+    assert changes.update_reason(before, after, 0.3) is not None
+
+
+def test_talk_of_a_change_is_no_change() -> None:
+    hours = turn("The café opens 8 to 3, Tuesday to Sunday.", None)
+    talk = turn("The owners discussed opening on Mondays 9 to 2 in the school holidays.", None)
+    assert changes.update_reason(hours, talk, 0.55) is None
+    assert changes.update_reason(hours, turn("From next week the café opens 9 to 2, Wednesday to Sunday.", None), 0.55)
+
+
+def test_the_capital_that_opens_a_sentence_names_no_new_value() -> None:
+    """A reply that only says something is new ("Shiny new kettle") changes nothing of a move just told."""
+    moved = turn("I moved to Derby for the new job, I'm in Darley Abbey now.")
+    reply = turn("Lovely. Shiny new kettle, and the flat came with a dishwasher.")
+    assert changes.update_reason(moved, reply, 0.3, topical=True) is None
+
+
+def test_a_grade_is_a_value_of_a_role_even_where_a_sentence_starts_with_it() -> None:
+    junior = turn("I'm a junior analyst at Kestrel Bank, mostly fraud reports.")
+    senior = turn("Great review, I got the step up. Senior analyst from this month.")
+    assert changes.update_reason(junior, senior, 0.3, topical=True) is not None
+
+
+def test_a_number_that_opens_a_sentence_is_a_value_still() -> None:
+    talk = turn("we keep talking about keeping chickens in the garden.")
+    bought = turn("we bought them yesterday! 4 hens, all laying already.")
+    assert changes.update_reason(talk, bought, 0.3, topical=True) is not None
+
+
+def test_a_first_day_somewhere_changes_a_job_not_every_subject() -> None:
+    project = turn("My side project is on river levels now, there's ten years of sensor data.")
+    first_day = turn("My first day as a junior analyst was last Monday, everyone was lovely.")
+    assert changes.update_reason(project, first_day, 0.3, topical=True) is None
+    assert changes.update_reason(turn("I work at Pellow & Hart."), turn("First day at Carrick Surveys today!"), 0.3)
+
+
+def test_a_time_that_opens_a_sentence_is_a_value_still() -> None:
+    beer = turn("Still brewing. Batch six is a porter.")
+    cheese = turn("Early-June. Until then I'm free, so I've started making cheese in the cellar.")
+    assert changes.update_reason(beer, cheese, 0.3, topical=True) is not None

@@ -86,6 +86,18 @@ def test_nothing_from_fragments_opinions_plans_hedges_jokes_or_reported_speech(t
         ("Ravi: we switched from Jira to Linear last week.", [Claim("Ravi", "uses", "Linear")]),
         ("Maya: I no longer live in Leeds.", []),
         ("Ben: I no longer live in Leeds, I moved to York.", [Claim("Ben", "lives in", "York")]),
+        # a change an event implies, where work is talked of
+        (
+            "Zoe: Said goodbye to the team on Friday. First day at Pellow & Hart today!",
+            [Claim("Zoe", "works at", "Pellow & Hart")],
+        ),
+        ("Sam: My first week with Carrick Surveys, the office is tiny.", [Claim("Sam", "works at", "Carrick Surveys")]),
+        (
+            "Lou: I've signed with Ashcombe Freight, the contract starts in June.",
+            [Claim("Lou", "works at", "Ashcombe Freight")],
+        ),
+        ("Zoe: First day at Legoland with the kids!", []),  # no work talked of: a day out
+        ("Zoe: Her first day at Pellow & Hart went well, the team loves her.", []),  # hers, not the speaker's
     ],
 )
 def test_a_change_gives_the_new_value_and_never_the_old_one(text: str, expected: list[Claim]) -> None:

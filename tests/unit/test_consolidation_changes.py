@@ -114,3 +114,74 @@ def claim_of(services: Services, turn: str, fact_id: str, manager: str, now: dat
                 vector=episode.vector, model_id=services.consolidation.deps.embedder.model_id)  # fmt: skip
     services.store.put_facts([fact])
     services.consolidation.deps.indexer.index_facts([fact])
+
+
+def test_an_implied_change_supersedes_a_claim_when_its_value_reads_and_marks_it_stale_when_not(
+    services: Services, clock: Any
+) -> None:
+    # Given claims consolidated from a first conversation: where Noor works, and her pay
+    say(services, "s1", ("Noor", "I work at Fenwick Print as a planner."), ("Noor", "I'm on £31k, which is tight."),
+        ("Jo", "Ouch."), occurred_at=clock.now())  # fmt: skip
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    assert {"Noor works at Fenwick Print.", "Noor's salary is £31k."} <= set(claims(services))
+    # And months later an offer with a new pay (no claim reads it), then a first day somewhere new
+    clock.advance(days=60)
+    [offer, _] = say(services, "s2", ("Noor", "Tallis Maps offered me the GIS job, at £36,000!"),
+                     ("Jo", "Take it!"), occurred_at=clock.now())  # fmt: skip
+    clock.advance(days=30)
+    say(services, "s3", ("Noor", "Said bye to the team on Friday. First day at Tallis Maps today!"), ("Jo", "Go on!"),
+        occurred_at=clock.now())  # fmt: skip
+    settle(services, clock)
+    # When consolidation runs again
+    services.consolidation.start(WRITER, None)
+    facts = claims(services)
+    # Then the employer is superseded by the new claim, history kept
+    old, new = facts["Noor works at Fenwick Print."], facts["Noor works at Tallis Maps."]
+    assert (old.status, old.superseded_by, new.status) == ("superseded", new.fact_id, "active")
+    # And the pay, whose new value no claim reads, is marked changed by the offer and stale
+    pay = facts["Noor's salary is £31k."]
+    assert (pay.status, pay.changed_by, pay.stale) == ("active", offer, True)
+
+
+def test_a_stale_claim_is_placed_below_its_change_only_for_a_question_about_its_subject(
+    services: Services, clock: Any
+) -> None:
+    # Given a pay claim consolidation marked stale by a later offer
+    say(services, "s1", ("Noor", "I'm on £31k and I love the map-making side of the job."), ("Jo", "Nice."),
+        occurred_at=clock.now())  # fmt: skip
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    clock.advance(days=60)
+    [offer, _] = say(services, "s2", ("Noor", "Tallis Maps offered me the GIS job, at £36,000!"), ("Jo", "Take it!"),
+                     occurred_at=clock.now())  # fmt: skip
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    pay = claims(services)["Noor's salary is £31k."]
+    assert (pay.changed_by, pay.stale) == (offer, True)
+
+    def found(query: str) -> Any:
+        response = services.recall.recall(WRITER, RecallRequest(query=query, limit=10))
+        return next(r for r in response.results if r.id == pay.fact_id)
+
+    # When recall asks about her pay, the claim is marked as since changed by the offer
+    assert found("What is Noor's salary?").since_changed["by"] == offer
+    # When it asks about another subject the claim's grounding turn answers (what she loves in a job), the
+    # claim stands where that turn would, flagged stale, not placed below the offer
+    other = found("What does Noor love about the job?")
+    assert other.since_changed is None and other.fact is not None and other.fact["stale"]
+
+
+def test_an_age_is_flagged_stale_a_year_after_it_was_said(services: Services, clock: Any) -> None:
+    # Given an age consolidated from a turn
+    say(services, "s1", ("Noor", "I'm 41, and my knees know it."), ("Jo", "Ha."), occurred_at=clock.now())
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    assert not claims(services)["Noor is 41."].stale
+    # When a run's maintenance sweep comes more than a year later
+    clock.advance(days=370)
+    say(services, "s2", ("Jo", "Happy new year!"), occurred_at=clock.now())
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    # Then the age is flagged stale: true once, not now
+    assert claims(services)["Noor is 41."].stale

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from mneme.consolidation.backoff import due, recorded, settle
@@ -52,8 +52,9 @@ def collect(deps: Deps, batch: Batch, work: Working) -> Batch:
 
 
 def maintain_facts(deps: Deps, tenant: str, facts: list[Fact]) -> list[Fact]:
-    """Decay untouched facts, expire the faint ones, flag facts whose sources are gone (or that a later episode
-    changed: `changed_by`, unflagged when that episode is forgotten); the changed ones.
+    """Decay untouched facts, expire the faint ones, flag facts whose sources are gone, that a later episode
+    changed (`changed_by`, unflagged when that episode is forgotten) or whose value holds for a time only and
+    has outgrown it (an age a year on: `OUTGROWN`); the changed ones.
     Idempotent (decay is computed from `reinforced_at`). The run's sweep calls it once over every fact of
     the tenant (`service.maintain`); the source episodes are read SOURCE_READ ids at a time, not per fact."""
     now = deps.clock.now()
@@ -70,6 +71,7 @@ def maintain_facts(deps: Deps, tenant: str, facts: list[Fact]) -> list[Fact]:
         if fact.changed_by is not None and fact.changed_by not in present:  # the turn that changed it is forgotten
             update.update(changed_by=None, changed_at=None)
         stale = not present.issuperset(fact.source_episode_ids) or update.get("changed_by", fact.changed_by) is not None
+        stale = stale or _outgrown(fact, now)
         if effective != fact.confidence:
             update["confidence"] = effective
         if stale != fact.stale:
@@ -82,6 +84,15 @@ def maintain_facts(deps: Deps, tenant: str, facts: list[Fact]) -> list[Fact]:
         deps.store.put_facts(changed)
         deps.indexer.index_facts(changed)
     return changed
+
+
+OUTGROWN = {"age": timedelta(days=365)}  # properties a fact holds for a while only: "Dario is 38" a year on is not
+
+
+def _outgrown(fact: Fact, now: datetime) -> bool:
+    """The fact's value holds for a time only, and that time has passed since it was said."""
+    lasts = OUTGROWN.get((fact.property or "").lower())
+    return lasts is not None and now - fact.valid_from > lasts
 
 
 def _present(deps: Deps, tenant: str, episode_ids: list[str]) -> set[str]:

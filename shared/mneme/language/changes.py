@@ -48,17 +48,24 @@ def _slot(name: str, *cues: str, values: str = "", flags: str = "") -> Slot:
 
 # fmt: off
 SLOTS: tuple[Slot, ...] = (
-    _slot("home", r"li(?:ve|ves|ved|ving) (?:in|at|near|with|on)",
+    _slot("home", r"li(?:ve|ves|ved|ving) (?:in|at|near|with|on|here|there)",
           r"mov(?:e|ed|ing) (?:to|into|back|out|house|away|in)", r"relocat\w*", r"flat(?! rate| tyre| tire)",
           "apartment", "address", r"neighbou?rhood", "based in",
           "home ?town", "residents?", "got the keys", "moved in", "(?:new|our|my) (?:place|house|home)",
           "(?:one|two|three)-bed", "house in", "rent(?:ing)? a"),
-    _slot("employer", r"work(?:s|ed|ing)? (?:at|for)",
+    _slot("employer",
+          r"work(?:s|ed|ing)? (?:(?:nights|days|shifts|weekends|late|full-time|part-time|remotely|still) )?(?:at|for)",
           r"(?:my|our|new|current|old|his|her|their|a|the) (?:[\w-]+ ){0,2}job", "employer",
           "(?:my|our|new|current|his|her|their) (?:company|firm)", "joined", "hired", r"start(?:s|ed|ing)? at",
-          "first day (?:at|as)", "resigned", "quit", r"freelanc\w*", "laid off", r"redundan\w*"),
+          "(?:first|last|final) day (?:at|as|with)",
+          r"(?:i'm|i am|he's|she's|he is|she is) an? (?:[\w-]+ ){1,2}(?:at|for)",
+          "resigned", "quit", r"freelanc\w*", "laid off", r"redundan\w*",
+          r"(?:hand|handed|handing|hands|gave|give|giving|put) in (?:my|his|her|their|our) notice", "notice period",
+          "signed (?:on )?with", "job offer",
+          r"offer(?:ed|s)? (?:me |him |her |them |us )?(?:the|a|an) (?:[\w-]+ ){0,3}job"),
     _slot("role", "role", "position", "title", r"promot\w*", r"work(?:s|ed|ing)? as", "career", "part-time",
-          "full-time", "contract(?:or)?"),
+          "full-time", "contract(?:or)?",
+          values="junior senior lead principal chief head trainee apprentice intern associate deputy assistant"),
     _slot("manager", "manager", "boss", "supervisor", "report(?:s|ing)? to", "team lead"),
     _slot("diet", "diet", "vegetarian", "vegan", "pescatarian", "meat", "dairy", "gluten", "keto", "eat(?:s|ing)?",
           "plant-based", "lactose",
@@ -75,7 +82,8 @@ SLOTS: tuple[Slot, ...] = (
     _slot("framework", "framework", "library", "stack", "built (?:on|with|in)", "written in", r"rewrit\w*", "react",
           "vue", "angular", "svelte", "django", "rails", "flask", "fastapi", "laravel", flags="thing"),
     _slot("money", "budget", "rent", "landlord", "lease", "salary", "pay (?:rise|raise|cut)", "price", "costs?", "fee",
-          "(?:hourly|day) rate", "rate is", "charged?", "subscription", "mortgage", "earn(?:s|ing)?", flags="numeric"),
+          "(?:hourly|day) rate", "rate is", "charged?", "subscription", "mortgage", "earn(?:s|ing)?",
+          r"on [£$€]\s?\d[\d,.]*k?", r"\d[\d,.]*k? (?:a|per) (?:year|annum|hour)", flags="numeric"),
     _slot("version", "version", r"upgrad\w*", r"downgrad\w*", r"v\d[\w.]*", flags="numeric thing"),
     _slot("hours", "opening hours", "open(?:s|ing)? (?:at|from|until|till|on)", "clos(?:e|es|ing) (?:at|from|on)",
           "hours", "shifts?", flags="numeric thing"),
@@ -101,6 +109,11 @@ SLOTS: tuple[Slot, ...] = (
 # fmt: on
 SLOT_NAMES = {slot.name: slot for slot in SLOTS}
 VALUE_WORDS = frozenset().union(*(slot.values for slot in SLOTS))
+AMOUNT = re.compile(r"[£$€¥₹]\s?\d|\b\d[\d,.]*\s?(?:k|grand|pounds|quid|dollars|euros)\b")  # money, whatever it is for
+FOR_ME = re.compile(  # someone else's doing, to the speaker: "they offered me the job", "the agency put us on"
+    r"\b(?:offer(?:ed|s)?|gave|give[sn]?|giving|paid|pay(?:s|ing)?|promoted|hired|moved|put|raised|transferred|"
+    r"signed|took on|taken on|made|switched|upgraded)\s+(?:me|us)\b"
+)
 
 # Change language, both directions. ENDS end or replace a value: they change a subject with many values too.
 ENDS = re.compile(
@@ -108,13 +121,15 @@ ENDS = re.compile(
     r"gave up|given up|dropped|ditched|got rid of|sold|passed away|put (?:him |her |it |them )?down|died|rehomed|"
     r"switch(?:ed|ing)?|swapped|replaced|replacing|migrated|migrating|moved (?:over|away|on|out)|instead|"
     r"hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}(?:over|off)|t(?:ook|aking|aken) over|broke up|divorced|separated|"
-    r"former(?:ly)?|previously|from [\w.,$£€-]+(?: [\w.,$£€-]+)? to)\b"
+    r"former(?:ly)?|previously|from [\w.,$£€-]+(?: [\w.,$£€-]+)? to|resign(?:ed|ing)|"
+    r"(?:hand|handed|handing|hands|gave|put) in (?:my|his|her|their|our) notice|(?:last|final) day (?:at|as|with))\b"
 )
 CHANGES = re.compile(  # a change said as such: enough beside a subject the earlier statement shares
     r"\b(?:moved|moving|relocated|changed|changing|upgraded|downgraded|pushed|postponed|delayed|rescheduled|"
     r"brought forward|raised|increased|went up|gone up|goes up|dropped|cut|reduced|lowered|promoted|transferred|"
     r"joined|hired|became|become|back to|returned|went (?:vegan|vegetarian|back)|adopted|took up|taking up|"
-    r"signed (?:up|with|for)|enrolled|renamed|got (?:married|engaged)|slip(?:s|ped)|relocated|bought)\b"
+    r"signed (?:up|with|for|on)|enrolled|renamed|got (?:married|engaged)|slip(?:s|ped)|relocated|bought|"
+    r"offered (?:me|him|her|them|us)|accepted|got the job|took the job)\b"
 )
 WEAK = re.compile(  # words that often come with a change but also without one: they need a new value beside them
     r"\b(?:now|new|started|starting|begun|began|finally|turned|as of|these days|got an?|"
@@ -122,8 +137,9 @@ WEAK = re.compile(  # words that often come with a change but also without one: 
 )
 HEDGE = re.compile(
     r"\b(?:might|maybe|perhaps|thinking (?:of|about)|considering|if|would|could|planning to|going to|"
-    r"want(?:s|ed)? to|hoping|hope to|tempted|debating|not sure|rumou?r|apparently)\b"
-)
+    r"want(?:s|ed)? to|hoping|hope to|tempted|debating|not sure|rumou?r|apparently|"
+    r"discuss(?:ed|es|ing)?|talk(?:ed|ing)? (?:about|of)|propos(?:ed|es|ing|al)|suggest(?:ed|s|ing|ion)|floated)\b"
+)  # talk of a change is no change: "owners discussed opening on Sundays"
 ADDS = re.compile(r"\b(?:too|also|as well|another|second|third|one more|extra|added|plus)\b")
 QUESTION_START = re.compile(
     r"^(?:do|does|did|is|are|was|were|can|could|will|would|have|has|had|what|where|when|who|why|how|which|"
@@ -252,7 +268,7 @@ class Reading:
     content: frozenset[str]  # its meaningful words, stemmed, without filler and change words
     asks: bool
     adds: bool  # one more of something ("too", "another")
-    hedged: bool  # a maybe, a plan, a wish: "thinking of moving to York", "might switch"
+    hedged: bool  # a maybe, a plan, a wish: "thinking of moving to York", "might switch" (where the change is said)
     ends: str | None  # words that end or replace a value, anywhere in it
     identifiers: tuple[tuple[str, str], ...]  # ("order", "1417"): things named by a number
     cue: str | None  # the first change word anywhere in it, ENDS, CHANGES or WEAK
@@ -264,14 +280,41 @@ class Reading:
     def valued(self, slot: str) -> frozenset[str]:
         """The values named in the clauses about `slot` (numbers only for a slot that takes them)."""
         found = frozenset().union(*(c.values for c in self.clauses if slot in c.slots))
-        return found if SLOT_NAMES[slot].numeric else frozenset(v for v in found if not NUMBER.fullmatch(v))
+        numeric = SLOT_NAMES[slot].numeric
+        return found if numeric else frozenset(v for v in found if not NUMBER.fullmatch(v) and v not in NUMBER_WORDS)
+
+
+def _my(lowered: str, at: int) -> bool:
+    """The words just before `at` say "my"/"our", of no relative between ("my old phone", not "my sister's
+    notice": hers)."""
+    found = MY.search(lowered, 0, at)
+    return found is not None and not set(found[0].split()) & PEOPLE
+
+
+def _hedged(flat: str, clauses: list[Clause]) -> bool:
+    """A maybe, a plan or a wish where the change is said: in a clause that says a change, or anywhere when
+    none does ("moved to Brighton on Saturday, I can see the pier if I lean out" is no maybe)."""
+    parts = [part for part, clause in zip(CLAUSE.split(flat), clauses, strict=True) if clause.change]
+    return any(HEDGE.search(part.lower()) for part in parts or [flat])
+
+
+JOB = frozenset({"employer", "role"})
+
+
+def _touched(lowered: str, whole: str) -> list[Slot]:
+    """The slots a lower-cased clause touches: by their cue words, and money by an amount where the whole
+    statement (`whole`, lower-cased) talks of a job: a pay ("offered me the job, at £37,000")."""
+    found = [s for s in SLOTS if s.cues.search(lowered)]
+    money = SLOT_NAMES["money"]
+    paid = AMOUNT.search(lowered) and any(SLOT_NAMES[name].cues.search(whole) for name in JOB)
+    return [*found, money] if money not in found and paid else found
 
 
 def _values(text: str) -> frozenset[str]:
     """What a text names as values: names (capitalised words, not common ones), value words, numbers."""
     names = {m[0].lower() for m in re.finditer(r"[\w'-]+", text) if m[0][:1].isupper()}
     lowered = set(words(text))
-    found = {n for n in names - COMMON - FILLER if not n.startswith("i'") and not n.endswith(VERBAL)}
+    found = {n for n in names - COMMON - FILLER if not n.startswith("i'") and (n in CALENDAR or not n.endswith(VERBAL))}
     numbers = {m[0].rstrip(".,:") for m in NUMBER.finditer(text)} | (lowered & NUMBER_WORDS)
     return frozenset(found | numbers | (lowered & VALUE_WORDS))
 
@@ -288,18 +331,20 @@ def read(text: str) -> Reading:
     flat = " ".join(text.split())
     lowered = flat.lower()
     clauses = []
-    subject = IMPLIED
+    subject, for_me = IMPLIED, False
     for part in CLAUSE.split(flat):
         low = part.lower()
-        subject = _subject(part.strip(), subject)
+        before, subject = subject, _subject(part.strip(), subject)
         change = ENDS.search(low) or CHANGES.search(low)
-        named = [s for s in SLOTS if s.cues.search(low)]
+        named = _touched(low, lowered)
+        # someone else's doing to the speaker, in this clause or carried on ("offered me the job, at £37,000")
+        for_me = subject != SPEAKER and (bool(FOR_ME.search(low)) or (for_me and subject == before))
         clauses.append(
             Clause(
                 subject=subject,
                 slots=frozenset(s.name for s in named),
                 mine=frozenset(
-                    s.name for s in named if any(MY.search(low, 0, m.start()) for m in s.cues.finditer(low))
+                    s.name for s in named if for_me or any(_my(low, m.start()) for m in s.cues.finditer(low))
                 ),
                 values=_values(part),
                 change=change[0] if change else None,
@@ -312,12 +357,12 @@ def read(text: str) -> Reading:
     ends = ENDS.search(lowered)
     return Reading(
         clauses=tuple(clauses),
-        slots=frozenset(s.name for s in SLOTS if s.cues.search(lowered)),
+        slots=frozenset(s.name for s in _touched(lowered, lowered)),
         values=_values(flat),
         content=frozenset(meaningful - cue_words),
         asks=_asks(lowered),
         adds=bool(ADDS.search(lowered)),
-        hedged=bool(HEDGE.search(lowered)),
+        hedged=_hedged(flat, clauses),
         ends=ends[0] if ends else None,
         identifiers=tuple((m[1], m[2]) for m in IDENTIFIER.finditer(lowered) if m[1] not in STOPWORDS),
         cue=min(cues, key=lambda m: m.start())[0] if cues else None,
@@ -334,7 +379,9 @@ def _same(
 ) -> bool:
     """One subject: a person both are about (of `slot`, when given) — one the question asks about, when the
     earlier statement is about them (`about`); for a thing's slot (a framework, a deadline, who owns a piece
-    of work), the thing both name, whoever says it; a statement that names no one (a note) is anyone's."""
+    of work), the thing both name, whoever says it, or the one thing of its kind both say is the same
+    person's ("our standup is at 9:30" … "they moved our standup to 10"); a statement that names no one (a
+    note) is anyone's."""
     mine, theirs = owners(earlier, slot), owners(later, slot)
     if not (mine or theirs) and _apart(statement(earlier), statement(later)):
         return False  # two notes about different named things ("Interviewed Ines Moreau …", "Interviewed Pavel …")
@@ -342,10 +389,25 @@ def _same(
     if mine & about:
         return bool(shared & about)
     if slot is not None and not SLOT_NAMES[slot].personal:
-        return any(not SLOT_NAMES[slot].cues.fullmatch(word) for word in topic)
+        owned = shared and topic and all(_possessed(record, slot) for record in (earlier, later))
+        return any(not SLOT_NAMES[slot].cues.fullmatch(word) for word in topic) or bool(owned)
     if shared or not (mine and theirs):
         return bool(shared) or not ({UNKNOWN} & (mine | theirs))
     return False
+
+
+KEPT = re.compile(r"\b(?:same|unchanged|no change to (?:my|our|the))\s+([\w-]+)")
+
+
+def _kept(text: str, asked: frozenset[str]) -> bool:
+    """The text says a subject asked about stayed as it was ("same job", "same school")."""
+    kept = [f"my {m[1]}" for m in KEPT.finditer(text.lower())]
+    return any(SLOT_NAMES[name].cues.search(thing) for name in asked for thing in kept)
+
+
+def _possessed(record: Episode | Fact, slot: str) -> bool:
+    """The statement says the slot's thing is the speaker's ("our standup", "they moved my shifts")."""
+    return any(slot in clause.mine for clause in read(statement(record)).clauses)
 
 
 CALENDAR = frozenset(
@@ -366,6 +428,13 @@ def _mentions(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def _openers(text: str) -> frozenset[str]:
+    """The first words of a text's sentences that it does not also name further in ("Much", "Brand" of "Much.
+    Brand new boiler"): capitalised by their place, not as names; a day or month ("Mid-May") names a time."""
+    first = {m[1].lower() for m in re.finditer(r"(?:^|[.!?]\s+)([\w'-]+)", text) if m[1][:1].isupper()}
+    return frozenset(w for w in first - _mentions(text) if not CALENDAR & set(w.split("-")))
+
+
 def _apart(earlier: str, later: str) -> bool:
     """Both mention names, and none in common: they are about different people, places or things (a name and
     its longer form, "Postgres" and "PostgreSQL", are one)."""
@@ -373,7 +442,9 @@ def _apart(earlier: str, later: str) -> bool:
     return bool(old and new) and not any(a[:5] == b[:5] for a in old for b in new)
 
 
-IDENTIFIER = re.compile(r"\b([a-z]+) #?(\d[\w-]*)")  # "order 1417", "ticket #204", "room 12b"
+IDENTIFIER = re.compile(  # "order 1417", "ticket #204", "room 12b"; not a date ("due 12 may"), a time ("opens 8 to 3")
+    rf"\b([a-z]+) #?(\d[\w-]*)(?<!am)(?<!pm)(?!\w|[:.]\d| to \d| (?:{'|'.join(sorted(CALENDAR))})\b)"
+)
 
 
 def _other_thing(old: Reading, new: Reading) -> bool:
@@ -408,27 +479,47 @@ def update_reason(
         return None  # one more of something, or an echo: nothing the earlier did not say
     if {v for v in old.values & about if NUMBER.fullmatch(v)} - new.values or _other_thing(old, new):
         return None  # the earlier one names the thing the question asks about ("order 1417"), the later one not
+    if asked and _kept(statement(later), asked):
+        return None  # a partial change that says the subject asked about stayed: "moved to Wokingham, same job"
     topic = (old.content & new.content) - old.values - new.values
-    many = False  # a subject with many values at a time (pets, tools): only an end is a change
-    for name in sorted(old.slots & new.slots) if similarity >= SLOT_FLOOR else ():
-        if not _same(earlier, later, name, topic, about):
-            continue
-        if not SLOT_NAMES[name].single:
-            if new.ends:
-                return f"{name}: {new.ends}"
-            many = True
-        elif change := new.changed(name):
-            return f"{name}: {change}"
-        elif fresh := new.valued(name) - old.values:
-            return f"{name}: {sorted(fresh)[0]} instead of {', '.join(sorted(old.valued(name))) or '?'}"
+    shared = old.slots & new.slots
+    if asked & new.slots and not asked & old.slots:
+        shared &= asked  # asked about work, the earlier says only the pay: a new pay is no answer to the question
+    many, why = _slot_change(earlier, later, sorted(shared) if similarity >= SLOT_FLOOR else [], topic, about)
+    if why is not None:
+        return why
     if many or (similarity < SAME_KIND and not topical) or not _same(earlier, later, None, topic, about):
         return None
     if similarity < SAME_KIND and asked and new.slots and not (asked & new.slots):
         return None  # two answers to a question about a subject, but the later one is about another
+    if similarity < SAME_KIND:
+        added -= _openers(statement(later)) - VALUE_WORDS  # "Much. Brand new boiler": a capital by its place
     if new.ends or (added and (new.cue or (latest and similarity >= SAME_KIND))):
         why = "same answer" if similarity < SAME_KIND else f"same kind ({similarity:.2f})"
         return f"{why}: {new.ends or new.cue or ', '.join(sorted(added)) or 'something new'}"
     return None
+
+
+def _slot_change(
+    earlier: Episode | Fact, later: Episode | Fact, shared: list[str], topic: frozenset[str], about: frozenset[str]
+) -> tuple[bool, str | None]:
+    """The change of a slot both statements touch, of one subject: change words in the slot's clause, or for a
+    slot with one value at a time another value. Also whether a slot with many values (pets, tools) was
+    shared without an end of one, which no other reading may then call a change."""
+    old, new = read(statement(earlier)), read(statement(later))
+    many = False
+    for name in shared:
+        if not _same(earlier, later, name, topic, about):
+            continue
+        if not SLOT_NAMES[name].single:
+            if new.ends:
+                return many, f"{name}: {new.ends}"
+            many = True
+        elif change := new.changed(name):
+            return many, f"{name}: {change}"
+        elif fresh := new.valued(name) - old.values:
+            return many, f"{name}: {sorted(fresh)[0]} instead of {', '.join(sorted(old.valued(name))) or '?'}"
+    return many, None
 
 
 POSSESSIVE = re.compile(rf"\b((?:the )?[\w'-]+)'s ({'|'.join(sorted(PEOPLE))})\b")

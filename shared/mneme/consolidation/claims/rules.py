@@ -132,7 +132,15 @@ RULES: tuple[tuple[str, ...], ...] = (
         "works at",
         "name",
         rf"^{SUBJECT}{ADV}(?: joined| started at| started working at| started working for|"
-        rf" have started at) (?P<v>.+)",
+        rf" have started at| signed with| signed on with| have signed with| has signed with) (?P<v>.+)",
+        "work",
+    ),
+    # a first day somewhere, where work is talked of, says where one works now: "First day at Brightwater today"
+    (
+        "works at",
+        "org",
+        r"^(?:(?:It's|It is|It was|Today is|Today was) )?(?:[Mm]y first|First) (?:day|week|shift|morning) (?:at|with) "
+        r"(?P<v>[A-Z].*)",
         "work",
     ),
     ("works as", "role", rf"^{SUBJECT}{ADV}(?: work| works| am working| is working| are working) as (?P<v>.+)"),

@@ -348,11 +348,16 @@ def _rank_chains(run: Run, pool: list[Candidate], winner: dict[int, tuple[int, s
 def _consolidated(run: Run, mode: str) -> list[dict[str, object]]:
     """Claim facts consolidation found changed by a later turn (`Fact.changed_by`, where the turn gave no value
     a claim could hold) are marked `since_changed` whether or not that turn was found; when it was, it ranks
-    just above the claim for a question about the present, just below it for one about the past."""
+    just above the claim for a question about the present, just below it for one about the past. A question
+    about another subject than the claim's ("what does he care about in a job?" of "his salary is £29k")
+    leaves the claim where its grounding turn stands, flagged stale only."""
     out: list[dict[str, object]] = []
+    asked = changes.question_slots(run.request.query or "")
     for candidate in list(run.candidates.values()):
         fact = candidate.record
         if not isinstance(fact, Fact) or fact.changed_by is None or fact.changed_at is None:
+            continue
+        if asked and (subject := changes.read(changes.statement(fact)).slots) and not asked & subject:
             continue
         candidate.changed = {"by": fact.changed_by, "at": fact.changed_at.date().isoformat(), "why": "consolidation"}
         later = run.candidates.get(fact.changed_by)
