@@ -1879,8 +1879,9 @@ def test_dynamodb_follows_every_page_of_the_feed_and_review_records(aws: Any) ->
     assert len(calls) >= 5 * 2
 
 
-def test_a_draft_written_before_per_author_slots_can_still_be_edited_and_published(aws: Any, tmp_path: Path) -> None:
-    """DynamoDB: a pending draft stored when drafts held the key's published slot (`KEY#<key>`)."""
+def legacy_draft(aws: Any) -> tuple[DynamoRecordStore, Memory]:
+    """DynamoDB with wendy's pending draft of "k" in scope acme stored as drafts were when they held the key's
+    published slot (`KEY#<key>`), before each author had a slot of its own."""
     from mneme.adapters.dynamo.codec import published_slot_key, to_item
 
     store = DynamoRecordStore(TABLE, client=aws, feed_horizon_seconds=0)
@@ -1890,6 +1891,12 @@ def test_a_draft_written_before_per_author_slots_can_still_be_edited_and_publish
     assert legacy is not None
     aws.delete_item(TableName=TABLE, Key={"PK": legacy["PK"], "SK": {"S": "KEY#k#PENDING#wendy"}})
     aws.put_item(TableName=TABLE, Item=to_item(draft, legacy, item_type="memory_slot"))  # as the old code wrote it
+    return store, draft
+
+
+def test_a_draft_written_before_per_author_slots_can_still_be_edited_and_published(aws: Any, tmp_path: Path) -> None:
+    """DynamoDB: a pending draft stored when drafts held the key's published slot (`KEY#<key>`)."""
+    store, draft = legacy_draft(aws)
 
     store.update_memory(draft.model_copy(update={"version": 2, "body": "edited"}), 1)
     published = draft.model_copy(update={"version": 3, "body": "edited", "status": "published"})
@@ -1970,15 +1977,7 @@ def test_dynamodb_finds_a_memory_by_key_in_one_read_of_its_slots(aws: Any) -> No
 
 
 def test_dynamodb_finds_a_draft_written_before_per_author_slots_for_its_author_alone(aws: Any) -> None:
-    from mneme.adapters.dynamo.codec import published_slot_key, to_item
-
-    store = DynamoRecordStore(TABLE, client=aws, feed_horizon_seconds=0)
-    draft = scoped("m1", "acme", "k", status="pending", author="wendy")
-    store.create_memory(draft)
-    legacy = published_slot_key(draft)
-    assert legacy is not None
-    aws.delete_item(TableName=TABLE, Key={"PK": legacy["PK"], "SK": {"S": "KEY#k#PENDING#wendy"}})
-    aws.put_item(TableName=TABLE, Item=to_item(draft, legacy, item_type="memory_slot"))  # as the old code wrote it
+    store, draft = legacy_draft(aws)
 
     assert store.find_scoped_memories(A, "acme", "k", "wendy") == [draft]
     assert store.find_scoped_memories(A, "acme", "k", "oscar") == []
