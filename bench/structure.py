@@ -148,17 +148,19 @@ def profile(top: int, modules: bool) -> None:
         for query in ("boiler pressure", "VAT scheme", "forklift inspection"):  # the pools' connections opened
             api.post("/v1/recall", json={"query": query, "scope": "root"}, timeout=60).raise_for_status()
         with profiler.phase() as recall:
-            api.post("/v1/recall", json={"query": "who is the invoice contact", "scope": "root"}).raise_for_status()
+            api.post(
+                "/v1/recall", json={"query": "who is the invoice contact", "scope": "root"}, timeout=60
+            ).raise_for_status()
         with profiler.phase() as remember_walk:
             body = {"scope": SCOPE, "content": "Pennine Joinery pays invoices within 30 days.", "create_scope": True}
-            api.post("/v1/remember", json=body).raise_for_status()
+            api.post("/v1/remember", json=body, timeout=60).raise_for_status()
             for thread in threading.enumerate():  # and its embedding thread, if the index write went there
                 if thread.name == "remember-embed":
                     thread.join(30)
         with profiler.phase(lambda name: name.startswith("consolidate-")) as run:
-            run_id = api.post("/v1/consolidate", json={}).raise_for_status().json()["run_id"]
+            run_id = api.post("/v1/consolidate", json={}, timeout=60).raise_for_status().json()["run_id"]
             deadline = time.monotonic() + 120
-            while api.get(f"/v1/consolidations/{run_id}").json()["status"] == "running":
+            while api.get(f"/v1/consolidations/{run_id}", timeout=60).json()["status"] == "running":
                 if time.monotonic() > deadline:
                     raise SystemExit("the consolidation run did not finish in 120 s")
                 time.sleep(0.1)

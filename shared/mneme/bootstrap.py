@@ -409,6 +409,12 @@ def current_usage_keys() -> UsageKeys | None:
     return usage_keys(get_settings())
 
 
+def authorizer_over(services: Provide) -> tuple[Callable[[], Authenticator], Callable[[], UsageKeys | None]]:
+    """What the authorizer is given over `services` instead of the process's: the key lookup on their
+    store and the throttle buckets their settings name (the local gateway)."""
+    return (lambda: Authenticator(services().store)), (lambda: usage_keys(services().settings))
+
+
 def usage_keys(settings: Settings) -> UsageKeys | None:
     """The stage's throttle buckets (API Gateway usage-plan keys), when the stack configured them."""
     throttle = settings.throttle

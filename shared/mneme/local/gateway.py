@@ -12,16 +12,14 @@ import importlib
 import threading
 from typing import TYPE_CHECKING, Any
 
+from mneme import bootstrap
 from mneme.errors import Unauthorized
 from mneme.http import routes
 from mneme.http.lambda_entry import lambda_handler
 from mneme.local.events import LocalContext, token_event
-from mneme.services.keys import Authenticator
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-
-    from mneme.bootstrap import Provide
 
     Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -34,7 +32,7 @@ _REFUSALS = {
 class Gateway:
     """The route table, the authorizer and the functions over `services`, each function built once."""
 
-    def __init__(self, services: Provide) -> None:
+    def __init__(self, services: bootstrap.Provide) -> None:
         self.services = services
         self._functions: dict[str, Handler] = {}
         self._building = threading.Lock()
@@ -47,16 +45,11 @@ class Gateway:
             return self._functions[name]
 
     def _build(self, name: str) -> Handler:
-        from mneme.bootstrap import usage_keys
-
         module = importlib.import_module(f"functions.{name}")
-        services = self.services
         if name == "authorizer":
-            handler: Handler = module.authorizer(
-                lambda: Authenticator(services().store), lambda: usage_keys(services().settings)
-            )
+            handler: Handler = module.authorizer(*bootstrap.authorizer_over(self.services))
             return handler
-        handler = lambda_handler(module.build_app(services))
+        handler = lambda_handler(module.build_app(self.services))
         return handler
 
     def authorize(
