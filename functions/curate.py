@@ -32,14 +32,13 @@ def _scope_view(path: str, scope_id: str, depth: int) -> dict[str, Any]:
     return {"path": path, "scope_id": scope_id, "depth": depth}
 
 
-def _memory_view(services: bootstrap.Services, memory: Memory) -> dict[str, Any]:
-    if memory.kind == "scoped":
+def _memory_view(services: bootstrap.Services, memory: Memory, target: str | None = None) -> dict[str, Any]:
+    """The memory as the API shows it; `target` is its scope's path when the caller has it already."""
+    if target is None and memory.kind == "scoped":
         assert memory.scope_id is not None
         target = services.scopes.chain_of(memory.tenant, memory.scope_id).path
-    else:
-        target = tag_label(memory)
     view = memory.model_dump(mode="json", exclude={"tenant", "scope_id", "layer", "value"})
-    return {**view, "target": target}
+    return {**view, "target": target or tag_label(memory)}
 
 
 def build_app(services: bootstrap.Provide) -> APIGatewayRestResolver:
@@ -116,6 +115,22 @@ def _memory_routes(app: APIGatewayRestResolver, services: bootstrap.Provide) -> 
     def create_memory(request: Annotated[CreateMemoryRequest, Body()]) -> Response[Any]:
         memory, _ = services().memories.create(caller(app), **request.model_dump(exclude_none=True))
         return json_response(201, shown(memory))
+
+    @app.get("/v1/memories")
+    def find_memory(
+        scope: Annotated[str, Query(min_length=1, max_length=600, description="the scope's path")],
+        key: Annotated[str, Query(min_length=1, max_length=128, description="the memory's key in that scope")],
+    ) -> dict[str, Any]:
+        """The memory keyed `key` in scope `scope`, as retrieve shows it to the caller: its own pending draft
+        of the key first, else the published memory (with `pending_revision`, the caller's open edit of it);
+        never an archived one or another author's draft. 404 `memory_not_found` when there is none."""
+        memory, path, revision = services().memories.find(caller(app), scope, key)
+        view = _memory_view(services(), memory, path)
+        return (
+            view
+            if revision is None
+            else {**view, "pending_revision": revision.model_dump(mode="json", exclude={"tenant"})}
+        )
 
     @app.patch("/v1/memories/<memory_id>")
     def edit_memory(memory_id: str, request: Annotated[EditMemoryRequest, Body()]) -> dict[str, Any]:

@@ -107,6 +107,13 @@ class MemoryStore(Protocol):
         """Non-archived scoped memories of one scope, ordered by key then memory_id."""
         ...
 
+    def find_scoped_memories(self, tenant: str, scope_id: str, key: str, author: str) -> list[Memory]:
+        """The non-archived memories keyed `key` in scope `scope_id` that `author` may see, in one read of
+        the store (never a listing of the scope): `author`'s own pending draft first, then the published
+        memory; each when it exists. Another author's draft is never returned; expiry is not checked.
+        """
+        ...
+
     def list_tagged_memories(self, tenant: str, layer: str, value: str | None) -> list[Memory]:
         """Non-archived tagged memories of a layer; value None selects the layer-wide ones.
 

@@ -1879,8 +1879,9 @@ def test_dynamodb_follows_every_page_of_the_feed_and_review_records(aws: Any) ->
     assert len(calls) >= 5 * 2
 
 
-def test_a_draft_written_before_per_author_slots_can_still_be_edited_and_published(aws: Any, tmp_path: Path) -> None:
-    """DynamoDB: a pending draft stored when drafts held the key's published slot (`KEY#<key>`)."""
+def legacy_draft(aws: Any) -> tuple[DynamoRecordStore, Memory]:
+    """DynamoDB with wendy's pending draft of "k" in scope acme stored as drafts were when they held the key's
+    published slot (`KEY#<key>`), before each author had a slot of its own."""
     from mneme.adapters.dynamo.codec import published_slot_key, to_item
 
     store = DynamoRecordStore(TABLE, client=aws, feed_horizon_seconds=0)
@@ -1890,6 +1891,12 @@ def test_a_draft_written_before_per_author_slots_can_still_be_edited_and_publish
     assert legacy is not None
     aws.delete_item(TableName=TABLE, Key={"PK": legacy["PK"], "SK": {"S": "KEY#k#PENDING#wendy"}})
     aws.put_item(TableName=TABLE, Item=to_item(draft, legacy, item_type="memory_slot"))  # as the old code wrote it
+    return store, draft
+
+
+def test_a_draft_written_before_per_author_slots_can_still_be_edited_and_published(aws: Any, tmp_path: Path) -> None:
+    """DynamoDB: a pending draft stored when drafts held the key's published slot (`KEY#<key>`)."""
+    store, draft = legacy_draft(aws)
 
     store.update_memory(draft.model_copy(update={"version": 2, "body": "edited"}), 1)
     published = draft.model_copy(update={"version": 3, "body": "edited", "status": "published"})
@@ -1912,3 +1919,65 @@ def test_a_sqlite_draft_written_before_per_author_keys_is_given_its_authors_key_
     store.create_memory(scoped("m2", "acme", "k", status="pending", author="oscar"))
 
     assert ids(store.list_scoped_memories(A, "acme")) == ["m1", "m2"]
+
+
+# -- one memory by scope and key ------------------------------------------------------------------
+
+
+def test_find_scoped_memories_gives_the_authors_draft_then_the_published_memory(store: RecordStore) -> None:
+    # Given drafts of a key by two writers, then its published memory (an approver's, written beside them),
+    # other keys, scopes and tenants, and an archived memory
+    wendy, oscar = (scoped(f"d-{who}", "acme", "k", status="pending", author=who) for who in ("wendy", "oscar"))
+    published = scoped("m1", "acme", "k", author="ada")
+    for memory in (wendy, oscar, published, scoped("m2", "acme", "k2"), scoped("m3", "other", "k")):
+        store.create_memory(memory)
+    store.create_memory(scoped("m4", "acme", "k", B))
+    gone = scoped("m5", "acme", "gone")
+    store.create_memory(gone)
+    store.update_memory(gone.model_copy(update={"status": "archived", "version": 2}), expected_version=1)
+
+    # Then each author finds its own draft first, then the published memory; never another's draft
+    assert store.find_scoped_memories(A, "acme", "k", "wendy") == [wendy, published]
+    assert store.find_scoped_memories(A, "acme", "k", "oscar") == [oscar, published]
+    assert store.find_scoped_memories(A, "acme", "k", "ada") == [published]
+    assert ids(store.find_scoped_memories(B, "acme", "k", "ada")) == ["m4"]  # the tenant's own only
+    assert store.find_scoped_memories(A, "acme", "gone", "ada") == []  # archived: never
+    assert store.find_scoped_memories(A, "acme", "nothing", "ada") == []
+    assert store.find_scoped_memories(A, "nowhere", "k", "ada") == []
+
+
+def test_find_scoped_memories_follows_edits_moves_and_a_draft_alone(store: RecordStore) -> None:
+    draft = scoped("d1", "acme", "new", status="pending", author="wendy")
+    store.create_memory(draft)
+    assert store.find_scoped_memories(A, "acme", "new", "wendy") == [draft]
+    assert store.find_scoped_memories(A, "acme", "new", "ada") == []
+    published = draft.model_copy(update={"status": "published", "version": 2, "body": "approved"})
+    store.update_memory(published, expected_version=1)
+    assert store.find_scoped_memories(A, "acme", "new", "wendy") == [published]
+    moved = published.model_copy(update={"scope_id": "other", "version": 3})
+    store.update_memory(moved, expected_version=2)
+    assert store.find_scoped_memories(A, "acme", "new", "wendy") == []
+    assert store.find_scoped_memories(A, "other", "new", "ada") == [moved]
+
+
+@pytest.mark.usefixtures("cheap_moto_transactions")
+def test_dynamodb_finds_a_memory_by_key_in_one_read_of_its_slots(aws: Any) -> None:
+    # Given a scope with many memories
+    store = DynamoRecordStore(TABLE, client=aws, feed_horizon_seconds=0)
+    for n in range(60):
+        store.create_memory(scoped(f"m{n}", "big", f"k{n}"))
+    calls: list[str] = []
+    aws.meta.events.register("after-call.dynamodb", lambda model, **_: calls.append(model.name))
+
+    # When one is found by key
+    (found,) = store.find_scoped_memories(A, "big", "k42", "ada")
+
+    # Then one read of its key's slots, no query or scan of the scope
+    assert found.memory_id == "m42" and calls == ["BatchGetItem"]
+
+
+def test_dynamodb_finds_a_draft_written_before_per_author_slots_for_its_author_alone(aws: Any) -> None:
+    store, draft = legacy_draft(aws)
+
+    assert store.find_scoped_memories(A, "acme", "k", "wendy") == [draft]
+    assert store.find_scoped_memories(A, "acme", "k", "oscar") == []

@@ -26,6 +26,7 @@ from mneme_sdk.errors import (
     ConnectionFailed,
     Forbidden,
     InvalidInput,
+    MemoryNotFound,
     MnemeError,
     ScopeNotFound,
     ServiceUnavailable,
@@ -377,6 +378,34 @@ def test_the_async_client_has_the_same_methods_and_behaviour(admin: MnemeClient,
 
     contents, changed, principal = asyncio.run(agent())
     assert contents[0] == "Acme's year end is 31 March." and changed >= 4 and principal == "async-bot"
+
+
+def test_a_memory_is_found_by_scope_and_key_in_one_request_sync_and_async(admin: MnemeClient, server: str) -> None:
+    import asyncio
+
+    # Given a memory, and a writer's open edit of it
+    admin.create_scope("root.acme", parents=True)
+    created = admin.create_memory("year-end", "Acme's year end is 31 March.", scope="root.acme")
+    writer_key = admin.create_key("sdk-writer", ["writer"]).api_key
+    MnemeClient(server, writer_key).edit_memory(created.memory_id, body="Acme's year end is 30 April.")
+    # When it is found by scope and key (sync)
+    found = admin.find_memory("root.acme", "year-end")
+    # Then it is the memory's record
+    assert isinstance(found, MemoryRecord) and (found.memory_id, found.target) == (created.memory_id, "root.acme")
+    assert found.body == "Acme's year end is 31 March." and found.pending_revision is None
+    with pytest.raises(MemoryNotFound):
+        admin.find_memory("root.acme", "year-start")
+    with pytest.raises(InvalidInput):
+        admin.find_memory("root.acme", "Year End")
+
+    async def writer() -> MemoryRecord:  # and async: the writer's own open edit comes with it
+        async with AsyncClient(server, writer_key) as mneme:
+            return await mneme.find_memory("root.acme", "year-end")
+
+    mine = asyncio.run(writer())
+    assert mine.pending_revision is not None and mine.pending_revision["changes"] == {
+        "body": "Acme's year end is 30 April."
+    }
 
 
 def test_the_async_client_retries_like_the_sync_one(stub: Stub) -> None:

@@ -174,6 +174,23 @@ def test_retrieve_of_an_unknown_path_is_scope_not_found(home: Path) -> None:
     assert json.loads(response["body"])["error"]["code"] == "scope_not_found"
 
 
+def test_a_memory_is_found_by_its_scope_and_key_through_the_curate_handler(seeded: dict[str, str]) -> None:
+    # When find_memory.json asks for the memory create_memory_scoped.json wrote
+    found = json.loads(call("curate", load_event("find_memory.json"))["body"])
+    # Then it is that memory as a record, its target the scope's path
+    assert (found["target"], found["key"], found["status"], found["version"]) == (
+        "root.pennine-joinery.vat", "vat-policy", "published", 1,
+    )  # fmt: skip
+    assert found["body"] == "Pennine Joinery uses the flat-rate VAT scheme." and found["search_text"] is None
+    # And a key that scope does not hold is memory_not_found; a scope that does not exist is scope_not_found
+    for query, code in ((("root.pennine-joinery.vat", "nothing"), "memory_not_found"),
+                        (("root.nowhere", "vat-policy"), "scope_not_found")):  # fmt: skip
+        event = load_event("find_memory.json")
+        event["queryStringParameters"] = dict(zip(("scope", "key"), query, strict=True))
+        event["multiValueQueryStringParameters"] = {k: [v] for k, v in event["queryStringParameters"].items()}
+        assert json.loads(call("curate", event, 404)["body"])["error"]["code"] == code
+
+
 def test_a_handler_event_without_authorizer_context_is_refused(home: Path) -> None:
     # Given a retrieve event that did not pass through the authorizer
     event = load_event("retrieve.json")

@@ -352,6 +352,64 @@ def test_one_abatch_runs_its_operations_at_once_with_the_results_of_running_them
     assert ("seq",) in results[7] and results[9] is None
 
 
+class Logged(httpx.HTTPTransport):
+    """The real transport, logging each request as `METHOD /path`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append(f"{request.method} {request.url.path}")
+        return super().handle_request(request)
+
+
+class AsyncLogged(httpx.AsyncHTTPTransport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append(f"{request.method} {request.url.path}")
+        return await super().handle_async_request(request)
+
+
+def test_get_put_over_a_taken_key_and_delete_cost_a_fixed_number_of_requests_whatever_the_namespace_holds(
+    server: str, key: str
+) -> None:
+    # Given a namespace of many items, and a store whose client logs its requests
+    sync, asynchronous = Logged(), AsyncLogged()
+    store = MnemeStore(Client(server, key, transport=sync), AsyncClient(server, key, transport=asynchronous),
+                       scope="root.agents")  # fmt: skip
+    for i in range(60):
+        store.put(("big",), f"k{i}", {"i": i})
+    memory_id = next(b.memory_id for b in Client(server, key).retrieve_json("root.agents.big").blocks if b.key == "k42")
+    sync.sent.clear()
+    # When an item is read, overwritten, read and deleted
+    item = store.get(("big",), "k42")
+    got = sync.sent[:]
+    store.put(("big",), "k42", {"i": "changed"})
+    put = sync.sent[len(got) :]
+    changed = store.get(("big",), "k42")
+    store.delete(("big",), "k42")
+    deleted = sync.sent[len(got) + len(put) + 1 :]
+    # Then a get is one request, a put over a taken key a create (refused), one lookup and one edit, a delete
+    # one lookup and one archive: never a read of the namespace's whole bundle
+    assert item is not None and item.value == {"i": 42} and changed is not None and changed.value == {"i": "changed"}
+    assert got == ["GET /v1/memories"]
+    assert put == ["POST /v1/memories", "GET /v1/memories", f"PATCH /v1/memories/{memory_id}"]
+    assert deleted == ["GET /v1/memories", f"POST /v1/memories/{memory_id}/archive"]
+    assert store.get(("big",), "k42") is None and store.get(("nowhere",), "k1") is None
+
+    # And the async form the same: one request per get
+    async def read() -> list[Item | None]:
+        return await asyncio.gather(*(store.aget(("big",), f"k{i}") for i in range(10)))
+
+    gets = asyncio.run(read())
+    assert [g.value for g in gets if g is not None] == [{"i": i} for i in range(10)]
+    assert asynchronous.sent == ["GET /v1/memories"] * 10
+
+
 def test_runs_split_only_where_an_operation_depends_on_an_earlier_one() -> None:
     a, b = (("u", "x"), "a"), (("u", "y"), "b")
     ops = [PutOp(*a, {}), PutOp(*b, {}), GetOp(("u", "z"), "c"), GetOp(*a)]  # the get of a waits for its put

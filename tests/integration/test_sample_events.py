@@ -30,6 +30,7 @@ SAMPLES = {  # each file in events/ and the handler it is for
     "create_scope.json": "curate.handler",
     "create_memory_scoped.json": "curate.handler",
     "create_memory_tagged.json": "curate.handler",
+    "find_memory.json": "curate.handler",
     "rename_scope.json": "curate.handler",
     "remember.json": "remember.handler",
     "recall.json": "recall.handler",

@@ -46,6 +46,7 @@ SUCCESS: dict[tuple[str, str], Success] = {
     ("DELETE", "/v1/scopes"): (200, views.Erasure),
     ("GET", "/v1/layers"): (200, views.LayerNames),
     ("PUT", "/v1/layers"): (200, views.LayerNames),
+    ("GET", "/v1/memories"): (200, views.MemoryRecord),
     ("POST", "/v1/memories"): (201, views.MemoryRecord),
     ("PATCH", "/v1/memories/{memory_id}"): (200, views.MemoryRecord),
     ("POST", "/v1/memories/{memory_id}/archive"): (200, MemoryView),

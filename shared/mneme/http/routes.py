@@ -64,6 +64,7 @@ ROUTES: tuple[Route, ...] = (
     Route("DELETE", "/v1/scopes", "curate", ADMIN, query=("path", "dry_run")),
     Route("GET", "/v1/layers", "curate", R),
     Route("PUT", "/v1/layers", "curate", ADMIN),
+    Route("GET", "/v1/memories", "curate", R, query=("scope", "key")),
     Route("POST", "/v1/memories", "curate", W),
     Route("PATCH", "/v1/memories/{memory_id}", "curate", W),
     Route("POST", "/v1/memories/{memory_id}/archive", "curate", W),

@@ -46,6 +46,9 @@ from mneme_api.api.default import (
     erase_scope_v1_scopes_delete as erase_scope,
 )
 from mneme_api.api.default import (
+    find_memory_v1_memories_get as find_memory,
+)
+from mneme_api.api.default import (
     forget_episode_v1_episodes_episode_id_delete as forget_episode,
 )
 from mneme_api.api.default import (
@@ -222,6 +225,9 @@ def drive(base_url: str, admin_key: str) -> list[str]:
     did("PATCH /v1/memories/{memory_id}")
     ok(history.sync_detailed(memory.memory_id, client=admin), MemoryHistory)
     did("GET /v1/memories/{memory_id}/history")
+    found = ok(find_memory.sync_detailed(client=admin, scope="root.acme", key="year-end"), MemoryRecord)
+    assert found.memory_id == memory.memory_id
+    did("GET /v1/memories")
 
     new_key = CreateKeyRequest.from_dict({"principal": "writer-bot", "roles": ["writer"]})
     created = ok(create_key.sync_detailed(client=admin, body=new_key), CreatedKey)

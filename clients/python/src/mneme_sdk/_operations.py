@@ -359,6 +359,13 @@ def create_memory(
     return _json(MemoryRecord, "POST", "/v1/memories", dump(request), idempotent=False)
 
 
+def find_memory(scope: str, key: str) -> Flow[MemoryRecord]:
+    """The memory keyed `key` in `scope` (one request, one read of the store), as retrieve shows it to the
+    caller: its own pending draft of the key first, else the published memory, with `pending_revision` when
+    the caller has an open edit of it. `MemoryNotFound` when there is none (archived, expired, another's draft)."""
+    return _json(MemoryRecord, "GET", "/v1/memories", query={"scope": scope, "key": key})
+
+
 def edit_memory(memory_id: str, *, version: int | None = None, **changes: Any) -> Flow[MemoryRecord]:
     """Change fields; `version` (optimistic lock) must match the stored version, else 409."""
     request = model(EditMemoryRequest, {**changes, **({"version": version} if version is not None else {})})

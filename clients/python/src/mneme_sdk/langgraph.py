@@ -37,6 +37,7 @@ import contextlib
 import json
 import re
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any, Literal, get_args
 
 from langgraph.store.base import (
@@ -56,8 +57,8 @@ from langgraph.store.base import (
 from mneme_sdk import _operations as op
 from mneme_sdk._flow import Flow
 from mneme_sdk.client import AsyncClient, Client
-from mneme_sdk.errors import Conflict, Forbidden, ScopeNotFound
-from mneme_sdk.models import Strictness
+from mneme_sdk.errors import Conflict, Forbidden, MemoryNotFound, ScopeNotFound
+from mneme_sdk.models import MemoryRecord, Strictness
 
 SEGMENT = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 KEY = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
@@ -194,21 +195,26 @@ class MnemeStore(BaseStore):
 
     # -- operations as flows (the same code for the sync and the async client) --------------------
 
-    def _find(self, scope: str, key: str) -> Flow[Any]:
-        """The block of the memory keyed `key` in exactly `scope`, or None (also when the scope does not exist)."""
+    def _find(self, scope: str, key: str) -> Flow[MemoryRecord | None]:
+        """The memory keyed `key` in exactly `scope`, as the caller sees it, in one request (`find_memory`:
+        one read of the store, whatever the scope holds), or None (also when the scope does not exist)."""
         try:
-            bundle = yield from op.retrieve_json(scope)
-        except ScopeNotFound:
+            found: MemoryRecord = yield from op.find_memory(scope, key)
+        except (MemoryNotFound, ScopeNotFound):
             return None
-        return next((b for b in bundle.blocks if b.kind == "scoped" and b.target == scope and b.key == key), None)
+        return found
 
     def _get(self, namespace: tuple[str, ...], key: str) -> Flow[Item | None]:
-        block = yield from self._find(self.scope_of(namespace), encode(key, KEY))
-        if block is None:
+        """One request. A writer's own open edit of a published item is what it reads back, as retrieve shows it."""
+        record = yield from self._find(self.scope_of(namespace), encode(key, KEY))
+        if record is None:
             return None
-        (item,) = yield from self._items([block.memory_id])
-        found: Item = item
-        return found
+        revision = record.pending_revision or {}
+        body = revision.get("changes", {}).get("body", record.body)
+        updated = datetime.fromisoformat(revision["updated_at"]) if revision else record.updated_at
+        return Item(
+            namespace=namespace, key=key, value=json.loads(body), created_at=record.created_at, updated_at=updated
+        )
 
     def _items(
         self, memory_ids: list[str], scores: dict[str, float] | None = None, unscored: float | None = None
@@ -235,13 +241,13 @@ class MnemeStore(BaseStore):
     def _put(
         self, namespace: tuple[str, ...], key: str, value: Any, index: Literal[False] | list[str] | None
     ) -> Flow[None]:
-        """A new key is one write (no read of the scope's bundle, which grows with the scope); a taken one
-        (a Conflict) is found and edited, and the server writes nothing when nothing changed."""
+        """A new key is one write; a taken one (a Conflict) is one lookup and one edit, and the server writes
+        nothing when nothing changed; a delete (`value` None) is one lookup and one archive."""
         scope, memory_key = self.scope_of(namespace), encode(key, KEY)
         if value is None:
-            block = yield from self._find(scope, memory_key)
-            if block is not None:
-                yield from op.archive_memory(block.memory_id)
+            found = yield from self._find(scope, memory_key)
+            if found is not None:
+                yield from op.archive_memory(found.memory_id)
             return None
         body = json.dumps(value, ensure_ascii=False, sort_keys=True)
         searched = search_text(value, index)
@@ -254,10 +260,10 @@ class MnemeStore(BaseStore):
         try:
             yield from op.create_memory(memory_key, body, scope=scope, **fields)
         except Conflict:  # the key is taken: this put overwrites it
-            block = yield from self._find(scope, memory_key)
-            if block is None:
+            found = yield from self._find(scope, memory_key)
+            if found is None:
                 raise
-            yield from op.edit_memory(block.memory_id, body=body, search_text=searched)
+            yield from op.edit_memory(found.memory_id, body=body, search_text=searched)
         return None
 
     def _memories_under(self, prefix: str) -> Flow[list[Any]]:

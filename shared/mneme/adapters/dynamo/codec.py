@@ -314,8 +314,13 @@ def mslot_key(memory: Memory) -> Item | None:
     if memory.status == "archived":
         return None
     pk = mslot_pk(memory.tenant, memory.kind, memory.scope_id, memory.layer, memory.value)
-    pending = f"#PENDING#{esc(memory.author)}" if memory.status == "pending" else ""
-    return key(pk, f"KEY#{memory.key}{pending}")
+    return memory_slot(pk, memory.key, memory.author if memory.status == "pending" else None)
+
+
+def memory_slot(pk: str, memory_key: str, draft_author: str | None) -> Item:
+    """The key slot of `memory_key` in the slot partition `pk`: the published one, or `draft_author`'s draft's."""
+    pending = f"#PENDING#{esc(draft_author)}" if draft_author is not None else ""
+    return key(pk, f"KEY#{memory_key}{pending}")
 
 
 def published_slot_key(memory: Memory) -> Item | None:

@@ -10,6 +10,7 @@ from mneme.adapters.dynamo.codec import (
     check,
     delete,
     memory_key,
+    memory_slot,
     mslot_key,
     mslot_pk,
     published_slot_key,
@@ -18,7 +19,7 @@ from mneme.adapters.dynamo.codec import (
     to_item,
     to_model,
 )
-from mneme.adapters.dynamo.table import DynamoTable, position_of, text_of, unmoved
+from mneme.adapters.dynamo.table import DynamoTable, key_of, position_of, text_of, unmoved
 from mneme.errors import Conflict
 from mneme.models import Memory
 
@@ -97,6 +98,16 @@ class DynamoMemories(DynamoTable):
 
     def list_scoped_memories(self, tenant: str, scope_id: str) -> list[Memory]:
         return self._memories(mslot_pk(tenant, "scoped", scope_id, None, None))
+
+    def find_scoped_memories(self, tenant: str, scope_id: str, key: str, author: str) -> list[Memory]:
+        """One BatchGetItem of the key's two slots: `author`'s draft's and the published one (which a draft
+        written before drafts had their own slot may hold: it counts as a draft, its author's alone)."""
+        pk = mslot_pk(tenant, "scoped", scope_id, None, None)
+        draft, published = memory_slot(pk, key, author), memory_slot(pk, key, None)
+        found = self._items([draft, published])
+        held = [to_model(Memory, item) for k in (draft, published) if (item := found.get(key_of(k))) is not None]
+        mine = [m for m in held if m.status == "pending" and m.author == author]
+        return mine[:1] + [m for m in held if m.status == "published"]
 
     def list_tagged_memories(self, tenant: str, layer: str, value: str | None) -> list[Memory]:
         return self._memories(mslot_pk(tenant, "tagged", None, layer, value))

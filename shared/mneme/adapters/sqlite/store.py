@@ -277,6 +277,18 @@ class SqliteRecordStore(
         )
         return [Memory.model_validate_json(row[0]) for row in rows]
 
+    def find_scoped_memories(self, tenant: str, scope_id: str, key: str, author: str) -> list[Memory]:
+        """One indexed read (`memories_scope`): the key's published memory and `author`'s draft."""
+        rows = self._rows(
+            "SELECT doc FROM memories WHERE tenant=? AND scope_id=? AND key=? AND status!='archived' "
+            "AND (status='published' OR json_extract(doc, '$.author')=?) ORDER BY status='published'",
+            tenant,
+            scope_id,
+            key,
+            author,
+        )
+        return [Memory.model_validate_json(row[0]) for row in rows]
+
     def list_tagged_memories(self, tenant: str, layer: str, value: str | None) -> list[Memory]:
         rows = self._rows(
             "SELECT doc FROM memories WHERE tenant=? AND layer=? AND value IS ? AND status!='archived' "

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from mneme import paths
 from mneme.errors import Conflict, Forbidden, InvalidInput, MemoryNotFound, PayloadTooLarge
-from mneme.models import HistoryEntry, Memory, Principal, Role
+from mneme.models import HistoryEntry, Memory, Principal, Revision, Role
 from mneme.ports import Clock, MemoryStore, ScopeStore
 from mneme.services.context_pack import agent_view
 from mneme.services.scopes import ScopeService
@@ -188,6 +188,22 @@ class MemoryService:
         ):
             raise MemoryNotFound(f"memory {memory_id} does not exist", details={"memory_id": memory_id})
         return memory
+
+    def find(self, caller: Principal, path: str, key: str) -> tuple[Memory, str, Revision | None]:
+        """The memory keyed `key` in scope `path` as retrieve shows it to the caller, with the scope's
+        canonical path: the caller's own pending draft of the key first, else the published memory (and the
+        caller's open revision of it, if any); never an archived or expired one, nor another's draft."""
+        validate_key(key)
+        resolved = self.scopes.resolve(caller.tenant, path)
+        found = self.store.find_scoped_memories(caller.tenant, resolved.scope.scope_id, key, caller.principal)
+        visible = self.visible_to(caller, found, self.clock.now())
+        if not visible:
+            details = {"scope": resolved.path, "key": key}
+            raise MemoryNotFound(f"no memory {key!r} in scope {resolved.path}", details=details)
+        memory, revision = visible[0], None
+        if memory.status == "published" and not caller.has(Role.approver):  # approvers edit in place
+            revision = self.store.get_revision(caller.tenant, memory.memory_id, caller.principal)
+        return memory, resolved.path, revision if revision is not None and revision.status == "open" else None
 
     def _was_public(self, memory: Memory) -> bool:
         if memory.status != "archived":
