@@ -185,3 +185,32 @@ def test_an_age_is_flagged_stale_a_year_after_it_was_said(services: Services, cl
     services.consolidation.start(WRITER, None)
     # Then the age is flagged stale: true once, not now
     assert claims(services)["Noor is 41."].stale
+
+
+def test_a_changed_claim_weighs_less_for_the_present_and_in_full_for_a_question_about_the_past(
+    services: Services, clock: Any
+) -> None:
+    # Given an employer claim consolidation marked changed by a later turn that names no new employer
+    say(services, "s1", ("Aiko", "I work at Brindle Optics, in the lens lab."), ("Jo", "Sounds precise."),
+        occurred_at=clock.now())  # fmt: skip
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    clock.advance(days=90)
+    [notice, _] = say(services, "s2", ("Aiko", "I handed in my notice at the lab on Monday."), ("Jo", "Brave!"),
+                      occurred_at=clock.now())  # fmt: skip
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    claim = claims(services)["Aiko works at Brindle Optics."]
+    assert (claim.changed_by, claim.stale) == (notice, True)
+
+    def scored(query: str) -> dict[str, Any]:
+        response = services.recall.recall(WRITER, RecallRequest(query=query, limit=10, explain=True))
+        return next(r.scores for r in response.results if r.id == claim.fact_id)
+
+    # When recall asks where she works now, the changed claim weighs less (stale)
+    now = scored("Where does Aiko work?")
+    assert now["stale"] == 0.6 and now["lifecycle"] > 0.6  # the lifecycle factor holds no stale share
+    # When it asks where she worked before, or about an event, the claim is the history asked for, in full
+    for query in ("Where did Aiko work before?", "Where did Aiko start working?"):
+        then = scored(query)
+        assert "stale" not in then and then["lifecycle"] == now["lifecycle"], (query, then)

@@ -66,8 +66,9 @@ def lifecycle(record: Record, now: datetime, as_of: datetime | None = None) -> t
     """Multiplier in [0, 1]; 0 means omitted, with the reason.
 
     Memories: expired (valid_until passed) omitted, review_due passed ×0.7, confidence < 0.5 ×0.9.
-    Facts: superseded or expired omitted (unless valid at `as_of`), stale sources ×0.6,
-    confidence < 0.3 ×0.9. Episodes: 1.
+    Facts: superseded or expired omitted (unless valid at `as_of`), stale ×0.6 (its sources gone, or its
+    value outgrown), confidence < 0.3 ×0.9; a fact a later turn changed (`changed_by`) is history, weighed by
+    the question (`time._consolidated`: ×0.6 for a question about the present only). Episodes: 1.
     """
     if isinstance(record, Episode):
         return (0.0, "archived") if record.archived else (1.0, None)
@@ -77,7 +78,7 @@ def lifecycle(record: Record, now: datetime, as_of: datetime | None = None) -> t
                 return 0.0, "not_valid_at_as_of"
         elif record.status != "active":
             return 0.0, record.status
-        factor = STALE if record.stale else 1.0
+        factor = STALE if record.stale and record.changed_by is None else 1.0
         return factor * (LOW_CONFIDENCE if record.confidence < 0.3 else 1.0), None
     if record.valid_until is not None and record.valid_until <= now:
         return 0.0, "lifecycle"

@@ -25,7 +25,7 @@ from mneme.language import changes
 from mneme.language.text import MONTH, MONTHS
 from mneme.models import Episode, session_position
 from mneme.records import Fact
-from mneme.services.recall.records import Record
+from mneme.services.recall.records import STALE, Record
 from mneme.services.recall.run import QueryTime, stored_vectors
 
 if TYPE_CHECKING:
@@ -213,6 +213,8 @@ def time_stage(run: Run) -> None:
                 candidate.score *= SAYS_WHEN_BOOST
                 says_when += 1
     truth = truth_mode(run)
+    if truth == "present":
+        _changed_weigh_less(run)
     superseded = current_truth(run, truth) if truth is not None else []
     window = [when.since.isoformat(), when.until.isoformat()] if when.since and when.until else None
     run.note(
@@ -343,6 +345,16 @@ def _rank_chains(run: Run, pool: list[Candidate], winner: dict[int, tuple[int, s
     for h in set(head.values()):
         chain = sorted(i for i in winner if head[i] == h)
         _above(pool[chain[0] if first else chain[-1]], pool[h], "earlier", "later")
+
+
+def _changed_weigh_less(run: Run) -> None:
+    """For a question about the present, a claim a later turn changed (`Fact.changed_by`) weighs ×STALE
+    (`scores.stale`); for one about the past or about events it is the history asked for, at its full score
+    (`records.lifecycle` leaves it to this stage)."""
+    for candidate in run.candidates.values():
+        if isinstance(candidate.record, Fact) and candidate.record.changed_by is not None:
+            candidate.scores["stale"] = STALE
+            candidate.score *= STALE
 
 
 def _consolidated(run: Run, mode: str) -> list[dict[str, object]]:
