@@ -109,7 +109,8 @@ def test_what_is_listed_is_what_retrieve_shows_the_caller(stack: Served) -> None
     # And the same keys as retrieve shows each of them, scope by scope
     for api in (wendy, oscar, stack.admin):
         shown = {b["key"] for b in api.retrieve("root.acme.payroll", as_json=True).json()["blocks"]}
-        assert shown == {r["key"] for r in page(api, "root.acme.payroll")["memories"] if r["target"] == "root.acme.payroll"}
+        listed = page(api, "root.acme.payroll")["memories"]
+        assert shown == {r["key"] for r in listed if r["target"] == "root.acme.payroll"}
     # And an expired memory is no longer listed
     stack.clock.advance(hours=2)
     assert sorted(r["key"] for r in page(stack.admin, "root.acme")["memories"]) == ["payday"]
