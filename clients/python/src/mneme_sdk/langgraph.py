@@ -267,7 +267,7 @@ class MnemeStore(BaseStore):
         prefix = self.scope_of(o.namespace_prefix) if o.namespace_prefix else self.scope
         wanted = o.offset + o.limit
         scored: list[SearchItem] = []
-        ranked: set[str] = set()
+        ranked: set[tuple[str, str]] = set()  # (scope, key) of the items recall scored
         if o.query:
             try:  # always the same number of hits, so that every page is cut from one ranking
                 answer = yield from op.recall(
@@ -276,9 +276,12 @@ class MnemeStore(BaseStore):
                 )  # fmt: skip
             except ScopeNotFound:
                 return []
-            hits = [r for r in answer.results if r.kind == "memory" and r.key is not None and r.scope != self.scope]
-            ranked = {r.id for r in hits}
-            scored = [item for r in hits if matches((item := self._hit_item(r)).value, o.filter)]
+            hits: dict[tuple[str, str], Hit] = {}  # an item once: its best hit (a draft and the published memory)
+            for r in answer.results:
+                if r.kind == "memory" and r.key is not None and r.scope != self.scope:
+                    hits.setdefault((r.scope, r.key), r)
+            ranked = set(hits)
+            scored = [item for r in hits.values() if matches((item := self._hit_item(r)).value, o.filter)]
             if len(scored) >= wanted:
                 return scored[o.offset : wanted]
         records = yield from self._memories_under(prefix)
@@ -286,7 +289,7 @@ class MnemeStore(BaseStore):
         rest = [
             SearchItem(**fields_of(r, self.namespace_of(r.target), decode(r.key)), score=score)
             for r in records
-            if r.memory_id not in ranked and r.target != self.scope
+            if (r.target, r.key) not in ranked and r.target != self.scope
         ]
         rest = [item for item in rest if matches(item.value, o.filter)]
         rest.sort(key=lambda item: (item.namespace, item.key))
