@@ -144,19 +144,29 @@ def test_an_implied_change_supersedes_a_claim_when_its_value_reads_and_marks_it_
     assert (pay.status, pay.changed_by, pay.stale) == ("active", offer, True)
 
 
+def consolidated_then_changed(
+    services: Services, clock: Any, first: tuple[str, str], later: tuple[str, str], days: int
+) -> str:
+    """`first` said and consolidated, `later` said `days` on (each answered by Jo) and consolidated again: the
+    id of the later turn."""
+    say(services, "s1", first, ("Jo", "Nice."), occurred_at=clock.now())
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    clock.advance(days=days)
+    [changed, _] = say(services, "s2", later, ("Jo", "Really?"), occurred_at=clock.now())
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    return str(changed)
+
+
 def test_a_stale_claim_is_placed_below_its_change_only_for_a_question_about_its_subject(
     services: Services, clock: Any
 ) -> None:
     # Given a pay claim consolidation marked stale by a later offer
-    say(services, "s1", ("Noor", "I'm on £31k and I love the map-making side of the job."), ("Jo", "Nice."),
-        occurred_at=clock.now())  # fmt: skip
-    settle(services, clock)
-    services.consolidation.start(WRITER, None)
-    clock.advance(days=60)
-    [offer, _] = say(services, "s2", ("Noor", "Tallis Maps offered me the GIS job, at £36,000!"), ("Jo", "Take it!"),
-                     occurred_at=clock.now())  # fmt: skip
-    settle(services, clock)
-    services.consolidation.start(WRITER, None)
+    offer = consolidated_then_changed(
+        services, clock, ("Noor", "I'm on £31k and I love the map-making side of the job."),
+        ("Noor", "Tallis Maps offered me the GIS job, at £36,000!"), days=60,
+    )  # fmt: skip
     pay = claims(services)["Noor's salary is £31k."]
     assert (pay.changed_by, pay.stale) == (offer, True)
 
@@ -191,15 +201,10 @@ def test_a_changed_claim_weighs_less_for_the_present_and_in_full_for_a_question_
     services: Services, clock: Any
 ) -> None:
     # Given an employer claim consolidation marked changed by a later turn that names no new employer
-    say(services, "s1", ("Aiko", "I work at Brindle Optics, in the lens lab."), ("Jo", "Sounds precise."),
-        occurred_at=clock.now())  # fmt: skip
-    settle(services, clock)
-    services.consolidation.start(WRITER, None)
-    clock.advance(days=90)
-    [notice, _] = say(services, "s2", ("Aiko", "I handed in my notice at the lab on Monday."), ("Jo", "Brave!"),
-                      occurred_at=clock.now())  # fmt: skip
-    settle(services, clock)
-    services.consolidation.start(WRITER, None)
+    notice = consolidated_then_changed(
+        services, clock, ("Aiko", "I work at Brindle Optics, in the lens lab."),
+        ("Aiko", "I handed in my notice at the lab on Monday."), days=90,
+    )  # fmt: skip
     claim = claims(services)["Aiko works at Brindle Optics."]
     assert (claim.changed_by, claim.stale) == (notice, True)
 
