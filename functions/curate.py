@@ -10,6 +10,7 @@ from mneme.http import console
 from mneme.http.api import build_resolver, caller, json_response
 from mneme.http.lambda_entry import lambda_handler
 from mneme.http.schemas import (
+    MAX_PAGE,
     CreateKeyRequest,
     CreateMemoryRequest,
     CreateScopeRequest,
@@ -20,10 +21,11 @@ from mneme.http.schemas import (
     MemoryView,
     NoBody,
     PublishRequest,
+    QueryLimit,
     RejectRequest,
     RenameScopeRequest,
 )
-from mneme.models import Memory, Role
+from mneme.models import Memory, Revision, Role
 from mneme.services.curation.memories import tag_label
 from mneme.structure_models import Draft, Preview
 
@@ -39,6 +41,16 @@ def _memory_view(services: bootstrap.Services, memory: Memory, target: str | Non
         target = services.scopes.chain_of(memory.tenant, memory.scope_id).path
     view = memory.model_dump(mode="json", exclude={"tenant", "scope_id", "layer", "value"})
     return {**view, "target": target or tag_label(memory)}
+
+
+def _record_view(
+    services: bootstrap.Services, memory: Memory, target: str, revision: Revision | None
+) -> dict[str, Any]:
+    """A scoped memory in its scope `target`, with the caller's open edit of it (`pending_revision`) if any."""
+    view = _memory_view(services, memory, target)
+    return (
+        view if revision is None else {**view, "pending_revision": revision.model_dump(mode="json", exclude={"tenant"})}
+    )
 
 
 def build_app(services: bootstrap.Provide) -> APIGatewayRestResolver:
@@ -125,12 +137,25 @@ def _memory_routes(app: APIGatewayRestResolver, services: bootstrap.Provide) -> 
         of the key first, else the published memory (with `pending_revision`, the caller's open edit of it);
         never an archived one or another author's draft. 404 `memory_not_found` when there is none."""
         memory, path, revision = services().memories.find(caller(app), scope, key)
-        view = _memory_view(services(), memory, path)
-        return (
-            view
-            if revision is None
-            else {**view, "pending_revision": revision.model_dump(mode="json", exclude={"tenant"})}
-        )
+        return _record_view(services(), memory, path, revision)
+
+    @app.get("/v1/scopes/memories")
+    def list_scope_memories(
+        path: Annotated[
+            str, Query(min_length=1, max_length=600, description="list this scope and every scope under it")
+        ],
+        cursor: Annotated[str | None, Query(max_length=512, description="the previous page's next_cursor")] = None,
+        limit: Annotated[QueryLimit, Query(description=f"memories per page, at most {MAX_PAGE}")] = 100,
+    ) -> dict[str, Any]:
+        """The scoped memories of scope `path` and every scope under it, as retrieve shows them to the caller
+        (published ones and its own drafts, each with `pending_revision` when it has an open edit of it; never
+        an archived or expired one, nor another's draft), by scope path (`target`), key and id, a page at a time."""
+        listed, next_cursor = services().memory_listing.page(caller(app), path, cursor, limit)
+        return {
+            "memories": [_record_view(services(), memory, target, revision) for memory, target, revision in listed],
+            "next_cursor": next_cursor,
+            "has_more": next_cursor is not None,
+        }
 
     @app.patch("/v1/memories/<memory_id>")
     def edit_memory(memory_id: str, request: Annotated[EditMemoryRequest, Body()]) -> dict[str, Any]:

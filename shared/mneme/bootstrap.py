@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from mneme.consolidation.service import ConsolidationService, Orchestrator
     from mneme.models import Memory
     from mneme.ports import Clock, Embedder, RecordStore, SearchIndex
+    from mneme.services.curation.listing import MemoryListing
     from mneme.services.curation.memories import MemoryService
     from mneme.services.curation.retrieval import RetrievalService
     from mneme.services.curation.review import ReviewService
@@ -239,6 +240,13 @@ class Services:
 
     def _memory_changed(self, memory: Memory) -> None:
         self.indexer.on_memory_change(memory)
+
+    @built
+    def memory_listing(self) -> MemoryListing:
+        from mneme.services.curation.listing import MemoryListing
+        from mneme.services.cursors import Cursors
+
+        return MemoryListing(self.store, self.scopes, self.memories, Cursors(self._cursor_secret))
 
     @built
     def retrieval(self) -> RetrievalService:

@@ -33,7 +33,7 @@ from mneme_sdk.errors import (
     Throttled,
     Unauthorized,
 )
-from mneme_sdk.models import Bundle, MemoryRecord, RecallResponse, Remembered
+from mneme_sdk.models import Bundle, MemoryPage, MemoryRecord, RecallResponse, Remembered
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -406,6 +406,34 @@ def test_a_memory_is_found_by_scope_and_key_in_one_request_sync_and_async(admin:
     assert mine.pending_revision is not None and mine.pending_revision["changes"] == {
         "body": "Acme's year end is 30 April."
     }
+
+
+def test_a_subtree_s_memories_are_listed_a_page_at_a_time_sync_and_async(admin: MnemeClient, server: str) -> None:
+    import asyncio
+
+    # Given memories in a scope and a scope under it, and one beside them
+    admin.create_scope("root.acme.payroll", parents=True)
+    admin.create_scope("root.globex", parents=True)
+    made = [admin.create_memory(k, f"Rule {k}.", scope=s) for s, k in
+            [("root.acme", "b"), ("root.acme.payroll", "a"), ("root.acme", "a"), ("root.globex", "a")]]  # fmt: skip
+    # When the subtree of root.acme is listed two at a time (sync), then the next page (async)
+    first = admin.list_scope_memories("root.acme", limit=2)
+
+    async def more() -> MemoryPage:
+        async with AsyncClient(server, cli.ensure_first_run()[0].read_text().strip()) as mneme:
+            return await mneme.list_scope_memories("root.acme", cursor=first.next_cursor, limit=2)
+
+    second = asyncio.run(more())
+    # Then the pages hold its three memories as records, by scope path and key
+    assert first.has_more and first.next_cursor and not second.has_more and second.next_cursor is None
+    listed = [*first.memories, *second.memories]
+    assert all(isinstance(m, MemoryRecord) for m in listed)
+    assert [(m.target, m.key) for m in listed] == [("root.acme", "a"), ("root.acme", "b"), ("root.acme.payroll", "a")]
+    assert [m.memory_id for m in listed] == [made[2].memory_id, made[0].memory_id, made[1].memory_id]
+    with pytest.raises(InvalidInput):
+        admin.list_scope_memories("root.acme", cursor=first.next_cursor + "x")
+    with pytest.raises(ScopeNotFound):
+        admin.list_scope_memories("root.nowhere")
 
 
 def test_the_async_client_retries_like_the_sync_one(stub: Stub) -> None:

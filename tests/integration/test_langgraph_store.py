@@ -418,3 +418,52 @@ def test_runs_split_only_where_an_operation_depends_on_an_earlier_one() -> None:
     assert runs([SearchOp(("u",)), PutOp(*b, {}), SearchOp(("v",))]) == [[0], [1, 2]]  # under the search's prefix
     assert runs([PutOp(*a, {}), ListNamespacesOp(), GetOp(*b)]) == [[0], [1, 2]]
     assert runs([]) == []
+
+
+def test_search_and_list_namespaces_over_many_scopes_read_the_listing_a_page_at_a_time(server: str, key: str) -> None:
+    # Given 30 namespaces of 7 items each (210 items: two pages of the listing), and a store logging its requests
+    sync, asynchronous = Logged(), AsyncLogged()
+    store = MnemeStore(Client(server, key, transport=sync), AsyncClient(server, key, transport=asynchronous),
+                       scope="root.agents")  # fmt: skip
+    for n in range(30):
+        for i in range(7):
+            store.put(("many", f"n{n:02}"), f"k{i}", {"n": n, "i": i, "text": f"note {i} of group {n}"})
+    store.put(("few",), "k0", {"n": -1, "i": 0, "text": "elsewhere"})
+    sync.sent.clear()
+    # When the store searches the prefix without a query, with a filter, and lists the namespaces under it
+    every = store.search(("many",), limit=1000)
+    after_search = len(sync.sent)
+    filtered = store.search(("many",), filter={"i": 3}, limit=1000)
+    after_filter = len(sync.sent)
+    namespaces = store.list_namespaces(prefix=("many",), limit=1000)
+    listed = sync.sent[after_filter:]
+    # Then each is the listing's two pages: never a read of each scope's bundle nor a fetch of items by id
+    assert sync.sent[:after_search] == ["GET /v1/scopes/memories"] * 2
+    assert sync.sent[after_search:after_filter] == ["GET /v1/scopes/memories"] * 2
+    assert listed == ["GET /v1/scopes/memories"] * 2
+    # And the answers are every item (by namespace and key), the filtered ones, and every namespace
+    assert [(i.namespace, i.key) for i in every] == [
+        (("many", f"n{n:02}"), f"k{i}") for n in range(30) for i in range(7)
+    ]
+    assert every[0].value == {"n": 0, "i": 0, "text": "note 0 of group 0"} and every[0].score is None
+    assert [i.value["n"] for i in filtered] == list(range(30)) and {i.value["i"] for i in filtered} == {3}
+    assert namespaces == [("many", f"n{n:02}") for n in range(30)]
+
+    # And a search with a query is one recall, then the listing only for a page recall's hits do not fill
+    sync.sent.clear()
+    top = store.search(("many",), query="note 5 of group 17", limit=3)
+    ranked_only = sync.sent[:]
+    ranked = store.search(("many",), query="note 5 of group 17", limit=1000)
+    assert ranked_only == ["POST /v1/recall"] and len(top) == 3 and top == ranked[:3]
+    assert sync.sent[len(ranked_only) :] == ["POST /v1/recall", *["GET /v1/scopes/memories"] * 2]
+    assert len(ranked) == 210 and len({(i.namespace, i.key) for i in ranked}) == 210
+    assert ranked[0].score is not None and ranked[0].score > 0 and ranked[-1].score == 0.0
+
+    # And the async forms the same
+    async def read() -> tuple[list[Any], list[tuple[str, ...]]]:
+        found = await store.asearch(("many",), limit=1000)
+        return found, await store.alist_namespaces(prefix=("many",), limit=1000)
+
+    found, spaces = asyncio.run(read())
+    assert found == every and spaces == namespaces
+    assert asynchronous.sent == ["GET /v1/scopes/memories"] * 4

@@ -513,6 +513,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/scopes/memories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GET /v1/scopes/memories
+         * @description Needs the 'reader' role.
+         */
+        get: operations["list_scope_memories_v1_scopes_memories_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/scopes/rename": {
         parameters: {
             query?: never;
@@ -1405,6 +1425,22 @@ export interface components {
             }[];
             /** Memory Id */
             memory_id: string;
+        };
+        /**
+         * MemoryPage
+         * @description The memories of a scope and every scope under it, as retrieve shows them to the caller, by scope path
+         *     (`target`), key and id; `next_cursor` gives the next page (null: the end was reached).
+         */
+        MemoryPage: {
+            /** Has More */
+            has_more: boolean;
+            /** Memories */
+            memories: components["schemas"]["MemoryRecord"][];
+            /**
+             * Next Cursor
+             * @default null
+             */
+            next_cursor?: string | null;
         };
         /**
          * MemoryRecord
@@ -5241,6 +5277,105 @@ export interface operations {
             };
             /** @description a conflict: it exists already, or a stale version */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description too large: the request body, or content over its limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not JSON: send Content-Type: application/json (or none) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description throttled: retry later */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a backing store is unavailable: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_scope_memories_v1_scopes_memories_get: {
+        parameters: {
+            query: {
+                /** @description list this scope and every scope under it */
+                path: string;
+                /** @description the previous page's next_cursor */
+                cursor?: string | null;
+                /** @description memories per page, at most 200 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryPage"];
+                };
+            };
+            /** @description invalid input: malformed JSON, a schema violation or a rule of the domain (`details` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key lacks the role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a scope, memory, episode, fact, run, draft or key that does not exist or was forgotten (or a path no route serves) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

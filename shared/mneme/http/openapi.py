@@ -44,6 +44,7 @@ SUCCESS: dict[tuple[str, str], Success] = {
     ("POST", "/v1/scopes"): (201, views.ScopeView),
     ("POST", "/v1/scopes/rename"): (200, (views.ScopeView, views.RenamePreview)),
     ("DELETE", "/v1/scopes"): (200, views.Erasure),
+    ("GET", "/v1/scopes/memories"): (200, views.MemoryPage),
     ("GET", "/v1/layers"): (200, views.LayerNames),
     ("PUT", "/v1/layers"): (200, views.LayerNames),
     ("GET", "/v1/memories"): (200, views.MemoryRecord),

@@ -62,6 +62,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/scopes", "curate", ADMIN),
     Route("POST", "/v1/scopes/rename", "curate", ADMIN),
     Route("DELETE", "/v1/scopes", "curate", ADMIN, query=("path", "dry_run")),
+    Route("GET", "/v1/scopes/memories", "curate", R, query=("path", "cursor", "limit")),
     Route("GET", "/v1/layers", "curate", R),
     Route("PUT", "/v1/layers", "curate", ADMIN),
     Route("GET", "/v1/memories", "curate", R, query=("scope", "key")),

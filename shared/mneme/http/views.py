@@ -91,6 +91,15 @@ class MemoryRecord(MemoryView):
     rejected_revision: dict[str, Any] | None = None
 
 
+class MemoryPage(BaseModel):
+    """The memories of a scope and every scope under it, as retrieve shows them to the caller, by scope path
+    (`target`), key and id; `next_cursor` gives the next page (null: the end was reached)."""
+
+    memories: list[MemoryRecord]
+    next_cursor: str | None = None
+    has_more: bool
+
+
 class MemoryHistory(BaseModel):
     memory_id: str
     history: list[dict[str, Any]]

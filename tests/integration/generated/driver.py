@@ -85,6 +85,9 @@ from mneme_api.api.default import (
     list_runs_v1_consolidations_get as list_runs,
 )
 from mneme_api.api.default import (
+    list_scope_memories_v1_scopes_memories_get as list_scope_memories,
+)
+from mneme_api.api.default import (
     list_scopes_v1_scopes_get as list_scopes,
 )
 from mneme_api.api.default import (
@@ -149,6 +152,7 @@ from mneme_api.models import (
     LayerNames,
     LayersRequest,
     MemoryHistory,
+    MemoryPage,
     MemoryRecord,
     MemoryView,
     NoBody,
@@ -228,6 +232,9 @@ def drive(base_url: str, admin_key: str) -> list[str]:
     found = ok(find_memory.sync_detailed(client=admin, scope="root.acme", key="year-end"), MemoryRecord)
     assert found.memory_id == memory.memory_id
     did("GET /v1/memories")
+    listed = ok(list_scope_memories.sync_detailed(client=admin, path="root", limit=1), MemoryPage)
+    assert [m.memory_id for m in listed.memories] == [memory.memory_id] and listed.has_more is False
+    did("GET /v1/scopes/memories")
 
     new_key = CreateKeyRequest.from_dict({"principal": "writer-bot", "roles": ["writer"]})
     created = ok(create_key.sync_detailed(client=admin, body=new_key), CreatedKey)

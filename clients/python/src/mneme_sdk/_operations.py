@@ -41,6 +41,7 @@ from mneme_sdk.models import (
     KeyView,
     LayerNames,
     MemoryHistory,
+    MemoryPage,
     MemoryRecord,
     MemoryView,
     Message,
@@ -364,6 +365,14 @@ def find_memory(scope: str, key: str) -> Flow[MemoryRecord]:
     caller: its own pending draft of the key first, else the published memory, with `pending_revision` when
     the caller has an open edit of it. `MemoryNotFound` when there is none (archived, expired, another's draft)."""
     return _json(MemoryRecord, "GET", "/v1/memories", query={"scope": scope, "key": key})
+
+
+def list_scope_memories(path: str, *, cursor: str | None = None, limit: int | None = None) -> Flow[MemoryPage]:
+    """One page of the scoped memories of scope `path` and every scope under it, as retrieve shows them to the
+    caller (published ones and its own drafts, with `pending_revision` for its open edit of one), by scope path
+    (`target`), key and id; `cursor` is the previous page's `next_cursor`, `limit` 1 to 200 (100)."""
+    query = {"path": path, **({"cursor": cursor} if cursor else {}), **({"limit": str(limit)} if limit else {})}
+    return _json(MemoryPage, "GET", "/v1/scopes/memories", query=query)
 
 
 def edit_memory(memory_id: str, *, version: int | None = None, **changes: Any) -> Flow[MemoryRecord]:

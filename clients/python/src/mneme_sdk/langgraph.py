@@ -59,12 +59,14 @@ from mneme_sdk._flow import Flow
 from mneme_sdk.client import AsyncClient, Client
 from mneme_sdk.errors import Conflict, Forbidden, MemoryNotFound, ScopeNotFound
 from mneme_sdk.models import MemoryRecord, Strictness
+from mneme_sdk.models import Result as Hit
 
 SEGMENT = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 KEY = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
 ENCODED = "x--"
 MAX_DEPTH = 8
 RANKED = 200  # memories recall ranks for a search with a query (its most); the rest follow, unscored
+PAGE = 200  # memories a listing request returns (the most it may)
 PACK = 32  # the least context pack (tokens) recall builds: the store reads its results, never its pack
 OPERATORS = {
     "$eq": lambda a, b: a == b,
@@ -207,36 +209,7 @@ class MnemeStore(BaseStore):
     def _get(self, namespace: tuple[str, ...], key: str) -> Flow[Item | None]:
         """One request. A writer's own open edit of a published item is what it reads back, as retrieve shows it."""
         record = yield from self._find(self.scope_of(namespace), encode(key, KEY))
-        if record is None:
-            return None
-        revision = record.pending_revision or {}
-        body = revision.get("changes", {}).get("body", record.body)
-        updated = datetime.fromisoformat(revision["updated_at"]) if revision else record.updated_at
-        return Item(
-            namespace=namespace, key=key, value=json.loads(body), created_at=record.created_at, updated_at=updated
-        )
-
-    def _items(
-        self, memory_ids: list[str], scores: dict[str, float] | None = None, unscored: float | None = None
-    ) -> Flow[list[Any]]:
-        """Items for memories, with their times (read back through recall by id, 200 at a time); with
-        `scores`, search items scored from it (`unscored` for a memory it does not hold)."""
-        items = []
-        for start in range(0, len(memory_ids), 200):
-            answer = yield from op.recall(ids=memory_ids[start : start + 200], limit=200, budget_tokens=PACK)
-            for result in answer.results:
-                if result.kind != "memory" or result.key is None:
-                    continue
-                fields = {
-                    "namespace": self.namespace_of(result.scope),
-                    "key": decode(result.key),
-                    "value": json.loads(result.content),
-                    "created_at": result.created_at,
-                    "updated_at": result.occurred_at,
-                }
-                score = None if scores is None else scores.get(result.id, unscored)
-                items.append(Item(**fields) if scores is None else SearchItem(**fields, score=score))
-        return items
+        return None if record is None else Item(**fields_of(record, namespace, key))
 
     def _put(
         self, namespace: tuple[str, ...], key: str, value: Any, index: Literal[False] | list[str] | None
@@ -266,27 +239,35 @@ class MnemeStore(BaseStore):
             yield from op.edit_memory(found.memory_id, body=body, search_text=searched)
         return None
 
-    def _memories_under(self, prefix: str) -> Flow[list[Any]]:
-        """Every item's block in the scopes under `prefix` (the scope itself included)."""
-        try:
-            scopes = yield from op.list_scopes(prefix)
-        except ScopeNotFound:
-            return []
-        blocks = []
-        for scope in scopes:
-            bundle = yield from op.retrieve_json(scope.path)
-            blocks += [b for b in bundle.blocks if b.kind == "scoped" and b.target == scope.path]
-        return blocks
+    def _memories_under(self, prefix: str) -> Flow[list[MemoryRecord]]:
+        """The memories of the scopes under `prefix` (the scope itself included), as the caller reads them
+        (`list_scope_memories`, a page of 200 a request): for a key that has both, its own draft, not the
+        published memory (as `get`)."""
+        records: dict[tuple[str, str], MemoryRecord] = {}
+        cursor: str | None = None
+        while True:
+            try:
+                page = yield from op.list_scope_memories(prefix, cursor=cursor, limit=PAGE)
+            except ScopeNotFound:
+                return []
+            for record in page.memories:
+                slot = (record.target, record.key)
+                if slot not in records or record.status == "pending":  # its own draft (never another's)
+                    records[slot] = record
+            if page.next_cursor is None:
+                return list(records.values())
+            cursor = page.next_cursor
 
     def _search(self, o: SearchOp) -> Flow[list[SearchItem]]:
         """Every item under the prefix that passes the filter, paged by `offset` and `limit`. With a query,
         ranked: first those recall scores (its order, its scores), then the rest (by namespace and key,
         score 0.0): recall leaves out what falls under its relevance floor and what is not searched
-        (`index=False`). The ranking does not depend on the page asked for, so pages never overlap."""
+        (`index=False`). The ranking does not depend on the page asked for, so pages never overlap. Recall's
+        hits carry their items; the rest are read from the listing of the prefix, only when the page needs them."""
         prefix = self.scope_of(o.namespace_prefix) if o.namespace_prefix else self.scope
         wanted = o.offset + o.limit
         scored: list[SearchItem] = []
-        ranked: set[str] = set()
+        ranked: set[tuple[str, str]] = set()  # (scope, key) of the items recall scored
         if o.query:
             try:  # always the same number of hits, so that every page is cut from one ranking
                 answer = yield from op.recall(
@@ -295,27 +276,50 @@ class MnemeStore(BaseStore):
                 )  # fmt: skip
             except ScopeNotFound:
                 return []
-            hits = [r for r in answer.results if r.kind == "memory" and r.key is not None and r.scope != self.scope]
-            ranked = {r.id for r in hits}
-            items = yield from self._items([r.id for r in hits], {r.id: r.score for r in hits})
-            scored = [item for item in items if matches(item.value, o.filter)]
+            hits: dict[tuple[str, str], Hit] = {}  # an item once: its best hit (a draft and the published memory)
+            for r in answer.results:
+                if r.kind == "memory" and r.key is not None and r.scope != self.scope:
+                    hits.setdefault((r.scope, r.key), r)
+            ranked = set(hits)
+            scored = [item for r in hits.values() if matches((item := self._hit_item(r)).value, o.filter)]
             if len(scored) >= wanted:
                 return scored[o.offset : wanted]
-        blocks = yield from self._memories_under(prefix)
-        others = [b.memory_id for b in blocks if b.memory_id not in ranked]
-        rest = yield from self._items(others, {}, 0.0 if o.query else None)
+        records = yield from self._memories_under(prefix)
+        score = 0.0 if o.query else None
+        rest = [
+            SearchItem(**fields_of(r, self.namespace_of(r.target), decode(r.key)), score=score)
+            for r in records
+            if (r.target, r.key) not in ranked and r.target != self.scope
+        ]
         rest = [item for item in rest if matches(item.value, o.filter)]
         rest.sort(key=lambda item: (item.namespace, item.key))
         return [*scored, *rest][o.offset : wanted]
 
+    def _hit_item(self, hit: Hit) -> SearchItem:
+        """A recall hit on a memory as a search item, with its score."""
+        assert hit.key is not None
+        return SearchItem(
+            namespace=self.namespace_of(hit.scope), key=decode(hit.key), value=json.loads(hit.content),
+            created_at=hit.created_at, updated_at=hit.occurred_at, score=hit.score,
+        )  # fmt: skip
+
     def _list_namespaces(self, o: ListNamespacesOp) -> Flow[list[tuple[str, ...]]]:
-        blocks = yield from self._memories_under(self.scope)
-        namespaces = sorted({self.namespace_of(b.target) for b in blocks} - {()})
+        records = yield from self._memories_under(self.scope)
+        namespaces = sorted({self.namespace_of(r.target) for r in records} - {()})
         for condition in o.match_conditions or ():
             namespaces = [ns for ns in namespaces if _match(ns, condition.path, condition.match_type)]
         if o.max_depth is not None:
             namespaces = sorted({ns[: o.max_depth] for ns in namespaces})
         return namespaces[o.offset : o.offset + o.limit]
+
+
+def fields_of(record: MemoryRecord, namespace: tuple[str, ...], key: str) -> dict[str, Any]:
+    """The fields of the item a memory holds, as the caller reads it: its own open edit of a published one."""
+    revision = record.pending_revision or {}
+    body = revision.get("changes", {}).get("body", record.body)
+    updated = datetime.fromisoformat(revision["updated_at"]) if revision else record.updated_at
+    value = json.loads(body)
+    return {"namespace": namespace, "key": key, "value": value, "created_at": record.created_at, "updated_at": updated}
 
 
 def runs(ops: list[Op]) -> list[list[int]]:

@@ -580,6 +580,12 @@ class FactRecord(Response):
     settled: list[Settled] | None = None  # a correction: what carried the old value, settled
 
 
+class MemoryPage(Response):
+    memories: list[MemoryRecord]
+    next_cursor: str | None = None
+    has_more: bool
+
+
 class EpisodePage(Response):
     episodes: list[EpisodeRecord]
     next_cursor: str | None = None
