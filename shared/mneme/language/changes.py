@@ -197,7 +197,13 @@ def statement(record: Episode | Fact) -> str:
     """The words of a statement: an episode's text (an STTP node's content), a fact's summary and property."""
     if isinstance(record, Fact):
         return f"{record.summary} {record.property or ''}".strip()
-    return SPEAKER_PREFIX.sub("", (record.search_text or record.content).strip(), count=1)
+    return _unprefixed(record.search_text or record.content)
+
+
+@functools.lru_cache(maxsize=8192)
+def _unprefixed(text: str) -> str:
+    """A turn's text without the "Name: " it may open with (recall compares a pool's turns pair by pair: once each)."""
+    return SPEAKER_PREFIX.sub("", text.strip(), count=1)
 
 
 def _speaker(record: Episode | Fact) -> str | None:
@@ -234,9 +240,14 @@ def owners(record: Episode | Fact, slot: str | None = None) -> frozenset[str]:
         person, _, thing = " ".join((record.entity or "").lower().split()).partition("'s ")
         kin = thing.split()[:1]
         return frozenset([f"{person}'s {kin[0]}" if kin and kin[0] in PEOPLE else person] if person else [])
-    speaker = _speaker(record)
+    return _owners(_speaker(record), statement(record), slot)
+
+
+@functools.lru_cache(maxsize=8192)
+def _owners(speaker: str | None, text: str, slot: str | None) -> frozenset[str]:
+    """`owners` of a turn by `speaker` that says `text` (read once per turn and slot, not once per pair)."""
     found = set()
-    for clause in read(statement(record)).clauses:
+    for clause in read(text).clauses:
         if clause.said and (slot is None or slot in clause.slots):
             if speaker and slot in clause.mine:
                 found.add(speaker)
@@ -416,6 +427,7 @@ CALENDAR = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=8192)
 def _mentions(text: str) -> frozenset[str]:
     """The names a text mentions past the first word of each sentence: capitalised words, not acronyms, not
     days or months, not common words."""
@@ -428,6 +440,7 @@ def _mentions(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+@functools.lru_cache(maxsize=8192)
 def _openers(text: str) -> frozenset[str]:
     """The first words of a text's sentences that it does not also name further in ("Much", "Brand" of "Much.
     Brand new boiler"): capitalised by their place, not as names; a day or month ("Mid-May") names a time."""
@@ -472,6 +485,8 @@ def update_reason(
     `question_slots`). `about`: the people the question asks about (`people`); a statement about one of them
     is updated only by one about them too. The caller checks that `later` came after `earlier`."""
     old, new = read(statement(earlier)), read(statement(later))
+    if not (old.slots & new.slots or new.ends or new.cue or latest):
+        return None  # no subject both touch, no change words: none of the readings below can find a change
     added = new.values - old.values
     if old.asks or not old.content or new.asks or new.hedged:
         return None  # a question states nothing to update, and updates nothing; nor does a plan or a maybe

@@ -29,6 +29,10 @@ from mneme.services.recall.records import STALE, Record
 from mneme.services.recall.run import QueryTime, stored_vectors
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from numpy.typing import NDArray
+
     from mneme.services.recall.run import Candidate, Run
 
 _YEAR = r"(?P<y>(?:19|20)\d\d)"
@@ -292,7 +296,8 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
     pool = [c for c in ranked if c.id in records]
     floor = TOPICAL_SHARE * max((c.score for c in pool), default=0.0)
     best = {c.id for c in pool[:TOPICAL] if c.score >= floor}  # the question's answers: it says what they are about
-    pool.sort(key=lambda c: (_position(records[c.id]), c.id))
+    at = {c.id: _position(records[c.id]) for c in pool}  # each once, compared pair by pair below
+    pool.sort(key=lambda c: (at[c.id], c.id))
     query = run.request.query or ""
     latest, about, asked = run.when.prefer == "latest", changes.people(query), changes.question_slots(query)
 
@@ -307,22 +312,15 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
         (i, j)
         for j in range(len(pool))
         for i in range(j)
-        if _position(records[pool[i].id]) < _position(records[pool[j].id])
-        and not _grounds(records, pool[i].id, pool[j].id)
-        and reason(i, j, 1.0)
+        if at[pool[i].id] < at[pool[j].id] and not _grounds(records, pool[i].id, pool[j].id) and reason(i, j, 1.0)
     ]
     marked = _consolidated(run, mode)
     if not pairs:
         return marked
-    involved = [pool[k] for pair in pairs for k in pair]
+    involved = [pool[k] for k in sorted({k for pair in pairs for k in pair})]
     run.with_vectors(involved)
     vectors = stored_vectors(run, involved)
-    winner: dict[int, tuple[int, str, float]] = {}  # earlier -> (its latest updater, why, cosine)
-    for i, j in pairs:
-        a, b = vectors.get(pool[i].id), vectors.get(pool[j].id)
-        similarity = float(np.dot(a, b)) if a is not None and b is not None else 0.0
-        if why := reason(i, j, similarity):
-            winner[i] = (j, why, similarity)  # pairs come in order of the later one: the last is the latest
+    winner = _latest_updaters(pool, pairs, vectors, reason)
     _rank_chains(run, pool, winner, mode)
     out: list[dict[str, object]] = []
     for i, (j, why, similarity) in sorted(winner.items()):
@@ -331,6 +329,29 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
         out.append({"id": pool[i].id, "by": later.id, "why": why, "similarity": round(similarity, 6)})
     found = {pool[i].id for i in winner}
     return [m for m in marked if m["id"] not in found] + out
+
+
+def _latest_updaters(
+    pool: list[Candidate],
+    pairs: list[tuple[int, int]],
+    vectors: dict[str, NDArray[np.float32]],
+    reason: Callable[[int, int, float], str | None],
+) -> dict[int, tuple[int, str, float]]:
+    """Of the pairs the words allow (at cosine 1), each earlier statement's latest updater at the pair's real
+    cosine: (its index, why, cosine). Its later statements are tried latest first, so the first that updates
+    it is the one kept (the rest need not be read)."""
+    laters: dict[int, list[int]] = {}
+    for i, j in pairs:
+        laters.setdefault(i, []).append(j)
+    winner: dict[int, tuple[int, str, float]] = {}
+    for i, found in laters.items():
+        for j in sorted(found, reverse=True):
+            a, b = vectors.get(pool[i].id), vectors.get(pool[j].id)
+            similarity = float(np.dot(a, b)) if a is not None and b is not None else 0.0
+            if why := reason(i, j, similarity):
+                winner[i] = (j, why, similarity)
+                break
+    return winner
 
 
 def _rank_chains(run: Run, pool: list[Candidate], winner: dict[int, tuple[int, str, float]], mode: str) -> None:
