@@ -108,6 +108,7 @@ SLOTS: tuple[Slot, ...] = (
 )
 # fmt: on
 SLOT_NAMES = {slot.name: slot for slot in SLOTS}
+ANY_CUE = re.compile("|".join(slot.cues.pattern for slot in SLOTS))  # a text none of it matches touches no slot
 VALUE_WORDS = frozenset().union(*(slot.values for slot in SLOTS))
 AMOUNT = re.compile(r"[£$€¥₹]\s?\d|\b\d[\d,.]*\s?(?:k|grand|pounds|quid|dollars|euros)\b")  # money, whatever it is for
 FOR_ME = re.compile(  # someone else's doing, to the speaker: "they offered me the job", "the agency put us on"
@@ -315,7 +316,7 @@ JOB = frozenset({"employer", "role"})
 def _touched(lowered: str, whole: str) -> list[Slot]:
     """The slots a lower-cased clause touches: by their cue words, and money by an amount where the whole
     statement (`whole`, lower-cased) talks of a job: a pay ("offered me the job, at £37,000")."""
-    found = [s for s in SLOTS if s.cues.search(lowered)]
+    found = [s for s in SLOTS if s.cues.search(lowered)] if ANY_CUE.search(lowered) else []
     money = SLOT_NAMES["money"]
     paid = AMOUNT.search(lowered) and any(SLOT_NAMES[name].cues.search(whole) for name in JOB)
     return [*found, money] if money not in found and paid else found
@@ -464,6 +465,20 @@ def _other_thing(old: Reading, new: Reading) -> bool:
     """Both name a thing of one kind by different identifiers ("Order 1417" and "Order 1587")."""
     mine, theirs = dict(old.identifiers), dict(new.identifiers)
     return any(kind in theirs and theirs[kind] != number for kind, number in mine.items())
+
+
+def may_update(later: Episode | Fact, *, latest: bool = False) -> bool:
+    """Whether `later` could update any statement (`update_reason`), to screen a pool before its pairs: it
+    asserts (no question, no plan or maybe) and touches a subject or says a change, or the question asks for
+    the latest."""
+    new = read(statement(later))
+    return not (new.asks or new.hedged) and bool(new.slots or new.ends or new.cue or latest)
+
+
+def may_be_updated(earlier: Episode | Fact) -> bool:
+    """Whether any statement could update `earlier` (`update_reason`): it states something, and asks nothing."""
+    old = read(statement(earlier))
+    return not old.asks and bool(old.content)
 
 
 def update_reason(

@@ -6,6 +6,7 @@ consolidation's grounding check, so "the", "memory" or "rule" mean nothing anywh
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime
 
@@ -37,6 +38,7 @@ def words(text: str) -> list[str]:
     return WORD_RE.findall(text.lower())
 
 
+@functools.lru_cache(maxsize=1 << 16)  # recall stems every word of a hundred candidates a query: once a word
 def stem(word: str) -> str:
     for suffix in SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:

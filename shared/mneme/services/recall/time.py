@@ -308,11 +308,17 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
             records[earlier], records[later], similarity, latest=latest, topical=topical, asked=asked, about=about
         )
 
+    updaters = [changes.may_update(records[c.id], latest=latest) for c in pool]  # screened once, not per pair
+    updated = [changes.may_be_updated(records[c.id]) for c in pool]
     pairs = [
         (i, j)
         for j in range(len(pool))
+        if updaters[j]
         for i in range(j)
-        if at[pool[i].id] < at[pool[j].id] and not _grounds(records, pool[i].id, pool[j].id) and reason(i, j, 1.0)
+        if updated[i]
+        and at[pool[i].id] < at[pool[j].id]
+        and not _grounds(records, pool[i].id, pool[j].id)
+        and reason(i, j, 1.0)
     ]
     marked = _consolidated(run, mode)
     if not pairs:
