@@ -212,3 +212,24 @@ def test_a_time_that_opens_a_sentence_is_a_value_still() -> None:
     beer = turn("Still brewing. Batch six is a porter.")
     cheese = turn("Early-June. Until then I'm free, so I've started making cheese in the cellar.")
     assert changes.update_reason(beer, cheese, 0.3, topical=True) is not None
+
+
+NO_SUBJECT = [("My favourite band is Low.", "My favourite band is now Wilco.")]  # change words, no slot
+SAID = sorted({t for pairs in (UPDATES, NOT_UPDATES, IMPLIED, NOT_IMPLIED, NO_SUBJECT) for pair in pairs for t in pair})
+
+
+@pytest.mark.parametrize("latest", [False, True])
+def test_the_screens_recall_uses_never_drop_a_statement_that_updates(latest: bool) -> None:
+    """`may_update` and `may_be_updated` screen a pool before its pairs (recall's time stage): every pair
+    `update_reason` finds a change in passes both, whatever the cosine; a question or a maybe is screened out."""
+    found = 0
+    for earlier in map(turn, SAID):
+        for later in map(turn, SAID):
+            for similarity in (0.1, 0.3, 0.6, 1.0):
+                if changes.update_reason(earlier, later, similarity, latest=latest, topical=True):
+                    found += 1
+                    assert changes.may_update(later, latest=latest) and changes.may_be_updated(earlier)
+    assert found > len(UPDATES) + len(IMPLIED)
+    assert not changes.may_update(turn("Do you still live in Leeds?"), latest=latest)
+    assert not changes.may_update(turn("We might move to Ludlow next year."), latest=latest)
+    assert not changes.may_be_updated(turn("Do you still live in Leeds?"))
