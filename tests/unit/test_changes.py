@@ -212,3 +212,15 @@ def test_a_time_that_opens_a_sentence_is_a_value_still() -> None:
     beer = turn("Still brewing. Batch six is a porter.")
     cheese = turn("Early-June. Until then I'm free, so I've started making cheese in the cellar.")
     assert changes.update_reason(beer, cheese, 0.3, topical=True) is not None
+
+
+def test_for_a_question_about_the_present_another_value_of_the_same_kind_is_enough() -> None:
+    """Asked how things are (no "now" needed), a later statement of the same kind naming another value updates
+    without change words; a capital that only opens a sentence ("Strange, …") is no other value."""
+    earlier = turn("My go-to board game is Catan.")
+    later = turn("My go-to board game is Azul.")
+    assert changes.update_reason(earlier, later, 0.6) is None  # a question about events: no change words, no update
+    assert changes.update_reason(earlier, later, 0.6, present=True)
+    sirens = turn("Sirens again tonight in Hackney, I love it here though.")
+    memory = turn("Strange, I found my Hackney bus pass in a drawer today.")
+    assert changes.update_reason(sirens, memory, 0.6, present=True) is None

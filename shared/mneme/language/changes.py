@@ -458,15 +458,15 @@ def update_reason(
     later: Episode | Fact,
     similarity: float,
     *,
-    latest: bool = False,
+    present: bool = False,
     topical: bool = False,
     asked: frozenset[str] = frozenset(),
     about: frozenset[str] = frozenset(),
 ) -> str | None:
     """Why `later` updates `earlier` ("home: moved", "manager: aisha instead of greg"), or None (the module's
-    rules). `similarity`: the cosine of the two statements' stored vectors. `latest`: the question asked
-    explicitly for the latest ("now", "currently"): then a statement of the same kind that names another
-    value updates without change language. `topical`: both statements are among the best answers to the
+    rules). `similarity`: the cosine of the two statements' stored vectors. `present`: the question asks how
+    things are now (in the present tense, whether or not it says "now"): then a statement of the same kind that
+    names another value updates without change language. `topical`: both statements are among the best answers to the
     question asked, which then says what they are about: change language and a new value are enough, without
     similar vectors, unless the later statement is about other slots than the question's (`asked`,
     `question_slots`). `about`: the people the question asks about (`people`); a statement about one of them
@@ -492,9 +492,8 @@ def update_reason(
         return None
     if similarity < SAME_KIND and asked and new.slots and not (asked & new.slots):
         return None  # two answers to a question about a subject, but the later one is about another
-    if similarity < SAME_KIND:
-        added -= _openers(statement(later)) - VALUE_WORDS  # "Much. Brand new boiler": a capital by its place
-    if new.ends or (added and (new.cue or (latest and similarity >= SAME_KIND))):
+    added -= _openers(statement(later)) - VALUE_WORDS  # "Much. Brand new boiler", "Funny, I was…": capitals by place
+    if new.ends or (added and (new.cue or (present and similarity >= SAME_KIND))):
         why = "same answer" if similarity < SAME_KIND else f"same kind ({similarity:.2f})"
         return f"{why}: {new.ends or new.cue or ', '.join(sorted(added)) or 'something new'}"
     return None
