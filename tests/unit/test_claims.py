@@ -98,6 +98,8 @@ def test_nothing_from_fragments_opinions_plans_hedges_jokes_or_reported_speech(t
         ),
         ("Zoe: First day at Legoland with the kids!", []),  # no work talked of: a day out
         ("Zoe: Her first day at Pellow & Hart went well, the team loves her.", []),  # hers, not the speaker's
+        # a name's 's is "has" or "is" where nothing of the name's follows
+        ("Ines: Bronagh's moved to Tallinn for the new job.", [Claim("Bronagh", "lives in", "Tallinn")]),
     ],
 )
 def test_a_change_gives_the_new_value_and_never_the_old_one(text: str, expected: list[Claim]) -> None:

@@ -309,6 +309,7 @@ def _entity(said: str, speaker: str | None) -> str | None:
     if named := NAMED_RELATION.fullmatch(said):
         return named[1] if is_entity(named[1]) else None
     said = KIN_TITLE.sub("", said)  # "Uncle Emeka" is Emeka
+    said = re.sub(r"(?<=\w)['’]s$", "", said)  # "Orla's moved to Berlin": Orla has, not something of Orla's
     word = said.split()[0].lower() if said else ""
     if word in ("i", "we", "my", "our"):
         if not speaker:
