@@ -214,22 +214,37 @@ def test_a_time_that_opens_a_sentence_is_a_value_still() -> None:
     assert changes.update_reason(beer, cheese, 0.3, topical=True) is not None
 
 
-NO_SUBJECT = [("My favourite band is Low.", "My favourite band is now Wilco.")]  # change words, no slot
+def test_for_a_question_about_the_present_another_value_of_the_same_kind_is_enough() -> None:
+    """Asked how things are (no "now" needed), a later statement of the same kind naming another value updates
+    without change words; a capital that only opens a sentence ("Strange, …") is no other value."""
+    earlier = turn("My go-to board game is Catan.")
+    later = turn("My go-to board game is Azul.")
+    assert changes.update_reason(earlier, later, 0.6) is None  # a question about events: no change words, no update
+    assert changes.update_reason(earlier, later, 0.6, present=True)
+    sirens = turn("Sirens again tonight in Hackney, I love it here though.")
+    memory = turn("Strange, I found my Hackney bus pass in a drawer today.")
+    assert changes.update_reason(sirens, memory, 0.6, present=True) is None
+
+
+NO_SUBJECT = [  # no slot: change words, or (asked about the present) another value alone
+    ("My favourite band is Low.", "My favourite band is now Wilco."),
+    ("My go-to board game is Catan.", "My go-to board game is Azul."),
+]
 SAID = sorted({t for pairs in (UPDATES, NOT_UPDATES, IMPLIED, NOT_IMPLIED, NO_SUBJECT) for pair in pairs for t in pair})
 
 
-@pytest.mark.parametrize("latest", [False, True])
-def test_the_screens_recall_uses_never_drop_a_statement_that_updates(latest: bool) -> None:
+@pytest.mark.parametrize("present", [False, True])
+def test_the_screens_recall_uses_never_drop_a_statement_that_updates(present: bool) -> None:
     """`may_update` and `may_be_updated` screen a pool before its pairs (recall's time stage): every pair
     `update_reason` finds a change in passes both, whatever the cosine; a question or a maybe is screened out."""
     found = 0
     for earlier in map(turn, SAID):
         for later in map(turn, SAID):
             for similarity in (0.1, 0.3, 0.6, 1.0):
-                if changes.update_reason(earlier, later, similarity, latest=latest, topical=True):
+                if changes.update_reason(earlier, later, similarity, present=present, topical=True):
                     found += 1
-                    assert changes.may_update(later, latest=latest) and changes.may_be_updated(earlier)
+                    assert changes.may_update(later, present=present) and changes.may_be_updated(earlier)
     assert found > len(UPDATES) + len(IMPLIED)
-    assert not changes.may_update(turn("Do you still live in Leeds?"), latest=latest)
-    assert not changes.may_update(turn("We might move to Ludlow next year."), latest=latest)
+    assert not changes.may_update(turn("Do you still live in Leeds?"), present=present)
+    assert not changes.may_update(turn("We might move to Ludlow next year."), present=present)
     assert not changes.may_be_updated(turn("Do you still live in Leeds?"))

@@ -98,6 +98,13 @@ def test_nothing_from_fragments_opinions_plans_hedges_jokes_or_reported_speech(t
         ),
         ("Zoe: First day at Legoland with the kids!", []),  # no work talked of: a day out
         ("Zoe: Her first day at Pellow & Hart went well, the team loves her.", []),  # hers, not the speaker's
+        # a name's 's is "has" or "is" where nothing of the name's follows
+        ("Ines: Bronagh's moved to Tallinn for the new job.", [Claim("Bronagh", "lives in", "Tallinn")]),
+        # the speaker's own amount, put up or down: an amount only, never a deal or a phrase
+        ("Kofi: I've put my hourly rate up to £65 and nobody complained.", [Claim("Kofi", "hourly rate", "£65")]),
+        ("Kofi: We cut our heating budget to €80 a month.", [Claim("Kofi", "heating budget", "€80 a month")]),
+        ("Kofi: We dropped our prices to 2 for 1 on Mondays.", []),
+        ("Kofi: I put my old desk up for sale.", []),
     ],
 )
 def test_a_change_gives_the_new_value_and_never_the_old_one(text: str, expected: list[Claim]) -> None:

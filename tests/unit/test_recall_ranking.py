@@ -251,3 +251,20 @@ def test_what_the_user_said_outranks_the_assistants_advice_unless_the_advice_is_
     assert about_user.results[1].scores["assistant"] == ASSISTANT_FACTOR
     about_advice = recall(services, "Which phone contract did you recommend?")
     assert all("assistant" not in r.scores for r in about_advice.results)
+
+
+def test_a_question_about_before_a_named_change_favours_what_was_said_before_it(services: Services) -> None:
+    old = say(services, "Tomasz", "Twelve winters in a flat in Poznan, right by the old market square.",
+              occurred_at=DAY.replace(year=2024))  # fmt: skip
+    told = say(services, "Tomasz", "My first month in Gdansk is done, and the sea air is a shock.", occurred_at=DAY)
+    after = say(services, "Tomasz", "Gdansk has better bakeries than I expected.", occurred_at=DAY.replace(day=9))
+    response = recall(services, "Where did Tomasz live before Gdansk?", explain=True)
+    ranked = [r.id for r in response.results]
+    assert ranked[0] == old
+    scores = {r.id: r.scores for r in response.results}
+    assert scores[old]["before_change"] > 1 and scores[told]["after_change"] < 1 and scores[after]["after_change"] < 1
+    assert response.explain is not None
+    time = next(s for s in response.explain["stages"] if s["stage"] == "time")
+    assert time["truth"] == "past" and time["named_change"] == 2
+    in_2025 = recall(services, "Where did Tomasz live before 2025?")  # a time after "before" is no change named
+    assert all("after_change" not in r.scores for r in in_2025.results)

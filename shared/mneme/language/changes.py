@@ -467,12 +467,12 @@ def _other_thing(old: Reading, new: Reading) -> bool:
     return any(kind in theirs and theirs[kind] != number for kind, number in mine.items())
 
 
-def may_update(later: Episode | Fact, *, latest: bool = False) -> bool:
+def may_update(later: Episode | Fact, *, present: bool = False) -> bool:
     """Whether `later` could update any statement (`update_reason`), to screen a pool before its pairs: it
-    asserts (no question, no plan or maybe) and touches a subject or says a change, or the question asks for
-    the latest."""
+    asserts (no question, no plan or maybe) and touches a subject or says a change, or names a value when the
+    question asks about the present."""
     new = read(statement(later))
-    return not (new.asks or new.hedged) and bool(new.slots or new.ends or new.cue or latest)
+    return not (new.asks or new.hedged) and bool(new.slots or new.ends or new.cue or (present and new.values))
 
 
 def may_be_updated(earlier: Episode | Fact) -> bool:
@@ -486,23 +486,23 @@ def update_reason(
     later: Episode | Fact,
     similarity: float,
     *,
-    latest: bool = False,
+    present: bool = False,
     topical: bool = False,
     asked: frozenset[str] = frozenset(),
     about: frozenset[str] = frozenset(),
 ) -> str | None:
     """Why `later` updates `earlier` ("home: moved", "manager: aisha instead of greg"), or None (the module's
-    rules). `similarity`: the cosine of the two statements' stored vectors. `latest`: the question asked
-    explicitly for the latest ("now", "currently"): then a statement of the same kind that names another
-    value updates without change language. `topical`: both statements are among the best answers to the
+    rules). `similarity`: the cosine of the two statements' stored vectors. `present`: the question asks how
+    things are now (in the present tense, whether or not it says "now"): then a statement of the same kind that
+    names another value updates without change language. `topical`: both statements are among the best answers to the
     question asked, which then says what they are about: change language and a new value are enough, without
     similar vectors, unless the later statement is about other slots than the question's (`asked`,
     `question_slots`). `about`: the people the question asks about (`people`); a statement about one of them
     is updated only by one about them too. The caller checks that `later` came after `earlier`."""
     old, new = read(statement(earlier)), read(statement(later))
-    if not (old.slots & new.slots or new.ends or new.cue or latest):
-        return None  # no subject both touch, no change words: none of the readings below can find a change
     added = new.values - old.values
+    if not (old.slots & new.slots or new.ends or new.cue or (present and added)):
+        return None  # no subject both touch, no change words, no new value asked about now: no change below
     if old.asks or not old.content or new.asks or new.hedged:
         return None  # a question states nothing to update, and updates nothing; nor does a plan or a maybe
     if new.ends is None and (new.adds or (new.content <= old.content and not added)):
@@ -522,9 +522,8 @@ def update_reason(
         return None
     if similarity < SAME_KIND and asked and new.slots and not (asked & new.slots):
         return None  # two answers to a question about a subject, but the later one is about another
-    if similarity < SAME_KIND:
-        added -= _openers(statement(later)) - VALUE_WORDS  # "Much. Brand new boiler": a capital by its place
-    if new.ends or (added and (new.cue or (latest and similarity >= SAME_KIND))):
+    added -= _openers(statement(later)) - VALUE_WORDS  # "Much. Brand new boiler", "Funny, I was…": capitals by place
+    if new.ends or (added and (new.cue or (present and similarity >= SAME_KIND))):
         why = "same answer" if similarity < SAME_KIND else f"same kind ({similarity:.2f})"
         return f"{why}: {new.ends or new.cue or ', '.join(sorted(added)) or 'something new'}"
     return None

@@ -265,9 +265,16 @@ POSSESSIVES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("is", rf"^[Tt]he (?P<p>\w[\w -]{{0,30}}?) (?:of|for) (?P<e>(?:the )?{NAME}|{THING}) {CHANGE} (?P<v>.+)"),
         # "the landlord raised the rent to £1,020": the speaker's rent, whoever's landlord it is
         (
-            "landlord",
+            "own",
             r"^(?:[Mm]y|[Oo]ur|[Tt]he) (?:landlord|landlady|letting agent|agency) (?:has )?(?:raised|put up|"
             r"increased|upped) (?:the|my|our) (?P<p>rent) to (?P<v>.+)",
+        ),
+        # "I've put my day rate up to £520", "we cut our budget to €900": the speaker's own amount, changed
+        (
+            "own",
+            r"^(?:I|[Ww]e)(?:'ve| have)? (?:put|pushed|bumped|raised|increased|upped|dropped|cut|lowered|reduced) "
+            rf"(?:my|our) (?P<p>[a-z][\w'-]*(?: (?!up\b|down\b)[a-z][\w'-]*){{0,2}}) (?:up |down )?to "
+            rf"(?P<v>(?=[£$€¥₹]|\d[\d,.]*\s?(?:k|pounds|quid|euros?|dollars)\b){AMOUNT})(?![\w,.])",
         ),
         # "the handoff deadline is Friday 7 November"; "the deadline is 14 March", "deadline 14 March" (the topic's)
         (
@@ -309,6 +316,7 @@ def _entity(said: str, speaker: str | None) -> str | None:
     if named := NAMED_RELATION.fullmatch(said):
         return named[1] if is_entity(named[1]) else None
     said = KIN_TITLE.sub("", said)  # "Uncle Emeka" is Emeka
+    said = re.sub(r"(?<=\w)['’]s$", "", said)  # "Orla's moved to Berlin": Orla has, not something of Orla's
     word = said.split()[0].lower() if said else ""
     if word in ("i", "we", "my", "our"):
         if not speaker:
@@ -387,8 +395,8 @@ def _possessive(clause: str, speaker: str | None) -> list[Found]:
         if not (found := pattern.match(clause)):
             continue
         groups = found.groupdict()
-        if shape in ("topic", "landlord"):
-            entity = TOPIC if shape == "topic" else speaker
+        if shape in ("topic", "own"):
+            entity = TOPIC if shape == "topic" else speaker  # "own": the speaker's
         else:
             entity = _entity(re.sub(r"'s$", "", groups["e"]), speaker)
         if not entity or PERIOD_OF_TIME.fullmatch(entity):

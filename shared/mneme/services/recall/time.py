@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mneme.language import changes
-from mneme.language.text import MONTH, MONTHS
+from mneme.language.text import MONTH, MONTHS, meaningful_words, terms
 from mneme.models import Episode, session_position
 from mneme.records import Fact
 from mneme.services.recall.records import STALE, Record
@@ -219,6 +219,7 @@ def time_stage(run: Run) -> None:
     truth = truth_mode(run)
     if truth == "present":
         _changed_weigh_less(run)
+    named_change = before_change(run) if truth == "past" else 0
     superseded = current_truth(run, truth) if truth is not None else []
     window = [when.since.isoformat(), when.until.isoformat()] if when.since and when.until else None
     run.note(
@@ -231,6 +232,7 @@ def time_stage(run: Run) -> None:
         inside=inside,
         says_when=says_when,
         truth=truth,
+        named_change=named_change,
         superseded=superseded,
     )
 
@@ -275,6 +277,46 @@ def truth_mode(run: Run) -> str | None:
     return None if past_verb or when.prefer == "earliest" else "present"  # "when is it due?" asks about now
 
 
+# "Where did Idris live before Cardiff?": the answer is what held before the change the question names
+BEFORE = re.compile(r"\bbefore\s+(?P<change>[^?.!,;]+)")
+CHANGE_VERBS = frozenset(  # the words around the change's name: "before she joined Arup", "before moving to York"
+    "join joined joining moved moving started starting switch switched switching become became get got getting go "
+    "went going take took taking sign signed signing upgraded upgrading the her his their".split()
+)
+AFTER_CHANGE = 0.3  # the candidates from the first one that names the change on
+BEFORE_CHANGE = 1.3  # the candidates said before it
+
+
+def before_change(run: Run) -> int:
+    """A question about the past that names the change it asks before ("where did she work before she joined
+    Arup?", "which version was prod on before the upgrade?") asks for what held before it, which the turns
+    that tell the change rarely say: from the first candidate that names the change (every word of it after
+    'before', but the verbs around it) on, candidates weigh ×AFTER_CHANGE (`scores.after_change`), and those
+    said before it ×BEFORE_CHANGE (`scores.before_change`). A time after 'before' ("before 2024") is a window,
+    read by `query_time`. Returns how many candidates name the change."""
+    m = BEFORE.search(" ".join((run.request.query or "").lower().replace("’", "'").split()))
+    named = terms(" ".join(w for w in meaningful_words(m["change"]) if w not in CHANGE_VERBS)) if m else set()
+    if not named or run.when.since is not None:
+        return 0
+    told = {
+        c.id: (when, named <= terms(changes.statement(c.record)))
+        for c in run.candidates.values()
+        if isinstance(c.record, Episode | Fact) and (when := happened(c.record)) is not None
+    }
+    naming = [when for when, names in told.values() if names]
+    if not naming:
+        return 0
+    change = min(naming)
+    for candidate in run.candidates.values():
+        if candidate.id in told:
+            name, factor = (
+                ("before_change", BEFORE_CHANGE) if told[candidate.id][0] < change else ("after_change", AFTER_CHANGE)
+            )
+            candidate.scores[name] = factor
+            candidate.score *= factor
+    return len(naming)
+
+
 def _position(record: Record) -> tuple[datetime, datetime, int]:
     if isinstance(record, Episode):
         return session_position(record)
@@ -299,16 +341,16 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
     at = {c.id: _position(records[c.id]) for c in pool}  # each once, compared pair by pair below
     pool.sort(key=lambda c: (at[c.id], c.id))
     query = run.request.query or ""
-    latest, about, asked = run.when.prefer == "latest", changes.people(query), changes.question_slots(query)
+    present, about, asked = mode == "present", changes.people(query), changes.question_slots(query)
 
     def reason(i: int, j: int, similarity: float) -> str | None:
         earlier, later = pool[i].id, pool[j].id
         topical = earlier in best and later in best
         return changes.update_reason(
-            records[earlier], records[later], similarity, latest=latest, topical=topical, asked=asked, about=about
+            records[earlier], records[later], similarity, present=present, topical=topical, asked=asked, about=about
         )
 
-    updaters = [changes.may_update(records[c.id], latest=latest) for c in pool]  # screened once, not per pair
+    updaters = [changes.may_update(records[c.id], present=present) for c in pool]  # screened once, not per pair
     updated = [changes.may_be_updated(records[c.id]) for c in pool]
     pairs = [
         (i, j)
