@@ -202,8 +202,7 @@ def statement(record: Episode | Fact) -> str:
 
 
 @functools.lru_cache(maxsize=8192)
-def _unprefixed(text: str) -> str:
-    """A turn's text without the "Name: " it may open with (recall compares a pool's turns pair by pair: once each)."""
+def _unprefixed(text: str) -> str:  # a turn's text without the "Name: " it may open with
     return SPEAKER_PREFIX.sub("", text.strip(), count=1)
 
 
@@ -381,27 +380,39 @@ def read(text: str) -> Reading:
     )
 
 
-def slots(text: str) -> frozenset[str]:
-    return read(text).slots
+@dataclass(frozen=True)
+class Said:
+    """A statement read once (`said`), to compare with many: its record, words, speaker and reading."""
+
+    record: Episode | Fact
+    text: str
+    speaker: str | None
+    reading: Reading
+
+
+def said(record: Episode | Fact | Said) -> Said:
+    """A record's statement, read once (recall's time stage compares each of its pool with every other)."""
+    if isinstance(record, Said):
+        return record
+    text = statement(record)
+    return Said(record, text, _speaker(record), read(text))
 
 
 # -- whether a later statement updates an earlier one ----------------------------------------------------
-def _same(
-    earlier: Episode | Fact, later: Episode | Fact, slot: str | None, topic: frozenset[str], about: frozenset[str]
-) -> bool:
+def _same(earlier: Said, later: Said, slot: str | None, topic: frozenset[str], about: frozenset[str]) -> bool:
     """One subject: a person both are about (of `slot`, when given) — one the question asks about, when the
     earlier statement is about them (`about`); for a thing's slot (a framework, a deadline, who owns a piece
     of work), the thing both name, whoever says it, or the one thing of its kind both say is the same
     person's ("our standup is at 9:30" … "they moved our standup to 10"); a statement that names no one (a
     note) is anyone's."""
-    mine, theirs = owners(earlier, slot), owners(later, slot)
-    if not (mine or theirs) and _apart(statement(earlier), statement(later)):
+    mine, theirs = _whose(earlier, slot), _whose(later, slot)
+    if not (mine or theirs) and _apart(earlier.text, later.text):
         return False  # two notes about different named things ("Interviewed Ines Moreau …", "Interviewed Pavel …")
     shared = (mine & theirs) - {UNKNOWN}
     if mine & about:
         return bool(shared & about)
     if slot is not None and not SLOT_NAMES[slot].personal:
-        owned = shared and topic and all(_possessed(record, slot) for record in (earlier, later))
+        owned = shared and topic and all(_possessed(one, slot) for one in (earlier, later))
         return any(not SLOT_NAMES[slot].cues.fullmatch(word) for word in topic) or bool(owned)
     if shared or not (mine and theirs):
         return bool(shared) or not ({UNKNOWN} & (mine | theirs))
@@ -417,9 +428,13 @@ def _kept(text: str, asked: frozenset[str]) -> bool:
     return any(SLOT_NAMES[name].cues.search(thing) for name in asked for thing in kept)
 
 
-def _possessed(record: Episode | Fact, slot: str) -> bool:
+def _whose(one: Said, slot: str | None) -> frozenset[str]:
+    return owners(one.record, slot) if isinstance(one.record, Fact) else _owners(one.speaker, one.text, slot)
+
+
+def _possessed(one: Said, slot: str) -> bool:
     """The statement says the slot's thing is the speaker's ("our standup", "they moved my shifts")."""
-    return any(slot in clause.mine for clause in read(statement(record)).clauses)
+    return any(slot in clause.mine for clause in one.reading.clauses)
 
 
 CALENDAR = frozenset(
@@ -463,27 +478,29 @@ IDENTIFIER = re.compile(  # "order 1417", "ticket #204", "room 12b"; not a date 
 
 def _other_thing(old: Reading, new: Reading) -> bool:
     """Both name a thing of one kind by different identifiers ("Order 1417" and "Order 1587")."""
+    if not (old.identifiers and new.identifiers):
+        return False
     mine, theirs = dict(old.identifiers), dict(new.identifiers)
     return any(kind in theirs and theirs[kind] != number for kind, number in mine.items())
 
 
-def may_update(later: Episode | Fact, *, present: bool = False) -> bool:
+def may_update(later: Episode | Fact | Said, *, present: bool = False) -> bool:
     """Whether `later` could update any statement (`update_reason`), to screen a pool before its pairs: it
     asserts (no question, no plan or maybe) and touches a subject or says a change, or names a value when the
     question asks about the present."""
-    new = read(statement(later))
+    new = said(later).reading
     return not (new.asks or new.hedged) and bool(new.slots or new.ends or new.cue or (present and new.values))
 
 
-def may_be_updated(earlier: Episode | Fact) -> bool:
+def may_be_updated(earlier: Episode | Fact | Said) -> bool:
     """Whether any statement could update `earlier` (`update_reason`): it states something, and asks nothing."""
-    old = read(statement(earlier))
+    old = said(earlier).reading
     return not old.asks and bool(old.content)
 
 
 def update_reason(
-    earlier: Episode | Fact,
-    later: Episode | Fact,
+    earlier: Episode | Fact | Said,
+    later: Episode | Fact | Said,
     similarity: float,
     *,
     present: bool = False,
@@ -498,8 +515,10 @@ def update_reason(
     question asked, which then says what they are about: change language and a new value are enough, without
     similar vectors, unless the later statement is about other slots than the question's (`asked`,
     `question_slots`). `about`: the people the question asks about (`people`); a statement about one of them
-    is updated only by one about them too. The caller checks that `later` came after `earlier`."""
-    old, new = read(statement(earlier)), read(statement(later))
+    is updated only by one about them too. The caller checks that `later` came after `earlier`; either may be
+    given read once (`said`)."""
+    before, after = said(earlier), said(later)
+    old, new = before.reading, after.reading
     added = new.values - old.values
     if not (old.slots & new.slots or new.ends or new.cue or (present and added)):
         return None  # no subject both touch, no change words, no new value asked about now: no change below
@@ -509,20 +528,20 @@ def update_reason(
         return None  # one more of something, or an echo: nothing the earlier did not say
     if {v for v in old.values & about if NUMBER.fullmatch(v)} - new.values or _other_thing(old, new):
         return None  # the earlier one names the thing the question asks about ("order 1417"), the later one not
-    if asked and _kept(statement(later), asked):
+    if asked and _kept(after.text, asked):
         return None  # a partial change that says the subject asked about stayed: "moved to Wokingham, same job"
     topic = (old.content & new.content) - old.values - new.values
     shared = old.slots & new.slots
     if asked & new.slots and not asked & old.slots:
         shared &= asked  # asked about work, the earlier says only the pay: a new pay is no answer to the question
-    many, why = _slot_change(earlier, later, sorted(shared) if similarity >= SLOT_FLOOR else [], topic, about)
+    many, why = _slot_change(before, after, sorted(shared) if similarity >= SLOT_FLOOR else [], topic, about)
     if why is not None:
         return why
-    if many or (similarity < SAME_KIND and not topical) or not _same(earlier, later, None, topic, about):
+    if many or (similarity < SAME_KIND and not topical) or not _same(before, after, None, topic, about):
         return None
     if similarity < SAME_KIND and asked and new.slots and not (asked & new.slots):
         return None  # two answers to a question about a subject, but the later one is about another
-    added -= _openers(statement(later)) - VALUE_WORDS  # "Much. Brand new boiler", "Funny, I was…": capitals by place
+    added -= _openers(after.text) - VALUE_WORDS  # "Much. Brand new boiler", "Funny, I was…": capitals by place
     if new.ends or (added and (new.cue or (present and similarity >= SAME_KIND))):
         why = "same answer" if similarity < SAME_KIND else f"same kind ({similarity:.2f})"
         return f"{why}: {new.ends or new.cue or ', '.join(sorted(added)) or 'something new'}"
@@ -530,12 +549,12 @@ def update_reason(
 
 
 def _slot_change(
-    earlier: Episode | Fact, later: Episode | Fact, shared: list[str], topic: frozenset[str], about: frozenset[str]
+    earlier: Said, later: Said, shared: list[str], topic: frozenset[str], about: frozenset[str]
 ) -> tuple[bool, str | None]:
     """The change of a slot both statements touch, of one subject: change words in the slot's clause, or for a
     slot with one value at a time another value. Also whether a slot with many values (pets, tools) was
     shared without an end of one, which no other reading may then call a change."""
-    old, new = read(statement(earlier)), read(statement(later))
+    old, new = earlier.reading, later.reading
     many = False
     for name in shared:
         if not _same(earlier, later, name, topic, about):

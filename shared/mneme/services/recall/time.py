@@ -343,15 +343,16 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
     query = run.request.query or ""
     present, about, asked = mode == "present", changes.people(query), changes.question_slots(query)
 
+    said = [changes.said(records[c.id]) for c in pool]  # each read once, compared with every other
+
     def reason(i: int, j: int, similarity: float) -> str | None:
-        earlier, later = pool[i].id, pool[j].id
-        topical = earlier in best and later in best
+        topical = pool[i].id in best and pool[j].id in best
         return changes.update_reason(
-            records[earlier], records[later], similarity, present=present, topical=topical, asked=asked, about=about
+            said[i], said[j], similarity, present=present, topical=topical, asked=asked, about=about
         )
 
-    updaters = [changes.may_update(records[c.id], present=present) for c in pool]  # screened once, not per pair
-    updated = [changes.may_be_updated(records[c.id]) for c in pool]
+    updaters = [changes.may_update(one, present=present) for one in said]  # screened once, not per pair
+    updated = [changes.may_be_updated(one) for one in said]
     pairs = [
         (i, j)
         for j in range(len(pool))
