@@ -38,7 +38,7 @@ def words(text: str) -> list[str]:
     return WORD_RE.findall(text.lower())
 
 
-@functools.lru_cache(maxsize=1 << 16)  # recall stems every word of a hundred candidates a query: once a word
+@functools.lru_cache(maxsize=1 << 15)  # recall stems every word of a hundred candidates a query: once a word
 def stem(word: str) -> str:
     for suffix in SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
