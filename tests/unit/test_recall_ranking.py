@@ -285,3 +285,18 @@ def test_a_fact_about_another_participant_weighs_less_for_a_question_about_someo
     assert fuse["other_persons_facts"] == len(facts)
     asked_of_bruno = recall(services, "Which editor does Bruno use?")
     assert all("other_person" not in r.scores for r in asked_of_bruno.results)
+
+
+def test_a_change_undone_puts_the_return_first(services: Services) -> None:
+    own = say(services, "Nkechi", "Please sign my emails as Nkechi Obi-Watson, my own surname.",
+              occurred_at=DAY.replace(year=2024, month=1))  # fmt: skip
+    changed = say(services, "Nkechi", "I changed my surname on my emails to Marlowe, my husband's, from now on.",
+                  occurred_at=DAY.replace(year=2024, month=5))  # fmt: skip
+    back = say(services, "Nkechi", "Long story, but I've gone back to Obi-Watson everywhere.",
+               occurred_at=DAY.replace(year=2024, month=10))  # fmt: skip
+    response = recall(services, "Which surname does Nkechi sign her emails with?", explain=True)
+    ranked = [r.id for r in response.results]
+    assert ranked.index(back) < ranked.index(changed) and ranked.index(back) < ranked.index(own)
+    assert response.explain is not None
+    time = next(s for s in response.explain["stages"] if s["stage"] == "time")
+    assert {(s["id"], s["by"]) for s in time["superseded"]} >= {(changed, back)}

@@ -365,6 +365,7 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
         similarity = float(np.dot(a, b)) if a is not None and b is not None else 0.0
         if why := reason(i, j, similarity):
             winner[i] = (j, why, similarity)  # pairs come in order of the later one: the last is the latest
+    _reverted(run, pool, records, winner)
     _rank_chains(run, pool, winner, mode)
     out: list[dict[str, object]] = []
     for i, (j, why, similarity) in sorted(winner.items()):
@@ -373,6 +374,24 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
         out.append({"id": pool[i].id, "by": later.id, "why": why, "similarity": round(similarity, 6)})
     found = {pool[i].id for i in winner}
     return [m for m in marked if m["id"] not in found] + out
+
+
+def _reverted(
+    run: Run, pool: list[Candidate], records: dict[str, Episode | Fact], winner: dict[int, tuple[int, str, float]]
+) -> None:
+    """A change undone: a later statement that goes back to the value of a statement since changed ("I've gone
+    back to my own surname") updates the change (`changes.returns_to`), which then no longer ends the chain."""
+    for i, (k, _, _) in list(winner.items()):
+        if k in winner:
+            continue
+        later = [j for j in range(len(pool)) if _position(records[pool[j].id]) > _position(records[pool[k].id])]
+        for j in reversed(later):  # the latest return first
+            if why := changes.returns_to(records[pool[i].id], records[pool[j].id]):
+                run.with_vectors([pool[k], pool[j]])
+                vectors = stored_vectors(run, [pool[k], pool[j]])
+                a, b = vectors.get(pool[k].id), vectors.get(pool[j].id)
+                winner[k] = (j, why, float(np.dot(a, b)) if a is not None and b is not None else 0.0)
+                break
 
 
 def _rank_chains(run: Run, pool: list[Candidate], winner: dict[int, tuple[int, str, float]], mode: str) -> None:
