@@ -3,7 +3,7 @@ does not."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -218,12 +218,35 @@ def test_for_a_question_about_the_present_another_value_of_the_same_kind_is_enou
     """Asked how things are (no "now" needed), a later statement of the same kind naming another value updates
     without change words; a capital that only opens a sentence ("Strange, …") is no other value."""
     earlier = turn("My go-to board game is Catan.")
-    later = turn("My go-to board game is Azul.")
+    later = turn("My go-to board game is Azul.").model_copy(update={"occurred_at": AT + timedelta(days=30)})
     assert changes.update_reason(earlier, later, 0.6) is None  # a question about events: no change words, no update
     assert changes.update_reason(earlier, later, 0.6, present=True)
     sirens = turn("Sirens again tonight in Hackney, I love it here though.")
     memory = turn("Strange, I found my Hackney bus pass in a drawer today.")
     assert changes.update_reason(sirens, memory, 0.6, present=True) is None
+
+
+def test_another_value_said_in_the_same_conversation_is_no_update() -> None:
+    """Without change words, another value is an update only from another conversation (session or hour)."""
+    lessons = turn("My go-to board game is Catan.")
+    reply = turn("My go-to board game for two is Azul.")
+    later = reply.model_copy(update={"occurred_at": AT + timedelta(minutes=2)})
+    weeks_on = reply.model_copy(update={"occurred_at": AT + timedelta(days=30)})
+    assert changes.update_reason(lessons, later, 0.8, present=True) is None
+    assert changes.update_reason(lessons, weeks_on, 0.8, present=True)
+    in_session = lessons.model_copy(update={"session_id": "s1"})
+    assert (
+        changes.update_reason(in_session, weeks_on.model_copy(update={"session_id": "s1"}), 0.8, present=True) is None
+    )
+
+
+def test_going_back_to_an_earlier_value_is_a_return_to_it() -> None:
+    own = turn("Please put Ms Okonkwo-Baird on my letters.")
+    back = turn("I've gone back to Okonkwo-Baird on everything.")
+    assert changes.returns_to(own, back) == "back to okonkwo-baird"
+    assert changes.returns_to(own, turn("Might go back to Okonkwo-Baird one day.")) is None  # a maybe
+    assert changes.returns_to(own, turn("I've gone back to Okonkwo-Baird on everything.", "Ada")) is None  # another
+    assert changes.returns_to(own, turn("Okonkwo-Baird on the letters, as before.")) is None  # no return said
 
 
 NO_SUBJECT = [  # no slot: change words, or (asked about the present) another value alone
@@ -239,7 +262,7 @@ def test_the_screens_recall_uses_never_drop_a_statement_that_updates(present: bo
     `update_reason` finds a change in passes both, whatever the cosine; a question or a maybe is screened out."""
     found = 0
     for earlier in map(turn, SAID):
-        for later in map(turn, SAID):
+        for later in (turn(text).model_copy(update={"occurred_at": AT + timedelta(days=30)}) for text in SAID):
             for similarity in (0.1, 0.3, 0.6, 1.0):
                 if changes.update_reason(earlier, later, similarity, present=present, topical=True):
                     found += 1

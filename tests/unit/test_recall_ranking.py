@@ -268,3 +268,35 @@ def test_a_question_about_before_a_named_change_favours_what_was_said_before_it(
     assert time["truth"] == "past" and time["named_change"] == 2
     in_2025 = recall(services, "Where did Tomasz live before 2025?")  # a time after "before" is no change named
     assert all("after_change" not in r.scores for r in in_2025.results)
+
+
+def test_a_fact_about_another_participant_weighs_less_for_a_question_about_someone(
+    services: Services, clock: Any
+) -> None:
+    say(services, "Bruno", "I use Helix for everything. Ottilie swears by Sublime Text.", occurred_at=DAY)
+    say(services, "Ottilie", "Because I like my plugins, Bruno.", occurred_at=DAY.replace(minute=1))
+    clock.advance(seconds=services.consolidation.deps.settings.settle_seconds + 1)
+    services.consolidation.start(ALICE, None)
+    asked_of_ottilie = recall(services, "Which editor does Ottilie use?", explain=True)
+    facts = [r for r in asked_of_ottilie.results if r.fact is not None and r.fact["entity"] == "Bruno"]
+    assert facts and all(r.scores["other_person"] < 1 for r in facts)
+    assert asked_of_ottilie.explain is not None
+    fuse = next(s for s in asked_of_ottilie.explain["stages"] if s["stage"] == "fuse")
+    assert fuse["other_persons_facts"] == len(facts)
+    asked_of_bruno = recall(services, "Which editor does Bruno use?")
+    assert all("other_person" not in r.scores for r in asked_of_bruno.results)
+
+
+def test_a_change_undone_puts_the_return_first(services: Services) -> None:
+    own = say(services, "Nkechi", "Please sign my emails as Nkechi Obi-Watson, my own surname.",
+              occurred_at=DAY.replace(year=2024, month=1))  # fmt: skip
+    changed = say(services, "Nkechi", "I changed my surname on my emails to Marlowe, my husband's, from now on.",
+                  occurred_at=DAY.replace(year=2024, month=5))  # fmt: skip
+    back = say(services, "Nkechi", "Long story, but I've gone back to Obi-Watson everywhere.",
+               occurred_at=DAY.replace(year=2024, month=10))  # fmt: skip
+    response = recall(services, "Which surname does Nkechi sign her emails with?", explain=True)
+    ranked = [r.id for r in response.results]
+    assert ranked.index(back) < ranked.index(changed) and ranked.index(back) < ranked.index(own)
+    assert response.explain is not None
+    time = next(s for s in response.explain["stages"] if s["stage"] == "time")
+    assert {(s["id"], s["by"]) for s in time["superseded"]} >= {(changed, back)}

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 
 from mneme.language.text import STOPWORDS, stem, words
 from mneme.models import Episode
@@ -511,12 +512,13 @@ def update_reason(
     """Why `later` updates `earlier` ("home: moved", "manager: aisha instead of greg"), or None (the module's
     rules). `similarity`: the cosine of the two statements' stored vectors. `present`: the question asks how
     things are now (in the present tense, whether or not it says "now"): then a statement of the same kind that
-    names another value updates without change language. `topical`: both statements are among the best answers to the
-    question asked, which then says what they are about: change language and a new value are enough, without
-    similar vectors, unless the later statement is about other slots than the question's (`asked`,
-    `question_slots`). `about`: the people the question asks about (`people`); a statement about one of them
-    is updated only by one about them too. The caller checks that `later` came after `earlier`; either may be
-    given read once (`said`)."""
+    names another value updates without change language, if said in another conversation (within one, another
+    value without change words is an aside or a reply: "lessons are £40" … "so £10 a head"). `topical`:
+    both statements are among the best answers to the question asked, which then says what they are about:
+    change language and a new value are enough, without similar vectors, unless the later statement is about
+    other slots than the question's (`asked`, `question_slots`). `about`: the people the question asks about
+    (`people`); a statement about one of them is updated only by one about them too. The caller checks that
+    `later` came after `earlier`; either may be given read once (`said`)."""
     before, after = said(earlier), said(later)
     old, new = before.reading, after.reading
     added = new.values - old.values
@@ -542,10 +544,43 @@ def update_reason(
     if similarity < SAME_KIND and asked and new.slots and not (asked & new.slots):
         return None  # two answers to a question about a subject, but the later one is about another
     added -= _openers(after.text) - VALUE_WORDS  # "Much. Brand new boiler", "Funny, I was…": capitals by place
-    if new.ends or (added and (new.cue or (present and similarity >= SAME_KIND))):
+    if new.ends or (
+        added
+        and (new.cue or (present and similarity >= SAME_KIND and not _one_conversation(before.record, after.record)))
+    ):
         why = "same answer" if similarity < SAME_KIND else f"same kind ({similarity:.2f})"
         return f"{why}: {new.ends or new.cue or ', '.join(sorted(added)) or 'something new'}"
     return None
+
+
+BACK = re.compile(r"\b(?:(?:went|gone|go|going|moved|switched|changed|reverted|rolled) back|back to|returned to)\b")
+
+
+def returns_to(earlier: Episode | Fact | Said, later: Episode | Fact | Said) -> str | None:
+    """The later statement goes back to a value the earlier one named ("I'm back on Vue 2", "we've gone back to
+    the old supplier", "rolled back to 2.7"): it updates whatever changed the earlier one since. None unless it
+    says so, asserts it, and is about the same owner. Either may be given read once (`said`)."""
+    after = said(later)
+    if not BACK.search(after.text.lower()):
+        return None
+    before = said(earlier)
+    old, new = before.reading, after.reading
+    named = (old.values & new.values) - _openers(after.text) - NUMBER_WORDS
+    if new.asks or new.hedged or not named or not _same(before, after, None, frozenset(), frozenset()):
+        return None
+    return f"back to {sorted(named)[0]}"
+
+
+CONVERSATION = timedelta(hours=1)  # two turns of no given session this close are one conversation
+
+
+def _one_conversation(earlier: Episode | Fact, later: Episode | Fact) -> bool:
+    """Two turns of one conversation: one session, or, with none given, said within CONVERSATION."""
+    if not (isinstance(earlier, Episode) and isinstance(later, Episode)):
+        return False
+    if earlier.session_id is not None or later.session_id is not None:
+        return earlier.session_id == later.session_id
+    return abs(later.occurred_at - earlier.occurred_at) <= CONVERSATION
 
 
 def _slot_change(

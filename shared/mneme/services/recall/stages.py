@@ -22,10 +22,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mneme.errors import MnemeError
+from mneme.language import changes
 from mneme.language.text import meaningful_words, stem, terms
 from mneme.models import Episode, Memory
 from mneme.observability import logger
 from mneme.ports import EpisodeStore, embed_query
+from mneme.records import Fact
 from mneme.search_models import Hit, has_metadata
 from mneme.services.indexing import episode_text, memory_text, speaker
 from mneme.services.recall import anchors as anchor_rule
@@ -48,6 +50,7 @@ MIN_VECTOR = 0.25  # balanced strictness admits vector-only episodes and facts a
 FETCHED_BOOST = 1.05  # Engram: a memory an agent fetched in full (`ids`) ranks a little higher
 FETCHED = ("", "fetched")  # (principal, session) of the per-tenant record of fetched memory ids
 SPEAKER_BOOST = 1.5  # a turn spoken by a person the query names
+OTHER_PERSON = 0.6  # a claim fact about another participant than the person the query asks about
 NAME_WORD = re.compile(r"[^\W_]+(?:['’]s)?")  # a query word, with its possessive
 FALLBACK_WIDTH = 4  # the lexical fallback asks for this many times the channels' k
 TEXT_DEPTH = 2  # the text channel asks for this many times the vector channel's k (see `search`)
@@ -240,7 +243,8 @@ def fuse(run: Run) -> None:
         if profile:
             recall_profile.boost(candidate, names)
     recall_context.below_context_owners(run, live)
-    trace = {"speakers_named": sorted(names), "profile": len(added)}
+    others = _others_facts(run, live)
+    trace = {"speakers_named": sorted(names), "profile": len(added), "other_persons_facts": others}
     run.note("fuse", took + len(added), dropped, **{key: value for key, value in trace.items() if value})
 
 
@@ -309,6 +313,25 @@ def _speaker(run: Run, candidate: Candidate) -> None:
     if who and terms(who) & run.anchors:
         candidate.scores["speaker"] = SPEAKER_BOOST
         candidate.score *= SPEAKER_BOOST
+
+
+def _others_facts(run: Run, live: list[Candidate]) -> int:
+    """A question about a person ("Which editor does Yara use?") is not answered by a claim about another
+    participant of the conversation ("Aksel uses Zed."): such a fact weighs ×OTHER_PERSON
+    (`scores.other_person`). A fact about someone who does not speak there (a sister, a client the turns
+    name) keeps its score: the question may ask about them by relation. Returns how many were weighed."""
+    about = changes.people(run.request.query or "")
+    speakers = _speakers(live) if about else set()
+    weighed = 0
+    for candidate in live:
+        fact = candidate.record
+        if not isinstance(fact, Fact) or not (owners := changes.owners(fact)) or owners & about:
+            continue
+        if speakers and all(terms(owner.split("'s ")[0]) <= speakers for owner in owners):
+            candidate.scores["other_person"] = OTHER_PERSON
+            candidate.score *= OTHER_PERSON
+            weighed += 1
+    return weighed
 
 
 def _load(run: Run, candidates: list[Candidate]) -> list[tuple[str, str]]:

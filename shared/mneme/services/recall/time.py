@@ -370,6 +370,7 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
     run.with_vectors(involved)
     vectors = stored_vectors(run, involved)
     winner = _latest_updaters(pool, pairs, vectors, reason)
+    _reverted(run, pool, said, at, winner)
     _rank_chains(run, pool, winner, mode)
     out: list[dict[str, object]] = []
     for i, (j, why, similarity) in sorted(winner.items()):
@@ -388,19 +389,48 @@ def _latest_updaters(
 ) -> dict[int, tuple[int, str, float]]:
     """Of the pairs the words allow (at cosine 1), each earlier statement's latest updater at the pair's real
     cosine: (its index, why, cosine). Its later statements are tried latest first, so the first that updates
-    it is the one kept (the rest need not be read)."""
+    it is the one kept, and earliest first up to the first that does: the earlier statements come in the order
+    of their first updater (as if every pair were read in order of the later one, which `_reverted` reads in)."""
     laters: dict[int, list[int]] = {}
     for i, j in pairs:
         laters.setdefault(i, []).append(j)
+
+    def updates(i: int, j: int) -> tuple[int, str, float] | None:
+        a, b = vectors.get(pool[i].id), vectors.get(pool[j].id)
+        similarity = float(np.dot(a, b)) if a is not None and b is not None else 0.0
+        why = reason(i, j, similarity)
+        return (j, why, similarity) if why else None
+
     winner: dict[int, tuple[int, str, float]] = {}
+    first: dict[int, int] = {}
     for i, found in laters.items():
-        for j in sorted(found, reverse=True):
-            a, b = vectors.get(pool[i].id), vectors.get(pool[j].id)
-            similarity = float(np.dot(a, b)) if a is not None and b is not None else 0.0
-            if why := reason(i, j, similarity):
-                winner[i] = (j, why, similarity)
+        latest = next((hit for j in reversed(found) if (hit := updates(i, j))), None)
+        if latest is not None:
+            winner[i] = latest
+            first[i] = next(j for j in found if j == latest[0] or updates(i, j))
+    return {i: winner[i] for i in sorted(winner, key=lambda i: (first[i], i))}
+
+
+def _reverted(
+    run: Run,
+    pool: list[Candidate],
+    said: list[changes.Said],
+    at: dict[str, tuple[datetime, datetime, int]],
+    winner: dict[int, tuple[int, str, float]],
+) -> None:
+    """A change undone: a later statement that goes back to the value of a statement since changed ("I've gone
+    back to my own surname") updates the change (`changes.returns_to`), which then no longer ends the chain."""
+    for i, (k, _, _) in list(winner.items()):
+        if k in winner:
+            continue
+        later = [j for j in range(len(pool)) if at[pool[j].id] > at[pool[k].id]]
+        for j in reversed(later):  # the latest return first
+            if why := changes.returns_to(said[i], said[j]):
+                run.with_vectors([pool[k], pool[j]])
+                vectors = stored_vectors(run, [pool[k], pool[j]])
+                a, b = vectors.get(pool[k].id), vectors.get(pool[j].id)
+                winner[k] = (j, why, float(np.dot(a, b)) if a is not None and b is not None else 0.0)
                 break
-    return winner
 
 
 def _rank_chains(run: Run, pool: list[Candidate], winner: dict[int, tuple[int, str, float]], mode: str) -> None:
