@@ -247,3 +247,12 @@ def test_going_back_to_an_earlier_value_is_a_return_to_it() -> None:
     assert changes.returns_to(own, turn("Might go back to Okonkwo-Baird one day.")) is None  # a maybe
     assert changes.returns_to(own, turn("I've gone back to Okonkwo-Baird on everything.", "Ada")) is None  # another
     assert changes.returns_to(own, turn("Okonkwo-Baird on the letters, as before.")) is None  # no return said
+
+
+def test_events_and_promises_name_other_values_without_changing_how_things_are() -> None:
+    month_on = {"occurred_at": AT + timedelta(days=30)}
+    game = turn("My go-to board game is Catan.")
+    promise = turn("I'll teach everyone Azul at the next board game night.").model_copy(update=month_on)
+    event = turn("Board game night was Azul, we played it until two.").model_copy(update=month_on)
+    assert changes.update_reason(game, promise, 0.8, present=True) is None
+    assert changes.update_reason(game, event, 0.8, present=True) is None

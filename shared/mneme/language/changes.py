@@ -497,7 +497,16 @@ def update_reason(
         return None  # two answers to a question about a subject, but the later one is about another
     added -= _openers(statement(later)) - VALUE_WORDS  # "Much. Brand new boiler", "Funny, I was…": capitals by place
     if new.ends or (
-        added and (new.cue or (present and similarity >= SAME_KIND and not _one_conversation(earlier, later)))
+        added
+        and (
+            new.cue
+            or (
+                present
+                and similarity >= SAME_KIND
+                and not _one_conversation(earlier, later)
+                and not _told_events(earlier, later)
+            )
+        )
     ):
         why = "same answer" if similarity < SAME_KIND else f"same kind ({similarity:.2f})"
         return f"{why}: {new.ends or new.cue or ', '.join(sorted(added)) or 'something new'}"
@@ -519,6 +528,23 @@ def returns_to(earlier: Episode | Fact, later: Episode | Fact) -> str | None:
     if new.asks or new.hedged or not named or not _same(earlier, later, None, frozenset(), frozenset()):
         return None
     return f"back to {sorted(named)[0]}"
+
+
+EVENT = re.compile(  # a report of something that happened, not of how things are
+    r"\b(?:was|were|yesterday|ago|last (?:night|week|weekend|month|year|monday|tuesday|wednesday|thursday|friday|"
+    r"saturday|sunday)|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b"
+)
+
+
+FUTURE = re.compile(r"\b(?:will|shall|'ll|promise[sd]?|tomorrow|next (?:week|month|year))\b")
+
+
+def _told_events(earlier: Episode | Fact, later: Episode | Fact) -> bool:
+    """Either statement reports an event ("the party last Sunday was fun", "we hosted twelve on Friday"), or the
+    later one a promise or a plan ("I'll come home every Diwali"): they name other values without changing
+    how things are."""
+    told = [statement(record).lower() for record in (earlier, later)]
+    return any(EVENT.search(text) for text in told) or bool(FUTURE.search(told[1]))
 
 
 CONVERSATION = timedelta(hours=1)  # two turns of no given session this close are one conversation
