@@ -533,6 +533,7 @@ def returns_to(earlier: Episode | Fact, later: Episode | Fact) -> str | None:
 EVENT = re.compile(  # a report of something that happened, not of how things are
     r"\b(?:was|were|yesterday|ago|last (?:night|week|weekend|month|year|monday|tuesday|wednesday|thursday|friday|"
     r"saturday|sunday)|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b"
+    r"|^(?:(?:i|we|he|she|they) )?[a-z]+ed\b"  # "Shipped 40 units to …", "we hosted twelve people"
 )
 
 
