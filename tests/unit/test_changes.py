@@ -256,5 +256,5 @@ def test_events_and_promises_name_other_values_without_changing_how_things_are()
     event = turn("Board game night was Azul, we played it until two.").model_copy(update=month_on)
     assert changes.update_reason(game, promise, 0.8, present=True) is None
     assert changes.update_reason(game, event, 0.8, present=True) is None
-    note = turn("Lent the demo Azul set to the Tuesday club for a fortnight.").model_copy(update=month_on)
+    note = turn("Loaned the demo Azul set to the Tuesday club for a fortnight.").model_copy(update=month_on)
     assert changes.update_reason(game, note, 0.8, present=True) is None
