@@ -249,6 +249,17 @@ def test_going_back_to_an_earlier_value_is_a_return_to_it() -> None:
     assert changes.returns_to(own, turn("Okonkwo-Baird on the letters, as before.")) is None  # no return said
 
 
+def test_events_and_promises_name_other_values_without_changing_how_things_are() -> None:
+    month_on = {"occurred_at": AT + timedelta(days=30)}
+    game = turn("My go-to board game is Catan.")
+    promise = turn("I'll teach everyone Azul at the next board game night.").model_copy(update=month_on)
+    event = turn("Board game night was Azul, we played it until two.").model_copy(update=month_on)
+    assert changes.update_reason(game, promise, 0.8, present=True) is None
+    assert changes.update_reason(game, event, 0.8, present=True) is None
+    note = turn("Loaned the demo Azul set to the Tuesday club for a fortnight.").model_copy(update=month_on)
+    assert changes.update_reason(game, note, 0.8, present=True) is None
+
+
 NO_SUBJECT = [  # no slot: change words, or (asked about the present) another value alone
     ("My favourite band is Low.", "My favourite band is now Wilco."),
     ("My go-to board game is Catan.", "My go-to board game is Azul."),

@@ -546,7 +546,15 @@ def update_reason(
     added -= _openers(after.text) - VALUE_WORDS  # "Much. Brand new boiler", "Funny, I was…": capitals by place
     if new.ends or (
         added
-        and (new.cue or (present and similarity >= SAME_KIND and not _one_conversation(before.record, after.record)))
+        and (
+            new.cue
+            or (
+                present
+                and similarity >= SAME_KIND
+                and not _one_conversation(before.record, after.record)
+                and not _told_events(before, after)
+            )
+        )
     ):
         why = "same answer" if similarity < SAME_KIND else f"same kind ({similarity:.2f})"
         return f"{why}: {new.ends or new.cue or ', '.join(sorted(added)) or 'something new'}"
@@ -569,6 +577,31 @@ def returns_to(earlier: Episode | Fact | Said, later: Episode | Fact | Said) -> 
     if new.asks or new.hedged or not named or not _same(before, after, None, frozenset(), frozenset()):
         return None
     return f"back to {sorted(named)[0]}"
+
+
+EVENT = re.compile(  # a report of something that happened, not of how things are
+    r"\b(?:was|were|yesterday|ago|last (?:night|week|weekend|month|year|monday|tuesday|wednesday|thursday|friday|"
+    r"saturday|sunday)|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b"
+    r"|^(?:(?:i|we|he|she|they) )?[a-z]+ed\b"  # "Shipped 40 units to …", "we hosted twelve people"
+)
+
+
+FUTURE = re.compile(r"\b(?:will|shall|'ll|promise[sd]?|tomorrow|next (?:week|month|year))\b")
+
+
+def _told_events(earlier: Said, later: Said) -> bool:
+    """Either statement reports an event ("the party last Sunday was fun", "we hosted twelve on Friday"), or the
+    later one a promise or a plan ("I'll come home every Diwali"): they name other values without changing
+    how things are."""
+    (event, _), (told, promised) = _tells(earlier.text), _tells(later.text)
+    return event or told or promised
+
+
+@functools.lru_cache(maxsize=8192)
+def _tells(text: str) -> tuple[bool, bool]:
+    """Whether a statement reports an event, and whether it promises or plans (read once, compared many times)."""
+    lowered = text.lower()
+    return bool(EVENT.search(lowered)), bool(FUTURE.search(lowered))
 
 
 CONVERSATION = timedelta(hours=1)  # two turns of no given session this close are one conversation

@@ -254,7 +254,9 @@ PAST = re.compile(
     r"in the past|to begin with)\b"
 )
 PAST_THING = re.compile(r"\b(?<!how )(old|former|previous)\b")  # "the old rent" is the past only beside a past verb
-PAST_VERB = re.compile(r"\b(did|was|were|had)\b|\b(has|have|'ve)\b(?: \w+){0,3} (ever|been|done|tried|visited|had)\b")
+PAST_VERB = re.compile(
+    r"\b(did|was|were|had|happened)\b|\b(has|have|'ve)\b(?: \w+){0,3} (ever|been|done|tried|visited|had)\b"
+)
 TOPICAL_SHARE = 0.3  # ... those scoring at least this share of the best one
 TOPICAL = 10  # the best answers to a question: two of them about one owner are about what it asks
 NEWER = 1.01  # the later statement of a change ranks just above the earlier one it updates
