@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mneme.language import changes
+from mneme.language import changes, questions
 from mneme.models import Episode
 from mneme.records import Fact
 
@@ -161,7 +161,7 @@ def test_a_partial_change_leaves_the_subject_asked_about() -> None:
     """The earlier statement says where she works and lives; the later changes only where she lives."""
     earlier = turn("I'm a nurse at Leighton Hospital and I live in Crewe.")
     later = turn("We've moved to Nantwich for the schools, still the same job though.")
-    work, home = changes.question_slots("Where does she work?"), changes.question_slots("Where does she live?")
+    work, home = questions.question_slots("Where does she work?"), questions.question_slots("Where does she live?")
     assert changes.update_reason(earlier, later, 0.6, topical=True, asked=work) is None
     assert changes.update_reason(earlier, later, 0.6, topical=True, asked=home) is not None
 

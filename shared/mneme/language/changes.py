@@ -3,7 +3,7 @@ statement updates an earlier one ("I live in Leeds" … weeks later … "we move
 
 Core rules, read by recall (for a question about the present, the later statement ranks above the earlier
 one it updates, which is marked as earlier) and by consolidation (a fact a later turn changes is superseded,
-or marked stale when its new value cannot be read). No model: words, a lexicon of subjects ("slots"), and
+or marked stale when its new value cannot be read). No model: words, a lexicon of subjects (`slots`), and
 the cosine of the two statements' stored vectors, which the caller gives.
 
 A later statement updates an earlier one when all of these hold:
@@ -26,91 +26,11 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 
+from mneme.language.slots import ANY_CUE, SLOT_NAMES, SLOTS, VALUE_WORDS, Slot
 from mneme.language.text import STOPWORDS, stem, words
 from mneme.models import Episode
 from mneme.records import Fact
 
-
-@dataclass(frozen=True)
-class Slot:
-    name: str
-    cues: re.Pattern[str]  # words that say a statement is about this subject
-    single: bool = True  # one value at a time: another value is a change
-    values: frozenset[str] = frozenset()  # lower-case value words of the slot ("vegan", "vegetarian")
-    numeric: bool = False  # its values may be numbers (an amount, a time, a version), not only names
-    personal: bool = True  # a person's (home, job, diet); else a thing's (a framework, a deadline), shared work
-
-
-def _slot(name: str, *cues: str, values: str = "", flags: str = "") -> Slot:
-    """A slot from its cue patterns; `flags`: `many` (many values at a time), `numeric`, `thing` (not personal)."""
-    pattern = re.compile(rf"\b(?:{'|'.join(cues)})\b")
-    return Slot(name, pattern, "many" not in flags, frozenset(values.split()), "numeric" in flags, "thing" not in flags)
-
-
-# fmt: off
-SLOTS: tuple[Slot, ...] = (
-    _slot("home", r"li(?:ve|ves|ved|ving) (?:in|at|near|with|on|here|there)",
-          r"mov(?:e|ed|ing) (?:to|into|back|out|house|away|in)", r"relocat\w*", r"flat(?! rate| tyre| tire)",
-          "apartment", "address", r"neighbou?rhood", "based in",
-          "home ?town", "residents?", "got the keys", "moved in", "(?:new|our|my) (?:place|house|home)",
-          "(?:one|two|three)-bed", "house in", "rent(?:ing)? a"),
-    _slot("employer",
-          r"work(?:s|ed|ing)? (?:(?:nights|days|shifts|weekends|late|full-time|part-time|remotely|still) )?(?:at|for)",
-          r"(?:my|our|new|current|old|his|her|their|a|the) (?:[\w-]+ ){0,2}job", "employer",
-          "(?:my|our|new|current|his|her|their) (?:company|firm)", "joined", "hired", r"start(?:s|ed|ing)? at",
-          "(?:first|last|final) day (?:at|as|with)",
-          r"(?:i'm|i am|he's|she's|he is|she is) an? (?:[\w-]+ ){1,2}(?:at|for)",
-          "resigned", "quit", r"freelanc\w*", "laid off", r"redundan\w*",
-          r"(?:hand|handed|handing|hands|gave|give|giving|put) in (?:my|his|her|their|our) notice", "notice period",
-          "signed (?:on )?with", "job offer",
-          r"offer(?:ed|s)? (?:me |him |her |them |us )?(?:the|a|an) (?:[\w-]+ ){0,3}job"),
-    _slot("role", "role", "position", "title", r"promot\w*", r"work(?:s|ed|ing)? as", "career", "part-time",
-          "full-time", "contract(?:or)?",
-          values="junior senior lead principal chief head trainee apprentice intern associate deputy assistant"),
-    _slot("manager", "manager", "boss", "supervisor", "report(?:s|ing)? to", "team lead"),
-    _slot("diet", "diet", "vegetarian", "vegan", "pescatarian", "meat", "dairy", "gluten", "keto", "eat(?:s|ing)?",
-          "plant-based", "lactose",
-          values="vegetarian vegan pescatarian keto paleo omnivore carnivore gluten-free dairy-free halal kosher"),
-    _slot("phone", "phone", "mobile", "iphone", "android", "pixel", "samsung", "(?:my|new|phone|mobile) number",
-          flags="numeric"),
-    _slot("school", "school", "university", "uni", "college", "(?<!of )course", "degree", "studying", "stud(?:y|ies)",
-          "enrolled", "masters?", "phd", "bootcamp", "juniors", "infants", "nursery", "primary", "secondary",
-          "sixth form", r"year \d+"),
-    _slot("supplier", "supplier", "vendor", "provider", "suppl(?:y|ies)", "wholesaler", "distributor", "agency",
-          r"(?:order|buy|get|source)(?:s|ing)? (?:[\w-]+ ){0,3}from", "deliver(?:y|ies|ed)? from", flags="thing"),
-    _slot("tool", "tool", "app", "software", "editor", "ide", "tracker", "crm", "platform", "using", "use[sd]?",
-          r"migrat\w*", "hosted on", "hosting", "switch(?:ed|ing)? (?:from|to|over)", flags="many thing"),
-    _slot("framework", "framework", "library", "stack", "built (?:on|with|in)", "written in", r"rewrit\w*", "react",
-          "vue", "angular", "svelte", "django", "rails", "flask", "fastapi", "laravel", flags="thing"),
-    _slot("money", "budget", "rent", "landlord", "lease", "salary", "pay (?:rise|raise|cut)", "price", "costs?", "fee",
-          "(?:hourly|day) rate", "rate is", "charged?", "subscription", "mortgage", "earn(?:s|ing)?",
-          r"on [£$€]\s?\d[\d,.]*k?", r"\d[\d,.]*k? (?:a|per) (?:year|annum|hour)", flags="numeric"),
-    _slot("version", "version", r"upgrad\w*", r"downgrad\w*", r"v\d[\w.]*", flags="numeric thing"),
-    _slot("hours", "opening hours", "open(?:s|ing)? (?:at|from|until|till|on)", "clos(?:e|es|ing) (?:at|from|on)",
-          "hours", "shifts?", flags="numeric thing"),
-    _slot("schedule", "meetings?", "stand-?ups?", "syncs?", "calls", "appointments?", r"reschedul\w*", "1:1s?",
-          "one-on-ones?", "retros?", "lessons?", "classes", flags="numeric thing"),
-    _slot("deadline", "deadline", "due", "launch", "go-live", "(?:release|new|target) date", "delivery", "cutover",
-          "ship(?:s|ping)?", "slip(?:s|ped)?", r"postpon\w*", r"delay\w*", "pushed", "brought forward",
-          "moved (?:up|back)", flags="numeric thing"),
-    _slot("owner", "(?<!my )(?<!our )(?<!their )(?<!his )(?<!her )own(?:s|ed|er|ership)?", "in charge", "responsible",
-          "lead(?:s|ing)? (?:the|on)", "runs the", r"hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}(?:over|off)",
-          "t(?:ook|aking|akes) over", "point person", "assigned", "accountable", "maintainer", flags="thing"),
-    _slot("pet", "dog", "cat", "puppy", "kitten", "pets?", "rabbit", "hamster", "parrot", "horse", "tortoise",
-          "passed away", "put down", "adopted", "rehomed", flags="many"),
-    _slot("hobby", "hobby", "took up", "taken up", "taking up", "playing", "plays?", r"practi[sc]\w*", "learning",
-          "classes", "club", "gave up", flags="many"),
-    _slot("name", "call me", "name", "go(?:es)? by", "nickname", "prefer(?:s|red)? to be called", "pronouns"),
-    _slot("partner", "girlfriend", "boyfriend", "wife", "husband", "partner", "fianc[eé]e?", "married", "engaged",
-          "divorced", "broke up", "separated", "dating"),
-    _slot("vehicle", "car", "drive[sn]?", "driving", "vehicle", "bike", "scooter", "van"),
-    _slot("provider", "bank", "insurer", "insurance", "doctor", "dentist", "gp", "gym", "broadband", "energy supplier",
-          "surgery", "network", "carrier"),
-)
-# fmt: on
-SLOT_NAMES = {slot.name: slot for slot in SLOTS}
-ANY_CUE = re.compile("|".join(slot.cues.pattern for slot in SLOTS))  # a text none of it matches touches no slot
-VALUE_WORDS = frozenset().union(*(slot.values for slot in SLOTS))
 AMOUNT = re.compile(r"[£$€¥₹]\s?\d|\b\d[\d,.]*\s?(?:k|grand|pounds|quid|dollars|euros)\b")  # money, whatever it is for
 FOR_ME = re.compile(  # someone else's doing, to the speaker: "they offered me the job", "the agency put us on"
     r"\b(?:offer(?:ed|s)?|gave|give[sn]?|giving|paid|pay(?:s|ing)?|promoted|hired|moved|put|raised|transferred|"
@@ -516,7 +436,7 @@ def update_reason(
     value without change words is an aside or a reply: "lessons are £40" … "so £10 a head"). `topical`:
     both statements are among the best answers to the question asked, which then says what they are about:
     change language and a new value are enough, without similar vectors, unless the later statement is about
-    other slots than the question's (`asked`, `question_slots`). `about`: the people the question asks about
+    other slots than the question's (`asked`, `questions.question_slots`). `about`: the people the question asks about
     (`people`); a statement about one of them is updated only by one about them too. The caller checks that
     `later` came after `earlier`; either may be given read once (`said`)."""
     before, after = said(earlier), said(later)
@@ -636,34 +556,3 @@ def _slot_change(
         elif fresh := new.valued(name) - old.values:
             return many, f"{name}: {sorted(fresh)[0]} instead of {', '.join(sorted(old.valued(name))) or '?'}"
     return many, None
-
-
-POSSESSIVE = re.compile(rf"\b((?:the )?[\w'-]+)'s ({'|'.join(sorted(PEOPLE))})\b")
-
-
-def people(question: str) -> frozenset[str]:
-    """Whom and what a question asks about, as `owners` and `read` name them: "Where does Maya's sister live?"
-    → maya's sister; "Who is Ravi's manager?" → ravi; "Where does the user work?" → user; "order 1417" → 1417."""
-    found = {f"{m[1].lower().removeprefix('the ')}'s {m[2]}" for m in POSSESSIVE.finditer(question)}
-    rest = POSSESSIVE.sub(" ", question)
-    found |= {m[1].lower() for m in re.finditer(r"\b([A-Z][\w-]+)", rest) if m[1].lower() not in COMMON}
-    found |= {"user"} if re.search(r"\bthe user\b", rest, re.I) else set()
-    found |= {m[0] for m in NUMBER.finditer(rest)}
-    return frozenset(found - QUESTION_WORDS)
-
-
-QUESTION_WORDS = frozenset("what where when who whom whose why how which is are does do did can could".split())
-
-
-ASKED = (  # the bare words a question uses for a slot ("where does she work?")
-    ("employer", r"work|job|employ\w*"), ("home", r"live|living|lives"), ("diet", r"eat|eats|diet"),
-    ("vehicle", r"drive|drives"), ("tool", r"use|uses|using"), ("name", r"called|name"), ("school", r"study|studies"),
-    ("role", r"do for (?:a )?living|job title|position"), ("schedule", r"when is|what time|which day"),
-)  # fmt: skip
-ASKED_RULES = tuple((name, re.compile(rf"\b(?:{words})\b")) for name, words in ASKED)
-
-
-def question_slots(question: str) -> frozenset[str]:
-    """The slots a question asks about: its slot words, and the bare words questions use for them."""
-    lowered = question.lower()
-    return read(question).slots | {name for name, rule in ASKED_RULES if rule.search(lowered)}

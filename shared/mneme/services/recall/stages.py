@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mneme.errors import MnemeError
-from mneme.language import changes
+from mneme.language import changes, questions
 from mneme.language.text import meaningful_words, stem, terms
 from mneme.models import Episode, Memory
 from mneme.observability import logger
@@ -320,7 +320,7 @@ def _others_facts(run: Run, live: list[Candidate]) -> int:
     participant of the conversation ("Aksel uses Zed."): such a fact weighs ×OTHER_PERSON
     (`scores.other_person`). A fact about someone who does not speak there (a sister, a client the turns
     name) keeps its score: the question may ask about them by relation. Returns how many were weighed."""
-    about = changes.people(run.request.query or "")
+    about = questions.people(run.request.query or "")
     speakers = _speakers(live) if about else set()
     weighed = 0
     for candidate in live:

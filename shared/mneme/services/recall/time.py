@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mneme.language import changes
+from mneme.language import changes, questions
 from mneme.language.text import MONTH, MONTHS, meaningful_words, terms
 from mneme.models import Episode, session_position
 from mneme.records import Fact
@@ -343,7 +343,7 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
     at = {c.id: _position(records[c.id]) for c in pool}  # each once, compared pair by pair below
     pool.sort(key=lambda c: (at[c.id], c.id))
     query = run.request.query or ""
-    present, about, asked = mode == "present", changes.people(query), changes.question_slots(query)
+    present, about, asked = mode == "present", questions.people(query), questions.question_slots(query)
 
     said = [changes.said(records[c.id]) for c in pool]  # each read once, compared with every other
 
@@ -466,7 +466,7 @@ def _consolidated(run: Run, mode: str) -> list[dict[str, object]]:
     about another subject than the claim's ("what does he care about in a job?" of "his salary is £29k")
     leaves the claim where its grounding turn stands, flagged stale only."""
     out: list[dict[str, object]] = []
-    asked = changes.question_slots(run.request.query or "")
+    asked = questions.question_slots(run.request.query or "")
     for candidate in list(run.candidates.values()):
         fact = candidate.record
         if not isinstance(fact, Fact) or fact.changed_by is None or fact.changed_at is None:
