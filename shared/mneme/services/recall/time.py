@@ -398,8 +398,7 @@ def _latest_updaters(
         laters.setdefault(i, []).append(j)
 
     def updates(i: int, j: int) -> tuple[int, str, float] | None:
-        a, b = vectors.get(pool[i].id), vectors.get(pool[j].id)
-        similarity = float(np.dot(a, b)) if a is not None and b is not None else 0.0
+        similarity = _cosine(vectors, pool[i], pool[j])
         why = reason(i, j, similarity)
         return (j, why, similarity) if why else None
 
@@ -429,10 +428,14 @@ def _reverted(
         for j in reversed(later):  # the latest return first
             if why := changes.returns_to(said[i], said[j]):
                 run.with_vectors([pool[k], pool[j]])
-                vectors = stored_vectors(run, [pool[k], pool[j]])
-                a, b = vectors.get(pool[k].id), vectors.get(pool[j].id)
-                winner[k] = (j, why, float(np.dot(a, b)) if a is not None and b is not None else 0.0)
+                winner[k] = (j, why, _cosine(stored_vectors(run, [pool[k], pool[j]]), pool[k], pool[j]))
                 break
+
+
+def _cosine(vectors: dict[str, NDArray[np.float32]], one: Candidate, other: Candidate) -> float:
+    """The cosine of two candidates' stored vectors (unit length), 0 when either has none."""
+    a, b = vectors.get(one.id), vectors.get(other.id)
+    return float(np.dot(a, b)) if a is not None and b is not None else 0.0
 
 
 def _rank_chains(run: Run, pool: list[Candidate], winner: dict[int, tuple[int, str, float]], mode: str) -> None:
