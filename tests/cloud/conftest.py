@@ -24,10 +24,10 @@ from mneme.bootstrap import SystemClock
 from mneme.models import Role
 from tests.cloud import calls
 from tests.cloud.bedrock import BedrockDouble
-from tests.cloud.deployment import Deployment, Invocation
+from tests.cloud.deployment import Deployment, Invocation, aws_client
 from tests.cloud.gateway import Gateway, Response
 from tests.cloud.report import write_report
-from tests.cloud.template import REGION, Template
+from tests.cloud.template import Template
 from tests.support.osmem import started_osmem
 
 pytest.importorskip("aws_cdk")
@@ -76,7 +76,7 @@ class Cloud:
         from mneme.bootstrap import SystemClock
         from mneme.services.keys import KeyService
 
-        store = DynamoRecordStore(self.deployment.table_name, region_name=REGION)
+        store = DynamoRecordStore(self.deployment.table_name, client=aws_client("dynamodb"))
         secret, _ = KeyService(store, SystemClock()).create(tenant, principal, [Role(r) for r in roles or ("admin",)])
         return secret
 

@@ -49,6 +49,13 @@ FAKE_CREDENTIALS = {
 _INVOKE_LOCK = threading.RLock()  # one function at a time: the process environment is shared
 
 
+def aws_client(service: str) -> Any:
+    """A client for the tests' own calls, built while no function runs: building one reads the whole process
+    environment, which an invocation on a state machine's thread replaces (a KeyError midway otherwise)."""
+    with _INVOKE_LOCK:
+        return boto3.client(service, region_name=REGION)
+
+
 class AccessDenied(AssertionError):
     pass
 
@@ -101,7 +108,7 @@ class Deployment:
     @classmethod
     def create(cls, template: Template, osmem_url: str) -> Deployment:
         base = template
-        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        dynamodb = aws_client("dynamodb")
         for table_id, resource in base.of_type("AWS::DynamoDB::Table").items():
             table = resource["Properties"]
             dynamodb.create_table(
@@ -116,7 +123,7 @@ class Deployment:
                 ),
             )
         overrides: dict[Any, str] = {}
-        secrets_client = boto3.client("secretsmanager", region_name=REGION)
+        secrets_client = aws_client("secretsmanager")
         for lid, secret in base.of_type("AWS::SecretsManager::Secret").items():
             generate = secret["Properties"].get("GenerateSecretString", {})
             alphabet = string.ascii_letters + string.digits
@@ -128,10 +135,10 @@ class Deployment:
         template = base.with_overrides(overrides)
         deployment = cls(template, template.functions(), osmem_url)
         for _lid, sqs in template.of_type("AWS::SQS::Queue").items():
-            boto3.client("sqs", region_name=REGION).create_queue(QueueName=template.physical_name(_lid))
+            aws_client("sqs").create_queue(QueueName=template.physical_name(_lid))
             del sqs
         machine_id, machine = template.state_machine()
-        boto3.client("stepfunctions", region_name=REGION).create_state_machine(
+        aws_client("stepfunctions").create_state_machine(
             name=template.physical_name(machine_id),
             definition=json.dumps(machine["Definition"]),
             roleArn=machine["RoleArn"],
@@ -153,18 +160,16 @@ class Deployment:
 
         machine_id, _ = template.state_machine()
         if goes(machine_id):
-            boto3.client("stepfunctions", region_name=REGION).delete_state_machine(
-                stateMachineArn=self.state_machine_arn()
-            )
-        sqs = boto3.client("sqs", region_name=REGION)
+            aws_client("stepfunctions").delete_state_machine(stateMachineArn=self.state_machine_arn())
+        sqs = aws_client("sqs")
         for queue_id in filter(goes, template.of_type("AWS::SQS::Queue")):
             sqs.delete_queue(QueueUrl=sqs.get_queue_url(QueueName=template.physical_name(queue_id))["QueueUrl"])
         for secret_id in filter(goes, template.of_type("AWS::SecretsManager::Secret")):
-            boto3.client("secretsmanager", region_name=REGION).delete_secret(
+            aws_client("secretsmanager").delete_secret(
                 SecretId=template.ref(secret_id), ForceDeleteWithoutRecovery=True
             )
         for table_id in filter(goes, template.of_type("AWS::DynamoDB::Table")):
-            boto3.client("dynamodb", region_name=REGION).delete_table(TableName=template.ref(table_id))
+            aws_client("dynamodb").delete_table(TableName=template.ref(table_id))
 
     # -- invoking functions ---------------------------------------------------------------------
     def principal(self, function: Function) -> Principal:
@@ -307,7 +312,7 @@ class Deployment:
             WATCH.seen.append(Seen(name, "lambda-destination", "SendMessage", request, decision))
             if not decision.allowed:
                 raise AccessDenied(f"{name}'s role may not send to its failure destination: {decision.reason}")
-            sqs = boto3.client("sqs", region_name=REGION)
+            sqs = aws_client("sqs")
             url = sqs.get_queue_url(QueueName=destination.rsplit(":", 1)[1])["QueueUrl"]
             sqs.send_message(QueueUrl=url, MessageBody=json.dumps(record))
         return invocation
@@ -341,7 +346,7 @@ class Deployment:
         return {"StatusCode": 200, "ExecutedVersion": "$LATEST", "Payload": invocation.payload}
 
     def wait_for_execution(self, execution_arn: str, timeout: float = 60.0) -> dict[str, Any]:
-        client = boto3.client("stepfunctions", region_name=REGION)
+        client = aws_client("stepfunctions")
         deadline = time.monotonic() + timeout
         while True:
             described = client.describe_execution(executionArn=execution_arn)
@@ -352,7 +357,7 @@ class Deployment:
             time.sleep(0.05)
 
     def executions(self) -> list[dict[str, Any]]:
-        client = boto3.client("stepfunctions", region_name=REGION)
+        client = aws_client("stepfunctions")
         try:
             return list(client.list_executions(stateMachineArn=self.state_machine_arn())["executions"])
         except client.exceptions.StateMachineDoesNotExist:  # a test removed it

@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
 from tests.cloud.conftest import Cloud
-from tests.cloud.template import REGION, Template
+from tests.cloud.deployment import aws_client
+from tests.cloud.template import Template
 from tests.cloud.test_operator import reindex_as_operator
 
 BEFORE = "The boiler at the Harrow office was serviced by Hargreaves Heating on 3 March."
@@ -41,7 +41,7 @@ def test_a_destroyed_stage_comes_back_on_its_retained_table_and_secret(
     collection = osmem.clone()  # the old collection went with the stack: the new one starts empty
     try:
         cloud.redeploy(template, collection.url)
-        assert boto3.client("dynamodb", region_name=REGION).describe_table(TableName=table)  # still there
+        assert aws_client("dynamodb").describe_table(TableName=table)  # still there
         cloud.later(minutes=30)  # past the fresh tail: recall finds only what the index holds
 
         # Then the old key still works, and the connector's cursor still reads (the same signing key)

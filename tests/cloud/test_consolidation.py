@@ -7,6 +7,7 @@ from typing import Any
 
 from mneme.adapters.dynamo.store import DynamoRecordStore
 from tests.cloud.conftest import Cloud
+from tests.cloud.deployment import aws_client
 from tests.cloud.template import ACCOUNT, REGION
 
 SCOPE = "root.pennine-joinery.vat"
@@ -73,7 +74,7 @@ def test_runs_are_listed_newest_first_through_gsi2_within_consolidates_role(clou
         cloud.later(minutes=1)
     table_id, _ = cloud.deployment.template.one("AWS::DynamoDB::Table")
     cloud_table = cloud.deployment.template.ref(table_id)
-    DynamoRecordStore(cloud_table, region_name=REGION).client.update_item(  # the oldest, as stored before
+    DynamoRecordStore(cloud_table, client=aws_client("dynamodb")).client.update_item(  # the oldest, as stored before
         TableName=cloud_table,
         Key={"PK": {"S": "T#acme#RUNS"}, "SK": {"S": f"RUN#{started[0]}"}},
         UpdateExpression="REMOVE GSI2PK, GSI2SK",
@@ -121,11 +122,9 @@ def test_a_stage_that_keeps_failing_is_retried_then_recorded_and_the_run_fails(c
 def test_a_failing_tick_is_retried_then_lands_in_the_failure_queue(cloud: Cloud) -> None:
     """The schedule invokes asynchronously: a tick that keeps failing is retried per the function's
     EventInvokeConfig, then recorded in its on-failure destination, where an alarm and an operator see it."""
-    import boto3
-
     template = cloud.deployment.template
     table_id, _ = template.one("AWS::DynamoDB::Table")
-    boto3.client("dynamodb", region_name=REGION).delete_table(TableName=template.ref(table_id))  # an outage
+    aws_client("dynamodb").delete_table(TableName=template.ref(table_id))  # an outage
     last = cloud.fire_schedule()
     assert last.error is not None
     ticks = [i for i in cloud.deployment.invocations if i.function == "consolidate-schedule"]
@@ -136,7 +135,7 @@ def test_a_failing_tick_is_retried_then_lands_in_the_failure_queue(cloud: Cloud)
     ]
     assert len(ticks) == 1 + config["MaximumRetryAttempts"] > 1
     queue_arn = template.resolve(config["DestinationConfig"]["OnFailure"]["Destination"])
-    sqs = boto3.client("sqs", region_name=REGION)
+    sqs = aws_client("sqs")
     url = sqs.get_queue_url(QueueName=queue_arn.rsplit(":", 1)[1])["QueueUrl"]
     (message,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
     failure = json.loads(message["Body"])
@@ -149,18 +148,14 @@ def test_a_failing_tick_is_retried_then_lands_in_the_failure_queue(cloud: Cloud)
 def test_a_run_whose_execution_cannot_start_is_recorded_failed(cloud: Cloud, admin: str) -> None:
     """StartExecution fails (here: the state machine is gone): the caller gets a 5xx in Mneme's shape and
     the run record says failed instead of staying 'running' forever."""
-    import boto3
-
     from mneme.adapters.dynamo.codec import tenant_pk
 
     remember(cloud, admin)
-    boto3.client("stepfunctions", region_name=REGION).delete_state_machine(
-        stateMachineArn=cloud.deployment.state_machine_arn()
-    )
+    aws_client("stepfunctions").delete_state_machine(stateMachineArn=cloud.deployment.state_machine_arn())
     started = cloud.api("POST", "/v1/consolidate", {}, key=admin)
     assert started.status == 503 and started.error_code, str(started)
     table_id, _ = cloud.deployment.template.one("AWS::DynamoDB::Table")
-    runs = boto3.client("dynamodb", region_name=REGION).query(  # the operator looks at the table
+    runs = aws_client("dynamodb").query(  # the operator looks at the table
         TableName=cloud.deployment.template.ref(table_id),
         KeyConditionExpression="PK = :pk",
         ExpressionAttributeValues={":pk": {"S": tenant_pk("acme", "RUNS")}},
@@ -241,18 +236,14 @@ def test_an_execution_that_times_out_concludes_its_run(cloud: Cloud, admin: str)
     started = cloud.api("POST", "/v1/consolidate", {}, key=admin).json()
     run_id = started["run_id"]
     cloud.deployment.wait_for_execution(execution_arn(cloud, run_id))
-    import boto3
-
     from mneme.adapters.dynamo.store import DynamoRecordStore
 
     table_id, _ = template.one("AWS::DynamoDB::Table")
-    store = DynamoRecordStore(template.ref(table_id), region_name=REGION)
+    store = DynamoRecordStore(template.ref(table_id), client=aws_client("dynamodb"))
     stuck = store.get_run("acme", run_id)
     assert stuck is not None
     store.put_run(stuck.model_copy(update={"status": "running", "finished_at": None}))  # as a timed-out one is
-    described = boto3.client("stepfunctions", region_name=REGION).describe_execution(
-        executionArn=execution_arn(cloud, run_id)
-    )
+    described = aws_client("stepfunctions").describe_execution(executionArn=execution_arn(cloud, run_id))
     event = {  # what EventBridge delivers for a Standard execution that timed out
         "version": "0",
         "detail-type": "Step Functions Execution Status Change",

@@ -14,6 +14,7 @@ from mneme.adapters.dynamo.codec import run_key
 from mneme.adapters.dynamo.store import DynamoRecordStore
 from tests.cloud import calls
 from tests.cloud.conftest import Cloud
+from tests.cloud.deployment import aws_client
 from tests.cloud.iam import bedrock_model_arns
 from tests.cloud.template import ACCOUNT, REGION
 from tests.cloud.test_consolidation import execution_arn
@@ -74,7 +75,7 @@ def test_the_operators_reindex_gives_older_turns_and_runs_their_keys_within_the_
     reply = {**turn, "content": "Sage green, and the trim white.", "occurred_at": "2025-05-01T10:01:00Z"}
     said = cloud.api("POST", "/v1/remember", asked, key=admin).json()["episode_id"]
     table_id, _ = cloud.deployment.template.one("AWS::DynamoDB::Table")
-    table = DynamoRecordStore(cloud.deployment.template.ref(table_id), region_name=REGION)
+    table = DynamoRecordStore(cloud.deployment.template.ref(table_id), client=aws_client("dynamodb"))
     forget_sessions(table, "acme", [said])  # both as stored before GSI4 and GSI2 listed them
     assert cloud.api("POST", "/v1/remember", reply, key=admin).status == 201
     run_id = cloud.api("POST", "/v1/consolidate", {}, key=admin).json()["run_id"]

@@ -7,7 +7,7 @@ import pytest
 from mneme.adapters.dynamo.store import DynamoRecordStore
 from mneme.adapters.dynamo.structure import DynamoStructure
 from tests.cloud.conftest import Cloud
-from tests.cloud.template import REGION
+from tests.cloud.deployment import aws_client
 from tests.support.legacy import forget_sessions
 
 
@@ -205,7 +205,7 @@ def test_a_resumed_publish_rebuilds_the_index_and_gives_older_turns_their_sessio
     said = cloud.api("POST", "/v1/remember", asked, key=admin)
     assert said.status == 201, str(said)
     table_id, _ = cloud.deployment.template.one("AWS::DynamoDB::Table")
-    table = DynamoRecordStore(cloud.deployment.template.ref(table_id), region_name=REGION)
+    table = DynamoRecordStore(cloud.deployment.template.ref(table_id), client=aws_client("dynamodb"))
     forget_sessions(table, "acme", [said.json()["episode_id"]])  # as stored before GSI4 existed
     assert cloud.api("POST", "/v1/remember", reply, key=admin).status == 201
 

@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
-import boto3
 import pytest
 
 from mneme.consolidation.service import MAX_BATCHES_PER_SCOPE, finish
@@ -19,8 +18,7 @@ from mneme.consolidation.stages import STAGE_NAMES, Batch
 from mneme.records import Run
 from mneme.settings import ConsolidationSettings
 from tests.cloud.conftest import Cloud
-from tests.cloud.deployment import TaskFailure
-from tests.cloud.template import REGION
+from tests.cloud.deployment import TaskFailure, aws_client
 
 
 class Stages:
@@ -74,7 +72,7 @@ def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 def execute(cloud: Cloud, stages: Stages, targets: list[str]) -> tuple[dict[str, Any], Any]:
     cloud.deployment.task_script = stages
-    client = boto3.client("stepfunctions", region_name=REGION)
+    client = aws_client("stepfunctions")
     started = client.start_execution(
         stateMachineArn=cloud.deployment.state_machine_arn(),
         name="run_1",
