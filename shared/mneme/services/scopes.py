@@ -10,6 +10,7 @@ shared by a batch's paths, are read once; outside it nothing is cached.
 
 from __future__ import annotations
 
+import heapq
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -201,6 +202,21 @@ class ScopeService:
             children = self.store.list_children(tenant, scope.scope_id)
             stack.extend((f"{scope_path}.{child.segment}", child) for child in reversed(children))
         return out
+
+    def walk(self, tenant: str, start: ResolvedScope, after: str | None = None) -> Iterator[tuple[str, Scope]]:
+        """(canonical path, scope) for `start` and its descendants in the order of their paths, read lazily:
+        a scope's children are read when it is reached, and not at all when every path under it comes before
+        `after` (a listing resumed there). Each path is greater than its parent's, so the least path not yet
+        reached is always one whose parent was."""
+        frontier = [(start.path, start.scope)]  # paths are unique: a scope is never compared
+        while frontier:
+            scope_path, scope = heapq.heappop(frontier)
+            yield scope_path, scope
+            below = f"{scope_path}."
+            if after is not None and below < after and not after.startswith(below):
+                continue  # the whole subtree sorts before `after`
+            for child in self.store.list_children(tenant, scope.scope_id):
+                heapq.heappush(frontier, (below + child.segment, child))
 
     def aliases(self, tenant: str, tree: list[tuple[str, Scope]]) -> dict[str, list[str]]:
         """scope_id → the old paths (aliases left under a scope of `tree`) that resolve to it."""

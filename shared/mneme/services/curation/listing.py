@@ -24,16 +24,17 @@ class MemoryListing:
     def page(self, caller: Principal, path: str, cursor: str | None, limit: int) -> tuple[list[Listed], str | None]:
         """Up to `limit` memories of scope `path` and every scope under it, as retrieve shows them to the caller
         (published ones and its own drafts; never archived, expired or another's draft), by scope path, key and
-        id; with the cursor of the next page (None at the end). Each scope is one indexed read of its memories
-        (the store's per-scope listing), read only as far as the page needs."""
+        id; with the cursor of the next page (None at the end). The scopes are walked in path order, only as far
+        as the page needs and never through a subtree the cursor has passed; each scope's memories are one
+        indexed read (the store's per-scope listing)."""
         tenant = caller.tenant
-        tree = sorted(self.scopes.subtree(tenant, path), key=lambda entry: entry[0])
-        purpose = f"memories {tree[0][0] if tree else path}"
+        start = self.scopes.resolve(tenant, path)
+        purpose = f"memories {start.path}"
         after = self._after(tenant, cursor, purpose)
         now = self.memories.clock.now()
         revisions = self._open_revisions(caller)
         listed: list[Listed] = []
-        for scope_path, scope in tree:
+        for scope_path, scope in self.scopes.walk(tenant, start, after=after[0] if after else None):
             if after is not None and scope_path < after[0]:
                 continue
             held = self.memories.visible_to(caller, self.store.list_scoped_memories(tenant, scope.scope_id), now)
