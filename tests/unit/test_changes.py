@@ -282,3 +282,60 @@ def test_the_screens_recall_uses_never_drop_a_statement_that_updates(present: bo
     assert not changes.may_update(turn("Do you still live in Leeds?"), present=present)
     assert not changes.may_update(turn("We might move to Ludlow next year."), present=present)
     assert not changes.may_be_updated(turn("Do you still live in Leeds?"))
+
+
+def test_a_relative_named_once_is_the_same_person_when_named_alone_later() -> None:
+    # "my daughter Maud" is Maud: a later turn about Maud, by name only, is about the same person
+    first = turn("My daughter Maud has a place at Elmwood Primary from September, in Mrs Khan's class.")
+    later = turn("Maud's settled in brilliantly at Riverside, we moved her over after half term.")
+    assert changes.owners(first) >= {"user's daughter", "maud"}
+    assert changes.owners(later) >= {"maud"}  # not "maud's": the 's of a name says whose, not who
+    assert changes.update_reason(first, later, similarity=0.4, topical=True) is not None
+    # and someone else's name beside nobody's relative is another person still
+    other = turn("Maud's friend Lottie moved schools after half term, to Riverside.")
+    assert changes.update_reason(turn("My son Ezra is at Elmwood Primary."), other, 0.4, topical=True) is None
+
+
+def test_being_taken_off_something_ends_it() -> None:
+    earlier = turn("The sertraline is working, 50 mg each morning and I'm sleeping again.", "Noor")
+    later = turn("The doctor took me off the sertraline in June, and I sleep fine on citalopram.", "Noor")
+    assert changes.read(changes.statement(later)).ends is not None
+    assert changes.update_reason(earlier, later, similarity=0.35, topical=True) is not None
+    assert changes.read("I came off my bike on the ice, nothing broken.").ends is None  # a fall ends nothing
+
+
+def test_a_likely_change_or_one_not_made_yet_is_no_change() -> None:
+    earlier = turn("Our bin collection is on Tuesdays, first thing.", "Ottilie")
+    for later in ("We'll probably get the bin collection moved to Mondays after the summer.",
+                  "The council says bin collection goes over to Mondays in the autumn. Not yet though.",
+                  "Bin collection is likely to be on Mondays from next year."):  # fmt: skip
+        weeks_on = turn(later, "Ottilie").model_copy(update={"occurred_at": AT + timedelta(days=30)})
+        assert changes.update_reason(earlier, weeks_on, 0.6, present=True) is None, later
+    done = turn("Our bin collection is on Mondays now.", "Ottilie").model_copy(
+        update={"occurred_at": AT + timedelta(days=30)}
+    )
+    assert changes.update_reason(earlier, done, 0.6, present=True) is not None  # said as done, it is a change
+
+
+def test_leaving_something_behind_is_no_leaving() -> None:
+    earlier = turn("Got my season ticket at last: block C, row 12, right behind the goal.", "Wendell")
+    later = turn("The old owner left a box of programmes in the loft.", "Wendell")
+    assert changes.update_reason(earlier, later, similarity=0.05, topical=True) is None
+    job, gone = turn("I work at Harcourt Print."), turn("I left Harcourt Print in May.")
+    assert changes.update_reason(job, gone, similarity=0.3, topical=True) is not None
+
+
+def test_a_trade_in_or_a_bump_is_a_change() -> None:
+    van = turn("The Transit has 90,000 on the clock and never misses a beat.", "Ciaran")
+    traded = turn("Finally traded the Transit in for an electric Vivaro, the range is fine for my rounds.", "Ciaran")
+    assert changes.update_reason(van, traded, similarity=0.3, topical=True) is not None
+    pay = turn("I'm on £31,200 and it hasn't moved in two years.", "Ciaran")
+    bumped = turn("My review went through and they bumped me up to £34,000.", "Ciaran")
+    assert changes.update_reason(pay, bumped, similarity=0.3, topical=True) is not None
+    met = turn("Bumped into Sophie at the Co-op, she says hi.", "Ciaran")  # meeting someone changes nothing
+    assert changes.update_reason(turn("My manager is Greg, he's fine.", "Ciaran"), met, 0.3, topical=True) is None
+
+
+def test_a_sentence_opening_on_a_things_s_is_about_its_speaker() -> None:
+    assert changes.owners(turn("Work's mad since they cut my hours.", "Imogen")) == {"imogen"}
+    assert changes.owners(turn("Priya's moved to Cardiff.", "Imogen")) == {"priya"}  # a name's 's is still hers

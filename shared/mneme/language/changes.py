@@ -34,21 +34,25 @@ from mneme.records import Fact
 AMOUNT = re.compile(r"[£$€¥₹]\s?\d|\b\d[\d,.]*\s?(?:k|grand|pounds|quid|dollars|euros)\b")  # money, whatever it is for
 FOR_ME = re.compile(  # someone else's doing, to the speaker: "they offered me the job", "the agency put us on"
     r"\b(?:offer(?:ed|s)?|gave|give[sn]?|giving|paid|pay(?:s|ing)?|promoted|hired|moved|put|raised|transferred|"
-    r"signed|took on|taken on|made|switched|upgraded)\s+(?:me|us)\b"
+    r"signed|took on|taken on|made|switched|upgraded|bumped)\s+(?:me|us)\b"
 )
 
 # Change language, both directions. ENDS end or replace a value: they change a subject with many values too.
 ENDS = re.compile(
-    r"\b(?:no longer|not any ?more|n't [\w ]{0,30}any ?more|any ?more|used to|quit|quitting|left|leaving|stopped|"
-    r"gave up|given up|dropped|ditched|got rid of|sold|passed away|put (?:him |her |it |them )?down|died|rehomed|"
+    r"\b(?:no longer|not any ?more|n't [\w ]{0,30}any ?more|any ?more|used to|quit|quitting|leaving|stopped|"
+    r"left(?! (?:a|an|some|me|us|him|her|them|you|it|behind|over|out)\b)|"  # not "left a note", "left me some"
+    r"gave up|given up|dropped|ditched|got rid of|sold|passed away|"
+    r"t(?:ook|aken?|aking) (?:me|him|her|us|them) off|put (?:him |her |it |them )?down|died|rehomed|"
     r"switch(?:ed|ing)?|swapped|replaced|replacing|migrated|migrating|moved (?:over|away|on|out)|instead|"
+    r"trad(?:ed|ing) (?:[\w-]+ ){0,3}in\b|part[- ]exchanged|"
     r"hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}(?:over|off)|t(?:ook|aking|aken) over|broke up|divorced|separated|"
     r"former(?:ly)?|previously|from [\w.,$£€-]+(?: [\w.,$£€-]+)? to|resign(?:ed|ing)|"
     r"(?:hand|handed|handing|hands|gave|put) in (?:my|his|her|their|our) notice|(?:last|final) day (?:at|as|with))\b"
 )
 CHANGES = re.compile(  # a change said as such: enough beside a subject the earlier statement shares
     r"\b(?:moved|moving|relocated|changed|changing|upgraded|downgraded|pushed|postponed|delayed|rescheduled|"
-    r"brought forward|raised|increased|went up|gone up|goes up|dropped|cut|reduced|lowered|promoted|transferred|"
+    r"brought forward|raised|increased|went up|gone up|goes up|bumped (?:[\w-]+ )?(?:up )?to|dropped|cut|reduced|"
+    r"lowered|promoted|transferred|"
     r"joined|hired|became|become|back to|returned|went (?:vegan|vegetarian|back)|adopted|took up|taking up|"
     r"signed (?:up|with|for|on)|enrolled|renamed|got (?:married|engaged)|slip(?:s|ped)|relocated|bought|"
     r"offered (?:me|him|her|them|us)|accepted|got the job|took the job)\b"
@@ -59,7 +63,7 @@ WEAK = re.compile(  # words that often come with a change but also without one: 
 )
 HEDGE = re.compile(
     r"\b(?:might|maybe|perhaps|thinking (?:of|about)|considering|if|would|could|planning to|going to|"
-    r"want(?:s|ed)? to|hoping|hope to|tempted|debating|not sure|rumou?r|apparently|"
+    r"want(?:s|ed)? to|hoping|hope to|tempted|debating|not sure|rumou?r|apparently|probably|possibly|likely|not yet|"
     r"discuss(?:ed|es|ing)?|talk(?:ed|ing)? (?:about|of)|propos(?:ed|es|ing|al)|suggest(?:ed|s|ing|ion)|floated)\b"
 )  # talk of a change is no change: "owners discussed opening on Sundays"
 ADDS = re.compile(r"\b(?:too|also|as well|another|second|third|one more|extra|added|plus)\b")
@@ -100,6 +104,7 @@ THIRD = re.compile(r"^(?:he|she|they|his|her|their|him|them|you|you're|your)\b",
 MY = re.compile(r"\b(?:my|our)\s+(?:[\w'-]+\s+){0,2}$")  # just before a slot's word: the speaker's
 RELATIVE = re.compile(rf"^(?:my|our) ({'|'.join(sorted(PEOPLE))})\b", re.I)
 UPPER = "A-Z" + "".join(c for c in map(chr, range(0xC0, 0x250)) if c.isupper())  # "Łukasz", "Çağla", "Óscar"
+NAMED_RELATIVE = re.compile(rf"^(?:[Mm]y|[Oo]ur) (?:{'|'.join(sorted(PEOPLE))}) ([{UPPER}][\w-]+)")  # "my son Arlo"
 NAMED = re.compile(  # a person by name, then a verb ("Theo got hired", "Hannah runs the rota", "Priya's …")
     rf"^([{UPPER}][\w'-]+(?: [{UPPER}][\w'-]+)?)(?:'s| (is|was|has|had|got|took|will|just|now|finally|never|still|"
     r"can|can't|won't|doesn't|didn't|[a-z]+ed|[a-z]+[^s\W]s))\b"
@@ -107,7 +112,9 @@ NAMED = re.compile(  # a person by name, then a verb ("Theo got hired", "Hannah 
 COMMON = (STOPWORDS - {"is", "was", "has", "had", "will", "just", "now", "can"}) | frozenset(
     "today yesterday tomorrow last next this that these those also then after before since still big good bad "
     "news update quick great thanks please guess sorry sad happy hey hi hello dear sure maybe don't didn't "
-    "can't won't i'm i've i'd i'll it's that's there's let's".split()
+    "can't won't i'm i've i'd i'll it's that's there's let's "
+    # things a sentence opens on with 's ("Money's tight", "Work's mad"): no one's name
+    "money work life everything nothing something weather traffic dinner lunch breakfast food business".split()
 )
 VERBAL = ("ing", "ed", "ly")  # a capitalised word ending so opens a sentence; it names no one
 SPEAKER, UNKNOWN, IMPLIED = "@", "?", ""  # a clause about the speaker; about "he" or "you"; naming no one
@@ -145,8 +152,14 @@ def _subject(text: str, current: str) -> str:
     named = NAMED.match(text)
     first = named[1].split()[0].lower() if named else ""
     if named and first not in COMMON and not first.endswith(VERBAL) and named[2] not in COMMON:
-        return named[1].lower()
+        return named[1].lower().removesuffix("'s")  # "Arlo's settled", "Priya's bike": Arlo, Priya
     return current
+
+
+def _alias(text: str) -> str | None:
+    """The name a relative is given beside the word for them ("My son Arlo has started…": "arlo")."""
+    named = NAMED_RELATIVE.match(LEAD.sub("", text.strip()))
+    return named[1].lower() if named and named[1].lower() not in COMMON else None
 
 
 def owners(record: Episode | Fact, slot: str | None = None) -> frozenset[str]:
@@ -176,6 +189,8 @@ def _owners(speaker: str | None, text: str, slot: str | None) -> frozenset[str]:
             who = subject.replace(SPEAKER, speaker or "", 1) if subject.startswith(SPEAKER) else subject
             if who and not who.startswith("'"):
                 found.add(who)
+            if clause.alias:
+                found.add(clause.alias)  # "my son Arlo" is Arlo too: a later "Arlo's settled" is about him
     return frozenset(found)
 
 
@@ -183,6 +198,7 @@ def _owners(speaker: str | None, text: str, slot: str | None) -> frozenset[str]:
 @dataclass(frozen=True)
 class Clause:
     subject: str  # SPEAKER, UNKNOWN, IMPLIED, "@'s brother", or a person's name in lower case
+    alias: str | None  # the name a relative subject is given beside it ("my son Arlo": "arlo")
     slots: frozenset[str]
     mine: frozenset[str]  # slots the speaker owns in it, whoever its subject: "Dad replaced my old phone"
     values: frozenset[str]
@@ -274,6 +290,7 @@ def read(text: str) -> Reading:
         clauses.append(
             Clause(
                 subject=subject,
+                alias=_alias(part) if subject.startswith(f"{SPEAKER}'s ") else None,
                 slots=frozenset(s.name for s in named),
                 mine=frozenset(
                     s.name for s in named if for_me or any(_my(low, m.start()) for m in s.cues.finditer(low))
