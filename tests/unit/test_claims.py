@@ -288,3 +288,16 @@ def test_every_labelled_set_keeps_precision_at_0_95(name: str) -> None:
         wanted = {(i, bench.key(c)) for i, labelled in enumerate(window.expected) for c in labelled}
         tp, fp = tp + len(predicted & wanted), fp + len(predicted - wanted)
     assert tp / (tp + fp) >= 0.95
+
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # "said no one" without "ever" is the same joke: what it follows is not so
+        "Hana: I work as a plumber, said no one.",
+        "Hana: My favourite day is Monday, said nobody.",
+    ],
+)
+def test_nothing_from_what_a_joke_takes_back(text: str) -> None:
+    assert claims(text) == []
