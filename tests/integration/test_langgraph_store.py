@@ -449,6 +449,14 @@ def test_search_and_list_namespaces_over_many_scopes_read_the_listing_a_page_at_
     assert [i.value["n"] for i in filtered] == list(range(30)) and {i.value["i"] for i in filtered} == {3}
     assert namespaces == [("many", f"n{n:02}") for n in range(30)]
 
+    # And a page without a query reads the listing only as far as the page needs: its first request for the
+    # first five items, both for the items 199 to 203 (a key's records may go on into the next request)
+    sync.sent.clear()
+    assert store.search(("many",), limit=5) == every[:5] and sync.sent == ["GET /v1/scopes/memories"]
+    assert store.search(("many",), limit=5, offset=199) == every[199:204] and len(sync.sent) == 3
+    assert store.search(("many",), filter={"n": 29}, limit=3) == [i for i in every if i.value["n"] == 29][:3]
+    assert len(sync.sent) == 5  # the 29th group's items are on the second page
+
     # And a search with a query is one recall, then the listing only for a page recall's hits do not fill
     sync.sent.clear()
     top = store.search(("many",), query="note 5 of group 17", limit=3)

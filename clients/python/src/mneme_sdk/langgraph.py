@@ -19,8 +19,9 @@ and its UTF-8 bytes in lower-case base32, and read back as it was given. A names
 
 **Search.** With a `query`, every item under the namespace prefix that passes the filter, ranked: what
 Mneme's recall (vector + BM25, at the store's `strictness`) scores first, with its score, then the rest
-by namespace and key, with score 0.0; `offset` and `limit` page that one ranking. Without a query, every
-item under the prefix, by namespace and key. `filter` is applied to the values: `{"field": value}` or
+in the listing's order, with score 0.0; `offset` and `limit` page that one ranking. Without a query, every
+item under the prefix, in the listing's order (scope path, then key; a name stored encoded sorts by its
+stored form), read only as far as the page asked for needs. `filter` is applied to the values: `{"field": value}` or
 `{"field": {"$eq"|"$ne"|"$gt"|"$gte"|"$lt"|"$lte": value}}`.
 
 **Indexing.** `put(..., index=False)` stores an item that recall never finds (the memory's `search_text`
@@ -36,7 +37,7 @@ import base64
 import contextlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Literal, get_args
 
@@ -239,12 +240,18 @@ class MnemeStore(BaseStore):
             yield from op.edit_memory(found.memory_id, body=body, search_text=searched)
         return None
 
-    def _memories_under(self, prefix: str) -> Flow[list[MemoryRecord]]:
-        """The memories of the scopes under `prefix` (the scope itself included), as the caller reads them
-        (`list_scope_memories`, a page of 200 a request): for a key that has both, its own draft, not the
-        published memory (as `get`)."""
+    def _memories_under(
+        self, prefix: str, keep: Callable[[MemoryRecord], bool] | None = None, need: int = 0
+    ) -> Flow[list[MemoryRecord]]:
+        """The memories of the scopes under `prefix` (the scope itself included) in the listing's order (scope
+        path, key), as the caller reads them (`list_scope_memories`, a page of 200 a request): for a key that
+        has both, its own draft, not the published memory (as `get`). With `keep`, the listing stops after the
+        first page by which `need` whole memories were kept (a key's records are adjacent: the page's last key
+        may go on into the next page, so it is left out)."""
         records: dict[tuple[str, str], MemoryRecord] = {}
         cursor: str | None = None
+        last: tuple[str, str] | None = None
+        kept = 0
         while True:
             try:
                 page = yield from op.list_scope_memories(prefix, cursor=cursor, limit=PAGE)
@@ -252,18 +259,24 @@ class MnemeStore(BaseStore):
                 return []
             for record in page.memories:
                 slot = (record.target, record.key)
+                if last is not None and slot != last and keep is not None and keep(records[last]):
+                    kept += 1  # the key before is whole
                 if slot not in records or record.status == "pending":  # its own draft (never another's)
                     records[slot] = record
+                last = slot
             if page.next_cursor is None:
                 return list(records.values())
+            if keep is not None and kept >= need:
+                return list(records.values())[:-1]
             cursor = page.next_cursor
 
     def _search(self, o: SearchOp) -> Flow[list[SearchItem]]:
         """Every item under the prefix that passes the filter, paged by `offset` and `limit`. With a query,
-        ranked: first those recall scores (its order, its scores), then the rest (by namespace and key,
+        ranked: first those recall scores (its order, its scores), then the rest (in the listing's order,
         score 0.0): recall leaves out what falls under its relevance floor and what is not searched
         (`index=False`). The ranking does not depend on the page asked for, so pages never overlap. Recall's
-        hits carry their items; the rest are read from the listing of the prefix, only when the page needs them."""
+        hits carry their items; the rest are read from the listing of the prefix, only when the page needs
+        them, and only as far as it needs them."""
         prefix = self.scope_of(o.namespace_prefix) if o.namespace_prefix else self.scope
         wanted = o.offset + o.limit
         scored: list[SearchItem] = []
@@ -281,18 +294,20 @@ class MnemeStore(BaseStore):
                 if r.kind == "memory" and r.key is not None and r.scope != self.scope:
                     hits.setdefault((r.scope, r.key), r)
             ranked = set(hits)
-            scored = [item for r in hits.values() if matches((item := self._hit_item(r)).value, o.filter)]
+            scored = [hit for r in hits.values() if matches((hit := self._hit_item(r)).value, o.filter)]
             if len(scored) >= wanted:
                 return scored[o.offset : wanted]
-        records = yield from self._memories_under(prefix)
         score = 0.0 if o.query else None
-        rest = [
-            SearchItem(**fields_of(r, self.namespace_of(r.target), decode(r.key)), score=score)
-            for r in records
-            if (r.target, r.key) not in ranked and r.target != self.scope
-        ]
-        rest = [item for item in rest if matches(item.value, o.filter)]
-        rest.sort(key=lambda item: (item.namespace, item.key))
+
+        def unranked(r: MemoryRecord) -> SearchItem | None:  # an item recall did not score, if the filter passes it
+            if (r.target, r.key) in ranked or r.target == self.scope:
+                return None
+            found = SearchItem(**fields_of(r, self.namespace_of(r.target), decode(r.key)), score=score)
+            return found if matches(found.value, o.filter) else None
+
+        keep, need = (lambda r: unranked(r) is not None), wanted - len(scored)
+        records = yield from self._memories_under(prefix, keep=keep, need=need)
+        rest = [found for r in records if (found := unranked(r)) is not None]
         return [*scored, *rest][o.offset : wanted]
 
     def _hit_item(self, hit: Hit) -> SearchItem:
