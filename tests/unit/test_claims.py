@@ -288,3 +288,33 @@ def test_every_labelled_set_keeps_precision_at_0_95(name: str) -> None:
         wanted = {(i, bench.key(c)) for i, labelled in enumerate(window.expected) for c in labelled}
         tp, fp = tp + len(predicted & wanted), fp + len(predicted - wanted)
     assert tp / (tp + fp) >= 0.95
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # "said no one" without "ever" is the same joke: what it follows is not so
+        "Hana: I work as a plumber, said no one.",
+        "Hana: My favourite day is Monday, said nobody.",
+    ],
+)
+def test_nothing_from_what_a_joke_takes_back(text: str) -> None:
+    assert claims(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a present statement the speaker at once puts in the past: no longer true
+        "Hana: I work at Boots. Or I did, until Friday.",
+        "Hana: I live in Hove. Well, I did till last month.",
+        "Hana: I work as a roofer, well I used to.",
+    ],
+)
+def test_nothing_from_what_a_past_tense_afterthought_takes_back(text: str) -> None:
+    assert claims(text) == []
+
+
+def test_an_afterthought_in_the_past_that_only_adds_keeps_the_present() -> None:
+    assert claims("Hana: I work at Boots. Or I did say so.") == [Claim("Hana", "works at", "Boots")]
+    assert claims("Hana: I live in Hove, and I did love Brighton.") == [Claim("Hana", "lives in", "Hove")]

@@ -30,11 +30,12 @@ MARKER = re.compile(
 )
 TRAILING_STAR = re.compile(r"^(?P<rest>[^*\s][^*]*?)\*$")  # "Apex*"
 # Words taken back: "I live in Leeds. Ok I don't", "jk", "not really" (in the turn, or just after it), or
-# put in the past: "I work at Tesco. well, worked", "my partner is a chef, or was".
+# put in the past: "I work at Tesco. well, worked", "my partner is a chef, or was", "or I did, until May".
 TAKEN_BACK = re.compile(
     r"(?:^|(?<=[,.;!?])\s*)(?:(?:(?:ok|okay|well|lol|haha|nah|no)[,!]?\s+)*(?:jk|j/k|just kidding|kidding|"
     r"not really|(?:I|we) (?:don't|do not|am not|'m not|didn't|haven't|wasn't|can't)|I'm not)\s*"
-    r"(?:[,.!]\s*(?:but|and)\b.*)?\W*$|(?:well|or|ok|okay),?\s+(?:worked|lived|was|were|did|used to)\b)",
+    r"(?:[,.!]\s*(?:but|and)\b.*)?\W*$|(?:well|or|ok|okay),?\s+(?:worked|lived|was|were|did|used to)\b|"
+    r"(?:well|or|ok|okay),?\s+(?:I|we|he|she|they) (?:did|used to)(?=\s*(?:$|[,.;!?]|until\b|till\b|'til\b|up to\b)))",
     re.I | re.S,
 )
 OPENING = re.compile(r"^(?:it's|it is|it was|I meant|I mean|that's|that is)\s+", re.I)

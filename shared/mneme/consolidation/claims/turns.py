@@ -84,8 +84,8 @@ THIS_WEEK = re.compile(r"\b(?:this (?:week|weekend|month|term|afternoon|morning|
 PERFECT = re.compile(r"\b(?:have|has|had|since)\b|'ve\b", re.I)
 CHANGED = re.compile(r"\b(?:moved|relocated|started|joined|switched|got|began|turned|became|bought|adopted)\b", re.I)
 JOKING = re.compile(r"\b(?:lol|lmao|rofl|haha\w*|hehe\w*|jk|kidding|joking)\b|;\)|:p\b|/s\b", re.I)
-# What takes back all of its sentence: "I'm allergic to cats, jk", "I love Mondays, said no one ever".
-RETRACTED = re.compile(r"\b(?:jk|j/k|kidding|joking|said no one ever|said nobody ever)\b|/s\b|\bnot!", re.I)
+# What takes back all of its sentence: "I'm allergic to cats, jk", "I love Mondays, said no one (ever)".
+RETRACTED = re.compile(r"\b(?:jk|j/k|kidding|joking|said no ?(?:one|body)(?: ever)?)\b|/s\b|\bnot!", re.I)
 TAIL = re.compile(r"(?:,?\s+(?:btw|tbh|fyi|by the way|honestly|obviously|though|x+))+$", re.I)
 LAUGH = re.compile(r"^(?:ha+|hah|haha\w*|hehe\w*|lol|lmao)\b[\s,!.]*", re.I)
 FILLER = re.compile(
