@@ -121,6 +121,32 @@ def test_a_roll_up_states_the_claims_then_quotes_the_informative_sentences_with_
     assert "Berlin." not in compose("daily", Standing.of([moved]), turns[:1])  # a superseded value is not restated
 
 
+def test_a_roll_up_quotes_a_pronoun_with_whom_it_is_about_and_an_assistant_only_alone() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from mneme.language.digests import quotes
+    from mneme.models import Episode
+
+    at = datetime(2026, 5, 4, 20, tzinfo=UTC)
+    stamps = {"content_hash": "h", "created_at": at, "author": "a", "tenant": "t", "scope_id": "s"}
+
+    def said(*texts: str) -> list[Episode]:
+        return [Episode(episode_id=f"ep{n}", content=text, occurred_at=at + timedelta(minutes=n), **stamps)
+                for n, text in enumerate(texts)]  # fmt: skip
+
+    turns = said(
+        "Odile: My brother Anselm got the lock-keeper job on the Kennet. He starts at Newbury lock in June.",
+        "Odile: Mine still leaks every time it rains on the skylight side.",  # whose? not said in its turn
+        "Assistant: Lock-keeping suits people who like routine; remind him to check the pension terms.",
+    )
+    quoted = quotes(turns, 6)
+    assert quoted == [
+        "Odile: My brother Anselm got the lock-keeper job on the Kennet. He starts at Newbury lock in June."
+    ]  # the pronoun's sentence with the one naming him; nothing of "Mine …"; no advice while a person spoke
+    alone = said("Assistant: Reminder set for the boiler service at Whitcombe Heating on 12 June, 9am.")
+    assert quotes(alone, 6) == ["Assistant: Reminder set for the boiler service at Whitcombe Heating on 12 June, 9am."]
+
+
 def test_rollups_are_returned_only_for_a_period_or_their_tier(services: Services, clock: Any) -> None:
     remember(services, "The kiln firing went well.", occurred_at=clock.now() - timedelta(days=1))  # a Saturday
     remember(services, "Kiln firing again on Friday.", occurred_at=clock.now())  # and the Sunday: one ISO week

@@ -28,6 +28,12 @@ MAX_CLAIMS = 12  # claims a roll-up states, the earliest first
 MAX_SENTENCE = 240  # characters: a longer sentence is not quoted (never cut mid-sentence)
 MIN_WORDS = 3  # content words a quoted sentence has at least
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
+# A sentence opening on a pronoun says whom it is about only beside the sentence before it, in its turn.
+PRONOUN = re.compile(
+    r"^(?:he|she|they|it|his|her|hers|their|theirs|him|them|its|mine|this|that|these|those)(?:'s|'re|'ve|'d|'ll)?\b",
+    re.I,
+)
+ASSISTANTS = frozenset({"assistant", "system", "agent", "tool", "bot", "ai"})  # they advise, recap and repeat
 # Words of greeting, assent and laughter: they never make a sentence worth quoting.
 CHATTER = frozenset(
     "haha hahaha lol lmao yeah yep yes nope okay thanks thank night morning evening hello cool nice great "
@@ -99,15 +105,16 @@ def compose(tier: str, standing: Standing, turns: Sequence[Episode]) -> str:
 def quotes(turns: Sequence[Episode], limit: int, claimed: dict[str, set[str]] | None = None) -> list[str]:
     """The `limit` most informative sentences of the turns, each with its speaker, in the order said: no
     question, no small talk (fewer than MIN_WORDS content words, not counting the words the claims drawn
-    from the turn say: `claimed`), none over MAX_SENTENCE characters; a sentence scores by how rare its words
-    are in the period (what only it says), names and numbers a little more; near-repeats of a sentence
-    already taken are left out."""
+    from the turn say: `claimed`), none over MAX_SENTENCE characters; a sentence opening on a pronoun ("She's
+    a charge nurse now") only with the sentence before it in its turn, which says who; an assistant's only
+    when no one else spoke in the period; a sentence scores by how rare its words are in the period (what
+    only it says), names and numbers a little more; near-repeats of a sentence already taken are left out."""
+    read = [(episode, turn_of(episode, 1)) for episode in turns]
+    people = [(e, t) for e, t in read if (t.speaker or "").lower() not in ASSISTANTS]
     candidates: list[tuple[int, str, set[str], float]] = []
-    for position, episode in enumerate(turns):
-        turn = turn_of(episode, 1)
+    for position, (episode, turn) in enumerate(people or read):
         known = (claimed or {}).get(episode.episode_id, set())
-        for sentence in SENTENCE.split(turn.text):
-            said = " ".join(sentence.split())
+        for said in _sentences(turn.text):
             content = {w for w in words(said) if len(w) > 2 and w not in STOPWORDS | GENERIC | CHATTER}
             if said.endswith("?") or len(said) > MAX_SENTENCE or len(content - known) < MIN_WORDS:
                 continue
@@ -124,6 +131,19 @@ def quotes(turns: Sequence[Episode], limit: int, claimed: dict[str, set[str]] | 
         if all(len(candidate[2] & t[2]) / len(candidate[2] | t[2]) <= 0.5 for t in taken):
             taken.append(candidate)
     return [shown for _, shown, _, _ in sorted(taken, key=lambda c: c[0])]
+
+
+def _sentences(text: str) -> list[str]:
+    """A turn's sentences, one opening on a pronoun joined to the sentence before it (none before it: left out)."""
+    found: list[str] = []
+    for sentence in SENTENCE.split(text):
+        said = " ".join(sentence.split())
+        if said and PRONOUN.match(said):
+            if found:
+                found[-1] = f"{found[-1]} {said}"
+        elif said:
+            found.append(said)
+    return found
 
 
 def _salience(sentence: str) -> float:
