@@ -339,3 +339,15 @@ def test_a_trade_in_or_a_bump_is_a_change() -> None:
 def test_a_sentence_opening_on_a_things_s_is_about_its_speaker() -> None:
     assert changes.owners(turn("Work's mad since they cut my hours.", "Imogen")) == {"imogen"}
     assert changes.owners(turn("Priya's moved to Cardiff.", "Imogen")) == {"priya"}  # a name's 's is still hers
+
+
+def test_what_a_body_cannot_take_is_no_diet_a_later_one_ends() -> None:
+    intolerant = fact("Bronwen", "allergy", "lactose intolerant", "Bronwen is lactose intolerant.")
+    lapsed = turn("I'm not vegetarian any more, the bacon sandwich won.", "Bronwen")
+    assert changes.update_reason(intolerant, lapsed, 0.3) is None
+    assert changes.read(changes.statement(intolerant)).slots == {"allergy"}
+    asked = questions.question_slots("Is Bronwen lactose intolerant?")
+    assert changes.update_reason(intolerant, lapsed, 0.3, topical=True, asked=asked) is None
+    veggie = fact("Bronwen", "diet", "vegetarian", "Bronwen is vegetarian.")
+    assert changes.update_reason(veggie, lapsed, 0.3) is not None  # the diet it ends
+    assert changes.read("I'm lactose intolerant, so oat milk for me.").slots == {"allergy"}
