@@ -26,11 +26,12 @@ class MemoryListing:
         (published ones and its own drafts; never archived, expired or another's draft), by scope path, key and
         id; with the cursor of the next page (None at the end). The scopes are walked in path order, only as far
         as the page needs and never through a subtree the cursor has passed; each scope's memories are one
-        indexed read (the store's per-scope listing)."""
+        indexed read (the store's per-scope listing). The cursor is signed for the listed scope, not its path,
+        and holds its position below it: a rename of that scope or one above it between two pages keeps it."""
         tenant = caller.tenant
         start = self.scopes.resolve(tenant, path)
-        purpose = f"memories {start.path}"
-        after = self._after(tenant, cursor, purpose)
+        purpose = f"memories {start.scope.scope_id}"
+        after = self._after(tenant, cursor, purpose, start.path)
         now = self.memories.clock.now()
         revisions = self._open_revisions(caller)
         listed: list[Listed] = []
@@ -43,7 +44,8 @@ class MemoryListing:
                     continue
                 if len(listed) == limit:
                     last, last_path, _ = listed[-1]
-                    return listed, self.cursors.encode(tenant, [last_path, last.key, last.memory_id], purpose)
+                    below = last_path.removeprefix(start.path)  # "" or ".<segments>": where it is under the scope
+                    return listed, self.cursors.encode(tenant, [below, last.key, last.memory_id], purpose)
                 revision = revisions.get(memory.memory_id) if memory.status == "published" else None
                 listed.append((memory, scope_path, revision))
         return listed, None
@@ -55,10 +57,11 @@ class MemoryListing:
         found = self.store.list_revisions(caller.tenant, author=caller.principal)
         return {r.memory_id: r for r in found if r.status == "open"}
 
-    def _after(self, tenant: str, cursor: str | None, purpose: str) -> Position | None:
+    def _after(self, tenant: str, cursor: str | None, purpose: str, start: str) -> Position | None:
+        """The position a cursor resumes after, its scope path under the listed scope's path now (`start`)."""
         if cursor is None:
             return None
         values = self.cursors.decode(tenant, cursor, purpose)
         if len(values) != 3 or not all(isinstance(v, str) for v in values):
             raise InvalidInput("invalid cursor", code="invalid_cursor")
-        return values[0], values[1], values[2]
+        return start + values[0], values[1], values[2]
