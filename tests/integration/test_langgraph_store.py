@@ -475,3 +475,44 @@ def test_search_and_list_namespaces_over_many_scopes_read_the_listing_a_page_at_
     found, spaces = asyncio.run(read())
     assert found == every and spaces == namespaces
     assert asynchronous.sent == ["GET /v1/scopes/memories"] * 4
+
+
+def test_a_writers_draft_beside_the_published_item_across_the_listings_page_boundary(
+    server: str, key: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given 199 items, then a key a writer drafted before an admin published it (the listing's records 200 and
+    # 201, the published one first: one request ends between them), then one more item
+    admin = MnemeStore(Client(server, key), scope="root.agents")
+    for i in range(199):
+        admin.put(("p", "a"), f"k{i:03}", {"i": i})
+    Client(server, key).create_scope("root.agents.p.b", parents=True)
+    assert cli.main(["keys", "create", "--principal", "wendy", "--roles", "writer", "--json"]) == 0
+    wendy_key = json.loads(capsys.readouterr().out)["api_key"]
+    draft = Client(server, wendy_key).create_memory("dup", json.dumps({"who": "draft"}), scope="root.agents.p.b")
+    for _ in range(30):  # ids are random: publish until the published memory's id sorts before the draft's
+        admin.put(("p", "b"), "dup", {"who": "published"})
+        if Client(server, key).find_memory("root.agents.p.b", "dup").memory_id < draft.memory_id:
+            break
+        admin.delete(("p", "b"), "dup")
+    admin.put(("p", "c"), "z", {"i": 999})
+    sync, asynchronous = Logged(), AsyncLogged()
+    wendy = MnemeStore(Client(server, wendy_key, transport=sync), AsyncClient(server, wendy_key, transport=asynchronous),
+                       scope="root.agents")  # fmt: skip
+    # When the writer searches the whole prefix: its draft, once, in the published item's place
+    whole = wendy.search(("p",), limit=1000)
+    assert [(i.namespace, i.key) for i in whole[198:]] == [(("p", "a"), "k198"), (("p", "b"), "dup"), (("p", "c"), "z")]
+    assert whole[199].value == {"who": "draft"} and len(whole) == 201
+    # Then every page around the boundary is that listing's slice, reading the second request only when needed
+    for offset in range(195, 202):
+        for limit in range(1, 5):
+            sync.sent.clear()
+            assert wendy.search(("p",), offset=offset, limit=limit) == whole[offset : offset + limit], (offset, limit)
+            assert len(sync.sent) == (1 if offset + limit <= 199 else 2), (offset, limit)
+    assert [i.value for i in wendy.search(("p",), filter={"who": {"$ne": None}})] == [{"who": "draft"}]
+    assert [i.value for i in admin.search(("p",), offset=199, limit=2)] == [{"who": "published"}, {"i": 999}]
+    assert wendy.list_namespaces(prefix=("p",)) == [("p", "a"), ("p", "b"), ("p", "c")]
+
+    async def read() -> list[list[Any]]:
+        return list(await asyncio.gather(*(wendy.asearch(("p",), offset=o, limit=2) for o in (198, 199, 200))))
+
+    assert asyncio.run(read()) == [whole[198:200], whole[199:201], whole[200:201]]
