@@ -97,7 +97,7 @@ def is_claim(proposal: Proposal | Fact) -> bool:
 VERB_PROPERTIES = {  # properties that read as a verb phrase: "Maya lives in Berlin"
     "lives in": "lives in", "from": "is from", "works at": "works at", "works as": "works as",
     "uses": "uses", "allergic to": "is allergic to", "has": "has", "speaks": "speaks", "studies": "studies",
-    "studied": "studied", "owns": "owns", "prefers": "prefers", "age": "is", "diet": "is",
+    "studied": "studied", "owns": "owns", "prefers": "prefers", "age": "is", "diet": "is", "intolerance": "is",
     "married to": "is married to", "engaged to": "is engaged to", "studies at": "studies at",
     "responsible for": "is responsible for",
 }  # fmt: skip

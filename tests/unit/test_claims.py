@@ -119,6 +119,7 @@ def test_a_change_gives_the_new_value_and_never_the_old_one(text: str, expected:
         ("Rae: I live in Walthamstow with my sister Funmi.", [("lives in", "Walthamstow"), ("sister", "Funmi")]),
         ("Kavya: We got a cocker spaniel called Bramble.", [("cocker spaniel's name", "Bramble")]),
         ("Noa: Also I'm pescatarian now.", [("diet", "pescatarian")]),
+        ("Lowri: I'm coeliac, so no toast for me.", [("intolerance", "coeliac")]),  # no diet a later one replaces
         ("Jonas: My favourite band is Wet Leg.", [("favourite band", "Wet Leg")]),
         ("Priya: I own the billing migration now.", [("owns", "the billing migration")]),
         ("Maya: My rent is £875 a month, which is fine.", [("rent", "£875 a month")]),

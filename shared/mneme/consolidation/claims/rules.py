@@ -19,6 +19,7 @@ from mneme.consolidation.claims.values import (
     DIETS,
     FAMILY,
     HOME_HINTS,
+    INTOLERANCES,
     KIN_TITLES,
     LIVING_HINTS,
     NAME,
@@ -194,6 +195,12 @@ RULES: tuple[tuple[str, ...], ...] = (
     ),
     ("diet", "phrase", rf"^{SUBJECT}{BE}(?: now| also| strictly| fully| a)* (?P<v>{'|'.join(DIETS)})(?![\w-])"),
     ("diet", "phrase", rf"^{SUBJECT}{ADV}(?: went| have gone| has gone| turned) (?P<v>vegan|vegetarian|pescatarian)\b"),
+    # what a body cannot take is no diet: a later "I'm vegan" does not replace "lactose intolerant"
+    (
+        "intolerance",
+        "phrase",
+        rf"^{SUBJECT}{BE}(?: also| very| severely| really| quite)* (?P<v>{'|'.join(INTOLERANCES)})(?![\w-])",
+    ),
     (
         "allergic to",
         "allergen",

@@ -177,10 +177,14 @@ DIETS = (
     "dairy-free",
     "halal",
     "kosher",
+)
+INTOLERANCES = (
     "coeliac",
     "celiac",
     "lactose intolerant",
     "lactose-intolerant",
+    "gluten intolerant",
+    "gluten-intolerant",
 )
 CONDITIONS = (
     "asthma", "diabetes", "type 1 diabetes", "type 2 diabetes", "adhd", "autism", "epilepsy", "coeliac disease",
