@@ -496,8 +496,8 @@ def test_a_writers_draft_beside_the_published_item_across_the_listings_page_boun
         admin.delete(("p", "b"), "dup")
     admin.put(("p", "c"), "z", {"i": 999})
     sync, asynchronous = Logged(), AsyncLogged()
-    wendy = MnemeStore(Client(server, wendy_key, transport=sync), AsyncClient(server, wendy_key, transport=asynchronous),
-                       scope="root.agents")  # fmt: skip
+    clients = Client(server, wendy_key, transport=sync), AsyncClient(server, wendy_key, transport=asynchronous)
+    wendy = MnemeStore(*clients, scope="root.agents")
     # When the writer searches the whole prefix: its draft, once, in the published item's place
     whole = wendy.search(("p",), limit=1000)
     assert [(i.namespace, i.key) for i in whole[198:]] == [(("p", "a"), "k198"), (("p", "b"), "dup"), (("p", "c"), "z")]
