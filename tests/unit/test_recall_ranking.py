@@ -287,6 +287,22 @@ def test_a_fact_about_another_participant_weighs_less_for_a_question_about_someo
     assert all("other_person" not in r.scores for r in asked_of_bruno.results)
 
 
+def test_a_fact_about_someone_named_in_the_turns_does_not_answer_a_question_about_a_speaker_by_name(
+    services: Services, clock: Any
+) -> None:
+    say(services, "Wilf", "I'm in Dundee these days, near the V&A.", occurred_at=DAY)
+    say(services, "Wilf", "My brother Cormac lives in Aberdeen, he works offshore.", occurred_at=DAY.replace(minute=1))
+    say(services, "Ada", "Aberdeen in February, brave man.", occurred_at=DAY.replace(minute=2))
+    clock.advance(seconds=services.consolidation.deps.settings.settle_seconds + 1)
+    services.consolidation.start(ALICE, None)
+    asked = recall(services, "Where does Wilf live?")
+    cormacs = [r for r in asked.results if r.fact is not None and r.fact["entity"] == "Cormac"]
+    assert cormacs and all(r.scores["other_person"] < 1 for r in cormacs)
+    by_relation = recall(services, "Where does Wilf's brother live?")  # he may be asked about by relation
+    assert any(r.fact and r.fact["entity"] == "Cormac" for r in by_relation.results)
+    assert all("other_person" not in r.scores for r in by_relation.results if r.fact and r.fact["entity"] == "Cormac")
+
+
 def test_a_change_undone_puts_the_return_first(services: Services) -> None:
     own = say(services, "Nkechi", "Please sign my emails as Nkechi Obi-Watson, my own surname.",
               occurred_at=DAY.replace(year=2024, month=1))  # fmt: skip

@@ -319,15 +319,19 @@ def _others_facts(run: Run, live: list[Candidate]) -> int:
     """A question about a person ("Which editor does Yara use?") is not answered by a claim about another
     participant of the conversation ("Aksel uses Zed."): such a fact weighs ×OTHER_PERSON
     (`scores.other_person`). A fact about someone who does not speak there (a sister, a client the turns
-    name) keeps its score: the question may ask about them by relation. Returns how many were weighed."""
-    about = questions.people(run.request.query or "")
+    name) keeps its score when the question may ask about them by relation ("Where does Tess's sister
+    live?"), not when it asks about a speaker by name and no relation ("Where does Tess live?" is not
+    answered by "Orla lives in Berlin."). Returns how many were weighed."""
+    query = run.request.query or ""
+    about = questions.people(query)
     speakers = _speakers(live) if about else set()
+    by_name = any(terms(one) <= speakers for one in about) and not set(meaningful_words(query)) & changes.PEOPLE
     weighed = 0
     for candidate in live:
         fact = candidate.record
         if not isinstance(fact, Fact) or not (owners := changes.owners(fact)) or owners & about:
             continue
-        if speakers and all(terms(owner.split("'s ")[0]) <= speakers for owner in owners):
+        if speakers and (by_name or all(terms(owner.split("'s ")[0]) <= speakers for owner in owners)):
             candidate.scores["other_person"] = OTHER_PERSON
             candidate.score *= OTHER_PERSON
             weighed += 1
