@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mneme.bootstrap import Services
-from mneme.models import Role
+from mneme.models import Principal, Role
 from mneme.services.recall import RecallRequest, RecallResponse
 from mneme.services.recall.prior import ASSISTANT_FACTOR
 from mneme.services.recall.profile import PROFILE_BOOST
@@ -26,6 +26,12 @@ def say(services: Services, speaker: str, content: str, **fields: Any) -> str:
 
 def recall(services: Services, query: str, **fields: Any) -> RecallResponse:
     return services.recall.recall(ALICE, RecallRequest.model_validate({"query": query, "scope": "root.chat", **fields}))
+
+
+def consolidate(services: Services, clock: Any, caller: Principal = ALICE) -> None:
+    """One consolidation run once the turns have settled."""
+    clock.advance(seconds=services.consolidation.deps.settings.settle_seconds + 1)
+    services.consolidation.start(caller, None)
 
 
 def test_a_query_naming_a_person_favours_that_persons_own_turns(services: Services) -> None:
@@ -200,8 +206,7 @@ def test_a_fact_is_placed_in_time_by_its_valid_from(services: Services, clock: A
         item = RememberItem.model_validate({"scope": "root.acme", "content": content, "create_scope": True,
                                             "occurred_at": at})  # fmt: skip
         services.remember.remember(writer, [item])
-    clock.advance(seconds=services.consolidation.deps.settings.settle_seconds + 1)
-    services.consolidation.start(writer, None)
+    consolidate(services, clock, writer)
     request = {"query": "Which VAT scheme held in January 2025?", "kinds": ["fact"], "tiers": ["raw"]}
     response = services.recall.recall(writer, RecallRequest.model_validate(request))
     top = response.results[0]
@@ -275,8 +280,7 @@ def test_a_fact_about_another_participant_weighs_less_for_a_question_about_someo
 ) -> None:
     say(services, "Bruno", "I use Helix for everything. Ottilie swears by Sublime Text.", occurred_at=DAY)
     say(services, "Ottilie", "Because I like my plugins, Bruno.", occurred_at=DAY.replace(minute=1))
-    clock.advance(seconds=services.consolidation.deps.settings.settle_seconds + 1)
-    services.consolidation.start(ALICE, None)
+    consolidate(services, clock)
     asked_of_ottilie = recall(services, "Which editor does Ottilie use?", explain=True)
     facts = [r for r in asked_of_ottilie.results if r.fact is not None and r.fact["entity"] == "Bruno"]
     assert facts and all(r.scores["other_person"] < 1 for r in facts)
@@ -293,8 +297,7 @@ def test_a_fact_about_someone_named_in_the_turns_does_not_answer_a_question_abou
     say(services, "Wilf", "I'm in Dundee these days, near the V&A.", occurred_at=DAY)
     say(services, "Wilf", "My brother Cormac lives in Aberdeen, he works offshore.", occurred_at=DAY.replace(minute=1))
     say(services, "Ada", "Aberdeen in February, brave man.", occurred_at=DAY.replace(minute=2))
-    clock.advance(seconds=services.consolidation.deps.settings.settle_seconds + 1)
-    services.consolidation.start(ALICE, None)
+    consolidate(services, clock)
     asked = recall(services, "Where does Wilf live?")
     cormacs = [r for r in asked.results if r.fact is not None and r.fact["entity"] == "Cormac"]
     assert cormacs and all(r.scores["other_person"] < 1 for r in cormacs)

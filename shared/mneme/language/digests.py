@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mneme.language.changes import NOTE_TAKERS
 from mneme.language.grounding import supported, turn_of
 from mneme.language.text import GENERIC, STOPWORDS, words
 from mneme.models import Episode
@@ -33,7 +34,6 @@ PRONOUN = re.compile(
     r"^(?:he|she|they|it|his|her|hers|their|theirs|him|them|its|mine|this|that|these|those)(?:'s|'re|'ve|'d|'ll)?\b",
     re.I,
 )
-ASSISTANTS = frozenset({"assistant", "system", "agent", "tool", "bot", "ai"})  # they advise, recap and repeat
 # Words of greeting, assent and laughter: they never make a sentence worth quoting.
 CHATTER = frozenset(
     "haha hahaha lol lmao yeah yep yes nope okay thanks thank night morning evening hello cool nice great "
@@ -110,7 +110,7 @@ def quotes(turns: Sequence[Episode], limit: int, claimed: dict[str, set[str]] | 
     when no one else spoke in the period; a sentence scores by how rare its words are in the period (what
     only it says), names and numbers a little more; near-repeats of a sentence already taken are left out."""
     read = [(episode, turn_of(episode, 1)) for episode in turns]
-    people = [(e, t) for e, t in read if (t.speaker or "").lower() not in ASSISTANTS]
+    people = [(e, t) for e, t in read if (t.speaker or "").lower() not in NOTE_TAKERS]
     candidates: list[tuple[int, str, set[str], float]] = []
     for position, (episode, turn) in enumerate(people or read):
         known = (claimed or {}).get(episode.episode_id, set())
