@@ -140,8 +140,8 @@ def test_scores(bench: ModuleType, tmp_path: Path) -> None:
     assert not bench.failed(current) and bench.failed(stale) and bench.failed(neither)
 
 
-def test_the_set_parses_and_covers_every_kind_and_shape_in_both_parts(bench: ModuleType) -> None:
-    for part, least in (("dev", 60), ("check", 40)):
+def test_the_set_parses_and_covers_every_kind_and_shape_in_each_part(bench: ModuleType) -> None:
+    for part, least in (("dev", 60), ("check", 40), ("check2", 60)):
         cases = bench.load([part])
         assert len(cases) >= least, part
         kinds = Counter(case.kind for case in cases)
@@ -152,3 +152,5 @@ def test_the_set_parses_and_covers_every_kind_and_shape_in_both_parts(bench: Mod
         assert all(len(case.sessions) >= 2 for case in cases)
     dev, check = ({case.name for case in bench.load([part])} for part in ("dev", "check"))
     assert not dev & check  # written apart: no case shared
+    check2 = {case.name for case in bench.load(["check2"])}
+    assert not check2 & {case.name for part in bench.PARTS if part != "check2" for case in bench.load([part])}
