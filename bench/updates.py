@@ -35,13 +35,16 @@ first (the same cases), past answered (`top`, over the `past` cases). `--consoli
 one `POST /v1/consolidate` over each part and shape's scopes (waited for), side by side. `--misses`
 prints each failing case with its top 3 results.
 
-    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|all] [--shape messages|session-time|all]
+    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|all] [--shape messages|session-time|all]
         [--consolidate] [--misses] [--case REGEX] [--json FILE]
 
 `dev/` is for tuning; `check/` was written after it with other wording, topics and people, and is never
 tuned on; `dev2/` was written on 5 Dec 2026 by someone who had not read the rules, to tune on;
 `check2/` was written on 5 Dec 2026 by someone who had not read the rules either, and is never tuned on:
 the untouched measure, whatever the other parts have been tuned on.
+`dev3/` was written on 5 Dec 2026 without reading the rules, to tune on: changes implied by an event,
+partial, reverted and successive changes, questions about the value before a change, two people in a
+scope, long gaps and asides (its case names start `d3-`).
 MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's.
 
 Case file format (several cases a file; blank lines and other '#' lines are comments):
@@ -76,7 +79,7 @@ import httpx
 from conversations import Server, consolidate, written
 
 SET = c.ROOT / "bench" / "updates"
-PARTS = ("dev", "check", "dev2", "check2")
+PARTS = ("dev", "check", "dev2", "check2", "dev3")
 SHAPES = ("messages", "session-time")
 KINDS = ("current", "past", "other-person", "unchanged")
 NOW_KINDS = ("current", "other-person", "unchanged")  # asked about the present: current first, stale first
