@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mneme.language import changes, questions
+from mneme.language import changes, questions, reverts
 from mneme.models import Episode
 from mneme.records import Fact
 
@@ -243,10 +243,10 @@ def test_another_value_said_in_the_same_conversation_is_no_update() -> None:
 def test_going_back_to_an_earlier_value_is_a_return_to_it() -> None:
     own = turn("Please put Ms Okonkwo-Baird on my letters.")
     back = turn("I've gone back to Okonkwo-Baird on everything.")
-    assert changes.returns_to(own, back) == "back to okonkwo-baird"
-    assert changes.returns_to(own, turn("Might go back to Okonkwo-Baird one day.")) is None  # a maybe
-    assert changes.returns_to(own, turn("I've gone back to Okonkwo-Baird on everything.", "Ada")) is None  # another
-    assert changes.returns_to(own, turn("Okonkwo-Baird on the letters, as before.")) is None  # no return said
+    assert reverts.returns_to(own, back) == "back to okonkwo-baird"
+    assert reverts.returns_to(own, turn("Might go back to Okonkwo-Baird one day.")) is None  # a maybe
+    assert reverts.returns_to(own, turn("I've gone back to Okonkwo-Baird on everything.", "Ada")) is None  # another
+    assert reverts.returns_to(own, turn("Okonkwo-Baird on the letters, as before.")) is None  # no return said
 
 
 def test_events_and_promises_name_other_values_without_changing_how_things_are() -> None:
@@ -351,3 +351,85 @@ def test_what_a_body_cannot_take_is_no_diet_a_later_one_ends() -> None:
     veggie = fact("Bronwen", "diet", "vegetarian", "Bronwen is vegetarian.")
     assert changes.update_reason(veggie, lapsed, 0.3) is not None  # the diet it ends
     assert changes.read("I'm lactose intolerant, so oat milk for me.").slots == {"allergy"}
+
+
+def test_a_thing_someone_describes_anyone_may_say_has_changed() -> None:
+    """A team's thing ("The office wifi password is…") is not only its first speaker's: another person saying it
+    changed updates it. A person's own statement ("I cycle to the office") another person's news does not."""
+    month_on = {"occurred_at": AT + timedelta(days=30)}
+    password = turn("The office wifi password is Orchard77.", "Lena")
+    changed = turn("Wifi password got changed to Quince42 after the audit.", "Marco").model_copy(update=month_on)
+    assert changes.update_reason(password, changed, 0.6, present=True) is not None
+    cycling = turn("I cycle to the office every day, twenty minutes.", "Lena")
+    office = turn("The office moved to Salford, it's a bus ride now.", "Marco").model_copy(update=month_on)
+    assert changes.update_reason(cycling, office, 0.6, present=True, topical=True) is None
+    # a thing's owners: its speaker's, unless it follows a clause about someone else
+    assert changes.owners(turn("The landlord put the rent up to £1,100.", "Tess")) >= {"tess"}
+    assert "tess" not in changes.owners(turn("Orla's moved to Berlin, so the Sunday lunches are over.", "Tess"))
+
+
+def test_being_called_something_else_is_a_new_name() -> None:
+    first = turn("Pupil: Bartholomew Ng, prefers to be called Bartholomew on reports.", "assistant")
+    later = turn("Bartholomew has asked us to call him Bart from now on; change the register.", "assistant")
+    assert changes.update_reason(first, later.model_copy(update={"occurred_at": AT + timedelta(days=90)}), 0.45)
+    assert "deadline" in questions.question_slots("When does the new till system go live?")
+
+
+def test_a_change_of_no_named_subject_may_answer_a_question_about_another() -> None:
+    """Asked which language someone studies, "we're relocating to Osaka, so I've swapped Portuguese for
+    Japanese" answers it: the move is about a home, the swap about nothing the words name."""
+    course = turn("Evenings are for my Portuguese course on Babbel.")
+    swap = turn(
+        "Big change: we're relocating to Osaka in April for my wife's posting, so I've swapped Portuguese for Japanese."
+    )
+    question = "Which language is the user studying?"
+    asked, about = questions.question_slots(question), questions.people(question)
+    later = swap.model_copy(update={"occurred_at": AT + timedelta(days=60)})
+    assert changes.update_reason(course, later, 0.3, present=True, topical=True, asked=asked, about=about)
+    only_move = turn("Big change: we're relocating to Osaka in April for my wife's posting.")
+    moved = only_move.model_copy(update={"occurred_at": AT + timedelta(days=60)})
+    assert changes.update_reason(course, moved, 0.3, present=True, topical=True, asked=asked, about=about) is None
+
+
+def test_a_change_called_off_undoes_it() -> None:
+    switch = turn("Signed up with Zen for broadband yesterday, half the price of Virgin.")
+    assert reverts.undoes(switch, turn("Changed my mind and cancelled Zen, we're staying with Virgin after all."))
+    assert reverts.undoes(switch, turn("Should I cancel Zen and stay with Virgin?")) is None  # a question
+    assert reverts.undoes(switch, turn("Changed my mind and cancelled Zen, staying with Virgin.", "Ada")) is None
+    assert reverts.undoes(switch, turn("The football got cancelled again, rain.")) is None  # nothing in common
+    # cancelling the new thing for yet another is a change again, not a return
+    assert reverts.undoes(switch, turn("Cancelled Zen after a week, we're on Plusnet from Monday.")) is None
+    assert changes.update_reason(switch, turn("Changed my mind, we're staying put with Virgin."), 0.8) is None
+
+
+def test_being_put_on_something_a_migration_done_and_a_signature_are_changes() -> None:
+    thyroxine = turn("I take 50 mcg of thyroxine every morning.")
+    raised = turn("Bloods came back and the endocrinologist has put me on 100 mcg.")
+    month_on = {"occurred_at": AT + timedelta(days=60)}
+    assert changes.update_reason(thyroxine, raised.model_copy(update=month_on), 0.45, present=True, topical=True)
+    assert changes.read("Migration's done: all the tickets are in YouTrack.").ends == "migration's done"
+    assert changes.read("Signed the forms for Hollins Athletic last night.").cue is not None
+
+
+def test_a_trial_or_a_look_around_is_no_change() -> None:
+    month_on = {"occurred_at": AT + timedelta(days=30)}
+    milk = turn("We use Alpro in the café.")
+    trial = turn("We're trialling Oatly this month, it foams better.").model_copy(update=month_on)
+    assert changes.update_reason(milk, trial, 0.6, present=True, topical=True) is None
+    home = turn("We're in Halifax, near the Piece Hall.")
+    looking = turn("We've been looking at flats in Hebden Bridge on Saturdays.").model_copy(update=month_on)
+    assert changes.update_reason(home, looking, 0.6, present=True, topical=True) is None
+
+
+def test_a_return_is_said_in_many_ways() -> None:
+    assert reverts.returns_to(
+        turn("Our gas comes from Octopus."), turn("Signed with Octopus again after the E.ON mess.")
+    )
+    assert reverts.returns_to(
+        turn("The retro is on Thursdays."), turn("The retro stays on Thursdays, ignore the invite.")
+    )
+    assert reverts.returns_to(turn("We're with Vodafone."), turn("Re-contracted with Vodafone for two more years."))
+
+
+def test_a_number_word_opening_a_sentence_names_no_one() -> None:
+    assert changes.owners(turn("Ten years vegetarian this month.", "Lorna")) == {"lorna"}

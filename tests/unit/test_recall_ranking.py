@@ -10,6 +10,7 @@ from mneme.models import Principal, Role
 from mneme.services.recall import RecallRequest, RecallResponse
 from mneme.services.recall.prior import ASSISTANT_FACTOR
 from mneme.services.recall.profile import PROFILE_BOOST
+from mneme.services.recall.time import query_time
 from mneme.services.remember import RememberItem
 from tests.conftest import principal
 
@@ -81,7 +82,6 @@ def test_a_period_in_the_query_is_read_against_occurred_at(services: Services) -
 
 
 def test_query_time_reads_windows_and_order_words() -> None:
-    from mneme.services.recall.time import query_time
 
     half = query_time("What was Tobias doing in the first half of September 2024?")
     assert (half.since, half.until, half.prefer) == (
@@ -114,7 +114,6 @@ def test_a_relative_period_is_read_from_the_request_time_or_its_as_of(services: 
 
 
 def test_query_time_reads_relative_periods_only_against_a_reference() -> None:
-    from mneme.services.recall.time import query_time
 
     ref = datetime(2025, 6, 18, 15, 0, tzinfo=UTC)
     assert not query_time("What did Ines do last May?")  # no reference, no window
@@ -319,3 +318,51 @@ def test_a_change_undone_puts_the_return_first(services: Services) -> None:
     assert response.explain is not None
     time = next(s for s in response.explain["stages"] if s["stage"] == "time")
     assert {(s["id"], s["by"]) for s in time["superseded"]} >= {(changed, back)}
+
+
+def test_a_change_called_off_leaves_the_earlier_statement_first(services: Services) -> None:
+    own = say(services, "user", "Our energy supplier is Bulb, on a fixed deal until June.",
+              occurred_at=DAY.replace(year=2024, month=1), session_id="s1")  # fmt: skip
+    change = say(services, "user", "Switched our energy supplier to Ecotricity today, the green tracker deal.",
+                 occurred_at=DAY.replace(year=2024, month=3), session_id="s2")  # fmt: skip
+    off = say(services, "user", "Read the Ecotricity small print and changed my mind, so we're staying put.",
+              occurred_at=DAY.replace(year=2024, month=3, day=9), session_id="s3")  # fmt: skip
+    response = recall(services, "Who supplies the user's energy?", explain=True)
+    ranked = [r.id for r in response.results]
+    assert ranked.index(own) < ranked.index(change)
+    assert response.explain is not None
+    time = next(s for s in response.explain["stages"] if s["stage"] == "time")
+    pairs = {(s["id"], s["by"]): s["why"] for s in time["superseded"]}
+    assert pairs[(change, off)].startswith("undone") and (own, change) not in pairs
+
+
+def test_asked_about_before_a_change_the_turn_of_that_conversation_that_answers_ranks_first(
+    services: Services,
+) -> None:
+    phone = say(services, "Dara", "My Moto G7's battery is dead by lunchtime every single day.",
+                occurred_at=DAY.replace(year=2024, month=2), session_id="s1")  # fmt: skip
+    say(services, "Dara", "It's four years old, to be fair.",
+        occurred_at=DAY.replace(year=2024, month=2, minute=1), session_id="s1")  # fmt: skip
+    say(services, "Dara", "Traded the old phone in and got a Pixel 8, the battery lasts two days.",
+        occurred_at=DAY.replace(year=2024, month=6), session_id="s2")  # fmt: skip
+    response = recall(services, "Which phone did Dara have before the Pixel?")
+    assert response.results[0].id == phone
+
+
+def test_a_question_about_what_someone_has_talked_about_asks_what_was_said_not_how_things_are(
+    services: Services,
+) -> None:
+    say(services, "Pia", "The operation on my shoulder is booked for March.", occurred_at=DAY.replace(month=1))
+    say(services, "Pia", "I had the operation on Tuesday, the new joint is titanium.", occurred_at=DAY.replace(month=4))
+    for question, truth in [
+        ("What health problems has Pia talked about?", None),
+        ("How is Pia's shoulder?", "present"),
+    ]:
+        response = recall(services, question, explain=True)
+        assert response.explain is not None
+        assert next(s for s in response.explain["stages"] if s["stage"] == "time")["truth"] == truth
+
+
+def test_a_question_about_what_someone_started_on_asks_for_the_earliest() -> None:
+    assert query_time("What salary did Leon start on?").prefer == "earliest"
+    assert query_time("What salary is Leon on?").prefer is None

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import pytest
 from numpy.typing import NDArray
 
+from mneme.models import Episode
 from mneme.services.recall.run import Candidate
 from mneme.services.recall.time import _latest_updaters
 
@@ -52,3 +55,32 @@ def test_latest_first_finds_the_same_updaters_in_the_same_order() -> None:
         assert list(found.items()) == list(expected.items())
         differently_ordered += list(expected) != sorted(expected)
     assert differently_ordered > 10  # the order of first updaters is not the earlier statements' own order
+
+
+def note(n: int, session: str) -> Candidate:
+    at = datetime(2026, 3, 1, tzinfo=UTC) + timedelta(days=n)
+    record = Episode(
+        tenant="t",
+        episode_id=f"ep_{n}",
+        scope_id="s",
+        content=f"note {n}",
+        content_hash=str(n),
+        occurred_at=at,
+        created_at=at,
+        author="a",
+        session_id=session,
+    )
+    return Candidate(record.episode_id, record=record)
+
+
+@pytest.mark.parametrize(("sessions", "kept"), [(("s1", "s2", "s2"), 1), (("s1", "s2", "s3"), 2)])
+def test_of_two_updates_in_one_conversation_the_one_about_the_subject_itself_wins(
+    sessions: tuple[str, str, str], kept: int
+) -> None:
+    """ "Go-live brought forward to 2 September" and "Training moved to the last week of August", two notes of
+    one meeting, both update "go-live 30 September": the change of its own subject wins, not the later note;
+    a later conversation's update wins whatever it says."""
+    pool = [note(n, session) for n, session in enumerate(sessions)]
+    reasons = {(0, 1): "deadline: brought forward", (0, 2): "same answer: moved"}
+    found = _latest_updaters(pool, list(reasons), {}, lambda i, j, _: reasons.get((i, j)))
+    assert found[0][0] == kept

@@ -45,17 +45,21 @@ ENDS = re.compile(
     r"t(?:ook|aken?|aking) (?:me|him|her|us|them) off|put (?:him |her |it |them )?down|died|rehomed|"
     r"switch(?:ed|ing)?|swapped|replaced|replacing|migrated|migrating|moved (?:over|away|on|out)|instead|"
     r"trad(?:ed|ing) (?:[\w-]+ ){0,3}in\b|part[- ]exchanged|"
+    r"migration(?:'s| is| has)? (?:been )?(?:done|complete|finished)|"
     r"hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}(?:over|off)|t(?:ook|aking|aken) over|broke up|divorced|separated|"
     r"former(?:ly)?|previously|from [\w.,$£€-]+(?: [\w.,$£€-]+)? to|resign(?:ed|ing)|"
-    r"(?:hand|handed|handing|hands|gave|put) in (?:my|his|her|their|our) notice|(?:last|final) day (?:at|as|with))\b"
+    r"(?:hand|handed|handing|hands|gave|put) in (?:my|his|her|their|our) notice|"
+    r"(?:last|final) (?:day|shift|week|pickup|session) (?:at|as|with|from)|signed (?:me|him|her|them|us) off|"
+    r"discharged)\b"
 )
 CHANGES = re.compile(  # a change said as such: enough beside a subject the earlier statement shares
-    r"\b(?:moved|moving|relocated|changed|changing|upgraded|downgraded|pushed|postponed|delayed|rescheduled|"
+    r"\b(?:moved|moving|relocated|chang(?:ed|ing)(?! (?:my|our|his|her|their) minds?)|upgraded|downgraded|pushed|"
+    r"postponed|delayed|rescheduled|"
     r"brought forward|raised|increased|went up|gone up|goes up|bumped (?:[\w-]+ )?(?:up )?to|dropped|cut|reduced|"
     r"lowered|promoted|transferred|"
     r"joined|hired|became|become|back to|returned|went (?:vegan|vegetarian|back)|adopted|took up|taking up|"
-    r"signed (?:up|with|for|on)|enrolled|renamed|got (?:married|engaged)|slip(?:s|ped)|relocated|bought|"
-    r"offered (?:me|him|her|them|us)|accepted|got the job|took the job)\b"
+    r"signed (?:[\w-]+ ){0,2}(?:up|with|for|on)|enrolled|renamed|got (?:married|engaged)|slip(?:s|ped)|bought|"
+    r"offered (?:me|him|her|them|us)|accepted|got the job|took the job|put (?:me|him|her|them|us) on(?:to)?)\b"
 )
 WEAK = re.compile(  # words that often come with a change but also without one: they need a new value beside them
     r"\b(?:now|new|started|starting|begun|began|finally|turned|as of|these days|got an?|"
@@ -64,8 +68,9 @@ WEAK = re.compile(  # words that often come with a change but also without one: 
 HEDGE = re.compile(
     r"\b(?:might|maybe|perhaps|thinking (?:of|about)|considering|if|would|could|planning to|going to|"
     r"want(?:s|ed)? to|hoping|hope to|tempted|debating|not sure|rumou?r|apparently|probably|possibly|likely|not yet|"
-    r"discuss(?:ed|es|ing)?|talk(?:ed|ing)? (?:about|of)|propos(?:ed|es|ing|al)|suggest(?:ed|s|ing|ion)|floated)\b"
-)  # talk of a change is no change: "owners discussed opening on Sundays"
+    r"discuss(?:ed|es|ing)?|talk(?:ed|ing)? (?:about|of)|propos(?:ed|es|ing|al)|suggest(?:ed|s|ing|ion)|floated|"
+    r"trial(?:l?ing|l?ed)?|trying (?:out )?|testing (?:out )?|looking (?:at|for|into|around))\b"
+)  # talk of a change is no change: "owners discussed opening on Sundays"; nor is a trial: "trialling Marriage's"
 ADDS = re.compile(r"\b(?:too|also|as well|another|second|third|one more|extra|added|plus)\b")
 QUESTION_START = re.compile(
     r"^(?:do|does|did|is|are|was|were|can|could|will|would|have|has|had|what|where|when|who|why|how|which|"
@@ -118,6 +123,12 @@ COMMON = (STOPWORDS - {"is", "was", "has", "had", "will", "just", "now", "can"})
 )
 VERBAL = ("ing", "ed", "ly")  # a capitalised word ending so opens a sentence; it names no one
 SPEAKER, UNKNOWN, IMPLIED = "@", "?", ""  # a clause about the speaker; about "he" or "you"; naming no one
+THING = "*"  # a clause about a thing ("The events budget is €120,000"): anyone may say it changed
+THE = re.compile(  # a clause that opens on a thing: "The data pipeline…", "This laptop…"; not a time ("This morning")
+    r"^(?:the|this|that|these|those) (?!(?:morning|afternoon|evening|night|week|weekend|month|year|day|time|"
+    r"other|same|one|last|first)\b)[\w-]+",
+    re.I,
+)
 NOTE_TAKERS = frozenset({"assistant", "system", "agent", "tool", "bot", "ai"})  # roles that speak of others
 SPEAKER_PREFIX = re.compile(r"^\s*[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}:\s+")
 
@@ -149,9 +160,11 @@ def _subject(text: str, current: str) -> str:
         return SPEAKER
     if THIRD.match(text):
         return UNKNOWN
+    if (thing := THE.match(text)) and thing[0].split()[1].lower() not in PEOPLE:
+        return THING
     named = NAMED.match(text)
     first = named[1].split()[0].lower() if named else ""
-    if named and first not in COMMON and not first.endswith(VERBAL) and named[2] not in COMMON:
+    if named and first not in COMMON | NUMBER_WORDS and not first.endswith(VERBAL) and named[2] not in COMMON:
         return named[1].lower().removesuffix("'s")  # "Arlo's settled", "Priya's bike": Arlo, Priya
     return current
 
@@ -171,6 +184,8 @@ def owners(record: Episode | Fact, slot: str | None = None) -> frozenset[str]:
     matches nothing). A clause that names no one is its speaker's ("Started at Ocado on Monday"), but a note
     (no speaker, or an assistant's) belongs to no one but the people it names."""
     if isinstance(record, Fact):
+        if THE.match(record.entity or ""):
+            return frozenset({THING})  # "The data pipeline uses Python 3.8.": a thing's, anyone's to change
         person, _, thing = " ".join((record.entity or "").lower().split()).partition("'s ")
         kin = thing.split()[:1]
         return frozenset([f"{person}'s {kin[0]}" if kin and kin[0] in PEOPLE else person] if person else [])
@@ -180,12 +195,17 @@ def owners(record: Episode | Fact, slot: str | None = None) -> frozenset[str]:
 @functools.lru_cache(maxsize=8192)
 def _owners(speaker: str | None, text: str, slot: str | None) -> frozenset[str]:
     """`owners` of a turn by `speaker` that says `text` (read once per turn and slot, not once per pair)."""
-    found = set()
+    found, before = set(), IMPLIED
     for clause in read(text).clauses:
+        after_someone, before = before not in (IMPLIED, SPEAKER, UNKNOWN, THING), clause.subject
         if clause.said and (slot is None or slot in clause.slots):
             if speaker and slot in clause.mine:
                 found.add(speaker)
             subject = clause.subject or (SPEAKER if speaker not in NOTE_TAKERS else IMPLIED)
+            if subject == THING and speaker and speaker not in NOTE_TAKERS and not after_someone:
+                found.add(speaker)  # "The agent put the rent up": the speaker's thing, unless it follows someone's
+            elif subject == THING and (speaker in NOTE_TAKERS or not speaker):
+                subject = IMPLIED  # a note's thing is anyone's, as the rest of a note is
             who = subject.replace(SPEAKER, speaker or "", 1) if subject.startswith(SPEAKER) else subject
             if who and not who.startswith("'"):
                 found.add(who)
@@ -342,19 +362,29 @@ def _same(earlier: Said, later: Said, slot: str | None, topic: frozenset[str], a
     earlier statement is about them (`about`); for a thing's slot (a framework, a deadline, who owns a piece
     of work), the thing both name, whoever says it, or the one thing of its kind both say is the same
     person's ("our standup is at 9:30" … "they moved our standup to 10"); a statement that names no one (a
-    note) is anyone's."""
+    note) is anyone's; one about a thing ("The events budget is €120,000", THING) is its speaker's, and for no
+    slot in particular anyone's to say it changed ("events got slashed to €75,000"), if both name it."""
     mine, theirs = _whose(earlier, slot), _whose(later, slot)
+    if THING in mine and earlier.speaker:
+        mine |= {earlier.speaker}  # a thing someone spoke of is theirs too: a question about them reaches it
     if not (mine or theirs) and _apart(earlier.text, later.text):
         return False  # two notes about different named things ("Interviewed Ines Moreau …", "Interviewed Pavel …")
     shared = (mine & theirs) - {UNKNOWN}
     if mine & about:
         return bool(shared & about)
+    if slot is None and THING in mine and (topic or not _apart(earlier.text, later.text)):
+        return theirs != {UNKNOWN}  # a thing's state, whoever says it changed ("the budget got cut"), not "he" alone
     if slot is not None and not SLOT_NAMES[slot].personal:
         owned = shared and topic and all(_possessed(one, slot) for one in (earlier, later))
         return any(not SLOT_NAMES[slot].cues.fullmatch(word) for word in topic) or bool(owned)
     if shared or not (mine and theirs):
         return bool(shared) or not ({UNKNOWN} & (mine | theirs))
     return False
+
+
+def same_subject(earlier: Said, later: Said) -> bool:
+    """Both statements are about one subject, whoever says them (`_same` with no slot, topic or question)."""
+    return _same(earlier, later, None, frozenset(), frozenset())
 
 
 KEPT = re.compile(r"\b(?:same|unchanged|no change to (?:my|our|the))\s+([\w-]+)")
@@ -395,7 +425,7 @@ def _mentions(text: str) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=8192)
-def _openers(text: str) -> frozenset[str]:
+def openers(text: str) -> frozenset[str]:
     """The first words of a text's sentences that it does not also name further in ("Much", "Brand" of "Much.
     Brand new boiler"): capitalised by their place, not as names; a day or month ("Mid-May") names a time."""
     first = {m[1].lower() for m in re.finditer(r"(?:^|[.!?]\s+)([\w'-]+)", text) if m[1][:1].isupper()}
@@ -420,6 +450,13 @@ def _other_thing(old: Reading, new: Reading) -> bool:
         return False
     mine, theirs = dict(old.identifiers), dict(new.identifiers)
     return any(kind in theirs and theirs[kind] != number for kind, number in mine.items())
+
+
+def _elsewhere(new: Reading) -> bool:
+    """Every change the statement says is of a subject it names ("we're moving to Tokyo, so I've swapped Italian
+    for Japanese": the second change names none, and may be the one asked about)."""
+    changing = [clause for clause in new.clauses if clause.change]
+    return all(clause.slots for clause in changing) if changing else bool(new.slots)
 
 
 def may_update(later: Episode | Fact | Said, *, present: bool = False) -> bool:
@@ -478,9 +515,9 @@ def update_reason(
         return why
     if many or (similarity < SAME_KIND and not topical) or not _same(before, after, None, topic, about):
         return None
-    if similarity < SAME_KIND and asked and new.slots and not (asked & new.slots):
-        return None  # two answers to a question about a subject, but the later one is about another
-    added -= _openers(after.text) - VALUE_WORDS  # "Much. Brand new boiler", "Funny, I was…": capitals by place
+    if similarity < SAME_KIND and asked and not (asked & new.slots) and _elsewhere(new):
+        return None  # two answers to a question about a subject, but the later one changes another
+    added -= openers(after.text) - VALUE_WORDS  # "Much. Brand new boiler", "Funny, I was…": capitals by place
     if new.ends or (
         added
         and (
@@ -488,7 +525,7 @@ def update_reason(
             or (
                 present
                 and similarity >= SAME_KIND
-                and not _one_conversation(before.record, after.record)
+                and not one_conversation(before.record, after.record)
                 and not _told_events(before, after)
             )
         )
@@ -496,24 +533,6 @@ def update_reason(
         why = "same answer" if similarity < SAME_KIND else f"same kind ({similarity:.2f})"
         return f"{why}: {new.ends or new.cue or ', '.join(sorted(added)) or 'something new'}"
     return None
-
-
-BACK = re.compile(r"\b(?:(?:went|gone|go|going|moved|switched|changed|reverted|rolled) back|back to|returned to)\b")
-
-
-def returns_to(earlier: Episode | Fact | Said, later: Episode | Fact | Said) -> str | None:
-    """The later statement goes back to a value the earlier one named ("I'm back on Vue 2", "we've gone back to
-    the old supplier", "rolled back to 2.7"): it updates whatever changed the earlier one since. None unless it
-    says so, asserts it, and is about the same owner. Either may be given read once (`said`)."""
-    after = said(later)
-    if not BACK.search(after.text.lower()):
-        return None
-    before = said(earlier)
-    old, new = before.reading, after.reading
-    named = (old.values & new.values) - _openers(after.text) - NUMBER_WORDS
-    if new.asks or new.hedged or not named or not _same(before, after, None, frozenset(), frozenset()):
-        return None
-    return f"back to {sorted(named)[0]}"
 
 
 EVENT = re.compile(  # a report of something that happened, not of how things are
@@ -544,7 +563,7 @@ def _tells(text: str) -> tuple[bool, bool]:
 CONVERSATION = timedelta(hours=1)  # two turns of no given session this close are one conversation
 
 
-def _one_conversation(earlier: Episode | Fact, later: Episode | Fact) -> bool:
+def one_conversation(earlier: Episode | Fact, later: Episode | Fact) -> bool:
     """Two turns of one conversation: one session, or, with none given, said within CONVERSATION."""
     if not (isinstance(earlier, Episode) and isinstance(later, Episode)):
         return False

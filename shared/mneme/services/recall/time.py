@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mneme.language import changes, questions
+from mneme.language import changes, questions, reverts
 from mneme.language.text import MONTH, MONTHS, meaningful_words, terms
 from mneme.models import Episode, session_position
 from mneme.records import Fact
@@ -41,7 +41,10 @@ LATEST = re.compile(
     r"\b(now|nowadays|currently|current|these days|at the moment|at present|presently|today|latest|"
     r"most recent(?:ly)?|still|any more|anymore|so far|by now)\b"
 )
-EARLIEST = re.compile(r"\b(first|earliest|originally|initially|at first|to begin with|in the beginning)\b")
+EARLIEST = re.compile(
+    r"\b(first|earliest|originally|initially|at first|to begin with|in the beginning|start(?:ed)? out|"
+    r"started (?:on|with)|did [\w' ]{1,30} start (?:on|with))\b"  # "what salary did Leon start on?"
+)
 _WINDOWS = [  # most specific first; each gives (start month offset, end month offset) within a year
     re.compile(rf"\b(?P<half>first|second) half of (?P<mon>{MONTH}),? {_YEAR}\b"),
     re.compile(rf"\b(?P<part>early|mid|late)[- ](?P<mon>{MONTH}),? {_YEAR}\b"),
@@ -255,8 +258,9 @@ PAST = re.compile(
 )
 PAST_THING = re.compile(r"\b(?<!how )(old|former|previous)\b")  # "the old rent" is the past only beside a past verb
 PAST_VERB = re.compile(
-    r"\b(did|was|were|had|happened)\b|\b(has|have|'ve)\b(?: \w+){0,3} (ever|been|done|tried|visited|had)\b"
-)
+    r"\b(did|was|were|had|happened)\b|\b(has|have|'ve)\b(?: \w+){0,3} (ever|been|done|tried|visited|had|"
+    r"talked|spoken|mentioned|said|told|shared|discussed|described|brought up|dealt with|faced|gone through)\b"
+)  # "what health problems has he talked about?" asks what was said, not how things are
 TOPICAL_SHARE = 0.3  # ... those scoring at least this share of the best one
 TOPICAL = 10  # the best answers to a question: two of them about one owner are about what it asks
 NEWER = 1.01  # the later statement of a change ranks just above the earlier one it updates
@@ -372,8 +376,10 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
     run.with_vectors(involved)
     vectors = stored_vectors(run, involved)
     winner = _latest_updaters(pool, pairs, vectors, reason)
-    _reverted(run, pool, said, at, winner)
+    restored = _reverted(run, pool, said, at, winner)
     _rank_chains(run, pool, winner, mode)
+    for i, k in restored if mode == "present" else []:
+        _above(pool[i], pool[k], "restored", "superseded")  # what a change called off had superseded, above it
     out: list[dict[str, object]] = []
     for i, (j, why, similarity) in sorted(winner.items()):
         later = pool[j]
@@ -391,8 +397,10 @@ def _latest_updaters(
 ) -> dict[int, tuple[int, str, float]]:
     """Of the pairs the words allow (at cosine 1), each earlier statement's latest updater at the pair's real
     cosine: (its index, why, cosine). Its later statements are tried latest first, so the first that updates
-    it is the one kept, and earliest first up to the first that does: the earlier statements come in the order
-    of their first updater (as if every pair were read in order of the later one, which `_reverted` reads in)."""
+    it is the one kept — unless a statement of the same conversation says more (`_strength`: "deadline: brought
+    forward" over "same answer: moved", two notes of one meeting) — and earliest first up to the first that
+    does: the earlier statements come in the order of their first updater (as if every pair were read in order
+    of the later one, which `_reverted` reads in)."""
     laters: dict[int, list[int]] = {}
     for i, j in pairs:
         laters.setdefault(i, []).append(j)
@@ -402,14 +410,35 @@ def _latest_updaters(
         why = reason(i, j, similarity)
         return (j, why, similarity) if why else None
 
+    def latest_of(i: int, found: list[int]) -> tuple[int, str, float] | None:
+        latest: tuple[int, str, float] | None = None
+        for j in reversed(found):
+            if latest is not None and not _one_conversation(pool[j], pool[latest[0]]):
+                break  # an earlier conversation: the latest one's update stands
+            hit = updates(i, j)
+            if hit is not None and (latest is None or _strength(hit[1]) > _strength(latest[1])):
+                latest = hit
+        return latest
+
     winner: dict[int, tuple[int, str, float]] = {}
     first: dict[int, int] = {}
     for i, found in laters.items():
-        latest = next((hit for j in reversed(found) if (hit := updates(i, j))), None)
+        latest = latest_of(i, found)
         if latest is not None:
             winner[i] = latest
             first[i] = next(j for j in found if j == latest[0] or updates(i, j))
     return {i: winner[i] for i in sorted(winner, key=lambda i: (first[i], i))}
+
+
+def _one_conversation(one: Candidate, other: Candidate) -> bool:
+    a, b = one.record, other.record
+    return isinstance(a, Episode) and isinstance(b, Episode) and changes.one_conversation(a, b)
+
+
+def _strength(why: str) -> int:
+    """How much an update's reason says: a change of the subject itself ("deadline: brought forward") more than
+    one of the same kind of statement, which says more than one of two answers to the question."""
+    return 0 if why.startswith("same answer") else 1 if why.startswith("same kind") else 2
 
 
 def _reverted(
@@ -418,18 +447,26 @@ def _reverted(
     said: list[changes.Said],
     at: dict[str, tuple[datetime, datetime, int]],
     winner: dict[int, tuple[int, str, float]],
-) -> None:
+) -> list[tuple[int, int]]:
     """A change undone: a later statement that goes back to the value of a statement since changed ("I've gone
-    back to my own surname") updates the change (`changes.returns_to`), which then no longer ends the chain."""
+    back to my own surname") updates the change (`reverts.returns_to`), which then no longer ends the chain; one
+    that calls the change off ("changed my mind, we're staying put": `reverts.undoes`) updates it too, and the
+    statements it had superseded stand again: returned as (statement, change) pairs."""
+    called_off = set()
     for i, (k, _, _) in list(winner.items()):
         if k in winner:
             continue
         later = [j for j in range(len(pool)) if at[pool[j].id] > at[pool[k].id]]
         for j in reversed(later):  # the latest return first
-            if why := changes.returns_to(said[i], said[j]):
+            if why := reverts.returns_to(said[i], said[j]) or reverts.undoes(said[k], said[j]):
                 run.with_vectors([pool[k], pool[j]])
                 winner[k] = (j, why, _cosine(stored_vectors(run, [pool[k], pool[j]]), pool[k], pool[j]))
+                called_off.update([k] if why.startswith("undone") else [])
                 break
+    restored = [(i, k) for i, (k, _, _) in winner.items() if k in called_off]
+    for i, _ in restored:
+        del winner[i]
+    return restored
 
 
 def _cosine(vectors: dict[str, NDArray[np.float32]], one: Candidate, other: Candidate) -> float:
@@ -440,7 +477,9 @@ def _cosine(vectors: dict[str, NDArray[np.float32]], one: Candidate, other: Cand
 
 def _rank_chains(run: Run, pool: list[Candidate], winner: dict[int, tuple[int, str, float]], mode: str) -> None:
     """For the present, each chain's current statement just above every one it superseded; for the past, the
-    statement just before the current one (the first, for "originally") just above the current one."""
+    statement just before the current one (the first, for "originally") just above the current one — of the
+    turns of its conversation, the one that answers the question best ("My ThinkPad X1 fan sounds like a jet
+    engine", not the "It's five years old." said after it)."""
     head = {i: _head(winner, i) for i in winner}  # the current statement each chain ends at
     if mode == "present":
         for i in sorted(winner):  # oldest first
@@ -449,7 +488,9 @@ def _rank_chains(run: Run, pool: list[Candidate], winner: dict[int, tuple[int, s
     first = run.when.prefer == "earliest" or bool(FIRST_TIME.search((run.request.query or "").lower()))
     for h in set(head.values()):
         chain = sorted(i for i in winner if head[i] == h)
-        _above(pool[chain[0] if first else chain[-1]], pool[h], "earlier", "later")
+        end = chain[0] if first else chain[-1]  # of its conversation, the statement the question finds best
+        told = [i for i in chain if i == end or _one_conversation(pool[i], pool[end])]
+        _above(pool[max(told, key=lambda i: (pool[i].score, -i))], pool[h], "earlier", "later")
 
 
 def _changed_weigh_less(run: Run) -> None:

@@ -1,0 +1,54 @@
+"""Changes undone: a later statement that goes back to an earlier value ("I've gone back to my own surname") or
+calls a change off ("changed my mind, we're staying put"). Recall's time stage reads them after the changes
+(`mneme.language.changes.update_reason`) to end a chain where it really ends."""
+
+from __future__ import annotations
+
+import re
+
+from mneme.language.changes import NUMBER_WORDS, Said, openers, said, same_subject
+from mneme.models import Episode
+from mneme.records import Fact
+
+BACK = re.compile(  # "gone back to", "rolled back to 2.7", "re-contracted with Plusnet", "with Shipton again"
+    r"\b(?:(?:went|gone|go|going|moved|switched|changed|reverted|rolled) back|back to|returned to|again|"
+    r"stays?|remains?|re-?(?:contracted|signed|joined|subscribed|registered|enrolled|hired|booked))\b"
+)
+
+
+def returns_to(earlier: Episode | Fact | Said, later: Episode | Fact | Said) -> str | None:
+    """The later statement goes back to a value the earlier one named ("I'm back on Vue 2", "we've gone back to
+    the old supplier", "rolled back to 2.7"): it updates whatever changed the earlier one since. None unless it
+    says so, asserts it, and is about the same owner. Either may be given read once (`said`)."""
+    after = said(later)
+    if not BACK.search(after.text.lower()):
+        return None
+    before = said(earlier)
+    old, new = before.reading, after.reading
+    named = (old.values & new.values) - openers(after.text) - NUMBER_WORDS
+    if new.asks or new.hedged or not named or not same_subject(before, after):
+        return None
+    return f"back to {sorted(named)[0]}"
+
+
+UNDONE = re.compile(  # a change called off before or after it happened: the earlier value stands
+    r"\b(?:cancel(?:l?ed|l?ing|s)|changed (?:my|our|his|her|their) minds?|f[ae]ll(?:s|ing)? through|"
+    r"did(?:n't| not) go (?:ahead|through)|not going ahead|pulled out|backed out|called (?:it|the [\w-]+) off|"
+    r"(?:stay|staying|stayed|sticking|stuck) (?:put|where (?:i|we) (?:was|were|am|are)))\b"
+)
+
+
+def undoes(change: Episode | Fact | Said, later: Episode | Fact | Said) -> str | None:
+    """The later statement calls a change off ("changed my mind, we're staying put", "the move fell through"):
+    the statements the change superseded stand again. None unless it asserts so, shares a word with the change
+    and is about the same owner. Either may be given read once (`said`)."""
+    after = said(later)
+    undone = UNDONE.search(after.text.lower())
+    if undone is None or after.reading.asks or after.reading.hedged:
+        return None
+    before = said(change)
+    if not before.reading.content & after.reading.content or not same_subject(before, after):
+        return None
+    if after.reading.values - before.reading.values - openers(after.text) - NUMBER_WORDS:
+        return None  # "Direct Line cancelled; insured with Zurich from 20 August": a new value, a change again
+    return f"undone: {undone[0]}"
