@@ -433,3 +433,5 @@ def test_a_return_is_said_in_many_ways() -> None:
 
 def test_a_number_word_opening_a_sentence_names_no_one() -> None:
     assert changes.owners(turn("Ten years vegetarian this month.", "Lorna")) == {"lorna"}
+    # a name that opens a sentence about something of ours is a thing, not a person ("Netflix Standard is…")
+    assert "tilly" in changes.owners(turn("Spotify Family is our one luxury, £17.99 a month.", "Tilly"))

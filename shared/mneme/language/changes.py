@@ -123,6 +123,7 @@ COMMON = (STOPWORDS - {"is", "was", "has", "had", "will", "just", "now", "can"})
 )
 VERBAL = ("ing", "ed", "ly")  # a capitalised word ending so opens a sentence; it names no one
 SPEAKER, UNKNOWN, IMPLIED = "@", "?", ""  # a clause about the speaker; about "he" or "you"; naming no one
+OURS = re.compile(r"\b(?:our|ours)\b", re.I)
 THING = "*"  # a clause about a thing ("The events budget is €120,000"): anyone may say it changed
 THE = re.compile(  # a clause that opens on a thing: "The data pipeline…", "This laptop…"; not a time ("This morning")
     r"^(?:the|this|that|these|those) (?!(?:morning|afternoon|evening|night|week|weekend|month|year|day|time|"
@@ -165,6 +166,8 @@ def _subject(text: str, current: str) -> str:
     named = NAMED.match(text)
     first = named[1].split()[0].lower() if named else ""
     if named and first not in COMMON | NUMBER_WORDS and not first.endswith(VERBAL) and named[2] not in COMMON:
+        if OURS.search(text):
+            return THING  # "Netflix Standard is our one luxury": a thing of ours, not a person
         return named[1].lower().removesuffix("'s")  # "Arlo's settled", "Priya's bike": Arlo, Priya
     return current
 
