@@ -329,9 +329,10 @@ def _others_facts(run: Run, live: list[Candidate]) -> int:
     weighed = 0
     for candidate in live:
         fact = candidate.record
-        if not isinstance(fact, Fact) or not (owners := changes.owners(fact)) - {changes.THING} or owners & about:
-            continue  # a fact about no one, or about a thing ("The data pipeline uses Python 3.8."), is no one's
-        if speakers and (by_name or all(terms(owner.split("'s ")[0]) <= speakers for owner in owners)):
+        if not isinstance(fact, Fact) or not (owners := changes.owners(fact)) or owners & about:
+            continue
+        people = owners - {changes.THING}  # a thing's fact ("The data pipeline uses…") is no participant's
+        if speakers and (by_name or (people and all(terms(owner.split("'s ")[0]) <= speakers for owner in people))):
             candidate.scores["other_person"] = OTHER_PERSON
             candidate.score *= OTHER_PERSON
             weighed += 1
