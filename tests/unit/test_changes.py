@@ -435,3 +435,12 @@ def test_a_number_word_opening_a_sentence_names_no_one() -> None:
     assert changes.owners(turn("Ten years vegetarian this month.", "Lorna")) == {"lorna"}
     # a name that opens a sentence about something of ours is a thing, not a person ("Netflix Standard is…")
     assert "tilly" in changes.owners(turn("Spotify Family is our one luxury, £17.99 a month.", "Tilly"))
+
+
+def test_a_later_statement_that_says_the_thing_asked_about_stayed_does_not_update_it() -> None:
+    pills = turn("Every morning: 10 mg ramipril and 20 mg simvastatin, with breakfast.")
+    later = turn("The GP doubled the simvastatin to 40 mg. She didn't touch the ramipril, my pressure's fine.")
+    months_on = later.model_copy(update={"occurred_at": AT + timedelta(days=120)})
+    asked_ramipril = frozenset(["ramipril", "dose"])
+    assert changes.update_reason(pills, months_on, 0.6, present=True, words=asked_ramipril) is None
+    assert changes.update_reason(pills, months_on, 0.6, present=True, words=frozenset(["simvastatin", "dose"]))

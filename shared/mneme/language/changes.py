@@ -390,13 +390,21 @@ def same_subject(earlier: Said, later: Said) -> bool:
     return _same(earlier, later, None, frozenset(), frozenset())
 
 
-KEPT = re.compile(r"\b(?:same|unchanged|no change to (?:my|our|the))\s+([\w-]+)")
+KEPT = re.compile(  # "same job", "didn't touch the amlodipine", "melatonin stays the same"
+    r"\b(?:same|unchanged|no change to (?:my|our|the))\s+([\w-]+)|"
+    r"\b(?:did(?:n't| not)|has(?:n't| not)|have(?:n't| not)) (?:touch|change|alter)(?:ed)? "
+    r"(?:the|my|our|his|her) ([\w-]+)|"
+    r"\b([\w-]+) (?:stays?|stayed|remains?|is staying) (?:the same|unchanged|as (?:it|they) (?:is|was|are|were))"
+)
 
 
-def _kept(text: str, asked: frozenset[str]) -> bool:
-    """The text says a subject asked about stayed as it was ("same job", "same school")."""
-    kept = [f"my {m[1]}" for m in KEPT.finditer(text.lower())]
-    return any(SLOT_NAMES[name].cues.search(thing) for name in asked for thing in kept)
+def _kept(text: str, asked: frozenset[str], words: frozenset[str]) -> bool:
+    """The text says a subject asked about stayed as it was ("same job", "same school"), or a thing the question
+    names ("didn't touch the amlodipine" for "What amlodipine dose is Maureen on?")."""
+    kept = [next(group for group in m.groups() if group) for m in KEPT.finditer(text.lower())]
+    return bool(words & set(kept)) or any(
+        SLOT_NAMES[name].cues.search(f"my {thing}") for name in asked for thing in kept
+    )
 
 
 def _whose(one: Said, slot: str | None) -> frozenset[str]:
@@ -485,6 +493,7 @@ def update_reason(
     topical: bool = False,
     asked: frozenset[str] = frozenset(),
     about: frozenset[str] = frozenset(),
+    words: frozenset[str] = frozenset(),
 ) -> str | None:
     """Why `later` updates `earlier` ("home: moved", "manager: aisha instead of greg"), or None (the module's
     rules). `similarity`: the cosine of the two statements' stored vectors. `present`: the question asks how
@@ -494,8 +503,9 @@ def update_reason(
     both statements are among the best answers to the question asked, which then says what they are about:
     change language and a new value are enough, without similar vectors, unless the later statement is about
     other slots than the question's (`asked`, `questions.question_slots`). `about`: the people the question asks about
-    (`people`); a statement about one of them is updated only by one about them too. The caller checks that
-    `later` came after `earlier`; either may be given read once (`said`)."""
+    (`people`); a statement about one of them is updated only by one about them too. `words`: the question's
+    meaningful words; a later statement that says one of them stayed ("didn't touch the amlodipine") updates
+    nothing. The caller checks that `later` came after `earlier`; either may be given read once (`said`)."""
     before, after = said(earlier), said(later)
     old, new = before.reading, after.reading
     added = new.values - old.values
@@ -507,7 +517,7 @@ def update_reason(
         return None  # one more of something, or an echo: nothing the earlier did not say
     if {v for v in old.values & about if NUMBER.fullmatch(v)} - new.values or _other_thing(old, new):
         return None  # the earlier one names the thing the question asks about ("order 1417"), the later one not
-    if asked and _kept(after.text, asked):
+    if (asked or words) and _kept(after.text, asked, words):
         return None  # a partial change that says the subject asked about stayed: "moved to Wokingham, same job"
     topic = (old.content & new.content) - old.values - new.values
     shared = old.slots & new.slots

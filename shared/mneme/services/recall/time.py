@@ -348,13 +348,14 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
     pool.sort(key=lambda c: (at[c.id], c.id))
     query = run.request.query or ""
     present, about, asked = mode == "present", questions.people(query), questions.question_slots(query)
+    words = frozenset(meaningful_words(query))
 
     said = [changes.said(records[c.id]) for c in pool]  # each read once, compared with every other
 
     def reason(i: int, j: int, similarity: float) -> str | None:
         topical = pool[i].id in best and pool[j].id in best
         return changes.update_reason(
-            said[i], said[j], similarity, present=present, topical=topical, asked=asked, about=about
+            said[i], said[j], similarity, present=present, topical=topical, asked=asked, about=about, words=words
         )
 
     updaters = [changes.may_update(one, present=present) for one in said]  # screened once, not per pair
