@@ -444,3 +444,13 @@ def test_a_later_statement_that_says_the_thing_asked_about_stayed_does_not_updat
     asked_ramipril = frozenset(["ramipril", "dose"])
     assert changes.update_reason(pills, months_on, 0.6, present=True, words=asked_ramipril) is None
     assert changes.update_reason(pills, months_on, 0.6, present=True, words=frozenset(["simvastatin", "dose"]))
+
+
+def test_a_date_that_goes_live_later_or_a_target_someone_sets_is_a_change() -> None:
+    weeks_on = {"occurred_at": AT + timedelta(days=21)}
+    slipped = turn("Intranet relaunch slipped: go-live 9 May while legal signs off.", None)
+    later = turn("Accessibility audit added a week. The relaunch goes live 16 May.", None).model_copy(update=weeks_on)
+    assert changes.update_reason(slipped, later, 0.6, present=True) is not None
+    target = turn("Set my daily target at 2,400 kcal while I'm climbing.")
+    coach = turn("The physio wants me at 2,000 until the finger heals.").model_copy(update=weeks_on)
+    assert changes.update_reason(target, coach, 0.4, present=True, topical=True) is not None

@@ -59,7 +59,8 @@ CHANGES = re.compile(  # a change said as such: enough beside a subject the earl
     r"lowered|promoted|transferred|"
     r"joined|hired|became|become|back to|returned|went (?:vegan|vegetarian|back)|adopted|took up|taking up|"
     r"signed (?:[\w-]+ ){0,2}(?:up|with|for|on)|enrolled|renamed|got (?:married|engaged)|slip(?:s|ped)|bought|"
-    r"offered (?:me|him|her|them|us)|accepted|got the job|took the job|put (?:me|him|her|them|us) on(?:to)?)\b"
+    r"offered (?:me|him|her|them|us)|accepted|got the job|took the job|"
+    r"(?:put|wants?|has|have) (?:me|him|her|them|us) (?:on(?:to)?|at))\b"
 )
 WEAK = re.compile(  # words that often come with a change but also without one: they need a new value beside them
     r"\b(?:now|new|started|starting|begun|began|finally|turned|as of|these days|got an?|"
@@ -71,7 +72,10 @@ HEDGE = re.compile(
     r"discuss(?:ed|es|ing)?|talk(?:ed|ing)? (?:about|of)|propos(?:ed|es|ing|al)|suggest(?:ed|s|ing|ion)|floated|"
     r"trial(?:l?ing|l?ed)?|trying (?:out )?|testing (?:out )?|looking (?:at|for|into|around))\b"
 )  # talk of a change is no change: "owners discussed opening on Sundays"; nor is a trial: "trialling Marriage's"
-ADDS = re.compile(r"\b(?:too|also|as well|another|second|third|one more|extra|added|plus)\b")
+ADDS = re.compile(  # one more of something; not time added to a date ("review added a week": a delay)
+    r"\b(?:too|also|as well|another|second|third|one more|extra|added(?! (?:a|an|one|two|three) (?:days?|weeks?|"
+    r"fortnight|months?))|plus)\b"
+)
 QUESTION_START = re.compile(
     r"^(?:do|does|did|is|are|was|were|can|could|will|would|have|has|had|what|where|when|who|why|how|which|"
     r"whose)\b"
