@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LAYER_PINS := $(VENV)/layer-pins.txt
 SERVE_STAMP := $(VENV)/.installed-serve
 EXAMPLES_STAMP := $(VENV)/.installed-examples
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
@@ -14,15 +15,21 @@ export POWERTOOLS_METRICS_DISABLED := true
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-$(SERVE_STAMP): pyproject.toml clients/python/pyproject.toml  # what serving needs: the local engine and the MCP server
+# The Lambda layer's pins (infra/layer-requirements.txt) constrain the local install too: what runs and is tested
+# here is what deploys (tests/cloud/test_layer_only.py), whatever PyPI published since the lock. numpy's pin needs
+# Lambda's Python 3.12; 3.11 here runs the 2.4 line (STAND_INS in tests/cloud/lambda_paths.py).
+$(LAYER_PINS): infra/layer-requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	sed -n 's/^\([A-Za-z0-9_.-]*==[^ ]*\).*/\1/p' infra/layer-requirements.txt | grep -v '^numpy==' > $(LAYER_PINS)
+
+$(SERVE_STAMP): pyproject.toml clients/python/pyproject.toml $(LAYER_PINS)  # what serving needs: the local engine and the MCP server
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e clients/python  # the SDK first: Mneme depends on it and PyPI does not have it
-	$(BIN)/pip install --quiet -e '.[local,mcp]'
+	$(BIN)/pip install --quiet -c $(LAYER_PINS) -e clients/python  # the SDK first: Mneme depends on it and PyPI does not have it
+	$(BIN)/pip install --quiet -c $(LAYER_PINS) -e '.[local,mcp]'
 	touch $(SERVE_STAMP)
 
 $(STAMP): $(SERVE_STAMP)  # and the dev, fuzzing and CDK toolchains for tests and checks
-	$(BIN)/pip install --quiet -e '.[local,dev,infra,mcp]'
+	$(BIN)/pip install --quiet -c $(LAYER_PINS) -e '.[local,dev,infra,mcp]'
 	touch $(STAMP)
 
 node_modules/.installed: package.json package-lock.json
@@ -37,7 +44,7 @@ $(TS_CLIENT)/node_modules/.installed: $(TS_CLIENT)/package.json $(TS_CLIENT)/pac
 install: $(STAMP)  ## create .venv with every dependency
 
 $(EXAMPLES_STAMP): $(SERVE_STAMP) clients/python/pyproject.toml
-	$(BIN)/pip install --quiet -e 'clients/python[examples]'
+	$(BIN)/pip install --quiet -c $(LAYER_PINS) -e 'clients/python[examples]'
 	touch $(EXAMPLES_STAMP)
 
 examples: $(EXAMPLES_STAMP)  ## add to .venv what examples/ and docs/integrations.md run with (LangGraph, Strands Agents, OpenAI Agents SDK)
