@@ -44,7 +44,7 @@ $(TS_CLIENT)/node_modules/.installed: $(TS_CLIENT)/package.json $(TS_CLIENT)/pac
 install: $(STAMP)  ## create .venv with every dependency
 
 $(EXAMPLES_STAMP): $(SERVE_STAMP) clients/python/pyproject.toml
-	$(BIN)/pip install --quiet -c $(LAYER_PINS) -e 'clients/python[examples]'
+	$(BIN)/pip install --quiet -e 'clients/python[examples]'
 	touch $(EXAMPLES_STAMP)
 
 examples: $(EXAMPLES_STAMP)  ## add to .venv what examples/ and docs/integrations.md run with (LangGraph, Strands Agents, OpenAI Agents SDK)
