@@ -489,11 +489,15 @@ def test_a_writers_draft_beside_the_published_item_across_the_listings_page_boun
     assert cli.main(["keys", "create", "--principal", "wendy", "--roles", "writer", "--json"]) == 0
     wendy_key = json.loads(capsys.readouterr().out)["api_key"]
     draft = Client(server, wendy_key).create_memory("dup", json.dumps({"who": "draft"}), scope="root.agents.p.b")
-    for _ in range(30):  # ids are random: publish until the published memory's id sorts before the draft's
+    # ids are random (uuid4): publish until the published memory's id sorts before the draft's. A draft whose id
+    # sorts low needs many tries: 30 left ~3 % of runs without one (it failed CI on 5 Dec); 400 leave 1 in 401.
+    for _ in range(400):
         admin.put(("p", "b"), "dup", {"who": "published"})
         if Client(server, key).find_memory("root.agents.p.b", "dup").memory_id < draft.memory_id:
             break
         admin.delete(("p", "b"), "dup")
+    else:
+        pytest.fail(f"no published id sorted before the draft's ({draft.memory_id}) in 400 tries")
     admin.put(("p", "c"), "z", {"i": 999})
     sync, asynchronous = Logged(), AsyncLogged()
     clients = Client(server, wendy_key, transport=sync), AsyncClient(server, wendy_key, transport=asynchronous)
