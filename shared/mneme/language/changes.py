@@ -589,6 +589,12 @@ def one_conversation(earlier: Episode | Fact, later: Episode | Fact) -> bool:
     return abs(later.occurred_at - earlier.occurred_at) <= CONVERSATION
 
 
+def strength(why: str) -> int:
+    """How much an `update_reason` says: a change of the subject itself ("deadline: brought forward") more than one
+    of the same kind of statement, which says more than one of two answers to the question."""
+    return 0 if why.startswith("same answer") else 1 if why.startswith("same kind") else 2
+
+
 def _slot_change(
     earlier: Said, later: Said, shared: list[str], topic: frozenset[str], about: frozenset[str]
 ) -> tuple[bool, str | None]:

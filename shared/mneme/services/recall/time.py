@@ -398,7 +398,7 @@ def _latest_updaters(
 ) -> dict[int, tuple[int, str, float]]:
     """Of the pairs the words allow (at cosine 1), each earlier statement's latest updater at the pair's real
     cosine: (its index, why, cosine). Its later statements are tried latest first, so the first that updates
-    it is the one kept — unless a statement of the same conversation says more (`_strength`: "deadline: brought
+    it is the one kept — unless a statement of the same conversation says more (`changes.strength`: "deadline: brought
     forward" over "same answer: moved", two notes of one meeting) — and earliest first up to the first that
     does: the earlier statements come in the order of their first updater (as if every pair were read in order
     of the later one, which `_reverted` reads in)."""
@@ -417,7 +417,7 @@ def _latest_updaters(
             if latest is not None and not _one_conversation(pool[j], pool[latest[0]]):
                 break  # an earlier conversation: the latest one's update stands
             hit = updates(i, j)
-            if hit is not None and (latest is None or _strength(hit[1]) > _strength(latest[1])):
+            if hit is not None and (latest is None or changes.strength(hit[1]) > changes.strength(latest[1])):
                 latest = hit
         return latest
 
@@ -436,12 +436,6 @@ def _one_conversation(one: Candidate, other: Candidate) -> bool:
     return isinstance(a, Episode) and isinstance(b, Episode) and changes.one_conversation(a, b)
 
 
-def _strength(why: str) -> int:
-    """How much an update's reason says: a change of the subject itself ("deadline: brought forward") more than
-    one of the same kind of statement, which says more than one of two answers to the question."""
-    return 0 if why.startswith("same answer") else 1 if why.startswith("same kind") else 2
-
-
 def _reverted(
     run: Run,
     pool: list[Candidate],
@@ -453,16 +447,19 @@ def _reverted(
     back to my own surname") updates the change (`reverts.returns_to`), which then no longer ends the chain; one
     that calls the change off ("changed my mind, we're staying put": `reverts.undoes`) updates it too, and the
     statements it had superseded stand again: returned as (statement, change) pairs."""
-    called_off = set()
+    called_off: set[int] = set()
     for i, (k, _, _) in list(winner.items()):
         if k in winner:
             continue
         later = [j for j in range(len(pool)) if at[pool[j].id] > at[pool[k].id]]
         for j in reversed(later):  # the latest return first
-            if why := reverts.returns_to(said[i], said[j]) or reverts.undoes(said[k], said[j]):
+            back = reverts.returns_to(said[i], said[j])
+            off = None if back else reverts.undoes(said[k], said[j])
+            if why := back or off:
                 run.with_vectors([pool[k], pool[j]])
                 winner[k] = (j, why, _cosine(stored_vectors(run, [pool[k], pool[j]]), pool[k], pool[j]))
-                called_off.update([k] if why.startswith("undone") else [])
+                if off:
+                    called_off.add(k)
                 break
     restored = [(i, k) for i, (k, _, _) in winner.items() if k in called_off]
     for i, _ in restored:
