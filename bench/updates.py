@@ -35,7 +35,7 @@ first (the same cases), past answered (`top`, over the `past` cases). `--consoli
 one `POST /v1/consolidate` over each part and shape's scopes (waited for), side by side. `--misses`
 prints each failing case with its top 3 results.
 
-    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|all] [--shape messages|session-time|all]
+    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|all] [--shape messages|session-time|all]
         [--consolidate] [--misses] [--case REGEX] [--json FILE]
 
 `dev/` is for tuning; `check/` was written after it with other wording, topics and people, and is never
@@ -45,6 +45,11 @@ the untouched measure, whatever the other parts have been tuned on.
 `dev3/` was written on 5 Dec 2026 without reading the rules, to tune on: changes implied by an event,
 partial, reverted and successive changes, questions about the value before a change, two people in a
 scope, long gaps and asides (its case names start `d3-`).
+`check3/` was written on 5 Dec 2026 blind: without reading the recall, language or consolidation code or
+the other parts' cases, and without scoring it while it was written; it is never tuned on (its case names
+start `c3-`): changes said in other words than the first statement, implied by an event, in passing, as
+an answer or after unrelated sessions, long days, three or four sessions, assistants and agent notes,
+and `unchanged`, `other-person` and `past` cases so that the latest statement alone cannot pass.
 MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's.
 
 Case file format (several cases a file; blank lines and other '#' lines are comments):
@@ -79,7 +84,7 @@ import httpx
 from conversations import Server, consolidate, written
 
 SET = c.ROOT / "bench" / "updates"
-PARTS = ("dev", "check", "dev2", "check2", "dev3")
+PARTS = ("dev", "check", "dev2", "check2", "dev3", "check3")
 SHAPES = ("messages", "session-time")
 KINDS = ("current", "past", "other-person", "unchanged")
 NOW_KINDS = ("current", "other-person", "unchanged")  # asked about the present: current first, stale first
