@@ -150,7 +150,8 @@ def _unprefixed(text: str) -> str:  # a turn's text without the "Name: " it may 
     return SPEAKER_PREFIX.sub("", text.strip(), count=1)
 
 
-def _speaker(record: Episode | Fact) -> str | None:
+def speaker(record: Episode | Fact) -> str | None:
+    """Who said a turn (`metadata.speaker`), normalised; None for a fact or a turn without one."""
     value = record.metadata.get("speaker") if isinstance(record, Episode) else None
     return " ".join(value.lower().split()) or None if isinstance(value, str) else None
 
@@ -196,7 +197,7 @@ def owners(record: Episode | Fact, slot: str | None = None) -> frozenset[str]:
         person, _, thing = " ".join((record.entity or "").lower().split()).partition("'s ")
         kin = thing.split()[:1]
         return frozenset([f"{person}'s {kin[0]}" if kin and kin[0] in PEOPLE else person] if person else [])
-    return _owners(_speaker(record), statement(record), slot)
+    return _owners(speaker(record), statement(record), slot)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -360,7 +361,7 @@ def said(record: Episode | Fact | Said) -> Said:
     if isinstance(record, Said):
         return record
     text = statement(record)
-    return Said(record, text, _speaker(record), read(text))
+    return Said(record, text, speaker(record), read(text))
 
 
 # -- whether a later statement updates an earlier one ----------------------------------------------------
@@ -402,7 +403,7 @@ KEPT = re.compile(  # "same job", "didn't touch the amlodipine", "melatonin stay
 )
 
 
-def _kept(text: str, asked: frozenset[str], words: frozenset[str]) -> bool:
+def kept(text: str, asked: frozenset[str], words: frozenset[str]) -> bool:
     """The text says a subject asked about stayed as it was ("same job", "same school"), or a thing the question
     names ("didn't touch the amlodipine" for "What amlodipine dose is Maureen on?")."""
     kept = [next(group for group in m.groups() if group) for m in KEPT.finditer(text.lower())]
@@ -521,7 +522,7 @@ def update_reason(
         return None  # one more of something, or an echo: nothing the earlier did not say
     if {v for v in old.values & about if NUMBER.fullmatch(v)} - new.values or _other_thing(old, new):
         return None  # the earlier one names the thing the question asks about ("order 1417"), the later one not
-    if (asked or words) and _kept(after.text, asked, words):
+    if (asked or words) and kept(after.text, asked, words):
         return None  # a partial change that says the subject asked about stayed: "moved to Wokingham, same job"
     topic = (old.content & new.content) - old.values - new.values
     shared = old.slots & new.slots

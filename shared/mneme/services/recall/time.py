@@ -25,6 +25,7 @@ from mneme.language import changes, questions, reverts
 from mneme.language.text import MONTH, MONTHS, meaningful_words, terms
 from mneme.models import Episode, session_position
 from mneme.records import Fact
+from mneme.services.recall.later import later_first
 from mneme.services.recall.records import STALE, Record
 from mneme.services.recall.run import QueryTime, stored_vectors
 
@@ -224,6 +225,7 @@ def time_stage(run: Run) -> None:
         _changed_weigh_less(run)
     named_change = before_change(run) if truth == "past" else 0
     superseded = current_truth(run, truth) if truth is not None else []
+    later = later_first(run, superseded, SAYS_WHEN if when.asks_when else None) if truth == "present" else None
     window = [when.since.isoformat(), when.until.isoformat()] if when.since and when.until else None
     run.note(
         "time",
@@ -237,6 +239,7 @@ def time_stage(run: Run) -> None:
         truth=truth,
         named_change=named_change,
         superseded=superseded,
+        later=later,
     )
 
 

@@ -1,0 +1,169 @@
+"""For a question about the present, a person's later statement of the same kind comes before their earlier one,
+even when no word of change ties them ("I do the weekly shop at the Aldi on Mill Road" … months later … "Lidl by
+the retail park for the weekly shop, empty on Saturday mornings").
+
+`time.current_truth` reads change in words (`mneme.language.changes`): when it finds one, the later statement
+supersedes the earlier, which is marked as changed. Much change is said in words no rule knows; this is the weaker,
+wordless rule, for what the words left alone. Among the LATER_WINDOW best answers, when the best is one person's
+statement that no change was read of, the latest of theirs among the others that was said in a later conversation,
+is of the same kind (cosine at least LATER_KIND) and scores at least LATER_SHARE of the best ranks just above it
+(`scores.later`), if it names something the first did not, uses no change words (those the rules read, and left
+alone), has no maybe, plan or promise, "still" or "my old …" anywhere, does not say what is asked about stayed, is
+about that person (or the person the question names), does not answer someone else's news (`_replies`), says when
+if the question asks when and the first does, and is not followed by a statement of theirs naming the first value
+again (`_restated`). It reorders only answers already among the best, so what a search finds is the same, and it marks
+nothing as changed: both may be true.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mneme.language import changes, questions
+from mneme.language.slots import VALUE_WORDS
+from mneme.language.text import meaningful_words
+from mneme.models import Episode, context_session, session_position
+from mneme.records import Fact
+from mneme.search_models import has_metadata
+from mneme.services.recall.run import stored_vectors
+
+if TYPE_CHECKING:
+    from mneme.services.recall.run import Candidate, Run
+
+LATER_WINDOW = 4  # the best answers the rule reorders
+LATER_SHARE = 0.1  # ... a later statement scoring at least this share of the best one
+LATER_KIND = 0.2  # ... and saying the same kind of thing: this cosine or more between the two
+REPLY_TURNS = 3  # the turns before a statement read for someone else's news it answers
+ABOVE = 1.01  # the later statement's score: just above the best one's
+STILL = re.compile(r"\bstill\b")  # "I'm still chained to my audit spreadsheets": the first holds
+UNDECIDED = re.compile(r"\bthink (?:about|it over)\b")  # "they offered me plot 22 … I said I'd think about it"
+BEFORE = re.compile(r"\b(?:(?:my|our|his|her|their|the) (?:old|former|previous|ex)\b|used to|back (?:then|when))")
+NOT_NOW = (STILL, BEFORE, UNDECIDED, changes.HEDGE, changes.FUTURE)  # anywhere in it: not how things are now
+
+
+def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[str] | None) -> dict[str, object] | None:
+    """The later statement of the best answer's person raised just above it (`scores.later`): which, over which, at
+    what cosine; None when there is none. `read`: the changes `current_truth` read (ids and their updaters), which
+    this rule leaves alone. `says_when`: for a question asking when, the words of a text that says when."""
+    best = sorted(run.candidates.values(), key=lambda c: (-c.score, c.id))[:LATER_WINDOW]
+    chained = {str(one[key]) for one in read for key in ("id", "by")}
+    if len(best) < 2 or not _statement(best[0]) or best[0].id in chained:
+        return None
+    top = best[0]
+    assert isinstance(top.record, Episode | Fact)
+    first = changes.said(top.record)
+    whose = changes.owners(top.record) - {changes.UNKNOWN}
+    if not changes.may_be_updated(first) or not whose:
+        return None
+    query = run.request.query or ""
+    about, asked, words = questions.people(query), questions.question_slots(query), frozenset(meaningful_words(query))
+    found: list[tuple[Candidate, float]] = []
+    for later in best[1:]:
+        if later.score < LATER_SHARE * top.score:
+            break
+        if later.id in chained or not _by(later, whose, top) or not _after(top, later):
+            continue
+        then = changes.said(later.record)  # type: ignore[arg-type]
+        new, old = then.reading, first.reading
+        named = new.values - old.values - (changes.openers(then.text) - VALUE_WORDS)
+        if not changes.may_update(then, present=True) or not named or new.ends or new.cue:
+            continue  # a question, a plan, nothing new named, or change words (`current_truth` read those)
+        lowered = then.text.lower()
+        if any(p.search(lowered) for p in NOT_NOW) or changes.kept(then.text, asked, words):
+            continue  # the first holds, of the past ("my old team"), a maybe, a plan, or what is asked about stayed
+        if says_when and says_when.search(first.text.lower()) and not says_when.search(lowered):
+            continue  # asked when, the first says when and this one not ("book club is moving to the library")
+        if not (about or {then.speaker}) & changes.owners(then.record) or _replies(run, later):
+            continue  # about someone else ("Orla's moved to Berlin" for "Where does Tess live?"), or their news
+        if (similarity := _cosine(run, top, later)) >= LATER_KIND:
+            found.append((later, similarity))
+    if not found:
+        return None
+    later, similarity = max(found, key=lambda one: _when(one[0]))  # of several, the latest
+    if _restated(best, top, later):
+        return None
+    later.scores["later"] = round(top.score * ABOVE / max(later.score, 1e-9), 6)
+    later.score = top.score * ABOVE
+    return {"id": later.id, "over": top.id, "similarity": round(similarity, 6)}
+
+
+def _when(candidate: Candidate) -> tuple[datetime, datetime, int]:
+    record = candidate.record
+    assert isinstance(record, Episode)
+    return session_position(record)
+
+
+def _restated(best: list[Candidate], top: Candidate, later: Candidate) -> bool:
+    """A statement of the later one's speaker after it names again what the best answer said and it did not ("due
+    31 March" … "extension to 30 April" … "correction: ours stays 31 March"): the first value stands."""
+    first, then = changes.said(top.record).reading, changes.said(later.record).reading  # type: ignore[arg-type]
+    gone, speaker = first.values - then.values, changes.speaker(later.record)  # type: ignore[arg-type]
+    return any(
+        isinstance(record := other.record, Episode)
+        and changes.speaker(record) == speaker
+        and _when(other) > _when(later)
+        and gone & changes.said(record).reading.values
+        for other in best
+    )
+
+
+def _replies(run: Run, later: Candidate) -> bool:
+    """`later` answers someone else's news: one of the REPLY_TURNS turns before it in its conversation, another
+    person's that the caller may read, says a change ("I've relocated to Amsterdam" … "Neighbours! Only forty
+    minutes on the train"). Read from the store: the news rarely answers the question itself."""
+    record = later.record
+    assert isinstance(record, Episode)
+    session = context_session(record)
+    if session is None:
+        return False
+    speaker, at = changes.speaker(record), session_position(record)
+    for turn in run.deps.store.session_episodes(run.flt.tenant, record.scope_id, session, at, REPLY_TURNS):
+        other = changes.speaker(turn)
+        if turn.archived or other in (None, speaker) or other in changes.NOTE_TAKERS:
+            continue
+        news = changes.said(turn).reading
+        if has_metadata(turn.metadata, run.flt) and (news.ends or news.cue) and not news.asks:
+            return True
+    return False
+
+
+def _statement(top: Candidate) -> bool:
+    """An episode, or a claim fact, that no change was read of."""
+    record = top.record
+    return (isinstance(record, Episode) or (isinstance(record, Fact) and record.tier == "raw")) and top.changed is None
+
+
+def _by(later: Candidate, whose: frozenset[str], top: Candidate) -> bool:
+    """`later` is an episode whose speaker, a person and not a note taker, is the best answer's speaker, or, for a
+    claim fact, the person it is about."""
+    record = later.record
+    if not isinstance(record, Episode) or later.changed is not None:
+        return False
+    speaker = changes.speaker(record)
+    if speaker is None or speaker in changes.NOTE_TAKERS or speaker not in whose:
+        return False
+    return isinstance(top.record, Fact) or changes.speaker(top.record) == speaker  # type: ignore[arg-type]
+
+
+def _after(top: Candidate, later: Candidate) -> bool:
+    """`later` was said in a later conversation than the best answer (for a claim fact: after it held, and not one of
+    the turns it was drawn from)."""
+    one, other = top.record, later.record
+    if not isinstance(other, Episode):
+        return False
+    if isinstance(one, Fact):
+        return other.occurred_at > one.valid_from and later.id not in one.source_episode_ids
+    assert isinstance(one, Episode)
+    return session_position(other) > session_position(one) and not changes.one_conversation(one, other)
+
+
+def _cosine(run: Run, one: Candidate, other: Candidate) -> float:
+    """The cosine of two candidates' stored vectors, 0 when either has none (read, not loaded into the candidates:
+    what a later stage reads of them stays as it was)."""
+    vectors = stored_vectors(run, [one, other])
+    a, b = vectors.get(one.id), vectors.get(other.id)
+    return float(np.dot(a, b)) if a is not None and b is not None else 0.0

@@ -1,0 +1,89 @@
+"""recall's wordless rule (`services/recall/later.py`): for a question about the present, a person's later statement
+of the same kind ranks above their earlier one among the best answers, without words of change; not another
+person's, not a maybe, not a "still", not a reply to someone else's news, not for a question about the past."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mneme.bootstrap import Services
+from tests.unit.test_recall_ranking import DAY, recall, say
+
+JANUARY, MAY = DAY.replace(year=2024, month=1), DAY.replace(year=2024, month=5)
+QUESTION = "Where does Kofi do his weekly shop?"
+
+
+def time_trace(services: Services, question: str) -> dict[str, Any]:
+    response = recall(services, question, explain=True)
+    assert response.explain is not None
+    return next(s for s in response.explain["stages"] if s["stage"] == "time")
+
+
+def first_shop(services: Services) -> str:
+    """Kofi's first statement, and a turn of someone else's in the same conversation."""
+    said = say(services, "Kofi", "I do the weekly shop at the Aldi on Mill Road, it's cheap and quick.",
+               occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    say(services, "Efua", "The queues there on Saturdays though.", occurred_at=JANUARY.replace(minute=1),
+        session_id="s1")  # fmt: skip
+    return said
+
+
+LATER = (
+    "Lidl by the retail park for the weekly shop, empty on Saturday mornings and a lovely bakery, cheaper than"
+    " expected, parking too."
+)
+
+
+def test_a_later_statement_of_the_same_kind_by_the_same_person_ranks_first_for_the_present(
+    services: Services,
+) -> None:
+    old = first_shop(services)
+    new = say(services, "Kofi", LATER, occurred_at=MAY, session_id="s2")
+    response = recall(services, QUESTION, explain=True)
+    assert [r.id for r in response.results[:2]] == [new, old]
+    assert response.results[1].since_changed is None  # reordered, not marked as changed: both may be true
+    assert time_trace(services, QUESTION)["later"]["over"] == old
+
+
+@pytest.mark.parametrize(
+    ("speaker", "text"),
+    [
+        ("Efua", LATER),  # another person's
+        ("Kofi", f"I might try the {LATER}"),  # a maybe
+        ("Kofi", f"Still the Aldi. {LATER}"),  # the first holds
+        ("Kofi", f"Is it the {LATER}?"),  # a question
+    ],
+)
+def test_another_persons_statement_a_maybe_a_still_or_a_question_leaves_the_first_first(
+    services: Services, speaker: str, text: str
+) -> None:
+    old = first_shop(services)
+    say(services, speaker, text, occurred_at=MAY, session_id="s2")
+    assert recall(services, QUESTION).results[0].id == old
+    assert time_trace(services, QUESTION)["later"] is None
+
+
+def test_a_reply_to_someone_elses_news_leaves_the_first_first(services: Services) -> None:
+    old = first_shop(services)
+    say(services, "Efua", "I've switched to the Lidl by the retail park, the bakery is lovely.", occurred_at=MAY,
+        session_id="s2")  # fmt: skip
+    say(services, "Kofi", "Oh nice, Lidl for the weekly shop! Parking at the retail park is easy too.",
+        occurred_at=MAY.replace(minute=1), session_id="s2")  # fmt: skip
+    assert recall(services, QUESTION).results[0].id == old
+
+
+def test_a_question_about_the_past_is_left_alone(services: Services) -> None:
+    first_shop(services)
+    say(services, "Kofi", LATER, occurred_at=MAY, session_id="s2")
+    assert time_trace(services, "Where did Kofi do his weekly shop before?")["later"] is None
+
+
+def test_a_later_statement_naming_the_first_value_again_keeps_it(services: Services) -> None:
+    first_shop(services)
+    later = say(services, "Kofi", LATER, occurred_at=MAY, session_id="s2")
+    say(services, "Kofi", "Aldi on Mill Road it is, cheap and quick beats a nice bakery.",
+        occurred_at=MAY.replace(month=6), session_id="s3")  # fmt: skip
+    assert recall(services, QUESTION).results[0].id != later
+    assert time_trace(services, QUESTION)["later"] is None
