@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from mneme.bootstrap import Services
-from tests.unit.test_recall_ranking import DAY, recall, say
+from mneme.services.remember import RememberItem
+from tests.unit.test_recall_ranking import ALICE, DAY, recall, say
 
 JANUARY, MAY = DAY.replace(year=2024, month=1), DAY.replace(year=2024, month=5)
 QUESTION = "Where does Kofi do his weekly shop?"
@@ -87,3 +88,25 @@ def test_a_later_statement_naming_the_first_value_again_keeps_it(services: Servi
         occurred_at=MAY.replace(month=6), session_id="s3")  # fmt: skip
     assert recall(services, QUESTION).results[0].id != later
     assert time_trace(services, QUESTION)["later"] is None
+
+
+def test_news_in_another_partition_is_not_read(services: Services) -> None:
+    """The turns before a statement are read for news only as the caller's metadata filter lets it see them."""
+
+    def said(speaker: str, text: str, user: str, **fields: Any) -> str:
+        metadata = {"speaker": speaker, "user": user}
+        item = RememberItem.model_validate(
+            {"scope": "root.chat", "content": text, "create_scope": True, "metadata": metadata, **fields}
+        )
+        return services.remember.remember(ALICE, [item])[0].episode_id
+
+    said("Kofi", "I do the weekly shop at the Aldi on Mill Road, it's cheap and quick.", "a", occurred_at=JANUARY,
+         session_id="s1")  # fmt: skip
+    said("Efua", "I've switched to the Lidl by the retail park, the bakery is lovely.", "b", occurred_at=MAY,
+         session_id="s2")  # fmt: skip
+    reply = said("Kofi", "Oh nice, Lidl for the weekly shop! Parking at the retail park is easy too.", "a",
+                 occurred_at=MAY.replace(minute=1), session_id="s2")  # fmt: skip
+    mine = recall(services, QUESTION, metadata={"user": "a"}, explain=True)
+    assert mine.explain is not None
+    assert next(s for s in mine.explain["stages"] if s["stage"] == "time")["later"]["id"] == reply
+    assert time_trace(services, QUESTION)["later"] is None  # with Efua's news in sight, Kofi's turn answers it
