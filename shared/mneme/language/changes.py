@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 
+from mneme.language import nochange
 from mneme.language.slots import ANY_CUE, SLOT_NAMES, SLOTS, VALUE_WORDS, Slot
 from mneme.language.text import STOPWORDS, stem, words
 from mneme.models import Episode
@@ -395,23 +396,6 @@ def same_subject(earlier: Said, later: Said) -> bool:
     return _same(earlier, later, None, frozenset(), frozenset())
 
 
-KEPT = re.compile(  # "same job", "didn't touch the amlodipine", "melatonin stays the same"
-    r"\b(?:same|unchanged|no change to (?:my|our|the))\s+([\w-]+)|"
-    r"\b(?:did(?:n't| not)|has(?:n't| not)|have(?:n't| not)) (?:touch|change|alter)(?:ed)? "
-    r"(?:the|my|our|his|her) ([\w-]+)|"
-    r"\b([\w-]+) (?:stays?|stayed|remains?|is staying) (?:the same|unchanged|as (?:it|they) (?:is|was|are|were))"
-)
-
-
-def kept(text: str, asked: frozenset[str], words: frozenset[str]) -> bool:
-    """The text says a subject asked about stayed as it was ("same job", "same school"), or a thing the question
-    names ("didn't touch the amlodipine" for "What amlodipine dose is Maureen on?")."""
-    kept = [next(group for group in m.groups() if group) for m in KEPT.finditer(text.lower())]
-    return bool(words & set(kept)) or any(
-        SLOT_NAMES[name].cues.search(f"my {thing}") for name in asked for thing in kept
-    )
-
-
 def _whose(one: Said, slot: str | None) -> frozenset[str]:
     return owners(one.record, slot) if isinstance(one.record, Fact) else _owners(one.speaker, one.text, slot)
 
@@ -522,7 +506,7 @@ def update_reason(
         return None  # one more of something, or an echo: nothing the earlier did not say
     if {v for v in old.values & about if NUMBER.fullmatch(v)} - new.values or _other_thing(old, new):
         return None  # the earlier one names the thing the question asks about ("order 1417"), the later one not
-    if (asked or words) and kept(after.text, asked, words):
+    if (asked or words) and nochange.kept(after.text, asked, words):
         return None  # a partial change that says the subject asked about stayed: "moved to Wokingham, same job"
     topic = (old.content & new.content) - old.values - new.values
     shared = old.slots & new.slots
@@ -544,38 +528,13 @@ def update_reason(
                 present
                 and similarity >= SAME_KIND
                 and not one_conversation(before.record, after.record)
-                and not _told_events(before, after)
+                and not nochange.told_events(before.text, after.text)
             )
         )
     ):
         why = "same answer" if similarity < SAME_KIND else f"same kind ({similarity:.2f})"
         return f"{why}: {new.ends or new.cue or ', '.join(sorted(added)) or 'something new'}"
     return None
-
-
-EVENT = re.compile(  # a report of something that happened, not of how things are
-    r"\b(?:was|were|yesterday|ago|last (?:night|week|weekend|month|year|monday|tuesday|wednesday|thursday|friday|"
-    r"saturday|sunday)|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b"
-    r"|^(?:(?:i|we|he|she|they) )?[a-z]+ed\b"  # "Shipped 40 units to …", "we hosted twelve people"
-)
-
-
-FUTURE = re.compile(r"\b(?:will|shall|'ll|promise[sd]?|tomorrow|next (?:week|month|year))\b")
-
-
-def _told_events(earlier: Said, later: Said) -> bool:
-    """Either statement reports an event ("the party last Sunday was fun", "we hosted twelve on Friday"), or the
-    later one a promise or a plan ("I'll come home every Diwali"): they name other values without changing
-    how things are."""
-    (event, _), (told, promised) = _tells(earlier.text), _tells(later.text)
-    return event or told or promised
-
-
-@functools.lru_cache(maxsize=8192)
-def _tells(text: str) -> tuple[bool, bool]:
-    """Whether a statement reports an event, and whether it promises or plans (read once, compared many times)."""
-    lowered = text.lower()
-    return bool(EVENT.search(lowered)), bool(FUTURE.search(lowered))
 
 
 CONVERSATION = timedelta(hours=1)  # two turns of no given session this close are one conversation

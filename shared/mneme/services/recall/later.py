@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mneme.language import changes, questions
+from mneme.language import changes, nochange, questions
 from mneme.language.slots import VALUE_WORDS
 from mneme.language.text import meaningful_words
 from mneme.models import Episode, context_session, session_position
@@ -42,7 +42,7 @@ ABOVE = 1.01  # the later statement's score: just above the best one's
 STILL = re.compile(r"\bstill\b")  # "I'm still chained to my audit spreadsheets": the first holds
 UNDECIDED = re.compile(r"\bthink (?:about|it over)\b")  # "they offered me plot 22 … I said I'd think about it"
 BEFORE = re.compile(r"\b(?:(?:my|our|his|her|their|the) (?:old|former|previous|ex)\b|used to|back (?:then|when))")
-NOT_NOW = (STILL, BEFORE, UNDECIDED, changes.HEDGE, changes.FUTURE)  # anywhere in it: not how things are now
+NOT_NOW = (STILL, BEFORE, UNDECIDED, changes.HEDGE, nochange.FUTURE)  # anywhere in it: not how things are now
 
 
 def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[str] | None) -> dict[str, object] | None:
@@ -73,7 +73,7 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
         if not changes.may_update(then, present=True) or not named or new.ends or new.cue:
             continue  # a question, a plan, nothing new named, or change words (`current_truth` read those)
         lowered = then.text.lower()
-        if any(p.search(lowered) for p in NOT_NOW) or changes.kept(then.text, asked, words):
+        if any(p.search(lowered) for p in NOT_NOW) or nochange.kept(then.text, asked, words):
             continue  # the first holds, of the past ("my old team"), a maybe, a plan, or what is asked about stayed
         if says_when and says_when.search(first.text.lower()) and not says_when.search(lowered):
             continue  # asked when, the first says when and this one not ("book club is moving to the library")

@@ -1,0 +1,52 @@
+"""What a later statement says that is no change, whatever other values it names: that the subject asked about
+stayed ("same job", "didn't touch the amlodipine"), that something happened ("the party last Sunday was fun"), or
+that something will ("I'll come home every Diwali"). Read by `changes.update_reason` and by recall's wordless rule
+(`services/recall/later.py`)."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from mneme.language.slots import SLOT_NAMES
+
+KEPT = re.compile(  # "same job", "didn't touch the amlodipine", "melatonin stays the same"
+    r"\b(?:same|unchanged|no change to (?:my|our|the))\s+([\w-]+)|"
+    r"\b(?:did(?:n't| not)|has(?:n't| not)|have(?:n't| not)) (?:touch|change|alter)(?:ed)? "
+    r"(?:the|my|our|his|her) ([\w-]+)|"
+    r"\b([\w-]+) (?:stays?|stayed|remains?|is staying) (?:the same|unchanged|as (?:it|they) (?:is|was|are|were))"
+)
+
+
+def kept(text: str, asked: frozenset[str], words: frozenset[str]) -> bool:
+    """The text says a subject asked about stayed as it was ("same job", "same school"), or a thing the question
+    names ("didn't touch the amlodipine" for "What amlodipine dose is Maureen on?")."""
+    kept = [next(group for group in m.groups() if group) for m in KEPT.finditer(text.lower())]
+    return bool(words & set(kept)) or any(
+        SLOT_NAMES[name].cues.search(f"my {thing}") for name in asked for thing in kept
+    )
+
+
+EVENT = re.compile(  # a report of something that happened, not of how things are
+    r"\b(?:was|were|yesterday|ago|last (?:night|week|weekend|month|year|monday|tuesday|wednesday|thursday|friday|"
+    r"saturday|sunday)|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b"
+    r"|^(?:(?:i|we|he|she|they) )?[a-z]+ed\b"  # "Shipped 40 units to …", "we hosted twelve people"
+)
+
+
+FUTURE = re.compile(r"\b(?:will|shall|'ll|promise[sd]?|tomorrow|next (?:week|month|year))\b")
+
+
+def told_events(earlier: str, later: str) -> bool:
+    """Either statement reports an event ("the party last Sunday was fun", "we hosted twelve on Friday"), or the
+    later one a promise or a plan ("I'll come home every Diwali"): they name other values without changing
+    how things are."""
+    (event, _), (told, promised) = _tells(earlier), _tells(later)
+    return event or told or promised
+
+
+@functools.lru_cache(maxsize=8192)
+def _tells(text: str) -> tuple[bool, bool]:
+    """Whether a statement reports an event, and whether it promises or plans (read once, compared many times)."""
+    lowered = text.lower()
+    return bool(EVENT.search(lowered)), bool(FUTURE.search(lowered))
