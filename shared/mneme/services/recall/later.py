@@ -21,15 +21,13 @@ import re
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from mneme.language import changes, nochange, questions
 from mneme.language.slots import VALUE_WORDS
 from mneme.language.text import meaningful_words
 from mneme.models import Episode, context_session, session_position
 from mneme.records import Fact
 from mneme.search_models import has_metadata
-from mneme.services.recall.run import stored_vectors
+from mneme.services.recall.run import pair_cosine, stored_vectors
 
 if TYPE_CHECKING:
     from mneme.services.recall.run import Candidate, Run
@@ -79,7 +77,7 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
             continue  # asked when, the first says when and this one not ("book club is moving to the library")
         if not (about or {then.speaker}) & changes.owners(then.record) or _replies(run, later):
             continue  # about someone else ("Orla's moved to Berlin" for "Where does Tess live?"), or their news
-        if (similarity := _cosine(run, top, later)) >= LATER_KIND:
+        if (similarity := pair_cosine(stored_vectors(run, [top, later]), top, later)) >= LATER_KIND:
             found.append((later, similarity))
     if not found:
         return None
@@ -159,11 +157,3 @@ def _after(top: Candidate, later: Candidate) -> bool:
         return other.occurred_at > one.valid_from and later.id not in one.source_episode_ids
     assert isinstance(one, Episode)
     return session_position(other) > session_position(one) and not changes.one_conversation(one, other)
-
-
-def _cosine(run: Run, one: Candidate, other: Candidate) -> float:
-    """The cosine of two candidates' stored vectors, 0 when either has none (read, not loaded into the candidates:
-    what a later stage reads of them stays as it was)."""
-    vectors = stored_vectors(run, [one, other])
-    a, b = vectors.get(one.id), vectors.get(other.id)
-    return float(np.dot(a, b)) if a is not None and b is not None else 0.0

@@ -145,6 +145,12 @@ def stored_vectors(run: Run, candidates: list[Candidate]) -> dict[str, NDArray[n
     return found
 
 
+def pair_cosine(vectors: dict[str, NDArray[np.float32]], one: Candidate, other: Candidate) -> float:
+    """The cosine of two candidates' stored vectors (`stored_vectors`, unit length), 0 when either has none."""
+    a, b = vectors.get(one.id), vectors.get(other.id)
+    return float(np.dot(a, b)) if a is not None and b is not None else 0.0
+
+
 def with_vectors(run: Run, candidates: list[Candidate]) -> None:
     """Episodes loaded without their vector (`stages._load`) get it back (`stored_vectors`), for rules that
     read a record's vector (`hop`, `time`)."""

@@ -27,7 +27,7 @@ from mneme.models import Episode, session_position
 from mneme.records import Fact
 from mneme.services.recall.later import later_first
 from mneme.services.recall.records import STALE, Record
-from mneme.services.recall.run import QueryTime, stored_vectors
+from mneme.services.recall.run import QueryTime, pair_cosine, stored_vectors
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -410,7 +410,7 @@ def _latest_updaters(
         laters.setdefault(i, []).append(j)
 
     def updates(i: int, j: int) -> tuple[int, str, float] | None:
-        similarity = _cosine(vectors, pool[i], pool[j])
+        similarity = pair_cosine(vectors, pool[i], pool[j])
         why = reason(i, j, similarity)
         return (j, why, similarity) if why else None
 
@@ -460,7 +460,7 @@ def _reverted(
             off = None if back else reverts.undoes(said[k], said[j])
             if why := back or off:
                 run.with_vectors([pool[k], pool[j]])
-                winner[k] = (j, why, _cosine(stored_vectors(run, [pool[k], pool[j]]), pool[k], pool[j]))
+                winner[k] = (j, why, pair_cosine(stored_vectors(run, [pool[k], pool[j]]), pool[k], pool[j]))
                 if off:
                     called_off.add(k)
                 break
@@ -468,12 +468,6 @@ def _reverted(
     for i, _ in restored:
         del winner[i]
     return restored
-
-
-def _cosine(vectors: dict[str, NDArray[np.float32]], one: Candidate, other: Candidate) -> float:
-    """The cosine of two candidates' stored vectors (unit length), 0 when either has none."""
-    a, b = vectors.get(one.id), vectors.get(other.id)
-    return float(np.dot(a, b)) if a is not None and b is not None else 0.0
 
 
 def _rank_chains(run: Run, pool: list[Candidate], winner: dict[int, tuple[int, str, float]], mode: str) -> None:
