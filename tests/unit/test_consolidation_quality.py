@@ -423,3 +423,60 @@ def test_an_execution_failed_on_its_data_limit_concludes_its_run(services: Servi
     assert services.consolidation.ended(event)["status"] == "failed"
     [error] = services.consolidation.get(WRITER, run.run_id).errors
     assert error["message"].startswith("execution failed: States.DataLimitExceeded")
+
+
+def _claim(services: Services, clock: Any, fact_id: str, entity: str, prop: str, value: str, summary: str,
+           source: str) -> None:  # fmt: skip
+    from mneme.records import Fact
+
+    now, embedder = clock.now(), services.consolidation.deps.embedder
+    fact = Fact(tenant="acme", fact_id=fact_id, scope_id=_scope_of(services, "root.acme"), entity=entity,
+                property=prop, value=value, summary=summary, confidence=0.6, source_episode_ids=[source],
+                valid_from=now, created_at=now, updated_at=now, reinforced_at=now,
+                vector=embedder.embed([summary])[0].tolist(), model_id=embedder.model_id)  # fmt: skip
+    services.store.put_facts([fact])
+    services.consolidation.deps.indexer.index_facts([fact])
+
+
+def _top(services: Services, query: str) -> tuple[str, list[str]]:
+    response = services.recall.recall(WRITER, RecallRequest(query=query, explain=True))
+    return response.results[0].content, [o["reason"] for o in response.explain["omitted"]]
+
+
+def test_a_fact_drawn_from_part_of_a_turn_does_not_take_the_place_of_the_turn_that_answers(
+    services: Services, clock: Any
+) -> None:
+    """A turn says more than one claim drawn from it: "Ilse's brother is Jonas." does not answer where Ilse
+    teaches, so it does not fold the turn that says (its cosine with the question is far below the turn's)."""
+    [turn] = remember(services, "My brother Jonas cooks in Ghent, and I teach maths in Utrecht.",
+                      metadata={"speaker": "Ilse"})  # fmt: skip
+    _claim(services, clock, "fa_brother", "Ilse", "brother", "Jonas", "Ilse's brother is Jonas.", turn)
+    content, omitted = _top(services, "Which town does Ilse teach in?")
+    assert "Utrecht" in content and "source_of:fa_brother" not in omitted
+
+
+def test_a_fact_that_only_says_what_the_question_says_ranks_below_the_one_that_answers(
+    services: Services, clock: Any
+) -> None:
+    """ "What does Wen do at St Mary's?" is not answered by "Wen works at St Mary's.": that fact weighs less
+    (`echo`) and does not fold the turn; the claim that answers does. A question that asks nothing of the
+    kind ("Does Wen work at St Mary's?") keeps the fact at its weight."""
+    [turn] = remember(services, "I'm a staff nurse on the cardiac ward at St Mary's.", metadata={"speaker": "Wen"})
+    _claim(services, clock, "fa_where", "Wen", "works at", "St Mary's", "Wen works at St Mary's.", turn)
+    _claim(services, clock, "fa_role", "Wen", "works as", "staff nurse", "Wen works as a staff nurse.", turn)
+    content, _ = _top(services, "What does Wen do at St Mary's?")
+    assert "staff nurse" in content
+    response = services.recall.recall(WRITER, RecallRequest(query="Does Wen work at St Mary's?", explain=True))
+    assert all("echo" not in r.scores for r in response.results)
+
+
+def test_a_fact_about_another_person_does_not_fold_the_turn_about_the_one_asked_about(
+    services: Services, clock: Any
+) -> None:
+    """ "User's nephew is Hamza." is the user's, not Hamza's: for a question about Hamza's school it keeps
+    its own (lower, `other_person`) place and the turn that names the school stays in sight, first."""
+    [turn] = remember(services, "My nephew Hamza is at Oakfield Academy, doing his GCSEs.",
+                      metadata={"speaker": "User"})  # fmt: skip
+    _claim(services, clock, "fa_nephew", "User", "nephew", "Hamza", "User's nephew is Hamza.", turn)
+    content, omitted = _top(services, "Which school does Hamza go to?")
+    assert "Oakfield" in content and "source_of:fa_nephew" not in omitted

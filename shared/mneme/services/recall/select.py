@@ -16,6 +16,7 @@ from mneme.services.recall.run import Candidate, QueryTime, Run
 
 RELATED_CARDS = 5  # Engram: up to 5 omitted-but-relevant candidates are shown as cards
 RELATED_SHARE = 0.5  # ... those scoring at least this share of the best result
+FOLD_SHARE = 0.5  # a claim fact folds a source turn when its cosine with the query is at least this share of the turn's
 GROUNDING_LINES = 3  # source turns a claim fact shows beside it, at most
 
 
@@ -23,7 +24,9 @@ GROUNDING_LINES = 3  # source turns a claim fact shows beside it, at most
 def select(run: Run) -> None:
     """Roll-ups only when asked for (`rollups_asked`); a claim fact folds the source turns that state it
     (its grounding turns: the fact shows them beside it and outranks them, unless it has since changed), a
-    summary folds nothing; then
+    summary folds nothing; a fact beside the point of the question (`_beside_the_point`) folds nothing, nor
+    one whose cosine with the query is below FOLD_SHARE of its turn's (the turn says more: "My brother Jonas
+    cooks in Ghent, and I teach in Utrecht" → "Ilse's brother is Jonas."); then
     one place per observation (`one_place`) and the best `limit` are selected; the rest are omitted with
     reason `limit` (and may show as cards)."""
     took = len(run.candidates)
@@ -34,11 +37,14 @@ def select(run: Run) -> None:
         dropped += [(c.id, "rollup_finer_than_period") for c in run.candidates.values() if _too_fine(run, c)]
     gone = dict(dropped)
     folded: dict[str, list[str]] = {}
-    for fact in sorted((c for c in run.candidates.values() if _claim(c) and c.id not in gone), key=_order):
+    folding = (c for c in run.candidates.values() if _claim(c) and c.id not in gone and not _beside_the_point(c))
+    for fact in sorted(folding, key=_order):
         assert isinstance(fact.record, Fact)
         for source_id in fact.record.source_episode_ids:
             source = run.candidates.get(source_id)
             if source is None or source_id in gone or not _grounds(fact.record, source.record):
+                continue
+            if fact.vector < FOLD_SHARE * source.vector:  # the turn answers what the fact drawn from it does not
                 continue
             if not fact.changed:  # a claim since changed keeps the place time gave it, below the change
                 fact.score = max(fact.score, source.score)  # ties go to facts (KIND_ORDER)
@@ -96,6 +102,13 @@ def said(episode: Episode) -> str:
     who = speaker(episode)
     text = episode.search_text or episode.content
     return f"{who}: {text}" if who else text
+
+
+def _beside_the_point(fact: Candidate) -> bool:
+    """A claim fact the question is not asked about (another person's, `other_person`) or that only says
+    what the question says (`echo`) does not take its source turns' place: a turn may say more than the
+    fact drawn from it ("My niece Amara is at Riverside Primary" → "User's niece is Amara.")."""
+    return "other_person" in fact.scores or "echo" in fact.scores
 
 
 def _grounds(fact: Fact, record: Record | None) -> bool:

@@ -50,7 +50,9 @@ MIN_VECTOR = 0.25  # balanced strictness admits vector-only episodes and facts a
 FETCHED_BOOST = 1.05  # Engram: a memory an agent fetched in full (`ids`) ranks a little higher
 FETCHED = ("", "fetched")  # (principal, session) of the per-tenant record of fetched memory ids
 SPEAKER_BOOST = 1.5  # a turn spoken by a person the query names
-OTHER_PERSON = 0.6  # a claim fact about another participant than the person the query asks about
+OTHER_PERSON = 0.3  # a claim fact about another participant than the person the query asks about
+ECHO = 0.5  # a claim fact that says nothing a question does not already say
+WH = re.compile(r"^\W*(?:what|which|who|whom|whose|where|when|how|why)\b", re.I)
 NAME_WORD = re.compile(r"[^\W_]+(?:['’]s)?")  # a query word, with its possessive
 FALLBACK_WIDTH = 4  # the lexical fallback asks for this many times the channels' k
 TEXT_DEPTH = 2  # the text channel asks for this many times the vector channel's k (see `search`)
@@ -244,7 +246,8 @@ def fuse(run: Run) -> None:
             recall_profile.boost(candidate, names)
     recall_context.below_context_owners(run, live)
     others = _others_facts(run, live)
-    trace = {"speakers_named": sorted(names), "profile": len(added), "other_persons_facts": others}
+    echoes = _echoes(run, live)
+    trace = {"speakers_named": sorted(names), "profile": len(added), "other_persons_facts": others, "echoes": echoes}
     run.note("fuse", took + len(added), dropped, **{key: value for key, value in trace.items() if value})
 
 
@@ -335,6 +338,28 @@ def _others_facts(run: Run, live: list[Candidate]) -> int:
         if speakers and (by_name or (people and all(terms(owner.split("'s ")[0]) <= speakers for owner in people))):
             candidate.scores["other_person"] = OTHER_PERSON
             candidate.score *= OTHER_PERSON
+            weighed += 1
+    return weighed
+
+
+def _echoes(run: Run, live: list[Candidate]) -> int:
+    """A claim fact whose subject and value a question names already answers nothing it asks ("Harriet works
+    at Lumen." for "What is Harriet's job at Lumen?"): it weighs ×ECHO (`scores.echo`). Only a question
+    that asks for something (what, which, who, where, when, how, why): a search by words, or "Does Harriet
+    work at Lumen?", is answered by the fact that says it. Returns how many were weighed."""
+    query = run.request.query or ""
+    if not WH.search(query):
+        return 0
+    asked = terms(query)
+    weighed = 0
+    for candidate in live:
+        fact = candidate.record
+        if not isinstance(fact, Fact) or fact.tier != "raw":
+            continue
+        said = terms(f"{fact.entity or ''} {fact.value or ''}")
+        if said and said <= asked:
+            candidate.scores["echo"] = ECHO
+            candidate.score *= ECHO
             weighed += 1
     return weighed
 
