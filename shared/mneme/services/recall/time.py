@@ -381,7 +381,7 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
     vectors = stored_vectors(run, involved)
     winner = _latest_updaters(pool, pairs, vectors, reason)
     restored = _reverted(run, pool, said, at, winner)
-    _rank_chains(run, pool, winner, mode)
+    _drawn_from_chains(pool, winner, _rank_chains(run, pool, winner, mode))
     for i, k in restored if mode == "present" else []:
         _above(pool[i], pool[k], "restored", "superseded")  # what a change called off had superseded, above it
     out: list[dict[str, object]] = []
@@ -470,22 +470,44 @@ def _reverted(
     return restored
 
 
-def _rank_chains(run: Run, pool: list[Candidate], winner: dict[int, tuple[int, str, float]], mode: str) -> None:
+def _rank_chains(
+    run: Run, pool: list[Candidate], winner: dict[int, tuple[int, str, float]], mode: str
+) -> dict[int, int]:
     """For the present, each chain's current statement just above every one it superseded; for the past, the
     statement just before the current one (the first, for "originally") just above the current one — of the
     turns of its conversation, the one that answers the question best ("My ThinkPad X1 fan sounds like a jet
-    engine", not the "It's five years old." said after it)."""
+    engine", not the "It's five years old." said after it). Returns, for the past, each current statement's
+    earlier one put above it."""
     head = {i: _head(winner, i) for i in winner}  # the current statement each chain ends at
     if mode == "present":
         for i in sorted(winner):  # oldest first
             _above(pool[head[i]], pool[i], "newer", "superseded")
-        return
+        return {}
     first = run.when.prefer == "earliest" or bool(FIRST_TIME.search((run.request.query or "").lower()))
+    chosen: dict[int, int] = {}
     for h in set(head.values()):
         chain = sorted(i for i in winner if head[i] == h)
         end = chain[0] if first else chain[-1]  # of its conversation, the statement the question finds best
         told = [i for i in chain if i == end or _one_conversation(pool[i], pool[end])]
-        _above(pool[max(told, key=lambda i: (pool[i].score, -i))], pool[h], "earlier", "later")
+        chosen[h] = max(told, key=lambda i: (pool[i].score, -i))
+        _above(pool[chosen[h]], pool[h], "earlier", "later")
+    return chosen
+
+
+def _drawn_from_chains(
+    pool: list[Candidate], winner: dict[int, tuple[int, str, float]], chosen: dict[int, int]
+) -> None:
+    """For a question about the past, a claim fact drawn from a chain's current statement, of which no change
+    was read itself, ranks just below the earlier statement the question asks for, as that turn does ("The
+    report's due date is 3 May." from "the report is due 3 May instead", below "due by 12 April"). Not for the
+    present: a turn superseded for one subject may hold a claim about another."""
+    for k, candidate in enumerate(pool):
+        fact = candidate.record
+        if not isinstance(fact, Fact) or k in winner or k in chosen:
+            continue
+        head = next((h for h in chosen if pool[h].id in fact.source_episode_ids), None)
+        if head is not None:
+            _above(pool[chosen[head]], candidate, "earlier", "later")
 
 
 def _changed_weigh_less(run: Run) -> None:

@@ -1,0 +1,41 @@
+"""A claim fact drawn from a current statement takes that turn's place when a question asks about before
+it (`services/recall/time.py: _drawn_from_chains`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from mneme.bootstrap import Services
+from mneme.records import Fact
+from tests.unit.test_recall_ranking import DAY, recall, say
+
+EARLY, LATE = DAY.replace(year=2025, month=1), DAY.replace(year=2025, month=2)
+
+
+def claim(services: Services, fact_id: str, value: str, source: str, at: datetime) -> str:
+    embedder = services.consolidation.deps.embedder
+    summary = f"The grant report's due date is {value}."
+    scope_id = services.scopes.resolve("acme", "root.chat").scope.scope_id
+    fact = Fact(tenant="acme", fact_id=fact_id, scope_id=scope_id, entity="The grant report", property="due date",
+                value=value, summary=summary, confidence=0.6, source_episode_ids=[source], valid_from=at,
+                created_at=at, updated_at=at, reinforced_at=at, vector=embedder.embed([summary])[0].tolist(),
+                model_id=embedder.model_id)  # fmt: skip
+    services.store.put_facts([fact])
+    services.consolidation.deps.indexer.index_facts([fact])
+    return fact_id
+
+
+def test_a_claim_drawn_from_the_current_statement_ranks_below_the_earlier_one_for_the_past(
+    services: Services,
+) -> None:
+    """Only the change became a claim ("The grant report's due date is 30 June."): asked for the first date,
+    the turn that says it ranks above the claim, as it does above the turn the claim was drawn from."""
+    say(services, "Noor", "The grant report has to reach the trust by 9 June.", occurred_at=EARLY)
+    say(services, "Omar", "Tight. The survey data is still out.", occurred_at=EARLY)
+    then = say(services, "Noor", "The trust moved its panel, so the grant report is due 30 June instead.",
+               occurred_at=LATE)  # fmt: skip
+    new = claim(services, "fa_new", "30 June", then, LATE)
+    response = recall(services, "What was the original due date of the grant report?")
+    assert "9 June" in response.results[0].content
+    assert response.results[1].id == new and response.results[1].scores["later"] < 1
+    assert "30 June" in recall(services, "When is the grant report due?").results[0].content
