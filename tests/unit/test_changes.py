@@ -454,3 +454,39 @@ def test_a_date_that_goes_live_later_or_a_target_someone_sets_is_a_change() -> N
     target = turn("Set my daily target at 2,400 kcal while I'm climbing.")
     coach = turn("The physio wants me at 2,000 until the finger heals.").model_copy(update=weeks_on)
     assert changes.update_reason(target, coach, 0.4, present=True, topical=True) is not None
+
+
+def test_a_dose_or_a_price_upped_doubled_or_put_up_is_a_change() -> None:
+    weeks_on = {"occurred_at": AT + timedelta(days=42)}
+    dose = turn("The GP has me on propranolol 40 mg at night, the tremor is much calmer.", "Bryony")
+    for said in ("The consultant upped the propranolol to 80 mg after the clinic.",
+                 "She put it up to 80 mg at the review, the tremor was back.",
+                 "Clinic was fine, so she doubled it: 80 mg at night from Friday."):  # fmt: skip
+        later = turn(said, "Bryony").model_copy(update=weeks_on)
+        assert changes.read(said).cue is not None, said
+        assert changes.update_reason(dose, later, 0.35, topical=True) is not None, said
+    assert changes.read("I put up with the neighbours' drumming.").cue is None  # tolerating is no change
+    assert changes.read("We went on a hike up Snowdon.").cue is None
+
+
+def test_a_change_beside_an_aside_that_adds_something_is_still_a_change() -> None:
+    """ "Also …" in another sentence does not make the change one more of something."""
+    dose = turn("The GP has me on lisinopril 10mg, one each morning.", "Femi")
+    said = "The review went fine, she doubled it, 20mg from today. Also the nurse wants me off the crisps."
+    later = turn(said, "Femi").model_copy(update={"occurred_at": AT + timedelta(days=60)})
+    assert not changes.read(said).adds
+    assert changes.update_reason(dose, later, 0.35, topical=True) is not None
+    assert changes.read("Busy weekend. We also got a second cat.").adds  # one sentence adds, none changes
+
+
+def test_a_statement_with_a_request_after_it_is_no_question() -> None:
+    """ "I take 20mg of citalopram each morning, can you remind me?" states the dose; the request is to the
+    assistant. A sentence that only asks still asks."""
+    first = turn("I take 20mg of citalopram each morning, can you remind me to log it?", "user")
+    assert not changes.read(changes.statement(first)).asks
+    later = turn("The GP upped it to 30mg last week.", "user").model_copy(
+        update={"occurred_at": AT + timedelta(days=50)}
+    )
+    assert changes.update_reason(first, later, 0.35, topical=True) is not None
+    assert changes.read("Could you remind me which dose I take, can you?").asks
+    assert changes.read("Do I take it with food, could you check?").asks

@@ -57,6 +57,7 @@ CHANGES = re.compile(  # a change said as such: enough beside a subject the earl
     r"\b(?:moved|moving|relocated|chang(?:ed|ing)(?! (?:my|our|his|her|their) minds?)|upgraded|downgraded|pushed|"
     r"postponed|delayed|rescheduled|"
     r"brought forward|raised|increased|went up|gone up|goes up|bumped (?:[\w-]+ )?(?:up )?to|dropped|cut|reduced|"
+    r"upped|put (?:it |him |her |them |me |us )?up(?! with)|doubled|halved|tripled|rises?|hiked|"
     r"lowered|promoted|transferred|"
     r"joined|hired|became|become|back to|returned|went (?:vegan|vegetarian|back)|adopted|took up|taking up|"
     r"signed (?:[\w-]+ ){0,2}(?:up|with|for|on)|enrolled|renamed|got (?:married|engaged)|slip(?:s|ped)|bought|"
@@ -77,6 +78,7 @@ ADDS = re.compile(  # one more of something; not time added to a date ("review a
     r"\b(?:too|also|as well|another|second|third|one more|extra|added(?! (?:a|an|one|two|three) (?:days?|weeks?|"
     r"fortnight|months?))|plus)\b"
 )
+REQUEST = re.compile(r",\s*(?:can|could|would|will) you\b[^.!?]*\?")  # "…, can you help me log it?"
 QUESTION_START = re.compile(
     r"^(?:do|does|did|is|are|was|were|can|could|will|would|have|has|had|what|where|when|who|why|how|which|"
     r"whose)\b"
@@ -298,9 +300,22 @@ def _values(text: str) -> frozenset[str]:
 
 def _asks(lowered: str) -> bool:
     """Every sentence that says something is a question ("So you moved? Nice." asks; "Wednesdays are chaos.
-    Could we switch to Saturdays?" says something first)."""
-    said = [s for s in re.split(r"(?<=[.!?])\s+", lowered) if set(words(s)) - STOPWORDS - FILLER]
+    Could we switch to Saturdays?" says something first; so does "I take 50mg every morning, can you remind
+    me?": a request after a statement is no question about it)."""
+    said = [s for s in _sentences(REQUEST.sub(".", lowered)) if set(words(s)) - STOPWORDS - FILLER]
     return bool(said) and all(s.endswith("?") or QUESTION_START.match(s) for s in said)
+
+
+def _adds(lowered: str) -> bool:
+    """One more of something: a sentence says "too", "also", "another"…, and no other sentence says a change
+    ("she doubled it, 10mg from today. Also the nurse told me…" changes the dose)."""
+    sentences = _sentences(lowered)
+    changed = any(ENDS.search(s) or CHANGES.search(s) for s in sentences if not ADDS.search(s))
+    return not changed and any(ADDS.search(s) for s in sentences)
+
+
+def _sentences(lowered: str) -> list[str]:
+    return re.split(r"(?<=[.!?])\s+", lowered)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -339,7 +354,7 @@ def read(text: str) -> Reading:
         values=_values(flat),
         content=frozenset(meaningful - cue_words),
         asks=_asks(lowered),
-        adds=bool(ADDS.search(lowered)),
+        adds=_adds(lowered),
         hedged=_hedged(flat, clauses),
         ends=ends[0] if ends else None,
         identifiers=tuple((m[1], m[2]) for m in IDENTIFIER.finditer(lowered) if m[1] not in STOPWORDS),
