@@ -35,8 +35,8 @@ first (the same cases), past answered (`top`, over the `past` cases). `--consoli
 one `POST /v1/consolidate` over each part and shape's scopes (waited for), side by side. `--misses`
 prints each failing case with its top 3 results.
 
-    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|all] [--shape messages|session-time|all]
-        [--consolidate] [--misses] [--case REGEX] [--json FILE]
+    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|all]
+        [--shape messages|session-time|all] [--consolidate] [--misses] [--case REGEX] [--json FILE]
 
 `dev/` is for tuning; `check/` was written after it with other wording, topics and people, and is never
 tuned on; `dev2/` was written on 5 Dec 2026 by someone who had not read the rules, to tune on;
@@ -50,6 +50,10 @@ the other parts' cases, and without scoring it while it was written; it is never
 start `c3-`): changes said in other words than the first statement, implied by an event, in passing, as
 an answer or after unrelated sessions, long days, three or four sessions, assistants and agent notes,
 and `unchanged`, `other-person` and `past` cases so that the latest statement alone cannot pass.
+`check2/` and `check3/` were tuned on from 5 Dec 2026 (afternoon): their misses were read.
+`check4/` was written on 5 Dec 2026 blind, as `check3/` was (names start `c4-`): changes said in other
+words, implied, in passing, as an answer, by an assistant's recap or an agent note; successive and reverted
+changes, long days, three or four sessions, two people; never tuned on: the untouched measure from then on.
 MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's.
 
 Case file format (several cases a file; blank lines and other '#' lines are comments):
@@ -84,7 +88,7 @@ import httpx
 from conversations import Server, consolidate, written
 
 SET = c.ROOT / "bench" / "updates"
-PARTS = ("dev", "check", "dev2", "check2", "dev3", "check3")
+PARTS = ("dev", "check", "dev2", "check2", "dev3", "check3", "check4")
 SHAPES = ("messages", "session-time")
 KINDS = ("current", "past", "other-person", "unchanged")
 NOW_KINDS = ("current", "other-person", "unchanged")  # asked about the present: current first, stale first

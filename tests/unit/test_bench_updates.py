@@ -156,14 +156,24 @@ def test_the_set_parses_and_covers_every_kind_and_shape_in_each_part(bench: Modu
     assert not check2 & {case.name for part in bench.PARTS if part != "check2" for case in bench.load([part])}
 
 
-def test_check3_is_written_apart_and_covers_its_brief(bench: ModuleType) -> None:
-    cases = bench.load(["check3"])
+@pytest.mark.parametrize(
+    ("part", "shapes"),
+    [
+        ("check3", ("outright", "in passing", "answer to a question", "after unrelated chat", "long day", "assistant")),
+        (
+            "check4",
+            ("other words", "implied", "in passing", "answer to a question", "long day", "successive", "reverted"),
+        ),
+    ],
+)
+def test_a_part_written_blind_is_apart_and_covers_its_brief(bench: ModuleType, part: str, shapes: tuple[str]) -> None:
+    cases = bench.load([part])
     assert 48 <= len(cases) <= 60
-    assert all(case.name.startswith("c3-") for case in cases)
+    assert all(case.name.startswith(f"c{part[-1]}-") for case in cases)
     kinds = Counter(case.kind for case in cases)
     assert kinds["current"] >= 32 and kinds["unchanged"] >= 6, kinds
     assert kinds["other-person"] >= 5 and kinds["past"] >= 5, kinds
-    for shape in ("outright", "in passing", "answer to a question", "after unrelated chat", "long day", "assistant"):
+    for shape in shapes:
         assert sum(shape in case.tags for case in cases) >= 2, shape
     assert sum(len(case.sessions) >= 3 for case in cases) >= 5  # three or four sessions
     assert sum(max(len(s.turns) for s in case.sessions) >= 8 for case in cases) >= 3  # long days
@@ -171,5 +181,5 @@ def test_check3_is_written_apart_and_covers_its_brief(bench: ModuleType) -> None
     for case in cases:  # a question about the present that does not give the answer away by saying "now"
         words = set(bench.normal(case.question).strip("?").split())
         assert not words & {"now", "currently"} and "these days" not in bench.normal(case.question), case.name
-    check3 = {case.name for case in cases}
-    assert not check3 & {case.name for part in bench.PARTS if part != "check3" for case in bench.load([part])}
+    names = {case.name for case in cases}
+    assert not names & {case.name for other in bench.PARTS if other != part for case in bench.load([other])}
