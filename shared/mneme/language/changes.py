@@ -55,7 +55,7 @@ ENDS = re.compile(
 )
 CHANGES = re.compile(  # a change said as such: enough beside a subject the earlier statement shares
     r"\b(?:moved|moving|relocated|chang(?:ed|ing)(?! (?:my|our|his|her|their) minds?)|upgraded|downgraded|pushed|"
-    r"postponed|delayed|rescheduled|"
+    r"postponed|delayed|rescheduled|extended|extension|"
     r"brought forward|raised|increased|went up|gone up|goes up|bumped (?:[\w-]+ )?(?:up )?to|dropped|cut|reduced|"
     r"upped|put (?:it |him |her |them |me |us )?up(?! with)|doubled|halved|tripled|rises?|hiked|"
     r"lowered|promoted|transferred|"

@@ -36,6 +36,7 @@ from mneme.services.recall import hop as recall_hop
 from mneme.services.recall import prior as recall_prior
 from mneme.services.recall import profile as recall_profile
 from mneme.services.recall import scope as recall_scope
+from mneme.services.recall import updates as recall_updates
 from mneme.services.recall.records import lifecycle, load, record_text, strong_text
 from mneme.services.recall.run import Candidate, Run, stored_vectors, with_vectors
 from mneme.services.recall.select import pack, prerequisites, select
@@ -420,7 +421,8 @@ def admit(run: Run) -> None:
     """The strictness rule (`admitted`): precision = Engram's anchor rule with its strong-field
     exception, balanced = a term hit or (episodes and facts) cosine ≥ MIN_VECTOR, recall = all.
     Balanced also admits a candidate linked to one of the best hits, by its vector or by a name it
-    shares with them (`hop`: trace `linked`, `named`, `names`)."""
+    shares with them (`hop`: trace `linked`, `named`, `names`), and, for a question about the present, one
+    that updates one of them (`updates`)."""
     took = len(run.candidates)
     strictness = run.scoring.strictness
     verdict = {c.id: admitted(strictness, c, run.anchors) for c in run.candidates.values()}
@@ -434,8 +436,10 @@ def admit(run: Run) -> None:
     if recall_hop.followable(run):
         unlinked = [c for c in rejected if c.id not in links]
         named, names = recall_hop.name_links(run, passed, unlinked, _speakers(run.candidates.values()))
-    dropped = [(c.id, f"not_admitted:{strictness}") for c in rejected if c.id not in links and c.id not in named]
-    trace = {"linked": links, "named": named, "names": names}
+    unlinked = [c for c in rejected if c.id not in links and c.id not in named]
+    updates = recall_updates.updating(run, passed, unlinked)
+    dropped = [(c.id, f"not_admitted:{strictness}") for c in unlinked if c.id not in updates]
+    trace = {"linked": links, "named": named, "names": names, "updates": updates}
     run.note("admit", took, dropped, **{key: value for key, value in trace.items() if value})
 
 

@@ -326,7 +326,7 @@ def before_change(run: Run) -> int:
     return len(naming)
 
 
-def _position(record: Record) -> tuple[datetime, datetime, int]:
+def position(record: Record) -> tuple[datetime, datetime, int]:
     if isinstance(record, Episode):
         return session_position(record)
     assert isinstance(record, Fact)
@@ -347,7 +347,7 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
     pool = [c for c in ranked if c.id in records]
     floor = TOPICAL_SHARE * max((c.score for c in pool), default=0.0)
     best = {c.id for c in pool[:TOPICAL] if c.score >= floor}  # the question's answers: it says what they are about
-    at = {c.id: _position(records[c.id]) for c in pool}  # each once, compared pair by pair below
+    at = {c.id: position(records[c.id]) for c in pool}  # each once, compared pair by pair below
     pool.sort(key=lambda c: (at[c.id], c.id))
     query = run.request.query or ""
     present, about, asked = mode == "present", questions.people(query), questions.question_slots(query)
@@ -387,7 +387,7 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for i, (j, why, similarity) in sorted(winner.items()):
         later = pool[j]
-        pool[i].changed = {"by": later.id, "at": _position(records[later.id])[0].date().isoformat(), "why": why}
+        pool[i].changed = {"by": later.id, "at": position(records[later.id])[0].date().isoformat(), "why": why}
         out.append({"id": pool[i].id, "by": later.id, "why": why, "similarity": round(similarity, 6)})
     found = {pool[i].id for i in winner}
     return [m for m in marked if m["id"] not in found] + out
