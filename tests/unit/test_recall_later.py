@@ -110,3 +110,15 @@ def test_news_in_another_partition_is_not_read(services: Services) -> None:
     assert mine.explain is not None
     assert next(s for s in mine.explain["stages"] if s["stage"] == "time")["later"]["id"] == reply
     assert time_trace(services, QUESTION)["later"] is None  # with Efua's news in sight, Kofi's turn answers it
+
+
+def test_asked_about_before_the_earlier_statement_of_the_same_kind_ranks_first(services: Services) -> None:
+    """The mirror for a question about the past (`later.earlier_first`): the person's earlier statement ranks
+    just above the later one the question's words find best; not for the present."""
+    first = first_shop(services)
+    later = say(services, "Kofi", LATER, occurred_at=MAY, session_id="s2")
+    question = "Where did Kofi originally get cheaper weekly shopping with parking too?"
+    trace = time_trace(services, question)
+    assert trace["truth"] == "past" and (trace["earlier"]["id"], trace["earlier"]["over"]) == (first, later)
+    assert recall(services, question).results[0].id == first
+    assert time_trace(services, "Where does Kofi get cheaper weekly shopping with parking too?")["earlier"] is None

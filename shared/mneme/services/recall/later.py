@@ -12,7 +12,8 @@ alone), has no maybe, plan or promise, "still" or "my old …" anywhere, does no
 about that person (or the person the question names), does not answer someone else's news (`_replies`), says when
 if the question asks when and the first does, and is not followed by a statement of theirs naming the first value
 again (`_restated`). It reorders only answers already among the best, so what a search finds is the same, and it marks
-nothing as changed: both may be true.
+nothing as changed: both may be true. For a question about the past, `earlier_first` is its mirror: the person's
+statement of the same kind said before the best answer ranks just above it.
 """
 
 from __future__ import annotations
@@ -87,6 +88,45 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
     later.scores["later"] = round(top.score * ABOVE / max(later.score, 1e-9), 6)
     later.score = top.score * ABOVE
     return {"id": later.id, "over": top.id, "similarity": round(similarity, 6)}
+
+
+def earlier_first(run: Run, read: list[dict[str, object]]) -> dict[str, object] | None:
+    """For a question about the past, the mirror of `later_first`: when the best answer is a person's statement
+    that no change was read of, their latest statement before it among the LATER_WINDOW best, said in an earlier
+    conversation, of the same kind (cosine at least LATER_KIND), naming something the best does not, stating
+    something (no question, maybe or plan) and about that person, ranks just above it (`scores.earlier`)
+    ("Pottery class on Saturday mornings is my therapy" … "Studio closed for good, so Saturday mornings are for
+    sourdough", asked what she used to do on Saturdays). Which, over which, at what cosine; None when none."""
+    best = sorted(run.candidates.values(), key=lambda c: (-c.score, c.id))[:LATER_WINDOW]
+    chained = {str(one[key]) for one in read for key in ("id", "by")}
+    top = best[0]
+    if len(best) < 2 or not isinstance(top.record, Episode) or top.changed is not None or top.id in chained:
+        return None
+    first = changes.said(top.record)
+    whose = changes.owners(top.record) - {changes.UNKNOWN}
+    about = questions.people(run.request.query or "")
+    found: list[tuple[Candidate, float]] = []
+    for earlier in best[1:]:
+        if earlier.score < LATER_SHARE * top.score:
+            break
+        if earlier.id in chained or not _by(earlier, whose, top) or not _after(earlier, top):
+            continue
+        then = changes.said(earlier.record)  # type: ignore[arg-type]
+        named = then.reading.values - first.reading.values - (changes.openers(then.text) - VALUE_WORDS)
+        if not changes.may_be_updated(then) or then.reading.hedged or not named:
+            continue  # a question, a maybe, or nothing else named
+        if any(p.search(then.text.lower()) for p in (changes.HEDGE, nochange.FUTURE, UNDECIDED)):
+            continue
+        if not (about or {then.speaker}) & changes.owners(then.record):
+            continue
+        if (similarity := pair_cosine(stored_vectors(run, [top, earlier]), top, earlier)) >= LATER_KIND:
+            found.append((earlier, similarity))
+    if not found:
+        return None
+    earlier, similarity = max(found, key=lambda one: _when(one[0]))  # of several, the one just before
+    earlier.scores["earlier"] = round(top.score * ABOVE / max(earlier.score, 1e-9), 6)
+    earlier.score = top.score * ABOVE
+    return {"id": earlier.id, "over": top.id, "similarity": round(similarity, 6)}
 
 
 def _when(candidate: Candidate) -> tuple[datetime, datetime, int]:
