@@ -19,6 +19,7 @@ statement of the same kind said before the best answer ranks just above it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -61,11 +62,7 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
     query = run.request.query or ""
     about, asked, words = questions.people(query), questions.question_slots(query), frozenset(meaningful_words(query))
     found: list[tuple[Candidate, float]] = []
-    for later in best[1:]:
-        if later.score < LATER_SHARE * top.score:
-            break
-        if later.id in chained or not _by(later, whose, top) or not _after(top, later):
-            continue
+    for later in _theirs(best, whose, chained, before=False):
         then = changes.said(later.record)  # type: ignore[arg-type]
         new, old = then.reading, first.reading
         named = new.values - old.values - (changes.openers(then.text) - VALUE_WORDS)
@@ -85,9 +82,7 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
     later, similarity = max(found, key=lambda one: _when(one[0]))  # of several, the latest
     if _restated(best, top, later):
         return None
-    later.scores["later"] = round(top.score * ABOVE / max(later.score, 1e-9), 6)
-    later.score = top.score * ABOVE
-    return {"id": later.id, "over": top.id, "similarity": round(similarity, 6)}
+    return _above(later, top, "later", similarity)
 
 
 def earlier_first(run: Run, read: list[dict[str, object]]) -> dict[str, object] | None:
@@ -106,11 +101,7 @@ def earlier_first(run: Run, read: list[dict[str, object]]) -> dict[str, object] 
     whose = changes.owners(top.record) - {changes.UNKNOWN}
     about = questions.people(run.request.query or "")
     found: list[tuple[Candidate, float]] = []
-    for earlier in best[1:]:
-        if earlier.score < LATER_SHARE * top.score:
-            break
-        if earlier.id in chained or not _by(earlier, whose, top) or not _after(earlier, top):
-            continue
+    for earlier in _theirs(best, whose, chained, before=True):
         then = changes.said(earlier.record)  # type: ignore[arg-type]
         named = then.reading.values - first.reading.values - (changes.openers(then.text) - VALUE_WORDS)
         if not changes.may_be_updated(then) or then.reading.hedged or not named:
@@ -124,9 +115,29 @@ def earlier_first(run: Run, read: list[dict[str, object]]) -> dict[str, object] 
     if not found:
         return None
     earlier, similarity = max(found, key=lambda one: _when(one[0]))  # of several, the one just before
-    earlier.scores["earlier"] = round(top.score * ABOVE / max(earlier.score, 1e-9), 6)
-    earlier.score = top.score * ABOVE
-    return {"id": earlier.id, "over": top.id, "similarity": round(similarity, 6)}
+    return _above(earlier, top, "earlier", similarity)
+
+
+def _theirs(best: list[Candidate], whose: frozenset[str], chained: set[str], *, before: bool) -> Iterator[Candidate]:
+    """The other best answers, in order while they score at least LATER_SHARE of the best, that its person said
+    in a later conversation (`before`: an earlier one), of no change already read."""
+    top = best[0]
+    for other in best[1:]:
+        if other.score < LATER_SHARE * top.score:
+            return
+        if (
+            other.id not in chained
+            and _by(other, whose, top)
+            and (_after(other, top) if before else _after(top, other))
+        ):
+            yield other
+
+
+def _above(one: Candidate, top: Candidate, key: str, similarity: float) -> dict[str, object]:
+    """`one` ranks just above the best answer (`scores[key]`); the trace of it."""
+    one.scores[key] = round(top.score * ABOVE / max(one.score, 1e-9), 6)
+    one.score = top.score * ABOVE
+    return {"id": one.id, "over": top.id, "similarity": round(similarity, 6)}
 
 
 def _when(candidate: Candidate) -> tuple[datetime, datetime, int]:
