@@ -469,14 +469,16 @@ def test_a_dose_or_a_price_upped_doubled_or_put_up_is_a_change() -> None:
     assert changes.read("We went on a hike up Snowdon.").cue is None
 
 
-def test_a_change_beside_an_aside_that_adds_something_is_still_a_change() -> None:
-    """ "Also …" in another sentence does not make the change one more of something."""
-    dose = turn("The GP has me on lisinopril 10mg, one each morning.", "Femi")
-    said = "The review went fine, she doubled it, 20mg from today. Also the nurse wants me off the crisps."
-    later = turn(said, "Femi").model_copy(update={"occurred_at": AT + timedelta(days=60)})
+def test_another_said_in_a_sentence_of_its_own_before_a_change_adds_nothing() -> None:
+    """ "Another letter from the agent. They put the rent up to £1,050." changes the rent; a sentence that adds
+    something it names ("I've news about the allotment, too.") still reads as one more of something."""
+    rent = turn("The flat on Elm Row is £980 a month, bills on top.", "Ines")
+    said = "Another letter from the agent this morning. They put the rent up to £1,050 from May."
+    later = turn(said, "Ines").model_copy(update={"occurred_at": AT + timedelta(days=90)})
     assert not changes.read(said).adds
-    assert changes.update_reason(dose, later, 0.35, topical=True) is not None
-    assert changes.read("Busy weekend. We also got a second cat.").adds  # one sentence adds, none changes
+    assert changes.update_reason(rent, later, 0.5, present=True, topical=True) is not None
+    assert changes.read("I've news about the Riverside allotment, too. They offered me plot 12.").adds
+    assert changes.read("Busy weekend. We also got a second cat, Miso.").adds
 
 
 def test_a_statement_with_a_request_after_it_is_no_question() -> None:

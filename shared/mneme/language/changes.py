@@ -57,7 +57,7 @@ CHANGES = re.compile(  # a change said as such: enough beside a subject the earl
     r"\b(?:moved|moving|relocated|chang(?:ed|ing)(?! (?:my|our|his|her|their) minds?)|upgraded|downgraded|pushed|"
     r"postponed|delayed|rescheduled|extended|extension|"
     r"brought forward|raised|increased|went up|gone up|goes up|bumped (?:[\w-]+ )?(?:up )?to|dropped|cut|reduced|"
-    r"upped|put (?:it |him |her |them |me |us )?up(?! with)|doubled|halved|tripled|rises?|hiked|"
+    r"upped|put (?:[\w-]+ ){0,2}up(?! with)|doubled|halved|tripled|rises?|hiked|"
     r"lowered|promoted|transferred|"
     r"joined|hired|became|become|back to|returned|went (?:vegan|vegetarian|back)|adopted|took up|taking up|"
     r"signed (?:[\w-]+ ){0,2}(?:up|with|for|on)|enrolled|renamed|got (?:married|engaged)|slip(?:s|ped)|bought|"
@@ -306,12 +306,14 @@ def _asks(lowered: str) -> bool:
     return bool(said) and all(s.endswith("?") or QUESTION_START.match(s) for s in said)
 
 
-def _adds(lowered: str) -> bool:
-    """One more of something: a sentence says "too", "also", "another"…, and no other sentence says a change
-    ("she doubled it, 10mg from today. Also the nurse told me…" changes the dose)."""
-    sentences = _sentences(lowered)
-    changed = any(ENDS.search(s) or CHANGES.search(s) for s in sentences if not ADDS.search(s))
-    return not changed and any(ADDS.search(s) for s in sentences)
+def _adds(flat: str) -> bool:
+    """One more of something: a sentence says "too", "also", "another"… and names what is added, or no other
+    sentence says a change ("Another email from the council. They extended again: 4 April" changes the date;
+    "I've news about JET, too. They offered me a place" adds the news)."""
+    sentences = _sentences(flat)
+    adding = [s for s in sentences if ADDS.search(s.lower())]
+    changed = any(ENDS.search(s.lower()) or CHANGES.search(s.lower()) for s in sentences if s not in adding)
+    return bool(adding) and (not changed or any(_values(s) - openers(s) for s in adding))
 
 
 def _sentences(lowered: str) -> list[str]:
@@ -354,7 +356,7 @@ def read(text: str) -> Reading:
         values=_values(flat),
         content=frozenset(meaningful - cue_words),
         asks=_asks(lowered),
-        adds=_adds(lowered),
+        adds=_adds(flat),
         hedged=_hedged(flat, clauses),
         ends=ends[0] if ends else None,
         identifiers=tuple((m[1], m[2]) for m in IDENTIFIER.finditer(lowered) if m[1] not in STOPWORDS),
