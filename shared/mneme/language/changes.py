@@ -316,8 +316,8 @@ def _adds(flat: str) -> bool:
     return bool(adding) and (not changed or any(_values(s) - openers(s) for s in adding))
 
 
-def _sentences(lowered: str) -> list[str]:
-    return re.split(r"(?<=[.!?])\s+", lowered)
+def _sentences(text: str) -> list[str]:
+    return re.split(r"(?<=[.!?])\s+", text)
 
 
 @functools.lru_cache(maxsize=8192)
