@@ -24,16 +24,21 @@ if TYPE_CHECKING:
     from mneme.services.recall.run import Candidate, Run
 
 REACH = 3  # the best admitted answers whose updates are looked for among the candidates not admitted
+NEWS = 20  # ... among the best-scored of those said after one of them
 
 
 def updating(run: Run, passed: list[Candidate], rejected: list[Candidate]) -> dict[str, str]:
     """Of `rejected`, the episodes that update one of the REACH best of `passed`: id -> the id it updates."""
     if not rejected or truth_mode(run) != "present":
         return {}
-    best = [c for c in sorted(passed, key=lambda c: (-c.score, c.id)) if _statement(c)][:REACH]
-    told = [(c, changes.said(c.record)) for c in rejected if isinstance(c.record, Episode)]
+    best = [c for c in sorted(passed, key=_rank) if _statement(c)][:REACH]
+    if not best:
+        return {}
+    since = min(position(c.record) for c in best)  # type: ignore[arg-type]
+    after = sorted((c for c in rejected if isinstance(c.record, Episode) and position(c.record) > since), key=_rank)
+    told = [(c, changes.said(c.record)) for c in after[:NEWS]]  # type: ignore[arg-type]
     news = [(c, said) for c, said in told if changes.may_update(said, present=True)]
-    if not best or not news:
+    if not news:
         return {}
     query = run.request.query or ""
     about, asked, words = questions.people(query), questions.question_slots(query), frozenset(meaningful_words(query))
@@ -51,6 +56,10 @@ def updating(run: Run, passed: list[Candidate], rejected: list[Candidate]) -> di
             if reason is not None:
                 found[later.id] = answer.id
     return found
+
+
+def _rank(candidate: Candidate) -> tuple[float, str]:
+    return (-candidate.score, candidate.id)
 
 
 def _statement(candidate: Candidate) -> bool:
