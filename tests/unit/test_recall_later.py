@@ -122,3 +122,12 @@ def test_asked_about_before_the_earlier_statement_of_the_same_kind_ranks_first(s
     assert trace["truth"] == "past" and (trace["earlier"]["id"], trace["earlier"]["over"]) == (first, later)
     assert recall(services, question).results[0].id == first
     assert time_trace(services, "Where does Kofi get cheaper weekly shopping with parking too?")["earlier"] is None
+
+
+def test_a_question_about_the_past_that_finds_nothing_or_one_answer_returns_what_it_found(services: Services) -> None:
+    """The past mirror reads the best answers only when there are two: none or one is an answer, not an error."""
+    first = first_shop(services)
+    nothing = recall(services, "What zzqx did Qwyrt originally use?", scoring={"strictness": "precision"})
+    assert nothing.results == []
+    response = recall(services, "Where did Kofi originally do his weekly shop?", scoring={"strictness": "precision"})
+    assert [r.id for r in response.results][:1] == [first]

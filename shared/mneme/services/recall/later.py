@@ -94,8 +94,10 @@ def earlier_first(run: Run, read: list[dict[str, object]]) -> dict[str, object] 
     sourdough", asked what she used to do on Saturdays). Which, over which, at what cosine; None when none."""
     best = sorted(run.candidates.values(), key=lambda c: (-c.score, c.id))[:LATER_WINDOW]
     chained = {str(one[key]) for one in read for key in ("id", "by")}
+    if len(best) < 2 or not isinstance(best[0].record, Episode) or best[0].changed is not None:
+        return None
     top = best[0]
-    if len(best) < 2 or not isinstance(top.record, Episode) or top.changed is not None or top.id in chained:
+    if top.id in chained:
         return None
     first = changes.said(top.record)
     whose = changes.owners(top.record) - {changes.UNKNOWN}
