@@ -61,7 +61,7 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
         return None
     query = run.request.query or ""
     about, asked, words = questions.people(query), questions.question_slots(query), frozenset(meaningful_words(query))
-    found: list[tuple[Candidate, float]] = []
+    kin: list[Candidate] = []
     for later in _theirs(best, whose, chained, before=False):
         then = changes.said(later.record)  # type: ignore[arg-type]
         new, old = then.reading, first.reading
@@ -75,8 +75,8 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
             continue  # asked when, the first says when and this one not ("book club is moving to the library")
         if not (about or {then.speaker}) & changes.owners(then.record) or _replies(run, later):
             continue  # about someone else ("Orla's moved to Berlin" for "Where does Tess live?"), or their news
-        if (similarity := pair_cosine(stored_vectors(run, [top, later]), top, later)) >= LATER_KIND:
-            found.append((later, similarity))
+        kin.append(later)
+    found = _same_kind(run, top, kin)
     if not found:
         return None
     later, similarity = max(found, key=lambda one: _when(one[0]))  # of several, the latest
@@ -94,15 +94,15 @@ def earlier_first(run: Run, read: list[dict[str, object]]) -> dict[str, object] 
     sourdough", asked what she used to do on Saturdays). Which, over which, at what cosine; None when none."""
     best = sorted(run.candidates.values(), key=lambda c: (-c.score, c.id))[:LATER_WINDOW]
     chained = {str(one[key]) for one in read for key in ("id", "by")}
-    if len(best) < 2 or not isinstance(best[0].record, Episode) or best[0].changed is not None:
+    if len(best) < 2:
         return None
     top = best[0]
-    if top.id in chained:
+    if not isinstance(top.record, Episode) or top.changed is not None or top.id in chained:
         return None
     first = changes.said(top.record)
     whose = changes.owners(top.record) - {changes.UNKNOWN}
     about = questions.people(run.request.query or "")
-    found: list[tuple[Candidate, float]] = []
+    kin: list[Candidate] = []
     for earlier in _theirs(best, whose, chained, before=True):
         then = changes.said(earlier.record)  # type: ignore[arg-type]
         named = then.reading.values - first.reading.values - (changes.openers(then.text) - VALUE_WORDS)
@@ -110,10 +110,9 @@ def earlier_first(run: Run, read: list[dict[str, object]]) -> dict[str, object] 
             continue  # a question, a maybe, or nothing else named
         if any(p.search(then.text.lower()) for p in (changes.HEDGE, nochange.FUTURE, UNDECIDED)):
             continue
-        if not (about or {then.speaker}) & changes.owners(then.record):
-            continue
-        if (similarity := pair_cosine(stored_vectors(run, [top, earlier]), top, earlier)) >= LATER_KIND:
-            found.append((earlier, similarity))
+        if (about or {then.speaker}) & changes.owners(then.record):
+            kin.append(earlier)
+    found = _same_kind(run, top, kin)
     if not found:
         return None
     earlier, similarity = max(found, key=lambda one: _when(one[0]))  # of several, the one just before
@@ -133,6 +132,14 @@ def _theirs(best: list[Candidate], whose: frozenset[str], chained: set[str], *, 
             and (_after(other, top) if before else _after(top, other))
         ):
             yield other
+
+
+def _same_kind(run: Run, top: Candidate, kin: list[Candidate]) -> list[tuple[Candidate, float]]:
+    """Of `kin`, those whose stored vector's cosine with the best answer's is at least LATER_KIND (one read)."""
+    if not kin:
+        return []
+    vectors = stored_vectors(run, [top, *kin])
+    return [(one, cosine) for one in kin if (cosine := pair_cosine(vectors, top, one)) >= LATER_KIND]
 
 
 def _above(one: Candidate, top: Candidate, key: str, similarity: float) -> dict[str, object]:
