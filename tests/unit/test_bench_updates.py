@@ -164,6 +164,7 @@ def test_the_set_parses_and_covers_every_kind_and_shape_in_each_part(bench: Modu
             "check4",
             ("other words", "implied", "in passing", "answer to a question", "long day", "successive", "reverted"),
         ),
+        ("check5", ("other-words", "implied", "answer", "rumour", "two-people", "considered", "partial", "long-day")),
     ],
 )
 def test_a_part_written_blind_is_apart_and_covers_its_brief(bench: ModuleType, part: str, shapes: tuple[str]) -> None:
