@@ -402,6 +402,13 @@ def test_a_change_called_off_undoes_it() -> None:
     assert changes.update_reason(switch, turn("Changed my mind, we're staying put with Virgin."), 0.8) is None
 
 
+@pytest.mark.parametrize("answer", ["I said no to Kinetik.", "Turned Kinetik down.", "I declined the Kinetik offer.",
+                                    "Decided against Kinetik in the end."])  # fmt: skip
+def test_an_offer_turned_down_undoes_it(answer: str) -> None:
+    offer = turn("A startup in Berlin, Kinetik, offered me a lead engineer role with a big salary bump.")
+    assert reverts.undoes(offer, turn(answer))
+
+
 def test_being_put_on_something_a_migration_done_and_a_signature_are_changes() -> None:
     thyroxine = turn("I take 50 mcg of thyroxine every morning.")
     raised = turn("Bloods came back and the endocrinologist has put me on 100 mcg.")

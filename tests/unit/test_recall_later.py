@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from mneme.bootstrap import Services
+from mneme.language import changes
 from mneme.services.remember import RememberItem
 from tests.unit.test_recall_ranking import ALICE, DAY, recall, say
 
@@ -131,3 +132,31 @@ def test_a_question_about_the_past_that_finds_nothing_or_one_answer_returns_what
     assert nothing.results == []
     response = recall(services, "Where did Kofi originally do his weekly shop?", scoring={"strictness": "precision"})
     assert [r.id for r in response.results][:1] == [first]
+
+
+@pytest.fixture
+def unread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The change rules read no change of any pair, as with wording they do not know."""
+    monkeypatch.setattr(changes, "update_reason", lambda *args, **kwargs: None)
+
+
+@pytest.mark.usefixtures("unread")
+def test_a_later_statement_with_change_words_the_change_rules_left_alone_ranks_first(services: Services) -> None:
+    """Words of change in a later statement whose change the rules did not read do not keep it out of this rule."""
+    old = first_shop(services)
+    new = say(services, "Kofi", "Sorry I'm late! Since I moved my shopping over to the Lidl by the retail park I lose"
+              " track of time in that bakery.", occurred_at=MAY, session_id="s2")  # fmt: skip
+    assert [r.id for r in recall(services, QUESTION).results[:2]] == [new, old]
+    assert time_trace(services, QUESTION)["later"]["over"] == old
+
+
+@pytest.mark.usefixtures("unread")
+def test_a_change_of_one_of_the_things_the_first_names_leaves_the_first_first(services: Services) -> None:
+    """The first names several things; the later one changes one of them and says so: the rest stands."""
+    old = say(services, "Bea", "I pay for Deezer and Netflix and that's my limit.", occurred_at=JANUARY,
+              session_id="s1")  # fmt: skip
+    say(services, "Bea", "Cancelled Netflix, nothing on it. Got Disney+ for the kids instead, my limit.",
+        occurred_at=MAY, session_id="s2")  # fmt: skip
+    question = "Which streaming service does Bea pay for?"
+    assert recall(services, question).results[0].id == old
+    assert time_trace(services, question)["later"] is None

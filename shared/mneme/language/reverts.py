@@ -34,7 +34,8 @@ def returns_to(earlier: Episode | Fact | Said, later: Episode | Fact | Said) -> 
 UNDONE = re.compile(  # a change called off before or after it happened: the earlier value stands
     r"\b(?:cancel(?:l?ed|l?ing|s)|changed (?:my|our|his|her|their) minds?|f[ae]ll(?:s|ing)? through|"
     r"did(?:n't| not) go (?:ahead|through)|not going ahead|pulled out|backed out|called (?:it|the [\w-]+) off|"
-    r"(?:stay|staying|stayed|sticking|stuck) (?:put|where (?:i|we) (?:was|were|am|are)))\b"
+    r"(?:stay|staying|stayed|sticking|stuck) (?:put|where (?:i|we) (?:was|were|am|are))|said no|"
+    r"turned (?:[\w-]+ ){0,2}down|declined|decided against)\b"
 )
 
 

@@ -7,12 +7,14 @@ supersedes the earlier, which is marked as changed. Much change is said in words
 wordless rule, for what the words left alone. Among the LATER_WINDOW best answers, when the best is one person's
 statement that no change was read of, the latest of theirs among the others that was said in a later conversation,
 is of the same kind (cosine at least LATER_KIND) and scores at least LATER_SHARE of the best ranks just above it
-(`scores.later`), if it names something the first did not, uses no change words (those the rules read, and left
-alone), has no maybe, plan or promise, "still" or "my old …" anywhere, does not say what is asked about stayed, is
-about that person (or the person the question names), does not answer someone else's news (`_replies`), says when
-if the question asks when and the first does, and is not followed by a statement of theirs naming the first value
-again (`_restated`). It reorders only answers already among the best, so what a search finds is the same, and it marks
-nothing as changed: both may be true. For a question about the past, `earlier_first` is its mirror: the person's
+(`scores.later`), if it names something the first did not, has no maybe, plan or promise, "still" or "my old …"
+anywhere, does not say what is asked about stayed, is about that person (or the person the question names), does
+not answer someone else's news (`_replies`), says when if the question asks when and the first does, is not followed
+by a statement of theirs naming the first value again (`_restated`) or calling it off (`_called_off`: "I said no to
+Kinetik" after their offer), and, when it says a change the rules left alone ("Since I moved my membership there"),
+does not name a value of the first (a change of one of several things the first names: the rest stands). It
+reorders only answers already among the best, so what a search finds is the same, and it marks nothing as changed:
+both may be true. For a question about the past, `earlier_first` is its mirror: the person's
 statement of the same kind said before the best answer ranks just above it.
 """
 
@@ -23,7 +25,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from mneme.language import changes, nochange, questions
+from mneme.language import changes, nochange, questions, reverts
 from mneme.language.slots import VALUE_WORDS
 from mneme.language.text import meaningful_words
 from mneme.models import Episode, context_session, session_position
@@ -66,8 +68,10 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
         then = changes.said(later.record)  # type: ignore[arg-type]
         new, old = then.reading, first.reading
         named = new.values - old.values - (changes.openers(then.text) - VALUE_WORDS)
-        if not changes.may_update(then, present=True) or not named or new.ends or new.cue:
-            continue  # a question, a plan, nothing new named, or change words (`current_truth` read those)
+        if not changes.may_update(then, present=True) or not named:
+            continue  # a question, a plan, or nothing new named
+        if (new.ends or new.cue) and (new.values & old.values) - words:
+            continue  # a change of something the first names beside others: a partial change, read by `current_truth`
         lowered = then.text.lower()
         if any(p.search(lowered) for p in NOT_NOW) or nochange.kept(then.text, asked, words):
             continue  # the first holds, of the past ("my old team"), a maybe, a plan, or what is asked about stayed
@@ -80,7 +84,7 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
     if not found:
         return None
     later, similarity = max(found, key=lambda one: _when(one[0]))  # of several, the latest
-    if _restated(best, top, later):
+    if _restated(best, top, later) or _called_off(run, later):
         return None
     return _above(later, top, "later", similarity)
 
@@ -166,6 +170,19 @@ def _restated(best: list[Candidate], top: Candidate, later: Candidate) -> bool:
         and _when(other) > _when(later)
         and gone & changes.said(record).reading.values
         for other in best
+    )
+
+
+def _called_off(run: Run, later: Candidate) -> bool:
+    """A statement of the later one's speaker after it calls it off ("Kinetik offered me a lead role" … "I said no
+    to Kinetik"): the first value stands."""
+    speaker = changes.speaker(later.record)  # type: ignore[arg-type]
+    return any(
+        isinstance(record := other.record, Episode)
+        and changes.speaker(record) == speaker
+        and _when(other) > _when(later)
+        and reverts.undoes(later.record, record) is not None  # type: ignore[arg-type]
+        for other in run.candidates.values()
     )
 
 
