@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mneme.language import changes, questions, reverts
+from mneme.language import changes, nochange, questions, reverts
 from mneme.models import Episode
 from mneme.records import Fact
 
@@ -402,6 +402,17 @@ def test_a_change_called_off_undoes_it() -> None:
     assert changes.update_reason(switch, turn("Changed my mind, we're staying put with Virgin."), 0.8) is None
 
 
+def test_a_change_called_off_may_name_the_value_it_keeps() -> None:
+    """Calling a move off often names where one stays, and the people of the change again ("Noor's job", "Noor")."""
+    home = turn("The boiler in our Girona flat finally works.")
+    move = turn("We accepted an offer! Relocating to Bilbao in May, Noor's firm is opening an office there.")
+    off = turn("The move's off, the buyers pulled out, so we're staying put in Girona and Noor will work remotely.")
+    assert reverts.undoes(move, off, home) == "undone: pulled out"
+    assert reverts.undoes(move, off) is None  # without the statement it restores, Girona is a new value
+    again = turn("The move's off, the buyers pulled out, so we're staying put in Sevilla.")
+    assert reverts.undoes(move, again, home) is None  # somewhere else again: a change
+
+
 @pytest.mark.parametrize("answer", ["I said no to Kinetik.", "Turned Kinetik down.", "I declined the Kinetik offer.",
                                     "Decided against Kinetik in the end."])  # fmt: skip
 def test_an_offer_turned_down_undoes_it(answer: str) -> None:
@@ -499,3 +510,18 @@ def test_a_statement_with_a_request_after_it_is_no_question() -> None:
     assert changes.update_reason(first, later, 0.35, topical=True) is not None
     assert changes.read("Could you remind me which dose I take, can you?").asks
     assert changes.read("Do I take it with food, could you check?").asks
+
+
+def test_a_request_that_tells_of_the_speakers_things_is_no_question() -> None:
+    """ "Can you help me email my manager, Rosalind?" asks the assistant for help, and says who the manager is."""
+    assert not changes.read("Can you help me write an email to my manager, Rosalind, asking for Friday off?").asks
+    assert not changes.read("Could you update my CV for the new role at Quenby Re?").asks
+    assert changes.read("Can you help me decide between Zed and VS Code?").asks  # tells nothing of theirs
+    assert changes.read("Can you tell me where my manager sits?").asks  # asks about it
+
+
+def test_a_change_from_a_date_to_come_is_no_plan() -> None:
+    assert not nochange.FUTURE.search("she's doubled it: 100 mg from tomorrow.")
+    assert not nochange.FUTURE.search("starting next week the rent is £950.")
+    assert nochange.FUTURE.search("i'll switch to the 100 mg tomorrow.")
+    assert nochange.FUTURE.search("next week we might move.")

@@ -160,3 +160,28 @@ def test_a_change_of_one_of_the_things_the_first_names_leaves_the_first_first(se
     question = "Which streaming service does Bea pay for?"
     assert recall(services, question).results[0].id == old
     assert time_trace(services, question)["later"] is None
+
+
+def test_a_yes_no_question_is_answered_otherwise_only_by_a_statement_that_names_what_it_asks(
+    services: Services,
+) -> None:
+    """ "Is Kofi vegetarian?" asks whether what it names holds: a later statement of his that names other things
+    does not say otherwise, however alike its vector."""
+    old = say(services, "Kofi", "Confession time. I'm not vegetarian any more, the butcher on Mill Road won me over.",
+              occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    say(services, "Kofi", "Sad news though: the butcher on Mill Road is closing, Pepper the shop cat too.",
+        occurred_at=MAY, session_id="s2")  # fmt: skip
+    question = "Is Kofi vegetarian?"
+    assert recall(services, question).results[0].id == old
+    assert time_trace(services, question)["later"] is None
+
+
+def test_a_later_statement_of_he_or_she_in_the_persons_own_turn_is_of_their_things(services: Services) -> None:
+    """In Kofi's own turn, "she's doubled it" (his GP) is of his dose: the later statement ranks first."""
+    old = say(services, "Kofi", "Saw Dr Osei today. She's started me on sertraline, 50 mg each morning.",
+              occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    new = say(services, "Kofi", "She thinks it's helping but not enough, so she's doubled it: 100 mg each morning.",
+              occurred_at=MAY, session_id="s2")  # fmt: skip
+    question = "What dose of sertraline does Kofi take?"
+    assert [r.id for r in recall(services, question).results[:2]] == [new, old]
+    assert time_trace(services, question)["later"]["over"] == old

@@ -79,6 +79,10 @@ ADDS = re.compile(  # one more of something; not time added to a date ("review a
     r"fortnight|months?))|plus)\b"
 )
 REQUEST = re.compile(r",\s*(?:can|could|would|will) you\b[^.!?]*\?")  # "…, can you help me log it?"
+ASKS_FOR = re.compile(  # a request that tells of the speaker's things: "can you help me email my manager, Rosalind?"
+    r"^(?:please )?(?:can|could|would|will) you (?:please )?(?:help me )?(?:to )?(?:write|draft|update|tidy|add|"
+    r"change|make|remind|send|book|fix|edit|rewrite|prepare|format|email|address|plan|adjust|redo)\b.*\b(?:my|our)\b"
+)
 QUESTION_START = re.compile(
     r"^(?:do|does|did|is|are|was|were|can|could|will|would|have|has|had|what|where|when|who|why|how|which|"
     r"whose)\b"
@@ -301,9 +305,10 @@ def _values(text: str) -> frozenset[str]:
 def _asks(lowered: str) -> bool:
     """Every sentence that says something is a question ("So you moved? Nice." asks; "Wednesdays are chaos.
     Could we switch to Saturdays?" says something first; so does "I take 50mg every morning, can you remind
-    me?": a request after a statement is no question about it)."""
+    me?": a request after a statement is no question about it; nor is "Can you help me email my manager, Rosalind?",
+    a request that tells of the speaker's things)."""
     said = [s for s in _sentences(REQUEST.sub(".", lowered)) if set(words(s)) - STOPWORDS - FILLER]
-    return bool(said) and all(s.endswith("?") or QUESTION_START.match(s) for s in said)
+    return bool(said) and all((s.endswith("?") or QUESTION_START.match(s)) and not ASKS_FOR.match(s) for s in said)
 
 
 def _adds(flat: str) -> bool:

@@ -34,7 +34,9 @@ EVENT = re.compile(  # a report of something that happened, not of how things ar
 )
 
 
-FUTURE = re.compile(r"\b(?:will|shall|'ll|promise[sd]?|tomorrow|next (?:week|month|year))\b")
+FUTURE = re.compile(  # a plan or a promise; not a change that starts on a date ("100 mg from tomorrow")
+    r"\b(?:will|shall|'ll|promise[sd]?|(?<!from )(?<!starting )(?:tomorrow|next (?:week|month|year)))\b"
+)
 
 
 def told_events(earlier: str, later: str) -> bool:

@@ -39,10 +39,13 @@ UNDONE = re.compile(  # a change called off before or after it happened: the ear
 )
 
 
-def undoes(change: Episode | Fact | Said, later: Episode | Fact | Said) -> str | None:
+def undoes(
+    change: Episode | Fact | Said, later: Episode | Fact | Said, restored: Episode | Fact | Said | None = None
+) -> str | None:
     """The later statement calls a change off ("changed my mind, we're staying put", "the move fell through"):
     the statements the change superseded stand again. None unless it asserts so, shares a word with the change
-    and is about the same owner. Either may be given read once (`said`)."""
+    and is about the same owner, and names no value but the change's and the one it `restored` ("the move's off,
+    we're staying put in Zaragoza"). Any may be given read once (`said`)."""
     after = said(later)
     undone = UNDONE.search(after.text.lower())
     if undone is None or after.reading.asks or after.reading.hedged:
@@ -50,6 +53,12 @@ def undoes(change: Episode | Fact | Said, later: Episode | Fact | Said) -> str |
     before = said(change)
     if not before.reading.content & after.reading.content or not same_subject(before, after):
         return None
-    if after.reading.values - before.reading.values - openers(after.text) - NUMBER_WORDS:
+    kept = _bare(before.reading.values | (said(restored).reading.values if restored is not None else frozenset()))
+    if _bare(after.reading.values - openers(after.text) - NUMBER_WORDS) - kept:
         return None  # "Direct Line cancelled; insured with Zurich from 20 August": a new value, a change again
     return f"undone: {undone[0]}"
+
+
+def _bare(values: frozenset[str]) -> frozenset[str]:
+    """Values without a possessive: "Pablo's company" and "Pablo will work remotely" name one person."""
+    return frozenset(value.removesuffix("'s") for value in values)

@@ -12,7 +12,9 @@ anywhere, does not say what is asked about stayed, is about that person (or the 
 not answer someone else's news (`_replies`), says when if the question asks when and the first does, is not followed
 by a statement of theirs naming the first value again (`_restated`) or calling it off (`_called_off`: "I said no to
 Kinetik" after their offer), and, when it says a change the rules left alone ("Since I moved my membership there"),
-does not name a value of the first (a change of one of several things the first names: the rest stands). It
+does not name a value of the first (a change of one of several things the first names: the rest stands). In the
+person's own turn, a statement whose every clause is about "he" or "she" ("she's doubled it: 100 mg") is of their
+things; for a yes/no question ("Is Ruth a vegetarian?"), only a statement naming what it asks about counts. It
 reorders only answers already among the best, so what a search finds is the same, and it marks nothing as changed:
 both may be true. For a question about the past, `earlier_first` is its mirror: the person's
 statement of the same kind said before the best answer ranks just above it.
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from mneme.language import changes, nochange, questions, reverts
 from mneme.language.slots import VALUE_WORDS
-from mneme.language.text import meaningful_words
+from mneme.language.text import meaningful_words, stem
 from mneme.models import Episode, context_session, session_position
 from mneme.records import Fact
 from mneme.search_models import has_metadata
@@ -44,6 +46,7 @@ ABOVE = 1.01  # the later statement's score: just above the best one's
 STILL = re.compile(r"\bstill\b")  # "I'm still chained to my audit spreadsheets": the first holds
 UNDECIDED = re.compile(r"\bthink (?:about|it over)\b")  # "they offered me plot 22 … I said I'd think about it"
 BEFORE = re.compile(r"\b(?:(?:my|our|his|her|their|the) (?:old|former|previous|ex)\b|used to|back (?:then|when))")
+YES_NO = re.compile(r"^\W*(?:is|are|am|do|does|has|have|can|will|would|should)\b", re.I)
 NOT_NOW = (STILL, BEFORE, UNDECIDED, changes.HEDGE, nochange.FUTURE)  # anywhere in it: not how things are now
 
 
@@ -63,6 +66,8 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
         return None
     query = run.request.query or ""
     about, asked, words = questions.people(query), questions.question_slots(query), frozenset(meaningful_words(query))
+    # a yes/no question asks whether what it names holds: only a statement that names it can say otherwise
+    named_in_question = {stem(w) for w in words - about} if YES_NO.match(query) else None
     kin: list[Candidate] = []
     for later in _theirs(best, whose, chained, before=False):
         then = changes.said(later.record)  # type: ignore[arg-type]
@@ -70,6 +75,8 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
         named = new.values - old.values - (changes.openers(then.text) - VALUE_WORDS)
         if not changes.may_update(then, present=True) or not named:
             continue  # a question, a plan, or nothing new named
+        if named_in_question is not None and not named_in_question & new.content:
+            continue  # "Is Ruth a vegetarian?": "Pepper's got a lump on his leg" says nothing of it
         if (new.ends or new.cue) and (new.values & old.values) - words:
             continue  # a change of something the first names beside others: a partial change, read by `current_truth`
         lowered = then.text.lower()
@@ -77,7 +84,10 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
             continue  # the first holds, of the past ("my old team"), a maybe, a plan, or what is asked about stayed
         if says_when and says_when.search(first.text.lower()) and not says_when.search(lowered):
             continue  # asked when, the first says when and this one not ("book club is moving to the library")
-        if not (about or {then.speaker}) & changes.owners(then.record) or _replies(run, later):
+        whom = changes.owners(then.record)
+        if whom == {changes.UNKNOWN} and then.speaker:
+            whom = frozenset({then.speaker})  # "she's doubled it: 100 mg" in their own turn: of their things
+        if not (about or {then.speaker}) & whom or _replies(run, later):
             continue  # about someone else ("Orla's moved to Berlin" for "Where does Tess live?"), or their news
         kin.append(later)
     found = _same_kind(run, top, kin)

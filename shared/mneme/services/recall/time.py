@@ -266,6 +266,10 @@ PAST_VERB = re.compile(
     r"\b(did|was|were|had|happened)\b|\b(has|have|'ve)\b(?: \w+){0,3} (ever|been|done|tried|visited|had|"
     r"talked|spoken|mentioned|said|told|shared|discussed|described|brought up|dealt with|faced|gone through)\b"
 )  # "what health problems has he talked about?" asks what was said, not how things are
+TOLD = re.compile(  # a verb in the past tense, beside "old" or "former": "what broke on her old car?"
+    r"\b(?:broke|went|got|came|took|gave|left|bought|sold|lost|won|ran|began|ate|drove|wrote|fell|found|made|"
+    r"paid|cost|kept|meant|felt|thought|knew|saw|chose|spent|[a-z]{3,}ed)\b"
+)
 TOPICAL_SHARE = 0.3  # ... those scoring at least this share of the best one
 TOPICAL = 10  # the best answers to a question: two of them about one owner are about what it asks
 NEWER = 1.01  # the later statement of a change ranks just above the earlier one it updates
@@ -283,7 +287,7 @@ def truth_mode(run: Run) -> str | None:
     if when.prefer == "latest":
         return "present"
     past_verb = PAST_VERB.search(query)
-    if PAST.search(query) or (past_verb and PAST_THING.search(query)):
+    if PAST.search(query) or ((past_verb or TOLD.search(query)) and PAST_THING.search(query)):
         return "past"
     return None if past_verb or when.prefer == "earliest" else "present"  # "when is it due?" asks about now
 
@@ -459,7 +463,7 @@ def _reverted(
         later = [j for j in range(len(pool)) if at[pool[j].id] > at[pool[k].id]]
         for j in reversed(later):  # the latest return first
             back = reverts.returns_to(said[i], said[j])
-            off = None if back else reverts.undoes(said[k], said[j])
+            off = None if back else reverts.undoes(said[k], said[j], said[i])
             if why := back or off:
                 run.with_vectors([pool[k], pool[j]])
                 winner[k] = (j, why, pair_cosine(stored_vectors(run, [pool[k], pool[j]]), pool[k], pool[j]))
