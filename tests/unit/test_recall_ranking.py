@@ -349,6 +349,21 @@ def test_asked_about_before_a_change_the_turn_of_that_conversation_that_answers_
     assert response.results[0].id == phone
 
 
+def test_asked_about_the_first_the_turn_of_that_conversation_that_names_a_value_ranks_first(
+    services: Services,
+) -> None:
+    """Of the first conversation, the turn that names the inhaler, not the one after it that the question's words
+    find best ("First proper preventer I've had.")."""
+    clenil = say(services, "Dara", "Asthma review done. The nurse has me on Clenil, two puffs twice a day.",
+                 occurred_at=DAY.replace(year=2024, month=2), session_id="s1")  # fmt: skip
+    vague = say(services, "Dara", "First proper preventer inhaler I've had.",
+                occurred_at=DAY.replace(year=2024, month=2, minute=1), session_id="s1")  # fmt: skip
+    say(services, "Dara", "The GP swapped my preventer inhaler to Fostair, so much better.",
+        occurred_at=DAY.replace(year=2024, month=6), session_id="s2")  # fmt: skip
+    ranked = [r.id for r in recall(services, "Which preventer inhaler was Dara prescribed originally?").results]
+    assert ranked.index(clenil) < ranked.index(vague) and ranked[0] == clenil
+
+
 def test_a_question_about_what_someone_has_talked_about_asks_what_was_said_not_how_things_are(
     services: Services,
 ) -> None:

@@ -481,9 +481,9 @@ def _rank_chains(
 ) -> dict[int, int]:
     """For the present, each chain's current statement just above every one it superseded; for the past, the
     statement just before the current one (the first, for "originally") just above the current one — of the
-    turns of its conversation, the one that answers the question best ("My ThinkPad X1 fan sounds like a jet
-    engine", not the "It's five years old." said after it). Returns, for the past, each current statement's
-    earlier one put above it."""
+    turns of its conversation, the one that names a value and answers the question best ("My ThinkPad X1 fan sounds
+    like a jet engine", not the "It's five years old." said after it, which ranks below it, `scores.vaguer`). Returns,
+    for the past, each current statement's earlier one put above it."""
     head = {i: _head(winner, i) for i in winner}  # the current statement each chain ends at
     if mode == "present":
         for i in sorted(winner):  # oldest first
@@ -495,9 +495,19 @@ def _rank_chains(
         chain = sorted(i for i in winner if head[i] == h)
         end = chain[0] if first else chain[-1]  # of its conversation, the statement the question finds best
         told = [i for i in chain if i == end or _one_conversation(pool[i], pool[end])]
-        chosen[h] = max(told, key=lambda i: (pool[i].score, -i))
+        chosen[h] = max(told, key=lambda i: (_names_a_value(pool[i]), pool[i].score, -i))
         _above(pool[chosen[h]], pool[h], "earlier", "later")
+        for i in told:  # what says no value of that conversation ranks below the statement that does
+            if i != chosen[h] and _names_a_value(pool[chosen[h]]) and not _names_a_value(pool[i]):
+                _above(pool[chosen[h]], pool[i], "earlier", "vaguer")
     return chosen
+
+
+def _names_a_value(candidate: Candidate) -> bool:
+    """The statement names a value (a name, a number, a value word), not only its kind ("First proper preventer
+    I've had." after "The nurse has me on Clenil")."""
+    told = changes.said(candidate.record)  # type: ignore[arg-type]
+    return bool(told.reading.values - changes.openers(told.text))
 
 
 def _drawn_from_chains(
