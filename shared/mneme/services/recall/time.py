@@ -266,7 +266,7 @@ PAST_VERB = re.compile(
     r"\b(did|was|were|had|happened)\b|\b(has|have|'ve)\b(?: \w+){0,3} (ever|been|done|tried|visited|had|"
     r"talked|spoken|mentioned|said|told|shared|discussed|described|brought up|dealt with|faced|gone through)\b"
 )  # "what health problems has he talked about?" asks what was said, not how things are
-TOLD = re.compile(  # a verb in the past tense, beside "old" or "former": "what broke on her old car?"
+TOLD = re.compile(  # a verb in the past tense: beside "old" or "former", an event ("what broke on her old car?")
     r"\b(?:broke|went|got|came|took|gave|left|bought|sold|lost|won|ran|began|ate|drove|wrote|fell|found|made|"
     r"paid|cost|kept|meant|felt|thought|knew|saw|chose|spent|[a-z]{3,}ed)\b"
 )
@@ -287,8 +287,10 @@ def truth_mode(run: Run) -> str | None:
     if when.prefer == "latest":
         return "present"
     past_verb = PAST_VERB.search(query)
-    if PAST.search(query) or ((past_verb or TOLD.search(query)) and PAST_THING.search(query)):
+    if PAST.search(query) or (past_verb and PAST_THING.search(query)):
         return "past"
+    if TOLD.search(query) and PAST_THING.search(query):
+        return None  # an event of an old thing: "what broke on her old car?", "who bought his old Renault?"
     return None if past_verb or when.prefer == "earliest" else "present"  # "when is it due?" asks about now
 
 
