@@ -185,3 +185,17 @@ def test_a_later_statement_of_he_or_she_in_the_persons_own_turn_is_of_their_thin
     question = "What dose of sertraline does Kofi take?"
     assert [r.id for r in recall(services, question).results[:2]] == [new, old]
     assert time_trace(services, question)["later"]["over"] == old
+
+
+@pytest.mark.usefixtures("unread")
+def test_of_a_thing_anyone_in_the_scope_may_say_it_changed(services: Services) -> None:
+    """A question about a thing ("the Verity Freight audit pack"), not a person: a later statement naming it ranks
+    first whoever says it; asked about a person's thing, only that person's own later word counts."""
+    old = say(services, "Hamid", "Kickoff with Verity Freight went well. Their audit pack is due 12 September.",
+              occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    new = say(services, "Yara", "Verity's controller emailed: they need the audit pack by 29 August, board meeting.",
+              occurred_at=MAY, session_id="s2")  # fmt: skip
+    question = "When is the Verity Freight audit pack due?"
+    assert [r.id for r in recall(services, question).results[:2]] == [new, old]
+    assert time_trace(services, question)["later"]["over"] == old
+    assert time_trace(services, "When is Hamid's Verity Freight audit pack due?")["later"] is None

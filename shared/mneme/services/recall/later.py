@@ -14,7 +14,9 @@ by a statement of theirs naming the first value again (`_restated`) or calling i
 Kinetik" after their offer), and, when it says a change the rules left alone ("Since I moved my membership there"),
 does not name a value of the first (a change of one of several things the first names: the rest stands). In the
 person's own turn, a statement whose every clause is about "he" or "she" ("she's doubled it: 100 mg") is of their
-things; for a yes/no question ("Is Ruth a vegetarian?"), only a statement naming what it asks about counts. It
+things; asked about a thing, not a person ("When is the Verity Freight audit pack due?"), anyone's statement that
+names it counts too; for a yes/no question ("Is Ruth a vegetarian?"), only a statement naming what it asks about
+counts. It
 reorders only answers already among the best, so what a search finds is the same, and it marks nothing as changed:
 both may be true. For a question about the past, `earlier_first` is its mirror: the person's
 statement of the same kind said before the best answer ranks just above it.
@@ -29,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from mneme.language import changes, nochange, questions, reverts
 from mneme.language.slots import VALUE_WORDS
-from mneme.language.text import meaningful_words, stem
+from mneme.language.text import meaningful_words, stem, terms
 from mneme.models import Episode, context_session, session_position
 from mneme.records import Fact
 from mneme.search_models import has_metadata
@@ -61,15 +63,16 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
     top = best[0]
     assert isinstance(top.record, Episode | Fact)
     first = changes.said(top.record)
-    whose = changes.owners(top.record) - {changes.UNKNOWN}
-    if not changes.may_be_updated(first) or not whose:
-        return None
     query = run.request.query or ""
+    thing = _thing(query)
+    whose = changes.owners(top.record) - {changes.UNKNOWN}
+    if not changes.may_be_updated(first) or not (whose or thing):
+        return None
     about, asked, words = questions.people(query), questions.question_slots(query), frozenset(meaningful_words(query))
     # a yes/no question asks whether what it names holds: only a statement that names it can say otherwise
     named_in_question = {stem(w) for w in words - about} if YES_NO.match(query) else None
     kin: list[Candidate] = []
-    for later in _theirs(best, whose, chained, before=False):
+    for later in _theirs(best, whose, chained, before=False, thing=thing):
         then = changes.said(later.record)  # type: ignore[arg-type]
         new, old = then.reading, first.reading
         named = new.values - old.values - (changes.openers(then.text) - VALUE_WORDS)
@@ -87,7 +90,8 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
         whom = changes.owners(then.record)
         if whom == {changes.UNKNOWN} and then.speaker:
             whom = frozenset({then.speaker})  # "she's doubled it: 100 mg" in their own turn: of their things
-        if not (about or {then.speaker}) & whom or _replies(run, later):
+        anyones = bool(thing) and _names(later, thing)  # of the thing asked about, whoever says it
+        if (not anyones and not (about or {then.speaker}) & whom) or _replies(run, later):
             continue  # about someone else ("Orla's moved to Berlin" for "Where does Tess live?"), or their news
         kin.append(later)
     found = _same_kind(run, top, kin)
@@ -133,16 +137,24 @@ def earlier_first(run: Run, read: list[dict[str, object]]) -> dict[str, object] 
     return _above(earlier, top, "earlier", similarity)
 
 
-def _theirs(best: list[Candidate], whose: frozenset[str], chained: set[str], *, before: bool) -> Iterator[Candidate]:
+def _theirs(
+    best: list[Candidate],
+    whose: frozenset[str],
+    chained: set[str],
+    *,
+    before: bool,
+    thing: frozenset[str] = frozenset(),
+) -> Iterator[Candidate]:
     """The other best answers, in order while they score at least LATER_SHARE of the best, that its person said
-    in a later conversation (`before`: an earlier one), of no change already read."""
+    in a later conversation (`before`: an earlier one), of no change already read; for a question about a thing
+    (`thing`: its words), also anyone's that names it."""
     top = best[0]
     for other in best[1:]:
         if other.score < LATER_SHARE * top.score:
             return
         if (
             other.id not in chained
-            and _by(other, whose, top)
+            and (_by(other, whose, top) or (bool(thing) and _names(other, thing)))
             and (_after(other, top) if before else _after(top, other))
         ):
             yield other
@@ -214,6 +226,29 @@ def _replies(run: Run, later: Candidate) -> bool:
         if has_metadata(turn.metadata, run.flt) and (news.ends or news.cue) and not news.asks:
             return True
     return False
+
+
+PERSONAL = re.compile(r"'s\b|\b(?:the user|i|me|my|mine|you|your|he|she|his|her|they|their)\b", re.I)
+THING = re.compile(r"\bthe ([\w&'-]+(?: [\w&'-]+){0,3})", re.I)
+THING_SHARED = 2  # the thing's words a statement about it names
+
+
+def _thing(query: str) -> frozenset[str]:
+    """The words of the thing a question asks about, when it asks about a thing that anyone in the scope may say
+    changed ("When is the Verity Freight audit pack due?", "Who is responsible for the billing migration?"), not
+    about a person ("Where does Maya live?", "What is the user's rent?"): empty then."""
+    if PERSONAL.search(query) or not (found := THING.search(query)):
+        return frozenset()
+    named = frozenset(stem(w) for w in meaningful_words(found[1]))
+    return named if len(named) >= THING_SHARED else frozenset()
+
+
+def _names(candidate: Candidate, thing: frozenset[str]) -> bool:
+    """An episode, of no change read, that names the thing (THING_SHARED of its words), whoever says it."""
+    record = candidate.record
+    if not isinstance(record, Episode) or candidate.changed is not None:
+        return False
+    return len(thing & terms(changes.statement(record))) >= THING_SHARED
 
 
 def _statement(top: Candidate) -> bool:
