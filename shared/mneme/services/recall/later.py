@@ -16,10 +16,9 @@ does not name a value of the first (a change of one of several things the first 
 person's own turn, a statement whose every clause is about "he" or "she" ("she's doubled it: 100 mg") is of their
 things; asked about a thing, not a person ("When is the Verity Freight audit pack due?"), anyone's statement that
 names it counts too; for a yes/no question ("Is Ruth a vegetarian?"), only a statement naming what it asks about
-counts. It
-reorders only answers already among the best, so what a search finds is the same, and it marks nothing as changed:
-both may be true. For a question about the past, `earlier_first` is its mirror: the person's
-statement of the same kind said before the best answer ranks just above it.
+counts. It reorders only answers already among the best, so what a search finds is the same, and it marks nothing
+as changed: both may be true. For a question about the past, `earlier_first` is its mirror: the person's statement
+of the same kind said before the best answer ranks just above it.
 """
 
 from __future__ import annotations
