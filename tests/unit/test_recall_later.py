@@ -32,6 +32,20 @@ def first_shop(services: Services) -> str:
     return said
 
 
+def months_apart(services: Services, first: tuple[str, str], then: tuple[str, str]) -> tuple[str, str]:
+    """Two turns, `(speaker, text)`, in January's and May's conversations: their ids."""
+    return (
+        say(services, *first, occurred_at=JANUARY, session_id="s1"),
+        say(services, *then, occurred_at=MAY, session_id="s2"),
+    )
+
+
+def raised_over(services: Services, question: str, new: str, old: str) -> None:
+    """Asked `question`, the later statement ranks first, just above the earlier one, by this rule."""
+    assert [r.id for r in recall(services, question).results[:2]] == [new, old]
+    assert time_trace(services, question)["later"]["over"] == old
+
+
 LATER = (
     "Lidl by the retail park for the weekly shop, empty on Saturday mornings and a lovely bakery, cheaper than"
     " expected, parking too."
@@ -146,8 +160,7 @@ def test_a_later_statement_with_change_words_the_change_rules_left_alone_ranks_f
     old = first_shop(services)
     new = say(services, "Kofi", "Sorry I'm late! Since I moved my shopping over to the Lidl by the retail park I lose"
               " track of time in that bakery.", occurred_at=MAY, session_id="s2")  # fmt: skip
-    assert [r.id for r in recall(services, QUESTION).results[:2]] == [new, old]
-    assert time_trace(services, QUESTION)["later"]["over"] == old
+    raised_over(services, QUESTION, new, old)
 
 
 @pytest.mark.usefixtures("unread")
@@ -178,24 +191,22 @@ def test_a_yes_no_question_is_answered_otherwise_only_by_a_statement_that_names_
 
 def test_a_later_statement_of_he_or_she_in_the_persons_own_turn_is_of_their_things(services: Services) -> None:
     """In Kofi's own turn, "she's doubled it" (his GP) is of his dose: the later statement ranks first."""
-    old = say(services, "Kofi", "Saw Dr Osei today. She's started me on sertraline, 50 mg each morning.",
-              occurred_at=JANUARY, session_id="s1")  # fmt: skip
-    new = say(services, "Kofi", "She thinks it's helping but not enough, so she's doubled it: 100 mg each morning.",
-              occurred_at=MAY, session_id="s2")  # fmt: skip
-    question = "What dose of sertraline does Kofi take?"
-    assert [r.id for r in recall(services, question).results[:2]] == [new, old]
-    assert time_trace(services, question)["later"]["over"] == old
+    old, new = months_apart(
+        services,
+        ("Kofi", "Saw Dr Osei today. She's started me on sertraline, 50 mg each morning."),
+        ("Kofi", "She thinks it's helping but not enough, so she's doubled it: 100 mg each morning."),
+    )
+    raised_over(services, "What dose of sertraline does Kofi take?", new, old)
 
 
 @pytest.mark.usefixtures("unread")
 def test_of_a_thing_anyone_in_the_scope_may_say_it_changed(services: Services) -> None:
     """A question about a thing ("the Verity Freight audit pack"), not a person: a later statement naming it ranks
     first whoever says it; asked about a person's thing, only that person's own later word counts."""
-    old = say(services, "Hamid", "Kickoff with Verity Freight went well. Their audit pack is due 12 September.",
-              occurred_at=JANUARY, session_id="s1")  # fmt: skip
-    new = say(services, "Yara", "Verity's controller emailed: they need the audit pack by 29 August, board meeting.",
-              occurred_at=MAY, session_id="s2")  # fmt: skip
-    question = "When is the Verity Freight audit pack due?"
-    assert [r.id for r in recall(services, question).results[:2]] == [new, old]
-    assert time_trace(services, question)["later"]["over"] == old
+    old, new = months_apart(
+        services,
+        ("Hamid", "Kickoff with Verity Freight went well. Their audit pack is due 12 September."),
+        ("Yara", "Verity's controller emailed: they need the audit pack by 29 August, board meeting."),
+    )
+    raised_over(services, "When is the Verity Freight audit pack due?", new, old)
     assert time_trace(services, "When is Hamid's Verity Freight audit pack due?")["later"] is None
