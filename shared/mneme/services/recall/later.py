@@ -24,7 +24,7 @@ of the same kind said before the best answer ranks just above it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -184,27 +184,26 @@ def _restated(best: list[Candidate], top: Candidate, later: Candidate) -> bool:
     """A statement of the later one's speaker after it names again what the best answer said and it did not ("due
     31 March" … "extension to 30 April" … "correction: ours stays 31 March"): the first value stands."""
     first, then = changes.said(top.record).reading, changes.said(later.record).reading  # type: ignore[arg-type]
-    gone, speaker = first.values - then.values, changes.speaker(later.record)  # type: ignore[arg-type]
-    return any(
-        isinstance(record := other.record, Episode)
-        and changes.speaker(record) == speaker
-        and _when(other) > _when(later)
-        and gone & changes.said(record).reading.values
-        for other in best
-    )
+    gone = first.values - then.values
+    return any(gone & changes.said(record).reading.values for record in _said_after(best, later))
 
 
 def _called_off(run: Run, later: Candidate) -> bool:
     """A statement of the later one's speaker after it calls it off ("Kinetik offered me a lead role" … "I said no
     to Kinetik"): the first value stands."""
-    speaker = changes.speaker(later.record)  # type: ignore[arg-type]
     return any(
-        isinstance(record := other.record, Episode)
-        and changes.speaker(record) == speaker
-        and _when(other) > _when(later)
-        and reverts.undoes(later.record, record) is not None  # type: ignore[arg-type]
-        for other in run.candidates.values()
+        reverts.undoes(later.record, record) is not None  # type: ignore[arg-type]
+        for record in _said_after(run.candidates.values(), later)
     )
+
+
+def _said_after(candidates: Iterable[Candidate], later: Candidate) -> Iterator[Episode]:
+    """The episodes among `candidates` that the later statement's speaker said after it."""
+    speaker = changes.speaker(later.record)  # type: ignore[arg-type]
+    for other in candidates:
+        record = other.record
+        if isinstance(record, Episode) and changes.speaker(record) == speaker and _when(other) > _when(later):
+            yield record
 
 
 def _replies(run: Run, later: Candidate) -> bool:

@@ -497,10 +497,11 @@ def _rank_chains(
         chain = sorted(i for i in winner if head[i] == h)
         end = chain[0] if first else chain[-1]  # of its conversation, the statement the question finds best
         told = [i for i in chain if i == end or _one_conversation(pool[i], pool[end])]
-        chosen[h] = max(told, key=lambda i: (_names_a_value(pool[i]), pool[i].score, -i))
+        valued = {i: _names_a_value(pool[i]) for i in told}
+        chosen[h] = max(told, key=lambda i: (valued[i], pool[i].score, -i))
         _above(pool[chosen[h]], pool[h], "earlier", "later")
         for i in told:  # what says no value of that conversation ranks below the statement that does
-            if i != chosen[h] and _names_a_value(pool[chosen[h]]) and not _names_a_value(pool[i]):
+            if i != chosen[h] and valued[chosen[h]] and not valued[i]:
                 _above(pool[chosen[h]], pool[i], "earlier", "vaguer")
     return chosen
 
