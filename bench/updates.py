@@ -35,7 +35,7 @@ first (the same cases), past answered (`top`, over the `past` cases). `--consoli
 one `POST /v1/consolidate` over each part and shape's scopes (waited for), side by side. `--misses`
 prints each failing case with its top 3 results.
 
-    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|check5|all]
+    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|check5|check6|check7|all]
         [--shape messages|session-time|all] [--consolidate] [--misses] [--case REGEX] [--json FILE]
 
 `dev/` is for tuning; `check/` was written after it with other wording, topics and people, and is never
@@ -56,8 +56,14 @@ words, implied, in passing, as an answer, by an assistant's recap or an agent no
 changes, long days, three or four sessions, two people; the untouched measure until its misses were read on
 5 Dec 2026 (evening).
 `check5/` was written on 5 Dec 2026 (evening) blind, as `check4/` was (names start `c5-`), with more changes said
-in other words and implied, answers, rumours and two people in a scope; never tuned on: the untouched measure
-from then on.
+in other words and implied, answers, rumours and two people in a scope; the untouched measure until its misses
+were read on 5 Dec 2026 (night).
+`check6/` was written on 5 Dec 2026 (night) blind, as `check5/` was (names start `c6-`), most of its values said in
+passing, a third of its changes implied, answers, assistants' recaps and agent notes; the untouched measure until
+its misses were read the same night.
+`check7/` was written on 5 Dec 2026 (night) blind (names start `c7-`): most cases a chat between a user and an
+assistant, asked about the user in the third person, facts said in passing inside requests; never tuned on: the
+untouched measure from then on.
 MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's.
 
 Case file format (several cases a file; blank lines and other '#' lines are comments):
@@ -92,7 +98,7 @@ import httpx
 from conversations import Server, consolidate, written
 
 SET = c.ROOT / "bench" / "updates"
-PARTS = ("dev", "check", "dev2", "check2", "dev3", "check3", "check4", "check5")
+PARTS = ("dev", "check", "dev2", "check2", "dev3", "check3", "check4", "check5", "check6", "check7")
 SHAPES = ("messages", "session-time")
 KINDS = ("current", "past", "other-person", "unchanged")
 NOW_KINDS = ("current", "other-person", "unchanged")  # asked about the present: current first, stale first
