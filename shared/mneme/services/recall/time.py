@@ -152,10 +152,20 @@ def _relative(m: re.Match[str], reference: datetime) -> tuple[datetime, datetime
     return day - span, day - span + timedelta(days=1)
 
 
+# an order word inside a name ("the Ladies' First XI", "Second Avenue") asks for no order
+NAMED_ORDER = re.compile(r"(?<=[\w',] )(?:First|Second|Third|Last|Latest|Current|Original)(?= [A-Z0-9])")
+
+
+def plain(query: str) -> str:
+    """The query as the time rules read it: lower case, straight quotes, single spaces, without the order words
+    of a name."""
+    return " ".join(NAMED_ORDER.sub("", query).lower().replace("’", "'").split())
+
+
 def query_time(query: str, reference: datetime | None = None) -> QueryTime:
     """The query's window and order preference. A relative period ('last May', 'two years ago') is
     read only with a `reference` time: recall passes the request's `as_of`, else the current time."""
-    text = " ".join(query.lower().replace("’", "'").split())
+    text = plain(query)
     since = until = said = None
     for pattern in _WINDOWS:
         m = pattern.search(text)
@@ -281,7 +291,7 @@ def truth_mode(run: Run) -> str | None:
     `past` for one about how they were before ("before York", "originally", "used to"), None when the
     question names a period or `as_of`, or is about an event ("when did…", "what did she say"): then changes
     only mark the earlier statements."""
-    when, query = run.when, " ".join((run.request.query or "").lower().replace("’", "'").split())
+    when, query = run.when, plain(run.request.query or "")
     if run.request.as_of is not None or when.since is not None:
         return None
     if when.prefer == "latest":
@@ -491,7 +501,7 @@ def _rank_chains(
         for i in sorted(winner):  # oldest first
             _above(pool[head[i]], pool[i], "newer", "superseded")
         return {}
-    first = run.when.prefer == "earliest" or bool(FIRST_TIME.search((run.request.query or "").lower()))
+    first = run.when.prefer == "earliest" or bool(FIRST_TIME.search(plain(run.request.query or "")))
     chosen: dict[int, int] = {}
     for h in set(head.values()):
         chain = sorted(i for i in winner if head[i] == h)
