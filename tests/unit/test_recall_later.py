@@ -10,6 +10,7 @@ import pytest
 
 from mneme.bootstrap import Services
 from mneme.language import changes
+from mneme.services.recall import later
 from mneme.services.remember import RememberItem
 from tests.unit.test_recall_ranking import ALICE, DAY, recall, say
 
@@ -210,3 +211,138 @@ def test_of_a_thing_anyone_in_the_scope_may_say_it_changed(services: Services) -
     )
     raised_over(services, "When is the Verity Freight audit pack due?", new, old)
     assert time_trace(services, "When is Hamid's Verity Freight audit pack due?")["later"] is None
+
+
+@pytest.mark.usefixtures("unread")
+def test_an_assistants_recap_is_of_the_users_things(services: Services) -> None:
+    """ "Noted: your broadband plan is Lumenet Heron" recaps the user's plan, whatever else it names: the user's
+    later word updates it."""
+    old, new = months_apart(
+        services,
+        ("assistant", "Noted: your broadband plan is Lumenet Heron from March, Lumenet engineers installed it."),
+        ("user", "Kids swallowed that too, so we're on Lumenet Osprey: gigabit, Lumenet engineers installed it."),
+    )
+    raised_over(services, "Which broadband plan is the user on?", new, old)
+
+
+@pytest.mark.usefixtures("unread")
+def test_only_a_count_for_a_name_leaves_the_first_first(services: Services) -> None:
+    """Asked which software, a later statement naming only a number ("ten minutes") names no other software."""
+    old = say(services, "Rachel", "We've moved the books to FreeAgent, the accountant recommended it.",
+              occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    say(services, "Rachel", "Ha, long gone. The books take ten minutes with the accountant.", occurred_at=MAY,
+        session_id="s2")  # fmt: skip
+    question = "Which software does Rachel keep the books in?"
+    assert recall(services, question).results[0].id == old
+    assert time_trace(services, question)["later"] is None
+
+
+@pytest.mark.usefixtures("unread")
+@pytest.mark.parametrize(
+    ("then", "raised"),
+    [
+        ("Pointed my personal email domain at Proton Mail and cancelled the old account.", True),
+        ("My personal email domain now forwards to Proton Mail, the old lady next door set it up.", False),
+        ("By then my personal email domain pointed at Proton Mail.", False),
+    ],
+)
+def test_the_old_one_ended_tells_the_change_and_the_old_one_held_or_by_then_tell_the_past(
+    services: Services, then: str, raised: bool
+) -> None:
+    """ "cancelled the old account" says the change; "the old …" otherwise, or "by then", of the past."""
+    old, new = months_apart(services, ("Iris", "My personal email is with Fastmail, on my own domain."), ("Iris", then))
+    question = "Which provider is Iris's personal email with?"
+    if raised:
+        raised_over(services, question, new, old)
+    else:
+        assert time_trace(services, question)["later"] is None
+
+
+@pytest.mark.usefixtures("unread")
+def test_he_or_she_in_the_speakers_turn_is_of_the_person_they_named_before(services: Services) -> None:
+    """Delphine named Théo in her first statement: her later "he …" is of Théo, asked about Théo."""
+    old, new = months_apart(
+        services,
+        ("Delphine", "Our eldest, Théo, goes to École des Tilleuls, the school past the market square."),
+        ("Delphine", "He loves the lab at Collège Anne-Sylvestre, his school since September."),
+    )
+    raised_over(services, "Which school does Théo go to?", new, old)
+
+
+@pytest.mark.usefixtures("unread")
+def test_an_answer_to_a_question_about_the_person_is_of_them(services: Services) -> None:
+    """ "How is Théo finding the big move up?" — Delphine's answer names no one, and is of Théo."""
+    old = say(services, "Delphine", "Our eldest, Théo, goes to École des Tilleuls, the school past the market.",
+              occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    say(services, "Farid", "How is Théo finding the big move up?", occurred_at=MAY, session_id="s2")
+    new = say(services, "Delphine", "Collège Anne-Sylvestre, the school past the station, has a proper lab.",
+              occurred_at=MAY.replace(minute=1), session_id="s2")  # fmt: skip
+    raised_over(services, "Which school does Théo go to?", new, old)
+
+
+@pytest.mark.usefixtures("unread")
+def test_who_a_persons_partner_is_they_say_after_a_question_that_is_no_news(services: Services) -> None:
+    """ "Who is Ayo's partner?" Ayo says who; a friend's question before it ("How's Daniel? Haven't seen him in
+    ages.") is no news Ayo's turn answers."""
+    old = say(services, "Ayo", "My partner Daniel and I are throwing his parents' party on the 27th.",
+              occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    say(services, "Femi", "How's Daniel? Haven't seen him in ages.", occurred_at=MAY, session_id="s2")
+    new = say(services, "Ayo", "We called it a day. I have been seeing Rowan since the party on the 27th.",
+              occurred_at=MAY.replace(minute=1), session_id="s2")  # fmt: skip
+    raised_over(services, "Who is Ayo's partner?", new, old)
+
+
+@pytest.mark.usefixtures("unread")
+def test_a_later_statement_naming_the_person_asked_about_does_not_restate_the_first(services: Services) -> None:
+    """ "Miso bit the nurse" names the cat the question asks about, not the vets the first statement named."""
+    old, new = months_apart(
+        services,
+        ("Soraya", "Our cat Miso goes to Harrowgate Vets on Cliff Road, the vets are lovely."),
+        ("Soraya", "He goes to Linden Paws Vets since the move, the vets are closer and his records went across."),
+    )
+    say(services, "Soraya", "Miso bit the vets nurse at his booster, naturally.", occurred_at=MAY.replace(month=7),
+        session_id="s3")  # fmt: skip
+    raised_over(services, "Which vets does Miso go to?", new, old)
+
+
+def read_only(monkeypatch: pytest.MonkeyPatch, earlier: str, later: str) -> None:
+    """The change rules read one change, of `earlier` by `later` (texts' beginnings), and no other."""
+
+    def reason(one: Any, then: Any, *args: Any, **kwargs: Any) -> str | None:
+        texts = (changes.said(one).text, changes.said(then).text)
+        return "read" if texts[0].startswith(earlier) and texts[1].startswith(later) else None
+
+    monkeypatch.setattr(changes, "update_reason", reason)
+
+
+@pytest.mark.parametrize(
+    ("then", "raised"),
+    [
+        ("They finally hired: Rustam Beketov started Monday, my one-to-ones with the squad go through him.", True),
+        ("Finance asked why Graham left the payments squad, so I wrote them a note with Rustam Beketov.", False),
+    ],
+)
+def test_the_latest_of_a_change_read_may_change_again_but_not_by_what_it_superseded(
+    services: Services, monkeypatch: pytest.MonkeyPatch, then: str, raised: bool
+) -> None:
+    """A change the rules read (Graham → Wendeline) is the best answer; a later change of hers ranks above it, a
+    later statement naming what it superseded ("why Graham left") does not."""
+    read_only(monkeypatch, "My manager is Graham", "My manager is Wendeline")
+    say(services, "Priya", "My manager is Graham Oduya, he runs the payments squad.", occurred_at=JANUARY,
+        session_id="s1")  # fmt: skip
+    head = say(services, "Priya", "My manager is Wendeline Achterberg from this week, she leads the squad.",
+               occurred_at=MAY, session_id="s2")  # fmt: skip
+    new = say(services, "Priya", then, occurred_at=MAY.replace(month=9), session_id="s3")
+    question = "Who is Priya's manager?"
+    if raised:
+        raised_over(services, question, new, head)
+    else:
+        assert recall(services, question).results[0].id == head
+        assert time_trace(services, question)["later"] is None
+
+
+def test_who_a_person_is_to_someone_that_someone_says() -> None:
+    """ "Who is Ayo's partner?" asks about Ayo's partner, and who it is Ayo says; "Where does Maya's sister live?"
+    asks about the sister, whose home Maya's own news does not tell."""
+    assert later._Asked.of("Who is Ayo's partner?", None).about == {"ayo's partner", "ayo"}
+    assert later._Asked.of("Where does Maya's sister live?", None).about == {"maya's sister"}

@@ -5,26 +5,21 @@ the retail park for the weekly shop, empty on Saturday mornings").
 `time.current_truth` reads change in words (`mneme.language.changes`): when it finds one, the later statement
 supersedes the earlier, which is marked as changed. Much change is said in words no rule knows; this is the weaker,
 wordless rule, for what the words left alone. Among the LATER_WINDOW best answers, when the best is one person's
-statement that no change was read of, the latest of theirs among the others that was said in a later conversation,
-is of the same kind (cosine at least LATER_KIND) and scores at least LATER_SHARE of the best ranks just above it
-(`scores.later`), if it names something the first did not, has no maybe, plan or promise, "still" or "my old …"
-anywhere, does not say what is asked about stayed, is about that person (or the person the question names), does
-not answer someone else's news (`_replies`), says when if the question asks when and the first does, is not followed
-by a statement of theirs naming the first value again (`_restated`) or calling it off (`_called_off`: "I said no to
-Kinetik" after their offer), and, when it says a change the rules left alone ("Since I moved my membership there"),
-does not name a value of the first (a change of one of several things the first names: the rest stands). In the
-person's own turn, a statement whose every clause is about "he" or "she" ("she's doubled it: 100 mg") is of their
-things; asked about a thing, not a person ("When is the Verity Freight audit pack due?"), anyone's statement that
-names it counts too; for a yes/no question ("Is Ruth a vegetarian?"), only a statement naming what it asks about
-counts. It reorders only answers already among the best, so what a search finds is the same, and it marks nothing
-as changed: both may be true. For a question about the past, `earlier_first` is its mirror: the person's statement
-of the same kind said before the best answer ranks just above it.
+statement that no change was read of (or the latest of a change that was), the latest of theirs among the others
+that was said in a later conversation, is of the same kind (cosine at least LATER_KIND) and scores at least
+LATER_SHARE of the best ranks just above it (`scores.later`), if it tells something new as how things are
+(`_tells_new`), is about that person or what the question asks about (`_of_them`), and is not followed by a
+statement of theirs naming the first value again (`_restated`) or calling it off (`_called_off`: "I said no to
+Kinetik" after their offer). It reorders only answers already among the best, so what a search finds is the same,
+and it marks nothing as changed: both may be true. For a question about the past, `earlier_first` is its mirror:
+the person's statement of the same kind said before the best answer ranks just above it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -39,14 +34,19 @@ from mneme.services.recall.run import pair_cosine, stored_vectors
 if TYPE_CHECKING:
     from mneme.services.recall.run import Candidate, Run
 
-LATER_WINDOW = 4  # the best answers the rule reorders
-LATER_SHARE = 0.1  # ... a later statement scoring at least this share of the best one
+LATER_WINDOW = 6  # the best answers the rule reorders
+LATER_SHARE = 0.05  # ... a later statement scoring at least this share of the best one
 LATER_KIND = 0.2  # ... and saying the same kind of thing: this cosine or more between the two
 REPLY_TURNS = 3  # the turns before a statement read for someone else's news it answers
 ABOVE = 1.01  # the later statement's score: just above the best one's
 STILL = re.compile(r"\bstill\b")  # "I'm still chained to my audit spreadsheets": the first holds
 UNDECIDED = re.compile(r"\bthink (?:about|it over)\b")  # "they offered me plot 22 … I said I'd think about it"
-BEFORE = re.compile(r"\b(?:(?:my|our|his|her|their|the) (?:old|former|previous|ex)\b|used to|back (?:then|when))")
+ENDED = ("cancelled", "closed", "sold", "ditched", "scrapped", "returned", "kept", "replaced", "dropped")
+BEFORE = re.compile(  # of the past: "my old team"; not "cancelled the old account", which tells of the change
+    r"\b(?:(?:my|our|his|her|their|" + "".join(f"(?<!{verb} )" for verb in ENDED) + r"the) (?:old|former|previous|ex)\b"
+    r"|used to|back (?:then|when)|by then)"
+)
+WHO_IS = re.compile(r"^\W*who(?:'s| is| are)\b", re.I)
 YES_NO = re.compile(r"^\W*(?:is|are|am|do|does|has|have|can|will|would|should)\b", re.I)
 NOT_NOW = (STILL, BEFORE, UNDECIDED, changes.HEDGE, nochange.FUTURE)  # anywhere in it: not how things are now
 
@@ -54,52 +54,101 @@ NOT_NOW = (STILL, BEFORE, UNDECIDED, changes.HEDGE, nochange.FUTURE)  # anywhere
 def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[str] | None) -> dict[str, object] | None:
     """The later statement of the best answer's person raised just above it (`scores.later`): which, over which, at
     what cosine; None when there is none. `read`: the changes `current_truth` read (ids and their updaters), which
-    this rule leaves alone. `says_when`: for a question asking when, the words of a text that says when."""
+    this rule leaves alone but for the latest of a chain, which a later statement may update again. `says_when`: for
+    a question asking when, the words of a text that says when."""
     best = sorted(run.candidates.values(), key=lambda c: (-c.score, c.id))[:LATER_WINDOW]
-    chained = {str(one[key]) for one in read for key in ("id", "by")}
-    if len(best) < 2 or not _statement(best[0]) or best[0].id in chained:
+    superseded = {str(one["id"]) for one in read}
+    if len(best) < 2 or not _statement(best[0]) or best[0].id in superseded:
         return None
     top = best[0]
     assert isinstance(top.record, Episode | Fact)
-    first = changes.said(top.record)
-    query = run.request.query or ""
-    thing = _thing(query)
+    first, asked = changes.said(top.record), _Asked.of(run.request.query or "", says_when)
     whose = changes.owners(top.record) - {changes.UNKNOWN}
-    if not changes.may_be_updated(first) or not (whose or thing):
+    if changes.speaker(top.record) == "assistant":
+        whose |= {"user"}  # "Noted: your broadband is Lumenet Heron from March": the user's, recapped
+    if not changes.may_be_updated(first) or not (whose or asked.thing):
         return None
-    about, asked, words = questions.people(query), questions.question_slots(query), frozenset(meaningful_words(query))
-    # a yes/no question asks whether what it names holds: only a statement that names it can say otherwise
-    named_in_question = {stem(w) for w in words - about} if YES_NO.match(query) else None
-    kin: list[Candidate] = []
-    for later in _theirs(best, whose, chained, before=False, thing=thing):
-        then = changes.said(later.record)  # type: ignore[arg-type]
-        new, old = then.reading, first.reading
-        named = new.values - old.values - (changes.openers(then.text) - VALUE_WORDS)
-        if not changes.may_update(then, present=True) or not named:
-            continue  # a question, a plan, or nothing new named
-        if named_in_question is not None and not named_in_question & new.content:
-            continue  # "Is Ruth a vegetarian?": "Pepper's got a lump on his leg" says nothing of it
-        if (new.ends or new.cue) and (new.values & old.values) - words:
-            continue  # a change of something the first names beside others: a partial change, read by `current_truth`
-        lowered = then.text.lower()
-        if any(p.search(lowered) for p in NOT_NOW) or nochange.kept(then.text, asked, words):
-            continue  # the first holds, of the past ("my old team"), a maybe, a plan, or what is asked about stayed
-        if says_when and says_when.search(first.text.lower()) and not says_when.search(lowered):
-            continue  # asked when, the first says when and this one not ("book club is moving to the library")
-        whom = changes.owners(then.record)
-        if whom == {changes.UNKNOWN} and then.speaker:
-            whom = frozenset({then.speaker})  # "she's doubled it: 100 mg" in their own turn: of their things
-        anyones = bool(thing) and _names(later, thing)  # of the thing asked about, whoever says it
-        if (not anyones and not (about or {then.speaker}) & whom) or _replies(run, later):
-            continue  # about someone else ("Orla's moved to Berlin" for "Where does Tess live?"), or their news
-        kin.append(later)
+    gone = _superseded_values(run, read, top)
+    chained = superseded | {str(one["by"]) for one in read}
+    kin = [
+        later
+        for later in _theirs(best, whose, chained, before=False, thing=asked.thing)
+        if _tells_new(first, changes.said(later.record), asked, gone) and _of_them(run, top, later, asked)  # type: ignore[arg-type]
+    ]
     found = _same_kind(run, top, kin)
     if not found:
         return None
     later, similarity = max(found, key=lambda one: _when(one[0]))  # of several, the latest
-    if _restated(best, top, later) or _called_off(run, later):
+    if _restated(best, top, later, asked.about) or _called_off(run, later):
         return None
     return _above(later, top, "later", similarity)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What a question asks, as `later_first` reads it: the people (`about`), slots and words it names, the thing it
+    asks about when not a person (`_thing`), for a yes/no question the stems of what it asks whether (`whether`), for
+    one asking when the words of a text that says when."""
+
+    about: frozenset[str]
+    slots: frozenset[str]
+    words: frozenset[str]
+    thing: frozenset[str]
+    whether: frozenset[str] | None
+    says_when: re.Pattern[str] | None
+
+    @classmethod
+    def of(cls, query: str, says_when: re.Pattern[str] | None) -> _Asked:
+        about, words = questions.people(query), frozenset(meaningful_words(query))
+        if WHO_IS.match(query):  # "Who is Ayo's partner?": who it is, Ayo says ("I've been seeing Rowan")
+            about |= {person.partition("'s ")[0] for person in about if "'s " in person}
+        # a yes/no question asks whether what it names holds: only a statement that names it can say otherwise
+        whether = frozenset(stem(w) for w in words - about) if YES_NO.match(query) else None
+        return cls(about, questions.question_slots(query), words, _thing(query), whether, says_when)
+
+
+def _tells_new(first: changes.Said, then: changes.Said, asked: _Asked, gone: frozenset[str] | None) -> bool:
+    """The later statement says something new of what the first says, as how things are: it names a value the first
+    does not (not only a number for a name), states it (no question, maybe, plan, "still", "my old …", "by then"),
+    does not say what is asked about stayed, and names what a yes/no question asks about; when the first is itself a
+    change (`gone`: the values it superseded), it says a change and names none of them; when it says a change of
+    something the first names beside others, it is a partial change (`current_truth`'s); asked when, it says when
+    if the first does ("book club is moving to the library")."""
+    new, old = then.reading, first.reading
+    named = new.values - old.values - (changes.openers(then.text) - VALUE_WORDS)
+    if not changes.may_update(then, present=True) or not named:
+        return False  # a question, a plan, or nothing new named
+    if named == _numbers(named) and (names := old.values - changes.openers(first.text)) and not _numbers(names):
+        return False  # only a count or a time for a name ("The bank rec takes ten minutes now")
+    if gone is not None and (named & gone or not (new.ends or new.cue)):
+        return False  # "why we left Azure" after "we went with Google Cloud": of the change told
+    if asked.whether is not None and not asked.whether & new.content:
+        return False  # "Is Ruth a vegetarian?": "Pepper's got a lump on his leg" says nothing of it
+    if (new.ends or new.cue) and (new.values & old.values) - asked.words:
+        return False  # "Cancelled Netflix … Got Disney+ instead" after "I pay for Spotify and Netflix"
+    lowered = then.text.lower()
+    if any(p.search(lowered) for p in NOT_NOW) or nochange.kept(then.text, asked.slots, asked.words):
+        return False  # the first holds, of the past ("my old team"), a maybe, a plan, or what is asked about stayed
+    return not (asked.says_when and asked.says_when.search(first.text.lower()) and not asked.says_when.search(lowered))
+
+
+def _of_them(run: Run, top: Candidate, later: Candidate, asked: _Asked) -> bool:
+    """The later statement is about the person the question names (or, naming none, its speaker), or names the
+    thing asked about, and does not answer someone else's news (`_replies`). A statement all of "he" or "she" in a
+    person's own turn is of their things ("she's doubled it: 100 mg"), and of the person asked about when their
+    first statement named them ("Our eldest, Théo, goes to …" … "he has decided he's a chemist"); so is an answer
+    to someone's question about the person asked about ("How is Théo finding the big move up?")."""
+    then = changes.said(later.record)  # type: ignore[arg-type]
+    whom = changes.owners(then.record)
+    if changes.UNKNOWN in whom and then.speaker:
+        if whom == {changes.UNKNOWN}:
+            whom = frozenset({then.speaker})
+        if changes.speaker(top.record) == then.speaker and _mentions(changes.said(top.record).text, asked.about):  # type: ignore[arg-type]
+            whom |= asked.about
+    if asked.about and _answers(run, later, asked.about):
+        whom |= asked.about
+    anyones = bool(asked.thing) and _names(later, asked.thing)  # of the thing asked about, whoever says it
+    return (anyones or bool((asked.about or {then.speaker}) & whom)) and not _replies(run, later)
 
 
 def earlier_first(run: Run, read: list[dict[str, object]]) -> dict[str, object] | None:
@@ -180,11 +229,11 @@ def _when(candidate: Candidate) -> tuple[datetime, datetime, int]:
     return session_position(record)
 
 
-def _restated(best: list[Candidate], top: Candidate, later: Candidate) -> bool:
+def _restated(best: list[Candidate], top: Candidate, later: Candidate, people: frozenset[str]) -> bool:
     """A statement of the later one's speaker after it names again what the best answer said and it did not ("due
     31 March" … "extension to 30 April" … "correction: ours stays 31 March"): the first value stands."""
     first, then = changes.said(top.record).reading, changes.said(later.record).reading  # type: ignore[arg-type]
-    gone = first.values - then.values
+    gone = first.values - then.values - people  # "Miso bit the nurse" names the cat, not the old vets
     return any(gone & changes.said(record).reading.values for record in _said_after(best, later))
 
 
@@ -206,24 +255,43 @@ def _said_after(candidates: Iterable[Candidate], later: Candidate) -> Iterator[E
             yield record
 
 
+def _answers(run: Run, later: Candidate, people: frozenset[str]) -> bool:
+    """`later` answers someone else's question about one of the people, asked in the turn just before it."""
+    speaker, turns = _turns_before(run, later, 1)
+    return any(
+        changes.speaker(turn) not in (None, speaker)
+        and has_metadata(turn.metadata, run.flt)
+        and changes.said(turn).reading.asks
+        and _mentions(turn.content, people)
+        for turn in turns
+    )
+
+
 def _replies(run: Run, later: Candidate) -> bool:
     """`later` answers someone else's news: one of the REPLY_TURNS turns before it in its conversation, another
-    person's that the caller may read, says a change ("I've relocated to Amsterdam" … "Neighbours! Only forty
-    minutes on the train"). Read from the store: the news rarely answers the question itself."""
-    record = later.record
-    assert isinstance(record, Episode)
-    session = context_session(record)
-    if session is None:
-        return False
-    speaker, at = changes.speaker(record), session_position(record)
-    for turn in run.deps.store.session_episodes(run.flt.tenant, record.scope_id, session, at, REPLY_TURNS):
+    person's that the caller may read, says a change and asks nothing ("I've relocated to Amsterdam" …
+    "Neighbours! Only forty minutes on the train"; not "How's Daniel? Haven't seen him in ages"). Read from the
+    store: the news rarely answers the question itself."""
+    speaker, turns = _turns_before(run, later, REPLY_TURNS)
+    for turn in turns:
         other = changes.speaker(turn)
         if turn.archived or other in (None, speaker) or other in changes.NOTE_TAKERS:
             continue
         news = changes.said(turn).reading
-        if has_metadata(turn.metadata, run.flt) and (news.ends or news.cue) and not news.asks:
+        if has_metadata(turn.metadata, run.flt) and (news.ends or news.cue) and "?" not in turn.content:
             return True
     return False
+
+
+def _turns_before(run: Run, later: Candidate, limit: int) -> tuple[str | None, list[Episode]]:
+    """The speaker of `later`, and up to `limit` turns before it in its conversation, latest first (from the store)."""
+    record = later.record
+    assert isinstance(record, Episode)
+    session = context_session(record)
+    if session is None:
+        return None, []
+    found = run.deps.store.session_episodes(run.flt.tenant, record.scope_id, session, session_position(record), limit)
+    return changes.speaker(record), found
 
 
 PERSONAL = re.compile(r"'s\b|\b(?:the user|i|me|my|mine|you|your|he|she|his|her|they|their)\b", re.I)
@@ -256,15 +324,18 @@ def _statement(top: Candidate) -> bool:
 
 
 def _by(later: Candidate, whose: frozenset[str], top: Candidate) -> bool:
-    """`later` is an episode whose speaker, a person and not a note taker, is the best answer's speaker, or, for a
-    claim fact, the person it is about."""
+    """`later` is an episode whose speaker, a person and not a note taker, is the best answer's speaker (or the user
+    an assistant's recap is of), or, for a claim fact, the person it is about."""
     record = later.record
     if not isinstance(record, Episode) or later.changed is not None:
         return False
     speaker = changes.speaker(record)
     if speaker is None or speaker in changes.NOTE_TAKERS or speaker not in whose:
         return False
-    return isinstance(top.record, Fact) or changes.speaker(top.record) == speaker  # type: ignore[arg-type]
+    if not isinstance(top.record, Episode):
+        return True  # a claim fact: of the person it is about
+    said = changes.speaker(top.record)
+    return said == speaker or said == "assistant"  # their own word, or the assistant's recap of it
 
 
 def _after(top: Candidate, later: Candidate) -> bool:
@@ -277,3 +348,24 @@ def _after(top: Candidate, later: Candidate) -> bool:
         return other.occurred_at > one.valid_from and later.id not in one.source_episode_ids
     assert isinstance(one, Episode)
     return session_position(other) > session_position(one) and not changes.one_conversation(one, other)
+
+
+def _superseded_values(run: Run, read: list[dict[str, object]], top: Candidate) -> frozenset[str] | None:
+    """The values of the statements the best answer superseded (`read`), None when it superseded none."""
+    older = [str(one["id"]) for one in read if one["by"] == top.id]
+    if not older:
+        return None
+    return frozenset().union(
+        *(changes.said(run.candidates[one].record).reading.values for one in older if one in run.candidates)  # type: ignore[arg-type]
+    )
+
+
+def _mentions(text: str, people: frozenset[str]) -> bool:
+    """The text names one of the people."""
+    lowered = text.lower()
+    return any(re.search(rf"\b{re.escape(person)}\b", lowered) for person in people)
+
+
+def _numbers(values: frozenset[str]) -> frozenset[str]:
+    """The values that are numbers: digits ("50", "7:30") or number words ("ten")."""
+    return frozenset(v for v in values if changes.NUMBER.fullmatch(v) or v in changes.NUMBER_WORDS)
