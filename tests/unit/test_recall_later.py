@@ -214,18 +214,6 @@ def test_of_a_thing_anyone_in_the_scope_may_say_it_changed(services: Services) -
 
 
 @pytest.mark.usefixtures("unread")
-def test_an_assistants_recap_is_of_the_users_things(services: Services) -> None:
-    """ "Noted: your broadband plan is Lumenet Heron" recaps the user's plan, whatever else it names: the user's
-    later word updates it."""
-    old, new = months_apart(
-        services,
-        ("assistant", "Noted: your broadband plan is Lumenet Heron from March, Lumenet engineers installed it."),
-        ("user", "Kids swallowed that too, so we're on Lumenet Osprey: gigabit, Lumenet engineers installed it."),
-    )
-    raised_over(services, "Which broadband plan is the user on?", new, old)
-
-
-@pytest.mark.usefixtures("unread")
 def test_only_a_count_for_a_name_leaves_the_first_first(services: Services) -> None:
     """Asked which software, a later statement naming only a number ("ten minutes") names no other software."""
     old = say(services, "Rachel", "We've moved the books to FreeAgent, the accountant recommended it.",
@@ -259,37 +247,53 @@ def test_the_old_one_ended_tells_the_change_and_the_old_one_held_or_by_then_tell
 
 
 @pytest.mark.usefixtures("unread")
-def test_he_or_she_in_the_speakers_turn_is_of_the_person_they_named_before(services: Services) -> None:
-    """Delphine named Théo in her first statement: her later "he …" is of Théo, asked about Théo."""
-    old, new = months_apart(
-        services,
-        ("Delphine", "Our eldest, Théo, goes to École des Tilleuls, the school past the market square."),
-        ("Delphine", "He loves the lab at Collège Anne-Sylvestre, his school since September."),
-    )
-    raised_over(services, "Which school does Théo go to?", new, old)
+@pytest.mark.parametrize(
+    ("first", "then", "question"),
+    [
+        (  # an assistant's recap is of the user's things, whatever else it names
+            ("assistant", "Noted: your broadband plan is Lumenet Heron from March, Lumenet engineers installed it."),
+            ("user", "Kids swallowed that too, so we're on Lumenet Osprey: gigabit, Lumenet engineers installed it."),
+            "Which broadband plan is the user on?",
+        ),
+        (  # "he" in Delphine's turn is of Théo, whom her first statement named
+            ("Delphine", "Our eldest, Théo, goes to École des Tilleuls, the school past the market square."),
+            ("Delphine", "He loves the lab at Collège Anne-Sylvestre, his school since September."),
+            "Which school does Théo go to?",
+        ),
+    ],
+)
+def test_a_later_statement_naming_no_one_is_of_the_person_the_first_was_about(
+    services: Services, first: tuple[str, str], then: tuple[str, str], question: str
+) -> None:
+    old, new = months_apart(services, first, then)
+    raised_over(services, question, new, old)
 
 
 @pytest.mark.usefixtures("unread")
-def test_an_answer_to_a_question_about_the_person_is_of_them(services: Services) -> None:
-    """ "How is Théo finding the big move up?" — Delphine's answer names no one, and is of Théo."""
-    old = say(services, "Delphine", "Our eldest, Théo, goes to École des Tilleuls, the school past the market.",
-              occurred_at=JANUARY, session_id="s1")  # fmt: skip
-    say(services, "Farid", "How is Théo finding the big move up?", occurred_at=MAY, session_id="s2")
-    new = say(services, "Delphine", "Collège Anne-Sylvestre, the school past the station, has a proper lab.",
-              occurred_at=MAY.replace(minute=1), session_id="s2")  # fmt: skip
-    raised_over(services, "Which school does Théo go to?", new, old)
-
-
-@pytest.mark.usefixtures("unread")
-def test_who_a_persons_partner_is_they_say_after_a_question_that_is_no_news(services: Services) -> None:
-    """ "Who is Ayo's partner?" Ayo says who; a friend's question before it ("How's Daniel? Haven't seen him in
-    ages.") is no news Ayo's turn answers."""
-    old = say(services, "Ayo", "My partner Daniel and I are throwing his parents' party on the 27th.",
-              occurred_at=JANUARY, session_id="s1")  # fmt: skip
-    say(services, "Femi", "How's Daniel? Haven't seen him in ages.", occurred_at=MAY, session_id="s2")
-    new = say(services, "Ayo", "We called it a day. I have been seeing Rowan since the party on the 27th.",
-              occurred_at=MAY.replace(minute=1), session_id="s2")  # fmt: skip
-    raised_over(services, "Who is Ayo's partner?", new, old)
+@pytest.mark.parametrize(
+    ("first", "asked", "then", "question"),
+    [
+        (  # Delphine's answer names no one, and is of Théo
+            ("Delphine", "Our eldest, Théo, goes to École des Tilleuls, the school past the market."),
+            ("Farid", "How is Théo finding the big move up?"),
+            ("Delphine", "Collège Anne-Sylvestre, the school past the station, has a proper lab."),
+            "Which school does Théo go to?",
+        ),
+        (  # who Ayo's partner is, Ayo says; a friend's question before it is no news Ayo's turn answers
+            ("Ayo", "My partner Daniel and I are throwing his parents' party on the 27th."),
+            ("Femi", "How's Daniel? Haven't seen him in ages."),
+            ("Ayo", "We called it a day. I have been seeing Rowan since the party on the 27th."),
+            "Who is Ayo's partner?",
+        ),
+    ],
+)
+def test_an_answer_to_someones_question_about_the_person_asked_about_is_of_them(
+    services: Services, first: tuple[str, str], asked: tuple[str, str], then: tuple[str, str], question: str
+) -> None:
+    old = say(services, *first, occurred_at=JANUARY, session_id="s1")
+    say(services, *asked, occurred_at=MAY, session_id="s2")
+    new = say(services, *then, occurred_at=MAY.replace(minute=1), session_id="s2")
+    raised_over(services, question, new, old)
 
 
 @pytest.mark.usefixtures("unread")
