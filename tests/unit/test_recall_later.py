@@ -297,6 +297,18 @@ def test_an_answer_to_someones_question_about_the_person_asked_about_is_of_them(
 
 
 @pytest.mark.usefixtures("unread")
+def test_a_forgotten_question_makes_no_answer(services: Services) -> None:
+    """The question a turn answers is read as the store holds it: forgotten, it says nothing of whom."""
+    say(services, "Delphine", "Our eldest, Théo, goes to École des Tilleuls, the school past the market.",
+        occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    asking = say(services, "Farid", "How is Théo finding the big move up?", occurred_at=MAY, session_id="s2")
+    say(services, "Delphine", "Collège Anne-Sylvestre, the school past the station, has a proper lab.",
+        occurred_at=MAY.replace(minute=1), session_id="s2")  # fmt: skip
+    services.forgetting.forget_episode(ALICE, asking)
+    assert time_trace(services, "Which school does Théo go to?")["later"] is None
+
+
+@pytest.mark.usefixtures("unread")
 def test_a_later_statement_naming_the_person_asked_about_does_not_restate_the_first(services: Services) -> None:
     """ "Miso bit the nurse" names the cat the question asks about, not the vets the first statement named."""
     old, new = months_apart(

@@ -256,10 +256,12 @@ def _said_after(candidates: Iterable[Candidate], later: Candidate) -> Iterator[E
 
 
 def _answers(run: Run, later: Candidate, people: frozenset[str]) -> bool:
-    """`later` answers someone else's question about one of the people, asked in the turn just before it."""
+    """`later` answers someone else's question about one of the people, asked in the turn just before it (one the
+    caller may read, not forgotten)."""
     speaker, turns = _turns_before(run, later, 1)
     return any(
-        changes.speaker(turn) not in (None, speaker)
+        not turn.archived
+        and changes.speaker(turn) not in (None, speaker)
         and has_metadata(turn.metadata, run.flt)
         and changes.said(turn).reading.asks
         and _mentions(turn.content, people)
