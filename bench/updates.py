@@ -33,7 +33,9 @@ reported per part, shape and kind of question. The headline figures are the ones
 for: current first (`top` and `pack`, over the `current`, `other-person` and `unchanged` cases), stale
 first (the same cases), past answered (`top`, over the `past` cases). `--consolidate` asks again after
 one `POST /v1/consolidate` over each part and shape's scopes (waited for), side by side. `--misses`
-prints each failing case with its top 3 results.
+prints each failing case with its top 3 results. `stale facts` counts the facts a run wrote that recall shows (each
+once, over the `current`, `other-person` and `unchanged` cases) stating an earlier value and no current one
+without being marked earlier (`since_changed`) or stale: facts not true as written.
 
     .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|check5|check6|check7|all]
         [--shape messages|session-time|all] [--consolidate] [--misses] [--case REGEX] [--json FILE]
@@ -353,7 +355,21 @@ def headline(rows: list[Row]) -> dict[str, tuple[int, int]]:
         "stale first": (sum(r.stale for r in now), len(now)),
         "past answered": (sum(r.top for r in past), len(past)),
         "reachable": (sum(r.reach for r in rows), len(rows)),
+        "stale facts": stale_facts(now),
     }
+
+
+def stale_facts(rows: list[Row]) -> tuple[int, int]:
+    """Of the facts shown (each once), those that state an earlier value and no current one unmarked: neither
+    `since_changed` nor `stale`, so an agent reads them as true now."""
+    shown: dict[str, bool] = {}
+    for row in rows:
+        for result in row.results:
+            if result["kind"] == "fact" and result["id"] not in shown:
+                marked = bool(result.get("since_changed") or (result.get("fact") or {}).get("stale"))
+                text = result["content"]
+                shown[result["id"]] = not marked and states(text, row.case.stale) and not states(text, row.case.right)
+    return sum(shown.values()), len(shown)
 
 
 def ratio(pair: tuple[int, int]) -> str:
@@ -462,7 +478,7 @@ def measure(cases: list[Case], shapes: list[str], consolidating: bool) -> list[t
 
 
 def _dump(phase: str, row: Row) -> dict[str, Any]:
-    keep = ("id", "kind", "score", "content")
+    keep = ("id", "kind", "score", "content", "since_changed", "fact")
     return {
         "phase": phase, "part": row.case.part, "case": row.case.name, "kind": row.case.kind, "shape": row.shape,
         **{col: getattr(row, col) for col in COLUMNS}, "block": row.block,

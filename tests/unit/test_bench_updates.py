@@ -140,6 +140,21 @@ def test_scores(bench: ModuleType, tmp_path: Path) -> None:
     assert not bench.failed(current) and bench.failed(stale) and bench.failed(neither)
 
 
+def test_stale_facts_are_the_facts_shown_that_state_an_earlier_value_unmarked(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    path = tmp_path / "01-sample.txt"
+    path.write_text(SAMPLE)
+    [case, _] = bench.parse(path, "dev")
+    old, new, marked = (result(t, "fact") for t in ("Leeds is Maya's home.", "York is Maya's home.", "Once Leeds."))
+    marked["since_changed"] = {"by": "3f2a"}  # marked earlier: read as history
+    rows = [
+        bench.score(case, "messages", {"results": [old, new, marked], "context": ""}),
+        bench.score(case, "messages", {"results": [old, result("I live in Leeds.")], "context": ""}),  # once
+    ]
+    assert bench.stale_facts(rows) == (1, 3)
+
+
 def test_the_set_parses_and_covers_every_kind_and_shape_in_each_part(bench: ModuleType) -> None:
     for part, least in (("dev", 60), ("check", 40), ("check2", 60), ("dev3", 70), ("check3", 48)):
         cases = bench.load([part])
