@@ -230,8 +230,8 @@ def test_only_a_count_for_a_name_leaves_the_first_first(services: Services) -> N
     ("then", "raised"),
     [
         ("Pointed my personal email domain at Proton Mail and cancelled the old account.", True),
-        ("My personal email domain now forwards to Proton Mail, the old lady next door set it up.", False),
-        ("By then my personal email domain pointed at Proton Mail.", False),
+        ("Pointed my personal email domain at Proton Mail and the old lady next door helped.", False),
+        ("By then I pointed my personal email domain at Proton Mail and cancelled the account.", False),
     ],
 )
 def test_the_old_one_ended_tells_the_change_and_the_old_one_held_or_by_then_tell_the_past(
@@ -243,6 +243,7 @@ def test_the_old_one_ended_tells_the_change_and_the_old_one_held_or_by_then_tell
     if raised:
         raised_over(services, question, new, old)
     else:
+        assert recall(services, question).results[0].id == old
         assert time_trace(services, question)["later"] is None
 
 
