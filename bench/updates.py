@@ -34,8 +34,9 @@ for: current first (`top` and `pack`, over the `current`, `other-person` and `un
 first (the same cases), past answered (`top`, over the `past` cases). `--consolidate` asks again after
 one `POST /v1/consolidate` over each part and shape's scopes (waited for), side by side. `--misses`
 prints each failing case with its top 3 results. `stale facts` counts the facts a run wrote that recall shows (each
-once, over the `current`, `other-person` and `unchanged` cases) stating an earlier value and no current one
-without being marked earlier (`since_changed`) or stale: facts not true as written.
+once, over the `current` and `unchanged` cases) stating an earlier or only considered value and no current one
+without being marked earlier (`since_changed`) or stale: facts not true as written. Not over `other-person` cases,
+whose wrong values are the other person's, true of them ("Joaquín lives in Valencia" when Marta is asked about).
 
     .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|check5|check6|check7|all]
         [--shape messages|session-time|all] [--consolidate] [--misses] [--case REGEX] [--json FILE]
@@ -355,16 +356,17 @@ def headline(rows: list[Row]) -> dict[str, tuple[int, int]]:
         "stale first": (sum(r.stale for r in now), len(now)),
         "past answered": (sum(r.top for r in past), len(past)),
         "reachable": (sum(r.reach for r in rows), len(rows)),
-        "stale facts": stale_facts(now),
+        "stale facts": stale_facts(rows),
     }
 
 
 def stale_facts(rows: list[Row]) -> tuple[int, int]:
-    """Of the facts shown (each once), those that state an earlier value and no current one unmarked: neither
-    `since_changed` nor `stale`, so an agent reads them as true now."""
+    """Of the facts shown (each once) for a `current` or `unchanged` case, those that state an earlier or only
+    considered value and no current one unmarked: neither `since_changed` nor `stale`, so an agent reads them as
+    true now."""
     shown: dict[str, bool] = {}
     for row in rows:
-        for result in row.results:
+        for result in row.results if row.case.kind in ("current", "unchanged") else []:
             if result["kind"] == "fact" and result["id"] not in shown:
                 marked = bool(result.get("since_changed") or (result.get("fact") or {}).get("stale"))
                 text = result["content"]

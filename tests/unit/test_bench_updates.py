@@ -3,6 +3,7 @@ and the scores mean what they say."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
@@ -153,6 +154,9 @@ def test_stale_facts_are_the_facts_shown_that_state_an_earlier_value_unmarked(
         bench.score(case, "messages", {"results": [old, result("I live in Leeds.")], "context": ""}),  # once
     ]
     assert bench.stale_facts(rows) == (1, 3)
+    other = dataclasses.replace(case, kind="other-person")  # its wrong value is the other person's: true of them
+    theirs = result("Jon's home is Leeds.", "fact")
+    assert bench.stale_facts([*rows, bench.score(other, "messages", {"results": [theirs], "context": ""})]) == (1, 3)
 
 
 def test_the_set_parses_and_covers_every_kind_and_shape_in_each_part(bench: ModuleType) -> None:
