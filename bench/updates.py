@@ -38,7 +38,7 @@ once, over the `current` and `unchanged` cases) stating an earlier or only consi
 without being marked earlier (`since_changed`) or stale: facts not true as written. Not over `other-person` cases,
 whose wrong values are the other person's, true of them ("Joaquín lives in Valencia" when Marta is asked about).
 
-    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|check5|check6|check7|all]
+    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|check5|check6|check7|check8|all]
         [--shape messages|session-time|all] [--consolidate] [--misses] [--case REGEX] [--json FILE]
 
 `dev/` is for tuning; `check/` was written after it with other wording, topics and people, and is never
@@ -65,8 +65,11 @@ were read on 5 Dec 2026 (night).
 passing, a third of its changes implied, answers, assistants' recaps and agent notes; the untouched measure until
 its misses were read the same night.
 `check7/` was written on 5 Dec 2026 (night) blind (names start `c7-`): most cases a chat between a user and an
-assistant, asked about the user in the third person, facts said in passing inside requests; never tuned on: the
-untouched measure from then on.
+assistant, asked about the user in the third person, facts said in passing inside requests; the untouched measure
+until its misses were read on 5 Dec 2026 (late night).
+`check8/` was written on 5 Dec 2026 (late night) blind, as `check7/` was (names start `c8-`): 40 of 56 cases a
+chat between a user and an assistant, 12 between named people, 4 with agent notes; changes in other words, implied,
+in passing, as answers, successive, reverted and partial; never tuned on: the untouched measure from then on.
 MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's.
 
 Case file format (several cases a file; blank lines and other '#' lines are comments):
@@ -101,7 +104,7 @@ import httpx
 from conversations import Server, consolidate, written
 
 SET = c.ROOT / "bench" / "updates"
-PARTS = ("dev", "check", "dev2", "check2", "dev3", "check3", "check4", "check5", "check6", "check7")
+PARTS = ("dev", "check", "dev2", "check2", "dev3", "check3", "check4", "check5", "check6", "check7", "check8")
 SHAPES = ("messages", "session-time")
 KINDS = ("current", "past", "other-person", "unchanged")
 NOW_KINDS = ("current", "other-person", "unchanged")  # asked about the present: current first, stale first
