@@ -240,6 +240,19 @@ def test_another_value_said_in_the_same_conversation_is_no_update() -> None:
     )
 
 
+def test_an_assistants_answer_in_the_same_conversation_changes_nothing_of_what_it_answers() -> None:
+    """The assistant works with what the user just said ("3 hours 40" → "5 minutes 13 a kilometre"); the same words in
+    another conversation, or in the user's own turn, are read as any statement is."""
+    goal = turn("My coach says 3 hours 40 is realistic for the marathon, so that's my goal. What pace is that?")
+    answer = turn("Three hours forty over 42.2 km is about 5 minutes 13 seconds per kilometre.", "assistant")
+    at = {"occurred_at": AT + timedelta(minutes=1)}
+    assert changes.update_reason(goal, answer.model_copy(update=at), 0.75, present=True) is None
+    weeks_on = answer.model_copy(update={"occurred_at": AT + timedelta(days=30)})  # another conversation
+    assert changes.update_reason(goal, weeks_on, 0.75, present=True)
+    own = answer.model_copy(update={**at, "metadata": {"speaker": "user"}})  # the user's own word: read as theirs
+    assert changes.update_reason(goal, own, 0.75, present=True)
+
+
 def test_going_back_to_an_earlier_value_is_a_return_to_it() -> None:
     own = turn("Please put Ms Okonkwo-Baird on my letters.")
     back = turn("I've gone back to Okonkwo-Baird on everything.")

@@ -217,6 +217,18 @@ def test_of_a_thing_anyone_in_the_scope_may_say_it_changed(services: Services) -
 
 
 @pytest.mark.usefixtures("unread")
+def test_the_thing_asked_about_is_read_to_the_end_of_its_words(services: Services) -> None:
+    """ "the on-call phone for the billing service" is the billing service's phone: a later note naming the billing
+    service's rota is of it, though it does not say "phone"."""
+    old, new = months_apart(
+        services,
+        ("Hamid", "On-call phone for the billing service this quarter: Odile Ferrand."),
+        ("Yara", "Billing service rota from April: Kasia Brandt carries it."),
+    )
+    raised_over(services, "Who has the on-call phone for the billing service?", new, old)
+
+
+@pytest.mark.usefixtures("unread")
 def test_only_a_count_for_a_name_leaves_the_first_first(services: Services) -> None:
     """Asked which software, a later statement naming only a number ("ten minutes") names no other software."""
     old = say(services, "Rachel", "We've moved the books to FreeAgent, the accountant recommended it.",
@@ -363,3 +375,28 @@ def test_who_a_person_is_to_someone_that_someone_says() -> None:
     asks about the sister, whose home Maya's own news does not tell."""
     assert later._Asked.of("Who is Ayo's partner?", None).about == {"ayo's partner", "ayo"}
     assert later._Asked.of("Where does Maya's sister live?", None).about == {"maya's sister"}
+
+
+@pytest.mark.usefixtures("unread")
+def test_a_number_both_name_is_no_partial_change(services: Services) -> None:
+    """A change that names a number the first names too ("9pm till 5" after "5 till 1") changes it all: a number
+    both name is no other thing the first names that stays."""
+    old, new = months_apart(
+        services,
+        ("Kofi", "I work the early shift at the bakery, 5 till 1, Tuesday to Saturday."),
+        ("Kofi", "Can you recommend a blackout blind? The bakery moved me onto nights from this week, 9pm till 5."),
+    )
+    raised_over(services, "What shift does Kofi work at the bakery?", new, old)
+
+
+@pytest.mark.usefixtures("unread")
+def test_a_note_after_someones_news_is_no_reply_to_it(services: Services) -> None:
+    """An agent's note about the thing asked about, written after someone's news in the same conversation, answers
+    no one: it ranks first as any later statement naming the thing does."""
+    old = say(services, "Imran", "The payments squad is led by Odile Ferrand, ask her about refunds.",
+              occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    say(services, "Imran", "Big news: Odile quit, she's joined the risk team.", occurred_at=MAY,
+        session_id="s2")  # fmt: skip
+    new = say(services, "assistant", "Payments squad led by Kasia Brandt from 3 June; refunds go to her.",
+              occurred_at=MAY.replace(minute=1), session_id="s2")  # fmt: skip
+    raised_over(services, "Who leads the payments squad?", new, old)

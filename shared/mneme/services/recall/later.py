@@ -124,8 +124,9 @@ def _tells_new(first: changes.Said, then: changes.Said, asked: _Asked, gone: fro
         return False  # "why we left Azure" after "we went with Google Cloud": of the change told
     if asked.whether is not None and not asked.whether & new.content:
         return False  # "Is Ruth a vegetarian?": "Pepper's got a lump on his leg" says nothing of it
-    if (new.ends or new.cue) and (new.values & old.values) - asked.words:
-        return False  # "Cancelled Netflix … Got Disney+ instead" after "I pay for Spotify and Netflix"
+    if (new.ends or new.cue) and (shared := (new.values & old.values) - asked.words) and shared != _numbers(shared):
+        return False  # "Cancelled Netflix … Got Disney+ instead" after "I pay for Spotify and Netflix"; a number both
+        # name is no such partial change ("put me on the night rota, 10pm till 6" after "I work earlies, 6 till 2")
     lowered = then.text.lower()
     if any(p.search(lowered) for p in NOT_NOW) or nochange.kept(then.text, asked.slots, asked.words):
         return False  # the first holds, of the past ("my old team"), a maybe, a plan, or what is asked about stayed
@@ -272,9 +273,11 @@ def _answers(run: Run, later: Candidate, people: frozenset[str]) -> bool:
 def _replies(run: Run, later: Candidate) -> bool:
     """`later` answers someone else's news: one of the REPLY_TURNS turns before it in its conversation, another
     person's that the caller may read, says a change and asks nothing ("I've relocated to Amsterdam" …
-    "Neighbours! Only forty minutes on the train"; not "How's Daniel? Haven't seen him in ages"). Read from the
-    store: the news rarely answers the question itself."""
+    "Neighbours! Only forty minutes on the train"; not "How's Daniel? Haven't seen him in ages"); an agent's or
+    assistant's note answers no one. Read from the store: the news rarely answers the question itself."""
     speaker, turns = _turns_before(run, later, REPLY_TURNS)
+    if speaker is None or speaker in changes.NOTE_TAKERS:
+        return False  # a note ("Data platform team run by Chidi Eze from 7 October") answers no one
     for turn in turns:
         other = changes.speaker(turn)
         if turn.archived or other in (None, speaker) or other in changes.NOTE_TAKERS:
@@ -297,7 +300,7 @@ def _turns_before(run: Run, later: Candidate, limit: int) -> tuple[str | None, l
 
 
 PERSONAL = re.compile(r"'s\b|\b(?:the user|i|me|my|mine|you|your|he|she|his|her|they|their)\b", re.I)
-THING = re.compile(r"\bthe ([\w&'-]+(?: [\w&'-]+){0,3})", re.I)
+THING = re.compile(r"\bthe ([\w&'-]+(?: [\w&'-]+){0,5})", re.I)  # "the pager for the search service": all of it
 THING_SHARED = 2  # the thing's words a statement about it names
 
 
