@@ -97,6 +97,7 @@ def test_query_time_reads_windows_and_order_words() -> None:
     assert query_time("What was her first job?").prefer == "earliest"
     assert not query_time("Who captains the Ladies' First XI?")  # an order word inside a name asks for no order
     assert not query_time("Which floor is the Second Avenue office on?")
+    assert not query_time("Which van did Ines drive before her current one?")  # what held before it: no order
 
 
 def test_a_relative_period_is_read_from_the_request_time_or_its_as_of(services: Services) -> None:

@@ -42,6 +42,7 @@ LATEST = re.compile(
     r"\b(now|nowadays|currently|current|these days|at the moment|at present|presently|today|latest|"
     r"most recent(?:ly)?|still|any more|anymore|so far|by now)\b"
 )
+BEFORE_NOW = re.compile(r"\b(?:before|prior to) (?:the|my|his|her|their|our|its) (?:current|latest|present)\b")
 EARLIEST = re.compile(
     r"\b(first|earliest|originally|initially|at first|to begin with|in the beginning|start(?:ed)? out|"
     r"started (?:on|with)|did [\w' ]{1,30} start (?:on|with))\b"  # "what salary did Leon start on?"
@@ -183,6 +184,7 @@ def query_time(query: str, reference: datetime | None = None) -> QueryTime:
             said = m[0]
             break
     rest = text.replace(said, " ") if said else text  # 'the first half of May 2024' is a window, not an order
+    rest = BEFORE_NOW.sub("before", rest)  # 'before the current one' asks what held before it: not an order
     prefer = "latest" if LATEST.search(rest) else "earliest" if EARLIEST.search(rest) else None
     return QueryTime(since, until, prefer, said, bool(ASKS_WHEN.search(text)))
 
