@@ -193,14 +193,35 @@ def test_a_yes_no_question_is_answered_otherwise_only_by_a_statement_that_names_
     kept_first(services, question, old)
 
 
-def test_a_later_statement_of_he_or_she_in_the_persons_own_turn_is_of_their_things(services: Services) -> None:
-    """In Kofi's own turn, "she's doubled it" (his GP) is of his dose: the later statement ranks first."""
-    old, new = months_apart(
-        services,
-        ("Kofi", "Saw Dr Osei today. She's started me on sertraline, 50 mg each morning."),
-        ("Kofi", "She thinks it's helping but not enough, so she's doubled it: 100 mg each morning."),
-    )
-    raised_over(services, "What dose of sertraline does Kofi take?", new, old)
+@pytest.mark.usefixtures("unread")
+@pytest.mark.parametrize(
+    ("first", "then", "question"),
+    [
+        pytest.param(  # in Kofi's own turn, "she's doubled it" (his GP) is of his dose
+            ("Kofi", "Saw Dr Osei today. She's started me on sertraline, 50 mg each morning."),
+            ("Kofi", "She thinks it's helping but not enough, so she's doubled it: 100 mg each morning."),
+            "What dose of sertraline does Kofi take?",
+            id="he or she in their own turn",
+        ),
+        pytest.param(  # a number both name ("5") is no other thing the first names that stays: it all changed
+            ("Kofi", "I work the early shift at the bakery, 5 till 1, Tuesday to Saturday."),
+            ("Kofi", "Can you recommend a blackout blind? The bakery moved me onto nights from this week, 9pm till 5."),
+            "What shift does Kofi work at the bakery?",
+            id="a number both name",
+        ),
+        pytest.param(  # "the on-call phone for the billing service" is the billing service's: anyone may say it changed
+            ("Hamid", "On-call phone for the billing service this quarter: Odile Ferrand."),
+            ("Yara", "Billing service rota from April: Kasia Brandt carries it."),
+            "Who has the on-call phone for the billing service?",
+            id="the thing read to the end of its words",
+        ),
+    ],
+)
+def test_a_later_statement_ranks_first(
+    services: Services, first: tuple[str, str], then: tuple[str, str], question: str
+) -> None:
+    old, new = months_apart(services, first, then)
+    raised_over(services, question, new, old)
 
 
 @pytest.mark.usefixtures("unread")
@@ -214,18 +235,6 @@ def test_of_a_thing_anyone_in_the_scope_may_say_it_changed(services: Services) -
     )
     raised_over(services, "When is the Verity Freight audit pack due?", new, old)
     assert time_trace(services, "When is Hamid's Verity Freight audit pack due?")["later"] is None
-
-
-@pytest.mark.usefixtures("unread")
-def test_the_thing_asked_about_is_read_to_the_end_of_its_words(services: Services) -> None:
-    """ "the on-call phone for the billing service" is the billing service's phone: a later note naming the billing
-    service's rota is of it, though it does not say "phone"."""
-    old, new = months_apart(
-        services,
-        ("Hamid", "On-call phone for the billing service this quarter: Odile Ferrand."),
-        ("Yara", "Billing service rota from April: Kasia Brandt carries it."),
-    )
-    raised_over(services, "Who has the on-call phone for the billing service?", new, old)
 
 
 @pytest.mark.usefixtures("unread")
@@ -375,18 +384,6 @@ def test_who_a_person_is_to_someone_that_someone_says() -> None:
     asks about the sister, whose home Maya's own news does not tell."""
     assert later._Asked.of("Who is Ayo's partner?", None).about == {"ayo's partner", "ayo"}
     assert later._Asked.of("Where does Maya's sister live?", None).about == {"maya's sister"}
-
-
-@pytest.mark.usefixtures("unread")
-def test_a_number_both_name_is_no_partial_change(services: Services) -> None:
-    """A change that names a number the first names too ("9pm till 5" after "5 till 1") changes it all: a number
-    both name is no other thing the first names that stays."""
-    old, new = months_apart(
-        services,
-        ("Kofi", "I work the early shift at the bakery, 5 till 1, Tuesday to Saturday."),
-        ("Kofi", "Can you recommend a blackout blind? The bakery moved me onto nights from this week, 9pm till 5."),
-    )
-    raised_over(services, "What shift does Kofi work at the bakery?", new, old)
 
 
 @pytest.mark.usefixtures("unread")
