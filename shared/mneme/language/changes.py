@@ -524,7 +524,7 @@ def update_reason(
         return None  # no subject both touch, no change words, no new value asked about now: no change below
     if old.asks or not old.content or new.asks or new.hedged:
         return None  # a question states nothing to update, and updates nothing; nor does a plan or a maybe
-    if _answers(before, after):
+    if _assistant_answers(before, after):
         return None  # "3 hours 40 … can you work out the pace?" — "Three hours forty is 5 minutes 13 a km"
     if new.ends is None and (new.adds or (new.content <= old.content and not added)):
         return None  # one more of something, or an echo: nothing the earlier did not say
@@ -564,7 +564,7 @@ def update_reason(
 CONVERSATION = timedelta(hours=1)  # two turns of no given session this close are one conversation
 
 
-def _answers(earlier: Said, later: Said) -> bool:
+def _assistant_answers(earlier: Said, later: Said) -> bool:
     """An assistant's (or agent's) turn in the conversation of a person's statement answers them: it works with
     what they said, it does not change it (their own later word, or a recap in another conversation, does)."""
     return (
