@@ -7,8 +7,8 @@ from typing import Any
 
 from mneme.bootstrap import Services
 from mneme.models import Principal, Role
-from mneme.services.recall import RecallRequest, RecallResponse
-from mneme.services.recall.prior import ASSISTANT_FACTOR
+from mneme.services.recall import RecallRequest, RecallResponse, prior
+from mneme.services.recall.prior import ANSWERLESS_FACTOR, ASSISTANT_FACTOR
 from mneme.services.recall.profile import PROFILE_BOOST
 from mneme.services.recall.time import query_time
 from mneme.services.remember import RememberItem
@@ -259,6 +259,22 @@ def test_what_the_user_said_outranks_the_assistants_advice_unless_the_advice_is_
     assert about_user.results[1].scores["assistant"] == ASSISTANT_FACTOR
     about_advice = recall(services, "Which phone contract did you recommend?")
     assert all("assistant" not in r.scores for r in about_advice.results)
+
+
+def test_a_question_about_the_present_asking_for_a_value_favours_a_turn_that_names_one(services: Services) -> None:
+    """ "Where does the team file its bugs?" is answered by a turn naming a place; one naming none ranks lower,
+    however many of the question's words it shares. A question about the past, or asking when, is left alone."""
+    names = say(services, "Odile", "The team files every new bug in Burrow, since the import.", occurred_at=DAY)
+    none = say(services, "Odile", "The team files its bugs in a hurry, and the team files them with no steps at all.",
+               occurred_at=DAY.replace(minute=1))  # fmt: skip
+    present = recall(services, "Where does the team file its bugs?")
+    assert [r.id for r in present.results][:2] == [names, none]
+    assert present.results[1].scores["answerless"] == ANSWERLESS_FACTOR
+    assert "answerless" not in present.results[0].scores
+    past = recall(services, "Where did the team file its bugs?")
+    assert all("answerless" not in r.scores for r in past.results)
+    assert not prior.asks_value("Which marathon did he sign up for, and why did he not run it?", "present")
+    assert not prior.asks_value("When is the review?", "present")
 
 
 def test_a_question_about_before_a_named_change_favours_what_was_said_before_it(services: Services) -> None:

@@ -4,7 +4,9 @@ A conversation's turns are not all memories. A turn of a few words or one that h
 over with a question ("Ha! Poor Leo.", "How are the kids?") shares the query's words and meaning with
 the turns that answer it and rarely answers anything itself (`substance`); a chat assistant's turn
 advises, echoes and asks, while what the user said is what a memory of the conversation is for
-(`assistant`). Both only lower a score, only for episodes, and say so in `scores`.
+(`assistant`). A question about how things are that asks for a value ("Where does the team log bugs?") is
+answered by a turn that names one; a turn naming none ("Save-the-dates next, then.") rarely answers it
+(`answerless`). All only lower a score, only for episodes, and say so in `scores`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from mneme.language import changes
+from mneme.language.slots import VALUE_WORDS
 from mneme.language.text import meaningful_words
 from mneme.models import Episode
 from mneme.services.indexing import speaker
@@ -24,6 +28,11 @@ SUBSTANCE_FLOOR = 0.3  # ... it ranks ×(FLOOR + (1 - FLOOR) × words / SUBSTANC
 QUESTION_FACTOR = 0.7  # an episode that ends by asking ("And Léa?", "How are the kids?") ranks this much lower
 ASSISTANT_FACTOR = 0.6  # a chat assistant's turn, unless the query asks about what the assistant said
 ASKS_ASSISTANT = re.compile(r"\b(you|your|recommend\w*|suggest\w*|assistant|advi[cs]e\w*)\b", re.IGNORECASE)
+ANSWERLESS_FACTOR = 0.8  # a turn naming no value, for a question about the present asking for one
+ASKS_VALUE = re.compile(  # which / what / who / where, one question: not "…, and why did he not run it?"
+    r"^\W*(?:which|what|who|where)\b(?!.*\band (?:why|how|what|when|where|who|which|did|does|do|is|was)\b)",
+    re.IGNORECASE,
+)
 
 
 def weigh(candidate: Candidate, about_assistant: bool) -> None:
@@ -67,3 +76,22 @@ def substance(candidate: Candidate) -> None:
     if factor < 1:
         candidate.scores["substance"] = round(factor, 6)
         candidate.score *= factor
+
+
+def asks_value(query: str, truth: str | None) -> bool:
+    """Does the query ask for a value of how things are now (`truth`: `time.truth_mode`, "present")? When and
+    past-tense questions are the time stage's ("says when", the value before a change)."""
+    return truth == "present" and ASKS_VALUE.match(query) is not None
+
+
+def answerless(candidate: Candidate) -> None:
+    """For a question `asks_value` says asks for a value: an episode that names none (no name past a sentence's
+    first word, no number, no value word such as "vegan") rarely answers it: "Save-the-dates next, then." beside
+    "half my family have booked flights for the 12th". It ranks ×ANSWERLESS_FACTOR (`scores.answerless`)."""
+    record = candidate.record
+    if not isinstance(record, Episode):
+        return
+    text = record.search_text or record.content
+    if not changes.read(text).values - (changes.openers(text) - VALUE_WORDS):
+        candidate.scores["answerless"] = ANSWERLESS_FACTOR
+        candidate.score *= ANSWERLESS_FACTOR

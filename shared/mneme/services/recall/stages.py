@@ -40,7 +40,7 @@ from mneme.services.recall import updates as recall_updates
 from mneme.services.recall.records import lifecycle, load, record_text, strong_text
 from mneme.services.recall.run import Candidate, Run, stored_vectors, with_vectors
 from mneme.services.recall.select import pack, prerequisites, select
-from mneme.services.recall.time import time_stage
+from mneme.services.recall.time import time_stage, truth_mode
 
 FRESH_LIMIT = 50  # the newest episodes the fresh tail reads from records (Serverless makes older ones visible)
 FRESH_SCOPES = 8  # a subtree of at most this many scopes has its fresh tail read scope by scope
@@ -232,6 +232,7 @@ def fuse(run: Run) -> None:
         _fill_vector_scores(run, live)
     weight = (scoring.alpha if any("vector" in c.channels for c in live) else 0) + scoring.beta
     about_assistant = recall_prior.asks_about_assistant(run.request.query or "")
+    wants_value = recall_prior.asks_value(run.request.query or "", truth_mode(run))
     for candidate in live:
         fused = (scoring.alpha * candidate.vector + scoring.beta * candidate.lexical) / (weight or 1)
         candidate.score = fused
@@ -243,6 +244,8 @@ def fuse(run: Run) -> None:
         _resonate(run, candidate)
         _speaker(run, candidate)
         recall_prior.weigh(candidate, about_assistant)
+        if wants_value:
+            recall_prior.answerless(candidate)
         if profile:
             recall_profile.boost(candidate, names)
     recall_context.below_context_owners(run, live)
