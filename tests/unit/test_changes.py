@@ -538,3 +538,11 @@ def test_a_change_from_a_date_to_come_is_no_plan() -> None:
     assert not nochange.FUTURE.search("starting next week the rent is £950.")
     assert nochange.FUTURE.search("i'll switch to the 100 mg tomorrow.")
     assert nochange.FUTURE.search("next week we might move.")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["We moved to York last week, 14 Elm Row.", "Save-the-dates next, then.", "I'm vegan  now,\nsince March."],
+)
+def test_values_alone_are_what_the_reading_names(text: str) -> None:
+    assert changes.values(text) == changes.read(text).values

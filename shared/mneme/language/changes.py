@@ -293,6 +293,11 @@ def _touched(lowered: str, whole: str) -> list[Slot]:
     return [*found, money] if money not in found and paid else found
 
 
+def values(text: str) -> frozenset[str]:
+    """What a text names as values (`Reading.values`), without the rest of `read`: a tenth of its cost."""
+    return _values(" ".join(text.split()))
+
+
 def _values(text: str) -> frozenset[str]:
     """What a text names as values: names (capitalised words, not common ones), value words, numbers."""
     names = {m[0].lower() for m in re.finditer(r"[\w'-]+", text) if m[0][:1].isupper()}

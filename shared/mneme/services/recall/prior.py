@@ -92,6 +92,6 @@ def answerless(candidate: Candidate) -> None:
     if not isinstance(record, Episode):
         return
     text = record.search_text or record.content
-    if not changes.read(text).values - (changes.openers(text) - VALUE_WORDS):
+    if not changes.values(text) - (changes.openers(text) - VALUE_WORDS):
         candidate.scores["answerless"] = ANSWERLESS_FACTOR
         candidate.score *= ANSWERLESS_FACTOR
