@@ -140,16 +140,17 @@ def _of_them(run: Run, top: Candidate, later: Candidate, asked: _Asked) -> bool:
     first statement named them ("Our eldest, Théo, goes to …" … "he has decided he's a chemist"); so is an answer
     to someone's question about the person asked about ("How is Théo finding the big move up?")."""
     then = changes.said(later.record)  # type: ignore[arg-type]
+    speaker, before = _turns_before(run, later, REPLY_TURNS)  # read once, for `_answers` and `_replies`
     whom = changes.owners(then.record)
     if changes.UNKNOWN in whom and then.speaker:
         if whom == {changes.UNKNOWN}:
             whom = frozenset({then.speaker})
         if changes.speaker(top.record) == then.speaker and _mentions(changes.said(top.record).text, asked.about):  # type: ignore[arg-type]
             whom |= asked.about
-    if asked.about and _answers(run, later, asked.about):
+    if asked.about and _answers(run, speaker, before[:1], asked.about):
         whom |= asked.about
     anyones = bool(asked.thing) and _names(later, asked.thing)  # of the thing asked about, whoever says it
-    return (anyones or bool((asked.about or {then.speaker}) & whom)) and not _replies(run, later)
+    return (anyones or bool((asked.about or {then.speaker}) & whom)) and not _replies(run, speaker, before)
 
 
 def earlier_first(run: Run, read: list[dict[str, object]]) -> dict[str, object] | None:
@@ -256,10 +257,9 @@ def _said_after(candidates: Iterable[Candidate], later: Candidate) -> Iterator[E
             yield record
 
 
-def _answers(run: Run, later: Candidate, people: frozenset[str]) -> bool:
-    """`later` answers someone else's question about one of the people, asked in the turn just before it (one the
-    caller may read, not forgotten)."""
-    speaker, turns = _turns_before(run, later, 1)
+def _answers(run: Run, speaker: str | None, turns: list[Episode], people: frozenset[str]) -> bool:
+    """A statement of `speaker` answers someone else's question about one of the people, asked in the turn just
+    before it (`turns`: that turn; one the caller may read, not forgotten)."""
     return any(
         not turn.archived
         and changes.speaker(turn) not in (None, speaker)
@@ -270,12 +270,12 @@ def _answers(run: Run, later: Candidate, people: frozenset[str]) -> bool:
     )
 
 
-def _replies(run: Run, later: Candidate) -> bool:
-    """`later` answers someone else's news: one of the REPLY_TURNS turns before it in its conversation, another
-    person's that the caller may read, says a change and asks nothing ("I've relocated to Amsterdam" …
-    "Neighbours! Only forty minutes on the train"; not "How's Daniel? Haven't seen him in ages"); an agent's or
-    assistant's note answers no one. Read from the store: the news rarely answers the question itself."""
-    speaker, turns = _turns_before(run, later, REPLY_TURNS)
+def _replies(run: Run, speaker: str | None, turns: list[Episode]) -> bool:
+    """A statement of `speaker` answers someone else's news: one of `turns` (the REPLY_TURNS before it in its
+    conversation, read from the store: the news rarely answers the question itself), another person's that the
+    caller may read, says a change and asks nothing ("I've relocated to Amsterdam" … "Neighbours! Only forty
+    minutes on the train"; not "How's Daniel? Haven't seen him in ages"); an agent's or assistant's note answers
+    no one."""
     if speaker is None or speaker in changes.NOTE_TAKERS:
         return False  # a note ("Data platform team run by Chidi Eze from 7 October") answers no one
     for turn in turns:
