@@ -452,6 +452,12 @@ def _mentions(text: str) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=8192)
+def by_place(text: str) -> frozenset[str]:
+    """The `openers` that name no value word: capitalised by their place in a text, not named by it ("Much",
+    "Funny"), while "Vegan, since March." still names "vegan"."""
+    return openers(text) - VALUE_WORDS
+
+
 def openers(text: str) -> frozenset[str]:
     """The first words of a text's sentences that it does not also name further in ("Much", "Brand" of "Much.
     Brand new boiler"): capitalised by their place, not as names; a day or month ("Mid-May") names a time."""
@@ -548,7 +554,7 @@ def update_reason(
         return None
     if similarity < SAME_KIND and asked and not (asked & new.slots) and _elsewhere(new):
         return None  # two answers to a question about a subject, but the later one changes another
-    added -= openers(after.text) - VALUE_WORDS  # "Much. Brand new boiler", "Funny, I was…": capitals by place
+    added -= by_place(after.text)  # "Much. Brand new boiler", "Funny, I was…": capitals by place
     if new.ends or (
         added
         and (

@@ -24,7 +24,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mneme.language import changes, nochange, questions, reverts
-from mneme.language.slots import VALUE_WORDS
 from mneme.language.text import meaningful_words, stem, terms
 from mneme.models import Episode, context_session, session_position
 from mneme.records import Fact
@@ -115,7 +114,7 @@ def _tells_new(first: changes.Said, then: changes.Said, asked: _Asked, gone: fro
     something the first names beside others, it is a partial change (`current_truth`'s); asked when, it says when
     if the first does ("book club is moving to the library")."""
     new, old = then.reading, first.reading
-    named = new.values - old.values - (changes.openers(then.text) - VALUE_WORDS)
+    named = new.values - old.values - changes.by_place(then.text)
     if not changes.may_update(then, present=True) or not named:
         return False  # a question, a plan, or nothing new named
     if named == _numbers(named) and (names := old.values - changes.openers(first.text)) and not _numbers(names):
@@ -173,7 +172,7 @@ def earlier_first(run: Run, read: list[dict[str, object]]) -> dict[str, object] 
     kin: list[Candidate] = []
     for earlier in _theirs(best, whose, chained, before=True):
         then = changes.said(earlier.record)  # type: ignore[arg-type]
-        named = then.reading.values - first.reading.values - (changes.openers(then.text) - VALUE_WORDS)
+        named = then.reading.values - first.reading.values - changes.by_place(then.text)
         if not changes.may_be_updated(then) or then.reading.hedged or not named:
             continue  # a question, a maybe, or nothing else named
         if any(p.search(then.text.lower()) for p in (changes.HEDGE, nochange.FUTURE, UNDECIDED)):

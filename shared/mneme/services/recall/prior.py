@@ -15,7 +15,6 @@ import re
 from typing import TYPE_CHECKING
 
 from mneme.language import changes
-from mneme.language.slots import VALUE_WORDS
 from mneme.language.text import meaningful_words
 from mneme.models import Episode
 from mneme.services.indexing import speaker
@@ -92,6 +91,6 @@ def answerless(candidate: Candidate) -> None:
     if not isinstance(record, Episode):
         return
     text = record.search_text or record.content
-    if not changes.values(text) - (changes.openers(text) - VALUE_WORDS):
+    if not changes.values(text) - changes.by_place(text):
         candidate.scores["answerless"] = ANSWERLESS_FACTOR
         candidate.score *= ANSWERLESS_FACTOR
