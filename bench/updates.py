@@ -38,7 +38,7 @@ once, over the `current` and `unchanged` cases) stating an earlier or only consi
 without being marked earlier (`since_changed`) or stale: facts not true as written. Not over `other-person` cases,
 whose wrong values are the other person's, true of them ("Joaquín lives in Valencia" when Marta is asked about).
 
-    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check9|all]
+    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check10|all]
         [--shape messages|session-time|all] [--consolidate] [--misses] [--case REGEX] [--json FILE]
 
 `dev/` is for tuning; `check/` was written after it with other wording, topics and people, and is never
@@ -69,10 +69,14 @@ assistant, asked about the user in the third person, facts said in passing insid
 until its misses were read on 5 Dec 2026 (late night).
 `check8/` was written on 5 Dec 2026 (late night) blind, as `check7/` was (names start `c8-`): 40 of 56 cases a
 chat between a user and an assistant, 12 between named people, 4 with agent notes; changes in other words, implied,
-in passing, as answers, successive, reverted and partial; never tuned on: the untouched measure from then on.
+in passing, as answers, successive, reverted and partial; the untouched measure until its misses were read on 6 Dec
+2026.
 `check9/` was written the same night blind (names start `c9-`): 30 of 56 a user and an assistant, 18 named people
 (often each with their own value of the same thing), 8 with agent notes; mostly three to five sessions; never
 read or tuned on: a second untouched measure, for when check8's misses are read.
+`check10/` was written on 6 Dec 2026 blind (names start `c10-`), when check8's misses were read: 25 of 56 a user and
+an assistant, 21 named people, 10 with agent notes; three to five sessions, filler sessions, echoes of the old value
+after the change ("still doing the Tuesday runs?") and the old value named again as history; never read or tuned on.
 MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's.
 
 Case file format (several cases a file; blank lines and other '#' lines are comments):
@@ -107,7 +111,21 @@ import httpx
 from conversations import Server, consolidate, written
 
 SET = c.ROOT / "bench" / "updates"
-PARTS = ("dev", "check", "dev2", "check2", "dev3", "check3", "check4", "check5", "check6", "check7", "check8", "check9")
+PARTS = (
+    "dev",
+    "check",
+    "dev2",
+    "check2",
+    "dev3",
+    "check3",
+    "check4",
+    "check5",
+    "check6",
+    "check7",
+    "check8",
+    "check9",
+    "check10",
+)
 SHAPES = ("messages", "session-time")
 KINDS = ("current", "past", "other-person", "unchanged")
 NOW_KINDS = ("current", "other-person", "unchanged")  # asked about the present: current first, stale first
