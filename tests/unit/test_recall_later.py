@@ -227,6 +227,12 @@ def test_a_yes_no_question_is_answered_otherwise_only_by_a_statement_that_names_
             "Which school does Théo go to?",
             id="he of the person the first statement named",
         ),
+        pytest.param(  # "will" in a question after the news is no plan of it
+            ("Kofi", "My salary is £38,000 as a dispatcher at Brennan Freight. Is that fair for Bristol?"),
+            ("Kofi", "The pay review came through: same role, but it's £41,250 from June. How much will that add?"),
+            "What is Kofi's salary?",
+            id="a question after it",
+        ),
     ],
 )
 def test_a_later_statement_ranks_first(
@@ -386,3 +392,23 @@ def test_a_note_after_someones_news_is_no_reply_to_it(services: Services) -> Non
     new = say(services, "assistant", "Payments squad led by Kasia Brandt from 3 June; refunds go to her.",
               occurred_at=MAY.replace(minute=1), session_id="s2")  # fmt: skip
     raised_over(services, "Who leads the payments squad?", new, old)
+
+
+@pytest.mark.parametrize(("drafted_by", "raised"), [("assistant", True), ("Priya", False)])
+def test_a_change_read_over_another_speakers_words_may_change_the_best_answer_too(
+    services: Services, monkeypatch: pytest.MonkeyPatch, drafted_by: str, raised: bool
+) -> None:
+    """Priya's news was read as changing the assistant's draft ("Hi Rosalind, …"): it is still her latest word on
+    her manager, and ranks above her first statement. A change read over her own words is used up by it."""
+    read_only(monkeypatch, "Here's a draft", "Same leave email please")
+    old = say(services, "Priya", "My manager is Rosalind Achebe, she runs the data team and approves leave.",
+              occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    say(services, drafted_by, "Here's a draft: 'Hi Rosalind, could I take Friday off? My work is on track.'",
+        occurred_at=JANUARY.replace(minute=1), session_id="s1")  # fmt: skip
+    new = say(services, "Priya", "Same leave email please, but to Graham Oduya: he took over the data team and"
+              " approves leave for all of us.", occurred_at=MAY, session_id="s2")  # fmt: skip
+    question = "Who is Priya's manager?"
+    if raised:
+        raised_over(services, question, new, old)
+    else:
+        kept_first(services, question, old)

@@ -330,6 +330,11 @@ def _sentences(text: str) -> list[str]:
     return re.split(r"(?<=[.!?])\s+", text)
 
 
+def told(text: str) -> str:
+    """The sentences of a text that ask nothing: what it tells."""
+    return " ".join(s for s in _sentences(text) if not s.rstrip().endswith("?"))
+
+
 @functools.lru_cache(maxsize=8192)
 def read(text: str) -> Reading:
     flat = " ".join(text.split())

@@ -68,7 +68,7 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
     if not changes.may_be_updated(first) or not (whose or asked.thing):
         return None
     gone = _superseded_values(run, read, top)
-    chained = superseded | {str(one["by"]) for one in read}
+    chained = superseded | {str(one["by"]) for one in read if not _across(run, one)}
     kin = [
         later
         for later in _theirs(best, whose, chained, before=False, thing=asked.thing)
@@ -127,7 +127,8 @@ def _tells_new(first: changes.Said, then: changes.Said, asked: _Asked, gone: fro
         return False  # "Cancelled Netflix … Got Disney+ instead" after "I pay for Spotify and Netflix"; a number both
         # name is no such partial change ("put me on the night rota, 10pm till 6" after "I work earlies, 6 till 2")
     lowered = then.text.lower()
-    if any(p.search(lowered) for p in NOT_NOW) or nochange.kept(then.text, asked.slots, asked.words):
+    told = changes.told(then.text).lower()  # "it's £47,500 from May. How much more will I take home?": no plan
+    if any(p.search(told) for p in NOT_NOW) or nochange.kept(then.text, asked.slots, asked.words):
         return False  # the first holds, of the past ("my old team"), a maybe, a plan, or what is asked about stayed
     return not (asked.says_when and asked.says_when.search(first.text.lower()) and not asked.says_when.search(lowered))
 
@@ -222,6 +223,16 @@ def _above(one: Candidate, top: Candidate, key: str, similarity: float) -> dict[
     one.scores[key] = round(top.score * ABOVE / max(one.score, 1e-9), 6)
     one.score = top.score * ABOVE
     return {"id": one.id, "over": top.id, "similarity": round(similarity, 6)}
+
+
+def _across(run: Run, change: dict[str, object]) -> bool:
+    """A change read against another speaker's words (the user's news over an assistant's draft): the later
+    statement is still its speaker's latest word on the best answer's thing."""
+    earlier, later = run.candidates.get(str(change["id"])), run.candidates.get(str(change["by"]))
+    if earlier is None or later is None:
+        return False
+    assert isinstance(earlier.record, Episode | Fact) and isinstance(later.record, Episode | Fact)
+    return changes.speaker(earlier.record) != changes.speaker(later.record)
 
 
 def _when(candidate: Candidate) -> tuple[datetime, datetime, int]:
