@@ -546,3 +546,24 @@ def test_a_change_from_a_date_to_come_is_no_plan() -> None:
 )
 def test_values_alone_are_what_the_reading_names(text: str) -> None:
     assert changes.values(text) == changes.read(text).values
+
+
+@pytest.mark.parametrize(
+    "later",
+    [
+        "Gave up on switching. The app wouldn't verify my ID, and my bank's been fine for fifteen years.",
+        "Told the conductor no, I'm staying in the seconds with my violin.",
+        "Facilities confirmed the lease got renewed for five years and nobody's moving anywhere.",
+        "Emailed the fund office: no extension, and the date stands.",
+    ],
+)
+def test_a_change_only_considered_and_called_off_is_no_change(later: str) -> None:
+    """Calling off a change that was only considered, offered or rumoured says no new how-things-are: it updates
+    nothing (recall's `stands.py` raises the first statement instead), and it undoes a change that was read."""
+    first = turn("My current account's with Nationwide, the office in town is handy.")
+    weeks_on = turn(later).model_copy(update={"occurred_at": AT + timedelta(days=60)})
+    assert nochange.called_off(changes.told(later).lower())
+    assert changes.update_reason(first, weeks_on, 0.8, present=True, topical=True) is None
+    rumour = turn("Someone on the forum says the fund is pushing the deadline to 15 October.")
+    assert reverts.undoes(rumour, turn("Emailed the fund office about the deadline: no extension, the date stands."))
+    assert not nochange.called_off("gave up on the gym in may, it's the climbing wall for me.")  # a change: it ended

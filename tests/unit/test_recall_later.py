@@ -1,6 +1,6 @@
-"""recall's wordless rule (`services/recall/later.py`): for a question about the present, a person's later statement
-of the same kind ranks above their earlier one among the best answers, without words of change; not another
-person's, not a maybe, not a "still", not a reply to someone else's news, not for a question about the past."""
+"""recall's wordless rule (`services/recall/truth/later.py`): for a question about the present, a person's later
+statement of the same kind ranks above their earlier one among the best answers, without words of change; not
+another person's, not a maybe, not a "still", not a reply to someone else's news, not for a question about the past."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from mneme.bootstrap import Services
 from mneme.language import changes
-from mneme.services.recall import later
+from mneme.services.recall.truth import later
 from mneme.services.remember import RememberItem
 from tests.unit.test_recall_ranking import ALICE, DAY, recall, say
 

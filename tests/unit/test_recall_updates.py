@@ -1,5 +1,5 @@
 """recall's admit stage keeps an update of one of the best answers that the question's words do not reach
-(`services/recall/updates.py`), for a question about the present only."""
+(`services/recall/truth/updates.py`), for a question about the present only."""
 
 from __future__ import annotations
 

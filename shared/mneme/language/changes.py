@@ -540,6 +540,8 @@ def update_reason(
         return None  # no subject both touch, no change words, no new value asked about now: no change below
     if old.asks or not old.content or new.asks or new.hedged:
         return None  # a question states nothing to update, and updates nothing; nor does a plan or a maybe
+    if nochange.called_off(told(after.text).lower()):
+        return None  # "Gave up on switching", "Told the conductor no": a change called off is none
     if _assistant_answers(before, after):
         return None  # "3 hours 40 … can you work out the pace?" — "Three hours forty is 5 minutes 13 a km"
     if new.ends is None and (new.adds or (new.content <= old.content and not added)):

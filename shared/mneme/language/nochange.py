@@ -1,7 +1,8 @@
 """What a later statement says that is no change, whatever other values it names: that the subject asked about
-stayed ("same job", "didn't touch the amlodipine"), that something happened ("the party last Sunday was fun"), or
-that something will ("I'll come home every Diwali"). Read by `changes.update_reason` and by recall's wordless rule
-(`services/recall/later.py`)."""
+stayed ("same job", "didn't touch the amlodipine"), that something happened ("the party last Sunday was fun"),
+that something will ("I'll come home every Diwali"), or that a change considered was called off ("gave up on
+switching"). Read by `changes.update_reason` and by recall's wordless rule
+(`services/recall/truth/later.py`)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,23 @@ def kept(text: str, asked: frozenset[str], words: frozenset[str]) -> bool:
     return bool(words & set(kept)) or any(
         SLOT_NAMES[name].cues.search(f"my {thing}") for name in asked for thing in kept
     )
+
+
+CALLED_OFF = re.compile(  # a change considered and called off: "gave up on switching", "told the conductor no"
+    r"\bchanged (?:my|our|his|her|their) minds?\b|\bf[ae]ll(?:s|ing)? through\b|"
+    r"\bdid(?:n't| not) go (?:ahead|through)\b|\bnot going ahead\b|\b(?:pulled|backed) out\b|\bsaid no\b|"
+    r"\bcalled (?:it|the [\w-]+) off\b|\bdecided against\b|\bdeclined\b|"
+    r"\b(?:stay|staying|stayed|sticking|stuck) (?:put|where (?:i|we) (?:was|were|am|are))\b|\bdecided to stay\b|"
+    r"\bturned (?:[\w-]+ ){0,2}down\b|\b(?:gave|giving|given) up on [\w-]+ing\b|\btold (?:[\w-]+ ){1,3}no\b|"
+    r"\b(?:nobody|no one)(?:'s| is) (?:moving|changing|going anywhere)\b|\bno extension\b|"
+    r"\b(?:date|deadline|plan|price|offer|booking) stands\b"
+)
+
+
+def called_off(told: str) -> bool:
+    """What a statement tells (lowered, its questions left out: `changes.told`) calls off a change that was only
+    considered, offered or rumoured: no change itself, and the first value stands."""
+    return CALLED_OFF.search(told) is not None
 
 
 EVENT = re.compile(  # a report of something that happened, not of how things are

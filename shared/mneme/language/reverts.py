@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from mneme.language import nochange
 from mneme.language.changes import NUMBER_WORDS, Said, openers, said, same_subject
 from mneme.models import Episode
 from mneme.records import Fact
@@ -31,11 +32,10 @@ def returns_to(earlier: Episode | Fact | Said, later: Episode | Fact | Said) -> 
     return f"back to {sorted(named)[0]}"
 
 
-UNDONE = re.compile(  # a change called off before or after it happened: the earlier value stands
-    r"\b(?:cancel(?:l?ed|l?ing|s)|changed (?:my|our|his|her|their) minds?|f[ae]ll(?:s|ing)? through|"
-    r"did(?:n't| not) go (?:ahead|through)|not going ahead|pulled out|backed out|called (?:it|the [\w-]+) off|"
-    r"(?:stay|staying|stayed|sticking|stuck) (?:put|where (?:i|we) (?:was|were|am|are))|said no|"
-    r"turned (?:[\w-]+ ){0,2}down|declined|decided against)\b"
+UNDONE = (
+    re.compile(  # a change called off before or after it happened ("the move's cancelled"): the earlier value stands
+        rf"{nochange.CALLED_OFF.pattern}|\bcancel(?:l?ed|l?ing|s)\b"
+    )
 )
 
 

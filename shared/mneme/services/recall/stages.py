@@ -36,11 +36,11 @@ from mneme.services.recall import hop as recall_hop
 from mneme.services.recall import prior as recall_prior
 from mneme.services.recall import profile as recall_profile
 from mneme.services.recall import scope as recall_scope
-from mneme.services.recall import updates as recall_updates
 from mneme.services.recall.records import lifecycle, load, record_text, strong_text
 from mneme.services.recall.run import Candidate, Run, stored_vectors, with_vectors
 from mneme.services.recall.select import pack, prerequisites, select
 from mneme.services.recall.time import time_stage, truth_mode
+from mneme.services.recall.truth import updates as recall_updates
 
 FRESH_LIMIT = 50  # the newest episodes the fresh tail reads from records (Serverless makes older ones visible)
 FRESH_SCOPES = 8  # a subtree of at most this many scopes has its fresh tail read scope by scope

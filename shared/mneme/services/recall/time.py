@@ -25,9 +25,10 @@ from mneme.language import changes, questions, reverts
 from mneme.language.text import MONTH, MONTHS, meaningful_words, terms
 from mneme.models import Episode, session_position
 from mneme.records import Fact
-from mneme.services.recall.later import earlier_first, later_first
 from mneme.services.recall.records import STALE, Record
 from mneme.services.recall.run import QueryTime, pair_cosine, stored_vectors
+from mneme.services.recall.truth.later import earlier_first, later_first
+from mneme.services.recall.truth.stands import first_stands
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -238,6 +239,7 @@ def time_stage(run: Run) -> None:
     named_change = before_change(run) if truth == "past" else 0
     superseded = current_truth(run, truth) if truth is not None else []
     later = later_first(run, superseded, SAYS_WHEN if when.asks_when else None) if truth == "present" else None
+    stands = first_stands(run, superseded) if truth == "present" and later is None else None
     earlier = earlier_first(run, superseded) if truth == "past" else None
     window = [when.since.isoformat(), when.until.isoformat()] if when.since and when.until else None
     run.note(
@@ -253,6 +255,7 @@ def time_stage(run: Run) -> None:
         named_change=named_change,
         superseded=superseded,
         later=later,
+        stands=stands,
         earlier=earlier,
     )
 

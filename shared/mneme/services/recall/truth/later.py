@@ -74,13 +74,13 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
         for later in _theirs(best, whose, chained, before=False, thing=asked.thing)
         if _tells_new(first, changes.said(later.record), asked, gone) and _of_them(run, top, later, asked)  # type: ignore[arg-type]
     ]
-    found = _same_kind(run, top, kin)
+    found = same_kind(run, top, kin)
     if not found:
         return None
-    later, similarity = max(found, key=lambda one: _when(one[0]))  # of several, the latest
+    later, similarity = max(found, key=lambda one: said_at(one[0]))  # of several, the latest
     if _restated(best, top, later, asked.about) or _called_off(run, later):
         return None
-    return _above(later, top, "later", similarity)
+    return above(later, top, "later", similarity)
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,8 @@ def _tells_new(first: changes.Said, then: changes.Said, asked: _Asked, gone: fro
     told = changes.told(then.text).lower()  # "it's £47,500 from May. How much more will I take home?": no plan
     if any(p.search(told) for p in NOT_NOW) or nochange.kept(then.text, asked.slots, asked.words):
         return False  # the first holds, of the past ("my old team"), a maybe, a plan, or what is asked about stayed
+    if nochange.called_off(told):
+        return False  # "Told the conductor no, I'm staying in the seconds": a change called off (`stands.py`)
     return not (asked.says_when and asked.says_when.search(first.text.lower()) and not asked.says_when.search(lowered))
 
 
@@ -180,11 +182,11 @@ def earlier_first(run: Run, read: list[dict[str, object]]) -> dict[str, object] 
             continue
         if (about or {then.speaker}) & changes.owners(then.record):
             kin.append(earlier)
-    found = _same_kind(run, top, kin)
+    found = same_kind(run, top, kin)
     if not found:
         return None
-    earlier, similarity = max(found, key=lambda one: _when(one[0]))  # of several, the one just before
-    return _above(earlier, top, "earlier", similarity)
+    earlier, similarity = max(found, key=lambda one: said_at(one[0]))  # of several, the one just before
+    return above(earlier, top, "earlier", similarity)
 
 
 def _theirs(
@@ -205,12 +207,12 @@ def _theirs(
         if (
             other.id not in chained
             and (_by(other, whose, top) or (bool(thing) and _names(other, thing)))
-            and (_after(other, top) if before else _after(top, other))
+            and (after(other, top) if before else after(top, other))
         ):
             yield other
 
 
-def _same_kind(run: Run, top: Candidate, kin: list[Candidate]) -> list[tuple[Candidate, float]]:
+def same_kind(run: Run, top: Candidate, kin: list[Candidate]) -> list[tuple[Candidate, float]]:
     """Of `kin`, those whose stored vector's cosine with the best answer's is at least LATER_KIND (one read)."""
     if not kin:
         return []
@@ -218,7 +220,7 @@ def _same_kind(run: Run, top: Candidate, kin: list[Candidate]) -> list[tuple[Can
     return [(one, cosine) for one in kin if (cosine := pair_cosine(vectors, top, one)) >= LATER_KIND]
 
 
-def _above(one: Candidate, top: Candidate, key: str, similarity: float) -> dict[str, object]:
+def above(one: Candidate, top: Candidate, key: str, similarity: float) -> dict[str, object]:
     """`one` ranks just above the best answer (`scores[key]`); the trace of it."""
     one.scores[key] = round(top.score * ABOVE / max(one.score, 1e-9), 6)
     one.score = top.score * ABOVE
@@ -235,7 +237,7 @@ def _across(run: Run, change: dict[str, object]) -> bool:
     return changes.speaker(earlier.record) != changes.speaker(later.record)
 
 
-def _when(candidate: Candidate) -> tuple[datetime, datetime, int]:
+def said_at(candidate: Candidate) -> tuple[datetime, datetime, int]:
     record = candidate.record
     assert isinstance(record, Episode)
     return session_position(record)
@@ -263,7 +265,7 @@ def _said_after(candidates: Iterable[Candidate], later: Candidate) -> Iterator[E
     speaker = changes.speaker(later.record)  # type: ignore[arg-type]
     for other in candidates:
         record = other.record
-        if isinstance(record, Episode) and changes.speaker(record) == speaker and _when(other) > _when(later):
+        if isinstance(record, Episode) and changes.speaker(record) == speaker and said_at(other) > said_at(later):
             yield record
 
 
@@ -353,7 +355,7 @@ def _by(later: Candidate, whose: frozenset[str], top: Candidate) -> bool:
     return said == speaker or said == "assistant"  # their own word, or the assistant's recap of it
 
 
-def _after(top: Candidate, later: Candidate) -> bool:
+def after(top: Candidate, later: Candidate) -> bool:
     """`later` was said in a later conversation than the best answer (for a claim fact: after it held, and not one of
     the turns it was drawn from)."""
     one, other = top.record, later.record

@@ -1,0 +1,84 @@
+"""For a question about the present, a change only considered and then called off leaves the first statement
+standing: "My current account's with Nationwide" … "Monzo's offering a switching bonus, I'm thinking of moving to
+Monzo" … "Gave up on switching, my bank's been fine for fifteen years". The call-off rarely names the value and the
+considered change shares the question's words, so both outrank the statement that answers; no change was read, so
+`time.current_truth` and the later-statement rule (`later.py`) have nothing to undo.
+
+When one of the LATER_WINDOW best answers calls a change off (`nochange.called_off`, in what it tells, hedging
+nothing), the earliest statement of its speaker's among the candidates scoring at least LATER_SHARE of the best,
+said in an earlier conversation, of the same kind (cosine at least LATER_KIND with the call-off), naming a value
+and none the call-off names but what the question names, considering, asking or planning nothing, and of no change
+read, ranks just above the best (`scores.stands`): the value that stands. The earliest, because the change
+considered may be stated as plainly as the first ("Riverside Medical Centre is taking new patients"); a change that
+happened in between was read as one, and its statements are left out. It only reorders what recall found and
+marks nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mneme.language import changes, nochange
+from mneme.language.text import meaningful_words
+from mneme.models import Episode
+from mneme.services.recall.truth.later import LATER_SHARE, LATER_WINDOW, above, after, said_at, same_kind
+
+if TYPE_CHECKING:
+    from mneme.services.recall.run import Candidate, Run
+
+
+def first_stands(run: Run, read: list[dict[str, object]]) -> dict[str, object] | None:
+    """The earliest statement of a call-off's speaker raised just above the best answer (`scores.stands`): which,
+    over which, called off by which, at what cosine; None when there is none. `read`: the changes
+    `current_truth` read, whose statements this rule leaves alone."""
+    ranked = sorted(run.candidates.values(), key=lambda c: (-c.score, c.id))
+    if len(ranked) < 2:
+        return None
+    top, chained = ranked[0], {str(one[key]) for one in read for key in ("id", "by")}
+    asked = frozenset(meaningful_words(run.request.query or ""))
+    for off in ranked[:LATER_WINDOW]:
+        if not _calls_off(off):
+            continue
+        assert isinstance(off.record, Episode)
+        speaker = changes.speaker(off.record)
+        kin = [
+            one
+            for one in ranked
+            if one.score >= LATER_SHARE * top.score
+            and one.id not in chained
+            and isinstance(one.record, Episode)
+            and changes.speaker(one.record) == speaker
+            and after(one, off)
+            and _states(one, off, asked)
+        ]
+        found = same_kind(run, off, kin)
+        if found:
+            first, similarity = min(found, key=lambda pair: said_at(pair[0]))
+            if first is top:
+                return None
+            trace = above(first, top, "stands", similarity)
+            return {**trace, "called_off_by": off.id}
+    return None
+
+
+def _calls_off(candidate: Candidate) -> bool:
+    """An episode, of no change read, whose told sentences call a change off, and that hedges nothing."""
+    record = candidate.record
+    if not isinstance(record, Episode) or candidate.changed is not None:
+        return False
+    said = changes.said(record)
+    return nochange.called_off(changes.told(said.text).lower()) and not said.reading.hedged
+
+
+def _states(candidate: Candidate, off: Candidate, asked: frozenset[str]) -> bool:
+    """An episode, of no change read, that states a value as how things are (no maybe, plan or question only),
+    none the call-off names but what the question names (`asked`): "Kinetik offered me a lead role" is what "I said
+    no to Kinetik" calls off; "the Halden Foundation's date stands" is of what was asked."""
+    record = candidate.record
+    if not isinstance(record, Episode) or candidate.changed is not None:
+        return False
+    said = changes.said(record)
+    if not changes.may_be_updated(said) or said.reading.hedged or nochange.FUTURE.search(changes.told(said.text)):
+        return False
+    named = said.reading.values - changes.by_place(said.text)
+    return bool(named) and not (named & changes.said(off.record).reading.values) - asked  # type: ignore[arg-type]

@@ -1,0 +1,66 @@
+"""recall's call-off rule (`services/recall/truth/stands.py`): for a question about the present, when a change only
+considered is called off, the first statement of the person ranks first, not the change considered nor the call-off
+that names no value."""
+
+from __future__ import annotations
+
+import pytest
+
+from mneme.bootstrap import Services
+from mneme.services.recall.run import Candidate
+from mneme.services.recall.truth import stands as stands_module
+from tests.unit.test_changes import turn
+from tests.unit.test_recall_later import JANUARY, MAY, time_trace
+from tests.unit.test_recall_ranking import recall, say
+
+QUESTION = "Which bank is Kofi's current account with?"
+MARCH = JANUARY.replace(month=3)
+
+
+def considered(services: Services, then: str) -> tuple[str, str]:
+    """Kofi's first statement, the change he considers, and `then` in a third conversation: the first and last ids."""
+    first = say(services, "Kofi", "My current account is with Nationwide. Can I set up a savings pot for a holiday?",
+                occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    say(services, "Kofi", "Monzo is offering a switching bonus and I love the pots. I'm thinking of moving my current"
+        " account to Monzo.", occurred_at=MARCH, session_id="s2")  # fmt: skip
+    return first, say(services, "Kofi", then, occurred_at=MAY, session_id="s3")
+
+
+@pytest.mark.parametrize(
+    "then",
+    [
+        "Gave up on switching. The app kept failing to verify my ID, and my bank account has been fine for years.",
+        "I said no to the switching bonus in the end: my current account is fine where it is, I'm not moving banks.",
+    ],
+)
+def test_a_change_considered_and_called_off_leaves_the_first_statement_first(services: Services, then: str) -> None:
+    first, off = considered(services, then)
+    response = recall(services, QUESTION, explain=True)
+    assert response.results[0].id == first
+    stands = time_trace(services, QUESTION)["stands"]
+    assert stands["id"] == first and stands["called_off_by"] == off
+
+
+def test_a_change_that_happened_is_no_call_off(services: Services) -> None:
+    """ "Moved my current account to Monzo last week" is the change: the rule raises nothing."""
+    considered(services, "Moved my current account to Monzo last week, the app is lovely and the pots work.")
+    assert time_trace(services, QUESTION)["stands"] is None
+
+
+@pytest.mark.parametrize(
+    ("text", "stands"),
+    [
+        ("I work at Harlow Robotics in Cambridge, on the warehouse picking arms.", True),
+        ("A startup in Berlin, Kinetik, offered me a lead engineer role with a big salary bump.", False),  # called off
+        ("I might ask Harlow Robotics for a transfer to Cambridge.", False),  # a maybe
+        ("Is Harlow Robotics hiring in Cambridge?", False),  # a question
+    ],
+)
+def test_what_stands_states_a_value_the_call_off_does_not_name(text: str, stands: bool) -> None:
+    """ "I said no to Kinetik" calls off Kinetik's offer: the offer is not the value that stands; the company asked
+    about may be named by both ("the Halden Foundation's date stands")."""
+    off = Candidate("off", record=turn("I said no to Kinetik. My partner's job is here and I like my team.", "Ines"))
+    one = Candidate("one", record=turn(text, "Ines"))
+    assert stands_module._states(one, off, frozenset({"ines", "work"})) is stands
+    asked_about_kinetik = stands or text.startswith("A startup")  # asked about, the company may be named by both
+    assert stands_module._states(one, off, frozenset({"kinetik"})) is asked_about_kinetik
