@@ -310,6 +310,24 @@ def test_a_fact_about_another_participant_weighs_less_for_a_question_about_someo
     assert all("other_person" not in r.scores for r in asked_of_bruno.results)
 
 
+def test_another_speakers_turn_about_their_own_things_weighs_less_for_a_question_about_someone(
+    services: Services,
+) -> None:
+    """Asked who Elif's physio is, Bram's "My new physio's called Sunita Rao" is about Bram's: it weighs less than
+    Elif's own word, and a turn of Bram's that names Elif, or any turn asked about by relation, keeps its score."""
+    elif_ = say(services, "Elif", "My knee's finally improving. Gwen Probert is a miracle worker.", occurred_at=DAY)
+    bram = say(services, "Bram", "I've moved to the sports clinic on the new health plan. My new physio's called"
+               " Sunita Rao.", occurred_at=DAY.replace(month=5))  # fmt: skip
+    about_her = say(services, "Bram", "Elif says her physio does the awful single-leg squats with her.",
+                    occurred_at=DAY.replace(month=5, minute=1))  # fmt: skip
+    asked = {r.id: r for r in recall(services, "Who is Elif's physiotherapist?").results}
+    assert asked[bram].scores["other_own"] < 1
+    assert "other_own" not in asked[elif_].scores and "other_own" not in asked[about_her].scores
+    assert list(asked).index(elif_) < list(asked).index(bram)
+    by_relation = recall(services, "Who is Elif's sister's physiotherapist?").results
+    assert all("other_own" not in r.scores for r in by_relation)
+
+
 def test_a_fact_about_someone_named_in_the_turns_does_not_answer_a_question_about_a_speaker_by_name(
     services: Services, clock: Any
 ) -> None:

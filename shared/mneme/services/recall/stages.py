@@ -52,6 +52,7 @@ FETCHED_BOOST = 1.05  # Engram: a memory an agent fetched in full (`ids`) ranks 
 FETCHED = ("", "fetched")  # (principal, session) of the per-tenant record of fetched memory ids
 SPEAKER_BOOST = 1.5  # a turn spoken by a person the query names
 OTHER_PERSON = 0.3  # a claim fact about another participant than the person the query asks about
+OTHER_OWN = 0.5  # ... another participant's turn about their own things
 ECHO = 0.5  # a claim fact that says nothing a question does not already say
 WH = re.compile(r"^\W*(?:what|which|who|whom|whose|where|when|how|why)\b", re.I)
 NAME_WORD = re.compile(r"[^\W_]+(?:['’]s)?")  # a query word, with its possessive
@@ -328,15 +329,20 @@ def _others_facts(run: Run, live: list[Candidate]) -> int:
     (`scores.other_person`). A fact about someone who does not speak there (a sister, a client the turns
     name) keeps its score when the question may ask about them by relation ("Where does Tess's sister
     live?"), not when it asks about a speaker by name and no relation ("Where does Tess live?" is not
-    answered by "Orla lives in Berlin."). Returns how many were weighed."""
+    answered by "Orla lives in Berlin."). Asked about a speaker by name, another speaker's turn about their own
+    things that names no one asked about ("My new physio's called Sunita Rao", asked who Elif's is) weighs
+    ×OTHER_OWN (`scores.other_own`). Returns how many facts were weighed."""
     query = run.request.query or ""
     about = questions.people(query)
     speakers = _speakers(live) if about else set()
     by_name = any(terms(one) <= speakers for one in about) and not set(meaningful_words(query)) & changes.PEOPLE
     weighed = 0
     for candidate in live:
-        fact = candidate.record
-        if not isinstance(fact, Fact) or not (owners := changes.owners(fact)) or owners & about:
+        record = candidate.record
+        if isinstance(record, Episode) and by_name and _their_own(record, about, speakers):
+            candidate.scores["other_own"] = OTHER_OWN
+            candidate.score *= OTHER_OWN
+        if not isinstance(record, Fact) or not (owners := changes.owners(record)) or owners & about:
             continue
         people = owners - {changes.THING}  # a thing's fact ("The data pipeline uses…") is no participant's
         if speakers and (by_name or (people and all(terms(owner.split("'s ")[0]) <= speakers for owner in people))):
@@ -344,6 +350,15 @@ def _others_facts(run: Run, live: list[Candidate]) -> int:
             candidate.score *= OTHER_PERSON
             weighed += 1
     return weighed
+
+
+def _their_own(turn: Episode, about: frozenset[str], speakers: set[str]) -> bool:
+    """A turn about its speakers' own things (another participant's, none asked about) naming no one asked about."""
+    owners = changes.owners(turn)
+    if not owners or owners & about or owners & {changes.UNKNOWN, changes.THING}:
+        return False
+    named = terms(turn.content)
+    return all(terms(owner) <= speakers for owner in owners) and not any(terms(one) & named for one in about)
 
 
 def _echoes(run: Run, live: list[Candidate]) -> int:
