@@ -1,8 +1,8 @@
 """What a later statement says that is no change, whatever other values it names: that the subject asked about
 stayed ("same job", "didn't touch the amlodipine"), that something happened ("the party last Sunday was fun"),
 that something will ("I'll come home every Diwali"), or that a change considered was called off ("gave up on
-switching"). Read by `changes.update_reason` and by recall's wordless rule
-(`services/recall/truth/later.py`)."""
+switching"). Read by `changes.update_reason`, `reverts.undoes` and recall's rules of what is true now
+(`services/recall/truth/`)."""
 
 from __future__ import annotations
 

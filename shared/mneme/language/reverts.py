@@ -32,11 +32,7 @@ def returns_to(earlier: Episode | Fact | Said, later: Episode | Fact | Said) -> 
     return f"back to {sorted(named)[0]}"
 
 
-UNDONE = (
-    re.compile(  # a change called off before or after it happened ("the move's cancelled"): the earlier value stands
-        rf"{nochange.CALLED_OFF.pattern}|\bcancel(?:l?ed|l?ing|s)\b"
-    )
-)
+UNDONE = re.compile(rf"{nochange.CALLED_OFF.pattern}|\bcancel(?:l?ed|l?ing|s)\b")  # or "the move's cancelled"
 
 
 def undoes(

@@ -250,7 +250,7 @@ def fuse(run: Run) -> None:
         if profile:
             recall_profile.boost(candidate, names)
     recall_context.below_context_owners(run, live)
-    others = _others_facts(run, live)
+    others = _others(run, live)
     echoes = _echoes(run, live)
     trace = {"speakers_named": sorted(names), "profile": len(added), "other_persons_facts": others, "echoes": echoes}
     run.note("fuse", took + len(added), dropped, **{key: value for key, value in trace.items() if value})
@@ -323,7 +323,7 @@ def _speaker(run: Run, candidate: Candidate) -> None:
         candidate.score *= SPEAKER_BOOST
 
 
-def _others_facts(run: Run, live: list[Candidate]) -> int:
+def _others(run: Run, live: list[Candidate]) -> int:
     """A question about a person ("Which editor does Yara use?") is not answered by a claim about another
     participant of the conversation ("Aksel uses Zed."): such a fact weighs ×OTHER_PERSON
     (`scores.other_person`). A fact about someone who does not speak there (a sister, a client the turns
@@ -353,7 +353,7 @@ def _others_facts(run: Run, live: list[Candidate]) -> int:
 
 
 def _their_own(turn: Episode, about: frozenset[str], speakers: set[str]) -> bool:
-    """A turn about its speakers' own things (another participant's, none asked about) naming no one asked about."""
+    """A turn about its speaker's own things, or another participant's, naming no one asked about."""
     owners = changes.owners(turn)
     if not owners or owners & about or owners & {changes.UNKNOWN, changes.THING}:
         return False
