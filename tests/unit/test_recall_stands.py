@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mneme.bootstrap import Services
-from mneme.services.recall.run import Candidate
+from mneme.language import changes
 from mneme.services.recall.truth import stands as stands_module
 from tests.unit.test_changes import turn
 from tests.unit.test_recall_later import JANUARY, MAY, time_trace
@@ -59,8 +59,8 @@ def test_a_change_that_happened_is_no_call_off(services: Services) -> None:
 def test_what_stands_states_a_value_the_call_off_does_not_name(text: str, stands: bool) -> None:
     """ "I said no to Kinetik" calls off Kinetik's offer: the offer is not the value that stands; the company asked
     about may be named by both ("the Halden Foundation's date stands")."""
-    off = Candidate("off", record=turn("I said no to Kinetik. My partner's job is here and I like my team.", "Ines"))
-    one = Candidate("one", record=turn(text, "Ines"))
-    assert stands_module._states(one, off, frozenset({"ines", "work"})) is stands
+    off = changes.said(turn("I said no to Kinetik. My partner's job is here and I like my team.", "Ines"))
+    one = changes.said(turn(text, "Ines"))
+    assert stands_module._states(one, off.reading.values - {"ines", "work"}) is stands
     asked_about_kinetik = stands or text.startswith("A startup")  # asked about, the company may be named by both
-    assert stands_module._states(one, off, frozenset({"kinetik"})) is asked_about_kinetik
+    assert stands_module._states(one, off.reading.values - {"kinetik"}) is asked_about_kinetik

@@ -37,19 +37,19 @@ def first_stands(run: Run, read: list[dict[str, object]]) -> dict[str, object] |
     top, chained = ranked[0], {str(one[key]) for one in read for key in ("id", "by")}
     asked = frozenset(meaningful_words(run.request.query or ""))
     for off in ranked[:LATER_WINDOW]:
-        if not _calls_off(off):
+        said = _episode(off)
+        if said is None or not _calls_off(said):
             continue
-        assert isinstance(off.record, Episode)
-        speaker = changes.speaker(off.record)
+        called = said.reading.values - asked  # what the call-off names, but what the question names
         kin = [
             one
             for one in ranked
             if one.score >= LATER_SHARE * top.score
             and one.id not in chained
-            and isinstance(one.record, Episode)
-            and changes.speaker(one.record) == speaker
+            and (theirs := _episode(one)) is not None
+            and theirs.speaker == said.speaker
             and after(one, off)
-            and _states(one, off, asked)
+            and _states(theirs, called)
         ]
         found = same_kind(run, off, kin)
         if found:
@@ -61,24 +61,25 @@ def first_stands(run: Run, read: list[dict[str, object]]) -> dict[str, object] |
     return None
 
 
-def _calls_off(candidate: Candidate) -> bool:
-    """An episode, of no change read, whose told sentences call a change off, and that hedges nothing."""
+def _episode(candidate: Candidate) -> changes.Said | None:
+    """An episode of no change read, read once (`changes.said`); None for anything else."""
     record = candidate.record
     if not isinstance(record, Episode) or candidate.changed is not None:
-        return False
-    said = changes.said(record)
+        return None
+    return changes.said(record)
+
+
+def _calls_off(said: changes.Said) -> bool:
+    """Its told sentences call a change off, and it hedges nothing."""
     return nochange.called_off(changes.told(said.text).lower()) and not said.reading.hedged
 
 
-def _states(candidate: Candidate, off: Candidate, asked: frozenset[str]) -> bool:
-    """An episode, of no change read, that states a value as how things are (no maybe, plan or question only),
-    none the call-off names but what the question names (`asked`): "Kinetik offered me a lead role" is what "I said
-    no to Kinetik" calls off; "the Halden Foundation's date stands" is of what was asked."""
-    record = candidate.record
-    if not isinstance(record, Episode) or candidate.changed is not None:
-        return False
-    said = changes.said(record)
-    if not changes.may_be_updated(said) or said.reading.hedged or nochange.FUTURE.search(changes.told(said.text)):
+def _states(said: changes.Said, called: frozenset[str]) -> bool:
+    """It states a value as how things are (no maybe, plan or question only), none the call-off names but what the
+    question names (`called`): "Kinetik offered me a lead role" is what "I said no to Kinetik" calls off; "the
+    Halden Foundation's date stands" is of what was asked."""
+    told = changes.told(said.text).lower()
+    if not changes.may_be_updated(said) or said.reading.hedged or nochange.FUTURE.search(told):
         return False
     named = said.reading.values - changes.by_place(said.text)
-    return bool(named) and not (named & changes.said(off.record).reading.values) - asked  # type: ignore[arg-type]
+    return bool(named) and not named & called
