@@ -38,7 +38,7 @@ once, over the `current` and `unchanged` cases) stating an earlier or only consi
 without being marked earlier (`since_changed`) or stale: facts not true as written. Not over `other-person` cases,
 whose wrong values are the other person's, true of them ("Joaquín lives in Valencia" when Marta is asked about).
 
-    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check10|all]
+    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check11|all]
         [--shape messages|session-time|all] [--consolidate] [--misses] [--case REGEX] [--json FILE]
 
 `dev/` is for tuning; `check/` was written after it with other wording, topics and people, and is never
@@ -73,10 +73,15 @@ in passing, as answers, successive, reverted and partial; the untouched measure 
 2026.
 `check9/` was written the same night blind (names start `c9-`): 30 of 56 a user and an assistant, 18 named people
 (often each with their own value of the same thing), 8 with agent notes; mostly three to five sessions; never
-read or tuned on: a second untouched measure, for when check8's misses are read.
+read or tuned on: a second untouched measure, for when check8's misses are read; its misses were read on 6 Dec
+2026 (morning).
 `check10/` was written on 6 Dec 2026 blind (names start `c10-`), when check8's misses were read: 25 of 56 a user and
 an assistant, 21 named people, 10 with agent notes; three to five sessions, filler sessions, echoes of the old value
 after the change ("still doing the Tuesday runs?") and the old value named again as history; never read or tuned on.
+`check11/` was written on 6 Dec 2026 (morning) blind (names start `c11-`), when check9's misses were read: 22 of 56 a
+user and an assistant, 22 named people, 12 with agent notes; changes in other words, implied, in passing, as answers,
+recaps and agent notes, successive, partial, reverted, considered and called off; echoes and the old value as
+history; never read or tuned on.
 MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's.
 
 Case file format (several cases a file; blank lines and other '#' lines are comments):
@@ -125,6 +130,7 @@ PARTS = (
     "check8",
     "check9",
     "check10",
+    "check11",
 )
 SHAPES = ("messages", "session-time")
 KINDS = ("current", "past", "other-person", "unchanged")

@@ -351,6 +351,7 @@ def test_a_trade_in_or_a_bump_is_a_change() -> None:
 
 def test_a_sentence_opening_on_a_things_s_is_about_its_speaker() -> None:
     assert changes.owners(turn("Work's mad since they cut my hours.", "Imogen")) == {"imogen"}
+    assert changes.owners(turn("Work's got a new health plan, so I've moved physio.", "Imogen")) == {"imogen"}
     assert changes.owners(turn("Priya's moved to Cardiff.", "Imogen")) == {"priya"}  # a name's 's is still hers
 
 
@@ -555,6 +556,9 @@ def test_values_alone_are_what_the_reading_names(text: str) -> None:
         "Told the conductor no, I'm staying in the seconds with my violin.",
         "Facilities confirmed the lease got renewed for five years and nobody's moving anywhere.",
         "Emailed the fund office: no extension, and the date stands.",
+        "Yeah, the cons win. I'm keeping what I've got until the warranty runs out.",
+        "I stayed loyal in the end and we won the division!",
+        "Reorg announced and we're not in it: nothing changes for us.",
     ],
 )
 def test_a_change_only_considered_and_called_off_is_no_change(later: str) -> None:
@@ -567,3 +571,23 @@ def test_a_change_only_considered_and_called_off_is_no_change(later: str) -> Non
     rumour = turn("Someone on the forum says the fund is pushing the deadline to 15 October.")
     assert reverts.undoes(rumour, turn("Emailed the fund office about the deadline: no extension, the date stands."))
     assert not nochange.called_off("gave up on the gym in may, it's the climbing wall for me.")  # a change: it ended
+    assert not nochange.called_off("not any more. i joined the table bay pacers. thabo's stayed loyal.")  # his
+
+
+def test_swapping_one_for_another_is_a_change() -> None:
+    first = turn("My Thursday evening class is life drawing at the community centre.")
+    then = turn("Wheel-throwing at Clay Corner has me obsessed, best decision, swapping my Thursday class for it.")
+    later = then.model_copy(update={"occurred_at": AT + timedelta(days=60)})
+    assert changes.update_reason(first, later, 0.3, present=True, topical=True) is not None
+
+
+def test_a_verb_or_a_little_word_opening_a_sentence_names_no_value() -> None:
+    """ "Is that even allowed?" and "Take my car to work tomorrow" name nothing: neither is a value that replaces
+    "€1,450" or "Admiral", so neither updates the statement before it."""
+    assert changes.values("That's savage. Is that even allowed under the rent pressure rules?") == frozenset()
+    assert changes.values("Take my car to work tomorrow, I'm working from home.") == frozenset()
+    assert "is" not in changes.values("Octopus quoted me £1,620. Is £90 worth the hassle?")
+    insured = turn("Admiral renewed my car insurance at £540, which is fine.", "Grace")
+    weeks_on = turn("Take my car to work tomorrow, I'm working from home.", "Grace")
+    later = weeks_on.model_copy(update={"occurred_at": AT + timedelta(days=40)})
+    assert changes.update_reason(insured, later, 0.3, present=True, topical=True) is None

@@ -10,8 +10,10 @@ import pytest
 
 from mneme.bootstrap import Services
 from mneme.language import changes
+from mneme.services.recall.run import Candidate
 from mneme.services.recall.truth import later
 from mneme.services.remember import RememberItem
+from tests.unit.test_changes import turn
 from tests.unit.test_recall_ranking import ALICE, DAY, recall, say
 
 JANUARY, MAY = DAY.replace(year=2024, month=1), DAY.replace(year=2024, month=5)
@@ -412,3 +414,21 @@ def test_a_change_read_over_another_speakers_words_may_change_the_best_answer_to
         raised_over(services, question, new, old)
     else:
         kept_first(services, question, old)
+
+
+def test_of_several_later_statements_one_saying_a_change_comes_first_and_a_passing_one_far_below_does_not() -> None:
+    """`_latest`: "Better since I moved to the sports clinic: Harriet Osei" over a later "She's given me glute
+    exercises, next session Thursday"; "I got into Canton Chamber Singers" over a later "June, at St John's."
+    scoring a tenth of it; with neither, the latest."""
+
+    def said(text: str, month: int, score: float) -> Candidate:
+        record = turn(text, "Ines").model_copy(update={"occurred_at": JANUARY.replace(month=month)})
+        return Candidate(id=text, record=record, score=score)
+
+    moved = said("Better since I moved to the sports clinic at the uni: Harriet Osei is brilliant.", 3, 0.24)
+    exercises = said("She's given me glute exercises that hurt in a good way. Next session is Thursday.", 4, 0.4)
+    assert later._latest([(moved, 0.35), (exercises, 0.43)])[0] is moved
+    choir = said("I auditioned for Canton Chamber Singers in March and got in.", 3, 0.49)
+    concert = said("June, at St John's.", 4, 0.04)
+    assert later._latest([(choir, 0.43), (concert, 0.34)])[0] is choir
+    assert later._latest([(choir, 0.43), (said("June, at St John's.", 4, 0.3), 0.34)])[0] is not choir

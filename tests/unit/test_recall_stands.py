@@ -64,3 +64,18 @@ def test_what_stands_states_a_value_the_call_off_does_not_name(text: str, stands
     assert stands_module._states(one, off.reading.values - {"ines", "work"}) is stands
     asked_about_kinetik = stands or text.startswith("A startup")  # asked about, the company may be named by both
     assert stands_module._states(one, off.reading.values - {"kinetik"}) is asked_about_kinetik
+
+
+def test_a_call_off_that_says_little_is_read_beside_the_change_it_calls_off(services: Services) -> None:
+    """ "Right, so it's a loss: staying put." shares no word with the supplier: the quote it answers, asked about in
+    the same conversation, says what of, and the first statement stands."""
+    first = say(services, "Kofi", "Our gas is with EDF on a fixed tariff until next spring.", occurred_at=JANUARY,
+                session_id="s1")  # fmt: skip
+    say(services, "Kofi", "Octopus quoted me £1,620 a year on their fixed tariff for gas and electricity, against my"
+        " £1,710. Is it worth switching?", occurred_at=MARCH, session_id="s2")  # fmt: skip
+    off = say(services, "Kofi", "Right, so it's a loss: staying put.", occurred_at=MARCH.replace(minute=5),
+              session_id="s2")  # fmt: skip
+    question = "Who supplies Kofi's gas and electricity?"
+    assert recall(services, question).results[0].id == first
+    stands = time_trace(services, question)["stands"]
+    assert stands["id"] == first and stands["called_off_by"] == off

@@ -44,7 +44,7 @@ ENDS = re.compile(
     r"left(?! (?:a|an|some|me|us|him|her|them|you|it|behind|over|out)\b)|"  # not "left a note", "left me some"
     r"gave up|given up|dropped|ditched|got rid of|sold|passed away|"
     r"t(?:ook|aken?|aking) (?:me|him|her|us|them) off|put (?:him |her |it |them )?down|died|rehomed|"
-    r"switch(?:ed|ing)?|swapped|replaced|replacing|migrated|migrating|moved (?:over|away|on|out)|instead|"
+    r"switch(?:ed|ing)?|swapp(?:ed|ing)|replaced|replacing|migrated|migrating|moved (?:over|away|on|out)|instead|"
     r"trad(?:ed|ing) (?:[\w-]+ ){0,3}in\b|part[- ]exchanged|"
     r"migration(?:'s| is| has)? (?:been )?(?:done|complete|finished)|"
     r"hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}(?:over|off)|t(?:ook|aking|aken) over|broke up|divorced|separated|"
@@ -130,7 +130,9 @@ COMMON = (STOPWORDS - {"is", "was", "has", "had", "will", "just", "now", "can"})
     "news update quick great thanks please guess sorry sad happy hey hi hello dear sure maybe don't didn't "
     "can't won't i'm i've i'd i'll it's that's there's let's "
     # things a sentence opens on with 's ("Money's tight", "Work's mad"): no one's name
-    "money work life everything nothing something weather traffic dinner lunch breakfast food business".split()
+    "money work life everything nothing something weather traffic dinner lunch breakfast food business "
+    # verbs a request or an invitation opens on ("Take my car to work tomorrow", "Meet Mochi!"): no one's name
+    "take bring send remind tell ask let make give keep get put meet try grab pick".split()
 )
 VERBAL = ("ing", "ed", "ly")  # a capitalised word ending so opens a sentence; it names no one
 SPEAKER, UNKNOWN, IMPLIED = "@", "?", ""  # a clause about the speaker; about "he" or "you"; naming no one
@@ -176,7 +178,7 @@ def _subject(text: str, current: str) -> str:
     if (thing := THE.match(text)) and thing[0].split()[1].lower() not in PEOPLE:
         return THING
     named = NAMED.match(text)
-    first = named[1].split()[0].lower() if named else ""
+    first = named[1].split()[0].lower().removesuffix("'s") if named else ""  # "Work's got …": no one's name
     if named and first not in COMMON | NUMBER_WORDS and not first.endswith(VERBAL) and named[2] not in COMMON:
         if OURS.search(text):
             return THING  # "Netflix Standard is our one luxury": a thing of ours, not a person
@@ -302,7 +304,8 @@ def _values(text: str) -> frozenset[str]:
     """What a text names as values: names (capitalised words, not common ones), value words, numbers."""
     names = {m[0].lower() for m in re.finditer(r"[\w'-]+", text) if m[0][:1].isupper()}
     lowered = set(words(text))
-    found = {n for n in names - COMMON - FILLER if not n.startswith("i'") and (n in CALENDAR or not n.endswith(VERBAL))}
+    plain = names - COMMON - STOPWORDS - FILLER  # "Is that allowed?": no name
+    found = {n for n in plain if not n.startswith("i'") and (n in CALENDAR or not n.endswith(VERBAL))}
     numbers = {m[0].rstrip(".,:") for m in NUMBER.finditer(text)} | (lowered & NUMBER_WORDS)
     return frozenset(found | numbers | (lowered & VALUE_WORDS))
 

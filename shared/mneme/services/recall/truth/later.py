@@ -37,6 +37,7 @@ LATER_WINDOW = 6  # the best answers the rule reorders
 LATER_SHARE = 0.05  # ... a later statement scoring at least this share of the best one
 LATER_KIND = 0.2  # ... and saying the same kind of thing: this cosine or more between the two
 REPLY_TURNS = 3  # the turns before a statement read for someone else's news it answers
+FOUND_SHARE = 0.25  # of several later statements, those scoring at least this share of the best of them
 ABOVE = 1.01  # the later statement's score: just above the best one's
 STILL = re.compile(r"\bstill\b")  # "I'm still chained to my audit spreadsheets": the first holds
 UNDECIDED = re.compile(r"\bthink (?:about|it over)\b")  # "they offered me plot 22 … I said I'd think about it"
@@ -78,7 +79,7 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
     found = same_kind(run, top, kin)
     if not found:
         return None
-    later, similarity = max(found, key=lambda one: said_at(one[0]))  # of several, the latest
+    later, similarity = _latest(found)
     if _restated(best, top, later, asked.about) or _called_off(run, later):
         return None
     return above(later, top, "later", similarity)
@@ -134,6 +135,17 @@ def _tells_new(first: changes.Said, then: changes.Said, asked: _Asked, gone: fro
     if nochange.called_off(told):
         return False  # "Told the conductor no, I'm staying in the seconds": a change called off (`stands.py`)
     return not (asked.says_when and asked.says_when.search(first.text.lower()) and not asked.says_when.search(lowered))
+
+
+def _latest(found: list[tuple[Candidate, float]]) -> tuple[Candidate, float]:
+    """Of several later statements, the latest of those saying a change, else the latest, among those scoring at
+    least FOUND_SHARE of the best of them: "Better since I moved to the sports clinic, Harriet's brilliant" over a
+    later "She's given me glute exercises"; not a passing "June, at St John's." over "I auditioned for Canton
+    Chamber Singers and got in"."""
+    floor = FOUND_SHARE * max(one.score for one, _ in found)
+    kept = [pair for pair in found if pair[0].score >= floor]
+    said = [pair for pair in kept if (reading := changes.said(pair[0].record).reading).ends or reading.cue]  # type: ignore[arg-type]
+    return max(said or kept, key=lambda pair: said_at(pair[0]))
 
 
 def _of_them(run: Run, top: Candidate, later: Candidate, asked: _Asked) -> bool:

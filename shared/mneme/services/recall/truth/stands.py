@@ -6,7 +6,8 @@ considered change shares the question's words, so both outrank the statement tha
 
 When one of the LATER_WINDOW best answers calls a change off (`nochange.called_off`, in what it tells, hedging
 nothing), the earliest statement of its speaker's among the candidates scoring at least LATER_SHARE of the best,
-said in an earlier conversation, of the same kind (cosine at least LATER_KIND with the call-off), naming a value
+said in an earlier conversation, of the same kind (cosine at least LATER_KIND with the call-off, or with the change
+it calls off: what its speaker asked or hedged before it in its conversation, `_considered`), naming a value
 and none the call-off names but what the question names, considering, asking or planning nothing, and of no change
 read, ranks just above the best (`scores.stands`): the value that stands. The earliest, because the change
 considered may be stated as plainly as the first ("Riverside Medical Centre is taking new patients"); a change that
@@ -51,7 +52,7 @@ def first_stands(run: Run, read: list[dict[str, object]]) -> dict[str, object] |
             and after(one, off)
             and _states(theirs, called)
         ]
-        found = same_kind(run, off, kin)
+        found = _of_kind(run, off, _considered(ranked, off, said), kin)
         if found:
             first, similarity = min(found, key=lambda pair: said_at(pair[0]))
             if first is top:
@@ -59,6 +60,37 @@ def first_stands(run: Run, read: list[dict[str, object]]) -> dict[str, object] |
             trace = above(first, top, "stands", similarity)
             return {**trace, "called_off_by": off.id}
     return None
+
+
+def _of_kind(
+    run: Run, off: Candidate, considered: list[Candidate], kin: list[Candidate]
+) -> list[tuple[Candidate, float]]:
+    """Of `kin`, those of the same kind as the call-off or as the change it calls off (`same_kind`, the higher
+    cosine): a call-off says little ("Right, so it's a loss. I'll stay where I am."), the change considered says
+    what of ("E.ON Next quoted me £1,620 a year against my £1,710")."""
+    best: dict[str, tuple[Candidate, float]] = {}
+    for reference in (off, *considered):
+        for one, cosine in same_kind(run, reference, kin):
+            if one.id not in best or cosine > best[one.id][1]:
+                best[one.id] = (one, cosine)
+    return list(best.values())
+
+
+def _considered(ranked: list[Candidate], off: Candidate, said: changes.Said) -> list[Candidate]:
+    """The change a call-off calls off, as far as recall found it: its speaker's turns before it in its
+    conversation that ask or hedge ("Should I switch clubs mid-season?", "E.ON quoted me …, is £90 worth it?")."""
+    found = []
+    for one in ranked:
+        theirs = _episode(one)
+        if (
+            theirs is not None
+            and theirs.speaker == said.speaker
+            and changes.one_conversation(theirs.record, said.record)
+            and said_at(one) < said_at(off)
+            and ("?" in theirs.text or theirs.reading.hedged)
+        ):
+            found.append(one)
+    return found
 
 
 def _episode(candidate: Candidate) -> changes.Said | None:
