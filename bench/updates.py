@@ -38,7 +38,7 @@ once, over the `current` and `unchanged` cases) stating an earlier or only consi
 without being marked earlier (`since_changed`) or stale: facts not true as written. Not over `other-person` cases,
 whose wrong values are the other person's, true of them ("Joaquín lives in Valencia" when Marta is asked about).
 
-    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check11|all]
+    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check12|all]
         [--shape messages|session-time|all] [--consolidate] [--misses] [--case REGEX] [--json FILE]
 
 `dev/` is for tuning; `check/` was written after it with other wording, topics and people, and is never
@@ -82,6 +82,8 @@ after the change ("still doing the Tuesday runs?") and the old value named again
 user and an assistant, 22 named people, 12 with agent notes; changes in other words, implied, in passing, as answers,
 recaps and agent notes, successive, partial, reverted, considered and called off; echoes and the old value as
 history; never read or tuned on.
+`check12/` was written the same morning blind, to the same brief as `check11/` (names start `c12-`), to be read and
+tuned on while `check11/` stays untouched.
 MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's.
 
 Case file format (several cases a file; blank lines and other '#' lines are comments):
@@ -131,6 +133,7 @@ PARTS = (
     "check9",
     "check10",
     "check11",
+    "check12",
 )
 SHAPES = ("messages", "session-time")
 KINDS = ("current", "past", "other-person", "unchanged")
