@@ -559,6 +559,7 @@ def test_values_alone_are_what_the_reading_names(text: str) -> None:
         "Yeah, the cons win. I'm keeping what I've got until the warranty runs out.",
         "I stayed loyal in the end and we won the division!",
         "Reorg announced and we're not in it: nothing changes for us.",
+        "The new one is fast but the debugger is half-baked. Uninstalled it, I'm sticking with what I had.",
     ],
 )
 def test_a_change_only_considered_and_called_off_is_no_change(later: str) -> None:
@@ -591,3 +592,22 @@ def test_a_verb_or_a_little_word_opening_a_sentence_names_no_value() -> None:
     weeks_on = turn("Take my car to work tomorrow, I'm working from home.", "Grace")
     later = weeks_on.model_copy(update={"occurred_at": AT + timedelta(days=40)})
     assert changes.update_reason(insured, later, 0.3, present=True, topical=True) is None
+
+
+def test_a_note_of_someones_doing_to_a_persons_thing_is_of_that_person_too() -> None:
+    """ "GP raised Daniela's levothyroxine: 75 mcg" is of Daniela's things, so it updates "Daniela takes 50 mcg";
+    "Daniela's sister" is a person of her own, and the subject's own name is no one else."""
+    note = turn("GP raised Daniela's levothyroxine after the TSH result: 75 mcg daily from 11 April.", "assistant")
+    assert changes.owners(note) == {"gp", "daniela"}
+    assert changes.owners(turn("Tom moved in with Anna's sister.", "Kim")) == {"tom"}
+    first = turn("Daniela takes levothyroxine 50 mcg every morning, 30 minutes before breakfast.", "assistant")
+    later = note.model_copy(update={"occurred_at": AT + timedelta(days=60)})
+    assert changes.update_reason(first, later, 0.5, present=True, topical=True) is not None
+
+
+def test_a_title_a_leaving_present_and_a_request_name_nothing_new() -> None:
+    """ "Dr" is no value two dentists share; a leaving present ends nothing; "Write a card" names no "write"."""
+    assert changes.values("Had my check-up with Dr Ebere Nwosu, who bought the practice.") == {"ebere", "nwosu"}
+    assert changes.ENDS.search("write a card, they sent me a lovely leaving present.") is None
+    assert changes.ENDS.search("i'm leaving acme in may.") is not None
+    assert changes.values("Write a thank-you card for the office staff at my old school.") == frozenset()

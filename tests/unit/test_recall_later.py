@@ -432,3 +432,17 @@ def test_of_several_later_statements_one_saying_a_change_comes_first_and_a_passi
     concert = said("June, at St John's.", 4, 0.04)
     assert later._latest([(choir, 0.43), (concert, 0.34)])[0] is choir
     assert later._latest([(choir, 0.43), (said("June, at St John's.", 4, 0.3), 0.34)])[0] is not choir
+    invited = said("Not me, not at that hour since Easter. Join me after the school run instead?", 5, 0.5)
+    assert later._latest([(moved, 0.35), (invited, 0.4)])[0] is moved  # "instead" only in what it asks
+
+
+def test_asked_what_time_a_later_statement_naming_no_time_of_day_says_none() -> None:
+    """After "the 6:15 lane session", "I haven't been in the water at that hour since Easter" names no time of day
+    for "What time does Signe swim?"; "I go straight after drop-off, the 7:40 session" does."""
+    asked = later._Asked.of("What time does Signe swim?", None)
+    first = changes.said(turn("Every weekday, the 6:15 lane session at Vikingabadet. Out by seven.", "Signe"))
+    since = changes.said(turn("Not me, I haven't been in the water at that hour since Easter.", "Signe"))
+    sorted_out = changes.said(turn("Sorted the pool problem: I go after drop-off, the 7:40 session.", "Signe"))
+    assert not later._tells_new(first, since, asked, None)
+    assert later._tells_new(first, sorted_out, asked, None)
+    assert later._tells_new(first, since, later._Asked.of("Where does Signe swim?", None), None)

@@ -40,7 +40,8 @@ FOR_ME = re.compile(  # someone else's doing, to the speaker: "they offered me t
 
 # Change language, both directions. ENDS end or replace a value: they change a subject with many values too.
 ENDS = re.compile(
-    r"\b(?:no longer|not any ?more|n't [\w ]{0,30}any ?more|any ?more|used to|quit|quitting|leaving|stopped|"
+    r"\b(?:no longer|not any ?more|n't [\w ]{0,30}any ?more|any ?more|used to|quit|quitting|stopped|"
+    r"leaving(?! (?:present|gift|card|do|party|drinks|message|speech|collection|lunch|dinner|video)\b)|"
     r"left(?! (?:a|an|some|me|us|him|her|them|you|it|behind|over|out)\b)|"  # not "left a note", "left me some"
     r"gave up|given up|dropped|ditched|got rid of|sold|passed away|"
     r"t(?:ook|aken?|aking) (?:me|him|her|us|them) off|put (?:him |her |it |them )?down|died|rehomed|"
@@ -120,6 +121,7 @@ THIRD = re.compile(r"^(?:he|she|they|his|her|their|him|them|you|you're|your)\b",
 MY = re.compile(r"\b(?:my|our)\s+(?:[\w'-]+\s+){0,2}$")  # just before a slot's word: the speaker's
 RELATIVE = re.compile(rf"^(?:my|our) ({'|'.join(sorted(PEOPLE))})\b", re.I)
 UPPER = "A-Z" + "".join(c for c in map(chr, range(0xC0, 0x250)) if c.isupper())  # "Łukasz", "Çağla", "Óscar"
+POSSESSED = re.compile(rf"\b([{UPPER}][\w-]+)'s ([a-z][\w-]*)")  # "Daniela's levothyroxine"
 NAMED_RELATIVE = re.compile(rf"^(?:[Mm]y|[Oo]ur) (?:{'|'.join(sorted(PEOPLE))}) ([{UPPER}][\w-]+)")  # "my son Arlo"
 NAMED = re.compile(  # a person by name, then a verb ("Theo got hired", "Hannah runs the rota", "Priya's …")
     rf"^([{UPPER}][\w'-]+(?: [{UPPER}][\w'-]+)?)(?:'s| (is|was|has|had|got|took|will|just|now|finally|never|still|"
@@ -131,9 +133,12 @@ COMMON = (STOPWORDS - {"is", "was", "has", "had", "will", "just", "now", "can"})
     "can't won't i'm i've i'd i'll it's that's there's let's "
     # things a sentence opens on with 's ("Money's tight", "Work's mad"): no one's name
     "money work life everything nothing something weather traffic dinner lunch breakfast food business "
-    # verbs a request or an invitation opens on ("Take my car to work tomorrow", "Meet Mochi!"): no one's name
-    "take bring send remind tell ask let make give keep get put meet try grab pick".split()
+    # verbs a request or an invitation opens on ("Take my car to work tomorrow", "Write a thank-you card", "Meet
+    # Mochi!"): no one's name
+    "take bring send remind tell ask let make give keep get put meet try grab pick write draft tidy add fix edit "
+    "rewrite prepare format plan adjust redo find help suggest recommend explain join".split()
 )
+TITLES = frozenset("dr mr mrs ms mx prof sir dame".split())  # before a name, not one: two doctors share no value
 VERBAL = ("ing", "ed", "ly")  # a capitalised word ending so opens a sentence; it names no one
 SPEAKER, UNKNOWN, IMPLIED = "@", "?", ""  # a clause about the speaker; about "he" or "you"; naming no one
 OURS = re.compile(r"\b(?:our|ours)\b", re.I)
@@ -186,6 +191,16 @@ def _subject(text: str, current: str) -> str:
     return current
 
 
+def _possessor(text: str, subject: str) -> str | None:
+    """The person whose thing a clause about someone else (`subject`) names after its opening ("GP raised
+    Daniela's levothyroxine": "daniela"; not "Daniela's sister", a person of her own)."""
+    for m in POSSESSED.finditer(text, 1):
+        name = m[1].lower()
+        if name not in COMMON and name not in subject.split() and m[2].lower() not in PEOPLE:
+            return name
+    return None
+
+
 def _alias(text: str) -> str | None:
     """The name a relative is given beside the word for them ("My son Arlo has started…": "arlo")."""
     named = NAMED_RELATIVE.match(LEAD.sub("", text.strip()))
@@ -228,6 +243,8 @@ def _owners(speaker: str | None, text: str, slot: str | None) -> frozenset[str]:
                 found.add(who)
             if clause.alias:
                 found.add(clause.alias)  # "my son Arlo" is Arlo too: a later "Arlo's settled" is about him
+            if clause.whose:
+                found.add(clause.whose)  # "GP raised Daniela's levothyroxine" is of Daniela's things too
     return frozenset(found)
 
 
@@ -236,6 +253,7 @@ def _owners(speaker: str | None, text: str, slot: str | None) -> frozenset[str]:
 class Clause:
     subject: str  # SPEAKER, UNKNOWN, IMPLIED, "@'s brother", or a person's name in lower case
     alias: str | None  # the name a relative subject is given beside it ("my son Arlo": "arlo")
+    whose: str | None  # whose thing a named subject's doing is to ("GP raised Daniela's dose": "daniela")
     slots: frozenset[str]
     mine: frozenset[str]  # slots the speaker owns in it, whoever its subject: "Dad replaced my old phone"
     values: frozenset[str]
@@ -304,7 +322,7 @@ def _values(text: str) -> frozenset[str]:
     """What a text names as values: names (capitalised words, not common ones), value words, numbers."""
     names = {m[0].lower() for m in re.finditer(r"[\w'-]+", text) if m[0][:1].isupper()}
     lowered = set(words(text))
-    plain = names - COMMON - STOPWORDS - FILLER  # "Is that allowed?": no name
+    plain = names - COMMON - STOPWORDS - FILLER - TITLES  # "Is that allowed?", the "Dr" of "Dr Nwosu": no name
     found = {n for n in plain if not n.startswith("i'") and (n in CALENDAR or not n.endswith(VERBAL))}
     numbers = {m[0].rstrip(".,:") for m in NUMBER.finditer(text)} | (lowered & NUMBER_WORDS)
     return frozenset(found | numbers | (lowered & VALUE_WORDS))
@@ -355,6 +373,7 @@ def read(text: str) -> Reading:
             Clause(
                 subject=subject,
                 alias=_alias(part) if subject.startswith(f"{SPEAKER}'s ") else None,
+                whose=_possessor(part, subject) if subject not in (SPEAKER, UNKNOWN, IMPLIED, THING) else None,
                 slots=frozenset(s.name for s in named),
                 mine=frozenset(
                     s.name for s in named if for_me or any(_my(low, m.start()) for m in s.cues.finditer(low))

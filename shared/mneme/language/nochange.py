@@ -36,7 +36,8 @@ CALLED_OFF = re.compile(  # a change considered and called off: "gave up on swit
     r"\bturned (?:[\w-]+ ){0,2}down\b|\b(?:gave|giving|given) up on [\w-]+ing\b|\btold (?:[\w-]+ ){1,3}no\b|"
     r"\b(?:nobody|no one)(?:'s| is) (?:moving|changing|going anywhere)\b|\bno extension\b|"
     r"\b(?:date|deadline|plan|price|offer|booking) stands\b|\b(?:i|we)(?:'m| am|'re| are)? stay(?:ed|ing)? loyal\b|"
-    r"\bkeep(?:ing|s)? what (?:i|we)(?:'ve| have)(?: got)?\b|\bnothing(?:'s| is)? chang(?:es|ing) for\b"
+    r"\b(?:keep(?:ing|s)?|stick(?:ing|s)? with) what (?:i|we)(?:'ve| have| had|'d)(?: got)?\b|"
+    r"\bnothing(?:'s| is)? chang(?:es|ing) for\b"
 )
 
 

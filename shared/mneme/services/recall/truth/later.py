@@ -46,6 +46,11 @@ BEFORE = re.compile(  # of the past: "my old team"; not "cancelled the old accou
     r"\b(?:(?:my|our|his|her|their|" + "".join(f"(?<!{verb} )" for verb in ENDED) + r"the) (?:old|former|previous|ex)\b"
     r"|used to|back (?:then|when)|by then)"
 )
+WHAT_TIME = re.compile(r"\bwhat time\b|\bhow (?:early|late)\b", re.I)  # asks a time of day
+CLOCK = re.compile(  # a time of day: "6:15", "7pm", "half seven", "quarter past six", "noon"
+    r"\b\d{1,2}[:.]\d{2}\b|\b\d{1,2} ?(?:am|pm)\b|\bhalf (?:past )?[a-z]+\b|\bquarter (?:past|to)\b|"
+    r"\b(?:noon|midday|midnight|o'clock)\b"
+)
 WHO_IS = re.compile(r"^\W*who(?:'s| is| are)\b", re.I)
 YES_NO = re.compile(r"^\W*(?:is|are|am|do|does|has|have|can|will|would|should)\b", re.I)
 NOT_NOW = (STILL, BEFORE, UNDECIDED, changes.HEDGE, nochange.FUTURE)  # anywhere in it: not how things are now
@@ -89,7 +94,7 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
 class _Asked:
     """What a question asks, as `later_first` reads it: the people (`about`), slots and words it names, the thing it
     asks about when not a person (`_thing`), for a yes/no question the stems of what it asks whether (`whether`), for
-    one asking when the words of a text that says when."""
+    one asking when the words of a text that says when, whether it asks a time of day (`clock`)."""
 
     about: frozenset[str]
     slots: frozenset[str]
@@ -97,6 +102,7 @@ class _Asked:
     thing: frozenset[str]
     whether: frozenset[str] | None
     says_when: re.Pattern[str] | None
+    clock: bool = False
 
     @classmethod
     def of(cls, query: str, says_when: re.Pattern[str] | None) -> _Asked:
@@ -105,7 +111,8 @@ class _Asked:
             about |= {person.partition("'s ")[0] for person in about if "'s " in person}
         # a yes/no question asks whether what it names holds: only a statement that names it can say otherwise
         whether = frozenset(stem(w) for w in words - about) if YES_NO.match(query) else None
-        return cls(about, questions.question_slots(query), words, _thing(query), whether, says_when)
+        slots = questions.question_slots(query)
+        return cls(about, slots, words, _thing(query), whether, says_when, bool(WHAT_TIME.search(query)))
 
 
 def _tells_new(first: changes.Said, then: changes.Said, asked: _Asked, gone: frozenset[str] | None) -> bool:
@@ -114,7 +121,8 @@ def _tells_new(first: changes.Said, then: changes.Said, asked: _Asked, gone: fro
     does not say what is asked about stayed, and names what a yes/no question asks about; when the first is itself a
     change (`gone`: the values it superseded), it says a change and names none of them; when it says a change of
     something the first names beside others, it is a partial change (`current_truth`'s); asked when, it says when
-    if the first does ("book club is moving to the library")."""
+    if the first does ("book club is moving to the library"), and asked what time, a time of day if the first names
+    one ("haven't been in at that hour since Easter" after "the 6:15 lane session")."""
     new, old = then.reading, first.reading
     named = new.values - old.values - changes.by_place(then.text)
     if not changes.may_update(then, present=True) or not named:
@@ -134,6 +142,8 @@ def _tells_new(first: changes.Said, then: changes.Said, asked: _Asked, gone: fro
         return False  # the first holds, of the past ("my old team"), a maybe, a plan, or what is asked about stayed
     if nochange.called_off(told):
         return False  # "Told the conductor no, I'm staying in the seconds": a change called off (`stands.py`)
+    if asked.clock and CLOCK.search(first.text.lower()) and not CLOCK.search(told):
+        return False  # asked what time, "haven't been at that hour since Easter" says none after "the 6:15 session"
     return not (asked.says_when and asked.says_when.search(first.text.lower()) and not asked.says_when.search(lowered))
 
 
@@ -144,8 +154,14 @@ def _latest(found: list[tuple[Candidate, float]]) -> tuple[Candidate, float]:
     Chamber Singers and got in"."""
     floor = FOUND_SHARE * max(one.score for one, _ in found)
     kept = [pair for pair in found if pair[0].score >= floor]
-    said = [pair for pair in kept if (reading := changes.said(pair[0].record).reading).ends or reading.cue]  # type: ignore[arg-type]
+    said = [pair for pair in kept if _tells_change(pair[0])]
     return max(said or kept, key=lambda pair: said_at(pair[0]))
+
+
+def _tells_change(candidate: Candidate) -> bool:
+    """Its sentences that ask nothing say a change ("Join me after the school run instead?" does not)."""
+    told = changes.told(changes.said(candidate.record).text).lower()  # type: ignore[arg-type]
+    return bool(changes.ENDS.search(told) or changes.CHANGES.search(told))
 
 
 def _of_them(run: Run, top: Candidate, later: Candidate, asked: _Asked) -> bool:
