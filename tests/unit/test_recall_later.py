@@ -446,3 +446,17 @@ def test_asked_what_time_a_later_statement_naming_no_time_of_day_says_none() -> 
     assert not later._tells_new(first, since, asked, None)
     assert later._tells_new(first, sorted_out, asked, None)
     assert later._tells_new(first, since, later._Asked.of("Where does Signe swim?", None), None)
+
+
+def test_a_later_statement_of_the_speaker_about_the_same_person_ranks_first(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's word on their daughter: "Ayla's first week at Kestrel Lane Primary" after "Ayla's nursery,
+    Sunnybank" is the same speaker's later word on Ayla, when the change rules read no change."""
+    read_only(monkeypatch, "nothing", "nothing")
+    old, new = months_apart(
+        services,
+        ("user", "Ayla's nursery, Sunnybank, attended three days a week, wants junk modelling. Ideas with loo rolls?"),
+        ("user", "Ayla's first week at Kestrel Lane Primary went well."),
+    )
+    raised_over(services, "Which school or nursery does Ayla attend?", new, old)

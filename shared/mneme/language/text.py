@@ -31,6 +31,10 @@ SUFFIXES = ("ingly", "edly", "ing", "ed", "es", "ly", "s")
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
           "october", "november", "december")  # fmt: skip
 MONTH = "|".join(MONTHS)  # a month's name, for a regex
+CLOCK = re.compile(  # a time of day: "6:15", "7pm", "half seven", "quarter past six", "noon"
+    r"\b\d{1,2}[:.]\d{2}\b|\b\d{1,2} ?(?:am|pm)\b|\bhalf (?:past )?[a-z]+\b|\bquarter (?:past|to)\b|"
+    r"\b(?:noon|midday|midnight|o'clock)\b"
+)
 
 
 def words(text: str) -> list[str]:

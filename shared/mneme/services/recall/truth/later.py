@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mneme.language import changes, nochange, questions, reverts
-from mneme.language.text import meaningful_words, stem, terms
+from mneme.language.text import CLOCK, meaningful_words, stem, terms
 from mneme.models import Episode, context_session, session_position
 from mneme.records import Fact
 from mneme.search_models import has_metadata
@@ -47,10 +47,6 @@ BEFORE = re.compile(  # of the past: "my old team"; not "cancelled the old accou
     r"|used to|back (?:then|when)|by then)"
 )
 WHAT_TIME = re.compile(r"\bwhat time\b|\bhow (?:early|late)\b", re.I)  # asks a time of day
-CLOCK = re.compile(  # a time of day: "6:15", "7pm", "half seven", "quarter past six", "noon"
-    r"\b\d{1,2}[:.]\d{2}\b|\b\d{1,2} ?(?:am|pm)\b|\bhalf (?:past )?[a-z]+\b|\bquarter (?:past|to)\b|"
-    r"\b(?:noon|midday|midnight|o'clock)\b"
-)
 WHO_IS = re.compile(r"^\W*who(?:'s| is| are)\b", re.I)
 YES_NO = re.compile(r"^\W*(?:is|are|am|do|does|has|have|can|will|would|should)\b", re.I)
 NOT_NOW = (STILL, BEFORE, UNDECIDED, changes.HEDGE, nochange.FUTURE)  # anywhere in it: not how things are now
@@ -371,13 +367,17 @@ def _statement(top: Candidate) -> bool:
 
 def _by(later: Candidate, whose: frozenset[str], top: Candidate) -> bool:
     """`later` is an episode whose speaker, a person and not a note taker, is the best answer's speaker (or the user
-    an assistant's recap is of), or, for a claim fact, the person it is about."""
+    an assistant's recap is of), or, for a claim fact, the person it is about; or the best answer's speaker's word
+    on the same person ("Ayla's nursery, Sunnybank, …" … "Ayla's first week at Kestrel Lane Primary")."""
     record = later.record
     if not isinstance(record, Episode) or later.changed is not None:
         return False
     speaker = changes.speaker(record)
-    if speaker is None or speaker in changes.NOTE_TAKERS or speaker not in whose:
+    if speaker is None or speaker in changes.NOTE_TAKERS:
         return False
+    if speaker not in whose:
+        same = isinstance(top.record, Episode) and changes.speaker(top.record) == speaker
+        return same and bool(changes.owners(record) & whose)
     if not isinstance(top.record, Episode):
         return True  # a claim fact: of the person it is about
     said = changes.speaker(top.record)
