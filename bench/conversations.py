@@ -69,6 +69,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -231,6 +232,7 @@ class Server:
         if not self.url:
             self.stop()
             raise SystemExit("mneme serve did not start")
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()  # drained: a full pipe blocks a server
         admin = (home / "admin.key").read_text().strip()
         self.admin = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {admin}"}, timeout=120)
 

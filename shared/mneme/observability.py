@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
@@ -25,7 +26,12 @@ metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
 
 
 def count(name: str, value: int = 1) -> None:
-    """Add `value` to the count metric `name` (unit Count) of this invocation; `log_metrics` sends it."""
+    """Add `value` to the count metric `name` (unit Count) of this invocation; `log_metrics` sends it. Nothing when
+    metrics are off (`mneme serve`, `mneme mcp`): Powertools would still print every 100th value of a metric to
+    stdout, where no one sends them — noise in a terminal, a corrupt message on MCP's stdio, and a server that
+    blocks for good once a pipe nobody reads is full."""
+    if is_metrics_disabled():
+        return
     metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
 
 

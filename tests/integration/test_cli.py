@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from mneme import cli
@@ -18,6 +20,7 @@ from mneme.cli import app
 from mneme.cli.config import KEYS
 from mneme_sdk import Client as MnemeClient
 from tests.support.legacy import forget_sessions
+from tests.support.serve import mneme_serve
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -448,3 +451,20 @@ def test_make_serve_takes_the_port_from_port() -> None:
 
     assert ".venv/bin/mneme serve --port 9123\n" in planned("PORT=9123")
     assert ".venv/bin/mneme serve \n" in planned()
+
+
+def test_mneme_serve_prints_no_metrics_however_many_requests_it_answers(tmp_path: Path) -> None:
+    """Metrics are off in `mneme serve`: Powertools would still print every 100th value of a metric to stdout, and a
+    server whose stdout is a pipe nobody reads then blocks for good once the pipe is full (as `mneme mcp`'s stdio
+    would carry a message that is no JSON-RPC)."""
+    home, log = tmp_path / "home", tmp_path / "serve.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MNEME_", "POWERTOOLS_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "shared"), str(ROOT)])
+    command = [sys.executable, "-m", "mneme.cli", "serve", "--port", "0", "--workers", "1", "--home", str(home)]
+    with mneme_serve(command, tmp_path, env, log) as url:
+        key = (home / "admin.key").read_text().strip()
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as api:
+            for n in range(120):
+                reply = api.post("/v1/recall", json={"query": f"where does Maya live {n}", "scope": "root"})
+                assert reply.status_code == 200, reply.text
+    assert '"_aws"' not in log.read_text()
