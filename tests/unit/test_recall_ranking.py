@@ -326,10 +326,6 @@ def test_another_speakers_turn_about_their_own_things_weighs_less_for_a_question
     assert list(asked).index(elif_) < list(asked).index(bram)
     by_relation = recall(services, "Who is Elif's sister's physiotherapist?").results
     assert all("other_own" not in r.scores for r in by_relation)
-    his_clinic = say(services, "Bram", "Ha, the sports clinic has nothing like that. Just a sad vending machine.",
-                     occurred_at=DAY.replace(month=6))  # fmt: skip
-    asked = {r.id: r for r in recall(services, "Which clinic does Elif go to?").results}
-    assert asked[his_clinic].scores["other_own"] < 1  # the thing in his own turn is his
 
 
 def test_a_fact_about_someone_named_in_the_turns_does_not_answer_a_question_about_a_speaker_by_name(

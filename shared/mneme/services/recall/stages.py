@@ -353,11 +353,8 @@ def _others(run: Run, live: list[Candidate]) -> int:
 
 
 def _their_own(turn: Episode, about: frozenset[str], speakers: set[str]) -> bool:
-    """A turn about its speaker's own things, or another participant's, naming no one asked about ("the Umeda
-    office has nothing like that" is the speaker's office)."""
+    """A turn about its speaker's own things, or another participant's, naming no one asked about."""
     owners = changes.owners(turn)
-    if changes.speaker(turn) in owners:
-        owners -= {changes.THING}  # a thing in their own turn is theirs
     if not owners or owners & about or owners & {changes.UNKNOWN, changes.THING}:
         return False
     named = terms(turn.content)

@@ -98,7 +98,7 @@ class _Asked:
     thing: frozenset[str]
     whether: frozenset[str] | None
     says_when: re.Pattern[str] | None
-    clock: bool = False
+    clock: bool
 
     @classmethod
     def of(cls, query: str, says_when: re.Pattern[str] | None) -> _Asked:
