@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 from mneme.language import changes, nochange
 from mneme.language.text import meaningful_words
 from mneme.models import Episode
-from mneme.services.recall.truth.later import LATER_SHARE, LATER_WINDOW, above, after, said_at, same_kind
+from mneme.services.recall.run import pair_cosine, stored_vectors
+from mneme.services.recall.truth.later import LATER_KIND, LATER_SHARE, LATER_WINDOW, above, after, said_at
 
 if TYPE_CHECKING:
     from mneme.services.recall.run import Candidate, Run
@@ -52,7 +53,7 @@ def first_stands(run: Run, read: list[dict[str, object]]) -> dict[str, object] |
             and after(one, off)
             and _states(theirs, called)
         ]
-        found = _of_kind(run, off, _considered(ranked, off, said), kin)
+        found = _of_kind(run, [off, *_considered(ranked, off, said)], kin) if kin else []
         if found:
             first, similarity = min(found, key=lambda pair: said_at(pair[0]))
             if first is top:
@@ -62,18 +63,13 @@ def first_stands(run: Run, read: list[dict[str, object]]) -> dict[str, object] |
     return None
 
 
-def _of_kind(
-    run: Run, off: Candidate, considered: list[Candidate], kin: list[Candidate]
-) -> list[tuple[Candidate, float]]:
-    """Of `kin`, those of the same kind as the call-off or as the change it calls off (`same_kind`, the higher
-    cosine): a call-off says little ("Right, so it's a loss. I'll stay where I am."), the change considered says
-    what of ("E.ON Next quoted me £1,620 a year against my £1,710")."""
-    best: dict[str, tuple[Candidate, float]] = {}
-    for reference in (off, *considered):
-        for one, cosine in same_kind(run, reference, kin):
-            if one.id not in best or cosine > best[one.id][1]:
-                best[one.id] = (one, cosine)
-    return list(best.values())
+def _of_kind(run: Run, references: list[Candidate], kin: list[Candidate]) -> list[tuple[Candidate, float]]:
+    """Of `kin`, those of the same kind (cosine at least LATER_KIND, the stored vectors read once) as the call-off or
+    the change it calls off (`references`; the higher cosine): a call-off says little ("Right, so it's a loss. I'll
+    stay where I am."), the change considered says what of ("E.ON Next quoted me £1,620 a year against my £1,710")."""
+    vectors = stored_vectors(run, [*references, *kin])
+    cosines = [(one, max(pair_cosine(vectors, reference, one) for reference in references)) for one in kin]
+    return [(one, cosine) for one, cosine in cosines if cosine >= LATER_KIND]
 
 
 def _considered(ranked: list[Candidate], off: Candidate, said: changes.Said) -> list[Candidate]:
