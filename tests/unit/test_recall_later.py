@@ -460,3 +460,30 @@ def test_a_later_statement_of_the_speaker_about_the_same_person_ranks_first(
         ("user", "Ayla's first week at Kestrel Lane Primary went well."),
     )
     raised_over(services, "Which school or nursery does Ayla attend?", new, old)
+
+
+def test_a_later_word_of_the_person_a_relation_names_is_of_that_relation(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Asked where the user's brother lives, "My brother Rory lives in Melbourne" names him: Rory's later news is of
+    the brother asked about. Not so for the user: "my husband Sam eats everything" beside the user's diet does not make
+    Sam's later word the user's."""
+    read_only(monkeypatch, "nothing", "nothing")
+    old, new = months_apart(
+        services,
+        ("user", "My brother Rory lives in Melbourne and I want to ring him on his birthday at a sensible time."),
+        ("user", "Rory's landed in Auckland, he starts at the harbour authority on Monday."),
+    )
+    raised_over(services, "Where does the user's brother live?", new, old)
+
+
+def test_a_relation_named_beside_the_user_does_not_speak_for_the_user(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read_only(monkeypatch, "nothing", "nothing")
+    old, _ = months_apart(
+        services,
+        ("user", "Plan me a week of dinners. I'm vegetarian and my husband Sam eats everything."),
+        ("user", "Sam watched one documentary and went fully vegan."),
+    )
+    kept_first(services, "What does the user eat?", old)

@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from mneme.bootstrap import Services
+from mneme.language import changes, text
 from mneme.models import Principal, Role
 from mneme.services.recall import RecallRequest, RecallResponse, prior
 from mneme.services.recall.prior import ANSWERLESS_FACTOR, ASSISTANT_FACTOR
@@ -420,3 +423,58 @@ def test_a_question_about_what_someone_has_talked_about_asks_what_was_said_not_h
 def test_a_question_about_what_someone_started_on_asks_for_the_earliest() -> None:
     assert query_time("What salary did Leon start on?").prefer == "earliest"
     assert query_time("What salary is Leon on?").prefer is None
+
+
+def test_a_light_verb_before_to_is_not_searched_for(services: Services) -> None:
+    """ "How does Leena get to work?" asks about work, not "get": Marcus's "What do I get Priya?" shares only the verb
+    and no longer outranks Leena's own turn. "Get married" is the event asked about, and keeps its verb."""
+    ferry = say(services, "Leena", "On the 07:40 ferry again, the river is like glass this morning on my way to work.",
+                occurred_at=DAY)  # fmt: skip
+    say(services, "Marcus", "Okay, secret santa. Limit's fifteen pounds, I've got Priya. What do I get Priya?",
+        occurred_at=DAY.replace(minute=1))  # fmt: skip
+    assert recall(services, "How does Leena get to work?").results[0].id == ferry
+    assert text.query_words("How does Leena get to work?") == ["leena", "work"]
+    assert text.query_words("When did Amara and Nnamdi get married?") == ["amara", "nnamdi", "get", "married"]
+    assert text.query_words("Where do I go to?") == ["go"]  # nothing else left: all of them
+
+
+def test_a_turn_naming_values_only_in_its_questions_names_none(services: Services) -> None:
+    """ "Where does the user live?": a request naming places ("what's the fastest way from Amersfoort Centraal to
+    Papendorp?") answers it no better than a turn naming none."""
+    asks = say(services, "user", "Quick one: what's the fastest way from Amersfoort Centraal to Papendorp?",
+               occurred_at=DAY)  # fmt: skip
+    response = recall(services, "Where does the user live?", scoring={"strictness": "recall"})
+    scores = {r.id: r.scores for r in response.results}
+    assert scores[asks]["answerless"] == ANSWERLESS_FACTOR
+
+
+def test_asked_about_before_a_named_change_the_turn_naming_it_ranks_below_what_came_before(
+    services: Services,
+) -> None:
+    """The turn that names the change the question asks before shares the question's words ("Linear"), and says
+    what held after it, not before."""
+    jira = say(services, "Dara", "We track it all in Jira, please. If it's not on the board, it doesn't exist.",
+               occurred_at=DAY.replace(year=2024))  # fmt: skip
+    say(services, "Dara", "Migration's done: all 412 tickets are in Linear, cycles start Monday.", occurred_at=DAY)
+    assert recall(services, "Which tracker did Dara's team use before Linear?").results[0].id == jira
+
+
+def test_asked_about_before_a_change_a_restatement_after_it_is_not_the_change(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ghent, then the move to Utrecht, then a turn read only as another answer after it ("same answer"): what held
+    before the move is Ghent, not the move itself, which the restatement superseded."""
+    ghent = say(services, "Odile", "Always. My flat in Ghent is right by the Korenmarkt, ten minutes from everything.",
+                occurred_at=DAY.replace(year=2024, month=2), session_id="s1")  # fmt: skip
+    move = say(services, "Odile", "Last box packed. The van leaves for Utrecht at 7 and the landlady wants the keys.",
+               occurred_at=DAY.replace(year=2024, month=7), session_id="s2")  # fmt: skip
+    walk = say(services, "Odile", "And a short walk from the new office. No more forty minutes on the train.",
+               occurred_at=DAY.replace(year=2024, month=9), session_id="s3")  # fmt: skip
+    reasons = {(ghent, move): "home: utrecht instead of ghent", (move, walk): "same answer: new"}
+
+    def reason(one: Any, then: Any, *args: Any, **kwargs: Any) -> str | None:
+        return reasons.get((one.record.episode_id, then.record.episode_id))
+
+    monkeypatch.setattr(changes, "update_reason", reason)
+    response = recall(services, "Where did Odile live before she moved?", scoring={"strictness": "recall"})
+    assert response.results[0].id == ghent

@@ -136,7 +136,7 @@ COMMON = (STOPWORDS - {"is", "was", "has", "had", "will", "just", "now", "can"})
     # verbs a request or an invitation opens on ("Take my car to work tomorrow", "Write a thank-you card", "Meet
     # Mochi!"): no one's name
     "take bring send remind tell ask let make give keep get put meet try grab pick write draft tidy add fix edit "
-    "rewrite prepare format plan adjust redo find help suggest recommend explain join".split()
+    "rewrite prepare format plan adjust redo find help suggest recommend explain join use".split()
 )
 TITLES = frozenset("dr mr mrs ms mx prof sir dame".split())  # before a name, not one: two doctors share no value
 VERBAL = ("ing", "ed", "ly")  # a capitalised word ending so opens a sentence; it names no one

@@ -7,6 +7,7 @@ consolidation's grounding check, so "the", "memory" or "rule" mean nothing anywh
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from datetime import datetime
 
@@ -27,6 +28,7 @@ GENERIC = frozenset(
     memory memories rule rules knowledge note notes remember recall info information thing
     """.split()
 )
+LIGHT_VERBS = frozenset("get gets got getting go goes went".split())  # "get to work": the place says it
 SUFFIXES = ("ingly", "edly", "ing", "ed", "es", "ly", "s")
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
           "october", "november", "december")  # fmt: skip
@@ -58,6 +60,15 @@ def terms(text: str) -> set[str]:
 def meaningful_words(text: str) -> list[str]:
     """Words that can anchor or score a query: stopwords and generic memory words removed, order kept."""
     return [w for w in words(text) if w not in STOPWORDS and w not in GENERIC]
+
+
+def query_words(text: str) -> list[str]:
+    """A query's words to search by: its meaningful words but a light verb before "to" ("How does Leena get to
+    work?" searches "leena work"; "get married" keeps "get"), all of them when nothing else is left."""
+    every = words(text)
+    light = {w for w, then in itertools.pairwise(every) if w in LIGHT_VERBS and then == "to"}
+    meaningful = meaningful_words(text)
+    return [w for w in meaningful if w not in light] or meaningful
 
 
 def date_words(when: datetime) -> str:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from mneme.language.text import meaningful_words, stem, terms
+from mneme.language.text import query_words, stem, terms
 
 
 def anchor_words(query: str) -> set[str]:
     """Meaningful query words: stopwords and generic memory words removed."""
-    return set(meaningful_words(query))
+    return set(query_words(query))
 
 
 def anchors(query: str) -> set[str]:

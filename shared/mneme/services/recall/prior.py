@@ -27,7 +27,7 @@ SUBSTANCE_FLOOR = 0.3  # ... it ranks ×(FLOOR + (1 - FLOOR) × words / SUBSTANC
 QUESTION_FACTOR = 0.7  # an episode that ends by asking ("And Léa?", "How are the kids?") ranks this much lower
 ASSISTANT_FACTOR = 0.6  # a chat assistant's turn, unless the query asks about what the assistant said
 ASKS_ASSISTANT = re.compile(r"\b(you|your|recommend\w*|suggest\w*|assistant|advi[cs]e\w*)\b", re.IGNORECASE)
-ANSWERLESS_FACTOR = 0.8  # a turn naming no value, for a question about the present asking for one
+ANSWERLESS_FACTOR = 0.7  # a turn naming no value, for a question about the present asking for one
 ASKS_VALUE = re.compile(  # which / what / who / where, one question: not "…, and why did he not run it?"
     r"^\W*(?:which|what|who|where)\b(?!.*\band (?:why|how|what|when|where|who|which|did|does|do|is|was)\b)",
     re.IGNORECASE,
@@ -85,12 +85,13 @@ def asks_value(query: str, truth: str | None) -> bool:
 
 def answerless(candidate: Candidate) -> None:
     """For a question `asks_value` says asks for a value: an episode that names none (no name past a sentence's
-    first word, no number, no value word such as "vegan") rarely answers it: "Save-the-dates next, then." beside
-    "half my family have booked flights for the 12th". It ranks ×ANSWERLESS_FACTOR (`scores.answerless`)."""
+    first word, no number, no value word such as "vegan") in what it tells rarely answers it: "Save-the-dates next,
+    then." beside "half my family have booked flights for the 12th"; nor does one naming values only in what it
+    asks ("what's the fastest way from Amersfoort to Papendorp?"). It ranks ×ANSWERLESS_FACTOR (`scores.answerless`)."""
     record = candidate.record
     if not isinstance(record, Episode):
         return
-    text = record.search_text or record.content
+    text = changes.told(record.search_text or record.content)
     if not changes.values(text) - changes.by_place(text):
         candidate.scores["answerless"] = ANSWERLESS_FACTOR
         candidate.score *= ANSWERLESS_FACTOR

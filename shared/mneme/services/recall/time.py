@@ -315,7 +315,7 @@ CHANGE_VERBS = frozenset(  # the words around the change's name: "before she joi
     "join joined joining moved moving started starting switch switched switching become became get got getting go "
     "went going take took taking sign signed signing upgraded upgrading the her his their".split()
 )
-AFTER_CHANGE = 0.3  # the candidates from the first one that names the change on
+AFTER_CHANGE = 0.2  # the candidates from the first one that names the change on
 BEFORE_CHANGE = 1.3  # the candidates said before it
 
 
@@ -497,10 +497,12 @@ def _rank_chains(
     run: Run, pool: list[Candidate], winner: dict[int, tuple[int, str, float]], mode: str
 ) -> dict[int, int]:
     """For the present, each chain's current statement just above every one it superseded; for the past, the
-    statement just before the current one (the first, for "originally") just above the current one — of the
-    turns of its conversation, the one that names a value and answers the question best ("My ThinkPad X1 fan sounds
-    like a jet engine", not the "It's five years old." said after it, which ranks below it, `scores.vaguer`). Returns,
-    for the past, each current statement's earlier one put above it."""
+    statement just before the chain's change (the first, for "originally") just above the current one — the change
+    is the chain's strongest link (`changes.strength`): "Ghent" before "the van leaves for Utrecht", not the move
+    before a restatement read after it ("same answer") — of the turns of its conversation, the one that names a
+    value and answers the question best ("My ThinkPad X1 fan sounds like a jet engine", not the "It's five years
+    old." said after it, which ranks below it, `scores.vaguer`). Returns, for the past, each current statement's
+    earlier one put above it."""
     head = {i: _head(winner, i) for i in winner}  # the current statement each chain ends at
     if mode == "present":
         for i in sorted(winner):  # oldest first
@@ -510,7 +512,8 @@ def _rank_chains(
     chosen: dict[int, int] = {}
     for h in set(head.values()):
         chain = sorted(i for i in winner if head[i] == h)
-        end = chain[0] if first else chain[-1]  # of its conversation, the statement the question finds best
+        strongest = max(changes.strength(winner[i][1]) for i in chain)  # the change itself, not a restatement
+        end = chain[0] if first else max(i for i in chain if changes.strength(winner[i][1]) == strongest)
         told = [i for i in chain if i == end or _one_conversation(pool[i], pool[end])]
         valued = {i: _names_a_value(pool[i]) for i in told}
         chosen[h] = max(told, key=lambda i: (valued[i], pool[i].score, -i))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -71,6 +71,9 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
     if not changes.may_be_updated(first) or not (whose or asked.thing):
         return None
     gone = _superseded_values(run, read, top)
+    if any("'s " in person for person in asked.about & whose):  # "My brother Rory lives in Melbourne", asked where
+        # the user's brother lives: Rory's later word is of him too
+        asked = replace(asked, about=asked.about | (whose - {changes.speaker(top.record), "user", "assistant"}))
     chained = superseded | {str(one["by"]) for one in read if not _across(run, one)}
     kin = [
         later
