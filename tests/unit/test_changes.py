@@ -611,5 +611,7 @@ def test_a_title_a_leaving_present_and_a_request_name_nothing_new() -> None:
     assert changes.ENDS.search("write a card, they sent me a lovely leaving present.") is None
     assert changes.ENDS.search("i'm leaving acme in may.") is not None
     assert changes.values("Write a thank-you card for the office staff at my old school.") == frozenset()
+    # "Mine's been …" is the speaker's: no one called "Mine"
+    assert changes.owners(turn("Mine's been rock solid on Kestrel Broadband.", "Felix")) == {"felix"}
     # an assistant's "Use it for a walk" names no "use" that supersedes the standup at 10:00
     assert changes.values("Use it for a walk and a short reading block before the team sync.") == frozenset()

@@ -331,6 +331,17 @@ def test_another_speakers_turn_about_their_own_things_weighs_less_for_a_question
     assert all("other_own" not in r.scores for r in by_relation)
 
 
+def test_mine_is_the_speakers_own(services: Services) -> None:
+    """Felix's "Mine's been rock solid on Kestrel Broadband" is Felix's broadband, not someone called "Mine": asked
+    who provides Hana's, it weighs less than Hana's own word."""
+    hana = say(services, "Hana", "My internet dropped out in a client call again. Stellar Fibre say it's works.",
+               occurred_at=DAY)  # fmt: skip
+    felix = say(services, "Felix", "Mine's been rock solid on Kestrel Broadband. 70 meg, never drops.",
+                occurred_at=DAY.replace(minute=1))  # fmt: skip
+    asked = {r.id: r for r in recall(services, "Who provides Hana's broadband?").results}
+    assert asked[felix].scores["other_own"] < 1 and "other_own" not in asked[hana].scores
+
+
 def test_a_fact_about_someone_named_in_the_turns_does_not_answer_a_question_about_a_speaker_by_name(
     services: Services, clock: Any
 ) -> None:

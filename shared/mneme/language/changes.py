@@ -116,8 +116,8 @@ LEAD = re.compile(
     r"(?:big |good |bad |my )?news|guess what|update)\W+)*",
     re.I,
 )
-FIRST = re.compile(r"^(?:i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us)\b", re.I)
-THIRD = re.compile(r"^(?:he|she|they|his|her|their|him|them|you|you're|your)\b", re.I)
+FIRST = re.compile(r"^(?:i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us|mine|ours)\b", re.I)
+THIRD = re.compile(r"^(?:he|she|they|his|her|their|him|them|you|you're|your|hers|theirs|yours)\b", re.I)
 MY = re.compile(r"\b(?:my|our)\s+(?:[\w'-]+\s+){0,2}$")  # just before a slot's word: the speaker's
 RELATIVE = re.compile(rf"^(?:my|our) ({'|'.join(sorted(PEOPLE))})\b", re.I)
 UPPER = "A-Z" + "".join(c for c in map(chr, range(0xC0, 0x250)) if c.isupper())  # "Łukasz", "Çağla", "Óscar"
