@@ -88,8 +88,8 @@ def date_phrases(text: str) -> list[str]:
 
 
 def query_terms(text: str) -> list[str]:
-    """The query's meaningful words (`mneme.language.text`: no stopwords; all words if nothing else is left),
-    once each."""
+    """The query's words to search by (`mneme.language.text.query_words`: no stopwords, no light verb before "to";
+    all words if nothing else is left), once each."""
     return list(dict.fromkeys(query_words(text) or words(text)))[:MAX_TERMS]
 
 

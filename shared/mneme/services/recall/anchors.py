@@ -6,7 +6,7 @@ from mneme.language.text import query_words, stem, terms
 
 
 def anchor_words(query: str) -> set[str]:
-    """Meaningful query words: stopwords and generic memory words removed."""
+    """Meaningful query words: stopwords, generic memory words and a light verb before "to" removed."""
     return set(query_words(query))
 
 
