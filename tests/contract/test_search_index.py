@@ -495,6 +495,13 @@ def test_any_query_word_matches(index: Any) -> None:
     assert set(ids(index.search_text(flt(), "cats, dogs!", 10))) == {"d1", "d2", "d3"}
 
 
+def test_a_query_is_searched_by_its_meaningful_words(index: Any) -> None:
+    """Every engine searches the words `language.text.query_words` keeps: no stopword, no light verb before "to"."""
+    index.upsert([doc("d1", "Leena takes the ferry to work"), doc("d2", "What do I get Priya? How does it go?")])
+    assert ids(index.search_text(flt(), "How does Leena get to work?", 10)) == ["d1"]
+    assert ids(index.search_text(flt(), "What do I get?", 10)) == ["d2"]  # nothing else left: every word
+
+
 # -- SQLite adapter specifics -------------------------------------------------------------------
 def test_sqlite_opens_lazily(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "index.db"

@@ -29,7 +29,6 @@ Both clamped to [-1, 1].
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeAlias
@@ -39,6 +38,7 @@ from numpy.typing import NDArray
 from mneme.adapters.documents import as_utc, normalised_vector
 from mneme.adapters.opensearch.lifecycle import SPACE
 from mneme.errors import InvalidInput, StoreUnavailable
+from mneme.language.text import query_words, words
 from mneme.search_models import IndexDocument, SearchFilter
 
 MAX_K = 10_000  # index.max_result_window and the kNN plugin's largest k
@@ -49,7 +49,6 @@ BodyFor: TypeAlias = Callable[[int | None], dict[str, Any] | None]
 Scorer: TypeAlias = Callable[[Any], float]
 """A hit's score from the first of its sort values."""
 
-_WORD = re.compile(r"[^\W_]")
 _MAX_QUERY_WORDS = 128
 _BULK_ACTIONS = 500
 _BULK_BYTES = 5 * 1024 * 1024  # below the smallest managed-domain payload limit (10 MiB)
@@ -152,10 +151,11 @@ def matches_nothing(flt: SearchFilter, k: int) -> bool:
 
 
 def match_text(query: str) -> str | None:
-    """The query as plain words for `match` (no query syntax exists there); None without any word."""
-    if not _WORD.search(query):
-        return None
-    return " ".join(query.split()[:_MAX_QUERY_WORDS])
+    """The query's words for `match` (no query syntax exists there), the words the embedded index searches by
+    (`language.text.query_words`: no stopword, no light verb before "to"; every word when nothing else is left),
+    once each; None without any word."""
+    chosen = dict.fromkeys(query_words(query) or words(query))
+    return " ".join(list(chosen)[:_MAX_QUERY_WORDS]) or None
 
 
 def text_search_body(flt: SearchFilter, query: str, k: int, *, size: int | None = None) -> dict[str, Any] | None:
