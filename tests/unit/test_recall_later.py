@@ -487,3 +487,38 @@ def test_a_relation_named_beside_the_user_does_not_speak_for_the_user(
         ("user", "Sam watched one documentary and went fully vegan."),
     )
     kept_first(services, "What does the user eat?", old)
+
+
+def team_ci(services: Services) -> tuple[str, str]:
+    """Ines's word on the team's CI in January; Oskar's own chain of two changes of it (March, then May)."""
+    old = say(services, "Ines", "Welcome aboard: every pull request builds on Harbor CI, and reviews wait for green.",
+              occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    say(services, "Oskar", "Harbor's new pricing started, so from Monday the pipelines live on Tessel.",
+        occurred_at=DAY.replace(year=2024, month=3), session_id="s2")  # fmt: skip
+    new = say(services, "Oskar", "Tessel kept timing out, so we cut over to Quarry: green builds in half the time.",
+              occurred_at=MAY, session_id="s3")  # fmt: skip
+    return old, new
+
+
+@pytest.mark.parametrize("chained", [False, True])
+def test_asked_about_a_groups_thing_anyones_later_word_on_it_ranks_first(
+    services: Services, monkeypatch: pytest.MonkeyPatch, chained: bool
+) -> None:
+    """A team's CI is anyone's in the team to change: Oskar's latest word on it ranks above Ines's earlier one,
+    which no rule read a change of, also when it is the head of his own chain (his Tessel → Quarry read as a change
+    within his words)."""
+    read_only(monkeypatch, "Harbor's new pricing" if chained else "nothing", "Tessel kept")
+    old, new = team_ci(services)
+    assert time_trace(services, "Which CI service builds the team's pull requests?")["superseded"] or not chained
+    raised_over(services, "Which CI service builds the team's pull requests?", new, old)
+    assert later._Asked.of("What do our builds run on?", None).group
+    assert not later._Asked.of("Which days is Ana in the office?", None).group
+
+
+def test_asked_about_one_person_another_persons_later_word_stays_theirs(services: Services) -> None:
+    old, _ = months_apart(
+        services,
+        ("Ana", "I'm in the office on Tuesdays and Thursdays, mostly at the window desks."),
+        ("Ben", "From next week I'm in the office on Mondays and Wednesdays, because of the school run."),
+    )
+    kept_first(services, "Which days is Ana in the office?", old)

@@ -74,10 +74,16 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
     if any("'s " in person for person in asked.about & whose):  # "My brother Rory lives in Melbourne", asked where
         # the user's brother lives: Rory's later word is of him too
         asked = replace(asked, about=asked.about | (whose - {changes.speaker(top.record), "user", "assistant"}))
-    chained = superseded | {str(one["by"]) for one in read if not _across(run, one)}
+    # a change read within one speaker's words is left alone; asked about a group's thing, the latest of another's
+    # chain may still be the later word on the best answer ("every PR builds on Gantry CI" … Bram: "we cut over to
+    # Runwell", after his own "from Monday the pipelines live on Plinth")
+    mine = changes.speaker(top.record)
+    chained = superseded | {
+        str(one["by"]) for one in read if not _across(run, one) and not (asked.group and _another(run, one, mine))
+    }
     kin = [
         later
-        for later in _theirs(best, whose, chained, before=False, thing=asked.thing)
+        for later in _theirs(best, whose, chained, before=False, thing=asked.thing, anyone=asked.group)
         if _tells_new(first, changes.said(later.record), asked, gone) and _of_them(run, top, later, asked)  # type: ignore[arg-type]
     ]
     found = same_kind(run, top, kin)
@@ -93,7 +99,8 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
 class _Asked:
     """What a question asks, as `later_first` reads it: the people (`about`), slots and words it names, the thing it
     asks about when not a person (`_thing`), for a yes/no question the stems of what it asks whether (`whether`), for
-    one asking when the words of a text that says when, whether it asks a time of day (`clock`)."""
+    one asking when the words of a text that says when, whether it asks a time of day (`clock`), whether it asks
+    about something a group shares ("the team", "we", "our": `group`), which anyone in it may say changed."""
 
     about: frozenset[str]
     slots: frozenset[str]
@@ -102,6 +109,7 @@ class _Asked:
     whether: frozenset[str] | None
     says_when: re.Pattern[str] | None
     clock: bool
+    group: bool
 
     @classmethod
     def of(cls, query: str, says_when: re.Pattern[str] | None) -> _Asked:
@@ -111,7 +119,8 @@ class _Asked:
         # a yes/no question asks whether what it names holds: only a statement that names it can say otherwise
         whether = frozenset(stem(w) for w in words - about) if YES_NO.match(query) else None
         slots = questions.question_slots(query)
-        return cls(about, slots, words, _thing(query), whether, says_when, bool(WHAT_TIME.search(query)))
+        clock, group = bool(WHAT_TIME.search(query)), bool(GROUP.search(query))
+        return cls(about, slots, words, _thing(query), whether, says_when, clock, group)
 
 
 def _tells_new(first: changes.Said, then: changes.Said, asked: _Asked, gone: frozenset[str] | None) -> bool:
@@ -168,7 +177,8 @@ def _of_them(run: Run, top: Candidate, later: Candidate, asked: _Asked) -> bool:
     thing asked about, and does not answer someone else's news (`_replies`). A statement all of "he" or "she" in a
     person's own turn is of their things ("she's doubled it: 100 mg"), and of the person asked about when their
     first statement named them ("Our eldest, Théo, goes to …" … "he has decided he's a chemist"); so is an answer
-    to someone's question about the person asked about ("How is Théo finding the big move up?")."""
+    to someone's question about the person asked about ("How is Théo finding the big move up?"). Asked about a
+    group's thing, so is anyone else's word on it (an assistant's notes are anyone's)."""
     then = changes.said(later.record)  # type: ignore[arg-type]
     speaker, before = _turns_before(run, later, REPLY_TURNS)  # read once, for `_answers` and `_replies`
     whom = changes.owners(then.record)
@@ -180,6 +190,7 @@ def _of_them(run: Run, top: Candidate, later: Candidate, asked: _Asked) -> bool:
     if asked.about and _answers(run, speaker, before[:1], asked.about):
         whom |= asked.about
     anyones = bool(asked.thing) and _names(later, asked.thing)  # of the thing asked about, whoever says it
+    anyones |= asked.group and _other_speaker(changes.speaker(top.record), speaker)  # type: ignore[arg-type]
     return (anyones or bool((asked.about or {then.speaker}) & whom)) and not _replies(run, speaker, before)
 
 
@@ -224,17 +235,18 @@ def _theirs(
     *,
     before: bool,
     thing: frozenset[str] = frozenset(),
+    anyone: bool = False,
 ) -> Iterator[Candidate]:
     """The other best answers, in order while they score at least LATER_SHARE of the best, that its person said
     in a later conversation (`before`: an earlier one), of no change already read; for a question about a thing
-    (`thing`: its words), also anyone's that names it."""
+    (`thing`: its words), also anyone's that names it; for one about a group's thing (`anyone`), anyone's."""
     top = best[0]
     for other in best[1:]:
         if other.score < LATER_SHARE * top.score:
             return
         if (
             other.id not in chained
-            and (_by(other, whose, top) or (bool(thing) and _names(other, thing)))
+            and (_by(other, whose, top) or (bool(thing) and _names(other, thing)) or (anyone and _said(other)))
             and (after(other, top) if before else after(top, other))
         ):
             yield other
@@ -342,6 +354,7 @@ def _turns_before(run: Run, later: Candidate, limit: int) -> tuple[str | None, l
 PERSONAL = re.compile(r"'s\b|\b(?:the user|i|me|my|mine|you|your|he|she|his|her|they|their)\b", re.I)
 THING = re.compile(r"\bthe ([\w&'-]+(?: [\w&'-]+){0,5})", re.I)  # "the pager for the search service": all of it
 THING_SHARED = 2  # the thing's words a statement about it names
+GROUP = re.compile(r"\bteam\b|\b(?:we|us|our)\b", re.I)  # "Which tool does the team file bugs in?", "our builds"
 
 
 def _thing(query: str) -> frozenset[str]:
@@ -356,10 +369,23 @@ def _thing(query: str) -> frozenset[str]:
 
 def _names(candidate: Candidate, thing: frozenset[str]) -> bool:
     """An episode, of no change read, that names the thing (THING_SHARED of its words), whoever says it."""
-    record = candidate.record
-    if not isinstance(record, Episode) or candidate.changed is not None:
-        return False
-    return len(thing & terms(changes.statement(record))) >= THING_SHARED
+    return _said(candidate) and len(thing & terms(changes.statement(candidate.record))) >= THING_SHARED  # type: ignore[arg-type]
+
+
+def _said(candidate: Candidate) -> bool:
+    """An episode of no change read."""
+    return isinstance(candidate.record, Episode) and candidate.changed is None
+
+
+def _other_speaker(mine: str | None, theirs: str | None) -> bool:
+    """Said by someone other than `mine`, or `mine` is a note taker's (an assistant's notes are anyone's)."""
+    return theirs != mine or mine in changes.NOTE_TAKERS
+
+
+def _another(run: Run, change: dict[str, object], mine: str | None) -> bool:
+    """A change read whose later statement is `_other_speaker`'s than `mine`."""
+    later = run.candidates.get(str(change["by"]))
+    return later is not None and _other_speaker(mine, changes.speaker(later.record))  # type: ignore[arg-type]
 
 
 def _statement(top: Candidate) -> bool:
