@@ -66,6 +66,17 @@ def test_a_question_about_now_favours_the_latest_value(services: Services) -> No
     assert time["prefer"] == "latest" and time["window"] is None
 
 
+def test_turns_given_one_time_are_later_in_the_order_they_were_said(services: Services) -> None:
+    """An exported log gives every turn of a session the session's one time: asked about now, its later turn is the
+    later word (by the order the call gave them), not whichever id sorts last."""
+    texts = ["Lyon for now.", "Maybe Lyon, maybe Utrecht.", "Utrecht, by the canal.", "Utrecht it is."]
+    turn = {"scope": "root.chat", "create_scope": True, "occurred_at": DAY, "metadata": {"speaker": "Ines"}}
+    items = [RememberItem.model_validate({**turn, "content": f"We live in {text}"}) for text in texts]
+    said = [one.episode_id for one in services.remember.remember(ALICE, items)]
+    recency = {r.id: r.scores["recency"] for r in recall(services, "Where do we live now?", limit=10).results}
+    assert [recency[one] for one in said] == sorted(recency[one] for one in said) and len(set(recency.values())) == 4
+
+
 def test_a_question_about_a_first_time_favours_the_earliest(services: Services) -> None:
     first = say(services, "Ana", "We went to the cinema together, our date.", occurred_at=DAY.replace(year=2024))
     say(services, "Ana", "We went to the cinema again, another date.", occurred_at=DAY)

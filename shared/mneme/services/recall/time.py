@@ -219,7 +219,7 @@ def time_stage(run: Run) -> None:
                 candidate.score *= TIME_WINDOW_BOOST
                 inside += 1
     if when.prefer and len(timed) > 1:
-        order = sorted(timed, key=lambda c: (times[c.id], c.id))
+        order = sorted(timed, key=lambda c: (times[c.id], *_written(c.record), c.id))
         for position, candidate in enumerate(order):
             share = position / (len(order) - 1)
             factor = 1 + TIME_ORDER_WEIGHT * (share if when.prefer == "latest" else 1 - share)
@@ -258,6 +258,13 @@ def time_stage(run: Run) -> None:
         stands=stands,
         earlier=earlier,
     )
+
+
+def _written(record: object) -> tuple[datetime, int]:
+    """The order records of one time were written in: an exported log gives every turn of a session the session's
+    one time, and its later turn is the later word (one call's turns by their sequence)."""
+    assert isinstance(record, Episode | Fact)
+    return record.created_at, record.sequence if isinstance(record, Episode) else 0
 
 
 def happened(record: object) -> datetime | None:
