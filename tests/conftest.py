@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -24,6 +26,15 @@ from mneme.settings import Settings
 from tests.support.embedding import HashEmbedder
 
 EVENTS = Path(__file__).resolve().parent.parent / "events"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """A native crash prints the stack of the thread that crashed, alone: pytest's own handler prints every thread's,
+    and an excerpt of a CI log can cut the one that matters out of the middle (stderr is the terminal here: pytest
+    captures output only around each test)."""
+    if sys.__stderr__ is not None:
+        faulthandler.enable(file=os.dup(sys.__stderr__.fileno()), all_threads=False)
 
 
 class FixedClock:
