@@ -71,6 +71,11 @@ def query_words(text: str) -> list[str]:
     return [w for w in meaningful if w not in light] or meaningful
 
 
+def search_words(text: str) -> list[str]:
+    """The words a text index searches a query by, once each: its `query_words`, every word when none is left."""
+    return list(dict.fromkeys(query_words(text) or words(text)))
+
+
 def date_words(when: datetime) -> str:
     """A date in the words a query may use: '2026-03-04 Wednesday 4 March 2026'."""
     return f"{when:%Y-%m-%d} {when:%A} {when.day} {when:%B %Y}"

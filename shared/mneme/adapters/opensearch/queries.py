@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 from mneme.adapters.documents import as_utc, normalised_vector
 from mneme.adapters.opensearch.lifecycle import SPACE
 from mneme.errors import InvalidInput, StoreUnavailable
-from mneme.language.text import query_words, words
+from mneme.language.text import search_words
 from mneme.search_models import IndexDocument, SearchFilter
 
 MAX_K = 10_000  # index.max_result_window and the kNN plugin's largest k
@@ -152,10 +152,9 @@ def matches_nothing(flt: SearchFilter, k: int) -> bool:
 
 def match_text(query: str) -> str | None:
     """The query's words for `match` (no query syntax exists there), the words the embedded index searches by
-    (`language.text.query_words`: no stopword, no light verb before "to"; every word when nothing else is left),
+    (`language.text.search_words`: no stopword, no light verb before "to"; every word when nothing else is left),
     once each; None without any word."""
-    chosen = dict.fromkeys(query_words(query) or words(query))
-    return " ".join(list(chosen)[:_MAX_QUERY_WORDS]) or None
+    return " ".join(search_words(query)[:_MAX_QUERY_WORDS]) or None
 
 
 def text_search_body(flt: SearchFilter, query: str, k: int, *, size: int | None = None) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from mneme.adapters.documents import as_utc
-from mneme.language.text import MONTH, MONTHS, query_words, words
+from mneme.language.text import MONTH, MONTHS, search_words
 from mneme.search_models import Hit, SearchFilter
 
 # Text search. A cut: FTS5 ranks the matches (from rowid :start on) and keeps the best :n; the filters
@@ -88,9 +88,9 @@ def date_phrases(text: str) -> list[str]:
 
 
 def query_terms(text: str) -> list[str]:
-    """The query's words to search by (`mneme.language.text.query_words`: no stopwords, no light verb before "to";
+    """The query's words to search by (`mneme.language.text.search_words`: no stopwords, no light verb before "to";
     all words if nothing else is left), once each."""
-    return list(dict.fromkeys(query_words(text) or words(text)))[:MAX_TERMS]
+    return search_words(text)[:MAX_TERMS]
 
 
 def fts_query(text: str, terms: Sequence[str] | None = None, joiner: str = " OR ") -> str | None:

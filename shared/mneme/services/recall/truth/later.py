@@ -70,14 +70,13 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
         whose |= {"user"}  # "Noted: your broadband is Lumenet Heron from March": the user's, recapped
     if not changes.may_be_updated(first) or not (whose or asked.thing):
         return None
-    gone = _superseded_values(run, read, top)
+    gone, mine = _superseded_values(run, read, top), changes.speaker(top.record)
     if any("'s " in person for person in asked.about & whose):  # "My brother Rory lives in Melbourne", asked where
         # the user's brother lives: Rory's later word is of him too
-        asked = replace(asked, about=asked.about | (whose - {changes.speaker(top.record), "user", "assistant"}))
+        asked = replace(asked, about=asked.about | (whose - {mine, "user", "assistant"}))
     # a change read within one speaker's words is left alone; asked about a group's thing, the latest of another's
     # chain may still be the later word on the best answer ("every PR builds on Gantry CI" … Bram: "we cut over to
     # Runwell", after his own "from Monday the pipelines live on Plinth")
-    mine = changes.speaker(top.record)
     chained = superseded | {
         str(one["by"]) for one in read if not _across(run, one) and not (asked.group and _another(run, one, mine))
     }
