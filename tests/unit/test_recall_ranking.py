@@ -291,6 +291,36 @@ def test_a_question_about_the_present_asking_for_a_value_favours_a_turn_that_nam
     assert not prior.asks_value("When is the review?", "present")
 
 
+def test_a_question_asking_for_an_amount_favours_a_turn_that_tells_a_number(services: Services) -> None:
+    """ "How much rent does the user pay?" is answered by a turn with a number in what it tells; a request about the
+    rent that tells none ranks lower, however many of the question's words it shares, in any tense. A question about
+    how much someone cares is not about an amount."""
+    amount = say(services, "user", "My rent is £875 a month, by standing order.", occurred_at=DAY)
+    request = say(services, "user", "Draft a letter about the rent the user pays each month, please, a firm one.",
+                  occurred_at=DAY.replace(minute=1))  # fmt: skip
+    for query in ("How much rent does the user pay each month?", "How much rent did the user pay each month?"):
+        response = recall(services, query)
+        assert [r.id for r in response.results][:2] == [amount, request], query
+        assert response.results[1].scores["quantityless"] == ANSWERLESS_FACTOR
+        assert "quantityless" not in response.results[0].scores
+    assert prior.asks_quantity("How many beehives does the father keep?")
+    assert prior.asks_quantity("What time is the team's daily standup?")
+    assert not prior.asks_quantity("How much does Marisol look after her mother?")
+    assert not prior.asks_quantity("Which bank does the user use?")
+
+
+def test_a_question_asking_who_favours_a_turn_that_names_someone_over_one_with_only_numbers(services: Services) -> None:
+    """ "Who is Tess's physio?": a turn of Tess's about her physio that tells only numbers ("at about 90%") names
+    nobody; the one naming the physio ranks first. Asked who did something, the turns that answer may say "she"."""
+    numbers = say(services, "Tess", "Knee's at about 90%. My physio reckons I can run the 10k in 2 weeks.",
+                  occurred_at=DAY)  # fmt: skip
+    named = say(services, "Tess", "My new physio is Ingrid Vos.", occurred_at=DAY.replace(minute=1))
+    response = recall(services, "Who is Tess's physio?")
+    assert [r.id for r in response.results][:2] == [named, numbers]
+    assert response.results[1].scores["answerless"] == ANSWERLESS_FACTOR
+    assert prior.asks_person("Who walks the dog?") and not prior.asks_person("Who moved in with them in August?")
+
+
 def test_a_question_about_before_a_named_change_favours_what_was_said_before_it(services: Services) -> None:
     old = say(services, "Tomasz", "Twelve winters in a flat in Poznan, right by the old market square.",
               occurred_at=DAY.replace(year=2024))  # fmt: skip

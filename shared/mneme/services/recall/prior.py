@@ -6,7 +6,8 @@ the turns that answer it and rarely answers anything itself (`substance`); a cha
 advises, echoes and asks, while what the user said is what a memory of the conversation is for
 (`assistant`). A question about how things are that asks for a value ("Where does the team log bugs?") is
 answered by a turn that names one; a turn naming none ("Save-the-dates next, then.") rarely answers it
-(`answerless`). All only lower a score, only for episodes, and say so in `scores`.
+(`answerless`); one asking for an amount, a count or a time of day ("How much rent does she pay?") is answered by
+a turn that tells a number (`quantityless`). All only lower a score, only for episodes, and say so in `scores`.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import re
 from typing import TYPE_CHECKING
 
 from mneme.language import changes
-from mneme.language.text import meaningful_words
+from mneme.language.text import meaningful_words, words
 from mneme.models import Episode
 from mneme.services.indexing import speaker
+from mneme.services.recall.time import TOLD
 
 if TYPE_CHECKING:
     from mneme.services.recall.run import Candidate
@@ -30,6 +32,18 @@ ASKS_ASSISTANT = re.compile(r"\b(you|your|recommend\w*|suggest\w*|assistant|advi
 ANSWERLESS_FACTOR = 0.7  # a turn naming no value, for a question about the present asking for one
 ASKS_VALUE = re.compile(  # which / what / who / where, one question: not "…, and why did he not run it?"
     r"^\W*(?:which|what|who|where)\b(?!.*\band (?:why|how|what|when|where|who|which|did|does|do|is|was)\b)",
+    re.IGNORECASE,
+)
+ASKS_QUANTITY = re.compile(  # how much / how many / what time / how old / what dose: answered by a number
+    r"^\W*(?:how (?:many|old)|what (?:time|dose|dosage)|what is the (?:price|cost|rent|fee|salary)"
+    r"|how much\b(?!.*\b(?:care|cares|like|likes|love|loves|enjoy|enjoys|mind|minds|value|values|look|looks|help|"
+    r"helps|trust|trusts|miss|misses|want|wants|matter|matters|know|knows|worry|worries|think|thinks)\b))\b",
+    re.IGNORECASE,
+)
+QUANTITY_WORDS = re.compile(
+    r"\b(?:noon|midday|midnight|dozen|couple|pair|both|none|single|once|twice|double|triple|"
+    r"first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|zero|thirteen|fourteen|sixteen|seventeen|"
+    r"eighteen|nineteen|sixty|seventy|eighty|ninety|million|billion|quarter|quid)\b",
     re.IGNORECASE,
 )
 
@@ -83,15 +97,45 @@ def asks_value(query: str, truth: str | None) -> bool:
     return truth == "present" and ASKS_VALUE.match(query) is not None
 
 
-def answerless(candidate: Candidate) -> None:
-    """For a question `asks_value` says asks for a value: an episode that names none (no name past a sentence's
-    first word, no number, no value word such as "vegan") in what it tells rarely answers it: "Save-the-dates next,
-    then." beside "half my family have booked flights for the 12th"; nor does one naming values only in what it
-    asks ("what's the fastest way from Amersfoort to Papendorp?"). It ranks ×ANSWERLESS_FACTOR (`scores.answerless`)."""
+def asks_quantity(query: str) -> bool:
+    """Does the query ask for a quantity: an amount, a count, an age, a dose or a time of day?"""
+    return ASKS_QUANTITY.match(query) is not None
+
+
+def quantityless(candidate: Candidate) -> None:
+    """For a question `asks_quantity` says asks for an amount, a count or a time of day: an episode that tells
+    no number ("Draft a challenge please." beside "£875 a month, as before"; "one" is mostly a pronoun: "a firm
+    one") rarely answers it. It ranks ×ANSWERLESS_FACTOR (`scores.quantityless`)."""
     record = candidate.record
     if not isinstance(record, Episode):
         return
     text = changes.told(record.search_text or record.content)
-    if not changes.values(text) - changes.by_place(text):
+    if changes.NUMBER.search(text) or QUANTITY_WORDS.search(text) or set(words(text)) & changes.NUMBER_WORDS - {"one"}:
+        return
+    candidate.scores["quantityless"] = ANSWERLESS_FACTOR
+    candidate.score *= ANSWERLESS_FACTOR
+
+
+def asks_person(query: str) -> bool:
+    """Does the query ask who is someone now ("Who walks the dog?"), answered by a name and never by a number alone?
+    Not who did something ("Who moved in with them in August?": the turns after it say "she")."""
+    asks = re.match(r"^\W*(?:who|whom|whose)\s+(\w+)", query, re.IGNORECASE)
+    return asks is not None and TOLD.fullmatch(asks[1].lower()) is None
+
+
+def answerless(candidate: Candidate, person: bool = False) -> None:
+    """For a question `asks_value` says asks for a value: an episode that names none (no name past a sentence's
+    first word, no number, no value word such as "vegan") in what it tells rarely answers it: "Save-the-dates next,
+    then." beside "half my family have booked flights for the 12th"; nor does one naming values only in what it
+    asks ("what's the fastest way from Amersfoort to Papendorp?"). `person` (`asks_person`): numbers do not count.
+    It ranks ×ANSWERLESS_FACTOR (`scores.answerless`)."""
+    record = candidate.record
+    if not isinstance(record, Episode):
+        return
+    text = changes.told(record.search_text or record.content)
+    named = changes.values(text) - changes.by_place(text)
+    if person:  # asked who, a number names nobody: "Knee's at about 90%." beside "My physio Ingrid Vos says…"
+        named = frozenset(v for v in named if not changes.NUMBER.fullmatch(v) and v not in changes.NUMBER_WORDS)
+    if not named:
         candidate.scores["answerless"] = ANSWERLESS_FACTOR
         candidate.score *= ANSWERLESS_FACTOR

@@ -234,6 +234,8 @@ def fuse(run: Run) -> None:
     weight = (scoring.alpha if any("vector" in c.channels for c in live) else 0) + scoring.beta
     about_assistant = recall_prior.asks_about_assistant(run.request.query or "")
     wants_value = recall_prior.asks_value(run.request.query or "", truth_mode(run))
+    wants_quantity = recall_prior.asks_quantity(run.request.query or "")
+    wants_person = recall_prior.asks_person(run.request.query or "")
     for candidate in live:
         fused = (scoring.alpha * candidate.vector + scoring.beta * candidate.lexical) / (weight or 1)
         candidate.score = fused
@@ -246,7 +248,9 @@ def fuse(run: Run) -> None:
         _speaker(run, candidate)
         recall_prior.weigh(candidate, about_assistant)
         if wants_value:
-            recall_prior.answerless(candidate)
+            recall_prior.answerless(candidate, wants_person)
+        if wants_quantity:
+            recall_prior.quantityless(candidate)
         if profile:
             recall_profile.boost(candidate, names)
     recall_context.below_context_owners(run, live)
