@@ -534,6 +534,19 @@ def test_a_request_that_tells_of_the_speakers_things_is_no_question() -> None:
     assert changes.read("Can you tell me where my manager sits?").asks  # asks about it
 
 
+@pytest.mark.parametrize("text", ["how are the kids", "Which bank do you use", "What's up with the boiler"])
+def test_a_question_without_its_question_mark_still_asks(text: str) -> None:
+    assert changes.read(text).asks
+
+
+def test_a_statement_that_starts_with_when_or_where_tells() -> None:
+    """ "When the contract ended I moved us to Community Fibre." says a change: a wh-word opens a clause here, and
+    the sentence asks nothing."""
+    reading = changes.read("Nope. When the contract ended I moved us to Community Fibre, £25 a month.")
+    assert not reading.asks and reading.cue and "community" in reading.values
+    assert not changes.read("Where I live now, the buses stop at midnight.").asks
+
+
 def test_a_change_from_a_date_to_come_is_no_plan() -> None:
     assert not nochange.FUTURE.search("she's doubled it: 100 mg from tomorrow.")
     assert not nochange.FUTURE.search("starting next week the rent is £950.")
@@ -560,6 +573,7 @@ def test_values_alone_are_what_the_reading_names(text: str) -> None:
         "I stayed loyal in the end and we won the division!",
         "Reorg announced and we're not in it: nothing changes for us.",
         "The new one is fast but the debugger is half-baked. Uninstalled it, I'm sticking with what I had.",
+        "I thought about it and decided not to bother the GP. What I have works, so I'm leaving it alone.",
     ],
 )
 def test_a_change_only_considered_and_called_off_is_no_change(later: str) -> None:

@@ -84,9 +84,10 @@ ASKS_FOR = re.compile(  # a request that tells of the speaker's things: "can you
     r"^(?:please )?(?:can|could|would|will) you (?:please )?(?:help me )?(?:to )?(?:write|draft|update|tidy|add|"
     r"change|make|remind|send|book|fix|edit|rewrite|prepare|format|email|address|plan|adjust|redo)\b.*\b(?:my|our)\b"
 )
-QUESTION_START = re.compile(
-    r"^(?:do|does|did|is|are|was|were|can|could|will|would|have|has|had|what|where|when|who|why|how|which|"
-    r"whose)\b"
+QUESTION_START = re.compile(  # a question without its "?"; not "When the contract ended I moved us to …"
+    r"^(?:(?:what|where|when|who|why|how|which|whose)(?: \w+)? )?(?:do|does|did|is|are|was|were|can|could|will|"
+    r"would|have|has|had|am|should)\b|^(?:what|where|when|who|why|how|which)(?:'s|'re)\b|^how (?:come|about)\b"
+    r"|^(?:what|where|when|who|why|how|which|whose)\b\W*(?:\w+\W*){0,2}$"  # "why not", "which one?"
 )
 FILLER = frozenset(  # words an echo may add without saying anything new ("Yes, still in Leeds, as I said")
     "yes yeah yep yup no nope ok okay still right indeed already again said say told mentioned remember like "
