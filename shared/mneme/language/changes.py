@@ -87,7 +87,8 @@ ASKS_FOR = re.compile(  # a request that tells of the speaker's things: "can you
 QUESTION_START = re.compile(  # a question without its "?"; not "When the contract ended I moved us to …"
     r"^(?:(?:what|where|when|who|why|how|which|whose)(?: \w+)? )?(?:do|does|did|is|are|was|were|can|could|will|"
     r"would|have|has|had|am|should)\b|^(?:what|where|when|who|why|how|which)(?:'s|'re)\b|^how (?:come|about)\b"
-    r"|^(?:what|where|when|who|why|how|which|whose)\b\W*(?:\w+\W*){0,2}$"  # "why not", "which one?"
+    r"|^(?:what|where|when|who|why|how|which|whose)\b\W*(?:\w++\W*+){0,2}$"  # "why not", "which one?" (possessive:
+    # a long word is not split every way before `$` fails)
 )
 FILLER = frozenset(  # words an echo may add without saying anything new ("Yes, still in Leeds, as I said")
     "yes yeah yep yup no nope ok okay still right indeed already again said say told mentioned remember like "
