@@ -128,9 +128,8 @@ def answerless(candidate: Candidate, person: bool = False) -> None:
     """For a question `asks_value` says asks for a value: an episode that names none (no name past a sentence's
     first word, no number, no value word such as "vegan") in what it tells rarely answers it: "Save-the-dates next,
     then." beside "half my family have booked flights for the 12th"; nor does one naming values only in what it
-    asks ("what's the fastest way from Amersfoort to Papendorp?"). `person` (`asks_person`): numbers and dates do
-    not count.
-    It ranks ×ANSWERLESS_FACTOR (`scores.answerless`)."""
+    asks ("what's the fastest way from Amersfoort to Papendorp?"). Asked who (`person`: `asks_person`), numbers and
+    dates name nobody. It ranks ×ANSWERLESS_FACTOR (`scores.answerless`)."""
     record = candidate.record
     if not isinstance(record, Episode):
         return
