@@ -312,7 +312,7 @@ def test_a_question_asking_for_an_amount_favours_a_turn_that_tells_a_number(serv
 def test_a_question_asking_who_favours_a_turn_that_names_someone_over_one_with_only_numbers(services: Services) -> None:
     """ "Who is Tess's physio?": a turn of Tess's about her physio that tells only numbers ("at about 90%") names
     nobody; the one naming the physio ranks first. Asked who did something, the turns that answer may say "she"."""
-    numbers = say(services, "Tess", "Knee's at about 90%. My physio reckons I can run the 10k in September.",
+    numbers = say(services, "Tess", "Knee's at about 90%. My physio reckons I can run the 10k in 2 weeks.",
                   occurred_at=DAY)  # fmt: skip
     named = say(services, "Tess", "My new physio is Ingrid Vos.", occurred_at=DAY.replace(minute=1))
     response = recall(services, "Who is Tess's physio?")

@@ -40,7 +40,6 @@ ASKS_QUANTITY = re.compile(  # how much / how many / what time / how old / what 
     r"helps|trust|trusts|miss|misses|want|wants|matter|matters|know|knows|worry|worries|think|thinks)\b))\b",
     re.IGNORECASE,
 )
-NOT_A_NAME = changes.NUMBER_WORDS | changes.CALENDAR  # ... nor names anyone, asked who
 QUANTITY_WORDS = re.compile(
     r"\b(?:noon|midday|midnight|dozen|couple|pair|both|none|single|once|twice|double|triple|"
     r"first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|zero|thirteen|fourteen|sixteen|seventeen|"
@@ -128,16 +127,15 @@ def answerless(candidate: Candidate, person: bool = False) -> None:
     """For a question `asks_value` says asks for a value: an episode that names none (no name past a sentence's
     first word, no number, no value word such as "vegan") in what it tells rarely answers it: "Save-the-dates next,
     then." beside "half my family have booked flights for the 12th"; nor does one naming values only in what it
-    asks ("what's the fastest way from Amersfoort to Papendorp?"). Asked who (`person`: `asks_person`), numbers and
-    dates name nobody. It ranks ×ANSWERLESS_FACTOR (`scores.answerless`)."""
+    asks ("what's the fastest way from Amersfoort to Papendorp?"). Asked who (`person`: `asks_person`), numbers name
+    nobody. It ranks ×ANSWERLESS_FACTOR (`scores.answerless`)."""
     record = candidate.record
     if not isinstance(record, Episode):
         return
     text = changes.told(record.search_text or record.content)
     named = changes.values(text) - changes.by_place(text)
-    if person:  # asked who, a number or a date names nobody: "Knee's at about 90%, the 10k in September" beside
-        # "My physio Ingrid Vos says…"
-        named = frozenset(v for v in named if not changes.NUMBER.fullmatch(v) and v not in NOT_A_NAME)
+    if person:  # asked who, a number names nobody: "Knee's at about 90%." beside "My physio Ingrid Vos says…"
+        named = frozenset(v for v in named if not changes.NUMBER.fullmatch(v) and v not in changes.NUMBER_WORDS)
     if not named:
         candidate.scores["answerless"] = ANSWERLESS_FACTOR
         candidate.score *= ANSWERLESS_FACTOR
