@@ -83,9 +83,9 @@ def test_local_is_deterministic_and_batch_independent(int8: bool) -> None:
 
 def test_local_int8_stays_in_the_packaged_models_space(local: LocalEmbedder, packaged: LocalEmbedder) -> None:
     # Same model id either way, so a store embedded by one is searched by the other without a reindex.
-    # Measured (8-bit weights): 0.997-0.998 for the sentences, 0.983 for "ok", 0.983 for "" on a CPU with AVX-512;
-    # 0.995-0.997 and 0.969 / 0.971 on an AVX2-only AMD EPYC (onnxruntime's int8 kernels differ by instruction set,
-    # and a text of one token or none has the least to average over).
+    # Measured (8-bit weights): 0.997-0.998 for the sentences, 0.983 for "ok", 0.983 for "" on the machine where the
+    # recipe was made; 0.995-0.997 and 0.969 / 0.971 on an AVX2-only AMD EPYC (int8 kernels may differ by CPU, and a
+    # text of one token or none has the least to average over).
     assert local.model_id == packaged.model_id
     int8, fp32 = local.embed(SENTENCES), packaged.embed(SENTENCES)
     cosines = np.sum(int8 * fp32, axis=1)
