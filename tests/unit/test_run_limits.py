@@ -50,3 +50,20 @@ def test_ten_thousand_dirty_scopes_give_a_run_of_bounded_size_within_the_input_l
     (payload,) = client.inputs
     assert json.loads(payload)["targets"] == targets
     assert len(payload.encode()) < STEP_FUNCTIONS_INPUT_LIMIT / 2
+
+
+def test_a_run_asked_for_a_subtree_takes_its_dirty_scopes_behind_the_marks_of_every_other(services: Services) -> None:
+    """A subtree's scopes dirtied after MAX_TARGETS_PER_RUN others are still its run's targets: the run does not
+    take the tenant's oldest marks and then keep none of them."""
+    # Given MAX_TARGETS_PER_RUN + 5 dirty scopes under root.chat, then two under root.logs, marked later
+    create, store, at = services.scopes.create, services.consolidation.deps.store, datetime(2026, 11, 30)
+    chat = [create("acme", f"root.chat.c{n}", parents=True).scope.scope_id for n in range(MAX_TARGETS_PER_RUN + 5)]
+    logs = [create("acme", f"root.logs.l{n}", parents=True).scope.scope_id for n in range(2)]
+    store.mark_dirty("acme", chat, at)
+    store.mark_dirty("acme", logs, at.replace(hour=1))
+    # When a run is asked for root.logs, then for the whole tenant
+    # Then the first takes the two under root.logs; the second the oldest marks, MAX_TARGETS_PER_RUN of them
+    assert sorted(services.consolidation.targets("acme", ["root.logs"])) == sorted(logs)
+    taken = services.consolidation.targets("acme", ["root.chat"])
+    assert len(taken) == MAX_TARGETS_PER_RUN and set(taken) < set(chat)  # one time for all: in no set order
+    assert len(services.consolidation.targets("acme", None)) == MAX_TARGETS_PER_RUN

@@ -31,6 +31,10 @@ MAX_BATCHES_PER_SCOPE = 50
 # tests/infra/test_workflow_limits.py), its record (the target paths; DynamoDB items up to 400 KB) and the
 # start's scope lookups. 200 per 15-minute tick works through 10,000 dirty scopes in about 12 hours.
 MAX_TARGETS_PER_RUN = 200
+# A run asked for some subtrees takes its targets from the tenant's oldest this many dirty marks: the subtrees'
+# scopes may all lie behind 200 marks elsewhere (a run that took only the first 200 and kept the subtrees' did
+# nothing and said it had succeeded). Their chains are read in one batch per level (`ScopeService.chains_of`).
+MAX_DIRTY_SCANNED = 10_000
 # Of a stage task's remaining time, what extract leaves unused: the longest one reasoner call may take
 # (BedrockReasoner: up to 4 attempts of 60 s read timeout, with backoff), so no call outlives the Lambda
 # (600 s: extract calls for the first 330 s, then leaves the rest of the batch to the next one).
@@ -57,12 +61,16 @@ class ConsolidationService:
     sleep: Callable[[float], None] = time.sleep
 
     def targets(self, tenant: str, paths: list[str] | None) -> list[str]:
-        """Dirty scopes of the tenant, limited to the subtrees of `paths` when given."""
+        """The tenant's dirty scopes, oldest mark first, MAX_TARGETS_PER_RUN at most; with `paths`, those in
+        their subtrees, wherever they stand among the tenant's marks (MAX_DIRTY_SCANNED read)."""
         roots = {self.scopes.resolve(tenant, path).scope.scope_id for path in paths} if paths else None
-        dirty = [scope_id for _, scope_id in self.deps.store.list_dirty(tenant, MAX_TARGETS_PER_RUN)]
+        limit = MAX_TARGETS_PER_RUN if roots is None else MAX_DIRTY_SCANNED
+        dirty = [scope_id for _, scope_id in self.deps.store.list_dirty(tenant, limit)]
         if roots is None:
             return dirty
-        return [s for s in dirty if roots & {a.scope_id for a in self.scopes.chain_of(tenant, s).chain}]
+        chains = self.scopes.chains_of(tenant, dirty)
+        inside = [s for s in dirty if s in chains and roots & {scope.scope_id for scope in chains[s].chain}]
+        return inside[:MAX_TARGETS_PER_RUN]
 
     def open(self, caller: Principal, paths: list[str] | None = None) -> tuple[Run, list[str]]:
         """A new run record (stored, `running`) and its target scope ids: how every run begins."""
