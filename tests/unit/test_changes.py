@@ -605,6 +605,17 @@ def test_swapping_one_for_another_is_a_change() -> None:
     assert changes.update_reason(first, later, 0.3, present=True, topical=True) is not None
 
 
+def test_one_is_a_value_only_where_it_counts_something() -> None:
+    """ "Just one" and "one cat" tell an amount; "a firm one", "the one I use", "no one" and "one of them" do not:
+    none of those is a new value that could replace "£875 a month"."""
+    for text in ("We're down to just one.", "I have one cat and two dogs.", "Down to one shift a week."):
+        assert "one" in changes.values(text), text
+    for text in ("Draft a firm one, please.", "Which one?", "The one I use is fine.", "No one replied.",
+                 "One of them is old.", "Another one bites the dust."):  # fmt: skip
+        assert "one" not in changes.values(text), text
+    assert changes.numbers_told("a new one and one spare") == {"one"}  # the second counts
+
+
 def test_a_verb_or_a_little_word_opening_a_sentence_names_no_value() -> None:
     """ "Is that even allowed?" and "Take my car to work tomorrow" name nothing: neither is a value that replaces
     "€1,450" or "Admiral", so neither updates the statement before it."""

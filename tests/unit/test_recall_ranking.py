@@ -303,6 +303,9 @@ def test_a_question_asking_for_an_amount_favours_a_turn_that_tells_a_number(serv
         assert [r.id for r in response.results][:2] == [amount, request], query
         assert response.results[1].scores["quantityless"] == ANSWERLESS_FACTOR
         assert "quantityless" not in response.results[0].scores
+    counted = say(services, "user", "Down to just one since Biscuit went to my sister's.", occurred_at=DAY)
+    response = recall(services, "How many cats does the user have?")
+    assert "quantityless" not in next(r for r in response.results if r.id == counted).scores  # "just one" counts
     assert prior.asks_quantity("How many beehives does the father keep?")
     assert prior.asks_quantity("What time is the team's daily standup?")
     assert not prior.asks_quantity("How much does Marisol look after her mother?")

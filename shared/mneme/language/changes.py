@@ -324,10 +324,24 @@ def _values(text: str) -> frozenset[str]:
     """What a text names as values: names (capitalised words, not common ones), value words, numbers."""
     names = {m[0].lower() for m in re.finditer(r"[\w'-]+", text) if m[0][:1].isupper()}
     lowered = set(words(text))
-    plain = names - COMMON - STOPWORDS - FILLER - TITLES  # "Is that allowed?", the "Dr" of "Dr Nwosu": no name
+    plain = names - COMMON - STOPWORDS - FILLER - TITLES - NUMBER_WORDS  # "Is that allowed?", "Dr" Nwosu: no name
     found = {n for n in plain if not n.startswith("i'") and (n in CALENDAR or not n.endswith(VERBAL))}
-    numbers = {m[0].rstrip(".,:") for m in NUMBER.finditer(text)} | (lowered & NUMBER_WORDS)
+    numbers = {m[0].rstrip(".,:") for m in NUMBER.finditer(text)} | numbers_told(text, lowered)
     return frozenset(found | numbers | (lowered & VALUE_WORDS))
+
+
+ONE_AS_PRONOUN = re.compile(  # "a firm one", "the one I use", "this one", "no one", "one of them": no amount
+    r"\b(?:a|an|the|this|that|which|each|every|any|no|another|other)\W+(?:[\w'-]+\W+)?one\b|\bone\W+of\b", re.I
+)
+
+
+def numbers_told(text: str, lowered: set[str] | None = None) -> set[str]:
+    """The number words a text says as amounts: "one" only where it counts something ("one cat", "just one",
+    "down to one"), not as a pronoun ("a firm one", "the one I use", "one of them")."""
+    told = (set(words(text)) if lowered is None else lowered) & NUMBER_WORDS
+    if "one" in told and len(re.findall(r"\bone\b", text, re.I)) <= len(ONE_AS_PRONOUN.findall(text)):
+        told.discard("one")
+    return told
 
 
 def _asks(lowered: str) -> bool:

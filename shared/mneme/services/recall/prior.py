@@ -16,7 +16,7 @@ import re
 from typing import TYPE_CHECKING
 
 from mneme.language import changes
-from mneme.language.text import meaningful_words, words
+from mneme.language.text import meaningful_words
 from mneme.models import Episode
 from mneme.services.indexing import speaker
 from mneme.services.recall.time import TOLD
@@ -104,13 +104,13 @@ def asks_quantity(query: str) -> bool:
 
 def quantityless(candidate: Candidate) -> None:
     """For a question `asks_quantity` says asks for an amount, a count or a time of day: an episode that tells
-    no number ("Draft a challenge please." beside "£875 a month, as before"; "one" is mostly a pronoun: "a firm
-    one") rarely answers it. It ranks ×ANSWERLESS_FACTOR (`scores.quantityless`)."""
+    no number ("Draft a challenge please." beside "£875 a month, as before"; the "one" of "a firm one" is none,
+    that of "just one" is) rarely answers it. It ranks ×ANSWERLESS_FACTOR (`scores.quantityless`)."""
     record = candidate.record
     if not isinstance(record, Episode):
         return
     text = changes.told(record.search_text or record.content)
-    if changes.NUMBER.search(text) or QUANTITY_WORDS.search(text) or set(words(text)) & changes.NUMBER_WORDS - {"one"}:
+    if changes.NUMBER.search(text) or QUANTITY_WORDS.search(text) or changes.numbers_told(text):
         return
     candidate.scores["quantityless"] = ANSWERLESS_FACTOR
     candidate.score *= ANSWERLESS_FACTOR
