@@ -61,8 +61,8 @@ def test_a_run_asked_for_a_subtree_takes_its_dirty_scopes_behind_the_marks_of_ev
     logs = [create("acme", f"root.logs.l{n}", parents=True).scope.scope_id for n in range(2)]
     store.mark_dirty("acme", chat, at)
     store.mark_dirty("acme", logs, at.replace(hour=1))
-    # When a run is asked for root.logs, then for the whole tenant
-    # Then the first takes the two under root.logs; the second the oldest marks, MAX_TARGETS_PER_RUN of them
+    # When runs are asked for root.logs, for root.chat and for the whole tenant
+    # Then the first takes the two under root.logs, the second MAX_TARGETS_PER_RUN of root.chat's, the third as many
     assert sorted(services.consolidation.targets("acme", ["root.logs"])) == sorted(logs)
     taken = services.consolidation.targets("acme", ["root.chat"])
     assert len(taken) == MAX_TARGETS_PER_RUN and set(taken) < set(chat)  # one time for all: in no set order

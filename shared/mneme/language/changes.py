@@ -331,7 +331,9 @@ def _values(text: str) -> frozenset[str]:
 
 
 ONE_AS_PRONOUN = re.compile(  # "a firm one", "the one I use", "this one", "no one", "one of them": no amount
-    r"\b(?:a|an|the|this|that|which|each|every|any|no|another|other)\W+(?:[\w'-]+\W+)?one\b|\bone\W+of\b", re.I
+    # (possessive: a run of quotes or dashes, which both `\W` and the word may take, is not split every way)
+    r"\b(?:a|an|the|this|that|which|each|every|any|no|another|other)\W++(?:[\w'-]++\W++)?one\b|\bone\W++of\b",
+    re.I,
 )
 
 
