@@ -38,7 +38,7 @@ once, over the `current` and `unchanged` cases) stating an earlier or only consi
 without being marked earlier (`since_changed`) or stale: facts not true as written. Not over `other-person` cases,
 whose wrong values are the other person's, true of them ("Joaquín lives in Valencia" when Marta is asked about).
 
-    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check15|all]
+    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check16|all]
         [--shape messages|session-time|all] [--consolidate] [--misses] [--case REGEX] [--json FILE]
 
 `dev/` is for tuning; `check/` was written after it with other wording, topics and people, and is never
@@ -93,6 +93,9 @@ words, the old value as history and echoed after the change; never read or tuned
 `check15/` was written on 6 Dec 2026 (afternoon) blind (names start `c15-`), before check13's or check14's misses
 were read: most changes said in other words, 23 cases with two named people, 12 with agent notes, filler that
 shares the question's words, echoes and the old value as history; never read or tuned on.
+`check16/` was written on 6 Dec 2026 (evening) blind (names start `c16-`), before check15's misses were read: 60
+cases, most changes said in other words, 13 implied, 21 with two named people, 11 with agent notes, echoes,
+successive, reverted and partial changes, filler that shares the question's words; never read or tuned on.
 MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's.
 
 Case file format (several cases a file; blank lines and other '#' lines are comments):
@@ -146,6 +149,7 @@ PARTS = (
     "check13",
     "check14",
     "check15",
+    "check16",
 )
 SHAPES = ("messages", "session-time")
 KINDS = ("current", "past", "other-person", "unchanged")
