@@ -522,3 +522,47 @@ def test_asked_about_one_person_another_persons_later_word_stays_theirs(services
         ("Ben", "From next week I'm in the office on Mondays and Wednesdays, because of the school run."),
     )
     kept_first(services, "Which days is Ana in the office?", old)
+
+
+@pytest.mark.usefixtures("unread")
+@pytest.mark.parametrize(
+    ("then", "raised"),
+    [
+        ("First week as a forklift instructor, new hi-vis and everything, and the role is days only.", True),
+        ("Another week of forklift training, the role is days only and the depot is freezing.", False),  # no change
+        ("First ride to the depot on the new bike, the canal path is freezing.", False),  # a change, not of the job
+    ],
+)
+def test_a_change_of_what_is_asked_told_in_plain_words_ranks_first(services: Services, then: str, raised: bool) -> None:
+    """A later statement that tells a change ("new") of the thing asked about (a job) in words no name or number
+    says ("a forklift instructor") tells something new; without a change, or of something else, it does not."""
+    first = "My job is picking orders on the night shift at the Brennan depot, and the job pays weekly."
+    old, new = months_apart(services, ("Tomasz", first), ("Tomasz", then))
+    question = "What is Tomasz's job?"
+    if raised:
+        raised_over(services, question, new, old)
+    else:
+        kept_first(services, question, old)
+
+
+@pytest.mark.usefixtures("unread")
+def test_a_later_word_of_the_speaker_on_a_relative_asked_about_ranks_first(services: Services) -> None:
+    """The best answer is about the speaker's relative ("My boyfriend Kenji…"): their later word naming someone else
+    ranks first when the question asks about that relative, whatever word it uses for them."""
+    old, new = months_apart(
+        services,
+        ("Hana", "My boyfriend Kenji is the best partner, he brings me coffee in bed every morning."),
+        ("Hana", "I have been seeing Rafael since the spring; he cooks while I wash up, the kindest partner."),
+    )
+    raised_over(services, "Who is Hana's partner?", new, old)
+
+
+@pytest.mark.usefixtures("unread")
+def test_the_speakers_own_news_leaves_a_relatives_statement_first(services: Services) -> None:
+    """Asked about a relative ("Hana's sister"), the speaker's own later news ("I moved to Kyoto") is not theirs."""
+    sister, _ = months_apart(
+        services,
+        ("Hana", "My sister Mei lives in Osaka, near the castle, and teaches piano."),
+        ("Hana", "I moved to Kyoto in May, the flat is tiny but the light is lovely."),
+    )
+    kept_first(services, "Where does Hana's sister live?", sister)

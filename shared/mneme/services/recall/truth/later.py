@@ -124,14 +124,18 @@ class _Asked:
 
 def _tells_new(first: changes.Said, then: changes.Said, asked: _Asked, gone: frozenset[str] | None) -> bool:
     """The later statement says something new of what the first says, as how things are: it names a value the first
-    does not (not only a number for a name), states it (no question, maybe, plan, "still", "my old …", "by then"),
-    does not say what is asked about stayed, and names what a yes/no question asks about; when the first is itself a
-    change (`gone`: the values it superseded), it says a change and names none of them; when it says a change of
-    something the first names beside others, it is a partial change (`current_truth`'s); asked when, it says when
-    if the first does ("book club is moving to the library"), and asked what time, a time of day if the first names
-    one ("haven't been in at that hour since Easter" after "the 6:15 lane session")."""
+    does not (not only a number for a name; naming none, it says a change of what the question asks about in words
+    of its own: "First week as a forklift instructor, new hi-vis", asked about a job), states it (no question,
+    maybe, plan, "still", "my old …", "by then"), does not say what is asked about stayed, and names what a yes/no
+    question asks about; when the first is itself a change (`gone`: the values it superseded), it says a change and
+    names none of them; when it says a change of something the first names beside others, it is a partial change
+    (`current_truth`'s); asked when, it says when if the first does ("book club is moving to the library"), and
+    asked what time, a time of day if the first names one ("haven't been in at that hour since Easter" after "the
+    6:15 lane session")."""
     new, old = then.reading, first.reading
     named = new.values - old.values - changes.by_place(then.text)
+    if not named and (new.ends or new.cue) and asked.slots & new.slots and new.content - old.content:
+        named = frozenset(new.content - old.content)  # "First week as a forklift instructor, new hi-vis": a job
     if not changes.may_update(then, present=True) or not named:
         return False  # a question, a plan, or nothing new named
     if named == _numbers(named) and (names := old.values - changes.openers(first.text)) and not _numbers(names):
@@ -396,7 +400,9 @@ def _statement(top: Candidate) -> bool:
 def _by(later: Candidate, whose: frozenset[str], top: Candidate) -> bool:
     """`later` is an episode whose speaker, a person and not a note taker, is the best answer's speaker (or the user
     an assistant's recap is of), or, for a claim fact, the person it is about; or the best answer's speaker's word
-    on the same person ("Ayla's nursery, Sunnybank, …" … "Ayla's first week at Kestrel Lane Primary")."""
+    on the same person ("Ayla's nursery, Sunnybank, …" … "Ayla's first week at Kestrel Lane Primary"), or any later
+    word of theirs when the best answer is about a relative of theirs ("My boyfriend Kenji …" … "I have been seeing
+    Rafael since the spring"): `_of_them` then asks whom it is of."""
     record = later.record
     if not isinstance(record, Episode) or later.changed is not None:
         return False
@@ -405,7 +411,8 @@ def _by(later: Candidate, whose: frozenset[str], top: Candidate) -> bool:
         return False
     if speaker not in whose:
         same = isinstance(top.record, Episode) and changes.speaker(top.record) == speaker
-        return same and bool(changes.owners(record) & whose)
+        kin = any(person.startswith(f"{speaker}'s ") for person in whose)
+        return same and (kin or bool(changes.owners(record) & whose))
     if not isinstance(top.record, Episode):
         return True  # a claim fact: of the person it is about
     said = changes.speaker(top.record)
