@@ -566,3 +566,15 @@ def test_the_speakers_own_news_leaves_a_relatives_statement_first(services: Serv
         ("Hana", "I moved to Kyoto in May, the flat is tiny but the light is lovely."),
     )
     kept_first(services, "Where does Hana's sister live?", sister)
+
+
+def test_a_change_naming_the_value_it_ends_is_partial_only_beside_other_values() -> None:
+    """A later statement that names the first's value as ended ("The Gazette went online only") and a new one tells
+    something new when that value is all the first names (but numbers); beside another value ("and the Herald on
+    Sundays") it changes one of two, which `current_truth` reads, not this rule."""
+    asked = later._Asked.of("Which newspaper does Odile read?", None)
+    then = changes.said(turn("The Gazette went online only, so I read the Courier instead, on paper.", "Odile"))
+    alone = changes.said(turn("I read the Gazette every morning on the train, all 40 pages.", "Odile"))
+    beside = changes.said(turn("I read the Gazette every morning on the train, and the Herald on Sundays.", "Odile"))
+    assert later._tells_new(alone, then, asked, None)
+    assert not later._tells_new(beside, then, asked, None)

@@ -145,8 +145,13 @@ def _tells_new(first: changes.Said, then: changes.Said, asked: _Asked, gone: fro
     if asked.whether is not None and not asked.whether & new.content:
         return False  # "Is Ruth a vegetarian?": "Pepper's got a lump on his leg" says nothing of it
     if (new.ends or new.cue) and (shared := (new.values & old.values) - asked.words) and shared != _numbers(shared):
-        return False  # "Cancelled Netflix … Got Disney+ instead" after "I pay for Spotify and Netflix"; a number both
-        # name is no such partial change ("put me on the night rota, 10pm till 6" after "I work earlies, 6 till 2")
+        # a change of one of the first's values beside others is `current_truth`'s partial change ("Cancelled Netflix …
+        # Got Disney+ instead" after "I pay for Spotify and Netflix"); a number both name is none ("put me on the night
+        # rota, 10pm till 6" after "I work earlies, 6 till 2"), nor is one that ends all the first names ("The Gazette
+        # went online only" after "I read the Gazette")
+        others = old.values - shared - asked.words - changes.openers(first.text)
+        if others - _numbers(others):
+            return False
     lowered = then.text.lower()
     told = changes.told(then.text).lower()  # "it's £47,500 from May. How much more will I take home?": no plan
     if any(p.search(told) for p in NOT_NOW) or nochange.kept(then.text, asked.slots, asked.words):
