@@ -386,6 +386,22 @@ def test_mine_is_the_speakers_own(services: Services) -> None:
     assert asked[felix].scores["other_own"] < 1 and "other_own" not in asked[hana].scores
 
 
+@pytest.mark.parametrize(
+    ("text", "own"),
+    [
+        ("My physio at the sports clinic is Ravi Menon, he's thorough.", True),  # he: Ravi
+        ("My physio at the sports clinic sorted me out, he's thorough.", False),  # he: anyone, Hana perhaps
+    ],
+)
+def test_a_he_of_someone_a_turn_names_keeps_it_the_speakers_own(services: Services, text: str, own: bool) -> None:
+    """Felix's "My physio at the sports clinic is Ravi Menon, he's thorough" is about Felix's physio: the "he" is
+    the one it names. Naming no one, "he" may be the person asked about, and the turn keeps its score."""
+    say(services, "Hana", "My physio Oona Byrne has me doing step-downs twice a day.", occurred_at=DAY)
+    felix = say(services, "Felix", text, occurred_at=DAY.replace(minute=1))
+    asked = {r.id: r for r in recall(services, "Who is Hana's physio?").results}
+    assert ("other_own" in asked[felix].scores) is own
+
+
 def test_a_fact_about_someone_named_in_the_turns_does_not_answer_a_question_about_a_speaker_by_name(
     services: Services, clock: Any
 ) -> None:

@@ -357,12 +357,25 @@ def _others(run: Run, live: list[Candidate]) -> int:
 
 
 def _their_own(turn: Episode, about: frozenset[str], speakers: set[str]) -> bool:
-    """A turn about its speaker's own things, or another participant's, naming no one asked about."""
+    """A turn about its speaker's own things, or another participant's, naming no one asked about. A "he" or "she"
+    in a turn that names someone besides the speakers is that one ("I'm still seeing Tobias Lindqvist, he's fine");
+    in one naming no one, it may be the person asked about."""
     owners = changes.owners(turn)
+    if changes.UNKNOWN in owners and owners - {changes.UNKNOWN} and _names_other(turn, speakers):
+        owners -= {changes.UNKNOWN}
     if not owners or owners & about or owners & {changes.UNKNOWN, changes.THING}:
         return False
     named = terms(turn.content)
     return all(terms(owner) <= speakers for owner in owners) and not any(terms(one) & named for one in about)
+
+
+def _names_other(turn: Episode, speakers: set[str]) -> bool:
+    """The turn names someone or something besides the conversation's speakers (a name, not a number)."""
+    text = changes.statement(turn)
+    names = changes.values(text) - changes.openers(text)
+    return any(
+        not changes.NUMBER.fullmatch(n) and n not in changes.NUMBER_WORDS and not terms(n) <= speakers for n in names
+    )
 
 
 def _echoes(run: Run, live: list[Candidate]) -> int:
