@@ -391,11 +391,13 @@ def test_mine_is_the_speakers_own(services: Services) -> None:
     [
         ("My physio at the sports clinic is Ravi Menon, he's thorough.", True),  # he: Ravi
         ("My physio at the sports clinic sorted me out, he's thorough.", False),  # he: anyone, Hana perhaps
+        ("My physio session was up Calton Hill. He says the steps count as rehab.", False),  # named before, apart
     ],
 )
 def test_a_he_of_someone_a_turn_names_keeps_it_the_speakers_own(services: Services, text: str, own: bool) -> None:
     """Felix's "My physio at the sports clinic is Ravi Menon, he's thorough" is about Felix's physio: the "he" is
-    the one it names. Naming no one, "he" may be the person asked about, and the turn keeps its score."""
+    the one it names. Naming no one before it in its sentence, "he" may be the person asked about, and the turn keeps
+    its score."""
     say(services, "Hana", "My physio Oona Byrne has me doing step-downs twice a day.", occurred_at=DAY)
     felix = say(services, "Felix", text, occurred_at=DAY.replace(minute=1))
     asked = {r.id: r for r in recall(services, "Who is Hana's physio?").results}

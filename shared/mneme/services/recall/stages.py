@@ -358,8 +358,8 @@ def _others(run: Run, live: list[Candidate]) -> int:
 
 def _their_own(turn: Episode, about: frozenset[str], speakers: set[str]) -> bool:
     """A turn about its speaker's own things, or another participant's, naming no one asked about. A "he" or "she"
-    in a turn that names someone besides the speakers is that one ("I'm still seeing Tobias Lindqvist, he's fine");
-    in one naming no one, it may be the person asked about."""
+    is the one its sentence names before it besides the speakers (`_names_other`); else it may be the person asked
+    about."""
     owners = changes.owners(turn)
     if changes.UNKNOWN in owners and owners - {changes.UNKNOWN} and _names_other(turn, speakers):
         owners -= {changes.UNKNOWN}
@@ -369,10 +369,18 @@ def _their_own(turn: Episode, about: frozenset[str], speakers: set[str]) -> bool
     return all(terms(owner) <= speakers for owner in owners) and not any(terms(one) & named for one in about)
 
 
+PRONOUN = re.compile(r"\b(?:he|she)\b", re.IGNORECASE)
+
+
 def _names_other(turn: Episode, speakers: set[str]) -> bool:
-    """The turn names someone or something besides the conversation's speakers (a name, not a number)."""
+    """The sentence of the turn's first "he" or "she" names someone besides the conversation's speakers before it (a
+    name, not a number): "I'm still seeing Tobias Lindqvist, he's fine"; not "On top of Arthur's Seat. He said…"."""
     text = changes.statement(turn)
-    names = changes.values(text) - changes.openers(text)
+    pronoun = PRONOUN.search(text)
+    if pronoun is None:
+        return False
+    before = re.split(r"[.!?]\s+", text[: pronoun.start()])[-1]
+    names = changes.values(before) - changes.openers(before)
     return any(
         not changes.NUMBER.fullmatch(n) and n not in changes.NUMBER_WORDS and not terms(n) <= speakers for n in names
     )
