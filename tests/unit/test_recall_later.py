@@ -55,6 +55,14 @@ def kept_first(services: Services, question: str, old: str) -> None:
     assert time_trace(services, question)["later"] is None
 
 
+def raised_or_kept(services: Services, question: str, new: str, old: str, raised: bool) -> None:
+    """`raised_over` when `raised`, else `kept_first`."""
+    if raised:
+        raised_over(services, question, new, old)
+    else:
+        kept_first(services, question, old)
+
+
 LATER = (
     "Lidl by the retail park for the weekly shop, empty on Saturday mornings and a lovely bakery, cheaper than"
     " expected, parking too."
@@ -283,10 +291,7 @@ def test_the_old_one_ended_tells_the_change_and_the_old_one_held_or_by_then_tell
     """ "cancelled the old account" says the change; "the old …" otherwise, or "by then", of the past."""
     old, new = months_apart(services, ("Iris", "My personal email is with Fastmail, on my own domain."), ("Iris", then))
     question = "Which provider is Iris's personal email with?"
-    if raised:
-        raised_over(services, question, new, old)
-    else:
-        kept_first(services, question, old)
+    raised_or_kept(services, question, new, old, raised)
 
 
 @pytest.mark.usefixtures("unread")
@@ -370,10 +375,7 @@ def test_the_latest_of_a_change_read_may_change_again_but_not_by_what_it_superse
                occurred_at=MAY, session_id="s2")  # fmt: skip
     new = say(services, "Priya", then, occurred_at=MAY.replace(month=9), session_id="s3")
     question = "Who is Priya's manager?"
-    if raised:
-        raised_over(services, question, new, head)
-    else:
-        kept_first(services, question, head)
+    raised_or_kept(services, question, new, head, raised)
 
 
 def test_who_a_person_is_to_someone_that_someone_says() -> None:
@@ -410,10 +412,7 @@ def test_a_change_read_over_another_speakers_words_may_change_the_best_answer_to
     new = say(services, "Priya", "Same leave email please, but to Graham Oduya: he took over the data team and"
               " approves leave for all of us.", occurred_at=MAY, session_id="s2")  # fmt: skip
     question = "Who is Priya's manager?"
-    if raised:
-        raised_over(services, question, new, old)
-    else:
-        kept_first(services, question, old)
+    raised_or_kept(services, question, new, old, raised)
 
 
 def test_of_several_later_statements_one_saying_a_change_comes_first_and_a_passing_one_far_below_does_not() -> None:
@@ -515,13 +514,26 @@ def test_asked_about_a_groups_thing_anyones_later_word_on_it_ranks_first(
     assert not later._Asked.of("Which days is Ana in the office?", None).group
 
 
-def test_asked_about_one_person_another_persons_later_word_stays_theirs(services: Services) -> None:
-    old, _ = months_apart(
-        services,
-        ("Ana", "I'm in the office on Tuesdays and Thursdays, mostly at the window desks."),
-        ("Ben", "From next week I'm in the office on Mondays and Wednesdays, because of the school run."),
-    )
-    kept_first(services, "Which days is Ana in the office?", old)
+@pytest.mark.parametrize(
+    ("first", "then", "question"),
+    [
+        (
+            ("Ana", "I'm in the office on Tuesdays and Thursdays, mostly at the window desks."),
+            ("Ben", "From next week I'm in the office on Mondays and Wednesdays, because of the school run."),
+            "Which days is Ana in the office?",
+        ),
+        (  # asked about a relative, the speaker's own news is not theirs
+            ("Hana", "My sister Mei lives in Osaka, near the castle, and teaches piano."),
+            ("Hana", "I moved to Kyoto in May, the flat is tiny but the light is lovely."),
+            "Where does Hana's sister live?",
+        ),
+    ],
+)
+def test_asked_about_one_person_another_persons_later_word_stays_theirs(
+    services: Services, first: tuple[str, str], then: tuple[str, str], question: str
+) -> None:
+    old, _ = months_apart(services, first, then)
+    kept_first(services, question, old)
 
 
 @pytest.mark.usefixtures("unread")
@@ -539,10 +551,7 @@ def test_a_change_of_what_is_asked_told_in_plain_words_ranks_first(services: Ser
     first = "My job is picking orders on the night shift at the Brennan depot, and the job pays weekly."
     old, new = months_apart(services, ("Tomasz", first), ("Tomasz", then))
     question = "What is Tomasz's job?"
-    if raised:
-        raised_over(services, question, new, old)
-    else:
-        kept_first(services, question, old)
+    raised_or_kept(services, question, new, old, raised)
 
 
 @pytest.mark.usefixtures("unread")
@@ -555,17 +564,6 @@ def test_a_later_word_of_the_speaker_on_a_relative_asked_about_ranks_first(servi
         ("Hana", "I have been seeing Rafael since the spring; he cooks while I wash up, the kindest partner."),
     )
     raised_over(services, "Who is Hana's partner?", new, old)
-
-
-@pytest.mark.usefixtures("unread")
-def test_the_speakers_own_news_leaves_a_relatives_statement_first(services: Services) -> None:
-    """Asked about a relative ("Hana's sister"), the speaker's own later news ("I moved to Kyoto") is not theirs."""
-    sister, _ = months_apart(
-        services,
-        ("Hana", "My sister Mei lives in Osaka, near the castle, and teaches piano."),
-        ("Hana", "I moved to Kyoto in May, the flat is tiny but the light is lovely."),
-    )
-    kept_first(services, "Where does Hana's sister live?", sister)
 
 
 def test_a_change_naming_the_value_it_ends_is_partial_only_beside_other_values() -> None:
