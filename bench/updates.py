@@ -86,16 +86,18 @@ history; never read or tuned on.
 tuned on while `check11/` stays untouched.
 `check13/` was written on 6 Dec 2026, after check12, blind, to check11's brief (names start `c13-`), when check10's
 misses were read: 22 of 56 a user and an assistant, 22 named people, 12 with agent notes; a request, advice or filler
-that shares the question's words more than the turn stating the answer; never read or tuned on.
+that shares the question's words more than the turn stating the answer; its misses were read on 6 Dec 2026
+(evening), after check16 was written.
 `check14/` was written on 6 Dec 2026 (midday) blind, to check11's brief (names start `c14-`), when check11's misses
 were read: 22 of 56 a user and an assistant, 22 named people, 12 with agent notes; filler that shares the question's
-words, the old value as history and echoed after the change; never read or tuned on.
+words, the old value as history and echoed after the change; its misses were read on 6 Dec 2026 (evening).
 `check15/` was written on 6 Dec 2026 (afternoon) blind (names start `c15-`), before check13's or check14's misses
 were read: most changes said in other words, 23 cases with two named people, 12 with agent notes, filler that
-shares the question's words, echoes and the old value as history; never read or tuned on.
-`check16/` was written on 6 Dec 2026 (evening) blind (names start `c16-`), before check15's misses were read: 60
+shares the question's words, echoes and the old value as history; its misses were read on 6 Dec 2026 (evening).
+`check16/` was written on 6 Dec 2026 (evening) blind (names start `c16-`), before check13–15's misses were read: 60
 cases, most changes said in other words, 13 implied, 21 with two named people, 11 with agent notes, echoes,
-successive, reverted and partial changes, filler that shares the question's words; never read or tuned on.
+successive, reverted and partial changes, filler that shares the question's words; never read or tuned on: the
+untouched measure since check13–15's misses were read.
 MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's.
 
 Case file format (several cases a file; blank lines and other '#' lines are comments):
