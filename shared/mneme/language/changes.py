@@ -337,6 +337,11 @@ ONE_AS_PRONOUN = re.compile(  # "a firm one", "the one I use", "this one", "no o
 )
 
 
+def numbers(values: frozenset[str]) -> frozenset[str]:
+    """The values that are numbers: digits ("50", "7:30") or number words ("ten")."""
+    return frozenset(v for v in values if NUMBER.fullmatch(v) or v in NUMBER_WORDS)
+
+
 def numbers_told(text: str, lowered: set[str] | None = None) -> set[str]:
     """The number words a text says as amounts: "one" only where it counts something ("one cat", "just one",
     "down to one"), not as a pronoun ("a firm one", "the one I use", "one of them")."""

@@ -135,7 +135,7 @@ def answerless(candidate: Candidate, person: bool = False) -> None:
     text = changes.told(record.search_text or record.content)
     named = changes.values(text) - changes.by_place(text)
     if person:  # asked who, a number names nobody: "Knee's at about 90%." beside "My physio Ingrid Vos says…"
-        named = frozenset(v for v in named if not changes.NUMBER.fullmatch(v) and v not in changes.NUMBER_WORDS)
+        named -= changes.numbers(named)
     if not named:
         candidate.scores["answerless"] = ANSWERLESS_FACTOR
         candidate.score *= ANSWERLESS_FACTOR

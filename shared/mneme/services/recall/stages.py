@@ -381,9 +381,7 @@ def _names_other(turn: Episode, speakers: set[str]) -> bool:
         return False
     before = re.split(r"[.!?]\s+", text[: pronoun.start()])[-1]
     names = changes.values(before) - changes.openers(before)
-    return any(
-        not changes.NUMBER.fullmatch(n) and n not in changes.NUMBER_WORDS and not terms(n) <= speakers for n in names
-    )
+    return any(not terms(name) <= speakers for name in names - changes.numbers(names))
 
 
 def _echoes(run: Run, live: list[Candidate]) -> int:

@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mneme.language import changes, nochange, questions, reverts
+from mneme.language.changes import numbers
 from mneme.language.text import CLOCK, meaningful_words, stem, terms
 from mneme.models import Episode, context_session, session_position
 from mneme.records import Fact
@@ -134,23 +135,23 @@ def _tells_new(first: changes.Said, then: changes.Said, asked: _Asked, gone: fro
     6:15 lane session")."""
     new, old = then.reading, first.reading
     named = new.values - old.values - changes.by_place(then.text)
-    if not named and (new.ends or new.cue) and asked.slots & new.slots and new.content - old.content:
-        named = frozenset(new.content - old.content)  # "First week as a forklift instructor, new hi-vis": a job
+    if not named and (new.ends or new.cue) and asked.slots & new.slots and (fresh := new.content - old.content):
+        named = fresh  # "First week as a forklift instructor, new hi-vis": a job
     if not changes.may_update(then, present=True) or not named:
         return False  # a question, a plan, or nothing new named
-    if named == _numbers(named) and (names := old.values - changes.openers(first.text)) and not _numbers(names):
+    if named == numbers(named) and (names := old.values - changes.openers(first.text)) and not numbers(names):
         return False  # only a count or a time for a name ("The bank rec takes ten minutes now")
     if gone is not None and (named & gone or not (new.ends or new.cue)):
         return False  # "why we left Azure" after "we went with Google Cloud": of the change told
     if asked.whether is not None and not asked.whether & new.content:
         return False  # "Is Ruth a vegetarian?": "Pepper's got a lump on his leg" says nothing of it
-    if (new.ends or new.cue) and (shared := (new.values & old.values) - asked.words) and shared != _numbers(shared):
+    if (new.ends or new.cue) and (shared := (new.values & old.values) - asked.words) and shared != numbers(shared):
         # a change of one of the first's values beside others is `current_truth`'s partial change ("Cancelled Netflix …
         # Got Disney+ instead" after "I pay for Spotify and Netflix"); a number both name is none ("put me on the night
         # rota, 10pm till 6" after "I work earlies, 6 till 2"), nor is one that ends all the first names ("The Gazette
         # went online only" after "I read the Gazette")
         others = old.values - shared - asked.words - changes.openers(first.text)
-        if others - _numbers(others):
+        if others - numbers(others):
             return False
     lowered = then.text.lower()
     told = changes.told(then.text).lower()  # "it's £47,500 from May. How much more will I take home?": no plan
@@ -450,8 +451,3 @@ def _mentions(text: str, people: frozenset[str]) -> bool:
     """The text names one of the people."""
     lowered = text.lower()
     return any(re.search(rf"\b{re.escape(person)}\b", lowered) for person in people)
-
-
-def _numbers(values: frozenset[str]) -> frozenset[str]:
-    """The values that are numbers: digits ("50", "7:30") or number words ("ten")."""
-    return frozenset(v for v in values if changes.NUMBER.fullmatch(v) or v in changes.NUMBER_WORDS)
