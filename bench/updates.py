@@ -38,7 +38,7 @@ once, over the `current` and `unchanged` cases) stating an earlier or only consi
 without being marked earlier (`since_changed`) or stale: facts not true as written. Not over `other-person` cases,
 whose wrong values are the other person's, true of them ("Joaquín lives in Valencia" when Marta is asked about).
 
-    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check16|all]
+    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check17|all]
         [--shape messages|session-time|all] [--consolidate] [--misses] [--case REGEX] [--json FILE]
 
 `dev/` is for tuning; `check/` was written after it with other wording, topics and people, and is never
@@ -96,8 +96,11 @@ were read: most changes said in other words, 23 cases with two named people, 12 
 shares the question's words, echoes and the old value as history; its misses were read on 6 Dec 2026 (evening).
 `check16/` was written on 6 Dec 2026 (evening) blind (names start `c16-`), before check13–15's misses were read: 60
 cases, most changes said in other words, 13 implied, 21 with two named people, 11 with agent notes, echoes,
-successive, reverted and partial changes, filler that shares the question's words; never read or tuned on: the
-untouched measure since check13–15's misses were read.
+successive, reverted and partial changes, filler that shares the question's words; the untouched measure until
+its misses were read on 6 Dec 2026 (night).
+`check17/` was written on 6 Dec 2026 (night) blind (names start `c17-`), before check16's misses were read: 58 cases,
+36 a chat between a user and an assistant, 18 with two named people, 9 with agent notes, 9 long days, most changes
+said in other words, echoes of the old value, filler; never read or tuned on: the untouched measure.
 MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's.
 
 Case file format (several cases a file; blank lines and other '#' lines are comments):
@@ -152,6 +155,7 @@ PARTS = (
     "check14",
     "check15",
     "check16",
+    "check17",
 )
 SHAPES = ("messages", "session-time")
 KINDS = ("current", "past", "other-person", "unchanged")
