@@ -527,6 +527,16 @@ def test_a_statement_with_a_request_after_it_is_no_question() -> None:
     assert changes.read("Do I take it with food, could you check?").asks
 
 
+def test_the_speakers_statement_before_their_question_in_one_sentence_is_told() -> None:
+    """ "I live on Cragg Street, what's the nearest tip?" states where they live, then asks; a question about
+    someone else's news, or one that only considers a change, still asks."""
+    assert not changes.read("I live on Cragg Street in Hebden Bridge, what's the nearest tip?").asks
+    assert changes.told("Hi! I'm vegetarian now, any ideas for dinner?") == "Hi! I'm vegetarian now."
+    assert changes.read("So you moved to York, what is it like?").asks
+    assert changes.read("My friend says Porto is better value, should I switch the trip there?").asks
+    assert changes.read("I moved?").asks
+
+
 def test_a_request_that_tells_of_the_speakers_things_is_no_question() -> None:
     """ "Can you help me email my manager, Rosalind?" asks the assistant for help, and says who the manager is."""
     assert not changes.read("Can you help me write an email to my manager, Rosalind, asking for Friday off?").asks

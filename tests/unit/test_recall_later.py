@@ -398,16 +398,20 @@ def test_a_note_after_someones_news_is_no_reply_to_it(services: Services) -> Non
     raised_over(services, "Who leads the payments squad?", new, old)
 
 
-@pytest.mark.parametrize(("drafted_by", "raised"), [("assistant", True), ("Priya", False)])
+@pytest.mark.parametrize(
+    ("drafted_by", "to", "raised"),
+    [("assistant", "Rosalind", True), ("Priya", "Rosalind", True), ("Priya", "all", False)],
+)
 def test_a_change_read_over_another_speakers_words_may_change_the_best_answer_too(
-    services: Services, monkeypatch: pytest.MonkeyPatch, drafted_by: str, raised: bool
+    services: Services, monkeypatch: pytest.MonkeyPatch, drafted_by: str, to: str, raised: bool
 ) -> None:
     """Priya's news was read as changing the assistant's draft ("Hi Rosalind, …"): it is still her latest word on
-    her manager, and ranks above her first statement. A change read over her own words is used up by it."""
+    her manager, and ranks above her first statement. A change read over her own words is used up by it, unless
+    it ended a value her first statement names (`_same_said`: "Hi Rosalind" → "to Graham")."""
     read_only(monkeypatch, "Here's a draft", "Same leave email please")
     old = say(services, "Priya", "My manager is Rosalind Achebe, she runs the data team and approves leave.",
               occurred_at=JANUARY, session_id="s1")  # fmt: skip
-    say(services, drafted_by, "Here's a draft: 'Hi Rosalind, could I take Friday off? My work is on track.'",
+    say(services, drafted_by, f"Here's a draft: 'Hi {to}, could I take Friday off? My work is on track.'",
         occurred_at=JANUARY.replace(minute=1), session_id="s1")  # fmt: skip
     new = say(services, "Priya", "Same leave email please, but to Graham Oduya: he took over the data team and"
               " approves leave for all of us.", occurred_at=MAY, session_id="s2")  # fmt: skip
@@ -576,3 +580,76 @@ def test_a_change_naming_the_value_it_ends_is_partial_only_beside_other_values()
     beside = changes.said(turn("I read the Gazette every morning on the train, and the Herald on Sundays.", "Odile"))
     assert later._tells_new(alone, then, asked, None)
     assert not later._tells_new(beside, then, asked, None)
+
+
+DOSE = "I take 75 micrograms of levothyroxine every morning. Can I have coffee straight after?"
+DOSE_ASKED = "How many micrograms of levothyroxine does the user take every morning?"
+
+
+@pytest.mark.parametrize(
+    ("note", "raised"),
+    [
+        ("GP increased user's levothyroxine to 100 micrograms every morning from 12 May.", True),
+        ("GP increased Omar's levothyroxine to 100 micrograms every morning from 12 May.", False),  # someone else's
+    ],
+)
+def test_a_note_naming_the_person_asked_about_is_their_later_word(services: Services, note: str, raised: bool) -> None:
+    """An agent's note (spoken as the assistant) of the user's things is a later word on them, as their own is."""
+    old = say(services, "user", DOSE, occurred_at=JANUARY, session_id="s1")
+    say(services, "user", "Coffee is my morning ritual.", occurred_at=JANUARY.replace(minute=1), session_id="s1")
+    new = say(services, "assistant", note, occurred_at=MAY, session_id="s2")
+    raised_or_kept(services, DOSE_ASKED, new, old, raised)
+
+
+def test_a_change_read_among_notes_of_what_the_best_answer_says_may_be_its_later_word(services: Services) -> None:
+    """The assistant's recap of the user's dose, changed by a later note: that note is the later word on the
+    user's own statement of the dose too (`_same_said`), not used up by the change read between the notes."""
+    old = say(services, "user", DOSE, occurred_at=JANUARY, session_id="s1")
+    say(services, "assistant", "user takes levothyroxine 75 micrograms each morning.",
+        occurred_at=JANUARY.replace(minute=1), session_id="s1")  # fmt: skip
+    new = say(services, "assistant", "GP increased user's levothyroxine to 100 micrograms every morning from 12 May.",
+              occurred_at=MAY, session_id="s2")  # fmt: skip
+    assert recall(services, DOSE_ASKED).results[0].id == new
+    assert old in {r.id for r in recall(services, "How many micrograms of levothyroxine does the user take?").results}
+
+
+@pytest.mark.parametrize(
+    ("asking", "raised"),
+    [
+        ("Long time! Still at Calder Analytics, or where are you working these days?", True),
+        ("Long time! Still at Calder Analytics, and which football team do you support?", False),  # of another thing
+    ],
+)
+def test_an_answer_is_of_the_kind_of_the_question_it_answers(services: Services, asking: str, raised: bool) -> None:
+    """ "Brightline, since March." shares no word with "I work at Calder Analytics": it is a later word on where
+    Priya works because it answers a question of where she works."""
+    old = say(services, "Priya", "I work at Calder Analytics on the pricing team, mostly forecasting models.",
+              occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    say(services, "Olu", "We should swap notes on forecasting sometime.", occurred_at=JANUARY.replace(minute=1),
+        session_id="s1")  # fmt: skip
+    say(services, "Olu", asking, occurred_at=MAY, session_id="s2")
+    new = say(services, "Priya", "Brightline, since March. Smaller team, more interesting problems.",
+              occurred_at=MAY.replace(minute=1), session_id="s2")  # fmt: skip
+    raised_or_kept(services, "Where does Priya work?", new, old, raised)
+
+
+@pytest.mark.parametrize(
+    ("then", "raised"),
+    [
+        ("Which day do the bins go out on Cragg Street?", True),  # a question restates nothing
+        ("Cragg Street bins go out on Mondays, I miss it.", False),  # a statement naming the street again
+    ],
+)
+def test_a_question_naming_the_first_value_does_not_restate_it(
+    services: Services, monkeypatch: pytest.MonkeyPatch, then: str, raised: bool
+) -> None:
+    """A statement naming the first one's street again after the move keeps it first (`_restated`); a question
+    naming it restates nothing ("Which day do the bins go out on Cragg Street?")."""
+    read_only(monkeypatch, "no change", "is read")
+    old = say(services, "user", "I live on Cragg Street in Hebden Bridge, what's the nearest place to get rid of a"
+              " mattress?", occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    say(services, "user", "I'll book the collection.", occurred_at=JANUARY.replace(minute=1), session_id="s1")
+    new = say(services, "user", "The removal van dropped the last boxes at 14 Birchcliffe Road, no mattress to get rid"
+              " of this time. Same town, just further up the hill.", occurred_at=MAY, session_id="s2")  # fmt: skip
+    say(services, "user", then, occurred_at=MAY.replace(month=6), session_id="s3")
+    raised_or_kept(services, "What street does the user live on?", new, old, raised)

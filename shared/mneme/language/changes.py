@@ -80,6 +80,12 @@ ADDS = re.compile(  # one more of something; not time added to a date ("review a
     r"fortnight|months?))|plus)\b"
 )
 REQUEST = re.compile(r",\s*(?:can|could|would|will) you\b[^.!?]*\?")  # "…, can you help me log it?"
+# the speaker's own statement, then what they ask: "I live on Cragg Street, what's the nearest tip?"
+STATED_THEN_ASKED = re.compile(
+    r"^((?:(?:so|and|well|ok|okay|right|hi|hey|anyway|btw)\W+)*(?:i|i'm|i've|my|we|we're|we've|our)\b[^,?]{6,}),"
+    r"\s*(?:what|where|when|which|how|who|is there|are there|any)\b[^?]*\?$",
+    re.I,
+)
 ASKS_FOR = re.compile(  # a request that tells of the speaker's things: "can you help me email my manager, Rosalind?"
     r"^(?:please )?(?:can|could|would|will) you (?:please )?(?:help me )?(?:to )?(?:write|draft|update|tidy|add|"
     r"change|make|remind|send|book|fix|edit|rewrite|prepare|format|email|address|plan|adjust|redo)\b.*\b(?:my|our)\b"
@@ -356,7 +362,8 @@ def _asks(lowered: str) -> bool:
     Could we switch to Saturdays?" says something first; so does "I take 50mg every morning, can you remind
     me?": a request after a statement is no question about it; nor is "Can you help me email my manager, Rosalind?",
     a request that tells of the speaker's things)."""
-    said = [s for s in _sentences(REQUEST.sub(".", lowered)) if set(words(s)) - STOPWORDS - FILLER]
+    said = [STATED_THEN_ASKED.sub(r"\1.", s) for s in _sentences(REQUEST.sub(".", lowered))]
+    said = [s for s in said if set(words(s)) - STOPWORDS - FILLER]
     return bool(said) and all((s.endswith("?") or QUESTION_START.match(s)) and not ASKS_FOR.match(s) for s in said)
 
 
@@ -376,7 +383,8 @@ def _sentences(text: str) -> list[str]:
 
 def told(text: str) -> str:
     """The sentences of a text that ask nothing: what it tells."""
-    return " ".join(s for s in _sentences(text) if not s.rstrip().endswith("?"))
+    stated = (STATED_THEN_ASKED.sub(r"\1.", s.rstrip()) for s in _sentences(text))
+    return " ".join(s for s in stated if not s.endswith("?"))
 
 
 @functools.lru_cache(maxsize=8192)

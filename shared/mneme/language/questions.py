@@ -25,9 +25,10 @@ QUESTION_WORDS = frozenset("what where when who whom whose why how which is are 
 
 
 ASKED = (  # the bare words a question uses for a slot ("where does she work?")
-    ("employer", r"work|job|employ\w*"), ("home", r"live|living|lives"), ("diet", r"eat|eats|diet"),
-    ("vehicle", r"drive|drives"), ("tool", r"use|uses|using"), ("name", r"called|name"), ("school", r"study|studies"),
-    ("role", r"do for (?:a )?living|job title|position"), ("schedule", r"when is|what time|which day"),
+    ("employer", r"work|job|employ\w*|where (?:\w+ ){1,3}working"), ("home", r"live|living|lives"),
+    ("diet", r"eat|eats|diet"), ("vehicle", r"drive|drives"), ("tool", r"use|uses|using"), ("name", r"called|name"),
+    ("school", r"study|studies"), ("role", r"do for (?:a )?living|job title|position"),
+    ("schedule", r"when is|what time|which day"),
 )  # fmt: skip
 ASKED_RULES = tuple((name, re.compile(rf"\b(?:{words})\b")) for name, words in ASKED)
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from mneme.language import changes, nochange, questions, reverts
 from mneme.language.changes import numbers
 from mneme.language.text import CLOCK, meaningful_words, stem, terms
@@ -69,6 +71,8 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
     whose = changes.owners(top.record) - {changes.UNKNOWN}
     if changes.speaker(top.record) == "assistant":
         whose |= {"user"}  # "Noted: your broadband is Lumenet Heron from March": the user's, recapped
+    elif changes.speaker(top.record) is None:  # an agent's note: of the people asked about that it names
+        whose |= {person for person in asked.about if _noted(top.record, frozenset({person}))}
     if not changes.may_be_updated(first) or not (whose or asked.thing):
         return None
     gone, mine = _superseded_values(run, read, top), changes.speaker(top.record)
@@ -79,7 +83,9 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
     # chain may still be the later word on the best answer ("every PR builds on Gantry CI" … Bram: "we cut over to
     # Runwell", after his own "from Monday the pipelines live on Plinth")
     chained = superseded | {
-        str(one["by"]) for one in read if not _across(run, one) and not (asked.group and _another(run, one, mine))
+        str(one["by"])
+        for one in read
+        if not _across(run, one) and not (asked.group and _another(run, one, mine)) and not _same_said(run, one, first)
     }
     kin = [
         later
@@ -87,6 +93,8 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
         if _tells_new(first, changes.said(later.record), asked, gone) and _of_them(run, top, later, asked)  # type: ignore[arg-type]
     ]
     found = same_kind(run, top, kin)
+    kind = {one.id for one, _ in found}
+    found += _answered(run, top, [one for one in kin if one.id not in kind], asked)
     if not found:
         return None
     later, similarity = _latest(found)
@@ -187,7 +195,8 @@ def _of_them(run: Run, top: Candidate, later: Candidate, asked: _Asked) -> bool:
     person's own turn is of their things ("she's doubled it: 100 mg"), and of the person asked about when their
     first statement named them ("Our eldest, Théo, goes to …" … "he has decided he's a chemist"); so is an answer
     to someone's question about the person asked about ("How is Théo finding the big move up?"). Asked about a
-    group's thing, so is anyone else's word on it (an assistant's notes are anyone's)."""
+    group's thing, so is anyone else's word on it (an assistant's notes are anyone's); and a note naming every
+    person the question names (`_noted`)."""
     then = changes.said(later.record)  # type: ignore[arg-type]
     speaker, before = _turns_before(run, later, REPLY_TURNS)  # read once, for `_answers` and `_replies`
     whom = changes.owners(then.record)
@@ -199,6 +208,8 @@ def _of_them(run: Run, top: Candidate, later: Candidate, asked: _Asked) -> bool:
     if asked.about and _answers(run, speaker, before[:1], asked.about):
         whom |= asked.about
     anyones = bool(asked.thing) and _names(later, asked.thing)  # of the thing asked about, whoever says it
+    if then.speaker is None or then.speaker in changes.NOTE_TAKERS:  # a note: of whom it names
+        anyones |= bool(asked.about) and all(_noted(then.record, frozenset({one})) for one in asked.about)
     anyones |= asked.group and _other_speaker(changes.speaker(top.record), speaker)  # type: ignore[arg-type]
     return (anyones or bool((asked.about or {then.speaker}) & whom)) and not _replies(run, speaker, before)
 
@@ -269,11 +280,46 @@ def same_kind(run: Run, top: Candidate, kin: list[Candidate]) -> list[tuple[Cand
     return [(one, cosine) for one in kin if (cosine := pair_cosine(vectors, top, one)) >= LATER_KIND]
 
 
+def _answered(run: Run, top: Candidate, kin: list[Candidate], asked: _Asked) -> list[tuple[Candidate, float]]:
+    """Of `kin`, the answers to someone else's question of what the question asks (`asked.slots`) whose stored
+    vector's cosine with the best answer's is at least LATER_KIND: an answer's kind is its question's ("Where are
+    you working these days?" … "Brightline, since March.")."""
+    vectors, model, found = stored_vectors(run, [top]), run.deps.embedder.model_id, []
+    if top.id not in vectors or not asked.slots:
+        return []
+    for one in kin:
+        speaker, before = _turns_before(run, one, 1)
+        for turn in before:
+            question = changes.statement(turn).rstrip()  # its last sentence asks: "Long time! Where are you …?"
+            if changes.speaker(turn) == speaker or not question.endswith("?"):
+                continue
+            if not questions.question_slots(re.split(r"(?<=[.!?])\s+", question)[-1]) & asked.slots:
+                continue
+            if turn.vector is None or turn.model_id != model or turn.archived:
+                continue
+            if not has_metadata(turn.metadata, run.flt):
+                continue
+            if (cosine := float(np.dot(np.asarray(turn.vector, dtype=np.float32), vectors[top.id]))) >= LATER_KIND:
+                found.append((one, cosine))
+    return found
+
+
 def above(one: Candidate, top: Candidate, key: str, similarity: float) -> dict[str, object]:
     """`one` ranks just above the best answer (`scores[key]`); the trace of it."""
     one.scores[key] = round(top.score * ABOVE / max(one.score, 1e-9), 6)
     one.score = top.score * ABOVE
     return {"id": one.id, "over": top.id, "similarity": round(similarity, 6)}
+
+
+def _same_said(run: Run, change: dict[str, object], first: changes.Said) -> bool:
+    """A change read ended a value the best answer names too ("user takes levothyroxine 75 micrograms" … "GP
+    increased user's tablet to 100 micrograms", over the user's own "I take 75 micrograms"): its later statement
+    changed what the best answer says, and may be the later word on it."""
+    earlier, later = run.candidates.get(str(change["id"])), run.candidates.get(str(change["by"]))
+    if earlier is None or later is None:
+        return False
+    ended = changes.said(earlier.record).reading.values - changes.said(later.record).reading.values  # type: ignore[arg-type]
+    return bool(ended & first.reading.values)
 
 
 def _across(run: Run, change: dict[str, object]) -> bool:
@@ -297,7 +343,10 @@ def _restated(best: list[Candidate], top: Candidate, later: Candidate, people: f
     31 March" … "extension to 30 April" … "correction: ours stays 31 March"): the first value stands."""
     first, then = changes.said(top.record).reading, changes.said(later.record).reading  # type: ignore[arg-type]
     gone = first.values - then.values - people  # "Miso bit the nurse" names the cat, not the old vets
-    return any(gone & changes.said(record).reading.values for record in _said_after(best, later))
+    # a question restates nothing ("which day do the bins go out on Cragg Street?" after a move up the hill)
+    return any(
+        gone & (said := changes.said(record).reading).values and not said.asks for record in _said_after(best, later)
+    )
 
 
 def _called_off(run: Run, later: Candidate) -> bool:
@@ -405,7 +454,8 @@ def _statement(top: Candidate) -> bool:
 
 def _by(later: Candidate, whose: frozenset[str], top: Candidate) -> bool:
     """`later` is an episode whose speaker, a person and not a note taker, is the best answer's speaker (or the user
-    an assistant's recap is of), or, for a claim fact, the person it is about; or the best answer's speaker's word
+    an assistant's recap is of), or, for a claim fact, the person it is about; or a note naming that person
+    (`_noted`); or the best answer's speaker's word
     on the same person ("Ayla's nursery, Sunnybank, …" … "Ayla's first week at Kestrel Lane Primary"), or any later
     word of theirs when the best answer is about a relative of theirs ("My boyfriend Kenji …" … "I have been seeing
     Rafael since the spring"): `_of_them` then asks whom it is of."""
@@ -414,7 +464,7 @@ def _by(later: Candidate, whose: frozenset[str], top: Candidate) -> bool:
         return False
     speaker = changes.speaker(record)
     if speaker is None or speaker in changes.NOTE_TAKERS:
-        return False
+        return _noted(record, whose)
     if speaker not in whose:
         same = isinstance(top.record, Episode) and changes.speaker(top.record) == speaker
         kin = any(person.startswith(f"{speaker}'s ") for person in whose)
@@ -423,6 +473,12 @@ def _by(later: Candidate, whose: frozenset[str], top: Candidate) -> bool:
         return True  # a claim fact: of the person it is about
     said = changes.speaker(top.record)
     return said == speaker or said == "assistant"  # their own word, or the assistant's recap of it
+
+
+def _noted(record: Episode | Fact, people: frozenset[str]) -> bool:
+    """A note (an agent's, or an assistant's words) that names one of the people ("GP increased user's thyroid
+    tablet to 100 micrograms", "Amara Osei: interim line manager Chidi Eze"): a later word on their things."""
+    return _mentions(changes.statement(record), people - {changes.UNKNOWN, "assistant"})
 
 
 def after(top: Candidate, later: Candidate) -> bool:
