@@ -613,24 +613,40 @@ def test_a_change_read_among_notes_of_what_the_best_answer_says_may_be_its_later
     assert old in {r.id for r in recall(services, "How many micrograms of levothyroxine does the user take?").results}
 
 
+ASKING = "Long time! Still at Calder Analytics, or where are you working these days?"
+
+
 @pytest.mark.parametrize(
     ("asking", "raised"),
     [
-        ("Long time! Still at Calder Analytics, or where are you working these days?", True),
+        (ASKING, True),
         ("Long time! Still at Calder Analytics, and which football team do you support?", False),  # of another thing
     ],
 )
 def test_an_answer_is_of_the_kind_of_the_question_it_answers(services: Services, asking: str, raised: bool) -> None:
     """ "Brightline, since March." shares no word with "I work at Calder Analytics": it is a later word on where
     Priya works because it answers a question of where she works."""
+    old, new, _ = answered(services, asking)
+    raised_or_kept(services, "Where does Priya work?", new, old, raised)
+
+
+def test_a_forgotten_question_gives_its_answer_no_kind(services: Services) -> None:
+    """The question an answer follows is read as the store holds it: forgotten, it says nothing."""
+    old, _, asking = answered(services, ASKING)
+    services.forgetting.forget_episode(ALICE, asking)
+    kept_first(services, "Where does Priya work?", old)
+
+
+def answered(services: Services, asking: str) -> tuple[str, str, str]:
+    """Priya's first statement, Olu's question months later and her answer: their ids."""
     old = say(services, "Priya", "I work at Calder Analytics on the pricing team, mostly forecasting models.",
               occurred_at=JANUARY, session_id="s1")  # fmt: skip
     say(services, "Olu", "We should swap notes on forecasting sometime.", occurred_at=JANUARY.replace(minute=1),
         session_id="s1")  # fmt: skip
-    say(services, "Olu", asking, occurred_at=MAY, session_id="s2")
+    question = say(services, "Olu", asking, occurred_at=MAY, session_id="s2")
     new = say(services, "Priya", "Brightline, since March. Smaller team, more interesting problems.",
               occurred_at=MAY.replace(minute=1), session_id="s2")  # fmt: skip
-    raised_or_kept(services, "Where does Priya work?", new, old, raised)
+    return old, new, question
 
 
 @pytest.mark.parametrize(
