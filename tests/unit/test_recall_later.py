@@ -591,6 +591,7 @@ DOSE_ASKED = "How many micrograms of levothyroxine does the user take every morn
     [
         ("GP increased user's levothyroxine to 100 micrograms every morning from 12 May.", True),
         ("GP increased Omar's levothyroxine to 100 micrograms every morning from 12 May.", False),  # someone else's
+        ("user's pharmacy, Boots on Mill Road, delivers the levothyroxine every morning.", False),  # no change told
     ],
 )
 def test_a_note_naming_the_person_asked_about_is_their_later_word(services: Services, note: str, raised: bool) -> None:

@@ -455,7 +455,7 @@ def _statement(top: Candidate) -> bool:
 def _by(later: Candidate, whose: frozenset[str], top: Candidate) -> bool:
     """`later` is an episode whose speaker, a person and not a note taker, is the best answer's speaker (or the user
     an assistant's recap is of), or, for a claim fact, the person it is about; or a note naming that person
-    (`_noted`); or the best answer's speaker's word
+    (`_noted`) and saying a change; or the best answer's speaker's word
     on the same person ("Ayla's nursery, Sunnybank, …" … "Ayla's first week at Kestrel Lane Primary"), or any later
     word of theirs when the best answer is about a relative of theirs ("My boyfriend Kenji …" … "I have been seeing
     Rafael since the spring"): `_of_them` then asks whom it is of."""
@@ -463,8 +463,8 @@ def _by(later: Candidate, whose: frozenset[str], top: Candidate) -> bool:
     if not isinstance(record, Episode) or later.changed is not None:
         return False
     speaker = changes.speaker(record)
-    if speaker is None or speaker in changes.NOTE_TAKERS:
-        return _noted(record, whose)
+    if speaker is None or speaker in changes.NOTE_TAKERS:  # a note of a change, not "Björn wants an aisle seat"
+        return _noted(record, whose) and _tells_change(later)
     if speaker not in whose:
         same = isinstance(top.record, Episode) and changes.speaker(top.record) == speaker
         kin = any(person.startswith(f"{speaker}'s ") for person in whose)
