@@ -362,7 +362,7 @@ def _asks(lowered: str) -> bool:
     Could we switch to Saturdays?" says something first; so does "I take 50mg every morning, can you remind
     me?": a request after a statement is no question about it; nor is "Can you help me email my manager, Rosalind?",
     a request that tells of the speaker's things)."""
-    said = [STATED_THEN_ASKED.sub(r"\1.", s) for s in _sentences(REQUEST.sub(".", lowered))]
+    said = [STATED_THEN_ASKED.sub(r"\1.", s) for s in sentences(REQUEST.sub(".", lowered))]
     said = [s for s in said if set(words(s)) - STOPWORDS - FILLER]
     return bool(said) and all((s.endswith("?") or QUESTION_START.match(s)) and not ASKS_FOR.match(s) for s in said)
 
@@ -371,19 +371,20 @@ def _adds(flat: str) -> bool:
     """One more of something: a sentence says "too", "also", "another"… and names what is added, or no other
     sentence says a change ("Another email from the council. They extended again: 4 April" changes the date;
     "I've news about JET, too. They offered me a place" adds the news)."""
-    sentences = _sentences(flat)
-    adding = [s for s in sentences if ADDS.search(s.lower())]
-    changed = any(ENDS.search(s.lower()) or CHANGES.search(s.lower()) for s in sentences if s not in adding)
+    said = sentences(flat)
+    adding = [s for s in said if ADDS.search(s.lower())]
+    changed = any(ENDS.search(s.lower()) or CHANGES.search(s.lower()) for s in said if s not in adding)
     return bool(adding) and (not changed or any(_values(s) - openers(s) for s in adding))
 
 
-def _sentences(text: str) -> list[str]:
+def sentences(text: str) -> list[str]:
+    """A text's sentences, each with its closing mark."""
     return re.split(r"(?<=[.!?])\s+", text)
 
 
 def told(text: str) -> str:
     """The sentences of a text that ask nothing: what it tells."""
-    stated = (STATED_THEN_ASKED.sub(r"\1.", s.rstrip()) for s in _sentences(text))
+    stated = (STATED_THEN_ASKED.sub(r"\1.", s.rstrip()) for s in sentences(text))
     return " ".join(s for s in stated if not s.endswith("?"))
 
 

@@ -379,7 +379,7 @@ def _names_other(turn: Episode, speakers: set[str]) -> bool:
     pronoun = PRONOUN.search(text)
     if pronoun is None:
         return False
-    before = re.split(r"[.!?]\s+", text[: pronoun.start()])[-1]
+    before = changes.sentences(text[: pronoun.start()])[-1]
     names = changes.values(before) - changes.openers(before)
     return any(not terms(name) <= speakers for name in names - changes.numbers(names))
 

@@ -293,7 +293,7 @@ def _answered(run: Run, top: Candidate, kin: list[Candidate], asked: _Asked) -> 
             question = changes.statement(turn).rstrip()  # its last sentence asks: "Long time! Where are you …?"
             if changes.speaker(turn) == speaker or not question.endswith("?"):
                 continue
-            if not questions.question_slots(re.split(r"(?<=[.!?])\s+", question)[-1]) & asked.slots:
+            if not questions.question_slots(changes.sentences(question)[-1]) & asked.slots:
                 continue
             if turn.vector is None or turn.model_id != model or turn.archived:
                 continue
