@@ -38,7 +38,7 @@ once, over the `current` and `unchanged` cases) stating an earlier or only consi
 without being marked earlier (`since_changed`) or stale: facts not true as written. Not over `other-person` cases,
 whose wrong values are the other person's, true of them ("Joaquín lives in Valencia" when Marta is asked about).
 
-    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check17|all]
+    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check18|all]
         [--shape messages|session-time|all] [--consolidate] [--misses] [--case REGEX] [--json FILE]
 
 `dev/` is for tuning; `check/` was written after it with other wording, topics and people, and is never
@@ -100,7 +100,10 @@ successive, reverted and partial changes, filler that shares the question's word
 its misses were read on 6 Dec 2026 (night).
 `check17/` was written on 6 Dec 2026 (night) blind (names start `c17-`), before check16's misses were read: 58 cases,
 36 a chat between a user and an assistant, 18 with two named people, 9 with agent notes, 9 long days, most changes
-said in other words, echoes of the old value, filler; never read or tuned on: the untouched measure.
+said in other words, echoes of the old value, filler; the untouched measure until its misses were read on 7 Dec 2026.
+`check18/` was written on 7 Dec 2026 blind (names start `c18-`), when check17's misses were read: 57 cases, 33 a chat
+between a user and an assistant, 24 with two named people, 13 with agent notes, 12 answers, 11 long days, changes in
+other words, implied and in passing, echoes, filler; never read or tuned on: the untouched measure.
 MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's.
 
 Case file format (several cases a file; blank lines and other '#' lines are comments):
@@ -156,6 +159,7 @@ PARTS = (
     "check15",
     "check16",
     "check17",
+    "check18",
 )
 SHAPES = ("messages", "session-time")
 KINDS = ("current", "past", "other-person", "unchanged")
