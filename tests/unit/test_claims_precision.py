@@ -145,3 +145,11 @@ def test_who_owns_a_thing_is_answered_with_the_thing_cut_at_its_qualifier() -> N
     """'Who is taking the Peel account now Ravi has gone?' / 'me, I took it over': the thing is the account."""
     found = window_claims([("Ola", "Who is taking the Peel account now Ravi has gone?"), ("Bea", "me, I took it over")])
     assert [claim for _, claim in found] == [Claim("Bea", "owns", "the Peel account")]
+
+
+@pytest.mark.parametrize("who", ["Grandad", "the kids", "the dog", "Mum"])
+def test_who_looks_after_a_person_or_a_pet_owns_nothing(who: str) -> None:
+    """'Who's looking after Grandad then?' / 'Dr Oyelaran, same surgery' is no 'Dr Oyelaran owns Grandad'."""
+    asked = f"Who's looking after {who} then?"
+    found = window_claims([("Ife", asked), ("Tayo", "Dr Oyelaran, same surgery, he's new.")])
+    assert [claim for _, claim in found if claim.property == "owns"] == []

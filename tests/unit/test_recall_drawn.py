@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import pytest
+
 from mneme.bootstrap import Services
 from mneme.records import Fact
 from tests.unit.test_recall_ranking import DAY, recall, say
@@ -39,3 +41,41 @@ def test_a_claim_drawn_from_the_current_statement_ranks_below_the_earlier_one_fo
     assert "9 June" in response.results[0].content
     assert response.results[1].id == new and response.results[1].scores["later"] < 1
     assert "30 June" in recall(services, "When is the grant report due?").results[0].content
+
+
+def diet_claim(services: Services, source: str) -> str:
+    embedder = services.consolidation.deps.embedder
+    scope_id = services.scopes.resolve("acme", "root.chat").scope.scope_id
+    summary = "Elif is vegetarian."
+    fact = Fact(tenant="acme", fact_id="fa_diet", scope_id=scope_id, entity="Elif", property="diet",
+                value="vegetarian", summary=summary, confidence=0.8, source_episode_ids=[source], valid_from=EARLY,
+                created_at=LATE, updated_at=LATE, reinforced_at=LATE, vector=embedder.embed([summary])[0].tolist(),
+                model_id=embedder.model_id)  # fmt: skip
+    services.store.put_facts([fact])
+    services.consolidation.deps.indexer.index_facts([fact])
+    return fact.fact_id
+
+
+@pytest.mark.parametrize(
+    ("later", "how"),
+    [  # her later word ranks above the turn the claim was drawn from by the rules (read as that turn) ...
+        ("Since January I've cut out dairy and eggs too, fully vegan, so no yoghurt dips.", "later"),
+        # ... or on its own, with no change the rules read: the claim does not pass it
+        ("Food-wise I've cut out dairy and eggs too since January, fully vegan.", "source_passed"),
+    ],
+)
+def test_a_claim_ranks_below_the_later_word_that_outranks_the_turn_it_was_drawn_from(
+    services: Services, later: str, how: str
+) -> None:
+    """A run wrote "Elif is vegetarian." from her first word; months later she went vegan. Her later word ranked
+    above her first before the run, and still does after it, above the claim too."""
+    first = say(services, "Elif", "Booking the team dinner? I'm vegetarian, so anywhere with halloumi works.",
+                occurred_at=EARLY)  # fmt: skip
+    then = say(services, "Elif", later, occurred_at=LATE)
+    assert recall(services, "What diet does Elif follow?").results[0].id == then
+    claim = diet_claim(services, first)
+    after = recall(services, "What diet does Elif follow?")
+    assert [r.id for r in after.results[:2]] == [then, claim]
+    assert how in (after.results[0].scores if how == "later" else after.results[1].scores)
+    before = recall(services, "What diet did Elif follow before she went vegan?")
+    assert "source_passed" not in next(r for r in before.results if r.id == claim).scores

@@ -62,6 +62,7 @@ WHATS_THE = re.compile(
     rf"(?: for {THING})?\W*$",
     re.I,
 )
+CARED_FOR = frozenset([*FAMILY, *"grandad granddad gran granny nan nana baby dog dogs cat cats pets kids".split()])
 ME = re.compile(r"^(?:me|I do|I am|I will|mine|myself|that's me|that is me|me again)$", re.I)
 
 
@@ -127,7 +128,7 @@ def _shape(question: str, answerer: str) -> Asked | None:
     for pattern, prop, kind in SHAPES:
         if pattern.search(question):
             return Asked(None, prop, kind)
-    if found := WHO_OWNS.search(question):
+    if (found := WHO_OWNS.search(question)) and not _cared_for(found["x"]):
         return Asked(None, "owns", "owner", clean(found["x"]))  # "who's taking the X account now Sam's left"
     if (found := WHATS_THE.search(question)) and (
         found["x"] or found["p"].lower() in ("deadline", "due date", "budget")
@@ -142,6 +143,12 @@ def _shape(question: str, answerer: str) -> Asked | None:
             return Asked(None, f"{found['p']}'s name", "name")
         return Asked(None, found["p"], "answer")
     return None
+
+
+def _cared_for(thing: str) -> bool:
+    """Someone looked after is no piece of work owned: "Who's looking after Grandad then?" / "Dr Oyelaran" is not
+    "Dr Oyelaran owns Grandad"."""
+    return thing.lower().rsplit(maxsplit=1)[-1] in CARED_FOR
 
 
 def _addressed_elsewhere(question: str, answerer: str) -> bool:

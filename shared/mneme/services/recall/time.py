@@ -27,7 +27,7 @@ from mneme.models import Episode, session_position
 from mneme.records import Fact
 from mneme.services.recall.records import STALE, Record
 from mneme.services.recall.run import QueryTime, pair_cosine, stored_vectors
-from mneme.services.recall.truth.later import earlier_first, later_first
+from mneme.services.recall.truth.later import LATER_KIND, drawn_from, earlier_first, later_first
 from mneme.services.recall.truth.stands import first_stands
 
 if TYPE_CHECKING:
@@ -236,6 +236,7 @@ def time_stage(run: Run) -> None:
     truth = truth_mode(run)
     if truth == "present":
         _changed_weigh_less(run)
+        _no_fresher_than_sources(run)
     named_change = before_change(run) if truth == "past" else 0
     superseded = current_truth(run, truth) if truth is not None else []
     later = later_first(run, superseded, SAYS_WHEN if when.asks_when else None) if truth == "present" else None
@@ -562,6 +563,44 @@ def _changed_weigh_less(run: Run) -> None:
         if isinstance(candidate.record, Fact) and candidate.record.changed_by is not None:
             candidate.scores["stale"] = STALE
             candidate.score *= STALE
+
+
+def _no_fresher_than_sources(run: Run) -> None:
+    """For a question about the present, a claim fact ranks just below the best later turn of its owner that
+    outscores the turn it was drawn from (`drawn_from`; a later conversation, of the same kind as that turn by the
+    stored vectors, naming a value the claim does not; the claim's own person: "User's sister lives in Bath." is not
+    passed by the user's "I moved to Bristol"): a run that wrote "Elif is vegetarian." from "I'm
+    vegetarian" does not put it above "since January I've cut out dairy and eggs too, fully vegan", which
+    outranked that turn before the run. The claim is no fresher than what it was read from (`scores.source_passed`)."""
+    turns = [c for c in run.candidates.values() if isinstance(c.record, Episode)]
+    for candidate in list(run.candidates.values()):
+        fact = candidate.record
+        if not isinstance(fact, Fact) or fact.tier != "raw" or fact.changed_by is not None:
+            continue
+        source, whose, claim = drawn_from(run, candidate), changes.owners(fact) - {changes.UNKNOWN}, changes.said(fact)
+        passed = [
+            turn
+            for turn in turns
+            if source.score < turn.score < candidate.score
+            and source is not candidate
+            and turn.id not in fact.source_episode_ids
+            and turn.record.occurred_at > fact.valid_from  # type: ignore[union-attr]
+            and whose & changes.owners(turn.record)  # type: ignore[arg-type]
+            and _names_anew(claim, changes.said(turn.record))  # type: ignore[arg-type]
+        ]
+        if not passed:
+            continue
+        vectors = stored_vectors(run, [source, *passed])
+        if kin := [turn for turn in passed if pair_cosine(vectors, source, turn) >= LATER_KIND]:
+            best = max(kin, key=lambda turn: turn.score)
+            candidate.scores["source_passed"] = round(best.score * EARLIER / candidate.score, 6)
+            candidate.score = best.score * EARLIER
+
+
+def _names_anew(claim: changes.Said, turn: changes.Said) -> bool:
+    """The turn states something (no question, maybe or plan) naming a value the claim does not."""
+    named = turn.reading.values - claim.reading.values - changes.by_place(turn.text)
+    return bool(named) and changes.may_update(turn, present=True)
 
 
 def _consolidated(run: Run, mode: str) -> list[dict[str, object]]:

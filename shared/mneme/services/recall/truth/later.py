@@ -65,7 +65,10 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
     superseded = {str(one["id"]) for one in read}
     if len(best) < 2 or not _statement(best[0]) or best[0].id in superseded:
         return None
-    top = best[0]
+    shown, top = best[0], drawn_from(run, best[0])
+    if top.id in superseded:
+        return None
+    best = [top, *(one for one in best[1:] if one.id != top.id)]
     assert isinstance(top.record, Episode | Fact)
     first, asked = changes.said(top.record), _Asked.of(run.request.query or "", says_when)
     whose = changes.owners(top.record) - {changes.UNKNOWN}
@@ -100,7 +103,18 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
     later, similarity = _latest(found)
     if _restated(best, top, later, asked.about) or _called_off(run, later):
         return None
-    return above(later, top, "later", similarity)
+    return above(later, shown, "later", similarity)
+
+
+def drawn_from(run: Run, top: Candidate) -> Candidate:
+    """A claim fact is read as the latest of the turns it was drawn from that is among the candidates: its summary
+    says less than the turn ("Elif is vegetarian." from "I'm vegetarian, so anywhere with halloumi works"), and a
+    later word is later than the turn. Anything else is read as itself."""
+    fact = top.record
+    if not isinstance(fact, Fact):
+        return top
+    sources = [run.candidates[i] for i in fact.source_episode_ids if i in run.candidates]
+    return max(sources, key=said_at, default=top)
 
 
 @dataclass(frozen=True)
