@@ -577,13 +577,15 @@ def _no_fresher_than_sources(run: Run) -> None:
         fact = candidate.record
         if not isinstance(fact, Fact) or fact.tier != "raw" or fact.changed_by is not None:
             continue
-        source, whose, claim = drawn_from(run, candidate), changes.owners(fact) - {changes.UNKNOWN}, changes.said(fact)
+        source = drawn_from(run, candidate)
+        band = [turn for turn in turns if source.score < turn.score < candidate.score]
+        if source is candidate or not band:
+            continue  # its turn is not among the candidates, or nothing ranks between the two
+        whose, claim = changes.owners(fact) - {changes.UNKNOWN}, changes.said(fact)
         passed = [
             turn
-            for turn in turns
-            if source.score < turn.score < candidate.score
-            and source is not candidate
-            and turn.id not in fact.source_episode_ids
+            for turn in band
+            if turn.id not in fact.source_episode_ids
             and turn.record.occurred_at > fact.valid_from  # type: ignore[union-attr]
             and whose & changes.owners(turn.record)  # type: ignore[arg-type]
             and _names_anew(claim, changes.said(turn.record))  # type: ignore[arg-type]
