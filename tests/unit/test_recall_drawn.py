@@ -79,3 +79,34 @@ def test_a_claim_ranks_below_the_later_word_that_outranks_the_turn_it_was_drawn_
     assert how in (after.results[0].scores if how == "later" else after.results[1].scores)
     before = recall(services, "What diet did Elif follow before she went vegan?")
     assert "source_passed" not in next(r for r in before.results if r.id == claim).scores
+
+
+def arjun_claim(services: Services, fact_id: str, prop: str, value: str, summary: str, source: str) -> str:
+    embedder = services.consolidation.deps.embedder
+    scope_id = services.scopes.resolve("acme", "root.chat").scope.scope_id
+    fact = Fact(tenant="acme", fact_id=fact_id, scope_id=scope_id, entity="Arjun", property=prop, value=value,
+                summary=summary, confidence=0.8, source_episode_ids=[source], valid_from=EARLY, created_at=LATE,
+                updated_at=LATE, reinforced_at=LATE, vector=embedder.embed([summary])[0].tolist(),
+                model_id=embedder.model_id)  # fmt: skip
+    services.store.put_facts([fact])
+    services.consolidation.deps.indexer.index_facts([fact])
+    return fact_id
+
+
+def test_a_claim_drawn_from_a_superseded_turn_is_superseded_of_that_subject(services: Services) -> None:
+    """The change was read of the turn ("Our whole team sits under Lena Okonkwo" after "My manager is Fiona
+    Mackay"), not of the claim drawn from it: the claim follows its turn (`_claims_follow`), for the subject the
+    change was read of only."""
+    first = say(services, "Arjun", "My manager is Fiona Mackay, and I'm based in the Leeds office. Proper one-to-ones.",
+                occurred_at=EARLY)  # fmt: skip
+    reorg = "Reorg day. Our whole team sits under Lena Okonkwo in Data Platform, great first chat."
+    then = say(services, "Arjun", reorg, occurred_at=LATE)
+    manager = arjun_claim(services, "fa_manager", "manager", "Fiona Mackay", "Arjun's manager is Fiona Mackay.", first)
+    office = arjun_claim(services, "fa_office", "based in", "Leeds", "Arjun is based in Leeds.", first)
+    asked = recall(services, "Who does Arjun answer to at work?").results
+    shown = {r.id: r for r in asked}
+    assert asked[0].id == then
+    changed = shown[manager].since_changed or {}
+    assert changed.get("by") == then and changed["why"].startswith("its source")
+    where = {r.id: r for r in recall(services, "Which office is Arjun based in?").results}
+    assert office in where and where[office].since_changed is None

@@ -420,8 +420,44 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
         later = pool[j]
         pool[i].changed = {"by": later.id, "at": position(records[later.id])[0].date().isoformat(), "why": why}
         out.append({"id": pool[i].id, "by": later.id, "why": why, "similarity": round(similarity, 6)})
-    found = {pool[i].id for i in winner}
+    if mode == "present":
+        out += _claims_follow(run, pool, said, winner, {i for i, _ in restored})
+    found = {str(one["id"]) for one in out}
     return [m for m in marked if m["id"] not in found] + out
+
+
+def _claims_follow(
+    run: Run,
+    pool: list[Candidate],
+    said: list[changes.Said],
+    winner: dict[int, tuple[int, str, float]],
+    restored: set[int],
+) -> list[dict[str, object]]:
+    """For a question about the present, a claim fact drawn from a turn a later one superseded is superseded by the
+    chain's latest statement too, when it is of the subject the change was read of (the change's slot is the
+    claim's, or, read as the same kind of thing, the change ended the claim's value): "User lives in Leeds." from
+    "I live in Leeds and work at Acme", after "we moved to York" superseded that turn; not "User works at Acme."."""
+    index = {one.id: k for k, one in enumerate(pool)}
+    out: list[dict[str, object]] = []
+    for candidate in list(run.candidates.values()):
+        fact = candidate.record
+        if not isinstance(fact, Fact) or fact.tier != "raw" or candidate.changed is not None:
+            continue
+        i = index.get(drawn_from(run, candidate).id)
+        if i is None or i not in winner or i in restored:
+            continue  # its turn was not superseded, or a change called off restored it
+        head, why = _head(winner, i), winner[i][1]
+        later = pool[head]
+        if later.id in fact.source_episode_ids:
+            continue
+        claim, slot = changes.said(fact).reading, why.partition(":")[0]
+        ended = said[i].reading.values - said[head].reading.values
+        if slot in claim.slots or (slot.startswith("same") and bool(ended & claim.values)):
+            at = position(later.record)[0].date().isoformat()  # type: ignore[arg-type]
+            candidate.changed = {"by": later.id, "at": at, "why": f"its source, {why}"}
+            _above(later, candidate, "newer", "superseded")
+            out.append({"id": candidate.id, "by": later.id, "why": f"its source, {why}"})
+    return out
 
 
 def _latest_updaters(
