@@ -60,7 +60,8 @@ def later_first(run: Run, read: list[dict[str, object]], says_when: re.Pattern[s
     what cosine; None when there is none. `read`: the changes `current_truth` read (ids and their updaters), which
     this rule leaves alone but for the latest of a chain, which a later statement may update again, and an updater
     read over another speaker's words (`_across`), which may still be the later statement. `says_when`: for a
-    question asking when, the words of a text that says when."""
+    question asking when, the words of a text that says when. A claim fact at the top is read as the turn it was
+    drawn from (`drawn_from`), and the later statement ranks just above the fact."""
     best = sorted(run.candidates.values(), key=lambda c: (-c.score, c.id))[:LATER_WINDOW]
     superseded = {str(one["id"]) for one in read}
     if len(best) < 2 or not _statement(best[0]) or best[0].id in superseded:
