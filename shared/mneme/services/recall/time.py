@@ -421,22 +421,19 @@ def current_truth(run: Run, mode: str) -> list[dict[str, object]]:
         pool[i].changed = {"by": later.id, "at": position(records[later.id])[0].date().isoformat(), "why": why}
         out.append({"id": pool[i].id, "by": later.id, "why": why, "similarity": round(similarity, 6)})
     if mode == "present":
-        out += _claims_follow(run, pool, said, winner, {i for i, _ in restored})
+        out += _claims_follow(run, pool, winner, {i for i, _ in restored})
     found = {str(one["id"]) for one in out}
     return [m for m in marked if m["id"] not in found] + out
 
 
 def _claims_follow(
-    run: Run,
-    pool: list[Candidate],
-    said: list[changes.Said],
-    winner: dict[int, tuple[int, str, float]],
-    restored: set[int],
+    run: Run, pool: list[Candidate], winner: dict[int, tuple[int, str, float]], restored: set[int]
 ) -> list[dict[str, object]]:
     """For a question about the present, a claim fact drawn from a turn a later one superseded is superseded by the
-    chain's latest statement too, when it is of the subject the change was read of (the change's slot is the
-    claim's, or, read as the same kind of thing, the change ended the claim's value): "User lives in Leeds." from
-    "I live in Leeds and work at Acme", after "we moved to York" superseded that turn; not "User works at Acme."."""
+    chain's latest statement too, when it is of the slot the change was read of: "User lives in Leeds." from "I live
+    in Leeds and work at Acme", after "we moved to York" superseded that turn; not "User works at Acme.", nor
+    anything after a change read only as the same kind of thing ("Meet Amaretto, our new rescue bunny!" changed "We
+    have two cats and a rabbit called Biscotti", not "Chiara has two cats.")."""
     index = {one.id: k for k, one in enumerate(pool)}
     out: list[dict[str, object]] = []
     for candidate in list(run.candidates.values()):
@@ -450,9 +447,7 @@ def _claims_follow(
         later = pool[head]
         if later.id in fact.source_episode_ids:
             continue
-        claim, slot = changes.said(fact).reading, why.partition(":")[0]
-        ended = said[i].reading.values - said[head].reading.values
-        if slot in claim.slots or (slot.startswith("same") and bool(ended & claim.values)):
+        if why.partition(":")[0] in changes.said(fact).reading.slots:
             at = position(later.record)[0].date().isoformat()  # type: ignore[arg-type]
             candidate.changed = {"by": later.id, "at": at, "why": f"its source, {why}"}
             _above(later, candidate, "newer", "superseded")
