@@ -14,17 +14,31 @@ from tests.unit.test_recall_ranking import DAY, recall, say
 EARLY, LATE = DAY.replace(year=2025, month=1), DAY.replace(year=2025, month=2)
 
 
-def claim(services: Services, fact_id: str, value: str, source: str, at: datetime) -> str:
+def put_claim(
+    services: Services,
+    fact_id: str,
+    said: tuple[str, str, str, str],
+    source: str,
+    held: datetime,
+    written: datetime,
+    confidence: float = 0.8,
+) -> str:
+    """A claim fact (entity, property, value, summary) drawn from `source`, holding from `held`."""
+    entity, prop, value, summary = said
     embedder = services.consolidation.deps.embedder
-    summary = f"The grant report's due date is {value}."
     scope_id = services.scopes.resolve("acme", "root.chat").scope.scope_id
-    fact = Fact(tenant="acme", fact_id=fact_id, scope_id=scope_id, entity="The grant report", property="due date",
-                value=value, summary=summary, confidence=0.6, source_episode_ids=[source], valid_from=at,
-                created_at=at, updated_at=at, reinforced_at=at, vector=embedder.embed([summary])[0].tolist(),
-                model_id=embedder.model_id)  # fmt: skip
+    fact = Fact(tenant="acme", fact_id=fact_id, scope_id=scope_id, entity=entity, property=prop, value=value,
+                summary=summary, confidence=confidence, source_episode_ids=[source], valid_from=held,
+                created_at=written, updated_at=written, reinforced_at=written,
+                vector=embedder.embed([summary])[0].tolist(), model_id=embedder.model_id)  # fmt: skip
     services.store.put_facts([fact])
     services.consolidation.deps.indexer.index_facts([fact])
     return fact_id
+
+
+def claim(services: Services, fact_id: str, value: str, source: str, at: datetime) -> str:
+    said = ("The grant report", "due date", value, f"The grant report's due date is {value}.")
+    return put_claim(services, fact_id, said, source, at, at, confidence=0.6)
 
 
 def test_a_claim_drawn_from_the_current_statement_ranks_below_the_earlier_one_for_the_past(
@@ -41,19 +55,6 @@ def test_a_claim_drawn_from_the_current_statement_ranks_below_the_earlier_one_fo
     assert "9 June" in response.results[0].content
     assert response.results[1].id == new and response.results[1].scores["later"] < 1
     assert "30 June" in recall(services, "When is the grant report due?").results[0].content
-
-
-def diet_claim(services: Services, source: str) -> str:
-    embedder = services.consolidation.deps.embedder
-    scope_id = services.scopes.resolve("acme", "root.chat").scope.scope_id
-    summary = "Elif is vegetarian."
-    fact = Fact(tenant="acme", fact_id="fa_diet", scope_id=scope_id, entity="Elif", property="diet",
-                value="vegetarian", summary=summary, confidence=0.8, source_episode_ids=[source], valid_from=EARLY,
-                created_at=LATE, updated_at=LATE, reinforced_at=LATE, vector=embedder.embed([summary])[0].tolist(),
-                model_id=embedder.model_id)  # fmt: skip
-    services.store.put_facts([fact])
-    services.consolidation.deps.indexer.index_facts([fact])
-    return fact.fact_id
 
 
 @pytest.mark.parametrize(
@@ -73,24 +74,12 @@ def test_a_claim_ranks_below_the_later_word_that_outranks_the_turn_it_was_drawn_
                 occurred_at=EARLY)  # fmt: skip
     then = say(services, "Elif", later, occurred_at=LATE)
     assert recall(services, "What diet does Elif follow?").results[0].id == then
-    claim = diet_claim(services, first)
+    claim = put_claim(services, "fa_diet", ("Elif", "diet", "vegetarian", "Elif is vegetarian."), first, EARLY, LATE)
     after = recall(services, "What diet does Elif follow?")
     assert [r.id for r in after.results[:2]] == [then, claim]
     assert how in (after.results[0].scores if how == "later" else after.results[1].scores)
     before = recall(services, "What diet did Elif follow before she went vegan?")
     assert "source_passed" not in next(r for r in before.results if r.id == claim).scores
-
-
-def arjun_claim(services: Services, fact_id: str, prop: str, value: str, summary: str, source: str) -> str:
-    embedder = services.consolidation.deps.embedder
-    scope_id = services.scopes.resolve("acme", "root.chat").scope.scope_id
-    fact = Fact(tenant="acme", fact_id=fact_id, scope_id=scope_id, entity="Arjun", property=prop, value=value,
-                summary=summary, confidence=0.8, source_episode_ids=[source], valid_from=EARLY, created_at=LATE,
-                updated_at=LATE, reinforced_at=LATE, vector=embedder.embed([summary])[0].tolist(),
-                model_id=embedder.model_id)  # fmt: skip
-    services.store.put_facts([fact])
-    services.consolidation.deps.indexer.index_facts([fact])
-    return fact_id
 
 
 def test_a_claim_drawn_from_a_superseded_turn_is_superseded_of_that_subject(services: Services) -> None:
@@ -101,8 +90,11 @@ def test_a_claim_drawn_from_a_superseded_turn_is_superseded_of_that_subject(serv
                 occurred_at=EARLY)  # fmt: skip
     reorg = "Reorg day. Our whole team sits under Lena Okonkwo in Data Platform, great first chat."
     then = say(services, "Arjun", reorg, occurred_at=LATE)
-    manager = arjun_claim(services, "fa_manager", "manager", "Fiona Mackay", "Arjun's manager is Fiona Mackay.", first)
-    office = arjun_claim(services, "fa_office", "based in", "Leeds", "Arjun is based in Leeds.", first)
+    said = ("Arjun", "manager", "Fiona Mackay", "Arjun's manager is Fiona Mackay.")
+    manager = put_claim(services, "fa_manager", said, first, EARLY, LATE)
+    office = put_claim(
+        services, "fa_office", ("Arjun", "based in", "Leeds", "Arjun is based in Leeds."), first, EARLY, LATE
+    )
     asked = recall(services, "Who does Arjun answer to at work?").results
     shown = {r.id: r for r in asked}
     assert asked[0].id == then

@@ -610,8 +610,8 @@ def _no_fresher_than_sources(run: Run) -> None:
             continue
         source = drawn_from(run, candidate)
         band = [turn for turn in turns if source.score < turn.score < candidate.score]
-        if source is candidate or not band:
-            continue  # its turn is not among the candidates, or nothing ranks between the two
+        if not band:
+            continue  # nothing ranks between the claim and its turn (or that turn is not among the candidates)
         whose, claim = changes.owners(fact) - {changes.UNKNOWN}, changes.said(fact)
         passed = [
             turn
