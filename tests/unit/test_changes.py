@@ -190,6 +190,16 @@ def test_the_capital_that_opens_a_sentence_names_no_new_value() -> None:
     assert changes.update_reason(moved, reply, 0.3, topical=True) is None
 
 
+def test_a_common_word_contracted_where_a_sentence_opens_is_no_value() -> None:
+    """A sentence may open on "What's", "She's", "We're" or "Doesn't": they name no one. A possessive does."""
+    assert changes.values("What's a good school bag? She's at Woodlands now.") == {"woodlands"}
+    assert changes.values("We're off. Doesn't matter, Greg left. You've got mail.") == {"greg"}
+    assert changes.values("Dad's van, Kofi's school.") == {"dad's", "kofi's"}
+    school = turn("Long day. First day of reception at Holmfield Primary and Maisie marched in without looking back.")
+    card = turn("Little Acorns sent Maisie a card, so sweet. What's a good thank-you gift for a nursery key worker?")
+    assert changes.update_reason(school, card, 0.4, present=True, topical=True) is None  # the old nursery's echo
+
+
 def test_a_grade_is_a_value_of_a_role_even_where_a_sentence_starts_with_it() -> None:
     junior = turn("I'm a junior analyst at Kestrel Bank, mostly fraud reports.")
     senior = turn("Great review, I got the step up. Senior analyst from this month.")

@@ -331,9 +331,16 @@ def _values(text: str) -> frozenset[str]:
     names = {m[0].lower() for m in re.finditer(r"[\w'-]+", text) if m[0][:1].isupper()}
     lowered = set(words(text))
     plain = names - COMMON - STOPWORDS - FILLER - TITLES - NUMBER_WORDS  # "Is that allowed?", "Dr" Nwosu: no name
-    found = {n for n in plain if not n.startswith("i'") and (n in CALENDAR or not n.endswith(VERBAL))}
+    found = {n for n in plain if not _contracted(n) and (n in CALENDAR or not n.endswith(VERBAL))}
     numbers = {m[0].rstrip(".,:") for m in NUMBER.finditer(text)} | numbers_told(text, lowered)
     return frozenset(found | numbers | (lowered & VALUE_WORDS))
+
+
+def _contracted(word: str) -> bool:
+    """A common word contracted ("What's", "She's", "We're", "Doesn't", "I've"), capitalised where it opens a
+    sentence: no name. A name's possessive ("Dad's", "Kofi's") stays one."""
+    base, _, rest = word.partition("'")
+    return bool(rest) and (base == "i" or base in COMMON or base in STOPWORDS or word.endswith("n't"))
 
 
 ONE_AS_PRONOUN = re.compile(  # "a firm one", "the one I use", "this one", "no one", "one of them": no amount
