@@ -200,6 +200,17 @@ def test_a_common_word_contracted_where_a_sentence_opens_is_no_value() -> None:
     assert changes.update_reason(school, card, 0.4, present=True, topical=True) is None  # the old nursery's echo
 
 
+def test_what_others_did_to_the_speaker_is_about_the_speaker() -> None:
+    """The speaker's change, whoever made it ("they've moved me"); "slipped up" is a mistake, no change."""
+    bumped = turn("The clinic rang, so I've been bumped to 22 October.")
+    bumped = bumped.model_copy(update={"session_id": "s1"})
+    moved = turn("They've moved me yet again. It's 5 November at 11:15 with a different physio.")
+    moved = moved.model_copy(update={"session_id": "s2", "occurred_at": AT + timedelta(days=20)})
+    assert changes.update_reason(bumped, moved, 0.6, present=True)
+    assert changes.read("I slipped up at lunch and called her Gwen. Mortifying.").cue is None
+    assert changes.read("The launch slipped to May.").cue == "slipped"
+
+
 def test_a_grade_is_a_value_of_a_role_even_where_a_sentence_starts_with_it() -> None:
     junior = turn("I'm a junior analyst at Kestrel Bank, mostly fraud reports.")
     senior = turn("Great review, I got the step up. Senior analyst from this month.")

@@ -37,6 +37,7 @@ FOR_ME = re.compile(  # someone else's doing, to the speaker: "they offered me t
     r"\b(?:offer(?:ed|s)?|gave|give[sn]?|giving|paid|pay(?:s|ing)?|promoted|hired|moved|put|raised|transferred|"
     r"signed|took on|taken on|made|switched|upgraded|bumped)\s+(?:me|us)\b"
 )
+OFFER = re.compile(r"\boffer(?:ed|s)?\b")  # an offer is the speaker's to take or turn down: "offered us the 19th"
 
 # Change language, both directions. ENDS end or replace a value: they change a subject with many values too.
 ENDS = re.compile(
@@ -61,7 +62,7 @@ CHANGES = re.compile(  # a change said as such: enough beside a subject the earl
     r"upped|put (?:[\w-]+ ){0,2}up(?! with)|doubled|halved|tripled|rises?|hiked|"
     r"lowered|promoted|transferred|"
     r"joined|hired|became|become|back to|returned|went (?:vegan|vegetarian|back)|adopted|took up|taking up|"
-    r"signed (?:[\w-]+ ){0,2}(?:up|with|for|on)|enrolled|renamed|got (?:married|engaged)|slip(?:s|ped)|bought|"
+    r"signed (?:[\w-]+ ){0,2}(?:up|with|for|on)|enrolled|renamed|got (?:married|engaged)|slip(?:s|ped)(?! up)|bought|"
     r"offered (?:me|him|her|them|us)|accepted|got the job|took the job|"
     r"(?:put|wants?|has|have) (?:me|him|her|them|us) (?:on(?:to)?|at))\b"
 )
@@ -239,8 +240,8 @@ def _owners(speaker: str | None, text: str, slot: str | None) -> frozenset[str]:
     for clause in read(text).clauses:
         after_someone, before = before not in (IMPLIED, SPEAKER, UNKNOWN, THING), clause.subject
         if clause.said and (slot is None or slot in clause.slots):
-            if speaker and slot in clause.mine:
-                found.add(speaker)
+            if speaker and (slot in clause.mine or clause.done_to_me):
+                found.add(speaker)  # "my phone"; "they've moved me (to 5 November)"
             subject = clause.subject or (SPEAKER if speaker not in NOTE_TAKERS else IMPLIED)
             if subject == THING and speaker and speaker not in NOTE_TAKERS and not after_someone:
                 found.add(speaker)  # "The agent put the rent up": the speaker's thing, unless it follows someone's
@@ -267,6 +268,7 @@ class Clause:
     values: frozenset[str]
     change: str | None  # change words said in it, ENDS or CHANGES
     said: bool  # it says something (two meaningful words or more)
+    done_to_me: bool = False  # someone else's doing to the speaker, not an offer: "they've moved me to 5 November"
 
 
 @dataclass(frozen=True)
@@ -420,6 +422,7 @@ def read(text: str) -> Reading:
                 values=_values(part),
                 change=change[0] if change else None,
                 said=len(set(words(part)) - STOPWORDS - FILLER) > 1,
+                done_to_me=for_me and not OFFER.search(low),
             )
         )
     cues = [m for pattern in (ENDS, CHANGES, WEAK) for m in pattern.finditer(lowered)]

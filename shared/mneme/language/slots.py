@@ -75,7 +75,7 @@ SLOTS: tuple[Slot, ...] = (
           "one-on-ones?", "retros?", "lessons?", "classes", flags="numeric thing"),
     _slot("deadline", "deadline", "due", "launch", r"go(?:es|ing)?[- ]live", "went live", "(?:release|new|target) date",
           "delivery", "cutover",
-          "ship(?:s|ping)?", "slip(?:s|ped)?", r"postpon\w*", r"delay\w*", "pushed", "brought forward",
+          "ship(?:s|ping)?", "slip(?:s|ped)?(?! up)", r"postpon\w*", r"delay\w*", "pushed", "brought forward",
           "moved (?:up|back)", flags="numeric thing"),
     _slot("owner", "(?<!my )(?<!our )(?<!their )(?<!his )(?<!her )own(?:s|ed|er|ership)?", "in charge", "responsible",
           "lead(?:s|ing)? (?:the|on)", "runs the", r"hand(?:ed|ing|s)? (?:[\w-]+ ){0,4}(?:over|off)",
