@@ -207,6 +207,10 @@ def test_what_others_did_to_the_speaker_is_about_the_speaker() -> None:
     moved = turn("They've moved me yet again. It's 5 November at 11:15 with a different physio.")
     moved = moved.model_copy(update={"session_id": "s2", "occurred_at": AT + timedelta(days=20)})
     assert changes.update_reason(bumped, moved, 0.6, present=True)
+    wish = turn("Something like £32k would already feel like a win.")
+    offer = turn("Severnside Water offered me the junior data analyst job, at £37,000!")
+    offer = offer.model_copy(update={"session_id": "s2", "occurred_at": AT + timedelta(days=20)})
+    assert changes.update_reason(wish, offer, 0.3, present=True, topical=True) is None  # the offer's theirs, not done
     assert changes.read("I slipped up at lunch and called her Gwen. Mortifying.").cue is None
     assert changes.read("The launch slipped to May.").cue == "slipped"
 

@@ -402,7 +402,7 @@ def read(text: str) -> Reading:
     flat = " ".join(text.split())
     lowered = flat.lower()
     clauses = []
-    subject, for_me = IMPLIED, False
+    subject, for_me, done = IMPLIED, False, False
     for part in CLAUSE.split(flat):
         low = part.lower()
         before, subject = subject, _subject(part.strip(), subject)
@@ -410,6 +410,7 @@ def read(text: str) -> Reading:
         named = _touched(low, lowered)
         # someone else's doing to the speaker, in this clause or carried on ("offered me the job, at £37,000")
         for_me = subject != SPEAKER and (bool(FOR_ME.search(low)) or (for_me and subject == before))
+        done = for_me and not OFFER.search(low) and (done or bool(FOR_ME.search(low)))  # an offer's carried on too
         clauses.append(
             Clause(
                 subject=subject,
@@ -422,7 +423,7 @@ def read(text: str) -> Reading:
                 values=_values(part),
                 change=change[0] if change else None,
                 said=len(set(words(part)) - STOPWORDS - FILLER) > 1,
-                done_to_me=for_me and not OFFER.search(low),
+                done_to_me=done,
             )
         )
     cues = [m for pattern in (ENDS, CHANGES, WEAK) for m in pattern.finditer(lowered)]
