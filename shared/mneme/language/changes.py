@@ -410,7 +410,7 @@ def read(text: str) -> Reading:
         named = _touched(low, lowered)
         # someone else's doing to the speaker, in this clause or carried on ("offered me the job, at £37,000")
         for_me = subject != SPEAKER and (bool(FOR_ME.search(low)) or (for_me and subject == before))
-        done = for_me and not OFFER.search(low) and (done or bool(FOR_ME.search(low)))  # an offer's carried on too
+        done = for_me and not OFFER.search(low) and (done or bool(FOR_ME.search(low)))  # nor what an offer carries on
         clauses.append(
             Clause(
                 subject=subject,
