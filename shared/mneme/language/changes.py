@@ -342,7 +342,7 @@ def _contracted(word: str) -> bool:
     """A common word contracted ("What's", "She's", "We're", "Doesn't", "I've"), capitalised where it opens a
     sentence: no name. A name's possessive ("Dad's", "Kofi's") stays one."""
     base, _, rest = word.partition("'")
-    return bool(rest) and (base == "i" or base in COMMON or base in STOPWORDS or word.endswith("n't"))
+    return bool(rest) and (base in COMMON or base in STOPWORDS or word.endswith("n't"))
 
 
 ONE_AS_PRONOUN = re.compile(  # "a firm one", "the one I use", "this one", "no one", "one of them": no amount
@@ -409,8 +409,9 @@ def read(text: str) -> Reading:
         change = ENDS.search(low) or CHANGES.search(low)
         named = _touched(low, lowered)
         # someone else's doing to the speaker, in this clause or carried on ("offered me the job, at £37,000")
-        for_me = subject != SPEAKER and (bool(FOR_ME.search(low)) or (for_me and subject == before))
-        done = for_me and not OFFER.search(low) and (done or bool(FOR_ME.search(low)))  # nor what an offer carries on
+        direct = FOR_ME.search(low) is not None
+        for_me = subject != SPEAKER and (direct or (for_me and subject == before))
+        done = for_me and not OFFER.search(low) and (done or direct)  # nor what an offer carries on
         clauses.append(
             Clause(
                 subject=subject,
