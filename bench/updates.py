@@ -38,7 +38,7 @@ once, over the `current` and `unchanged` cases) stating an earlier or only consi
 without being marked earlier (`since_changed`) or stale: facts not true as written. Not over `other-person` cases,
 whose wrong values are the other person's, true of them ("Joaquín lives in Valencia" when Marta is asked about).
 
-    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check19|all]
+    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check20|all]
         [--shape messages|session-time|all] [--consolidate] [--misses] [--case REGEX] [--json FILE]
 
 `dev/` is for tuning; `check/` was written after it with other wording, topics and people, and is never
@@ -107,8 +107,12 @@ other words, implied and in passing, echoes, filler; the untouched measure until
 morning): its misses may be read from then on.
 `check19/` was written on 7 Dec 2026 (morning) blind (names start `c19-`), before check18's misses were read: 56
 cases, 35 a chat between a user and an assistant, 21 with two named people, 9 with agent notes, 10 answers, changes
-in other words, implied and in passing, successive, reverted and partial changes, echoes, filler; never read or tuned
-on: the untouched measure.
+in other words, implied and in passing, successive, reverted and partial changes, echoes, filler; the untouched
+measure until check20 was written (7 Dec 2026, second session).
+`check20/` was written on 7 Dec 2026 (second session) blind (names start `c20-`), before anything of this session was
+measured: 54 cases, 48 a chat between a user and an assistant, 6 with two named people, 8 with agent notes, 16 of
+three or four sessions, 6 long days, changes in other words, implied and in passing, successive, reverted and partial
+changes, considered changes and rumours, echoes; never read or tuned on: the untouched measure.
 MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's.
 
 Case file format (several cases a file; blank lines and other '#' lines are comments):
@@ -166,6 +170,7 @@ PARTS = (
     "check17",
     "check18",
     "check19",
+    "check20",
 )
 SHAPES = ("messages", "session-time")
 KINDS = ("current", "past", "other-person", "unchanged")
