@@ -219,3 +219,22 @@ def test_a_changed_claim_weighs_less_for_the_present_and_in_full_for_a_question_
     for query in ("Where did Aiko work before?", "Where did Aiko start working?"):
         then = scored(query)
         assert "stale" not in then and then["lifecycle"] == now["lifecycle"], (query, then)
+
+
+def test_a_change_a_later_turn_calls_off_leaves_the_claim_standing(services: Services, clock: Any) -> None:
+    # Given a claim consolidated from a first conversation
+    say(services, "s1", ("Ines", "I live in Leeds, near the station."), ("Sam", "Handy!"), occurred_at=clock.now())
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    # And weeks later a move, then before the next run the move called off
+    clock.advance(days=40)
+    moved = "We finally moved house last week, the boxes are everywhere."
+    say(services, "s2", ("Ines", moved), occurred_at=clock.now())
+    clock.advance(days=3)
+    say(services, "s3", ("Ines", "The house move fell through after all, we're staying put."), occurred_at=clock.now())
+    settle(services, clock)
+    # When consolidation runs again
+    run = services.consolidation.start(WRITER, None)
+    # Then the claim stands: the change it would have been marked by was called off
+    leeds = claims(services)["Ines lives in Leeds."]
+    assert (leeds.changed_by, leeds.stale, run.counter("commit", "changed")) == (None, False, 0)

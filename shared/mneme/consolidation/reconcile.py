@@ -17,7 +17,7 @@ import numpy as np
 
 from mneme.consolidation.batch import Batch, Decision, Deps, Working
 from mneme.consolidation.windows import partition
-from mneme.language import changes
+from mneme.language import changes, reverts
 from mneme.language.grounding import confidence
 from mneme.models import Episode, session_position
 from mneme.records import Contradiction, Fact, Proposal, derived_id, is_claim, norm
@@ -194,12 +194,10 @@ def changed(deps: Deps, batch: Batch, work: Working, facts: dict[str, Fact], now
     stale from then; recall ranks that turn above the claim and says so. A turn of another partition never
     changes a claim (`partition_keys`). Words first, then the cosine of the stored vectors, as recall does;
     with no question to say what is asked, the turn must say it changes something ("moved", "left", "new"):
-    "Deploys move to Tuesdays after the billing cutover" names no change of the migration's deadline."""
-    turns = [
-        e
-        for e in sorted(work.episodes(batch.episode_ids).values(), key=lambda e: (session_position(e), e.episode_id))
-        if (reading := changes.read(changes.statement(e))).cue or reading.ends
-    ]
+    "Deploys move to Tuesdays after the billing cutover" names no change of the migration's deadline. A change a later
+    turn of the batch calls off ("Rang up to cancel … so we're staying put") marks nothing."""
+    said = sorted(work.episodes(batch.episode_ids).values(), key=lambda e: (session_position(e), e.episode_id))
+    turns = [e for e in said if (reading := changes.read(changes.statement(e))).cue or reading.ends]
     standing = [
         f
         for f in facts.values()
@@ -227,7 +225,16 @@ def changed(deps: Deps, batch: Batch, work: Working, facts: dict[str, Fact], now
         if any(partition(e, keys) != partition(turn, keys) for e in held):
             continue
         similarity = float(np.dot(np.asarray(fact.vector, dtype=np.float32), np.asarray(vector, dtype=np.float32)))
-        if changes.update_reason(fact, turn, similarity):
+        if changes.update_reason(fact, turn, similarity) and not _undone(turn, fact, said, keys):
             update = {"changed_by": turn.episode_id, "changed_at": turn.occurred_at, "stale": True, "updated_at": now}
             marked[fact.fact_id] = fact.model_copy(update=update)
     return marked
+
+
+def _undone(change: Episode, fact: Fact, said: list[Episode], keys: list[str]) -> bool:
+    """A turn after `change` (`said` is the batch in order), of its partition, calls it off (`reverts.undoes`):
+    `fact` stands."""
+    after = said[said.index(change) + 1 :]
+    return any(
+        reverts.undoes(change, later, fact) for later in after if partition(later, keys) == partition(change, keys)
+    )
