@@ -431,6 +431,19 @@ def test_a_change_of_no_named_subject_may_answer_a_question_about_another() -> N
     assert changes.update_reason(course, moved, 0.3, present=True, topical=True, asked=asked, about=about) is None
 
 
+def test_a_question_whether_to_change_changes_nothing() -> None:
+    broadband = turn("Our broadband is Skerrynet and it drops out every evening.")
+    offer = "FibreLoop are offering 900Mb for £28 a month. Should I switch broadband provider to FibreLoop?"
+    assert changes.update_reason(broadband, turn(offer), 0.8, present=True) is None
+    assert changes.update_reason(broadband, turn("Is it worth switching broadband to FibreLoop?"), 0.8) is None
+    done = turn("Switched broadband provider to FibreLoop last week. Should I send the old router back?")
+    assert changes.update_reason(broadband, done, 0.8, present=True)
+    diet = turn("I'm pescatarian, fish yes, meat no.")
+    wondering = turn("My partner has just gone vegan, and I'm wondering whether to go vegan too.")
+    assert changes.read(wondering.content).hedged
+    assert changes.update_reason(diet, wondering, 0.8, present=True) is None
+
+
 def test_a_change_called_off_undoes_it() -> None:
     switch = turn("Signed up with Zen for broadband yesterday, half the price of Virgin.")
     assert reverts.undoes(switch, turn("Changed my mind and cancelled Zen, we're staying with Virgin after all."))
@@ -618,6 +631,7 @@ def test_values_alone_are_what_the_reading_names(text: str) -> None:
         "Reorg announced and we're not in it: nothing changes for us.",
         "The new one is fast but the debugger is half-baked. Uninstalled it, I'm sticking with what I had.",
         "I thought about it and decided not to bother the GP. What I have works, so I'm leaving it alone.",
+        "Tried it for a week and I missed fish far too much, so that's a no from me.",
     ],
 )
 def test_a_change_only_considered_and_called_off_is_no_change(later: str) -> None:
@@ -631,6 +645,7 @@ def test_a_change_only_considered_and_called_off_is_no_change(later: str) -> Non
     assert reverts.undoes(rumour, turn("Emailed the fund office about the deadline: no extension, the date stands."))
     assert not nochange.called_off("gave up on the gym in may, it's the climbing wall for me.")  # a change: it ended
     assert not nochange.called_off("not any more. i joined the table bay pacers. thabo's stayed loyal.")  # his
+    assert not nochange.called_off("i'm leaving the bank in may, i've not been switching off at night.")
 
 
 def test_swapping_one_for_another_is_a_change() -> None:

@@ -79,3 +79,18 @@ def test_a_call_off_that_says_little_is_read_beside_the_change_it_calls_off(serv
     assert recall(services, question).results[0].id == first
     stands = time_trace(services, question)["stands"]
     assert stands["id"] == first and stands["called_off_by"] == off
+
+
+def test_a_call_off_that_names_what_stays_ranks_above_the_change_considered(services: Services) -> None:
+    """ "Should I switch?" is no change, so nothing is undone; the call-off names the network that stays and outranks
+    the quote, which shares more of the question's words."""
+    say(services, "Kofi", "Kofi here, on Tidewave mobile, £12 a month SIM-only.", occurred_at=JANUARY, session_id="s1")
+    quote = say(services, "Kofi", "Orbit Mobile sent me a mobile network quote: £9 a month for 100GB with 5G. Should I"
+                " switch mobile network to Orbit Mobile?", occurred_at=MARCH, session_id="s2")  # fmt: skip
+    off = say(services, "Kofi", "Decided to stay put. When I rang to leave, Tidewave matched it at £10 with unlimited"
+              " data.", occurred_at=MAY, session_id="s3")  # fmt: skip
+    question = "Which mobile network is Kofi on?"
+    ids = [r.id for r in recall(services, question).results]
+    assert ids.index(off) < ids.index(quote)
+    stands = time_trace(services, question)["stands"]
+    assert stands["id"] == off and stands["over"] == quote and stands["called_off_by"] == off

@@ -72,10 +72,12 @@ WEAK = re.compile(  # words that often come with a change but also without one: 
 )
 HEDGE = re.compile(
     r"\b(?:might|maybe|perhaps|thinking (?:of|about)|considering|if|would|could|planning to|going to|"
-    r"want(?:s|ed)? to|hoping|hope to|tempted|debating|not sure|rumou?r|apparently|probably|possibly|likely|not yet|"
+    r"want(?:s|ed)? to|hoping|hope to|tempted|debating|wondering|not sure|rumou?r|apparently|probably|possibly|"
+    r"likely|not yet|"
     r"discuss(?:ed|es|ing)?|talk(?:ed|ing)? (?:about|of)|propos(?:ed|es|ing|al)|suggest(?:ed|s|ing|ion)|floated|"
     r"trial(?:l?ing|l?ed)?|trying (?:out )?|testing (?:out )?|looking (?:at|for|into|around))\b"
 )  # talk of a change is no change: "owners discussed opening on Sundays"; nor is a trial: "trialling Marriage's"
+WHETHER = re.compile(r"\b(?:(?:should|shall) (?:i|we)|is it worth)\b")  # "Should I switch broadband to FibreLoop?"
 ADDS = re.compile(  # one more of something; not time added to a date ("review added a week": a delay)
     r"\b(?:too|also|as well|another|second|third|one more|extra|added(?! (?:a|an|one|two|three) (?:days?|weeks?|"
     r"fortnight|months?))|plus)\b"
@@ -306,9 +308,10 @@ def _my(lowered: str, at: int) -> bool:
 
 def _hedged(flat: str, clauses: list[Clause]) -> bool:
     """A maybe, a plan or a wish where the change is said: in a clause that says a change, or anywhere when
-    none does ("moved to Brighton on Saturday, I can see the pier if I lean out" is no maybe)."""
-    parts = [part for part, clause in zip(CLAUSE.split(flat), clauses, strict=True) if clause.change]
-    return any(HEDGE.search(part.lower()) for part in parts or [flat])
+    none does ("moved to Brighton on Saturday, I can see the pier if I lean out" is no maybe); or a change
+    only asked about ("Should I switch to FibreLoop?", not "Saigon Kitchen's my go-to. What should I order?")."""
+    parts = [part.lower() for part, clause in zip(CLAUSE.split(flat), clauses, strict=True) if clause.change]
+    return any(HEDGE.search(part) for part in parts or [flat.lower()]) or any(WHETHER.search(part) for part in parts)
 
 
 JOB = frozenset({"employer", "role"})

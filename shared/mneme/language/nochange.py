@@ -38,7 +38,8 @@ CALLED_OFF = re.compile(  # a change considered and called off: "gave up on swit
     r"\b(?:nobody|no one)(?:'s| is) (?:moving|changing|going anywhere)\b|\bno extension\b|"
     r"\b(?:date|deadline|plan|price|offer|booking) stands\b|\b(?:i|we)(?:'m| am|'re| are)? stay(?:ed|ing)? loyal\b|"
     r"\b(?:keep(?:ing|s)?|stick(?:ing|s)? with) what (?:i|we)(?:'ve| have| had|'d)(?: got)?\b|"
-    r"\bnothing(?:'s| is)? chang(?:es|ing) for\b"
+    r"\bnothing(?:'s| is)? chang(?:es|ing) for\b|"
+    r"\b(?:that's|it's|that is|it is) a no\b|\ba no from (?:me|us)\b"  # "missed fish too much, so that's a no from me"
 )
 
 

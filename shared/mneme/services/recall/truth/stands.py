@@ -11,8 +11,12 @@ it calls off: what its speaker asked or hedged before it in its conversation, `_
 and none the call-off names but what the question names, considering, asking or planning nothing, and of no change
 read, ranks just above the best (`scores.stands`): the value that stands. The earliest, because the change
 considered may be stated as plainly as the first ("Riverside Medical Centre is taking new patients"); a change that
-happened in between was read as one, and its statements are left out. It only reorders what recall found and
-marks nothing.
+happened in between was read as one, and its statements are left out.
+
+When there is none and the best answer is the change considered itself, asked or hedged by the call-off's speaker
+before it, while the call-off names a value it does not ("Orbit Mobile sent me a quote … Should I switch?" …
+"Decided to stay put, Tidewave matched it at £10"), the call-off itself ranks just above it (`_keeps`). Either way
+the rule only reorders what recall found and marks nothing.
 """
 
 from __future__ import annotations
@@ -54,13 +58,28 @@ def first_stands(run: Run, read: list[dict[str, object]]) -> dict[str, object] |
             and _states(theirs, called)
         ]
         found = _of_kind(run, [off, *_considered(ranked, off, said)], kin) if kin else []
+        if not found and _keeps(top, off, said, called):
+            found = _of_kind(run, [top], [off])  # the call-off names what stays: "Tidewave matched it at £10"
         if found:
             first, similarity = min(found, key=lambda pair: said_at(pair[0]))
             if first is top:
                 return None
-            trace = above(first, top, "stands", similarity)
-            return {**trace, "called_off_by": off.id}
+            return {**above(first, top, "stands", similarity), "called_off_by": off.id}
     return None
+
+
+def _keeps(top: Candidate, off: Candidate, said: changes.Said, called: frozenset[str]) -> bool:
+    """The best answer is its speaker's change only considered ("Orbit sent me a quote: £9 a month. Should I
+    switch?"), said before the call-off, which names a value it does not: the one that stays ("Decided to stay put,
+    Tidewave matched it at £10")."""
+    considered = _episode(top)
+    return (
+        considered is not None
+        and considered.speaker == said.speaker
+        and said_at(top) < said_at(off)
+        and ("?" in considered.text or considered.reading.hedged)
+        and bool(called - considered.reading.values - changes.openers(said.text))
+    )
 
 
 def _of_kind(run: Run, references: list[Candidate], kin: list[Candidate]) -> list[tuple[Candidate, float]]:
