@@ -288,6 +288,27 @@ def test_going_back_to_an_earlier_value_is_a_return_to_it() -> None:
     assert reverts.returns_to(own, turn("Okonkwo-Baird on the letters, as before.")) is None  # no return said
 
 
+@pytest.mark.parametrize(
+    ("text", "back"),
+    [
+        ("Cancelled the climbing wall and rejoined my old club, same £30 a month.", True),
+        ("The invoices go back to the old template from next week.", True),
+        ("My old landlord is back in charge of the building since the sale fell through.", True),
+        ("Got my own car back from the garage on Friday.", True),
+        ("Tried oat milk for a month. Honestly I'm happier as I was.", True),
+        ("We moved the servers back to the region they came from.", True),
+        ("The old kettle went back to the shop this morning.", False),  # the old thing sent back
+        ("The address stays as it was.", False),  # a part that stays
+        ("As I was saying, the old one is fine.", False),
+        ("It's back to the old days of paper timesheets.", False),  # "the old days": like then
+        ("Is my old club back open?", False),  # asked
+        ("I moved to Leeds.", False),
+    ],
+)
+def test_a_return_to_what_was_before_may_leave_it_unnamed(text: str, back: bool) -> None:
+    assert reverts.goes_back(text) is back
+
+
 def test_events_and_promises_name_other_values_without_changing_how_things_are() -> None:
     month_on = {"occurred_at": AT + timedelta(days=30)}
     game = turn("My go-to board game is Catan.")

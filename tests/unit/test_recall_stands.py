@@ -94,3 +94,41 @@ def test_a_call_off_that_names_what_stays_ranks_above_the_change_considered(serv
     assert ids.index(off) < ids.index(quote)
     stands = time_trace(services, question)["stands"]
     assert stands["id"] == off and stands["over"] == quote and stands["called_off_by"] == off
+
+
+@pytest.mark.parametrize(
+    "back",
+    [
+        "The new tool can't do time tracking, so everything moves back to the old board on Monday.",
+        "Asana's gone. We're back on the old board, and honestly it's a relief.",
+    ],
+)
+def test_a_return_to_the_value_before_a_change_ranks_that_value_first(services: Services, back: str) -> None:
+    """The return names no tool, and "back" reads as a change of the first statement; the first statement holds again:
+    it ranks first and is not marked as changed, the return just below it."""
+    first = say(services, "Kofi", "Our team tracks every task on a Trello board, one column per client.",
+                occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    say(services, "Kofi", "We've moved the team's task tracking to Asana, the import went fine.", occurred_at=MARCH,
+        session_id="s2")  # fmt: skip
+    returned = say(services, "Kofi", back, occurred_at=MAY, session_id="s3")
+    question = "Which tool does Kofi's team track tasks in?"
+    results = recall(services, question).results
+    assert results[0].id == first and results[0].since_changed is None
+    trace = time_trace(services, question)["returned"]
+    assert trace["id"] == first and trace["returned_by"] == returned
+
+
+def test_a_return_the_later_statement_rule_raised_still_gives_way_to_what_it_returns_to(services: Services) -> None:
+    """No change is read of "happier as I was", so the later-statement rule raises it over the first statement as a
+    later word of the same kind; it says no diet, and the first statement, which it returns to, ranks above it."""
+    first = say(services, "user", "I've been vegetarian for eight years and I'm bored. Any high-protein lunch that"
+                " isn't beans?", occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    say(services, "user", "I'm thinking about trying a vegan month. What would I be missing without eggs and dairy?",
+        occurred_at=MARCH, session_id="s2")  # fmt: skip
+    returned = say(services, "user", "Lasted twelve days without cheese. I'm happier as I was, the eggs and cheese"
+                   " are back in the fridge. Any ideas for a halloumi dinner?", occurred_at=MAY,
+                   session_id="s3")  # fmt: skip
+    question = "What diet does the user follow?"
+    assert recall(services, question).results[0].id == first
+    trace = time_trace(services, question)
+    assert trace["later"]["id"] == returned and trace["returned"]["id"] == first

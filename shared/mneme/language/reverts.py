@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from mneme.language import nochange
-from mneme.language.changes import NUMBER_WORDS, Said, openers, said, same_subject
+from mneme.language.changes import NUMBER_WORDS, Said, openers, said, same_subject, sentences, told
 from mneme.models import Episode
 from mneme.records import Fact
 
@@ -30,6 +30,27 @@ def returns_to(earlier: Episode | Fact | Said, later: Episode | Fact | Said) -> 
     if new.asks or new.hedged or not named or not same_subject(before, after):
         return None
     return f"back to {sorted(named)[0]}"
+
+
+# a return to what was before, without naming it: "rejoined my old gym", "back to my usual alarm", "put the cluster
+# back in the region it came from", "my old boss is back", "got my own bike back", "I'm happy as I was"; not the old
+# thing sent back ("the old router went back in the post"), nor a part that stays ("the email stays as it was")
+_BEFORE = (
+    r"(?:(?:my|our|his|her|their|its|the) (?:old|own|usual|previous|original|former|regular)\b"
+    r"(?! (?:days|times|self)\b)|(?:it|they) came from\b)"  # not "the old days": like then
+)
+GOES_BACK = re.compile(
+    rf"\b(?:back|again|rejoined|returned to|reverted to|restored)\b.*\b{_BEFORE}"
+    rf"|\b{_BEFORE}(?: [\w-]+){{0,3}} (?:is|are)(?: \w+)? back\b"
+    rf"|\b(?:got|get|getting|have|has|had) {_BEFORE}(?: [\w-]+){{0,3}} back\b"
+    r"|\bas (?:i|we) (?:was|were)\b(?! \w+ing)"  # not "as I was saying"
+)
+
+
+def goes_back(text: str) -> bool:
+    """A sentence it tells goes back to what was before without naming it: what the change it ends had replaced
+    holds again (recall's `truth.stands.first_returned`)."""
+    return any(GOES_BACK.search(sentence) for sentence in sentences(told(text).lower()))
 
 
 UNDONE = re.compile(rf"{nochange.CALLED_OFF.pattern}|\bcancel(?:l?ed|l?ing|s)\b")  # or "the move's cancelled"

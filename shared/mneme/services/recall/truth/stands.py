@@ -17,13 +17,17 @@ When there is none and the best answer is the change considered itself, asked or
 before it, while the call-off names a value it does not ("Orbit Mobile sent me a quote … Should I switch?" …
 "Decided to stay put, Tidewave matched it at £10"), the call-off itself ranks just above it (`_keeps`). Either way
 the rule only reorders what recall found and marks nothing.
+
+A return to what was before, said without naming it ("rejoined my old gym", "everything moves back to the old
+tracker"), is the other way a first statement stands again (`first_returned`): its speaker's earliest statement of a
+value among the best answers or of the same kind ranks first and is no longer marked as changed.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mneme.language import changes, nochange
+from mneme.language import changes, nochange, reverts
 from mneme.language.text import meaningful_words
 from mneme.models import Episode
 from mneme.services.recall.run import pair_cosine, stored_vectors
@@ -65,6 +69,48 @@ def first_stands(run: Run, read: list[dict[str, object]]) -> dict[str, object] |
             if first is top:
                 return None
             return {**above(first, top, "stands", similarity), "called_off_by": off.id}
+    return None
+
+
+def first_returned(run: Run, later: dict[str, object] | None) -> dict[str, object] | None:
+    """The earliest statement of what a return goes back to, raised just above the best answer
+    (`scores.returned`) and no longer marked as changed: which, over which, `returned_by` which, at what cosine;
+    None when there is none. A return says what it goes back to without naming it ("rejoined my old gym", "my
+    old boss is back", "the pipelines go back to the old build server": `reverts.goes_back`), so it outranks the
+    statement that names the value, which holds again, and which the change words of the return ("back to",
+    "instead") may have read as changed by it. For a return among the LATER_WINDOW best answers, hedging nothing: the
+    earliest statement of its speaker's (or an agent's note or an assistant's recap) said in an earlier conversation,
+    naming a value and asking nothing, that is among the best answers or of the same kind (cosine at least LATER_KIND
+    with the return, scoring at least LATER_SHARE of the best). `later`: what the later-statement rule raised
+    (`later.later_first`), if anything; then only a return it raised is read ("Lasted eleven days vegan, I'm happier
+    as I was" raised over "I've been vegetarian for years")."""
+    ranked = sorted(run.candidates.values(), key=lambda c: (-c.score, c.id))
+    best = ranked[:LATER_WINDOW]
+    for back in best:
+        if not isinstance(back.record, Episode) or back.changed is not None or (later and later["id"] != back.id):
+            continue
+        said = changes.said(back.record)
+        if said.reading.hedged or not reverts.goes_back(said.text):
+            continue
+        kin = [
+            one
+            for one in ranked
+            if one.score >= LATER_SHARE * ranked[0].score
+            and isinstance(one.record, Episode)
+            and after(one, back)
+            and changes.speaker(one.record) in {said.speaker, None, "assistant"}
+            and _was(changes.said(one.record))
+        ]
+        vectors = stored_vectors(run, [back, *kin])
+        found = [
+            (one, cosine) for one in kin if (cosine := pair_cosine(vectors, one, back)) >= LATER_KIND or one in best
+        ]
+        if found:
+            first, similarity = min(found, key=lambda pair: said_at(pair[0]))
+            if first is ranked[0]:
+                return None
+            first.changed = None  # what was gone back to holds again
+            return {**above(first, ranked[0], "returned", similarity), "returned_by": back.id}
     return None
 
 
@@ -119,6 +165,12 @@ def _episode(candidate: Candidate) -> changes.Said | None:
 def _calls_off(said: changes.Said) -> bool:
     """Its told sentences call a change off, and it hedges nothing."""
     return nochange.called_off(changes.told(said.text).lower()) and not said.reading.hedged
+
+
+def _was(said: changes.Said) -> bool:
+    """It names a value as how things were: no maybe, plan or question only."""
+    named = said.reading.values - changes.by_place(said.text) - changes.openers(said.text)
+    return bool(named) and not said.reading.asks
 
 
 def _states(said: changes.Said, called: frozenset[str]) -> bool:
