@@ -309,6 +309,25 @@ def test_a_return_to_what_was_before_may_leave_it_unnamed(text: str, back: bool)
     assert reverts.goes_back(text) is back
 
 
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("Back to plain Earl Grey, the herbal stuff was grim.", {"earl", "grey"}),
+        ("The Halden Lumo is back on my bedside table.", {"halden", "lumo"}),
+        ("Nurse visits back to Tuesdays from next week.", {"tuesdays"}),
+        ("The new name didn't stick, so it's Dervla again.", {"dervla"}),
+        ("I handed my Riverside folder back in January.", set()),  # the thing handed back
+        ("I miss the harbour lights back in Portlenna.", set()),  # of the past
+        ("It's back to the old days with Rahul.", set()),  # a name, not beside the return
+        ("Might go back to Earl Grey one day.", set()),  # a maybe
+        ("We got back on Friday, still sandy.", set()),  # the day of a return from somewhere
+        ("I went back to five-a-side on Tuesday.", set()),  # a day after the name
+    ],
+)
+def test_a_return_names_the_value_beside_it(text: str, named: set[str]) -> None:
+    assert reverts.named_back(changes.said(turn(text))) == named
+
+
 def test_events_and_promises_name_other_values_without_changing_how_things_are() -> None:
     month_on = {"occurred_at": AT + timedelta(days=30)}
     game = turn("My go-to board game is Catan.")

@@ -132,3 +132,18 @@ def test_a_return_the_later_statement_rule_raised_still_gives_way_to_what_it_ret
     assert recall(services, question).results[0].id == first
     trace = time_trace(services, question)
     assert trace["later"]["id"] == returned and trace["returned"]["id"] == first
+
+
+def test_a_return_that_names_the_value_beside_it_ranks_first(services: Services) -> None:
+    """ "The Halden Lumo is back" names the e-reader it returns to, which Kofi named before: it is how things are now,
+    above the change it ends, which shares as many of the question's words."""
+    say(services, "Kofi", "I read all my e-books on a Halden Lumo e-reader, the battery lasts weeks.",
+        occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    say(services, "Kofi", "I've started reading my e-books on my Pavo tablet instead. Any good apps for e-books?",
+        occurred_at=MARCH, session_id="s2")  # fmt: skip
+    back = say(services, "Kofi", "The tablet kept me awake at night, so the Halden Lumo is back on my bedside table.",
+               occurred_at=MAY, session_id="s3")  # fmt: skip
+    question = "What does Kofi read e-books on?"
+    assert recall(services, question).results[0].id == back
+    trace = time_trace(services, question)["returned"]
+    assert trace["id"] == back and trace["returned_by"] == back

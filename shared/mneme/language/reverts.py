@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from mneme.language import nochange
-from mneme.language.changes import NUMBER_WORDS, Said, openers, said, same_subject, sentences, told
+from mneme.language.changes import CALENDAR, NUMBER_WORDS, Said, openers, said, same_subject, sentences, told
 from mneme.models import Episode
 from mneme.records import Fact
 
@@ -51,6 +51,28 @@ def goes_back(text: str) -> bool:
     """A sentence it tells goes back to what was before without naming it: what the change it ends had replaced
     holds again (recall's `truth.stands.first_returned`)."""
     return any(GOES_BACK.search(sentence) for sentence in sentences(told(text).lower()))
+
+
+# a return that names what it goes back to, the name beside the return: "back to plain vegetarian", "back at
+# Dunhollow", "the Folio Glow is back", "Dervla again"; not "handed my folder back", "back in Portlenna", nor the day
+# of a return from somewhere ("got back on Friday") or what follows the name ("back to five-a-side on Tuesday")
+_NAME = r"(?!(?:on|in|at|from|for|after|last|this|next|since|until)\b)[\w'&-]+"
+NAMED_BACK = re.compile(
+    rf"\bback (?P<to>to|on|at|with) (?:(?:the|my|our|plain) )?(?P<after>{_NAME}(?: {_NAME}){{0,2}})"
+    r"|(?P<before>[\w'&-]+(?: [\w'&-]+){0,2}) (?:is|are) back\b|(?P<again>[\w'&-]+) again\b"
+)
+
+
+def named_back(said_: Said) -> frozenset[str]:
+    """The values a statement names beside a return to them ("so the Halden Lumo is back on my bedside table");
+    none when it asks or hedges."""
+    if said_.reading.asks or said_.reading.hedged:
+        return frozenset()
+    near: set[str] = set()
+    for found in NAMED_BACK.finditer(told(said_.text).lower()):
+        words = " ".join(group for group in found.group("after", "before", "again") if group).split()
+        near.update(word for word in words if found["to"] != "on" or word not in CALENDAR)
+    return (said_.reading.values & near) - openers(said_.text) - NUMBER_WORDS
 
 
 UNDONE = re.compile(rf"{nochange.CALLED_OFF.pattern}|\bcancel(?:l?ed|l?ing|s)\b")  # or "the move's cancelled"

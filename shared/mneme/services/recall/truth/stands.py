@@ -20,7 +20,8 @@ the rule only reorders what recall found and marks nothing.
 
 A return to what was before, said without naming it ("rejoined my old gym", "everything moves back to the old
 tracker"), is the other way a first statement stands again (`first_returned`): its speaker's earliest statement of a
-value among the best answers or of the same kind ranks first and is no longer marked as changed.
+value among the best answers or of the same kind ranks first and is no longer marked as changed; a return that names
+the value beside it ("back to plain vegetarian") ranks first itself.
 """
 
 from __future__ import annotations
@@ -83,14 +84,23 @@ def first_returned(run: Run, later: dict[str, object] | None) -> dict[str, objec
     naming a value and asking nothing, that is among the best answers or of the same kind (cosine at least LATER_KIND
     with the return, scoring at least LATER_SHARE of the best). `later`: what the later-statement rule raised
     (`later.later_first`), if anything; then only a return it raised is read ("Lasted eleven days vegan, I'm happier
-    as I was" raised over "I've been vegetarian for years")."""
+    as I was" raised over "I've been vegetarian for years"). A return that names the value beside it ("the Halden
+    Lumo is back on my bedside table", `reverts.named_back`), which its speaker named in an earlier conversation, is
+    itself raised: it says how things are."""
     ranked = sorted(run.candidates.values(), key=lambda c: (-c.score, c.id))
     best = ranked[:LATER_WINDOW]
     for back in best:
         if not isinstance(back.record, Episode) or back.changed is not None or (later and later["id"] != back.id):
             continue
         said = changes.said(back.record)
-        if said.reading.hedged or not reverts.goes_back(said.text):
+        if said.reading.hedged or said.reading.asks:
+            continue
+        if not reverts.goes_back(said.text):
+            named = _named_back(said, ranked, back) if back is not ranked[0] else None
+            if named is not None:  # it names what it returns to: it is the answer
+                back.changed = None
+                similarity = pair_cosine(stored_vectors(run, [named, back]), named, back)
+                return {**above(back, ranked[0], "returned", similarity), "returned_by": back.id}
             continue
         kin = [
             one
@@ -112,6 +122,14 @@ def first_returned(run: Run, later: dict[str, object] | None) -> dict[str, objec
             first.changed = None  # what was gone back to holds again
             return {**above(first, ranked[0], "returned", similarity), "returned_by": back.id}
     return None
+
+
+def _named_back(said: changes.Said, ranked: list[Candidate], back: Candidate) -> Candidate | None:
+    """The statement of a value a return names beside it (`reverts.named_back`) that its speaker said in an earlier
+    conversation, if any: the return goes back to it."""
+    named = reverts.named_back(said)
+    theirs = [one for one in ranked if isinstance(one.record, Episode) and changes.speaker(one.record) == said.speaker]
+    return next((one for one in theirs if after(one, back) and changes.said(one.record).reading.values & named), None)  # type: ignore[arg-type]
 
 
 def _keeps(top: Candidate, off: Candidate, said: changes.Said, called: frozenset[str]) -> bool:
