@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mneme.language import changes, nochange, reverts
+from mneme.language import changes, nochange, questions, reverts
 from mneme.language.text import meaningful_words
 from mneme.models import Episode
 from mneme.services.recall.run import pair_cosine, stored_vectors
@@ -96,7 +96,7 @@ def first_returned(run: Run, later: dict[str, object] | None) -> dict[str, objec
         if said.reading.hedged or said.reading.asks:
             continue
         if not reverts.goes_back(said.text):
-            named = _named_back(said, ranked, back) if back is not ranked[0] else None
+            named = _named_back(said, best, back, questions.question_slots(run.request.query or ""))
             if named is not None:  # it names what it returns to: it is the answer
                 back.changed = None
                 similarity = pair_cosine(stored_vectors(run, [named, back]), named, back)
@@ -124,11 +124,14 @@ def first_returned(run: Run, later: dict[str, object] | None) -> dict[str, objec
     return None
 
 
-def _named_back(said: changes.Said, ranked: list[Candidate], back: Candidate) -> Candidate | None:
-    """The statement of a value a return names beside it (`reverts.named_back`) that its speaker said in an earlier
-    conversation, if any: the return goes back to it."""
+def _named_back(said: changes.Said, best: list[Candidate], back: Candidate, asked: frozenset[str]) -> Candidate | None:
+    """Among the best answers, the statement of a value a return names beside it (`reverts.named_back`) that its
+    speaker said in an earlier conversation, if any: the return goes back to it. None for a return that is the best
+    answer already, or says a slot the question does not ask of ("Grace moved back to Paisley", asked Efua's job)."""
     named = reverts.named_back(said)
-    theirs = [one for one in ranked if isinstance(one.record, Episode) and changes.speaker(one.record) == said.speaker]
+    if not named or back is best[0] or (asked and said.reading.slots and not asked & said.reading.slots):
+        return None
+    theirs = [one for one in best if isinstance(one.record, Episode) and changes.speaker(one.record) == said.speaker]
     return next((one for one in theirs if after(one, back) and changes.said(one.record).reading.values & named), None)  # type: ignore[arg-type]
 
 
