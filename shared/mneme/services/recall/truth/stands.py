@@ -189,7 +189,8 @@ def _calls_off(said: changes.Said) -> bool:
 
 
 def _was(said: changes.Said) -> bool:
-    """It names a value as how things were: no maybe, plan or question only."""
+    """It names a value and asks nothing: a request that names one counts ("Can you help me with an agenda for my
+    review with my manager, Priyanka Shah?"), as it says how things were."""
     named = said.reading.values - changes.by_place(said.text) - changes.openers(said.text)
     return bool(named) and not said.reading.asks
 
