@@ -45,11 +45,15 @@ GOES_BACK = re.compile(
     rf"|\b(?:got|get|getting|have|has|had) {_BEFORE}(?: [\w-]+){{0,3}} back\b"
     r"|\bas (?:i|we) (?:was|were)\b(?! \w+ing)"  # not "as I was saying"
 )
+RETURN_WORDS = ("back", "again", "rejoined", "returned", "reverted", "restored", "as i w", "as we w")  # one is in each
 
 
 def goes_back(text: str) -> bool:
     """A sentence it tells goes back to what was before without naming it: what the change it ends had replaced
     holds again (recall's `truth.stands.first_returned`)."""
+    lowered = " ".join(text.lower().split())
+    if not any(word in lowered for word in RETURN_WORDS):
+        return False  # every return names one of them: most turns are passed over without reading their sentences
     return any(GOES_BACK.search(sentence) for sentence in sentences(told(text).lower()))
 
 
@@ -66,8 +70,9 @@ NAMED_BACK = re.compile(
 def named_back(said_: Said) -> frozenset[str]:
     """The values a statement names beside a return to them ("so the Halden Lumo is back on my bedside table");
     none when it asks or hedges."""
-    if said_.reading.asks or said_.reading.hedged:
-        return frozenset()
+    lowered = said_.text.lower()
+    if said_.reading.asks or said_.reading.hedged or ("back" not in lowered and "again" not in lowered):
+        return frozenset()  # every named return says one of them: most turns are passed over unread
     near: set[str] = set()
     for found in NAMED_BACK.finditer(told(said_.text).lower()):
         words = " ".join(group for group in found.group("after", "before", "again") if group).split()
