@@ -96,7 +96,7 @@ def first_returned(run: Run, later: dict[str, object] | None) -> dict[str, objec
         if said.reading.hedged or said.reading.asks:
             continue
         if not reverts.goes_back(said.text):
-            named = _named_back(said, best, back, questions.question_slots(run.request.query or ""))
+            named = _named_back(said, best, back, run.request.query or "")
             if named is not None:  # it names what it returns to: it is the answer
                 back.changed = None
                 similarity = pair_cosine(stored_vectors(run, [named, back]), named, back)
@@ -124,12 +124,15 @@ def first_returned(run: Run, later: dict[str, object] | None) -> dict[str, objec
     return None
 
 
-def _named_back(said: changes.Said, best: list[Candidate], back: Candidate, asked: frozenset[str]) -> Candidate | None:
+def _named_back(said: changes.Said, best: list[Candidate], back: Candidate, query: str) -> Candidate | None:
     """Among the best answers, the statement of a value a return names beside it (`reverts.named_back`) that its
     speaker said in an earlier conversation, if any: the return goes back to it. None for a return that is the best
     answer already, or says a slot the question does not ask of ("Grace moved back to Paisley", asked Efua's job)."""
     named = reverts.named_back(said)
-    if not named or back is best[0] or (asked and said.reading.slots and not asked & said.reading.slots):
+    if not named or back is best[0]:
+        return None
+    asked = questions.question_slots(query)  # read only for a named return, not for every best answer
+    if asked and said.reading.slots and not asked & said.reading.slots:
         return None
     theirs = [one for one in best if isinstance(one.record, Episode) and changes.speaker(one.record) == said.speaker]
     return next((one for one in theirs if after(one, back) and changes.said(one.record).reading.values & named), None)  # type: ignore[arg-type]
