@@ -3,7 +3,8 @@
 Public API::
 
     parse(text, profile="strict") -> ParseResult     # never raises; problems are Diagnostics
-    render(node) -> str                               # canonical, strict-valid text
+    render(node) -> str                               # canonical text, strict-valid unless the node keeps
+                                                      # an incoherent psi (STTP-E211, tolerant only)
     node_to_episode_fields(node) -> dict              # ingestion into Mneme episodes
     episode_to_node(text, tier, session_id, occurred_at, metadata) -> Node   # export
 

@@ -1,4 +1,6 @@
-"""Canonical rendering (spec §11): a node written so that the strict profile reads it back unchanged.
+"""Canonical rendering (spec §11): a node written so that the strict profile reads it back unchanged (a node
+whose psi disagrees with its compression AVEC, which only tolerant accepts and keeps as written, reads back
+unchanged in tolerant, with that one finding).
 
 Canonical text is one line per layer, in semantic order, each ``<marker> ⏣<ordinal>{ ... } ⟩``, members
 ``key: value`` separated by ``", "``, content keys ``name(.confidence)``. Keys are bare when they are

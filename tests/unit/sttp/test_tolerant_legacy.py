@@ -85,3 +85,16 @@ def test_recovery_is_bounded_to_what_can_be_read_without_guessing() -> None:
     assert not result.ok and result.node is None
     assert "STTP-E200" in codes(result)
     assert any(d.severity == "warning" for d in result.diagnostics)
+
+
+def test_an_incoherent_psi_is_kept_as_written_and_renders_with_it() -> None:
+    """Tolerant keeps both psi values (never recomputed); the node renders with both, so only tolerant reads
+    its canonical text back, with the same single finding."""
+    text = fixture("strict", "spec_15_example.sttp")
+    incoherent = text.replace("rho: 0.95, kappa: 0.94, psi: 2.93", "rho: 0.95, kappa: 0.94, psi: 12.93")
+    assert incoherent != text
+    strict, tolerant = both_profiles(incoherent)
+    assert codes(strict) == codes(tolerant) == ["STTP-E211"]
+    assert tolerant.node is not None and tolerant.node.metrics.get("psi") == Num(12.93)
+    again = parse(render(tolerant.node), "strict")
+    assert not again.ok and codes(again) == ["STTP-E211"]
