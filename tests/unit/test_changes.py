@@ -66,6 +66,7 @@ NOT_UPDATES = [
     ("We have a dog called Biscuit.", "We got a kitten too, her name is Pixel."),  # pets: another, not instead
     ("We use Slack for chat.", "We also use Figma for design."),  # tools: one more
     ("My rent is 950 a month.", "My landlord is finally fixing the boiler."),  # same slot, no new value
+    ("I take propranolol to prevent migraines.", "The neurologist wants me to switch to topiramate."),  # a wish
 ]
 
 

@@ -147,3 +147,33 @@ def test_a_return_that_names_the_value_beside_it_ranks_first(services: Services)
     assert recall(services, question).results[0].id == back
     trace = time_trace(services, question)["returned"]
     assert trace["id"] == back and trace["returned_by"] == back
+
+
+@pytest.mark.parametrize(
+    "then",
+    [
+        "Thinking of moving my current account to Monzo, they've got a switching bonus and I love the pots.",
+        "There's a rumour work will only pay salaries into a Monzo current account next year, so I might have to switch.",
+    ],
+)
+def test_a_change_only_considered_ranks_below_the_statement_it_would_change(services: Services, then: str) -> None:
+    """Nothing calls the change off, and nothing changed: the plain statement of the bank ranks above the maybe or
+    the question that names another."""
+    first = say(services, "Kofi", "My current account is with Nationwide. Can I set up a savings pot for a holiday?",
+                occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    maybe = say(services, "Kofi", then, occurred_at=MARCH, session_id="s2")
+    assert recall(services, QUESTION).results[0].id == first
+    trace = time_trace(services, QUESTION)["considered"]
+    assert trace["id"] == first and trace["over"] == maybe
+
+
+def test_a_change_said_plainly_after_the_first_statement_is_what_ranks_above_a_maybe(services: Services) -> None:
+    """Nationwide, then Halvard Bank said plainly (a change), then a maybe about Monzo: the latest plain statement is how
+    things are."""
+    say(services, "Kofi", "My current account is with Nationwide. Can I set up a savings pot for a holiday?",
+        occurred_at=JANUARY, session_id="s1")  # fmt: skip
+    plain = say(services, "Kofi", "Switched my current account to Halvard Bank last month, the app is great.",
+                occurred_at=MARCH, session_id="s2")  # fmt: skip
+    say(services, "Kofi", "Thinking of moving my current account to Monzo, they've got a switching bonus.",
+        occurred_at=MAY, session_id="s3")  # fmt: skip
+    assert recall(services, QUESTION).results[0].id == plain

@@ -72,8 +72,8 @@ WEAK = re.compile(  # words that often come with a change but also without one: 
 )
 HEDGE = re.compile(
     r"\b(?:might|maybe|perhaps|thinking (?:of|about)|considering|if|would|could|planning to|going to|"
-    r"want(?:s|ed)? to|hoping|hope to|tempted|debating|wondering|not sure|rumou?r|apparently|probably|possibly|"
-    r"likely|not yet|"
+    r"want(?:s|ed)? (?:(?:me|us|him|her|them) )?to|hoping|hope to|tempted|debating|wondering|not sure|rumou?r|"
+    r"apparently|probably|possibly|likely|not yet|"
     r"discuss(?:ed|es|ing)?|talk(?:ed|ing)? (?:about|of)|propos(?:ed|es|ing|al)|suggest(?:ed|s|ing|ion)|floated|"
     r"trial(?:l?ing|l?ed)?|trying (?:out )?|testing (?:out )?|looking (?:at|for|into|around))\b"
 )  # talk of a change is no change: "owners discussed opening on Sundays"; nor is a trial: "trialling Marriage's"

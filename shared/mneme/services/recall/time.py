@@ -28,7 +28,7 @@ from mneme.records import Fact
 from mneme.services.recall.records import STALE, Record
 from mneme.services.recall.run import QueryTime, pair_cosine, stored_vectors
 from mneme.services.recall.truth.later import LATER_KIND, drawn_from, earlier_first, later_first
-from mneme.services.recall.truth.stands import first_returned, first_stands
+from mneme.services.recall.truth.stands import first_returned, first_stands, plain_over_considered
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -242,6 +242,8 @@ def time_stage(run: Run) -> None:
     later = later_first(run, superseded, SAYS_WHEN if when.asks_when else None) if truth == "present" else None
     stands = first_stands(run, superseded) if truth == "present" and later is None else None
     returned = first_returned(run, later) if truth == "present" and stands is None else None
+    plain = truth == "present" and later is None and stands is None and returned is None
+    considered = plain_over_considered(run) if plain else None
     earlier = earlier_first(run, superseded) if truth == "past" else None
     window = [when.since.isoformat(), when.until.isoformat()] if when.since and when.until else None
     run.note(
@@ -259,6 +261,7 @@ def time_stage(run: Run) -> None:
         later=later,
         stands=stands,
         returned=returned,
+        considered=considered,
         earlier=earlier,
     )
 

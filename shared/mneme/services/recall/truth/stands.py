@@ -22,10 +22,15 @@ A return to what was before, said without naming it ("rejoined my old gym", "eve
 tracker"), is the other way a first statement stands again (`first_returned`): its speaker's earliest statement of a
 value among the best answers or of the same kind ranks first and is no longer marked as changed; a return that names
 the value beside it ("back to plain vegetarian") ranks first itself.
+
+A change only considered and never called off ("Thinking of moving to Vodafone, they've got a deal") names a value
+and shares the question's words; when it is the best answer, its speaker's latest plain statement of a value of that
+kind said before it ranks above it (`plain_over_considered`).
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from mneme.language import changes, nochange, questions, reverts
@@ -36,6 +41,13 @@ from mneme.services.recall.truth.later import LATER_KIND, LATER_SHARE, LATER_WIN
 
 if TYPE_CHECKING:
     from mneme.services.recall.run import Candidate, Run
+
+CONSIDERS = re.compile(  # a change only considered: a maybe, a plan not made, a trial, a rumour
+    r"\b(?:might|maybe|perhaps|thinking (?:of|about)|considering|planning to|hoping|tempted|debating|"
+    r"wondering|not sure|rumou?r|apparently|probably|possibly|not yet|trial(?:l?ing|l?ed)?|trying (?:out )?|"
+    r"looking (?:at|into))\b"
+)
+REQUEST = re.compile(r"\b(?:can|could|would|will) you\b")  # "…, so can you help me set up a budget?"
 
 
 def first_stands(run: Run, read: list[dict[str, object]]) -> dict[str, object] | None:
@@ -122,6 +134,70 @@ def first_returned(run: Run, later: dict[str, object] | None) -> dict[str, objec
             first.changed = None  # what was gone back to holds again
             return {**above(first, ranked[0], "returned", similarity), "returned_by": back.id}
     return None
+
+
+def plain_over_considered(run: Run) -> dict[str, object] | None:
+    """An earlier plain statement of a value, raised just above a best answer that only considers another
+    (`scores.considered`): which, over which, at what cosine; None when there is none. "Thinking of moving to
+    Vodafone, they've got a deal with free roaming", "There's a rumour our squad would report to Kwame", "Is Notion
+    any better than what I use for notes?" share the question's words and name a value, so they outrank the
+    statement of how things are ("I'm on giffgaff, £10 a month"), which nothing changed. For a best answer every
+    sentence of which that names a value is a maybe, a plan, a trial, a rumour or a question (`_considers`), naming
+    one the question does not: of its speaker's statements (or an agent's note) of no change read, said in an
+    earlier conversation, scoring at least LATER_SHARE of it, that state a value of its kind as how things are and
+    none it considers (`_alike`), and are among the LATER_WINDOW best or of the same kind (cosine at least
+    LATER_KIND), the latest."""
+    ranked = sorted(run.candidates.values(), key=lambda c: (-c.score, c.id))
+    top = ranked[0] if ranked else None
+    said = _episode(top) if top is not None else None
+    if top is None or said is None:
+        return None
+    considered = _considers(said.text) - frozenset(meaningful_words(run.request.query or ""))
+    if not considered:
+        return None
+    kin = [
+        one
+        for one in ranked[1:]
+        if one.score >= LATER_SHARE * top.score
+        and (theirs := _episode(one)) is not None
+        and theirs.speaker in {said.speaker, None}
+        and after(one, top)
+        and not theirs.reading.asks
+        and _states(theirs, considered)
+        and _alike(theirs.reading.values, considered)
+    ]
+    vectors = stored_vectors(run, [top, *kin]) if kin else {}
+    best = ranked[:LATER_WINDOW]
+    found = [(one, cosine) for one in kin if (cosine := pair_cosine(vectors, one, top)) >= LATER_KIND or one in best]
+    if not found:
+        return None
+    plain, similarity = max(found, key=lambda pair: said_at(pair[0]))
+    return above(plain, top, "considered", similarity)
+
+
+def _considers(text: str) -> frozenset[str]:
+    """The values a text only considers: every sentence of it that names one is a maybe, a plan, a trial, a rumour
+    (CONSIDERS) or a question that is no request ("My salary landed in the new Nationwide account, so can you help me
+    with a budget?" says Nationwide plainly); empty when any sentence naming a value says it plainly."""
+    named: set[str] = set()
+    for sentence in changes.sentences(text):
+        found = changes.values(sentence) - changes.openers(sentence)
+        if not found:
+            continue
+        lowered = sentence.lower().strip()
+        asked = lowered.endswith("?") and not REQUEST.search(lowered)
+        if not (asked or CONSIDERS.search(lowered)):
+            return frozenset()
+        named |= found
+    return frozenset(named)
+
+
+def _alike(named: frozenset[str], considered: frozenset[str]) -> bool:
+    """A plain statement names a value of the kind considered: a number for a number ("the 100 mg dose might be
+    part of it" is not answered by "the GP doubled my sertraline"), a name or word for one."""
+    if changes.numbers(considered) == considered:
+        return bool(changes.numbers(named))
+    return bool(named - changes.numbers(named))
 
 
 def _named_back(said: changes.Said, best: list[Candidate], back: Candidate, query: str) -> Candidate | None:
