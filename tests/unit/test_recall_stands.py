@@ -153,7 +153,7 @@ def test_a_return_that_names_the_value_beside_it_ranks_first(services: Services)
     "then",
     [
         "Thinking of moving my current account to Monzo, they've got a switching bonus and I love the pots.",
-        "There's a rumour work will only pay salaries into a Monzo current account next year, so I might have to switch.",
+        "There's a rumour work will pay salaries only into a Monzo current account next year, I might have to switch.",
     ],
 )
 def test_a_change_only_considered_ranks_below_the_statement_it_would_change(services: Services, then: str) -> None:
@@ -168,8 +168,8 @@ def test_a_change_only_considered_ranks_below_the_statement_it_would_change(serv
 
 
 def test_a_change_said_plainly_after_the_first_statement_is_what_ranks_above_a_maybe(services: Services) -> None:
-    """Nationwide, then Halvard Bank said plainly (a change), then a maybe about Monzo: the latest plain statement is how
-    things are."""
+    """Nationwide, then Halvard Bank said plainly (a change), then a maybe about Monzo: the latest plain statement
+    is how things are."""
     say(services, "Kofi", "My current account is with Nationwide. Can I set up a savings pot for a holiday?",
         occurred_at=JANUARY, session_id="s1")  # fmt: skip
     plain = say(services, "Kofi", "Switched my current account to Halvard Bank last month, the app is great.",
