@@ -141,7 +141,7 @@ def plain_over_considered(run: Run) -> dict[str, object] | None:
     (`scores.considered`): which, over which, at what cosine; None when there is none. "Thinking of moving to
     Vodafone, they've got a deal with free roaming", "There's a rumour our squad would report to Kwame", "Is Notion
     any better than what I use for notes?" share the question's words and name a value, so they outrank the
-    statement of how things are ("I'm on giffgaff, £10 a month"), which nothing changed. For a best answer every
+    statement of how things are ("My phone is with Lebara, £10 a month"), which nothing changed. For a best answer every
     sentence of which that names a value is a maybe, a plan, a trial, a rumour or a question (`_considers`), naming
     one the question does not: of its speaker's statements (or an agent's note) of no change read, said in an
     earlier conversation, scoring at least LATER_SHARE of it, that state a value of its kind as how things are and
