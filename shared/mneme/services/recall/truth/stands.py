@@ -42,12 +42,14 @@ from mneme.services.recall.truth.later import LATER_KIND, LATER_SHARE, LATER_WIN
 if TYPE_CHECKING:
     from mneme.services.recall.run import Candidate, Run
 
-CONSIDERS = re.compile(  # a change only considered: a maybe, a plan not made, a trial, a rumour
+# A change only considered: a maybe, a plan not made, a trial, a rumour. Narrower than `changes.HEDGE` on purpose:
+# "could you …", "going to", "suggested" and "if" also come with changes that happened (measured on the update sets).
+CONSIDERS = re.compile(
     r"\b(?:might|maybe|perhaps|thinking (?:of|about)|considering|planning to|hoping|tempted|debating|"
     r"wondering|not sure|rumou?r|apparently|probably|possibly|not yet|trial(?:l?ing|l?ed)?|trying (?:out )?|"
     r"looking (?:at|into))\b"
 )
-REQUEST = re.compile(r"\b(?:can|could|would|will) you\b")  # "…, so can you help me set up a budget?"
+ASKS_YOU = re.compile(r"\b(?:can|could|would|will) you\b")  # a request: "…, so can you help me set up a budget?"
 
 
 def first_stands(run: Run, read: list[dict[str, object]]) -> dict[str, object] | None:
@@ -162,12 +164,12 @@ def plain_over_considered(run: Run) -> dict[str, object] | None:
         and (theirs := _episode(one)) is not None
         and theirs.speaker in {said.speaker, None}
         and after(one, top)
-        and not theirs.reading.asks
-        and _states(theirs, considered)
+        and _states(theirs, considered)  # asking nothing, hedging nothing
         and _alike(theirs.reading.values, considered)
     ]
-    vectors = stored_vectors(run, [top, *kin]) if kin else {}
-    best = ranked[:LATER_WINDOW]
+    if not kin:
+        return None
+    vectors, best = stored_vectors(run, [top, *kin]), ranked[:LATER_WINDOW]
     found = [(one, cosine) for one in kin if (cosine := pair_cosine(vectors, one, top)) >= LATER_KIND or one in best]
     if not found:
         return None
@@ -185,7 +187,7 @@ def _considers(text: str) -> frozenset[str]:
         if not found:
             continue
         lowered = sentence.lower().strip()
-        asked = lowered.endswith("?") and not REQUEST.search(lowered)
+        asked = lowered.endswith("?") and not ASKS_YOU.search(lowered)
         if not (asked or CONSIDERS.search(lowered)):
             return frozenset()
         named |= found
