@@ -38,7 +38,7 @@ once, over the `current` and `unchanged` cases) stating an earlier or only consi
 without being marked earlier (`since_changed`) or stale: facts not true as written. Not over `other-person` cases,
 whose wrong values are the other person's, true of them ("Joaquín lives in Valencia" when Marta is asked about).
 
-    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check21|all]
+    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check22|all]
         [--shape messages|session-time|all] [--consolidate] [--misses] [--case REGEX] [--json FILE]
 
 `dev/` is for tuning; `check/` was written after it with other wording, topics and people, and is never
@@ -116,7 +116,13 @@ changes, considered changes and rumours, echoes; the untouched measure until che
 `check21/` was written on 7 Dec 2026 (fourth session) blind (names start `c21-`), before anything of that session was
 measured: 56 cases, 38 a chat between a user and an assistant, 18 with two named people, 9 with agent notes, 47 of
 three sessions, 6 long days, changes in other words, implied and in passing, answers, successive, reverted and partial
-changes, echoes, filler that shares the question's words; never read or tuned on: the untouched measure.
+changes, echoes, filler that shares the question's words; the untouched measure until check22 was written (7 Dec
+2026, fifth session): its misses may be read from then on.
+`check22/` was written on 7 Dec 2026 (fifth session) blind (names start `c22-`), before anything of that session was
+measured: 56 cases, 39 a chat between a user and an assistant, 17 with two named people, 10 with agent notes, 48 of
+three sessions, 6 long days, changes in other words, implied, in passing, as answers and in assistants' recaps,
+successive, reverted and partial changes, considered and called-off changes, echoes, filler that shares the
+question's words; never read or tuned on: the untouched measure.
 MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's.
 
 Case file format (several cases a file; blank lines and other '#' lines are comments):
@@ -176,6 +182,7 @@ PARTS = (
     "check19",
     "check20",
     "check21",
+    "check22",
 )
 SHAPES = ("messages", "session-time")
 KINDS = ("current", "past", "other-person", "unchanged")
