@@ -67,6 +67,7 @@ NOT_UPDATES = [
     ("We use Slack for chat.", "We also use Figma for design."),  # tools: one more
     ("My rent is 950 a month.", "My landlord is finally fixing the boiler."),  # same slot, no new value
     ("I take propranolol to prevent migraines.", "The neurologist wants me to switch to topiramate."),  # a wish
+    ("Ironvale is £39 a month.", "Someone at the gym said Ironvale's going up to £45 in February."),  # hearsay
 ]
 
 
@@ -745,3 +746,36 @@ def test_a_title_a_leaving_present_and_a_request_name_nothing_new() -> None:
     assert changes.owners(turn("Mine's been rock solid on Kestrel Broadband.", "Felix")) == {"felix"}
     # an assistant's "Use it for a walk" names no "use" that supersedes the standup at 10:00
     assert changes.values("Use it for a walk and a short reading block before the team sync.") == frozenset()
+
+
+def test_wanting_to_know_too_many_or_a_habit_of_going_is_no_maybe_nor_one_more() -> None:
+    """ "want to know", "too many" and "I've been going to" say no wish, no one more and no plan; "want to",
+    "too" and "going to" alone still do."""
+    assert not changes.read("I bumped my watch goal up to 12,000 steps and want to know how far that is.").hedged
+    assert changes.read("I want to put my step goal up to 12,000.").hedged
+    assert not changes.read("Everything's with Tidewater Mutual now. How many pots is too many?").adds
+    assert changes.read("Got a Tidewater Mutual account too.").adds
+    assert not changes.read("Since they shut the old office I've been going to the Stellbridge site.").hedged
+    assert changes.read("I'm going to switch to the Stellbridge site.").hedged
+
+
+def test_hearsay_is_no_change() -> None:
+    """What someone in the changing room said is a rumour, however plainly it is put."""
+    assert changes.read("Someone in the changing room said Ironvale's going up to £45 in February.").hedged
+    assert changes.read("People keep saying the rent will go up to £1,100.").hedged
+    assert not changes.read("The landlord said the rent goes up to £1,100 in May.").hedged
+
+
+def test_a_relative_the_speaker_names_is_the_one_asked_about_by_the_speakers_name() -> None:
+    """Harriet's "Mum" is "Harriet's mum": a change of her dad's doctor, in the same words, is no change of her
+    mum's."""
+    both = turn("Mum sees Dr Oyelaran at Riverside Surgery, Dad sees Dr Byrne at the same practice.", "Harriet")
+    dad = later("Dr Byrne retired, so Dad's been given Dr Castellanos.", "Harriet")
+    for person, changed in (("mum", False), ("dad", True)):
+        about = questions.people(f"Which doctor does Harriet's {person} see?")
+        assert bool(changes.update_reason(both, dad, 0.6, present=True, about=about)) is changed, person
+
+
+def later(text: str, speaker: str = "user") -> Episode:
+    """A turn of another conversation, two months on."""
+    return turn(text, speaker).model_copy(update={"occurred_at": AT + timedelta(days=60)})

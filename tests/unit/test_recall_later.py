@@ -281,6 +281,7 @@ def test_only_a_count_for_a_name_leaves_the_first_first(services: Services) -> N
     ("then", "raised"),
     [
         ("Pointed my personal email domain at Proton Mail and cancelled the old account.", True),
+        ("Since they shut the old servers I've been going to Proton Mail for my domain.", True),
         ("Pointed my personal email domain at Proton Mail and the old lady next door helped.", False),
         ("By then I pointed my personal email domain at Proton Mail and cancelled the account.", False),
     ],
@@ -288,10 +289,25 @@ def test_only_a_count_for_a_name_leaves_the_first_first(services: Services) -> N
 def test_the_old_one_ended_tells_the_change_and_the_old_one_held_or_by_then_tell_the_past(
     services: Services, then: str, raised: bool
 ) -> None:
-    """ "cancelled the old account" says the change; "the old …" otherwise, or "by then", of the past."""
+    """ "cancelled the old account", "shut the old servers" say the change ("I've been going to" is no plan); "the
+    old …" otherwise, or "by then", of the past."""
     old, new = months_apart(services, ("Iris", "My personal email is with Fastmail, on my own domain."), ("Iris", then))
     question = "Which provider is Iris's personal email with?"
     raised_or_kept(services, question, new, old, raised)
+
+
+@pytest.mark.parametrize(
+    ("told", "past"),
+    [
+        ("closed the last account at the old bank on friday, everything's with tidewater mutual", False),
+        ("since they shut the old office i've been going to the stellbridge site", False),
+        ("my old team was better", True),
+        ("i closed it, and my old team was better", True),
+    ],
+)
+def test_an_end_told_before_the_old_thing_is_of_the_change_not_the_past(told: str, past: bool) -> None:
+    """The old thing an end is told of ("closed … at the old bank") is the change; "my old team" alone is the past."""
+    assert bool(later.BEFORE.search(later.OLD_ENDED.sub(" ", told))) is past
 
 
 @pytest.mark.usefixtures("unread")

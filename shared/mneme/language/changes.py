@@ -71,16 +71,19 @@ WEAK = re.compile(  # words that often come with a change but also without one: 
     r"from (?:now|next|this|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b"
 )
 HEDGE = re.compile(
-    r"\b(?:might|maybe|perhaps|thinking (?:of|about)|considering|if|would|could|planning to|going to|"
-    r"want(?:s|ed)? (?:(?:me|us|him|her|them) )?to|hoping|hope to|tempted|debating|wondering|not sure|rumou?r|"
+    r"\b(?:might|maybe|perhaps|thinking (?:of|about)|considering|if|would|could|planning to|"
+    r"(?<!been )(?<!keep )going to|"  # a plan; not a habit: "I've been going to the Stellbridge site"
+    r"want(?:s|ed)? (?:(?:me|us|him|her|them) )?to(?! (?:know|ask|check|see|understand|learn|find out|make sure))|"
+    r"hoping|hope to|tempted|debating|wondering|not sure|rumou?r|"
+    r"(?:someone|somebody|people|word)\b[^.!?]{0,30}\b(?:said|says|saying|reckons)|"
     r"apparently|probably|possibly|likely|not yet|"
     r"discuss(?:ed|es|ing)?|talk(?:ed|ing)? (?:about|of)|propos(?:ed|es|ing|al)|suggest(?:ed|s|ing|ion)|floated|"
     r"trial(?:l?ing|l?ed)?|trying (?:out )?|testing (?:out )?|looking (?:at|for|into|around))\b"
 )  # talk of a change is no change: "owners discussed opening on Sundays"; nor is a trial: "trialling Marriage's"
 WHETHER = re.compile(r"\b(?:(?:should|shall) (?:i|we)|is it worth)\b")  # "Should I switch broadband to FibreLoop?"
-ADDS = re.compile(  # one more of something; not time added to a date ("review added a week": a delay)
-    r"\b(?:too|also|as well|another|second|third|one more|extra|added(?! (?:a|an|one|two|three) (?:days?|weeks?|"
-    r"fortnight|months?))|plus)\b"
+ADDS = re.compile(  # one more of something; not time added to a date ("review added a week": a delay), nor "too many"
+    r"\b(?:too(?! [a-z])|also|as well|another|second|third|one more|extra|"
+    r"added(?! (?:a|an|one|two|three) (?:days?|weeks?|fortnight|months?))|plus)\b"
 )
 REQUEST = re.compile(r",\s*(?:can|could|would|will) you\b[^.!?]*\?")  # "…, can you help me log it?"
 # the speaker's own statement, then what they ask: "I live on Cragg Street, what's the nearest tip?"
@@ -480,6 +483,8 @@ def _same(earlier: Said, later: Said, slot: str | None, topic: frozenset[str], a
     if not (mine or theirs) and _apart(earlier.text, later.text):
         return False  # two notes about different named things ("Interviewed Ines Moreau …", "Interviewed Pavel …")
     shared = (mine & theirs) - {UNKNOWN}
+    if earlier.speaker:  # "Harriet's mum", asked about, is who Harriet calls "Mum"
+        about |= {person.removeprefix(f"{earlier.speaker}'s ") for person in about}
     if mine & about:
         return bool(shared & about)
     if slot is None and THING in mine and (topic or not _apart(earlier.text, later.text)):

@@ -44,11 +44,11 @@ FOUND_SHARE = 0.25  # of several later statements, those scoring at least this s
 ABOVE = 1.01  # the later statement's score: just above the best one's
 STILL = re.compile(r"\bstill\b")  # "I'm still chained to my audit spreadsheets": the first holds
 UNDECIDED = re.compile(r"\bthink (?:about|it over)\b")  # "they offered me plot 22 … I said I'd think about it"
-ENDED = ("cancelled", "closed", "sold", "ditched", "scrapped", "returned", "kept", "replaced", "dropped")
-BEFORE = re.compile(  # of the past: "my old team"; not "cancelled the old account", which tells of the change
-    r"\b(?:(?:my|our|his|her|their|" + "".join(f"(?<!{verb} )" for verb in ENDED) + r"the) (?:old|former|previous|ex)\b"
-    r"|used to|back (?:then|when)|by then)"
-)
+ENDED = ("cancelled", "closed", "sold", "ditched", "scrapped", "returned", "kept", "replaced", "dropped", "shut")
+OLD = r"\b(?:my|our|his|her|their|the) (?:old|former|previous|ex)\b"
+BEFORE = re.compile(rf"{OLD}|\b(?:used to|back (?:then|when)|by then)\b")  # of the past: "my old team"
+# the end of the old, which tells of the change: "since they shut the old office", "closed the account at the old bank"
+OLD_ENDED = re.compile(rf"\b(?:{'|'.join(ENDED)})\b[^.!?;,]*?{OLD}")
 WHAT_TIME = re.compile(r"\bwhat time\b|\bhow (?:early|late)\b", re.I)  # asks a time of day
 WHO_IS = re.compile(r"^\W*who(?:'s| is| are)\b", re.I)
 YES_NO = re.compile(r"^\W*(?:is|are|am|do|does|has|have|can|will|would|should)\b", re.I)
@@ -178,7 +178,7 @@ def _tells_new(first: changes.Said, then: changes.Said, asked: _Asked, gone: fro
             return False
     lowered = then.text.lower()
     told = changes.told(then.text).lower()  # "it's £47,500 from May. How much more will I take home?": no plan
-    if any(p.search(told) for p in NOT_NOW) or nochange.kept(then.text, asked.slots, asked.words):
+    if any(p.search(OLD_ENDED.sub(" ", told)) for p in NOT_NOW) or nochange.kept(then.text, asked.slots, asked.words):
         return False  # the first holds, of the past ("my old team"), a maybe, a plan, or what is asked about stayed
     if nochange.called_off(told):
         return False  # "Told the conductor no, I'm staying in the seconds": a change called off (`stands.py`)
