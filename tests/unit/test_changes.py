@@ -779,3 +779,17 @@ def test_a_relative_the_speaker_names_is_the_one_asked_about_by_the_speakers_nam
 def later(text: str, speaker: str = "user") -> Episode:
     """A turn of another conversation, two months on."""
     return turn(text, speaker).model_copy(update={"occurred_at": AT + timedelta(days=60)})
+
+
+def test_an_end_or_change_only_asked_about_tells_none_but_a_request_may() -> None:
+    """ "What's a good gift for a colleague who's leaving?" ends nothing of the speaker's; "can you switch to replying
+    in Spanish?" asks for the change it names, and "a changing room" is a room."""
+    squad = turn("Since the reorg I sit with the payments squad and everything I touch is refunds.")
+    gift = later("Makes sense. What's a good gift for a colleague who's leaving, around £20?")
+    assert changes.update_reason(squad, gift, 0.3, present=True, topical=True) is None
+    news = later("Makes sense. My colleague is leaving, so I'm on the checkout squad from Monday.")
+    assert changes.update_reason(squad, news, 0.3, present=True, topical=True)
+    english = turn("Please always answer me in English, even if I paste text in other languages.")
+    spanish = later("I'm practising for my B2 exam, can you switch to replying in Spanish for a while?")
+    assert changes.update_reason(english, spanish, 0.3, present=True, topical=True)
+    assert changes.read("The changing rooms at Ironvale are freezing.").cue is None

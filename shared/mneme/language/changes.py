@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from mneme.language import nochange
@@ -56,8 +56,8 @@ ENDS = re.compile(
     r"discharged)\b"
 )
 CHANGES = re.compile(  # a change said as such: enough beside a subject the earlier statement shares
-    r"\b(?:moved|moving|relocated|chang(?:ed|ing)(?! (?:my|our|his|her|their) minds?)|upgraded|downgraded|pushed|"
-    r"postponed|delayed|rescheduled|extended|extension|"
+    r"\b(?:moved|moving|relocated|chang(?:ed|ing)(?! (?:my|our|his|her|their) minds?| rooms?\b)|upgraded|downgraded|"
+    r"pushed|postponed|delayed|rescheduled|extended|extension|"
     r"brought forward|raised|increased|went up|gone up|goes up|bumped (?:[\w-]+ )?(?:up )?to|dropped|cut|reduced|"
     r"upped|put (?:[\w-]+ ){0,2}up(?! with)|doubled|halved|tripled|rises?|hiked|"
     r"lowered|promoted|transferred|"
@@ -636,6 +636,8 @@ def update_reason(
     if similarity < SAME_KIND and asked and not (asked & new.slots) and _elsewhere(new):
         return None  # two answers to a question about a subject, but the later one changes another
     added -= by_place(after.text)  # "Much. Brand new boiler", "Funny, I was…": capitals by place
+    if "?" in after.text:  # an end or a change it asks about tells none: "a gift for a colleague who's leaving?"
+        new = _told_change(new, after.text)
     if new.ends or (
         added
         and (
@@ -651,6 +653,19 @@ def update_reason(
         why = "same answer" if similarity < SAME_KIND else f"same kind ({similarity:.2f})"
         return f"{why}: {new.ends or new.cue or ', '.join(sorted(added)) or 'something new'}"
     return None
+
+
+ASKS_TO = re.compile(r"\b(?:can|could|would|will) you\b")  # a request may carry a change: "can you switch to Spanish?"
+
+
+def _told_change(new: Reading, text: str) -> Reading:
+    """`new` with the end and change words of the sentences it tells or requests, not of those it only asks: "What's
+    a good gift for a colleague who's leaving?" tells no end; a word that needs a value beside it (WEAK: "anything else
+    a new player needs?") stays."""
+    kept = " ".join(s for s in sentences(text) if not s.rstrip().endswith("?") or ASKS_TO.search(s.lower()))
+    told_new = read(kept)
+    weak = new.cue if new.cue and WEAK.fullmatch(new.cue) else None
+    return replace(new, ends=told_new.ends, cue=told_new.cue or weak)
 
 
 CONVERSATION = timedelta(hours=1)  # two turns of no given session this close are one conversation
