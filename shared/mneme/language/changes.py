@@ -655,14 +655,14 @@ def update_reason(
     return None
 
 
-ASKS_TO = re.compile(r"\b(?:can|could|would|will) you\b")  # a request may carry a change: "can you switch to Spanish?"
+ASKS_YOU = re.compile(r"\b(?:can|could|would|will) you\b")  # a request may carry a change: "can you switch to Spanish?"
 
 
 def _told_change(new: Reading, text: str) -> Reading:
     """`new` with the end and change words of the sentences it tells or requests, not of those it only asks: "What's
     a good gift for a colleague who's leaving?" tells no end; a word that needs a value beside it (WEAK: "anything else
     a new player needs?") stays."""
-    kept = " ".join(s for s in sentences(text) if not s.rstrip().endswith("?") or ASKS_TO.search(s.lower()))
+    kept = " ".join(s for s in sentences(text) if not s.rstrip().endswith("?") or ASKS_YOU.search(s.lower()))
     told_new = read(kept)
     weak = new.cue if new.cue and WEAK.fullmatch(new.cue) else None
     return replace(new, ends=told_new.ends, cue=told_new.cue or weak)

@@ -53,7 +53,6 @@ CONSIDERS = re.compile(
 WAS = re.compile(
     r"\b(?:back when|used to|(?:i|we) (?:do |still |really )?miss|miss(?:ed|ing)? (?:the|my|our)|former)\b"
 )
-ASKS_YOU = re.compile(r"\b(?:can|could|would|will) you\b")  # a request: "…, so can you help me set up a budget?"
 
 
 def first_stands(run: Run, read: list[dict[str, object]]) -> dict[str, object] | None:
@@ -192,7 +191,7 @@ def _considers(text: str) -> frozenset[str]:
         if not found:
             continue
         lowered = sentence.lower().strip()
-        asked = lowered.endswith("?") and not ASKS_YOU.search(lowered)
+        asked = lowered.endswith("?") and not changes.ASKS_YOU.search(lowered)  # a request ("can you …?") tells
         if not (asked or CONSIDERS.search(lowered) or WAS.search(lowered)):
             return frozenset()
         named |= found
