@@ -154,12 +154,11 @@ def test_a_return_that_names_the_value_beside_it_ranks_first(services: Services)
     [
         "Thinking of moving my current account to Monzo, they've got a switching bonus and I love the pots.",
         "There's a rumour work will pay salaries only into a Monzo current account next year, I might have to switch.",
-        "Back when my current account was with Monzo I was paying £30 a month in overdraft fees. What have I saved?",
     ],
 )
 def test_a_change_only_considered_ranks_below_the_statement_it_would_change(services: Services, then: str) -> None:
-    """Nothing calls the change off, and nothing changed: the plain statement of the bank ranks above the maybe, the
-    rumour or the memory ("back when") that names another."""
+    """Nothing calls the change off, and nothing changed: the plain statement of the bank ranks above the maybe or
+    the rumour that names another."""
     first = say(services, "Kofi", "My current account is with Nationwide. Can I set up a savings pot for a holiday?",
                 occurred_at=JANUARY, session_id="s1")  # fmt: skip
     maybe = say(services, "Kofi", then, occurred_at=MARCH, session_id="s2")

@@ -49,10 +49,6 @@ CONSIDERS = re.compile(
     r"wondering|not sure|rumou?r|apparently|probably|possibly|not yet|trial(?:l?ing|l?ed)?|trying (?:out )?|"
     r"looking (?:at|into))\b"
 )
-# A value named as what was: "Back when I banked with Santander", "I do miss the Saturday market in Norwich".
-WAS = re.compile(
-    r"\b(?:back when|used to|(?:i|we) (?:do |still |really )?miss|miss(?:ed|ing)? (?:the|my|our)|former)\b"
-)
 
 
 def first_stands(run: Run, read: list[dict[str, object]]) -> dict[str, object] | None:
@@ -146,9 +142,8 @@ def plain_over_considered(run: Run) -> dict[str, object] | None:
     (`scores.considered`): which, over which, at what cosine; None when there is none. "Thinking of moving to
     Vodafone, they've got a deal with free roaming", "There's a rumour our squad would report to Kwame", "Is Notion
     any better than what I use for notes?" share the question's words and name a value, so they outrank the
-    statement of how things are ("My phone is with Lebara, £10 a month"), which nothing changed; so does a memory ("I do
-    miss the Saturday market in Norwich"). For a best answer every sentence of which that names a value is a maybe, a
-    plan, a trial, a rumour, a memory or a question (`_considers`), naming
+    statement of how things are ("My phone is with Lebara, £10 a month"), which nothing changed. For a best answer every
+    sentence of which that names a value is a maybe, a plan, a trial, a rumour or a question (`_considers`), naming
     one the question does not: of its speaker's statements (or an agent's note) of no change read, said in an
     earlier conversation, scoring at least LATER_SHARE of it, that state a value of its kind as how things are and
     none it considers (`_alike`), and are among the LATER_WINDOW best or of the same kind (cosine at least
@@ -192,7 +187,7 @@ def _considers(text: str) -> frozenset[str]:
             continue
         lowered = sentence.lower().strip()
         asked = lowered.endswith("?") and not changes.ASKS_YOU.search(lowered)  # a request ("can you …?") tells
-        if not (asked or CONSIDERS.search(lowered) or WAS.search(lowered)):
+        if not (asked or CONSIDERS.search(lowered)):
             return frozenset()
         named |= found
     return frozenset(named)
