@@ -48,7 +48,7 @@ ENDED = ("cancelled", "closed", "sold", "ditched", "scrapped", "returned", "kept
 OLD = r"\b(?:my|our|his|her|their|the) (?:old|former|previous|ex)\b"
 BEFORE = re.compile(rf"{OLD}|\b(?:used to|back (?:then|when)|by then)\b")  # of the past: "my old team"
 # the end of the old, which tells of the change: "since they shut the old office", "closed the account at the old bank"
-OLD_ENDED = re.compile(rf"\b(?:{'|'.join(ENDED)})\b[^.!?;,]*?{OLD}")
+OLD_ENDED = re.compile(rf"\b(?:{'|'.join(ENDED)})\b[^.!?;,]{{0,80}}?{OLD}")
 WHAT_TIME = re.compile(r"\bwhat time\b|\bhow (?:early|late)\b", re.I)  # asks a time of day
 WHO_IS = re.compile(r"^\W*who(?:'s| is| are)\b", re.I)
 YES_NO = re.compile(r"^\W*(?:is|are|am|do|does|has|have|can|will|would|should)\b", re.I)
