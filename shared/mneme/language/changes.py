@@ -86,6 +86,7 @@ ADDS = re.compile(  # one more of something; not time added to a date ("review a
     r"added(?! (?:a|an|one|two|three) (?:days?|weeks?|fortnight|months?))|plus)\b"
 )
 REQUEST = re.compile(r",\s*(?:can|could|would|will) you\b[^.!?]*\?")  # "…, can you help me log it?"
+ASKS_YOU = re.compile(r"\b(?:can|could|would|will) you\b")  # a request may carry a change: "can you switch to Spanish?"
 # the speaker's own statement, then what they ask: "I live on Cragg Street, what's the nearest tip?"
 STATED_THEN_ASKED = re.compile(
     r"^((?:(?:so|and|well|ok|okay|right|hi|hey|anyway|btw)\W+)*(?:i|i'm|i've|my|we|we're|we've|our)\b[^,?]{6,}),"
@@ -653,9 +654,6 @@ def update_reason(
         why = "same answer" if similarity < SAME_KIND else f"same kind ({similarity:.2f})"
         return f"{why}: {new.ends or new.cue or ', '.join(sorted(added)) or 'something new'}"
     return None
-
-
-ASKS_YOU = re.compile(r"\b(?:can|could|would|will) you\b")  # a request may carry a change: "can you switch to Spanish?"
 
 
 def _told_change(new: Reading, text: str) -> Reading:

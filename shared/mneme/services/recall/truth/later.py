@@ -178,7 +178,8 @@ def _tells_new(first: changes.Said, then: changes.Said, asked: _Asked, gone: fro
             return False
     lowered = then.text.lower()
     told = changes.told(then.text).lower()  # "it's £47,500 from May. How much more will I take home?": no plan
-    if any(p.search(OLD_ENDED.sub(" ", told)) for p in NOT_NOW) or nochange.kept(then.text, asked.slots, asked.words):
+    now = OLD_ENDED.sub(" ", told)  # "closed the account at the old bank" tells the change, not the past
+    if any(p.search(now) for p in NOT_NOW) or nochange.kept(then.text, asked.slots, asked.words):
         return False  # the first holds, of the past ("my old team"), a maybe, a plan, or what is asked about stayed
     if nochange.called_off(told):
         return False  # "Told the conductor no, I'm staying in the seconds": a change called off (`stands.py`)
