@@ -94,6 +94,22 @@ def is_claim(proposal: Proposal | Fact) -> bool:
     return bool(proposal.entity and proposal.property and proposal.value)
 
 
+# Properties an entity may hold several values of at once: a second value is one more, not a change ("Dario |
+# son | Leo", then "Dario | son | Max"); only a source that says a change supersedes one ("switched from Jira to
+# Linear"). The relatives one has one of at a time (a mother, a wife) are not here.
+RELATIVES_MANY = frozenset(  # the relatives one may have several of
+    "sister brother son daughter child children kid friend cousin aunt uncle niece nephew grandson granddaughter "
+    "grandchild grandchildren stepson stepdaughter flatmate roommate housemate neighbour neighbor colleague".split()
+)
+MANY_VALUED = frozenset({"uses", "has", "speaks", "studies", "studied", "owns", "allergic to"}) | RELATIVES_MANY
+
+
+def many_valued(prop: str) -> bool:
+    """`prop` is one of MANY_VALUED, its plural or its name ("sister's name", "cousins' names")."""
+    bare = norm(prop).removesuffix("'s name").removesuffix("' names")
+    return bare in MANY_VALUED or bare.removesuffix("s") in MANY_VALUED
+
+
 VERB_PROPERTIES = {  # properties that read as a verb phrase: "Maya lives in Berlin"
     "lives in": "lives in", "from": "is from", "works at": "works at", "works as": "works as",
     "uses": "uses", "allergic to": "is allergic to", "has": "has", "speaks": "speaks", "studies": "studies",

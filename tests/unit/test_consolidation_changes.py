@@ -238,3 +238,30 @@ def test_a_change_a_later_turn_calls_off_leaves_the_claim_standing(services: Ser
     # Then the claim stands: the change it would have been marked by was called off
     leeds = claims(services)["Ines lives in Leeds."]
     assert (leeds.changed_by, leeds.stale, run.counter("commit", "changed")) == (None, False, 0)
+
+
+def test_one_more_of_a_many_valued_claim_stands_beside_it_and_a_named_switch_replaces_it(
+    services: Services, clock: Any
+) -> None:
+    # Given tools and a child, consolidated from a first conversation
+    say(services, "s1", ("Dario", "We use Slack for chat."), ("Dario", "My son is Leo."), occurred_at=clock.now())
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    # And weeks later one more tool and one more son, then later still a switch away from one tool
+    clock.advance(days=40)
+    say(services, "s2", ("Dario", "We also use Figma for design."), ("Dario", "My son is Max, he was born in May."),
+        occurred_at=clock.now())  # fmt: skip
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    held = {(f.property, f.value): f for f in services.store.list_facts("acme") if f.tier == "raw" and f.entity}
+    # Then each stands beside the first: one more is not instead
+    for key in [("uses", "Slack"), ("uses", "Figma"), ("son", "Leo"), ("son", "Max")]:
+        assert held[key].status == "active", key
+    clock.advance(days=40)
+    say(services, "s3", ("Dario", "We switched from Slack to Teams last month."), occurred_at=clock.now())
+    settle(services, clock)
+    services.consolidation.start(WRITER, None)
+    # And a switch that names the old tool supersedes it, and only it
+    held = {(f.property, f.value): f for f in services.store.list_facts("acme") if f.tier == "raw" and f.entity}
+    assert held[("uses", "Slack")].superseded_by == held[("uses", "Teams")].fact_id
+    assert held[("uses", "Figma")].status == "active"

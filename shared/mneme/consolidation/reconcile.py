@@ -1,7 +1,8 @@
 """The reconcile and commit stages: what each grounded proposal becomes, then written in one call.
 
 reconcile decides per proposal: create, reinforce a near-duplicate, or supersede an older value (the same
-entity and property, or the fact the reasoner said it updates). A fact is a claim (entity, property,
+entity and property, or the fact the reasoner said it updates; of a property held several at once, a son or a
+tool, only the value its turn says it replaced). A fact is a claim (entity, property,
 value), or a generative reasoner's summary of two or more turns: an extractive summary or a lone turn with
 no claim stays an episode. A replayed batch finds its facts already holding its sources: nothing is
 decided, nothing written. commit writes the facts, supersessions and contradictions with ids derived from
@@ -11,6 +12,7 @@ reconcile could read ("Greg left the company" after "my manager is Greg") marked
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 import numpy as np
@@ -20,7 +22,7 @@ from mneme.consolidation.windows import partition
 from mneme.language import changes, reverts
 from mneme.language.grounding import confidence
 from mneme.models import Episode, session_position
-from mneme.records import Contradiction, Fact, Proposal, derived_id, is_claim, norm
+from mneme.records import Contradiction, Fact, Proposal, derived_id, is_claim, many_valued, norm
 
 
 def reconcile(deps: Deps, batch: Batch, work: Working) -> Batch:
@@ -33,7 +35,7 @@ def reconcile(deps: Deps, batch: Batch, work: Working) -> Batch:
             claims.setdefault((norm(fact.entity), norm(fact.property)), set()).add(fact.fact_id)
     for window, proposals in sorted(batch.proposals.items()):
         for item in range(len(proposals)):
-            decision = _decide(deps, batch, facts, active, claims, window, item)
+            decision = _decide(deps, batch, work, facts, active, claims, window, item)
             if decision is None:
                 continue
             batch.decisions.append(decision)
@@ -44,6 +46,7 @@ def reconcile(deps: Deps, batch: Batch, work: Working) -> Batch:
 def _decide(
     deps: Deps,
     batch: Batch,
+    work: Working,
     facts: dict[str, Fact],
     active: list[Fact],
     claims: dict[tuple[str, str], set[str]],
@@ -65,6 +68,8 @@ def _decide(
     if proposal.entity and proposal.property:
         key = (norm(proposal.entity), norm(proposal.property))
         rivals = sorted(claims.get(key, set()) - {fact_id, named})
+        if rivals and many_valued(proposal.property):
+            rivals = _replaced(work, sources, proposal.property, {r: _value(batch, facts, r) for r in rivals})
         if fact_id in facts or fact_id in claims.get(key, set()):
             decision.action = "reinforce"
         elif named is not None:
@@ -86,6 +91,30 @@ def _decide(
         if duplicate is not None:
             decision.action, decision.fact_id = "reinforce", duplicate
     return decision
+
+
+def _replaced(work: Working, sources: list[str], prop: str, rivals: dict[str, str]) -> list[str]:
+    """Of the values an entity holds several of at once ("speaks", "son", "uses": `many_valued`; `rivals`: fact id ->
+    value), the one a source says the new value replaced: the one it names beside a change ("switched from Jira to
+    Linear"), or the only one when it says an end ("we dropped it for Linear") or, for a tool, any change ("I use
+    Things for my tasks these days"). A source of no change, or of one more, adds one ("we also use Figma", "I speak
+    Spanish a bit now"): no rival."""
+    told = [
+        one for one in map(changes.said, work.episodes(sources).values()) if one.reading.cue and not one.reading.adds
+    ]
+    text = " ".join(one.text.lower() for one in told)
+    named = [r for r, value in rivals.items() if value and re.search(rf"\b{re.escape(norm(value))}\b", text)]
+    if len(named) == 1:
+        return named
+    only = len(rivals) == 1 and not named and told
+    return list(rivals) if only and (norm(prop) == "uses" or any(one.reading.ends for one in told)) else []
+
+
+def _value(batch: Batch, facts: dict[str, Fact], fact_id: str) -> str:
+    """The value of a standing claim, or of one this batch proposes."""
+    if fact_id in facts:
+        return facts[fact_id].value or ""
+    return next((batch.proposal(d).value or "" for d in batch.decisions if d.fact_id == fact_id), "")
 
 
 def _near_duplicate(deps: Deps, summary: str, candidates: list[Fact]) -> str | None:
