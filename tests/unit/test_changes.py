@@ -95,6 +95,30 @@ def test_a_later_turn_updates_an_earlier_fact_of_its_speaker() -> None:
     assert changes.owners(dog) == {"maya"}
 
 
+def test_a_claim_is_updated_only_by_a_claim_of_its_entity_and_property() -> None:
+    """Two claims of one person and other properties are two subjects, however alike their vectors: a manager's
+    name says nothing of a son's; nor is a second tool one used instead."""
+    son = fact("Dario", "son", "Leo", "Dario's son is Leo.")
+    manager = fact("Dario", "manager's name", "Priya", "Dario's manager's name is Priya.")
+    assert changes.update_reason(son, manager, 0.54, present=True, topical=True) is None
+    greg = fact("Dario", "manager", "Greg", "Dario's manager is Greg.")
+    aisha = fact("Dario", "manager", "Aisha", "Dario's manager is Aisha.")
+    assert changes.update_reason(greg, aisha, 0.54, present=True)
+    slack = fact("Dario", "uses", "Slack", "Dario uses Slack.")
+    assert changes.update_reason(slack, fact("Dario", "uses", "Figma", "Dario uses Figma."), 0.6, present=True) is None
+
+
+def test_two_relatives_of_a_kind_one_has_several_of_are_two_people() -> None:
+    """"My brother Tom" and "my brother Sam" are two brothers: Sam moving is no news of Tom."""
+    later = AT + timedelta(days=40)
+    tom, sam = turn("My brother Tom lives in Leeds."), turn("My brother Sam just moved to Leeds.")
+    assert changes.update_reason(tom, sam.model_copy(update={"occurred_at": later}), 0.6, present=True) is None
+    leo, max_ = turn("My son Leo started school."), turn("My son Max is learning to swim.")
+    assert changes.update_reason(leo, max_.model_copy(update={"occurred_at": later}), 0.6, present=True) is None
+    tom_again = turn("My brother Tom just moved to York.").model_copy(update={"occurred_at": later})
+    assert changes.update_reason(tom, tom_again, 0.6, present=True)
+
+
 def test_statements_about_unrelated_things_need_similar_vectors() -> None:
     """Change language alone is not a subject: a change of a slot the earlier statement has no part in
     updates it only when the two say the same kind of thing."""

@@ -30,7 +30,7 @@ from mneme.language import nochange
 from mneme.language.slots import ANY_CUE, SLOT_NAMES, SLOTS, VALUE_WORDS, Slot
 from mneme.language.text import STOPWORDS, stem, words
 from mneme.models import Episode
-from mneme.records import Fact
+from mneme.records import RELATIVES_MANY, Fact, many_valued, norm
 
 AMOUNT = re.compile(r"[£$€¥₹]\s?\d|\b\d[\d,.]*\s?(?:k|grand|pounds|quid|dollars|euros)\b")  # money, whatever it is for
 FOR_ME = re.compile(  # someone else's doing, to the speaker: "they offered me the job", "the agency put us on"
@@ -484,6 +484,8 @@ def _same(earlier: Said, later: Said, slot: str | None, topic: frozenset[str], a
     if not (mine or theirs) and _apart(earlier.text, later.text):
         return False  # two notes about different named things ("Interviewed Ines Moreau …", "Interviewed Pavel …")
     shared = (mine & theirs) - {UNKNOWN}
+    if _two_of_kin(earlier, later, shared):
+        return False  # "my brother Tom" and "my brother Sam": two brothers
     if earlier.speaker:  # "Harriet's mum", asked about, is who Harriet calls "Mum"
         about |= {person.removeprefix(f"{earlier.speaker}'s ") for person in about}
     if mine & about:
@@ -496,6 +498,15 @@ def _same(earlier: Said, later: Said, slot: str | None, topic: frozenset[str], a
     if shared or not (mine and theirs):
         return bool(shared) or not ({UNKNOWN} & (mine | theirs))
     return False
+
+
+def _two_of_kin(earlier: Said, later: Said, shared: frozenset[str]) -> bool:
+    """The one person both are about is a relative one may have several of ("@'s brother"), whom each gives another
+    name ("my brother Tom …", "my brother Sam …")."""
+    if not shared or any(who.partition("'s ")[2] not in RELATIVES_MANY for who in shared):
+        return False
+    names = [{clause.alias for clause in one.reading.clauses if clause.alias} for one in (earlier, later)]
+    return bool(names[0] and names[1]) and not names[0] & names[1]
 
 
 def same_subject(earlier: Said, later: Said) -> bool:
@@ -565,6 +576,16 @@ def _other_thing(old: Reading, new: Reading) -> bool:
     return any(kind in theirs and theirs[kind] != number for kind, number in mine.items())
 
 
+def _other_claims(earlier: Episode | Fact, later: Episode | Fact) -> bool:
+    """Two claims that are not one subject: of two entities or two properties ("Dario | son", "Dario | manager's
+    name"), or two values of a property one holds several of ("Dario | uses | Slack", "Dario | uses | Figma").
+    Consolidation supersedes one claim by another of its own subject; recall does not guess it from their words."""
+    if not (isinstance(earlier, Fact) and isinstance(later, Fact)):
+        return False
+    keys = [(norm(one.entity or ""), norm(one.property or "")) for one in (earlier, later)]
+    return all(all(key) for key in keys) and (keys[0] != keys[1] or many_valued(keys[0][1]))
+
+
 def _elsewhere(new: Reading) -> bool:
     """Every change the statement says is of a subject it names ("we're moving to Tokyo, so I've swapped Italian
     for Japanese": the second change names none, and may be the one asked about)."""
@@ -609,6 +630,8 @@ def update_reason(
     meaningful words; a later statement that says one of them stayed ("didn't touch the amlodipine") updates
     nothing. The caller checks that `later` came after `earlier`; either may be given read once (`said`)."""
     before, after = said(earlier), said(later)
+    if _other_claims(before.record, after.record):
+        return None  # "Dario | son | Leo" and "Dario | manager's name | Priya": two subjects, whatever the words
     old, new = before.reading, after.reading
     added = new.values - old.values
     if not (old.slots & new.slots or new.ends or new.cue or (present and added)):
