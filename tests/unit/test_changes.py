@@ -109,7 +109,8 @@ def test_a_claim_is_updated_only_by_a_claim_of_its_entity_and_property() -> None
 
 
 def test_two_relatives_of_a_kind_one_has_several_of_are_two_people() -> None:
-    """"My brother Tom" and "my brother Sam" are two brothers: Sam moving is no news of Tom."""
+    """Two brothers, "my brother Tom" and "my brother Sam": Sam moving is no news of Tom; "my sister is Jo" is Jo,
+    whose move is news of her."""
     later = AT + timedelta(days=40)
     tom, sam = turn("My brother Tom lives in Leeds."), turn("My brother Sam just moved to Leeds.")
     assert changes.update_reason(tom, sam.model_copy(update={"occurred_at": later}), 0.6, present=True) is None
@@ -117,6 +118,10 @@ def test_two_relatives_of_a_kind_one_has_several_of_are_two_people() -> None:
     assert changes.update_reason(leo, max_.model_copy(update={"occurred_at": later}), 0.6, present=True) is None
     tom_again = turn("My brother Tom just moved to York.").model_copy(update={"occurred_at": later})
     assert changes.update_reason(tom, tom_again, 0.6, present=True)
+    maya, jo = turn("My sister is Maya, she lives in Bristol."), turn("My sister is Jo, she's the eldest of us.")
+    assert changes.update_reason(maya, jo.model_copy(update={"occurred_at": later}), 0.6, present=True) is None
+    jo_moved = turn("Jo moved to Leeds last month.").model_copy(update={"occurred_at": later})
+    assert changes.update_reason(turn("My sister is Jo, she lives in Bristol."), jo_moved, 0.6, present=True)
 
 
 def test_statements_about_unrelated_things_need_similar_vectors() -> None:

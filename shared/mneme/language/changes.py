@@ -137,7 +137,9 @@ MY = re.compile(r"\b(?:my|our)\s+(?:[\w'-]+\s+){0,2}$")  # just before a slot's 
 RELATIVE = re.compile(rf"^(?:my|our) ({'|'.join(sorted(PEOPLE))})\b", re.I)
 UPPER = "A-Z" + "".join(c for c in map(chr, range(0xC0, 0x250)) if c.isupper())  # "Łukasz", "Çağla", "Óscar"
 POSSESSED = re.compile(rf"\b([{UPPER}][\w-]+)'s ([a-z][\w-]*)")  # "Daniela's levothyroxine"
-NAMED_RELATIVE = re.compile(rf"^(?:[Mm]y|[Oo]ur) (?:{'|'.join(sorted(PEOPLE))}) ([{UPPER}][\w-]+)")  # "my son Arlo"
+NAMED_RELATIVE = re.compile(  # "my son Arlo"; "my sister is Jo" of a relative one may have several of
+    rf"^(?:[Mm]y|[Oo]ur) (?:(?:{'|'.join(sorted(PEOPLE))})|(?:{'|'.join(sorted(RELATIVES_MANY))}) is) ([{UPPER}][\w-]+)"
+)
 NAMED = re.compile(  # a person by name, then a verb ("Theo got hired", "Hannah runs the rota", "Priya's …")
     rf"^([{UPPER}][\w'-]+(?: [{UPPER}][\w'-]+)?)(?:'s| (is|was|has|had|got|took|will|just|now|finally|never|still|"
     r"can|can't|won't|doesn't|didn't|[a-z]+ed|[a-z]+[^s\W]s))\b"
