@@ -97,8 +97,8 @@ def _replaced(work: Working, sources: list[str], prop: str, rivals: dict[str, st
     """Of the values an entity holds several of at once ("speaks", "son", "uses": `many_valued`; `rivals`: fact id ->
     value), the one a source says the new value replaced: the one it names beside a change ("switched from Jira to
     Linear"), or the only one when it says an end ("we dropped it for Linear") or, for a tool, any change ("I use
-    Things for my tasks these days"). A source of no change, or of one more, adds one ("we also use Figma", "I speak
-    Spanish a bit now"): no rival."""
+    Things for my tasks these days"). A source of no change, of one more, or of a change word that ends nothing, adds
+    one ("we also use Figma", "I speak Spanish a bit now"): no rival."""
     told = [
         one for one in map(changes.said, work.episodes(sources).values()) if one.reading.cue and not one.reading.adds
     ]
@@ -106,7 +106,7 @@ def _replaced(work: Working, sources: list[str], prop: str, rivals: dict[str, st
     named = [r for r, value in rivals.items() if value and re.search(rf"\b{re.escape(norm(value))}\b", text)]
     if len(named) == 1:
         return named
-    only = len(rivals) == 1 and not named and told
+    only = len(rivals) == 1 and bool(told)  # none named: a single rival, named, was returned above
     return list(rivals) if only and (norm(prop) == "uses" or any(one.reading.ends for one in told)) else []
 
 
