@@ -38,7 +38,7 @@ once, over the `current` and `unchanged` cases) stating an earlier or only consi
 without being marked earlier (`since_changed`) or stale: facts not true as written. Not over `other-person` cases,
 whose wrong values are the other person's, true of them ("Joaquín lives in Valencia" when Marta is asked about).
 
-    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check22|all]
+    .venv/bin/python bench/updates.py [--part dev|check|dev2|check2|dev3|check3|check4|…|check23|all]
         [--shape messages|session-time|all] [--consolidate] [--misses] [--case REGEX] [--json FILE]
 
 `dev/` is for tuning; `check/` was written after it with other wording, topics and people, and is never
@@ -122,7 +122,12 @@ changes, echoes, filler that shares the question's words; the untouched measure 
 measured: 56 cases, 39 a chat between a user and an assistant, 17 with two named people, 10 with agent notes, 48 of
 three sessions, 6 long days, changes in other words, implied, in passing, as answers and in assistants' recaps,
 successive, reverted and partial changes, considered and called-off changes, echoes, filler that shares the
-question's words; never read or tuned on: the untouched measure.
+question's words; the untouched measure until check23 was written (8 Dec 2026): its misses may be read from then on.
+`check23/` was written on 8 Dec 2026 blind (names start `c23-`), before anything of that session was measured: 56
+cases, 39 a chat between a user and an assistant, 17 with two named people, 10 with agent notes, 48 of three sessions
+and 5 of four, 7 long days, changes in other words, implied, in passing, as answers and in assistants' recaps,
+successive, reverted and partial changes, considered and called-off changes and rumours, echoes, filler that shares
+the question's words; never read or tuned on: the untouched measure.
 MNEME_BENCH_CODE=DIR serves the `shared` folder DIR instead of this checkout's.
 
 Case file format (several cases a file; blank lines and other '#' lines are comments):
@@ -183,6 +188,7 @@ PARTS = (
     "check20",
     "check21",
     "check22",
+    "check23",
 )
 SHAPES = ("messages", "session-time")
 KINDS = ("current", "past", "other-person", "unchanged")

@@ -201,6 +201,7 @@ def test_the_set_parses_and_covers_every_kind_and_shape_in_each_part(bench: Modu
         ("check20", ("other-words", "implied", "in-passing", "agent-note", "two-people", "answer", "successive")),
         ("check21", ("other-words", "implied", "in-passing", "two-people", "answer", "reverted", "echo", "filler")),
         ("check22", ("other-words", "implied", "in-passing", "two-people", "answer", "reverted", "echo", "filler")),
+        ("check23", ("other-words", "implied", "in-passing", "two-people", "answer", "reverted", "echo", "filler")),
     ],
 )
 def test_a_part_written_blind_is_apart_and_covers_its_brief(bench: ModuleType, part: str, shapes: tuple[str]) -> None:
