@@ -58,6 +58,8 @@ UPDATES = [
     ("I work at Acme as an accountant.", "I quit Acme, I'm freelancing now."),
     ("We have a dog called Biscuit.", "Biscuit passed away last month, we're heartbroken."),
     ("The shop opens at 9 on Saturdays.", "From this week the shop opens at 10 on Saturdays."),
+    # no question, and a weekday is no one's name
+    ("Can't, Friday is D&D night for me.", "Our DM got a bar job, so my D&D campaign's moved to Sundays."),
 ]
 NOT_UPDATES = [
     ("I live in Leeds.", "Do you still live in Leeds?"),  # a question
@@ -703,6 +705,8 @@ def test_values_alone_are_what_the_reading_names(text: str) -> None:
         "The new one is fast but the debugger is half-baked. Uninstalled it, I'm sticking with what I had.",
         "I thought about it and decided not to bother the GP. What I have works, so I'm leaving it alone.",
         "Tried it for a week and I missed fish far too much, so that's a no from me.",
+        "Tried Starling for a month and hated the app, cancelled the trial, not worth switching.",
+        "Decided the new account can wait, the money's going on the boiler.",
     ],
 )
 def test_a_change_only_considered_and_called_off_is_no_change(later: str) -> None:

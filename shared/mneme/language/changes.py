@@ -97,9 +97,10 @@ ASKS_FOR = re.compile(  # a request that tells of the speaker's things: "can you
     r"^(?:please )?(?:can|could|would|will) you (?:please )?(?:help me )?(?:to )?(?:write|draft|update|tidy|add|"
     r"change|make|remind|send|book|fix|edit|rewrite|prepare|format|email|address|plan|adjust|redo)\b.*\b(?:my|our)\b"
 )
-QUESTION_START = re.compile(  # a question without its "?"; not "When the contract ended I moved us to …"
+# a question without its "?"; not "When the contract ended I moved us to …", nor "Can't, Friday is D&D night"
+QUESTION_START = re.compile(
     r"^(?:(?:what|where|when|who|why|how|which|whose)(?: \w+)? )?(?:do|does|did|is|are|was|were|can|could|will|"
-    r"would|have|has|had|am|should)\b|^(?:what|where|when|who|why|how|which)(?:'s|'re)\b|^how (?:come|about)\b"
+    r"would|have|has|had|am|should)\b(?!')|^(?:what|where|when|who|why|how|which)(?:'s|'re)\b|^how (?:come|about)\b"
     r"|^(?:what|where|when|who|why|how|which|whose)\b\W*(?:\w++\W*+){0,2}$"  # "why not", "which one?" (possessive:
     # a long word is not split every way before `$` fails)
 )
@@ -201,7 +202,8 @@ def _subject(text: str, current: str) -> str:
         return THING
     named = NAMED.match(text)
     first = named[1].split()[0].lower().removesuffix("'s") if named else ""  # "Work's got …": no one's name
-    if named and first not in COMMON | NUMBER_WORDS and not first.endswith(VERBAL) and named[2] not in COMMON:
+    plain = COMMON | NUMBER_WORDS | CALENDAR  # "Friday is D&D night": no one's name
+    if named and first not in plain and not first.endswith(VERBAL) and named[2] not in COMMON:
         if OURS.search(text):
             return THING  # "Netflix Standard is our one luxury": a thing of ours, not a person
         return named[1].lower().removesuffix("'s")  # "Arlo's settled", "Priya's bike": Arlo, Priya

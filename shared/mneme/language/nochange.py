@@ -39,7 +39,9 @@ CALLED_OFF = re.compile(  # a change considered and called off: "gave up on swit
     r"\b(?:date|deadline|plan|price|offer|booking) stands\b|\b(?:i|we)(?:'m| am|'re| are)? stay(?:ed|ing)? loyal\b|"
     r"\b(?:keep(?:ing|s)?|stick(?:ing|s)? with) what (?:i|we)(?:'ve| have| had|'d)(?: got)?\b|"
     r"\bnothing(?:'s| is)? chang(?:es|ing) for\b|"
-    r"\b(?:that's|it's|that is|it is) a no\b|\ba no from (?:me|us)\b"  # "missed fish too much, so that's a no from me"
+    r"\b(?:that's|it's|that is|it is) a no\b|\ba no from (?:me|us)\b|"  # "missed fish too much, so that's a no from me"
+    r"\bcancell?ed (?:the|my|our) (?:free )?trial\b|\bnot worth (?:switching|migrating|moving|changing)\b|"
+    r"\bcan wait\b"  # "cancelled the trial, not worth migrating", "decided the e-bike can wait"
 )
 
 

@@ -42,12 +42,14 @@ LATER_KIND = 0.2  # ... and saying the same kind of thing: this cosine or more b
 REPLY_TURNS = 3  # the turns before a statement read for someone else's news it answers
 FOUND_SHARE = 0.25  # of several later statements, those scoring at least this share of the best of them
 ABOVE = 1.01  # the later statement's score: just above the best one's
-STILL = re.compile(r"\bstill\b")  # "I'm still chained to my audit spreadsheets": the first holds
+# "I'm still chained to my audit spreadsheets": the first holds; not "the card still hasn't turned up", of what waits
+STILL = re.compile(r"\bstill\b(?! (?:not|no|waiting|(?:has|have|is|are|does|do|did|was|were|wo|ca)n't)\b)")
 UNDECIDED = re.compile(r"\bthink (?:about|it over)\b")  # "they offered me plot 22 … I said I'd think about it"
 ENDED = ("cancelled", "closed", "sold", "ditched", "scrapped", "returned", "kept", "replaced", "dropped", "shut")
 OLD = r"\b(?:my|our|his|her|their|the) (?:old|former|previous|ex)\b"
 BEFORE = re.compile(rf"{OLD}|\b(?:used to|back (?:then|when)|by then)\b")  # of the past: "my old team"
 # the end of the old, which tells of the change: "since they shut the old office", "closed the account at the old bank"
+CLOSED = re.compile(r"\b(?:cancelled|closed|sold|ditched|scrapped|shut)\b")  # the end of what the first names
 OLD_ENDED = re.compile(rf"\b(?:{'|'.join(ENDED)})\b[^.!?;,]{{0,80}}?{OLD}")
 WHAT_TIME = re.compile(r"\bwhat time\b|\bhow (?:early|late)\b", re.I)  # asks a time of day
 WHO_IS = re.compile(r"^\W*who(?:'s| is| are)\b", re.I)
@@ -359,9 +361,12 @@ def _restated(best: list[Candidate], top: Candidate, later: Candidate, people: f
     31 March" … "extension to 30 April" … "correction: ours stays 31 March"): the first value stands."""
     first, then = changes.said(top.record).reading, changes.said(later.record).reading  # type: ignore[arg-type]
     gone = first.values - then.values - people  # "Miso bit the nurse" names the cat, not the old vets
-    # a question restates nothing ("which day do the bins go out on Cragg Street?" after a move up the hill)
+    # a question restates nothing ("which day do the bins go out on Cragg Street?" after a move up the hill), nor does
+    # the end of the first ("got a Nationwide letter even though I closed that account months ago")
     return any(
-        gone & (said := changes.said(record).reading).values and not said.asks for record in _said_after(best, later)
+        gone & (said := changes.said(record)).reading.values
+        and not (said.reading.asks or CLOSED.search(changes.told(said.text).lower()))
+        for record in _said_after(best, later)
     )
 
 
