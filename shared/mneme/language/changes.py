@@ -202,8 +202,7 @@ def _subject(text: str, current: str) -> str:
         return THING
     named = NAMED.match(text)
     first = named[1].split()[0].lower().removesuffix("'s") if named else ""  # "Work's got …": no one's name
-    plain = COMMON | NUMBER_WORDS | CALENDAR  # "Friday is D&D night": no one's name
-    if named and first not in plain and not first.endswith(VERBAL) and named[2] not in COMMON:
+    if named and first not in NO_ONE and not first.endswith(VERBAL) and named[2] not in COMMON:
         if OURS.search(text):
             return THING  # "Netflix Standard is our one luxury": a thing of ours, not a person
         return named[1].lower().removesuffix("'s")  # "Arlo's settled", "Priya's bike": Arlo, Priya
@@ -531,6 +530,7 @@ CALENDAR = frozenset(
     "monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays fridays "
     "saturdays sundays january february march april may june july august september october november december".split()
 )
+NO_ONE = COMMON | NUMBER_WORDS | CALENDAR  # no one's name where a clause opens: "Friday is D&D night", "Work's got …"
 
 
 @functools.lru_cache(maxsize=8192)

@@ -45,11 +45,12 @@ ABOVE = 1.01  # the later statement's score: just above the best one's
 # "I'm still chained to my audit spreadsheets": the first holds; not "the card still hasn't turned up", of what waits
 STILL = re.compile(r"\bstill\b(?! (?:not|no|waiting|(?:has|have|is|are|does|do|did|was|were|wo|ca)n't)\b)")
 UNDECIDED = re.compile(r"\bthink (?:about|it over)\b")  # "they offered me plot 22 … I said I'd think about it"
-ENDED = ("cancelled", "closed", "sold", "ditched", "scrapped", "returned", "kept", "replaced", "dropped", "shut")
+ENDS_IT = ("cancelled", "closed", "sold", "ditched", "scrapped", "shut")  # the end of what the first names
+ENDED = (*ENDS_IT, "returned", "kept", "replaced", "dropped")
+CLOSED = re.compile(rf"\b(?:{'|'.join(ENDS_IT)})\b")
 OLD = r"\b(?:my|our|his|her|their|the) (?:old|former|previous|ex)\b"
 BEFORE = re.compile(rf"{OLD}|\b(?:used to|back (?:then|when)|by then)\b")  # of the past: "my old team"
 # the end of the old, which tells of the change: "since they shut the old office", "closed the account at the old bank"
-CLOSED = re.compile(r"\b(?:cancelled|closed|sold|ditched|scrapped|shut)\b")  # the end of what the first names
 OLD_ENDED = re.compile(rf"\b(?:{'|'.join(ENDED)})\b[^.!?;,]{{0,80}}?{OLD}")
 WHAT_TIME = re.compile(r"\bwhat time\b|\bhow (?:early|late)\b", re.I)  # asks a time of day
 WHO_IS = re.compile(r"^\W*who(?:'s| is| are)\b", re.I)
